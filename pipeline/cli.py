@@ -1,0 +1,93 @@
+"""``beamtrawl crawl CONFIG`` and ``beamtrawl search QUERY --config CONFIG``.
+
+Exit codes of ``crawl``: 0 clean, 1 some documents failed, 2 configuration error or fatal failure
+(no deletes ran). Failures print one line; ``--debug`` adds tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+from pipeline import __version__
+from pipeline.config import ConfigError, load_config
+from pipeline.report import EXIT_FATAL, summary
+
+log = logging.getLogger("beamtrawl")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="beamtrawl", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"beamtrawl {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    crawl = commands.add_parser("crawl", help="crawl the start URLs of CONFIG into its index",
+                                description="Any further --option is passed to Beam as a pipeline option.")
+    crawl.add_argument("config")
+    crawl.add_argument("--runner", help="direct (default), or a Beam runner name")
+    crawl.add_argument("--debug", action="store_true", help="tracebacks and Beam's own logs")
+
+    search = commands.add_parser("search", help="search the index of CONFIG")
+    search.add_argument("query")
+    search.add_argument("--config", required=True)
+    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--json", action="store_true", help="print a JSON array of hits")
+    search.add_argument("--debug", action="store_true")
+    return parser
+
+
+def _setup_logging(debug: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, format="%(message)s", stream=sys.stderr)
+    if not debug:  # Beam is chatty about its own machinery
+        logging.getLogger("apache_beam").setLevel(logging.ERROR)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, extra = _parser().parse_known_args(argv)
+    _setup_logging(args.debug)
+    if args.command == "search" and extra:
+        _parser().error(f"unrecognized arguments: {' '.join(extra)}")
+    try:
+        config = load_config(args.config)
+        if args.command == "crawl":
+            return _crawl(config, args.runner, extra)
+        return _search(config, args.query, args.limit, args.json)
+    except ConfigError as err:
+        log.error("%s", err)
+        return EXIT_FATAL
+    except Exception as err:  # noqa: BLE001 - one line for the user; --debug for the traceback
+        if args.debug:
+            raise
+        log.error("beamtrawl: %s", err)
+        return EXIT_FATAL
+
+
+def _crawl(config, runner: str | None, beam_args: list[str]) -> int:
+    from pipeline.crawl import crawl  # Beam loads slowly: only when crawling
+
+    report = crawl(config, runner, beam_args)
+    print(summary(report))
+    return report["exit_code"]
+
+
+def _search(config, text: str, limit: int, as_json: bool) -> int:
+    from transforms.index import make_target
+    from transforms.index.query import parse_query
+
+    target = make_target(config.index)
+    target.check()
+    hits = target.search(parse_query(text), limit)
+    if as_json:
+        print(json.dumps([hit.__dict__ for hit in hits], ensure_ascii=False, indent=2))
+        return 0
+    if not hits:
+        print("no documents found")
+    for n, hit in enumerate(hits, 1):
+        print(f"{n}. {hit.title}\n   {hit.url}\n   {hit.snippet}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,274 @@
+"""The crawl configuration: one YAML file, every default in one place, validated before anything runs.
+
+An error names the file, the key path and the problem in one line, e.g.
+``crawl.yaml: whitelist[2].regex: unbalanced parenthesis at position 7``. Unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import yaml
+
+from transforms.urls import normalize_url
+
+#: Every default, spelled as in the YAML file.
+DEFAULTS: dict[str, Any] = {
+    "url_cleaners": [],
+    "max_depth": None,  # folder levels below a start URL; None = unlimited
+    "max_file_size": 100 * 1024**2,  # larger documents are indexed by metadata only
+    "max_summary_length": 250_000,  # regain's MaxSummaryLength
+    "max_failed_ratio": 0.2,  # more failed documents than this: no deletes, exit 2
+    "max_delete_ratio": 0.5,  # deletes would remove more than this share of the index: none run, exit 2
+    "follow_symlinks": False,
+    "walk_budget": 5_000,  # folder entries one discovery step lists before handing sub-folders on
+    "discovery_rounds": 4,  # rounds unrolled in the graph; the last walks without a budget
+}
+
+SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
+              "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class ConfigError(Exception):
+    """A configuration mistake; ``str()`` is the one-line message for the user."""
+
+
+@dataclass(frozen=True)
+class StartUrl:
+    url: str
+    parse: bool = True
+    index: bool = True
+
+
+@dataclass(frozen=True)
+class UrlPattern:
+    """A whitelist or blacklist entry: a prefix (``startswith``) or a regex matching the whole URL."""
+
+    prefix: str | None = None
+    regex: re.Pattern | None = None
+    parse: bool = True
+    index: bool = True
+    name: str | None = None
+
+    def matches(self, url: str) -> bool:
+        if self.prefix is not None:
+            return url.startswith(self.prefix)
+        return self.regex.fullmatch(url) is not None
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """The embedded SQLite/FTS5 index (``path``)."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class Config:
+    source: str
+    start: tuple[StartUrl, ...]
+    whitelist: tuple[UrlPattern, ...]
+    blacklist: tuple[UrlPattern, ...]
+    index: IndexConfig
+    report: str
+    work_dir: str
+    url_cleaners: tuple[re.Pattern, ...] = ()
+    max_depth: int | None = DEFAULTS["max_depth"]
+    max_file_size: int = DEFAULTS["max_file_size"]
+    max_summary_length: int = DEFAULTS["max_summary_length"]
+    max_failed_ratio: float = DEFAULTS["max_failed_ratio"]
+    max_delete_ratio: float = DEFAULTS["max_delete_ratio"]
+    follow_symlinks: bool = DEFAULTS["follow_symlinks"]
+    walk_budget: int = DEFAULTS["walk_budget"]
+    discovery_rounds: int = DEFAULTS["discovery_rounds"]
+
+
+SUPPORTED_SCHEMES = ("file",)
+
+
+class _Reader:
+    """Walks the parsed YAML keeping the key path, so every error can say where it is."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.base = os.path.dirname(os.path.abspath(source))
+
+    def fail(self, path: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.source}: {path}: {problem}" if path else f"{self.source}: {problem}")
+
+    def mapping(self, value: Any, path: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
+        if not isinstance(value, dict):
+            raise self.fail(path, f"must be a mapping, got {_kind(value)}")
+        for key in value:
+            if key not in allowed:
+                where = f"{path}.{key}" if path else str(key)
+                raise self.fail(where, f"unknown key (allowed: {', '.join(sorted(allowed))})")
+        for key in sorted(required):
+            if key not in value:
+                raise self.fail(f"{path}.{key}" if path else key, "is required")
+        return value
+
+    def seq(self, value: Any, path: str) -> list:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.fail(path, f"must be a list, got {_kind(value)}")
+        return value
+
+    def string(self, value: Any, path: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(path, f"must be a non-empty string, got {_kind(value)}")
+        return self.expand(value, path)
+
+    def expand(self, value: str, path: str) -> str:
+        def sub(match: re.Match) -> str:
+            name = match.group(1)
+            if name not in os.environ:
+                raise self.fail(path, f"environment variable {name} is not set")
+            return os.environ[name]
+        return _ENV_REF.sub(sub, value)
+
+    def boolean(self, value: Any, path: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(path, f"must be true or false, got {value!r}")
+        return value
+
+    def integer(self, value: Any, path: str, minimum: int = 0, allow_none: bool = False) -> int | None:
+        if value is None and allow_none:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(path, f"must be an integer, got {value!r}")
+        if value < minimum:
+            raise self.fail(path, f"must be at least {minimum}, got {value}")
+        return value
+
+    def size(self, value: Any, path: str) -> int:
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(value))
+        if not match or match.group(2).lower() not in SIZE_UNITS or float(match.group(1)) <= 0:
+            raise self.fail(path, f"must be a positive size such as 1048576, '10 MiB' or '2GB', got {value!r}")
+        return int(float(match.group(1)) * SIZE_UNITS[match.group(2).lower()])
+
+    def ratio(self, value: Any, path: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise self.fail(path, f"must be a number from 0 to 1, got {value!r}")
+        return float(value)
+
+    def regex(self, value: Any, path: str) -> re.Pattern:
+        text = self.string(value, path)
+        try:
+            return re.compile(text)
+        except re.error as err:
+            raise self.fail(path, str(err)) from None
+
+    def url(self, value: Any, path: str) -> str:
+        text = self.string(value, path)
+        if "://" not in text and not text.startswith("file:"):
+            text = os.path.join(self.base, text)  # a plain path, relative to the configuration file
+        if "\\" in text:
+            raise self.fail(path, "use forward slashes in URLs")
+        try:
+            return normalize_url(text)
+        except ValueError as err:
+            raise self.fail(path, f"not a valid URL: {err}") from None
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", type(None): "nothing"}.get(
+        type(value), type(value).__name__)
+
+
+def _patterns(r: _Reader, raw: Any, key: str, with_flags: bool) -> tuple[UrlPattern, ...]:
+    allowed = {"prefix", "regex"} | ({"parse", "index", "name"} if with_flags else set())
+    patterns = []
+    for i, entry in enumerate(r.seq(raw, key)):
+        path = f"{key}[{i}]"
+        entry = r.mapping(entry, path, allowed)
+        if ("prefix" in entry) == ("regex" in entry):
+            raise r.fail(path, "needs exactly one of 'prefix' or 'regex'")
+        patterns.append(UrlPattern(
+            prefix=r.url(entry["prefix"], f"{path}.prefix") if "prefix" in entry else None,
+            regex=r.regex(entry["regex"], f"{path}.regex") if "regex" in entry else None,
+            parse=r.boolean(entry.get("parse", True), f"{path}.parse"),
+            index=r.boolean(entry.get("index", True), f"{path}.index"),
+            name=r.string(entry["name"], f"{path}.name") if "name" in entry else None,
+        ))
+    return tuple(patterns)
+
+
+_TOP_KEYS = {"start", "whitelist", "blacklist", "index", "report", "work_dir", *DEFAULTS}
+_SCALARS: dict[str, Callable[[_Reader, Any, str], Any]] = {
+    "max_depth": lambda r, v, p: r.integer(v, p, allow_none=True),
+    "max_file_size": _Reader.size,
+    "max_summary_length": lambda r, v, p: r.integer(v, p, minimum=1),
+    "max_failed_ratio": _Reader.ratio,
+    "max_delete_ratio": _Reader.ratio,
+    "follow_symlinks": _Reader.boolean,
+    "walk_budget": lambda r, v, p: r.integer(v, p, minimum=1),
+    "discovery_rounds": lambda r, v, p: r.integer(v, p, minimum=1),
+}
+
+
+def parse_config(raw: Any, source: str) -> Config:
+    """Validate parsed YAML; ``source`` names the file in errors and anchors relative paths."""
+    r = _Reader(source)
+    top = r.mapping(raw, "", _TOP_KEYS, required={"start", "index"})
+
+    starts = []
+    for i, entry in enumerate(r.seq(top["start"], "start")):
+        path = f"start[{i}]"
+        entry = r.mapping(entry, path, {"url", "parse", "index"}, required={"url"})
+        url = r.url(entry["url"], f"{path}.url")
+        scheme = url.split(":", 1)[0]
+        if scheme not in SUPPORTED_SCHEMES:
+            raise r.fail(f"{path}.url", f"scheme '{scheme}' is not supported (supported: "
+                                        f"{', '.join(SUPPORTED_SCHEMES)})")
+        starts.append(StartUrl(url, r.boolean(entry.get("parse", True), f"{path}.parse"),
+                               r.boolean(entry.get("index", True), f"{path}.index")))
+    if not starts:
+        raise r.fail("start", "needs at least one start URL")
+
+    if "whitelist" in top:
+        whitelist = _patterns(r, top["whitelist"], "whitelist", with_flags=True)
+    else:  # no whitelist: everything under the start URLs
+        whitelist = tuple(UrlPattern(prefix=s.url) for s in starts)
+    blacklist = _patterns(r, top.get("blacklist"), "blacklist", with_flags=False)
+    for i, start in enumerate(starts):
+        if not any(p.matches(start.url) for p in whitelist):
+            raise r.fail(f"start[{i}].url", f"{start.url} is matched by no whitelist entry, so nothing "
+                                            "under it would be crawled")
+
+    index_raw = r.mapping(top["index"], "index", {"path"}, required={"path"})
+    index_path = r.string(index_raw["path"], "index.path")
+    index_path = os.path.normpath(os.path.join(r.base, index_path))
+    stem = os.path.splitext(index_path)[0]
+    report = os.path.join(r.base, r.string(top["report"], "report")) if "report" in top else stem + ".report.json"
+    work_dir = r.string(top["work_dir"], "work_dir") if "work_dir" in top else stem + ".work"
+    if "://" not in work_dir:
+        work_dir = os.path.join(r.base, work_dir)
+
+    scalars = {key: fn(r, top[key], key) for key, fn in _SCALARS.items() if key in top}
+    cleaners = tuple(r.regex(v, f"url_cleaners[{i}]") for i, v in enumerate(r.seq(top.get("url_cleaners"),
+                                                                                   "url_cleaners")))
+    return Config(source=source, start=tuple(starts), whitelist=whitelist, blacklist=blacklist,
+                  index=IndexConfig(index_path), report=report, work_dir=work_dir,
+                  url_cleaners=cleaners, **scalars)
+
+
+def load_config(path: str) -> Config:
+    """Read and validate the YAML file at ``path``; raises :class:`ConfigError` with a one-line message."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            raw = yaml.safe_load(handle)
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ConfigError(f"{path}: {where}{getattr(err, 'problem', None) or err}") from None
+    return parse_config(raw, path)

@@ -1,0 +1,102 @@
+"""One crawl, from the driver's side: check the index, build and run the graph, write the report."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import time
+import uuid
+from datetime import datetime, timezone
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics.metric import MetricsFilter
+
+from pipeline import __version__, graph, report as reports
+from runners import pipeline_options
+from transforms.accept import Rules
+from transforms.index import make_target
+from transforms.preparators import BUILTIN
+
+log = logging.getLogger("beamtrawl")
+
+
+def preparation_fingerprint(preparators, config) -> str:
+    """Changes whenever what a document would become changes, so such documents are re-prepared."""
+    spec = {
+        "version": __version__,
+        "preparators": [[p.name, list(p.mime_types), p.priority,
+                         p.url_pattern.pattern if p.url_pattern is not None else None, repr(p.params)]
+                        for p in preparators],
+        "max_summary_length": config.max_summary_length,
+        "max_file_size": config.max_file_size,
+    }
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _stage_seconds(result) -> dict[str, float]:
+    try:
+        counters = result.metrics().query(MetricsFilter().with_namespace("stage_ms"))["counters"]
+    except Exception:  # noqa: BLE001 - some runners report no metrics; timings are optional
+        return {}
+    seconds: dict[str, float] = {}
+    for counter in counters:
+        value = counter.committed if counter.committed is not None else counter.attempted
+        seconds[counter.key.metric.name] = seconds.get(counter.key.metric.name, 0) + (value or 0) / 1000
+    return {name: round(s, 3) for name, s in sorted(seconds.items())}
+
+
+def crawl(config, runner: str | None, beam_args: list[str]) -> dict:
+    """Run one crawl; returns the report (also written to ``config.report``)."""
+    started = time.perf_counter()
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    target = make_target(config.index)
+    options = pipeline_options(runner, beam_args, target)
+    target.prepare()
+    before = target.count()
+    preparators = BUILTIN
+    fingerprint = preparation_fingerprint(preparators, config)
+    work_dir = f"{config.work_dir.rstrip('/')}/{uuid.uuid4().hex[:12]}"
+    context = {"config": config.source, "index": config.index.path, "runner": runner or "direct",
+               "started_at": started_at, "documents_in_index_before": before, "report_path": config.report}
+
+    log.info("crawling %d start URLs into %s (%d documents indexed)", len(config.start), config.index.path,
+             before)
+    planned = time.perf_counter()
+    fatal = ""
+    try:
+        p = beam.Pipeline(options=options)
+        graph.build(p, config, Rules(config), target, preparators, fingerprint, work_dir)
+        result = p.run()
+        result.wait_until_finish()
+        stage_seconds = _stage_seconds(result)
+    except Exception as err:  # noqa: BLE001 - reported as a fatal crawl failure, exit 2
+        log.debug("pipeline failed", exc_info=True)
+        fatal, stage_seconds = f"the pipeline failed: {type(err).__name__}: {err}".splitlines()[0], {}
+    ran = time.perf_counter()
+
+    totals, problems = reports.collect(work_dir) if not fatal else ({}, [])
+    _remove(work_dir)
+    target.close()
+    report = reports.build_report(totals, problems, **context, fatal=fatal)
+    report["documents_in_index"] = target.count()
+    target.close()
+    report["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    report["timings"] = {"plan_s": round(planned - started, 3), "pipeline_s": round(ran - planned, 3),
+                         "total_s": round(time.perf_counter() - started, 3),
+                         "stage_busy_s": stage_seconds}
+    report["exit_code"] = reports.exit_code(report)
+    reports.write_report(report, config.report)
+    return report
+
+
+def _remove(work_dir: str) -> None:
+    try:
+        if "://" in work_dir:
+            FileSystems.delete([work_dir])
+        else:
+            shutil.rmtree(work_dir, ignore_errors=True)
+    except Exception:  # noqa: BLE001 - leftovers of a finished crawl are harmless
+        log.debug("could not remove %s", work_dir, exc_info=True)

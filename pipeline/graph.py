@@ -1,0 +1,61 @@
+"""The graph of one crawl, wired from the composites in ``transforms/``.
+
+::
+
+    start URLs ─► Discover ─► entries ───────────────┐
+                          └─► events                 │
+    index ─► ReadSnapshot ─► snapshot ───────────► Freshness ─► new/changed ─► Prepare ─► WriteIndex
+                                                              └─► vanished/rejected ─────────► DeleteLast
+    all events ─► report files in the work folder (totals, problems)
+"""
+
+from __future__ import annotations
+
+import json
+
+import apache_beam as beam
+
+from transforms.discover import Discover
+from transforms.freshness import Freshness
+from transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, WriteIndex
+from transforms.prepare import Prepare
+from transforms.records import FrontierItem, event
+
+TOTALS_FILE, PROBLEMS_FILE = "totals", "problems"
+
+
+def _roots(config) -> list[FrontierItem]:
+    return [FrontierItem(s.url, s.url, 0, s.url, [], "", "") for s in config.start if s.parse or s.index]
+
+
+def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str, work_dir: str) -> None:
+    entries, discover_events = p | "Discover" >> Discover(
+        _roots(config), rules, config.follow_symlinks, config.walk_budget, config.discovery_rounds)
+    snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
+    incomplete = discover_events | "IncompleteSubtrees" >> beam.FlatMap(
+        lambda e: [e.url] if e.kind == "incomplete" else [])
+
+    to_prepare, to_delete, freshness_events = (entries, snapshot, incomplete) | "Freshness" >> Freshness(
+        rules, fingerprint)
+    docs, prepare_events = to_prepare | "Prepare" >> Prepare(
+        preparators, fingerprint, config.max_file_size, config.max_summary_length)
+    write_events = docs | "WriteIndex" >> WriteIndex(target)
+
+    counted = (
+        entries | "CountAccepted" >> beam.Map(lambda _: event("accepted")),
+        snapshot | "CountIndexed" >> beam.Map(lambda _: event("in_index")),
+    )
+    before_deletes = (discover_events, freshness_events, prepare_events, write_events, *counted) | (
+        "EventsBeforeDeletes" >> beam.Flatten())
+    delete_events = (to_delete, before_deletes) | "DeleteLast" >> DeleteLast(
+        target, config.max_failed_ratio, config.max_delete_ratio)
+
+    events = (before_deletes, delete_events) | "AllEvents" >> beam.Flatten()
+    (events
+     | "Totals" >> beam.CombineGlobally(SumByKind())
+     | "TotalsJson" >> beam.Map(json.dumps)
+     | "WriteTotals" >> beam.io.WriteToText(f"{work_dir}/{TOTALS_FILE}", num_shards=1))
+    (events
+     | "Problems" >> beam.Filter(lambda e: bool(e.reason))
+     | "ProblemsJson" >> beam.Map(lambda e: json.dumps(e._asdict()))
+     | "WriteProblems" >> beam.io.WriteToText(f"{work_dir}/{PROBLEMS_FILE}"))

@@ -1,0 +1,87 @@
+"""The crawl report: counts, every problem with URL, stage and reason, timings; JSON beside the index."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import smart_open
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.graph import PROBLEMS_FILE, TOTALS_FILE
+
+#: The counts every report has, in the order the summary shows them.
+COUNTS = ("discovered", "accepted", "declined", "new", "changed", "unchanged", "read", "prepared",
+          "written", "failed", "deleted", "kept", "vanished", "no_longer_accepted", "delete_withheld",
+          "incomplete", "oversize", "duplicate", "skipped", "symlink_skipped", "listed", "in_index")
+
+EXIT_OK, EXIT_DOCUMENTS_FAILED, EXIT_FATAL = 0, 1, 2
+
+
+def _read_lines(pattern: str) -> list[str]:
+    lines = []
+    for match in FileSystems.match([pattern])[0].metadata_list:
+        with smart_open.open(match.path, "r", encoding="utf-8") as handle:
+            lines.extend(line for line in handle.read().splitlines() if line)
+    return lines
+
+
+def collect(work_dir: str) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """Read back the totals and problems the pipeline wrote into its work folder."""
+    totals: dict[str, int] = {}
+    for line in _read_lines(f"{work_dir}/{TOTALS_FILE}*"):
+        for kind, n in json.loads(line).items():
+            totals[kind] = totals.get(kind, 0) + n
+    problems = [json.loads(line) for line in _read_lines(f"{work_dir}/{PROBLEMS_FILE}*")]
+    problems.sort(key=lambda p: (p["stage"], p["url"], p["kind"]))
+    return totals, problems
+
+
+def build_report(totals: dict[str, int], problems: list[dict], **context: Any) -> dict[str, Any]:
+    counts = {kind: totals.get(kind, 0) for kind in COUNTS}
+    counts["discovered"] = counts["accepted"] + counts["declined"] + sum(
+        1 for p in problems if p["stage"] == "discover" and p["kind"] == "failed")
+    withheld = sorted({p["reason"] for p in problems if p["kind"] == "delete_withheld"})
+    report = dict(context)
+    report["counts"] = counts
+    report["deletes_withheld"] = withheld[0] if withheld else ""
+    report["problems"] = [{k: p[k] for k in ("url", "stage", "reason", "kind")}
+                          for p in problems if p["kind"] != "delete_withheld"]
+    return report
+
+
+def exit_code(report: dict) -> int:
+    counts = report["counts"]
+    if report.get("fatal") or report["deletes_withheld"]:
+        return EXIT_FATAL
+    if counts["failed"] or counts["incomplete"]:
+        return EXIT_DOCUMENTS_FAILED
+    return EXIT_OK
+
+
+def write_report(report: dict, path: str) -> None:
+    with smart_open.open(path, "w", encoding="utf-8") as handle:
+        json.dump(report, handle, indent=2, ensure_ascii=False)
+        handle.write("\n")
+
+
+def summary(report: dict) -> str:
+    """A few lines for the terminal."""
+    c = report["counts"]
+    lines = [
+        f"discovered {c['discovered']}: {c['accepted']} documents accepted, {c['declined']} declined",
+        f"documents: {c['new']} new, {c['changed']} changed, {c['unchanged']} unchanged, "
+        f"{c['failed']} failed, {c['deleted']} deleted, {c['kept']} kept (incomplete listing)",
+        f"read {c['read']} documents, wrote {c['written']}; index holds {report.get('documents_in_index', '?')}",
+        f"took {report['timings']['total_s']:.1f} s; report: {report.get('report_path', '')}",
+    ]
+    if report["deletes_withheld"]:
+        lines.append(f"NO DELETES RAN: {report['deletes_withheld']}")
+    if report.get("fatal"):
+        lines.append(f"FAILED: {report['fatal']}")
+    shown = report["problems"][:10]
+    for problem in shown:
+        lines.append(f"  {problem['stage']}: {problem['url'] or '-'}: {problem['reason']}")
+    if len(report["problems"]) > len(shown):
+        lines.append(f"  … and {len(report['problems']) - len(shown)} more problems in the report")
+    return "\n".join(lines)

@@ -1,0 +1,61 @@
+"""The accept decision, written once: may a URL be crawled, and with which parse/index flags?
+
+regain's rule: a URL is accepted iff at least one whitelist entry matches and no blacklist entry
+does; the first matching whitelist entry gives the flags. beamtrawl adds scope: the URL must lie
+under one of the start URLs (by whole segments) and within ``max_depth``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from transforms.urls import depth_below, is_under
+
+
+@dataclass(frozen=True)
+class Decision:
+    accepted: bool
+    parse: bool = False
+    index: bool = False
+    reason: str = ""
+
+
+class Rules:
+    """Picklable: built on the driver from the configuration, shipped to every worker."""
+
+    def __init__(self, config):
+        self.whitelist = config.whitelist
+        self.blacklist = config.blacklist
+        self.starts = {s.url: s for s in config.start}
+        self.roots = tuple(self.starts)
+        self.max_depth = config.max_depth
+
+    def decide(self, url: str, depth: int = 0) -> Decision:
+        """The flags for ``url`` found ``depth`` levels below its start URL."""
+        entry = next((w for w in self.whitelist if w.matches(url)), None)
+        if entry is None:
+            return Decision(False, reason="matches no whitelist entry")
+        if any(b.matches(url) for b in self.blacklist):
+            return Decision(False, reason="matches a blacklist entry")
+        if self.max_depth is not None and depth > self.max_depth:
+            return Decision(False, reason=f"deeper than max_depth {self.max_depth}")
+        if not (entry.parse or entry.index):
+            return Decision(False, reason="whitelist entry neither parses nor indexes it")
+        return Decision(True, entry.parse, entry.index)
+
+    def start(self, url: str):
+        """The start URL entry (with its parse/index flags) if ``url`` is one."""
+        return self.starts.get(url)
+
+    def root_of(self, url: str) -> str | None:
+        """The innermost start URL containing ``url``."""
+        roots = [r for r in self.roots if is_under(url, r)]
+        return max(roots, key=len) if roots else None
+
+    def keeps(self, url: str) -> bool:
+        """Would this crawl still index ``url`` if it found it? False means: delete it."""
+        root = self.root_of(url)
+        if root is None:
+            return False
+        decision = self.decide(url, depth_below(url, root))
+        return decision.accepted and decision.index

@@ -1,0 +1,94 @@
+"""Freshness: what this crawl found, joined with what the index holds, decides each document's fate.
+
+::
+
+    entries  (by id) ──┐
+    snapshot (by id) ──┴► CoGroupByKey ─► Classify ─┬─► new, changed        ─► Prepare
+          incomplete subtrees (side input) ─────────┤
+                                                    ├─► vanished, rejected  ─► delete batch (last)
+                                                    └─► events (new, changed, unchanged, kept, …)
+
+Unchanged means the same size, the same ``mtime_ns`` (nanoseconds, not regain's days) and the same
+preparation fingerprint: such a document is neither read nor written. A document in the index that
+was not found is deleted only if the rules no longer accept it, or if every folder above it was
+listed completely in this crawl; otherwise it is kept and counted.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+
+from transforms.records import Entry, SnapshotEntry, event
+
+PREPARE, DELETE, EVENTS = "prepare", "delete", "events"
+
+
+def _ancestors(url: str):
+    """``url`` and every URL above it, by path segments."""
+    while True:
+        yield url
+        cut = url.rstrip("/").rfind("/")
+        if cut <= url.find("://") + 2:
+            return
+        url = url[:cut]
+
+
+class _Classify(beam.DoFn):
+    def __init__(self, rules, fingerprint: str):
+        self.rules = rules
+        self.fingerprint = fingerprint
+        self._incomplete = None
+        self._incomplete_source = None
+
+    def process(self, keyed, incomplete):
+        if incomplete is not self._incomplete_source:  # side inputs are fixed per window: cache the set
+            self._incomplete_source = incomplete
+            self._incomplete = set(incomplete)
+        _id, groups = keyed
+        found = sorted(groups["found"], key=lambda e: e.url)
+        indexed = list(groups["indexed"])
+        if found:
+            entry = Entry(*found[0])
+            for other in found[1:]:
+                yield beam.pvalue.TaggedOutput(EVENTS, event("duplicate", other.url, "freshness", ""))
+            old = indexed[0] if indexed else None
+            if old is None:
+                yield beam.pvalue.TaggedOutput(EVENTS, event("new"))
+                yield entry
+            elif (old.size, old.mtime_ns, old.prep_fingerprint) != (entry.size, entry.mtime_ns,
+                                                                      self.fingerprint):
+                yield beam.pvalue.TaggedOutput(EVENTS, event("changed"))
+                yield entry
+            else:
+                yield beam.pvalue.TaggedOutput(EVENTS, event("unchanged"))
+            return
+        for old in indexed:
+            if not self.rules.keeps(old.url):
+                yield beam.pvalue.TaggedOutput(EVENTS, event("no_longer_accepted"))
+            elif any(url in self._incomplete for url in _ancestors(old.url)):
+                yield beam.pvalue.TaggedOutput(EVENTS, event("kept"))
+                continue
+            else:
+                yield beam.pvalue.TaggedOutput(EVENTS, event("vanished"))
+            yield beam.pvalue.TaggedOutput(DELETE, SnapshotEntry(*old))
+
+
+class Freshness(beam.PTransform):
+    """(entries, snapshot, incomplete subtree URLs) → (to_prepare, to_delete, events)."""
+
+    def __init__(self, rules, fingerprint: str):
+        super().__init__()
+        self.rules = rules
+        self.fingerprint = fingerprint
+
+    def expand(self, inputs):
+        entries, snapshot, incomplete = inputs
+        out = (
+            {"found": entries | "KeyFound" >> beam.Map(lambda e: (e.id, e)),
+             "indexed": snapshot | "KeyIndexed" >> beam.Map(lambda s: (s.id, s))}
+            | "JoinById" >> beam.CoGroupByKey()
+            | "Classify" >> beam.ParDo(_Classify(self.rules, self.fingerprint),
+                                       incomplete=beam.pvalue.AsList(incomplete))
+            .with_outputs(DELETE, EVENTS, main=PREPARE)
+        )
+        return out[PREPARE], out[DELETE], out[EVENTS]

@@ -1,0 +1,73 @@
+"""The interface every index target implements, so the pipeline does not know which it writes to.
+
+A target object is a picklable description (a path, a URL): the driver calls :meth:`prepare` and
+:meth:`snapshot_splits`; workers call :meth:`read_snapshot`, :meth:`upsert` and :meth:`delete`,
+opening their own connection on first use. Writes are idempotent (ids are hashes of URLs), so a
+retried bundle leaves no duplicate.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+from transforms.index.query import Query
+from transforms.records import IndexDoc, SnapshotEntry
+
+
+class IndexUnavailable(Exception):
+    """The index cannot be used (missing, wrong version, unreachable); the message says why."""
+
+
+@dataclass
+class Hit:
+    url: str
+    title: str
+    snippet: str  # plain text
+    snippet_html: str  # HTML-escaped, matches wrapped in <mark>
+    score: float
+    mimetype: str = ""
+    size: int = 0
+    last_modified: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+class IndexTarget(ABC):
+    #: True if only processes on this machine can write to it (the embedded index).
+    local_only = False
+
+    @abstractmethod
+    def prepare(self) -> None:
+        """Driver, before the crawl: create or check the schema."""
+
+    @abstractmethod
+    def check(self) -> None:
+        """Before searching: raise :class:`IndexUnavailable` unless the index exists and is readable."""
+
+    def close(self) -> None:
+        """Release connections; the target may be used again afterwards."""
+
+    @abstractmethod
+    def snapshot_splits(self) -> list[Any]:
+        """Driver: picklable descriptions of disjoint parts of the index, to read in parallel."""
+
+    @abstractmethod
+    def read_snapshot(self, split: Any) -> Iterator[SnapshotEntry]:
+        """Worker: the freshness state of every document in one split."""
+
+    @abstractmethod
+    def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
+        """Worker: write documents (insert or replace by id); returns (url, reason) of failures."""
+
+    @abstractmethod
+    def delete(self, ids: Sequence[str]) -> None:
+        """Worker: remove documents by id; raises if the batch could not be deleted."""
+
+    @abstractmethod
+    def search(self, query: Query, limit: int) -> list[Hit]:
+        """Best hits first."""
+
+    @abstractmethod
+    def count(self) -> int:
+        """Documents in the index."""

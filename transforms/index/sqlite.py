@@ -1,0 +1,228 @@
+"""The embedded index: one SQLite file with an FTS5 table, BM25 ranking and highlighted snippets.
+
+Several worker processes write at once: WAL journaling, ``BEGIN IMMEDIATE`` transactions per batch
+and a long busy timeout serialise them safely. ``docs`` holds stored fields and freshness state;
+``docs_fts`` (rowid = ``docs.rid``) holds the searchable text.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import sqlite3
+from typing import Iterator, Sequence
+
+from transforms.index.base import Hit, IndexTarget, IndexUnavailable
+from transforms.index.query import Query
+from transforms.records import IndexDoc, SnapshotEntry
+
+SCHEMA_VERSION = 1
+SPLIT_ROWS = 50_000
+_MARK_ON, _MARK_OFF = "\x02", "\x03"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS docs(
+    rid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    url TEXT NOT NULL,
+    root TEXT NOT NULL,
+    title TEXT NOT NULL,
+    mimetype TEXT NOT NULL,
+    extension TEXT NOT NULL,
+    filename TEXT NOT NULL,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    last_modified TEXT NOT NULL,
+    groups TEXT NOT NULL,
+    preparation_error TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    etag TEXT NOT NULL,
+    http_last_modified TEXT NOT NULL,
+    prep_fingerprint TEXT NOT NULL,
+    outlinks TEXT NOT NULL,
+    indexed_at TEXT NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
+    title, content, headlines, metadata, filename, location,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"""
+_STORED = ("id", "url", "root", "title", "mimetype", "extension", "filename", "path", "size", "mtime_ns",
+           "last_modified", "groups", "preparation_error", "content_hash", "etag", "http_last_modified",
+           "prep_fingerprint", "outlinks", "indexed_at")
+_UPSERT = (f"INSERT INTO docs({', '.join(_STORED)}) VALUES ({', '.join('?' * len(_STORED))}) "
+           f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in _STORED[1:])} RETURNING rid")
+_BM25 = "bm25(docs_fts, 10.0, 1.0, 4.0, 2.0, 3.0, 1.0)"  # title weighs most, then headlines
+
+
+class EmbeddedIndex(IndexTarget):
+    local_only = True
+
+    def __init__(self, path: str):
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+
+    def __getstate__(self):
+        return {"path": self.path}
+
+    def __setstate__(self, state):
+        self.__init__(state["path"])
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is None:
+            # One DoFn instance uses it at a time, but Beam may tear down on another thread.
+            db = sqlite3.connect(self.path, timeout=300, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            self._db = db
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    # -- driver ------------------------------------------------------------------------------
+    def prepare(self) -> None:
+        folder = os.path.dirname(os.path.abspath(self.path))
+        os.makedirs(folder, exist_ok=True)
+        db = self._connect()
+        db.executescript(_SCHEMA)
+        row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            db.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) != SCHEMA_VERSION:
+            raise IndexUnavailable(f"{self.path}: index schema version {row[0]}, this beamtrawl reads version "
+                              f"{SCHEMA_VERSION}; crawl into a new index file")
+
+    def check(self) -> None:
+        """For searching: the file must exist and be an index."""
+        if not os.path.exists(self.path):
+            raise IndexUnavailable(f"{self.path}: no index here yet; run beamtrawl crawl first")
+        try:
+            self._connect().execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as err:
+            raise IndexUnavailable(f"{self.path}: not a beamtrawl index ({err})") from None
+
+    def snapshot_splits(self) -> list[tuple[int, int]]:
+        low, high = self._connect().execute("SELECT MIN(rid), MAX(rid) FROM docs").fetchone()
+        if low is None:
+            return []
+        return [(start, min(start + SPLIT_ROWS, high + 1)) for start in range(low, high + 1, SPLIT_ROWS)]
+
+    # -- workers -----------------------------------------------------------------------------
+    def read_snapshot(self, split: tuple[int, int]) -> Iterator[SnapshotEntry]:
+        rows = self._connect().execute(
+            "SELECT id, url, size, mtime_ns, prep_fingerprint, content_hash, etag, http_last_modified "
+            "FROM docs WHERE rid >= ? AND rid < ?", split)
+        for row in rows:
+            yield SnapshotEntry(*row)
+
+    def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
+        db = self._connect()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            for doc in docs:
+                self._write(db, doc)
+            db.execute("COMMIT")
+            return []
+        except sqlite3.Error:
+            db.execute("ROLLBACK") if db.in_transaction else None
+        failures = []  # the batch failed: write one by one to find which documents cannot be written
+        for doc in docs:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                self._write(db, doc)
+                db.execute("COMMIT")
+            except sqlite3.Error as err:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                failures.append((doc.url, f"index write failed: {err}"))
+        return failures
+
+    @staticmethod
+    def _write(db: sqlite3.Connection, doc: IndexDoc) -> None:
+        values = doc._asdict()
+        values["groups"] = json.dumps(list(doc.groups))
+        values["outlinks"] = json.dumps(list(doc.outlinks))
+        (rid,) = db.execute(_UPSERT, [values[c] for c in _STORED]).fetchone()
+        db.execute("DELETE FROM docs_fts WHERE rowid = ?", (rid,))
+        db.execute("INSERT INTO docs_fts(rowid, title, content, headlines, metadata, filename, location) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   (rid, doc.title, doc.content, doc.headlines, doc.metadata, doc.filename, doc.url))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        db = self._connect()
+        marks = ", ".join("?" * len(ids))
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute(f"DELETE FROM docs_fts WHERE rowid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
+            db.execute(f"DELETE FROM docs WHERE id IN ({marks})", ids)
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            db.execute("ROLLBACK")
+            raise
+
+    # -- searching ---------------------------------------------------------------------------
+    def count(self) -> int:
+        return self._connect().execute("SELECT COUNT(*) FROM docs").fetchone()[0]
+
+    def search(self, query: Query, limit: int) -> list[Hit]:
+        where, params = [], []
+        if query.has_text:
+            where.append("docs_fts MATCH ?")
+            params.append(_fts_expression(query.words, query.phrases))
+        for excluded in query.excluded:
+            where.append("docs.rid NOT IN (SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?)")
+            params.append(_fts_expression([excluded], []))
+        for name, value, negated in query.filters:
+            clause, value = _filter(name, value)
+            where.append(f"NOT ({clause})" if negated else clause)
+            params.append(value)
+        if query.has_text:
+            select = (f"SELECT docs.url, docs.title, docs.filename, docs.mimetype, docs.size, docs.last_modified, "
+                      f"snippet(docs_fts, -1, '{_MARK_ON}', '{_MARK_OFF}', '…', 24), -{_BM25} AS score "
+                      f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid")
+            order = "ORDER BY score DESC, docs.url"
+        else:
+            select = ("SELECT docs.url, docs.title, docs.filename, docs.mimetype, docs.size, docs.last_modified, "
+                      "substr(docs_fts.content, 1, 200), 0.0 AS score "
+                      "FROM docs JOIN docs_fts ON docs.rid = docs_fts.rowid")
+            order = "ORDER BY docs.url"
+        sql = f"{select} WHERE {' AND '.join(where)} {order} LIMIT ?"
+        try:
+            rows = self._connect().execute(sql, [*params, limit]).fetchall()
+        except sqlite3.OperationalError as err:
+            raise IndexUnavailable(f"cannot search {self.path}: {err}") from None
+        return [_hit(*row) for row in rows]
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _fts_expression(words: list[str], phrases: list[str]) -> str:
+    parts = [_quote(w[:-1]) + "*" if w.endswith("*") else _quote(w) for w in words]
+    parts += [_quote(p) for p in phrases]
+    return " AND ".join(parts)
+
+
+def _filter(name: str, value: str) -> tuple[str, str]:
+    if name == "mimetype":
+        return "docs.mimetype GLOB ?", value.lower()
+    if name == "extension":
+        return "docs.extension = ?", value.lower().lstrip(".")
+    if name == "path":  # a folder, by whole segments; the stored path has no scheme and ends with "/"
+        return "instr(docs.path, ?) = 1", value.rstrip("/") + "/"
+    return "instr(docs.url, ?) = 1", value  # url
+
+
+def _hit(url, title, filename, mimetype, size, last_modified, snippet, score) -> Hit:
+    snippet = " ".join((snippet or "").split())
+    plain = snippet.replace(_MARK_ON, "").replace(_MARK_OFF, "")
+    marked = html.escape(snippet).replace(_MARK_ON, "<mark>").replace(_MARK_OFF, "</mark>")
+    return Hit(url=url, title=title or filename, snippet=plain, snippet_html=marked, score=round(score, 4),
+               mimetype=mimetype, size=size, last_modified=last_modified)

@@ -1,0 +1,151 @@
+"""Reading the index snapshot, writing upserts, and the delete batch that runs last.
+
+::
+
+    splits ─► Reshuffle ─► ReadSplit ─► snapshot entries                    (parallel, per split)
+    documents ─► BatchElements ─► Upsert ─► events (written, failed)
+    every event so far ─► SumByKind ─► guard ──(side input)──┐
+    delete candidates ─► BatchElements ─────────────────────┴► DeleteBatch ─► events (deleted, …)
+
+The guard is a side input computed from every upsert's outcome, so no delete runs before all
+upserts are done; it withholds all deletes if any upsert failed, if the failed ratio passes
+``max_failed_ratio`` or if the deletes would remove more than ``max_delete_ratio`` of the index.
+"""
+
+from __future__ import annotations
+
+import time
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from transforms.records import Event, SnapshotEntry, event
+
+
+class ReadSnapshot(beam.PTransform):
+    def __init__(self, target):
+        super().__init__()
+        self.target = target
+
+    def expand(self, pbegin):
+        target = self.target
+        return (
+            pbegin
+            | "Splits" >> beam.Create(target.snapshot_splits())
+            | "SpreadSplits" >> beam.Reshuffle()
+            | "ReadSplit" >> beam.FlatMap(lambda split: target.read_snapshot(split)).with_output_types(SnapshotEntry)
+        )
+
+
+class _Upsert(beam.DoFn):
+    def __init__(self, target):
+        self.target = target
+        self.ms = Metrics.counter("stage_ms", "write")
+
+    def process(self, batch):
+        started = time.perf_counter()
+        failures = self.target.upsert(batch)
+        for url, reason in failures:
+            yield event("failed", url, "write", reason)
+        if failures:
+            yield event("write_failed", count=len(failures))
+        yield event("written", count=len(batch) - len(failures))
+        self.ms.inc(int((time.perf_counter() - started) * 1000))
+
+    def teardown(self):
+        self.target.close()
+
+
+class WriteIndex(beam.PTransform):
+    """Index documents → events. Upserts overwrite by id, so a retried batch duplicates nothing."""
+
+    def __init__(self, target):
+        super().__init__()
+        self.target = target
+
+    def expand(self, docs):
+        return (docs
+                | "Batch" >> beam.BatchElements(min_batch_size=50, max_batch_size=500)
+                | "Upsert" >> beam.ParDo(_Upsert(self.target)).with_output_types(Event))
+
+
+class SumByKind(beam.CombineFn):
+    """Events → {kind: total count}."""
+
+    def create_accumulator(self):
+        return {}
+
+    def add_input(self, totals, e):
+        totals[e.kind] = totals.get(e.kind, 0) + e.count
+        return totals
+
+    def merge_accumulators(self, accumulators):
+        merged = {}
+        for totals in accumulators:
+            for kind, n in totals.items():
+                merged[kind] = merged.get(kind, 0) + n
+        return merged
+
+    def extract_output(self, totals):
+        return totals
+
+
+def delete_guard(totals: dict, max_failed_ratio: float, max_delete_ratio: float) -> str:
+    """Why deletes must not run (one sentence), or "" when they may."""
+    failed_writes = totals.get("write_failed", 0)
+    if failed_writes:
+        return f"{failed_writes} documents could not be written to the index"
+    failed = totals.get("failed", 0)
+    documents = totals.get("accepted", 0) + failed
+    if documents and failed / documents > max_failed_ratio:
+        return (f"{failed} of {documents} documents failed ({failed / documents:.1%}), more than "
+                f"max_failed_ratio {max_failed_ratio:.1%}")
+    deletes = totals.get("vanished", 0) + totals.get("no_longer_accepted", 0)
+    indexed = totals.get("in_index", 0)
+    if indexed and deletes / indexed > max_delete_ratio:
+        return (f"the crawl would delete {deletes} of {indexed} indexed documents ({deletes / indexed:.1%}), "
+                f"more than max_delete_ratio {max_delete_ratio:.1%}")
+    return ""
+
+
+class _DeleteBatch(beam.DoFn):
+    def __init__(self, target, max_failed_ratio: float, max_delete_ratio: float):
+        self.target = target
+        self.max_failed_ratio = max_failed_ratio
+        self.max_delete_ratio = max_delete_ratio
+
+    def process(self, batch, totals):
+        refusal = delete_guard(totals, self.max_failed_ratio, self.max_delete_ratio)
+        if refusal:
+            yield event("delete_withheld", "", "delete", refusal, count=len(batch))
+            return
+        try:
+            self.target.delete([entry.id for entry in batch])
+        except Exception as err:  # noqa: BLE001 - the documents stay; the report says why
+            for entry in batch:
+                yield event("failed", entry.url, "delete", f"delete failed: {err}")
+            return
+        yield event("deleted", count=len(batch))
+
+    def teardown(self):
+        self.target.close()
+
+
+class DeleteLast(beam.PTransform):
+    """(delete candidates, every event before deletes) → delete events."""
+
+    def __init__(self, target, max_failed_ratio: float, max_delete_ratio: float):
+        super().__init__()
+        self.target = target
+        self.max_failed_ratio = max_failed_ratio
+        self.max_delete_ratio = max_delete_ratio
+
+    def expand(self, inputs):
+        candidates, events = inputs
+        totals = events | "Totals" >> beam.CombineGlobally(SumByKind())
+        return (candidates
+                | "BatchDeletes" >> beam.BatchElements(min_batch_size=50, max_batch_size=500)
+                | "DeleteBatch" >> beam.ParDo(_DeleteBatch(self.target, self.max_failed_ratio,
+                                                           self.max_delete_ratio),
+                                              totals=beam.pvalue.AsSingleton(totals))
+                .with_output_types(Event))

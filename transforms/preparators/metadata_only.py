@@ -1,0 +1,10 @@
+"""The catch-all (regain's EmptyPreparator): no text, so the document is found by its name, path,
+type, size and date."""
+
+from __future__ import annotations
+
+from transforms.preparators.base import Prepared
+
+
+def prepare_metadata_only(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    return Prepared()

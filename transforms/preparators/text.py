@@ -1,0 +1,24 @@
+"""Plain text and source code, in whatever charset it was written."""
+
+from __future__ import annotations
+
+import charset_normalizer
+
+from transforms.preparators.base import Prepared
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 when the bytes are UTF-8 (the common case, and cheap to try); else the charset that
+    charset-normalizer finds most plausible; else Latin-1, which decodes anything."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    best = charset_normalizer.from_bytes(data[:1_000_000]).best()
+    if best is not None:
+        return data.decode(best.encoding, errors="replace")
+    return data.decode("latin-1")
+
+
+def prepare_text(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    return Prepared(content=decode_text(data))

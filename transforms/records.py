@@ -1,0 +1,110 @@
+"""The records that flow between stages, each a schema'd NamedTuple encoded with Beam's RowCoder.
+
+Workers decode rows into generated classes with the same fields, so stages read fields by name
+and never test ``isinstance``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional, Sequence
+
+import apache_beam as beam
+
+
+class FrontierItem(NamedTuple):
+    """A container to expand in a discovery round: a folder, a share, a page, a mailbox folder."""
+
+    url: str
+    root: str  # the start URL it was found under
+    depth: int  # levels below the root
+    identity: str  # what de-duplication compares: (device:inode) for folders, else the URL
+    ancestors: Sequence[str]  # identities above it, to cut symlink loops
+    source_url: str
+    link_text: str
+
+
+class Entry(NamedTuple):
+    """A discovered document. Sources that must fetch to discover (web pages) carry the bytes."""
+
+    id: str
+    url: str
+    root: str
+    depth: int
+    size: int
+    mtime_ns: int
+    identity: str  # (device:inode) of a file when symlinks are followed, else ""
+    content: Optional[bytes]
+    mimetype: str  # what the source said (HTTP Content-Type), else ""
+    outlinks: Sequence[str]
+    etag: str
+    http_last_modified: str
+    source_url: str
+    link_text: str
+
+
+class SnapshotEntry(NamedTuple):
+    """What the freshness join needs to know about a document already in the index."""
+
+    id: str
+    url: str
+    size: int
+    mtime_ns: int
+    prep_fingerprint: str
+    content_hash: str
+    etag: str
+    http_last_modified: str
+
+
+class RawDocument(NamedTuple):
+    """A document's bytes and sniffed MIME type, on its way to a preparator."""
+
+    entry: Entry
+    mimetype: str
+    data: bytes
+    oversize: bool  # larger than max_file_size: not read, indexed by metadata only
+
+
+class IndexDoc(NamedTuple):
+    """One document as every index target stores it (regain's fields plus freshness state)."""
+
+    id: str
+    url: str
+    root: str
+    title: str
+    content: str
+    summary: str
+    headlines: str
+    metadata: str
+    mimetype: str
+    extension: str
+    filename: str
+    path: str
+    size: int
+    mtime_ns: int
+    last_modified: str  # ISO 8601, UTC
+    groups: Sequence[str]
+    preparation_error: str
+    content_hash: str
+    etag: str
+    http_last_modified: str
+    prep_fingerprint: str
+    outlinks: Sequence[str]
+    indexed_at: str
+
+
+class Event(NamedTuple):
+    """A count or a problem for the crawl report. ``reason`` is set for problems."""
+
+    kind: str  # counter name: discovered, declined, new, changed, unchanged, read, failed, ...
+    url: str
+    stage: str
+    reason: str
+    count: int
+
+
+def event(kind: str, url: str = "", stage: str = "", reason: str = "", count: int = 1) -> Event:
+    return Event(kind, url, stage, reason, count)
+
+
+for _record in (FrontierItem, Entry, SnapshotEntry, RawDocument, IndexDoc, Event):
+    beam.coders.registry.register_coder(_record, beam.coders.RowCoder)

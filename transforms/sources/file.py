@@ -1,0 +1,120 @@
+"""Local file trees (``file://``): list folders to a budget, stat files, open them for reading.
+
+A folder step walks depth-first until it has listed ``budget`` entries, then hands the folders it
+did not reach to the next discovery round, so a deep or wide tree is spread over workers without a
+pipeline stage per level. Folders are identified by (device, inode); with ``follow_symlinks`` a
+folder that is its own ancestor is a loop and is not entered.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from typing import BinaryIO, Iterator
+
+import smart_open
+
+from transforms.records import Entry, FrontierItem, event
+from transforms.urls import depth_below, doc_id, quote_segment, url_to_path
+
+SCHEMES = ("file",)
+
+
+def _reason(err: OSError) -> str:
+    return err.strerror or errno.errorcode.get(err.errno, str(err))
+
+
+def _entry(url: str, root: str, st: os.stat_result, identity: str, item: FrontierItem) -> Entry:
+    return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=st.st_size,
+                 mtime_ns=st.st_mtime_ns, identity=identity, content=None, mimetype="", outlinks=[],
+                 etag="", http_last_modified="", source_url=item.url, link_text="")
+
+
+def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
+    """Yield Entry records for files, FrontierItem records for folders left to the next round and
+    Event records for counts and problems."""
+    path = url_to_path(item.url)
+    try:
+        st = os.stat(path)
+    except OSError as err:  # a start URL or folder that is not there: keep everything under it
+        yield event("incomplete", item.url, "discover", f"unavailable: {_reason(err)}")
+        return
+    start = rules.start(item.url)
+    if stat.S_ISREG(st.st_mode):  # a start URL naming a single file
+        if start is not None and start.index:
+            yield _entry(item.url, item.root, st, _identity(st) if follow_symlinks else "", item)
+        return
+    if start is not None and not start.parse:
+        yield event("declined", item.url, "discover", "")
+        return
+
+    stack = [item._replace(identity=_identity(st))]
+    listed = 0
+    while stack:
+        if budget is not None and listed >= budget:
+            yield from stack  # the rest goes to the next round, to any worker
+            return
+        listed += yield from _list(stack.pop(), rules, follow_symlinks, stack)
+
+
+def _identity(st: os.stat_result) -> str:
+    return f"{st.st_dev}:{st.st_ino}"
+
+
+def _list(folder: FrontierItem, rules, follow_symlinks: bool, stack: list):
+    """List one folder: files become entries, sub-folders go on ``stack``; returns entries listed."""
+    base = os.fsencode(url_to_path(folder.url))
+    try:
+        with os.scandir(base) as listing:
+            children = list(listing)
+    except OSError as err:  # unreadable or vanished: its documents stay in the index
+        yield event("incomplete", folder.url, "discover", f"cannot list folder: {_reason(err)}")
+        return 0
+    prefix = folder.url.rstrip("/")
+    lineage = (*folder.ancestors, folder.identity) if follow_symlinks else ()
+    yield event("listed", count=len(children))
+    for child in children:
+        url = prefix + "/" + quote_segment(child.name)
+        try:
+            is_link = child.is_symlink()
+            if is_link and not follow_symlinks:
+                try:
+                    os.stat(child.path)
+                    yield event("symlink_skipped")
+                except OSError:
+                    yield event("failed", url, "discover", "broken symbolic link")
+                continue
+            st = child.stat(follow_symlinks=True)
+        except FileNotFoundError:
+            yield event("failed", url, "discover",
+                        "broken symbolic link" if child.is_symlink() else "vanished while listing")
+            continue
+        except OSError as err:
+            yield event("failed", url, "discover", _reason(err))
+            continue
+        depth = depth_below(url, folder.root)
+        if stat.S_ISDIR(st.st_mode):
+            decision = rules.decide(url, depth + 1)  # walked only if what it holds could be accepted
+            if not decision.accepted or not decision.parse:
+                yield event("declined", url, "discover", "")
+                continue
+            identity = _identity(st)
+            if identity in lineage:
+                yield event("skipped", url, "discover", "symbolic link loop")
+                continue
+            stack.append(FrontierItem(url, folder.root, depth, identity, list(lineage), folder.url, ""))
+        elif stat.S_ISREG(st.st_mode):
+            decision = rules.decide(url, depth)
+            if not decision.accepted or not decision.index:
+                yield event("declined", url, "discover", "")
+                continue
+            yield _entry(url, folder.root, st, _identity(st) if follow_symlinks else "", folder)
+        else:
+            yield event("declined", url, "discover", "")
+    return len(children)
+
+
+def open_document(url: str) -> BinaryIO:
+    """A binary stream of the document's bytes (through smart_open, like every file-like source)."""
+    return smart_open.open(url_to_path(url), "rb", compression="disable")
