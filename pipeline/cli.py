@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         log.error("%s", err)
         return EXIT_FATAL
-    except Exception as err:  # noqa: BLE001 - one line for the user; --debug for the traceback
+    except Exception as err:
         if args.debug:
             raise
         log.error("beamtrawl: %s", err)

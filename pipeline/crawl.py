@@ -8,13 +8,14 @@ import logging
 import shutil
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
 
-from pipeline import __version__, graph, report as reports
+from pipeline import __version__, graph
+from pipeline import report as reports
 from runners import pipeline_options
 from transforms.accept import Rules
 from transforms.index import make_target
@@ -51,7 +52,7 @@ def _stage_seconds(result) -> dict[str, float]:
 def crawl(config, runner: str | None, beam_args: list[str]) -> dict:
     """Run one crawl; returns the report (also written to ``config.report``)."""
     started = time.perf_counter()
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
     target = make_target(config.index)
     options = pipeline_options(runner, beam_args, target)
     target.prepare()
@@ -72,7 +73,7 @@ def crawl(config, runner: str | None, beam_args: list[str]) -> dict:
         result = p.run()
         result.wait_until_finish()
         stage_seconds = _stage_seconds(result)
-    except Exception as err:  # noqa: BLE001 - reported as a fatal crawl failure, exit 2
+    except Exception as err:
         log.debug("pipeline failed", exc_info=True)
         fatal, stage_seconds = f"the pipeline failed: {type(err).__name__}: {err}".splitlines()[0], {}
     ran = time.perf_counter()
@@ -83,7 +84,7 @@ def crawl(config, runner: str | None, beam_args: list[str]) -> dict:
     report = reports.build_report(totals, problems, **context, fatal=fatal)
     report["documents_in_index"] = target.count()
     target.close()
-    report["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    report["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     report["timings"] = {"plan_s": round(planned - started, 3), "pipeline_s": round(ran - planned, 3),
                          "total_s": round(time.perf_counter() - started, 3),
                          "stage_busy_s": stage_seconds}
@@ -98,5 +99,5 @@ def _remove(work_dir: str) -> None:
             FileSystems.delete([work_dir])
         else:
             shutil.rmtree(work_dir, ignore_errors=True)
-    except Exception:  # noqa: BLE001 - leftovers of a finished crawl are harmless
+    except Exception:
         log.debug("could not remove %s", work_dir, exc_info=True)

@@ -70,8 +70,8 @@ def summary(report: dict) -> str:
     c = report["counts"]
     lines = [
         f"discovered {c['discovered']}: {c['accepted']} documents accepted, {c['declined']} declined",
-        f"documents: {c['new']} new, {c['changed']} changed, {c['unchanged']} unchanged, "
-        f"{c['failed']} failed, {c['deleted']} deleted, {c['kept']} kept (incomplete listing)",
+        (f"documents: {c['new']} new, {c['changed']} changed, {c['unchanged']} unchanged, "
+         f"{c['failed']} failed, {c['deleted']} deleted, {c['kept']} kept (incomplete listing)"),
         f"read {c['read']} documents, wrote {c['written']}; index holds {report.get('documents_in_index', '?')}",
         f"took {report['timings']['total_s']:.1f} s; report: {report.get('report_path', '')}",
     ]

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from transforms.preparators import PreparationError, Prepared, PreparatorSpec, chain_for
+from transforms.preparators import PreparationError, PreparatorSpec, Prepared, chain_for
 from transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
 from transforms.records import Entry, IndexDoc, RawDocument, event
 from transforms.sources import source_for
@@ -42,7 +42,7 @@ def summarize(content: str, limit: int) -> str:
 
 def make_document(entry, mimetype: str, data: bytes, prepared: Prepared, fingerprint: str,
                   max_summary_length: int, error: str = "") -> IndexDoc:
-    stamp = datetime.fromtimestamp(entry.mtime_ns / 1e9, timezone.utc)
+    stamp = datetime.fromtimestamp(entry.mtime_ns / 1e9, UTC)
     return IndexDoc(
         id=entry.id, url=entry.url, root=entry.root,
         title=" ".join(prepared.title.split()), content=prepared.content,
@@ -53,7 +53,7 @@ def make_document(entry, mimetype: str, data: bytes, prepared: Prepared, fingerp
         last_modified=stamp.isoformat(timespec="milliseconds"), groups=[], preparation_error=error,
         content_hash=hashlib.sha256(data).hexdigest() if data else "",
         etag=entry.etag, http_last_modified=entry.http_last_modified, prep_fingerprint=fingerprint,
-        outlinks=list(entry.outlinks), indexed_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        outlinks=list(entry.outlinks), indexed_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
 
 

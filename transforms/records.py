@@ -6,7 +6,8 @@ and never test ``isinstance``.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import apache_beam as beam
 
@@ -33,7 +34,7 @@ class Entry(NamedTuple):
     size: int
     mtime_ns: int
     identity: str  # (device:inode) of a file when symlinks are followed, else ""
-    content: Optional[bytes]
+    content: bytes | None
     mimetype: str  # what the source said (HTTP Content-Type), else ""
     outlinks: Sequence[str]
     etag: str

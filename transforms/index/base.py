@@ -9,8 +9,9 @@ retried bundle leaves no duplicate.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from transforms.index.query import Query
 from transforms.records import IndexDoc, SnapshotEntry

@@ -11,7 +11,7 @@ import html
 import json
 import os
 import sqlite3
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from transforms.index.base import Hit, IndexTarget, IndexUnavailable
 from transforms.index.query import Query

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from transforms.preparators.base import PreparationError, Prepared, PreparatorSpec
+from transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
 from transforms.preparators.html import prepare_html
 from transforms.preparators.metadata_only import prepare_metadata_only
 from transforms.preparators.text import prepare_text
@@ -23,4 +23,4 @@ def chain_for(preparators: tuple[PreparatorSpec, ...], mimetype: str, url: str) 
     return sorted((p for p in preparators if p.accepts(mimetype, url)), key=lambda p: -p.priority)
 
 
-__all__ = ["BUILTIN", "PreparationError", "Prepared", "PreparatorSpec", "chain_for"]
+__all__ = ["BUILTIN", "PreparationError", "PreparatorSpec", "Prepared", "chain_for"]

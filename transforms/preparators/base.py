@@ -8,8 +8,8 @@ types, or a URL pattern that overrides them, as in regain) and its priority (hig
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 
 class PreparationError(Exception):

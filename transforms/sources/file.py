@@ -11,7 +11,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
 import smart_open
 

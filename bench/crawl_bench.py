@@ -1,0 +1,432 @@
+"""Crawl benchmark: how fast beamtrawl indexes a file tree and re-crawls it, and how much memory it needs.
+
+Run from the repository root (beamtrawl installed, psutil present)::
+
+    python bench/crawl_bench.py [--files 20000] [--workers 2] [--keep DIR] [--seed 7]
+
+It generates a deterministic tree of small text and HTML files (1-4 KB, about 100 per folder, three
+folder levels; generation is not timed), then measures in one run:
+
+(a) full crawl: ``beamtrawl crawl CFG --direct_num_workers=W`` into a fresh index, in documents per
+    second, against a plain single-process Python loop doing the same work (walk + stat, read bytes,
+    MimeSniffer, the first preparator of ``chain_for(BUILTIN, ...)``, ``make_document``, upserts of
+    500 into its own fresh EmbeddedIndex). Both are timed as whole processes (interpreter start to
+    exit); both indexes must hold N documents with the same stored fields and text, else it fails.
+(b) re-crawl of the unchanged tree: seconds, against the full crawl and against
+    ``find TREE -type f -printf '%T@ %s\\n'``; the report must say read 0, unchanged N.
+(c) peak RSS of the full crawl and of the re-crawl, summed over the beamtrawl process tree (driver
+    and worker processes, sampled every 0.1 s with psutil), and of the loop.
+
+Exit code 0 when the figures were measured (targets may be missed), 1 when a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import math
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+FILES_PER_FOLDER = 100
+LEVELS = 3
+BATCH = 500
+
+# ---------------------------------------------------------------------------------------------
+# The tree
+# ---------------------------------------------------------------------------------------------
+
+_COMMON_WORDS = """the of and to in is for that on with as by at from this be are was it an or which not have
+has will can more all their new one also other were its about than into after first two some been time
+project report data team meeting budget safety sample analysis result results method test system
+process quality review design plan schedule customer service policy support security network server
+storage backup archive document version draft final summary note notes field station sensor
+calibration measurement temperature pressure humidity water soil sample survey region coastal northern
+southern harbour river mountain glacier forest winter summer spring autumn monday friday january march
+june october december office staff training holiday travel expense invoice contract supplier order
+delivery warehouse inventory kitchen coffee lunch committee board director manager engineer analyst
+researcher student visitor guest laboratory instrument spectrometer centrifuge microscope freezer
+reagent protocol procedure checklist incident risk mitigation deadline milestone release deployment
+migration upgrade install configure monitor alert failure outage recovery restore incident ticket
+request approval signature minutes agenda decision action owner status progress blocked complete
+pending urgent weekly monthly quarterly annual estimate forecast revenue cost price margin growth
+straße über café naïve résumé Übersicht Größe déjà"""
+_SYLLABLES = "ka lo mi ne ra tu sel vor an dre ta bri ku len os par gim rol fe zan mar dok ith ul"
+
+
+def _vocabulary(rng: random.Random, size: int = 4000) -> list[str]:
+    """Common words first (they are drawn most often), then a long tail of made-up words."""
+    common, syllables = _COMMON_WORDS.split(), _SYLLABLES.split()
+    tail = {"".join(rng.choices(syllables, k=rng.randint(2, 4))) for _ in range(size)}
+    return common + sorted(tail - set(common))
+
+
+def _sentences(rng: random.Random, count: int = 20_000) -> list[str]:
+    """Sentences of Zipf-distributed words; files are drawn from this pool, which keeps generation fast."""
+    words = _vocabulary(rng)
+    cum = list(itertools.accumulate(1 / (rank + 1) for rank in range(len(words))))
+    pool = []
+    for _ in range(count):
+        chosen = rng.choices(words, cum_weights=cum, k=rng.randint(6, 18))
+        pool.append(" ".join(chosen).capitalize() + rng.choice(".....?!"))
+    return pool
+
+
+def _paragraph(rng: random.Random, pool: list[str]) -> str:
+    return " ".join(rng.choices(pool, k=rng.randint(2, 6)))
+
+
+def _title(rng: random.Random, pool: list[str]) -> str:
+    return " ".join(rng.choice(pool).rstrip(".?!").split()[:rng.randint(3, 7)]).title()
+
+
+def _text_file(rng: random.Random, pool: list[str], size: int) -> str:
+    parts = [_title(rng, pool), ""]
+    while sum(map(len, parts)) < size:
+        parts += [_paragraph(rng, pool), ""]
+    return "\n".join(parts)
+
+
+def _html_file(rng: random.Random, pool: list[str], size: int) -> str:
+    title = _title(rng, pool)
+    head = f'<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8"><title>{title}</title></head>'
+    parts = [head, f"<body>\n<h1>{title}</h1>"]
+    while sum(map(len, parts)) < size:
+        parts.append(f"<h2>{_title(rng, pool)}</h2>")
+        parts += [f"<p>{_paragraph(rng, pool)}</p>" for _ in range(rng.randint(1, 3))]
+    parts.append("</body>\n</html>\n")
+    return "\n".join(parts)
+
+
+def _folder(k: int, fan: int) -> str:
+    """Leaf folder ``k`` as ``LEVELS`` nested names, ``fan`` folders per level."""
+    digits = [(k // fan**level) % fan for level in reversed(range(LEVELS))]
+    names = ("area", "team", "batch")
+    return os.path.join(*(f"{name}-{d:02d}" for name, d in zip(names, digits)))
+
+
+def generate_tree(root: Path, files: int, seed: int) -> int:
+    """Write ``files`` documents (even: .txt, odd: .html) under ``root``; returns the bytes written."""
+    rng = random.Random(seed)
+    pool = _sentences(rng)
+    fan = max(2, math.ceil((math.ceil(files / FILES_PER_FOLDER)) ** (1 / LEVELS)))
+    written = 0
+    for i in range(files):
+        folder = root / _folder(i // FILES_PER_FOLDER, fan)
+        if i % FILES_PER_FOLDER == 0:
+            folder.mkdir(parents=True, exist_ok=True)
+        size = rng.randint(1024, 4096)
+        if i % 2:
+            name, text = f"page-{i:06d}.html", _html_file(rng, pool, size)
+        else:
+            name, text = f"note-{i:06d}.txt", _text_file(rng, pool, size)
+        data = text.encode("utf-8")
+        (folder / name).write_bytes(data)
+        written += len(data)
+    return written
+
+
+# ---------------------------------------------------------------------------------------------
+# The baseline loop (run as a child process: ``crawl_bench.py --loop CONFIG INDEX``)
+# ---------------------------------------------------------------------------------------------
+
+def run_loop(config_path: str, index_path: str) -> None:
+    """Walk, stat, read, sniff, prepare, build documents and upsert them, in one process."""
+    from pipeline.config import load_config
+    from pipeline.crawl import preparation_fingerprint
+    from transforms.index.sqlite import EmbeddedIndex
+    from transforms.preparators import BUILTIN, chain_for
+    from transforms.preparators.mime import MimeSniffer
+    from transforms.prepare import make_document
+    from transforms.records import Entry
+    from transforms.urls import depth_below, doc_id, path_to_url, url_to_path
+
+    started = time.perf_counter()
+    config = load_config(config_path)
+    root, limit = config.start[0].url, config.max_summary_length
+    fingerprint = preparation_fingerprint(BUILTIN, config)
+    sniff = MimeSniffer()
+    index = EmbeddedIndex(index_path)
+    index.prepare()
+    batch, count = [], 0
+    for folder, _dirs, names in os.walk(url_to_path(root)):
+        for name in names:
+            path = os.path.join(folder, name)
+            st = os.stat(path)
+            url = path_to_url(path)
+            entry = Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=st.st_size,
+                          mtime_ns=st.st_mtime_ns, identity="", content=None, mimetype="", outlinks=[],
+                          etag="", http_last_modified="", source_url="", link_text="")
+            with open(path, "rb") as handle:
+                data = handle.read(config.max_file_size + 1)
+            mimetype = sniff(data, url)
+            prepared = chain_for(BUILTIN, mimetype, url)[0](data, url, mimetype)
+            batch.append(make_document(entry, mimetype, data, prepared, fingerprint, limit))
+            if len(batch) == BATCH:
+                count += len(batch) - len(index.upsert(batch))
+                batch = []
+    count += len(batch) - len(index.upsert(batch))
+    index.close()
+    print(json.dumps({"written": count, "loop_s": time.perf_counter() - started}))
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+# ---------------------------------------------------------------------------------------------
+
+def _tree_rss(proc: psutil.Process) -> tuple[int, int]:
+    """RSS summed over a process and all its descendants, and how many processes that is."""
+    total, seen = 0, 0
+    try:
+        family = [proc, *proc.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0, 0
+    for member in family:
+        try:
+            total += member.memory_info().rss
+            seen += 1
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return total, seen
+
+
+def run_measured(cmd: list[str], log: Path) -> dict:
+    """Run ``cmd`` (output to ``log``); wall seconds and peak process-tree RSS sampled every 0.1 s."""
+    peak = {"rss": 0, "procs": 0}
+    done = threading.Event()
+
+    def sample(proc: psutil.Process) -> None:
+        while not done.is_set():
+            rss, procs = _tree_rss(proc)
+            peak["rss"], peak["procs"] = max(peak["rss"], rss), max(peak["procs"], procs)
+            done.wait(0.1)
+
+    with open(log, "w") as out:
+        started = time.perf_counter()
+        child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        sampler = threading.Thread(target=sample, args=(psutil.Process(child.pid),), daemon=True)
+        sampler.start()
+        code = child.wait()
+        seconds = time.perf_counter() - started
+        done.set()
+        sampler.join()
+    if code != 0:
+        fail(f"{' '.join(cmd)} exited with {code}; its output:\n{log.read_text()}")
+    return {"seconds": seconds, "peak_rss": peak["rss"], "procs": peak["procs"]}
+
+
+def time_find(tree: Path, repeats: int = 3) -> float:
+    """Fastest of a few runs of find listing every file with its mtime and size."""
+    best = math.inf
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run(["find", str(tree), "-type", "f", "-printf", r"%T@ %s\n"], check=True,
+                       stdout=subprocess.DEVNULL)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def index_count(path: Path) -> int:
+    from transforms.index.sqlite import EmbeddedIndex
+
+    index = EmbeddedIndex(str(path))
+    try:
+        return index.count()
+    finally:
+        index.close()
+
+
+def index_digest(path: Path) -> str:
+    """A hash over every document's stored fields and searchable text (not when it was indexed)."""
+    digest = hashlib.sha256()
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        rows = db.execute(
+            "SELECT d.id, d.url, d.root, d.title, d.mimetype, d.extension, d.filename, d.path, d.size,"
+            " d.mtime_ns, d.last_modified, d.preparation_error, d.content_hash, d.prep_fingerprint,"
+            " d.outlinks, f.content, f.headlines, f.metadata"
+            " FROM docs d JOIN docs_fts f ON f.rowid = d.rid ORDER BY d.id")
+        for row in rows:
+            digest.update(repr(row).encode())
+    return digest.hexdigest()
+
+
+def fail(message: str) -> None:
+    print(f"\nFAILED: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def mib(n: int) -> str:
+    return f"{n / 2**20:,.0f} MiB"
+
+
+def rate(files: int, seconds: float) -> str:
+    return f"{files / seconds:,.0f} docs/s ({seconds:.1f} s)"
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+# ---------------------------------------------------------------------------------------------
+# The benchmark
+# ---------------------------------------------------------------------------------------------
+
+def prepare_workdir(work: Path) -> None:
+    """Remove what an earlier run with ``--keep`` left, so every index starts empty."""
+    (work / "logs").mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(work / "tree", ignore_errors=True)
+    shutil.rmtree(work / "beamtrawl.work", ignore_errors=True)
+    for name in ("beamtrawl", "loop"):
+        for suffix in (".sqlite", ".sqlite-wal", ".sqlite-shm", ".report.json"):
+            (work / f"{name}{suffix}").unlink(missing_ok=True)
+
+
+def write_config(work: Path, tree: Path) -> Path:
+    config = work / "crawl.yaml"
+    config.write_text(f"start:\n  - {{url: {json.dumps(str(tree))}}}\nindex: {{path: beamtrawl.sqlite}}\n")
+    return config
+
+
+def crawl(config: Path, workers: int, log: Path) -> dict:
+    beamtrawl = shutil.which("beamtrawl")
+    if beamtrawl is None:
+        fail("the beamtrawl command is not on PATH (pip install -e .)")
+    run = run_measured([beamtrawl, "crawl", str(config), f"--direct_num_workers={workers}"], log)
+    run["report"] = json.loads((config.parent / "beamtrawl.report.json").read_text())
+    return run
+
+
+Row = tuple[str, str, str, str]  # measure, figure, target, PASS/MISS
+
+
+def check(name: str, figure: str, target: str, ok: bool) -> Row:
+    return (name, figure, target, "PASS" if ok else "MISS")
+
+
+def generate(work: Path, files: int, seed: int) -> Path:
+    started = time.perf_counter()
+    size = generate_tree(work / "tree", files, seed)
+    print(f"generated the tree in {time.perf_counter() - started:.1f} s (not part of any figure): {files:,} files,\n"
+          f"  half .txt, half .html, {size / 2**20:.1f} MiB, ~{FILES_PER_FOLDER} per folder, {LEVELS} folder levels, "
+          f"seed {seed}")
+    return write_config(work, work / "tree")
+
+
+def full_crawl(work: Path, config: Path, files: int, workers: int) -> tuple[dict, dict, list[Row]]:
+    print("\n(a) full crawl into a fresh index")
+    full = crawl(config, workers, work / "logs" / "full-crawl.log")
+    c, inside = full["report"]["counts"], full["report"]["timings"]["total_s"]
+    print(f"  beamtrawl crawl: {full['seconds']:7.2f} s {files / full['seconds']:7,.0f} docs/s  "
+          f"(report: read {c['read']}, written {c['written']}, failed {c['failed']}; crawl() itself {inside:.2f} s)")
+    loop = run_measured([sys.executable, __file__, "--loop", str(config), str(work / "loop.sqlite")],
+                        work / "logs" / "loop.log")
+    loop_s = json.loads((work / "logs" / "loop.log").read_text().splitlines()[-1])["loop_s"]
+    print(f"  plain loop:      {loop['seconds']:7.2f} s {files / loop['seconds']:7,.0f} docs/s  "
+          f"(the loop alone, without start-up and imports: {loop_s:.2f} s)")
+    speedup = loop["seconds"] / full["seconds"]
+    print(f"  beamtrawl/loop:  {speedup:7.2f}x docs/s   target >= 1.3  {verdict(speedup >= 1.3)}")
+    print("  Both are timed as whole processes, start to exit. The loop is one process doing the same work:\n"
+          "  walk + stat, read, MimeSniffer, the same first preparator (the same extraction), make_document,\n"
+          "  upserts of 500 into its own fresh EmbeddedIndex (the same index: checked next).")
+    verify_indexes(work / "beamtrawl.sqlite", work / "loop.sqlite", files)
+    rows = [("full crawl, beamtrawl", rate(files, full["seconds"]), "", ""),
+            ("full crawl, plain loop", rate(files, loop["seconds"]), "", ""),
+            check("beamtrawl / loop (docs/s)", f"{speedup:.2f}x", ">= 1.3", speedup >= 1.3)]
+    return full, loop, rows
+
+
+def verify_indexes(beamtrawl: Path, loop: Path, files: int) -> None:
+    """Both hold ``files`` documents with the same stored fields and text; fails the run otherwise."""
+    counts = {"beamtrawl": index_count(beamtrawl), "loop": index_count(loop)}
+    print(f"  documents in the indexes: beamtrawl {counts['beamtrawl']:,}, loop {counts['loop']:,}")
+    if counts != {"beamtrawl": files, "loop": files}:
+        fail(f"the indexes should each hold {files} documents: {counts}")
+    if index_digest(beamtrawl) != index_digest(loop):
+        fail("the two indexes hold different documents (stored fields or text differ)")
+    print("  every document's stored fields and searchable text are identical in both indexes: OK")
+
+
+def re_crawl(work: Path, config: Path, files: int, workers: int, full: dict) -> tuple[dict, list[Row]]:
+    print("\n(b) re-crawl of the unchanged tree")
+    find = time_find(work / "tree")
+    again = crawl(config, workers, work / "logs" / "re-crawl.log")
+    r = again["report"]["counts"]
+    to_full, to_find = again["seconds"] / full["seconds"], again["seconds"] / find
+    unchanged = r["read"] == 0 and r["unchanged"] == files
+    print(f"  beamtrawl re-crawl: {again['seconds']:7.2f} s  "
+          f"(crawl() itself {again['report']['timings']['total_s']:.2f} s)")
+    print(f"  find -printf:       {find:7.3f} s  (fastest of 3)")
+    print(f"  re-crawl/full crawl: {to_full:6.3f}   target <= 0.10  {verdict(to_full <= 0.10)}")
+    print(f"  re-crawl/find:       {to_find:6.1f}x  target <= 5x    {verdict(to_find <= 5)}")
+    print(f"  report: read {r['read']} (want 0), unchanged {r['unchanged']:,} (want {files:,})  "
+          f"{verdict(unchanged)}")
+    return again, [("re-crawl", f"{again['seconds']:.2f} s", "", ""),
+                   check("re-crawl / full crawl", f"{to_full:.3f}", "<= 0.10", to_full <= 0.10),
+                   check("re-crawl / find", f"{to_find:.0f}x (find {find:.3f} s)", "<= 5x", to_find <= 5),
+                   check("re-crawl read, unchanged", f"{r['read']}, {r['unchanged']:,}", f"0, {files:,}",
+                         unchanged)]
+
+
+def memory(full: dict, again: dict, loop: dict) -> list[Row]:
+    print("\n(c) peak memory: RSS summed over the process tree, sampled every 0.1 s")
+    print(f"  full crawl: {mib(full['peak_rss']):>9}  ({full['procs']} processes: the driver, its workers "
+          "and their sh wrappers)")
+    print(f"  re-crawl:   {mib(again['peak_rss']):>9}  ({again['procs']} processes)")
+    print(f"  plain loop: {mib(loop['peak_rss']):>9}  ({loop['procs']} process)")
+    return [("peak RSS, full crawl", mib(full["peak_rss"]), "", ""),
+            ("peak RSS, re-crawl", mib(again["peak_rss"]), "", ""),
+            ("peak RSS, plain loop", mib(loop["peak_rss"]), "", "")]
+
+
+def benchmark(work: Path, files: int, workers: int, seed: int) -> list[Row]:
+    prepare_workdir(work)
+    print(f"beamtrawl crawl benchmark: {files:,} files, {workers} workers, {os.cpu_count()} CPUs, in {work}")
+    config = generate(work, files, seed)
+    full, loop, rows = full_crawl(work, config, files, workers)
+    again, more = re_crawl(work, config, files, workers, full)
+    return rows + more + memory(full, again, loop)
+
+
+def print_table(rows: list[Row]) -> None:
+    header = ("measure", "figure", "target", "result")
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(4)]
+    line = "  ".join("-" * w for w in widths)
+    print("\nsummary", line, "  ".join(h.ljust(w) for h, w in zip(header, widths)), line, sep="\n")
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    print(line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=20_000, help="documents to generate (default 20000)")
+    parser.add_argument("--workers", type=int, default=2, help="beamtrawl's --direct_num_workers (default 2)")
+    parser.add_argument("--keep", metavar="DIR", help="generate into DIR and keep tree and indexes there")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the generated tree (default 7)")
+    parser.add_argument("--loop", nargs=2, metavar=("CONFIG", "INDEX"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.loop:
+        return run_loop(*args.loop)
+    if args.keep:
+        rows = benchmark(Path(args.keep).resolve(), args.files, args.workers, args.seed)
+    else:
+        with tempfile.TemporaryDirectory(prefix="beamtrawl-bench-") as work:
+            rows = benchmark(Path(work), args.files, args.workers, args.seed)
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Install beamtrawl, crawl the bundled example corpus into the embedded index, and search it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! ldconfig -p | grep -q libmagic.so.1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1
+fi
+python3 -m pip install --quiet --disable-pip-version-check -e .
+beamtrawl crawl examples/crawl.yaml || [ $? -eq 1 ]
+beamtrawl search "spectrometer calibration" --config examples/crawl.yaml --limit 3

@@ -1,0 +1,91 @@
+"""Shared test helpers: write a configuration, run ``beamtrawl`` as a user would, read its report.
+
+Crawls run as a subprocess of the real command. As root, the subprocess gives up the capabilities
+that bypass file permissions, so "unreadable" files and folders are unreadable to the crawler too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+DROP_DAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
+            "--inh-caps=-dac_override,-dac_read_search", "--"]
+
+
+@dataclass
+class CrawlRun:
+    code: int
+    report: dict
+    stdout: str
+    stderr: str
+
+    @property
+    def counts(self) -> dict:
+        return self.report["counts"]
+
+    def problems(self, stage: str | None = None) -> dict[str, str]:
+        """{url: reason} of the report's problems, optionally of one stage."""
+        return {p["url"]: p["reason"] for p in self.report["problems"] if stage in (None, p["stage"])}
+
+
+def beamtrawl(*args: str, check_dac: bool = True, timeout: int = 600) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "pipeline.cli", *args]
+    if check_dac and os.geteuid() == 0:
+        command = DROP_DAC + command
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False,
+                          cwd=Path(__file__).resolve().parent.parent)
+
+
+@pytest.fixture
+def make_config(tmp_path):
+    """Write a crawl configuration for ``root`` (a folder) and return its path."""
+
+    def make(root: Path, name: str = "crawl.yaml", **settings) -> Path:
+        url = "file://" + str(root)
+        config = {"start": [{"url": url, "parse": True, "index": False}],
+                  "whitelist": [{"prefix": url}],
+                  "blacklist": [{"regex": ".*/\\.git/.*"}],
+                  "index": {"path": str(tmp_path / "index.sqlite")},
+                  "max_delete_ratio": 1.0}
+        config.update(settings)
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(config), encoding="utf-8")
+        return path
+
+    return make
+
+
+@pytest.fixture
+def crawl():
+    """Run ``beamtrawl crawl CONFIG`` and return its exit code, report and output."""
+
+    def run(config: Path, *extra: str) -> CrawlRun:
+        done = beamtrawl("crawl", str(config), "--direct_num_workers=2", *extra)
+        settings = yaml.safe_load(config.read_text(encoding="utf-8"))
+        index = Path(settings["index"]["path"])
+        report_path = index.with_suffix(".report.json")
+        report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.exists() else {}
+        return CrawlRun(done.returncode, report, done.stdout, done.stderr)
+
+    return run
+
+
+@pytest.fixture
+def search():
+    """``beamtrawl search QUERY --config CONFIG --json`` → list of hits."""
+
+    def run(config: Path, query: str, limit: int = 1000) -> list[dict]:
+        done = beamtrawl("search", query, "--config", str(config), "--json", "--limit", str(limit),
+                         check_dac=False)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    return run

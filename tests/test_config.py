@@ -1,0 +1,264 @@
+"""Loading and validating crawl.yaml: defaults, relative paths, and one-line errors for every mistake."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+from pipeline.config import DEFAULTS, ConfigError, load_config
+
+MINIMAL = """\
+start:
+  - {url: "corpus", parse: true, index: false}
+whitelist:
+  - {prefix: "corpus"}
+blacklist:
+  - {regex: ".*/\\\\.git/.*"}
+index: {path: "beamtrawl-index.sqlite"}
+"""
+
+
+def write(tmp_path, text: str, name: str = "crawl.yaml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def error_of(tmp_path, text: str) -> str:
+    """Load a broken configuration; return its error after checking it is one line naming the file."""
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(str(path))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: ")
+    return message[len(f"{path}: "):]
+
+
+def with_top(extra: str) -> str:
+    return MINIMAL + textwrap.dedent(extra)
+
+
+# -- valid configurations --------------------------------------------------------------------------------
+
+def test_minimal_config_loads_with_defaults(tmp_path):
+    config = load_config(str(write(tmp_path, MINIMAL)))
+    corpus = "file://" + str(tmp_path / "corpus")
+
+    assert [(s.url, s.parse, s.index) for s in config.start] == [(corpus, True, False)]
+    assert [(w.prefix, w.parse, w.index) for w in config.whitelist] == [(corpus, True, True)]
+    assert config.blacklist[0].regex.pattern == ".*/\\.git/.*"
+    assert config.index.path == str(tmp_path / "beamtrawl-index.sqlite")
+    assert config.report == str(tmp_path / "beamtrawl-index.report.json")  # beside the index
+    assert config.work_dir == str(tmp_path / "beamtrawl-index.work")
+    assert config.url_cleaners == ()
+    for key, default in DEFAULTS.items():
+        if key != "url_cleaners":
+            assert getattr(config, key) == default, key
+
+
+def test_relative_paths_resolve_against_the_config_folder_not_the_cwd(tmp_path, monkeypatch):
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    write(folder, """\
+        start: [{url: "../data"}]
+        index: {path: "out/idx.sqlite"}
+        report: "reports/last.json"
+    """)
+    monkeypatch.chdir(tmp_path / "conf")
+    config = load_config("crawl.yaml")  # a relative config path too
+    assert config.start[0].url == "file://" + str(tmp_path / "data")
+    assert config.whitelist[0].prefix == config.start[0].url  # no whitelist: everything under the starts
+    assert config.index.path == str(folder / "out" / "idx.sqlite")
+    assert os.path.normpath(config.report) == str(folder / "reports" / "last.json")
+    assert config.work_dir == str(folder / "out" / "idx.work")
+
+
+def test_report_defaults_beside_an_absolute_index(tmp_path):
+    config = load_config(str(write(tmp_path, f"""\
+        start: [{{url: "corpus"}}]
+        index: {{path: "{tmp_path}/elsewhere/my.index.sqlite"}}
+    """)))
+    assert config.report == str(tmp_path / "elsewhere" / "my.index.report.json")
+
+
+def test_environment_variables_are_expanded(tmp_path, monkeypatch):
+    monkeypatch.setenv("BT_DATA", str(tmp_path / "shared"))
+    monkeypatch.setenv("BT_INDEX", "nightly")
+    config = load_config(str(write(tmp_path, """\
+        start: [{url: "${BT_DATA}/docs"}]
+        index: {path: "${BT_INDEX}.sqlite"}
+    """)))
+    assert config.start[0].url == "file://" + str(tmp_path / "shared" / "docs")
+    assert config.index.path == str(tmp_path / "nightly.sqlite")
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("'10 MiB'", 10 * 1024**2),
+    ("2GB", 2 * 1000**3),
+    ("1048576", 1048576),
+    ("'512 kib'", 512 * 1024),
+])
+def test_sizes(tmp_path, raw, expected):
+    config = load_config(str(write(tmp_path, with_top(f"max_file_size: {raw}\n"))))
+    assert config.max_file_size == expected
+
+
+def test_settings_override_defaults(tmp_path):
+    config = load_config(str(write(tmp_path, with_top("""\
+        max_depth: 3
+        max_failed_ratio: 0
+        max_delete_ratio: 1
+        follow_symlinks: true
+        url_cleaners: ["PHPSESSID=[0-9a-z]{5,}"]
+    """))))
+    assert (config.max_depth, config.max_failed_ratio, config.max_delete_ratio) == (3, 0.0, 1.0)
+    assert config.follow_symlinks is True
+    assert [c.pattern for c in config.url_cleaners] == ["PHPSESSID=[0-9a-z]{5,}"]
+
+
+# -- errors: one line, file, key path, problem -------------------------------------------------------------
+
+def test_unknown_top_level_key(tmp_path):
+    message = error_of(tmp_path, with_top("maxDepth: 3\n"))
+    assert message.startswith("maxDepth: unknown key (allowed: ")
+    assert "max_depth" in message
+
+
+def test_unknown_nested_key_regain_tolower_case(tmp_path):
+    message = error_of(tmp_path, """\
+        start: [{url: "corpus"}]
+        whitelist:
+          - {prefix: "corpus", toLowercase: true}
+        index: {path: "i.sqlite"}
+    """)
+    assert message.startswith("whitelist[0].toLowercase: unknown key")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('index: {path: "i.sqlite"}\n', "start: is required"),
+    ('start: [{url: "corpus"}]\n', "index: is required"),
+    ('start: []\nindex: {path: "i.sqlite"}\n', "start: needs at least one start URL"),
+    ('start: [{parse: true}]\nindex: {path: "i.sqlite"}\n', "start[0].url: is required"),
+    ('start: [{url: "corpus"}]\nindex: {}\n', "index.path: is required"),
+    ('start: [{url: "corpus"}]\nindex: {path: "i.sqlite", kind: "opensearch"}\n', "index.kind: unknown key"),
+    ('start: "corpus"\nindex: {path: "i.sqlite"}\n', "start: must be a list, got a string"),
+    ("", "must be a mapping, got nothing"),
+])
+def test_structural_errors(tmp_path, text, expected):
+    assert error_of(tmp_path, text).startswith(expected)
+
+
+def test_bad_regex_names_entry_and_position(tmp_path):
+    message = error_of(tmp_path, """\
+        start: [{url: "corpus"}]
+        whitelist:
+          - {prefix: "corpus"}
+          - {regex: "file:///(abc"}
+        index: {path: "i.sqlite"}
+    """)
+    assert message.startswith("whitelist[1].regex: ")
+    assert message.endswith("at position 8")
+
+
+def test_bad_url_cleaner_regex(tmp_path):
+    assert error_of(tmp_path, with_top('url_cleaners: ["[a-"]\n')).startswith("url_cleaners[0]: ")
+
+
+@pytest.mark.parametrize("entry", ['{prefix: "corpus", regex: ".*"}', "{parse: true}"])
+def test_pattern_needs_exactly_one_of_prefix_or_regex(tmp_path, entry):
+    message = error_of(tmp_path, f"""\
+        start: [{{url: "corpus"}}]
+        whitelist: [{entry}]
+        index: {{path: "i.sqlite"}}
+    """)
+    assert message == "whitelist[0]: needs exactly one of 'prefix' or 'regex'"
+
+
+def test_blacklist_entries_take_no_flags(tmp_path):
+    message = error_of(tmp_path, with_top("").replace('{regex: ".*/', '{index: false, regex: ".*/'))
+    assert message.startswith("blacklist[0].index: unknown key")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('start: [{url: "corpus", parse: "yes"}]\nindex: {path: "i.sqlite"}\n',
+     "start[0].parse: must be true or false, got 'yes'"),
+    ('start: [{url: 42}]\nindex: {path: "i.sqlite"}\n', "start[0].url: must be a non-empty string, got int"),
+    ('start: [{url: "corpus"}]\nindex: {path: ""}\n', "index.path: must be a non-empty string"),
+    (with_top('max_depth: "3"\n'), "max_depth: must be an integer, got '3'"),
+    (with_top("max_depth: -1\n"), "max_depth: must be at least 0, got -1"),
+    (with_top("walk_budget: 0\n"), "walk_budget: must be at least 1, got 0"),
+    (with_top("follow_symlinks: 1\n"), "follow_symlinks: must be true or false, got 1"),
+])
+def test_wrong_types(tmp_path, text, expected):
+    assert error_of(tmp_path, text).startswith(expected)
+
+
+@pytest.mark.parametrize("key", ["max_failed_ratio", "max_delete_ratio"])
+@pytest.mark.parametrize("value", ["1.5", "-0.1", "half", "true"])
+def test_ratios_outside_zero_to_one(tmp_path, key, value):
+    assert error_of(tmp_path, with_top(f"{key}: {value}\n")).startswith(f"{key}: must be a number from 0 to 1")
+
+
+@pytest.mark.parametrize("value", ["ten", "0", "-5", "'10 parsecs'", "''"])
+def test_invalid_sizes(tmp_path, value):
+    message = error_of(tmp_path, with_top(f"max_file_size: {value}\n"))
+    assert message.startswith("max_file_size: must be a positive size such as 1048576, '10 MiB' or '2GB'")
+
+
+def test_start_url_matched_by_no_whitelist_entry(tmp_path):
+    message = error_of(tmp_path, """\
+        start: [{url: "corpus"}, {url: "other"}]
+        whitelist: [{prefix: "corpus"}]
+        index: {path: "i.sqlite"}
+    """)
+    assert message.startswith(f"start[1].url: file://{tmp_path}/other is matched by no whitelist entry")
+
+
+def test_whitelist_prefix_with_trailing_slash_accepts_its_start_folder(tmp_path):
+    # BUG (pipeline/config.py, parse_config, start/whitelist check): a prefix written with a trailing
+    # slash, "file:///…/corpus/", matches every URL under the start URL "file:///…/corpus", yet the
+    # configuration is rejected with "… is matched by no whitelist entry, so nothing under it would be
+    # crawled", because the check tests the start URL itself with startswith.
+    config = load_config(str(write(tmp_path, f"""\
+        start: [{{url: "corpus"}}]
+        whitelist: [{{prefix: "file://{tmp_path}/corpus/"}}]
+        index: {{path: "i.sqlite"}}
+    """)))
+    assert config.whitelist[0].matches(config.start[0].url + "/a.txt")
+
+
+def test_unsupported_scheme(tmp_path):
+    message = error_of(tmp_path, """\
+        start: [{url: "http://example.org/"}]
+        index: {path: "i.sqlite"}
+    """)
+    assert message == "start[0].url: scheme 'http' is not supported (supported: file)"
+
+
+def test_missing_environment_variable(tmp_path, monkeypatch):
+    monkeypatch.delenv("BT_SURELY_UNSET", raising=False)
+    message = error_of(tmp_path, """\
+        start: [{url: "corpus"}]
+        index: {path: "${BT_SURELY_UNSET}/i.sqlite"}
+    """)
+    assert message == "index.path: environment variable BT_SURELY_UNSET is not set"
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path):
+    message = error_of(tmp_path, """\
+        start:
+          - {url: "corpus"}
+        index: {path: "i.sqlite"
+        max_depth: 2
+    """)
+    assert message.startswith("line 4, column ")
+
+
+def test_missing_file(tmp_path):
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(ConfigError) as caught:
+        load_config(str(missing))
+    assert str(caught.value) == f"{missing}: cannot read: No such file or directory"
