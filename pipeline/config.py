@@ -153,7 +153,10 @@ class _Reader:
         match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(value))
         if not match or match.group(2).lower() not in SIZE_UNITS or float(match.group(1)) <= 0:
             raise self.fail(path, f"must be a positive size such as 1048576, '10 MiB' or '2GB', got {value!r}")
-        return int(float(match.group(1)) * SIZE_UNITS[match.group(2).lower()])
+        size = int(float(match.group(1)) * SIZE_UNITS[match.group(2).lower()])
+        if size < 1:
+            raise self.fail(path, f"must be at least 1 byte, got {value!r}")
+        return size
 
     def ratio(self, value: Any, path: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
@@ -240,7 +243,7 @@ def parse_config(raw: Any, source: str) -> Config:
         whitelist = tuple(UrlPattern(prefix=s.url) for s in starts)
     blacklist = _patterns(r, top.get("blacklist"), "blacklist", with_flags=False)
     for i, start in enumerate(starts):
-        if not any(p.matches(start.url) for p in whitelist):
+        if not any(p.matches(start.url) or p.matches(start.url.rstrip("/") + "/") for p in whitelist):
             raise r.fail(f"start[{i}].url", f"{start.url} is matched by no whitelist entry, so nothing "
                                             "under it would be crawled")
 
@@ -248,7 +251,8 @@ def parse_config(raw: Any, source: str) -> Config:
     index_path = r.string(index_raw["path"], "index.path")
     index_path = os.path.normpath(os.path.join(r.base, index_path))
     stem = os.path.splitext(index_path)[0]
-    report = os.path.join(r.base, r.string(top["report"], "report")) if "report" in top else stem + ".report.json"
+    report = (os.path.normpath(os.path.join(r.base, r.string(top["report"], "report"))) if "report" in top
+              else stem + ".report.json")
     work_dir = r.string(top["work_dir"], "work_dir") if "work_dir" in top else stem + ".work"
     if "://" not in work_dir:
         work_dir = os.path.join(r.base, work_dir)

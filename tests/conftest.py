@@ -70,7 +70,7 @@ def crawl():
     def run(config: Path, *extra: str) -> CrawlRun:
         done = beamtrawl("crawl", str(config), "--direct_num_workers=2", *extra)
         settings = yaml.safe_load(config.read_text(encoding="utf-8"))
-        index = Path(settings["index"]["path"])
+        index = config.parent / settings["index"]["path"]
         report_path = index.with_suffix(".report.json")
         report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.exists() else {}
         return CrawlRun(done.returncode, report, done.stdout, done.stderr)

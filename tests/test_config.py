@@ -178,7 +178,11 @@ def test_pattern_needs_exactly_one_of_prefix_or_regex(tmp_path, entry):
 
 
 def test_blacklist_entries_take_no_flags(tmp_path):
-    message = error_of(tmp_path, with_top("").replace('{regex: ".*/', '{index: false, regex: ".*/'))
+    message = error_of(tmp_path, """\
+        start: [{url: "corpus"}]
+        blacklist: [{regex: ".*/tmp/.*", index: false}]
+        index: {path: "i.sqlite"}
+    """)
     assert message.startswith("blacklist[0].index: unknown key")
 
 

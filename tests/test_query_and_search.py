@@ -9,8 +9,8 @@ import pytest
 
 from transforms.index import EmbeddedIndex, IndexUnavailable
 from transforms.index.query import Query, QueryError, parse_query
-from transforms.prepare import make_document
 from transforms.preparators import Prepared
+from transforms.prepare import make_document
 from transforms.records import Entry
 from transforms.urls import doc_id
 
@@ -110,6 +110,7 @@ def found(index: EmbeddedIndex, text: str) -> set[str]:
     ("spectrometer mimetype:text/*", {"lab/calibration.txt", "lab/notes.txt", "budget.csv"}),
     ("spectrometer -mimetype:text/*", {"manual.pdf"}),
     ("mimetype:application/pdf", {"manual.pdf"}),
+    ("mimetype:text/* -spectrometer -polar", {"rules/a.txt", "rules/b.txt"}),  # filters and exclusions only
     ("path:/srv/docs/lab", {"lab/calibration.txt", "lab/notes.txt"}),  # not /srv/docs/labs/
     ("path:/srv/docs/lab/", {"lab/calibration.txt", "lab/notes.txt"}),
     ("bear -path:/srv/docs/lab", {"labs/polar.txt", "labs/sighting.html"}),

@@ -10,8 +10,17 @@ import pytest
 
 from pipeline.config import load_config
 from transforms.accept import Decision, Rules
-from transforms.urls import (depth_below, doc_id, extension, file_name, is_under, normalize_url, parent_path,
-                             path_to_url, url_to_path)
+from transforms.urls import (
+    depth_below,
+    doc_id,
+    extension,
+    file_name,
+    is_under,
+    normalize_url,
+    parent_path,
+    path_to_url,
+    url_to_path,
+)
 
 SESSION = (re.compile("PHPSESSID=[0-9a-z]{5,}"),)
 
@@ -237,3 +246,29 @@ def test_root_of_picks_the_innermost_start_url(rules):
 ])
 def test_keeps(rules, url, kept):
     assert rules.keeps(url) is kept
+
+
+def test_relative_prefix_keeps_its_trailing_slash(tmp_path):
+    # BUG (pipeline/config.py, _Reader.url → transforms/urls.py, path_to_url): a prefix written as a plain
+    # path loses its trailing slash (os.path.abspath drops it), so blacklisting "docs/tmp/" also rejects
+    # docs/tmp.txt and docs/tmp-old/…, which the user never excluded.
+    rules = rules_for(tmp_path, """\
+        start: [{url: "docs"}]
+        blacklist: [{prefix: "docs/tmp/"}]
+        index: {path: "i.sqlite"}
+    """)
+    docs = "file://" + str(tmp_path / "docs")
+    assert not rules.decide(docs + "/tmp/x.txt").accepted
+    assert rules.decide(docs + "/tmp.txt").accepted
+    assert rules.decide(docs + "/tmp-old/x.txt").accepted
+
+
+def test_keeps_honours_a_single_file_start_url_that_is_not_indexed(tmp_path):
+    # BUG (transforms/accept.py, Rules.keeps): keeps() asks only the whitelist, but discovery never indexes
+    # a start URL naming a file with index: false (sources/file.py, expand), so "would this crawl still
+    # index it" must be False; the freshness join then reports it as "vanished", not "no_longer_accepted".
+    rules = rules_for(tmp_path, """\
+        start: [{url: "file:///srv/docs/only.txt", index: false}]
+        index: {path: "i.sqlite"}
+    """)
+    assert rules.keeps("file:///srv/docs/only.txt") is False

@@ -57,5 +57,7 @@ class Rules:
         root = self.root_of(url)
         if root is None:
             return False
+        if root == url:  # a start URL naming one document
+            return self.starts[url].index
         decision = self.decide(url, depth_below(url, root))
         return decision.accepted and decision.index

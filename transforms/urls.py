@@ -36,40 +36,59 @@ def url_to_path(url: str) -> str:
     return os.fsdecode(unquote_to_bytes(parts.path))
 
 
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def _normalise_percent(text: str, safe: str) -> str:
+    """Decode escapes of unreserved characters, upper-case the rest (``%2f`` → ``%2F``, never ``/``:
+    an escaped reserved character names a different resource), escape what may not appear raw."""
+    def one(match: re.Match) -> str:
+        char = chr(int(match.group(1), 16))
+        return char if char in _UNRESERVED else "%" + match.group(1).upper()
+    return quote(_PERCENT.sub(one, text), safe=safe + "%")
+
+
 def _normalise_path(path: str) -> str:
-    # Re-quote after decoding: %7e and ~ become one spelling, hex digits upper case, reserved kept.
-    decoded = unquote_to_bytes(path)
-    trailing = path.endswith("/") and len(path) > 1
-    resolved = posixpath.normpath(decoded.decode("latin-1")) if decoded else "/"
-    if resolved.startswith("//"):
+    path = _normalise_percent(path, _PATH_SAFE)
+    trailing = len(path) > 1 and path.endswith(("/", "/.", "/.."))
+    resolved = posixpath.normpath(path)
+    if resolved.startswith("//"):  # POSIX keeps a leading "//"; URLs do not need it
         resolved = "/" + resolved.lstrip("/")
     if trailing and not resolved.endswith("/"):
         resolved += "/"
-    return quote(resolved.encode("latin-1"), safe=_PATH_SAFE)
+    return resolved
+
+
+def _clean(url: str, cleaners: tuple[re.Pattern, ...]) -> str:
+    """regain's UrlCleaner: remove each regex, then tidy the query it leaves (``&&``, a leading or
+    trailing ``&``, an empty ``?``)."""
+    for cleaner in cleaners:
+        url = cleaner.sub("", url)
+    base, mark, query = url.partition("?")
+    if not mark:
+        return url
+    query = re.sub("&{2,}", "&", query).strip("&")
+    return f"{base}?{query}" if query else base
 
 
 def normalize_url(url: str, cleaners: tuple[re.Pattern, ...] = ()) -> str:
     """The one spelling of a URL: scheme and host lower-cased, default port and fragment dropped,
-    percent-encoding normalised, dot segments resolved, then each cleaner regex removed (regain's
-    UrlCleaner, followed by its ``&&`` → ``&`` and trailing ``?``/``&`` tidying)."""
+    percent-encoding normalised, dot segments resolved, then the configured cleaners applied."""
     url = url.strip()
     if "://" not in url and not url.startswith("file:"):
-        url = path_to_url(url)
+        url = path_to_url(url) + ("/" if url.endswith("/") and len(url) > 1 else "")
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     netloc = parts.hostname or ""
     if parts.port and _DEFAULT_PORTS.get(scheme) != parts.port:
         netloc = f"{netloc}:{parts.port}"
     path = _normalise_path(parts.path or "/")
-    query = quote(unquote_to_bytes(parts.query), safe="=&;/:?@!$'()*+,~") if parts.query else ""
+    query = _normalise_percent(parts.query, "=&;/:?@!$'()*+,~") if parts.query else ""
     result = urlunsplit((scheme, netloc, path, query, ""))
     if scheme == "file" and not result.startswith("file://"):
         result = "file://" + result[len("file:"):]
-    for cleaner in cleaners:
-        result = cleaner.sub("", result)
-    if cleaners:
-        result = result.replace("&&", "&").rstrip("&?")
-    return result
+    return _clean(result, cleaners) if cleaners else result
 
 
 def doc_id(url: str) -> str:

@@ -42,7 +42,7 @@ def parse_query(text: str) -> Query:
             continue
         if name is not None:  # not a field we know: search the words as written
             value = f"{name}:{value}"
-        if not value or not value.strip("-*"):
+        if not any(char.isalnum() for char in value):  # "&", "-", "*": nothing the index could match
             continue
         if negated:
             query.excluded.append(value)

@@ -28,7 +28,7 @@ def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
     title_element = tree.find(".//title")
     title = _text(title_element) if title_element is not None else ""
     headlines = [h for h in (_text(e) for e in tree.iter("h1", "h2", "h3", "h4", "h5", "h6")) if h]
-    base = next(iter(tree.xpath("//base/@href")), url)
+    base = urljoin(url, next(iter(tree.xpath("//base/@href")), ""))
     links = []
     for anchor in tree.iter("a", "frame", "iframe"):
         target = anchor.get("href") or anchor.get("src")

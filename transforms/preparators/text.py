@@ -21,4 +21,13 @@ def decode_text(data: bytes) -> str:
 
 
 def prepare_text(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
-    return Prepared(content=decode_text(data))
+    text = decode_text(data)
+    return Prepared(title=_markdown_title(text, url), content=text)
+
+
+def _markdown_title(text: str, url: str) -> str:
+    """A Markdown file's first line, when it is a heading, is its title."""
+    if not url.lower().endswith((".md", ".markdown")):
+        return ""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return first.lstrip("#").strip() if first.startswith("#") else ""

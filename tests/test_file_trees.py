@@ -1,0 +1,179 @@
+"""Crawls of awkward real trees: symlinks, missing roots, overlapping start URLs, guards, big trees."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import beamtrawl
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def names(hits: list[dict]) -> list[str]:
+    return sorted(h["url"].split("/docs/", 1)[-1] for h in hits)
+
+
+def test_symlinks_not_followed_by_default(tmp_path, make_config, crawl, search):
+    root, outside = tmp_path / "docs", tmp_path / "outside"
+    write(root, {"a.txt": "anchor text"})
+    write(outside, {"o.txt": "outsider text"})
+    (root / "linked").symlink_to(outside)
+    (root / "broken.txt").symlink_to(tmp_path / "nowhere.txt")
+    config = make_config(root)
+
+    run = crawl(config)
+    assert run.code == 1  # the broken link is a failure line; the crawl went on
+    assert run.problems("discover") == {f"file://{root}/broken.txt": "broken symbolic link"}
+    assert run.counts["symlink_skipped"] == 1 and run.counts["written"] == 1
+    assert names(search(config, "text")) == ["a.txt"]
+
+
+def test_followed_symlinks_cut_loops_and_index_each_file_once(tmp_path, make_config, crawl, search):
+    root, outside = tmp_path / "docs", tmp_path / "outside"
+    write(root, {"a/a.txt": "alpha loopword", "b/b.txt": "beta loopword"})
+    write(outside, {"o.txt": "outsider loopword"})
+    (root / "a" / "back").symlink_to(root)  # a loop: docs/a/back -> docs
+    (root / "a" / "self").symlink_to(root / "a")  # a loop onto itself
+    (root / "b" / "out1").symlink_to(outside)
+    (root / "b" / "out2").symlink_to(outside)  # the same folder twice
+    config = make_config(root, follow_symlinks=True)
+
+    run = crawl(config)
+    assert run.code == 0, run.stderr
+    assert names(search(config, "loopword")) == ["a/a.txt", "b/b.txt", "b/out1/o.txt"]
+    loops = {url: reason for url, reason in run.problems().items() if "loop" in reason}
+    assert set(loops) == {f"file://{root}/a/back", f"file://{root}/a/self"}
+
+
+def test_unavailable_start_url_keeps_its_documents(tmp_path, make_config, crawl, search):
+    root = tmp_path / "docs"
+    write(root, {f"f{i}.txt": f"keeper number {i}" for i in range(5)})
+    config = make_config(root)
+    assert crawl(config).counts["written"] == 5
+
+    root.rename(tmp_path / "offline")  # the share went away for an hour
+    run = crawl(config)
+    assert run.code == 1
+    assert run.counts["kept"] == 5 and run.counts["deleted"] == 0
+    assert "unavailable" in run.problems()[f"file://{root}"]
+    assert len(search(config, "keeper")) == 5
+
+
+def test_overlapping_start_urls(tmp_path, make_config, crawl, search):
+    bla, blaber = tmp_path / "bla", tmp_path / "blaber"
+    write(bla, {"x.txt": "overlap one", "sub/y.txt": "overlap two"})
+    write(blaber, {"z.txt": "overlap three"})
+    starts = [{"url": f"file://{p}"} for p in (bla, blaber, bla / "sub")]
+    config = make_config(bla, start=starts, whitelist=[{"prefix": s["url"]} for s in starts])
+
+    run = crawl(config)
+    assert run.code == 0, run.stderr
+    hits = search(config, "overlap")
+    assert sorted(h["url"] for h in hits) == [f"file://{bla}/sub/y.txt", f"file://{bla}/x.txt",
+                                              f"file://{blaber}/z.txt"]
+
+    (bla / "x.txt").unlink()  # only the folder that held it decides; blaber is not "under" bla
+    assert crawl(config).counts["deleted"] == 1
+    assert len(search(config, "overlap")) == 2
+
+
+def test_delete_guards_withhold_every_delete(tmp_path, make_config, crawl, search):
+    root = tmp_path / "docs"
+    write(root, {f"f{i}.txt": f"guarded file {i}" for i in range(10)})
+    config = make_config(root, max_delete_ratio=0.5)
+    assert crawl(config).code == 0
+
+    for i in range(6):
+        (root / f"f{i}.txt").unlink()
+    run = crawl(config)
+    assert run.code == 2
+    assert "would delete 6 of 10" in run.report["deletes_withheld"]
+    assert "NO DELETES RAN" in run.stdout
+    assert len(search(config, "guarded")) == 10
+
+    for i in range(6, 10):
+        (root / f"f{i}.txt").chmod(0)
+    (root / "new.txt").write_text("guarded newcomer")
+    os.utime(root / "f9.txt", ns=(0, 1))
+    config = make_config(root, max_failed_ratio=0.1, max_delete_ratio=1.0)
+    for i in range(6, 10):
+        os.utime(root / f"f{i}.txt", ns=(0, i))  # changed, then unreadable: 4 of 5 fail
+    run = crawl(config)
+    assert run.code == 2
+    assert "max_failed_ratio" in run.report["deletes_withheld"]
+    assert len(search(config, "guarded")) == 11
+
+
+def test_rules_changed_deletes_what_is_no_longer_accepted(tmp_path, make_config, crawl, search):
+    root = tmp_path / "docs"
+    write(root, {"keep/a.txt": "ruled one", "drop/b.txt": "ruled two", "drop/c.txt": "ruled three",
+                 "d.txt": "ruled four"})
+    config = make_config(root)
+    assert crawl(config).counts["written"] == 4
+    config = make_config(root, blacklist=[{"prefix": f"file://{root}/drop"}])
+    run = crawl(config)
+    assert run.counts["no_longer_accepted"] == 2 and run.counts["deleted"] == 2
+    assert names(search(config, "ruled")) == ["d.txt", "keep/a.txt"]
+
+
+def test_big_tree_over_several_rounds(tmp_path, make_config, crawl, search):
+    root = tmp_path / "docs"
+    for i in range(10_000):
+        folder = root / f"d{i % 50:02d}" / f"e{i % 7}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"file {i}.txt").write_text(f"bulk document number{i}")
+    config = make_config(root, walk_budget=300, discovery_rounds=3)
+
+    run = crawl(config)
+    assert run.code == 0, run.stderr
+    assert run.counts["accepted"] == 10_000 and run.counts["written"] == 10_000
+    assert run.counts["duplicate"] == 0
+    assert len(search(config, "bulk", limit=20_000)) == 10_000
+    assert names(search(config, "number9999")) == ["d49/e3/file%209999.txt"]
+
+    again = crawl(config)
+    assert again.counts["unchanged"] == 10_000 and again.counts["read"] == 0
+
+
+def test_unreadable_new_file_and_oversize(tmp_path, make_config, crawl, search):
+    root = tmp_path / "docs"
+    write(root, {"ok.txt": "sizeword small", "big.txt": "sizeword " * 200, "secret.txt": "sizeword hidden"})
+    (root / "secret.txt").chmod(0)
+    config = make_config(root, max_file_size=1000)
+
+    run = crawl(config)
+    assert run.code == 1
+    assert "Permission denied" in run.problems("read")[f"file://{root}/secret.txt"]
+    assert "max_file_size" in run.problems("read")[f"file://{root}/big.txt"]
+    assert names(search(config, "sizeword")) == ["ok.txt"]  # big.txt holds no text
+    assert names(search(config, "big")) == ["big.txt"]  # but is found by its name
+
+
+def test_configuration_error_is_one_line_and_exit_2(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml.safe_dump({"start": [{"url": "file:///srv"}], "whitelist": [{"regex": "(a"}],
+                                      "index": {"path": "x.sqlite"}}))
+    done = beamtrawl("crawl", str(config))
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"{config}: whitelist[0].regex: missing ), unterminated subpattern "
+                                   "at position 0")
+    assert not (tmp_path / "x.sqlite").exists()
+
+
+def test_example_configuration_crawls(tmp_path, crawl, search):
+    shutil.copytree(Path(__file__).resolve().parent.parent / "examples", tmp_path / "examples",
+                    ignore=shutil.ignore_patterns("beamtrawl-index.*"))
+    config = tmp_path / "examples" / "crawl.yaml"
+    run = crawl(config)
+    assert run.code == 0, run.stderr
+    assert run.counts["written"] >= 30
+    assert search(config, "sourdough")[0]["url"].endswith("sourdough-bread.md")
