@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import shutil
 import time
 import uuid
@@ -99,5 +100,6 @@ def _remove(work_dir: str) -> None:
             FileSystems.delete([work_dir])
         else:
             shutil.rmtree(work_dir, ignore_errors=True)
+            os.rmdir(os.path.dirname(work_dir))  # only if no other crawl is using it
     except Exception:
         log.debug("could not remove %s", work_dir, exc_info=True)

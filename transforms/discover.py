@@ -21,6 +21,7 @@ import time
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from transforms.progress import Progress
 from transforms.records import Entry, Event, FrontierItem, event
 from transforms.sources import source_for
 
@@ -36,11 +37,15 @@ class _Expand(beam.DoFn):
         self.budget = budget
         self.seconds = Metrics.counter("stage_ms", "discover")
 
+    def setup(self):
+        self.progress = Progress("documents found")
+
     def process(self, item):
         started = time.perf_counter()
         item = FrontierItem(*item)  # workers decode rows into generated classes; routing needs ours
         for record in source_for(item.url).expand(item, self.rules, self.follow_symlinks, self.budget):
             if isinstance(record, Entry):
+                self.progress.add()
                 yield beam.pvalue.TaggedOutput(ENTRIES, record)
             elif isinstance(record, FrontierItem):
                 yield beam.pvalue.TaggedOutput(FOLDERS, record)

@@ -25,6 +25,7 @@ from apache_beam.metrics import Metrics
 
 from transforms.preparators import PreparationError, PreparatorSpec, Prepared, chain_for
 from transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
+from transforms.progress import Progress
 from transforms.records import Entry, IndexDoc, RawDocument, event
 from transforms.sources import source_for
 from transforms.urls import extension, file_name, parent_path
@@ -102,8 +103,12 @@ class _PrepareFamily(beam.DoFn):
         self.max_summary_length = max_summary_length
         self.ms = Metrics.counter("stage_ms", f"prepare:{family}")
 
+    def setup(self):
+        self.progress = Progress(f"documents prepared ({self.family})")
+
     def process(self, raw):
         started = time.perf_counter()
+        self.progress.add()
         entry, mimetype, data = raw.entry, raw.mimetype, raw.data
         if raw.oversize:
             yield make_document(entry, mimetype, b"", Prepared(), self.fingerprint, self.max_summary_length)

@@ -19,6 +19,7 @@ import time
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from transforms.progress import Progress
 from transforms.records import Event, SnapshotEntry, event
 
 
@@ -42,6 +43,9 @@ class _Upsert(beam.DoFn):
         self.target = target
         self.ms = Metrics.counter("stage_ms", "write")
 
+    def setup(self):
+        self.progress = Progress("documents written")
+
     def process(self, batch):
         started = time.perf_counter()
         failures = self.target.upsert(batch)
@@ -50,6 +54,7 @@ class _Upsert(beam.DoFn):
         if failures:
             yield event("write_failed", count=len(failures))
         yield event("written", count=len(batch) - len(failures))
+        self.progress.add(len(batch) - len(failures))
         self.ms.inc(int((time.perf_counter() - started) * 1000))
 
     def teardown(self):

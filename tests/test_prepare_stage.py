@@ -1,0 +1,68 @@
+"""The preparation stage without Beam: fallbacks by priority and the substitute document."""
+
+from __future__ import annotations
+
+import re
+
+from apache_beam.pvalue import TaggedOutput
+
+from transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
+from transforms.prepare import _PrepareFamily, summarize
+from transforms.records import Entry, RawDocument
+from transforms.urls import doc_id
+
+
+def raw(url: str, data: bytes, mimetype: str = "text/plain", oversize: bool = False) -> RawDocument:
+    entry = Entry(doc_id(url), url, "file:///d", 0, len(data), 1_700_000_000_123_456_789, "", None, "", [],
+                  "", "", "", "")
+    return RawDocument(entry, mimetype, data, oversize)
+
+
+def run(preparators, document):
+    fn = _PrepareFamily("test", tuple(preparators), "fp", 250_000)
+    fn.setup()
+    out = list(fn.process(document))
+    docs = [o for o in out if not isinstance(o, TaggedOutput)]
+    events = [o.value for o in out if isinstance(o, TaggedOutput)]
+    return docs, events
+
+
+def broken(data, url, mimetype, params):
+    raise PreparationError("corrupt on purpose")
+
+
+def crashing(data, url, mimetype, params):
+    raise ZeroDivisionError("division by zero")
+
+
+def test_next_preparator_by_priority_when_one_fails():
+    preparators = [PreparatorSpec("broken", broken, ("text/*",), priority=5), *BUILTIN]
+    docs, events = run(preparators, raw("file:///d/a.txt", b"fallback text"))
+    assert docs[0].content == "fallback text" and docs[0].preparation_error == ""
+    assert [e.kind for e in events] == ["prepared"]
+
+
+def test_substitute_document_when_every_preparator_fails():
+    preparators = [PreparatorSpec("broken", broken, ("text/*",), priority=5),
+                   PreparatorSpec("crashing", crashing, (), url_pattern=re.compile(r"\.txt$"))]
+    docs, events = run(preparators, raw("file:///d/report%20q3.txt", b"whatever"))
+    (doc,) = docs
+    assert doc.content == "" and doc.filename == "report q3.txt" and doc.size == 8
+    assert doc.last_modified == "2023-11-14T22:13:20.123+00:00"
+    assert doc.preparation_error == "broken: corrupt on purpose; crashing: ZeroDivisionError: division by zero"
+    assert [(e.kind, e.stage, e.reason) for e in events] == [("failed", "prepare", doc.preparation_error)]
+
+
+def test_oversize_document_is_metadata_only():
+    docs, events = run(BUILTIN, raw("file:///d/huge.txt", b"first bytes only", oversize=True))
+    assert docs[0].content == "" and docs[0].preparation_error == "" and events == []
+
+
+def test_summary_cut_at_last_space():
+    assert summarize("one two three", 100) == "one two three"
+    assert summarize("one two three", 9) == "one two..."
+    assert summarize("x" * 20, 5) == "xxxxx..."
+
+
+def test_prepared_defaults():
+    assert Prepared().headlines == [] and Prepared().fields == {}
