@@ -23,6 +23,7 @@ Exit code 0 when the figures were measured (targets may be missed), 1 when a che
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import itertools
 import json
@@ -44,6 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 FILES_PER_FOLDER = 100
 LEVELS = 3
 BATCH = 500
+Row = tuple[str, str, str, str]  # a line of the summary table: measure, figure, target, PASS/MISS
 
 # ---------------------------------------------------------------------------------------------
 # The tree
@@ -240,7 +242,7 @@ def time_find(tree: Path, repeats: int = 3) -> float:
 
 
 def index_count(path: Path) -> int:
-    from transforms.index.sqlite import EmbeddedIndex
+    from transforms.index.sqlite import EmbeddedIndex  # imports Beam: only when needed
 
     index = EmbeddedIndex(str(path))
     try:
@@ -252,7 +254,7 @@ def index_count(path: Path) -> int:
 def index_digest(path: Path) -> str:
     """A hash over every document's stored fields and searchable text (not when it was indexed)."""
     digest = hashlib.sha256()
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
         rows = db.execute(
             "SELECT d.id, d.url, d.root, d.title, d.mimetype, d.extension, d.filename, d.path, d.size,"
             " d.mtime_ns, d.last_modified, d.preparation_error, d.content_hash, d.prep_fingerprint,"
@@ -264,7 +266,7 @@ def index_digest(path: Path) -> str:
 
 
 def fail(message: str) -> None:
-    print(f"\nFAILED: {message}", file=sys.stderr)
+    print(f"\nFAILED: {message}\n(--keep DIR keeps the tree, indexes and logs)", file=sys.stderr)
     sys.exit(1)
 
 
@@ -305,23 +307,22 @@ def crawl(config: Path, workers: int, log: Path) -> dict:
     if beamtrawl is None:
         fail("the beamtrawl command is not on PATH (pip install -e .)")
     run = run_measured([beamtrawl, "crawl", str(config), f"--direct_num_workers={workers}"], log)
-    run["report"] = json.loads((config.parent / "beamtrawl.report.json").read_text())
+    report = config.parent / "beamtrawl.report.json"
+    shutil.copy(report, log.with_suffix(".report.json"))  # the next crawl overwrites it
+    run["report"] = json.loads(report.read_text())
     return run
 
 
-Row = tuple[str, str, str, str]  # measure, figure, target, PASS/MISS
-
-
 def check(name: str, figure: str, target: str, ok: bool) -> Row:
-    return (name, figure, target, "PASS" if ok else "MISS")
+    return (name, figure, target, verdict(ok))
 
 
 def generate(work: Path, files: int, seed: int) -> Path:
     started = time.perf_counter()
     size = generate_tree(work / "tree", files, seed)
-    print(f"generated the tree in {time.perf_counter() - started:.1f} s (not part of any figure): {files:,} files,\n"
-          f"  half .txt, half .html, {size / 2**20:.1f} MiB, ~{FILES_PER_FOLDER} per folder, {LEVELS} folder levels, "
-          f"seed {seed}")
+    print(f"generated the tree in {time.perf_counter() - started:.1f} s (not part of any figure): "
+          f"{files:,} files,\n  half .txt, half .html, {size / 2**20:.1f} MiB, "
+          f"~{FILES_PER_FOLDER} per folder, {LEVELS} folder levels, seed {seed}")
     return write_config(work, work / "tree")
 
 
@@ -330,7 +331,8 @@ def full_crawl(work: Path, config: Path, files: int, workers: int) -> tuple[dict
     full = crawl(config, workers, work / "logs" / "full-crawl.log")
     c, inside = full["report"]["counts"], full["report"]["timings"]["total_s"]
     print(f"  beamtrawl crawl: {full['seconds']:7.2f} s {files / full['seconds']:7,.0f} docs/s  "
-          f"(report: read {c['read']}, written {c['written']}, failed {c['failed']}; crawl() itself {inside:.2f} s)")
+          f"(report: read {c['read']}, written {c['written']}, failed {c['failed']}; "
+          f"crawl() itself {inside:.2f} s)")
     loop = run_measured([sys.executable, __file__, "--loop", str(config), str(work / "loop.sqlite")],
                         work / "logs" / "loop.log")
     loop_s = json.loads((work / "logs" / "loop.log").read_text().splitlines()[-1])["loop_s"]
@@ -339,8 +341,8 @@ def full_crawl(work: Path, config: Path, files: int, workers: int) -> tuple[dict
     speedup = loop["seconds"] / full["seconds"]
     print(f"  beamtrawl/loop:  {speedup:7.2f}x docs/s   target >= 1.3  {verdict(speedup >= 1.3)}")
     print("  Both are timed as whole processes, start to exit. The loop is one process doing the same work:\n"
-          "  walk + stat, read, MimeSniffer, the same first preparator (the same extraction), make_document,\n"
-          "  upserts of 500 into its own fresh EmbeddedIndex (the same index: checked next).")
+          "  walk + stat, read, MimeSniffer, the same first preparator (the same extraction),\n"
+          "  make_document, upserts of 500 into its own fresh EmbeddedIndex (the same index: checked next).")
     verify_indexes(work / "beamtrawl.sqlite", work / "loop.sqlite", files)
     rows = [("full crawl, beamtrawl", rate(files, full["seconds"]), "", ""),
             ("full crawl, plain loop", rate(files, loop["seconds"]), "", ""),

@@ -19,7 +19,7 @@ from transforms.discover import Discover
 from transforms.freshness import Freshness
 from transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, WriteIndex
 from transforms.prepare import Prepare
-from transforms.records import FrontierItem, event
+from transforms.records import Event, FrontierItem, event
 
 TOTALS_FILE, PROBLEMS_FILE = "totals", "problems"
 
@@ -33,7 +33,7 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
         _roots(config), rules, config.follow_symlinks, config.walk_budget, config.discovery_rounds)
     snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
     incomplete = discover_events | "IncompleteSubtrees" >> beam.FlatMap(
-        lambda e: [e.url] if e.kind == "incomplete" else [])
+        lambda e: [e.url] if e.kind == "incomplete" else []).with_output_types(str)
 
     to_prepare, to_delete, freshness_events = (entries, snapshot, incomplete) | "Freshness" >> Freshness(
         rules, fingerprint)
@@ -42,15 +42,15 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
     write_events = docs | "WriteIndex" >> WriteIndex(target)
 
     counted = (
-        entries | "CountAccepted" >> beam.Map(lambda _: event("accepted")),
-        snapshot | "CountIndexed" >> beam.Map(lambda _: event("in_index")),
+        entries | "CountAccepted" >> beam.Map(lambda _: event("accepted")).with_output_types(Event),
+        snapshot | "CountIndexed" >> beam.Map(lambda _: event("in_index")).with_output_types(Event),
     )
     before_deletes = (discover_events, freshness_events, prepare_events, write_events, *counted) | (
-        "EventsBeforeDeletes" >> beam.Flatten())
+        "EventsBeforeDeletes" >> beam.Flatten().with_output_types(Event))
     delete_events = (to_delete, before_deletes) | "DeleteLast" >> DeleteLast(
         target, config.max_failed_ratio, config.max_delete_ratio)
 
-    events = (before_deletes, delete_events) | "AllEvents" >> beam.Flatten()
+    events = (before_deletes, delete_events) | "AllEvents" >> beam.Flatten().with_output_types(Event)
     (events
      | "Totals" >> beam.CombineGlobally(SumByKind())
      | "TotalsJson" >> beam.Map(json.dumps)

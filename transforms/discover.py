@@ -16,12 +16,10 @@ the freshness join and, with ``follow_symlinks``, by (device, inode) in :func:`_
 
 from __future__ import annotations
 
-import time
-
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from transforms.progress import Progress
+from transforms.progress import Progress, timed
 from transforms.records import Entry, Event, FrontierItem, event
 from transforms.sources import source_for
 
@@ -35,14 +33,16 @@ class _Expand(beam.DoFn):
         self.rules = rules
         self.follow_symlinks = follow_symlinks
         self.budget = budget
-        self.seconds = Metrics.counter("stage_ms", "discover")
+        self.ms = Metrics.counter("stage_ms", "discover")
 
     def setup(self):
         self.progress = Progress("documents found")
 
     def process(self, item):
-        started = time.perf_counter()
         item = FrontierItem(*item)  # workers decode rows into generated classes; routing needs ours
+        return timed(self.ms, self._route(item))
+
+    def _route(self, item):
         for record in source_for(item.url).expand(item, self.rules, self.follow_symlinks, self.budget):
             if isinstance(record, Entry):
                 self.progress.add()
@@ -51,7 +51,6 @@ class _Expand(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(FOLDERS, record)
             else:
                 yield beam.pvalue.TaggedOutput(EVENTS, record)
-        self.seconds.inc(int((time.perf_counter() - started) * 1000))
 
 
 def _first_unseen(keyed):
@@ -71,8 +70,9 @@ class _DedupeAgainstSeen(beam.PTransform):
 
     def expand(self, folders):
         return (
-            {"new": folders | "KeyNew" >> beam.Map(lambda f: (f.identity, f)),
-             "seen": self.seen | "KeySeen" >> beam.Map(lambda f: (f.identity, None))}
+            # CoGroupByKey pickles values: keep them our own class (see freshness.Freshness).
+            {"new": folders | "KeyNew" >> beam.Map(lambda f: (f.identity, FrontierItem(*f))),
+             "seen": self.seen | "KeySeen" >> beam.Map(lambda f: (f.identity, 0))}
             | "Join" >> beam.CoGroupByKey()
             | "FirstUnseen" >> beam.FlatMap(_first_unseen).with_output_types(FrontierItem)
         )
@@ -110,21 +110,23 @@ class Discover(beam.PTransform):
                 | f"Spread{n}" >> beam.Reshuffle()
                 | f"Expand{n}" >> beam.ParDo(
                     _Expand(self.rules, self.follow_symlinks, None if last else self.walk_budget)
-                ).with_outputs(ENTRIES, FOLDERS, EVENTS)
+                ).with_outputs(ENTRIES, FOLDERS, EVENTS)  # tagged outputs hold our own classes: pickled
             )
             entries.append(out[ENTRIES])
             events.append(out[EVENTS])
             if last:
                 break
             frontier = out[FOLDERS] | f"Dedupe{n}" >> _DedupeAgainstSeen(
-                seen[0] if len(seen) == 1 else tuple(seen) | f"Seen{n}" >> beam.Flatten())
+                seen[0] if len(seen) == 1 else
+                tuple(seen) | f"Seen{n}" >> beam.Flatten().with_output_types(FrontierItem))
             seen.append(frontier)
         entries = tuple(entries) | "AllEntries" >> beam.Flatten().with_output_types(Entry)
         if self.follow_symlinks:
             unique = (entries
-                      | "ByFile" >> beam.Map(lambda e: (e.identity, e))
+                      | "ByFile" >> beam.Map(lambda e: (e.identity, e)).with_output_types(tuple[str, Entry])
                       | "GroupByFile" >> beam.GroupByKey()
-                      | "SmallestUrl" >> beam.FlatMap(_smallest_url).with_outputs(EVENTS, main=ENTRIES))
+                      | "SmallestUrl" >> beam.FlatMap(_smallest_url).with_output_types(Entry)
+                      .with_outputs(EVENTS, main=ENTRIES))
             entries = unique[ENTRIES]
             events.append(unique[EVENTS])
         events = tuple(events) | "AllEvents" >> beam.Flatten().with_output_types(Event)

@@ -83,12 +83,14 @@ class Freshness(beam.PTransform):
 
     def expand(self, inputs):
         entries, snapshot, incomplete = inputs
+        # CoGroupByKey pickles its values: our own classes pickle by reference, while Beam's generated
+        # row classes would be re-created for every element.
         out = (
-            {"found": entries | "KeyFound" >> beam.Map(lambda e: (e.id, e)),
-             "indexed": snapshot | "KeyIndexed" >> beam.Map(lambda s: (s.id, s))}
+            {"found": entries | "KeyFound" >> beam.Map(lambda e: (e.id, Entry(*e))),
+             "indexed": snapshot | "KeyIndexed" >> beam.Map(lambda s: (s.id, SnapshotEntry(*s)))}
             | "JoinById" >> beam.CoGroupByKey()
             | "Classify" >> beam.ParDo(_Classify(self.rules, self.fingerprint),
                                        incomplete=beam.pvalue.AsList(incomplete))
-            .with_outputs(DELETE, EVENTS, main=PREPARE)
+            .with_output_types(Entry).with_outputs(DELETE, EVENTS, main=PREPARE)
         )
         return out[PREPARE], out[DELETE], out[EVENTS]

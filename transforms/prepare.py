@@ -17,7 +17,6 @@ its first bytes and is indexed by metadata only.
 from __future__ import annotations
 
 import hashlib
-import time
 from datetime import UTC, datetime
 
 import apache_beam as beam
@@ -25,8 +24,8 @@ from apache_beam.metrics import Metrics
 
 from transforms.preparators import PreparationError, PreparatorSpec, Prepared, chain_for
 from transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
-from transforms.progress import Progress
-from transforms.records import Entry, IndexDoc, RawDocument, event
+from transforms.progress import Progress, timed
+from transforms.records import Entry, Event, IndexDoc, RawDocument, event
 from transforms.sources import source_for
 from transforms.urls import extension, file_name, parent_path
 
@@ -69,8 +68,9 @@ class _Read(beam.DoFn):
         self.sniff = MimeSniffer()
 
     def process(self, entry):
-        started = time.perf_counter()
-        entry = Entry(*entry)
+        return timed(self.ms, self._read(Entry(*entry)))
+
+    def _read(self, entry):
         oversize = entry.size > self.max_file_size
         data = entry.content
         if data is None:
@@ -89,7 +89,6 @@ class _Read(beam.DoFn):
                 "oversize", entry.url, "read",
                 f"larger than max_file_size ({entry.size} > {self.max_file_size} bytes): indexed by metadata only"))
         yield RawDocument(entry, entry.mimetype or self.sniff(data, entry.url), data, oversize)
-        self.ms.inc(int((time.perf_counter() - started) * 1000))
 
 
 class _PrepareFamily(beam.DoFn):
@@ -107,8 +106,10 @@ class _PrepareFamily(beam.DoFn):
         self.progress = Progress(f"documents prepared ({self.family})")
 
     def process(self, raw):
-        started = time.perf_counter()
         self.progress.add()
+        return timed(self.ms, self._prepare(raw))
+
+    def _prepare(self, raw):
         entry, mimetype, data = raw.entry, raw.mimetype, raw.data
         if raw.oversize:
             yield make_document(entry, mimetype, b"", Prepared(), self.fingerprint, self.max_summary_length)
@@ -128,7 +129,6 @@ class _PrepareFamily(beam.DoFn):
             yield make_document(entry, mimetype, data, Prepared(), self.fingerprint, self.max_summary_length,
                                 error=reason)
             yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "prepare", reason))
-        self.ms.inc(int((time.perf_counter() - started) * 1000))
 
 
 def _describe(err: Exception) -> str:
@@ -149,7 +149,8 @@ class Prepare(beam.PTransform):
         self.max_summary_length = max_summary_length
 
     def expand(self, entries):
-        read = entries | "Read" >> beam.ParDo(_Read(self.max_file_size)).with_outputs(EVENTS, main="raw")
+        read = entries | "Read" >> beam.ParDo(_Read(self.max_file_size)).with_output_types(
+            RawDocument).with_outputs(EVENTS, main="raw")
         preparators = self.preparators
         families = [p.name for p in preparators] + ["unprepared"]
 
@@ -165,4 +166,4 @@ class Prepare(beam.PTransform):
             docs.append(out["docs"])
             events.append(out[EVENTS])
         return (tuple(docs) | "AllDocs" >> beam.Flatten().with_output_types(IndexDoc),
-                tuple(events) | "AllPrepareEvents" >> beam.Flatten())
+                tuple(events) | "AllPrepareEvents" >> beam.Flatten().with_output_types(Event))

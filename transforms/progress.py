@@ -25,6 +25,15 @@ def _logger() -> logging.Logger:
     return logger
 
 
+def timed(counter, outputs) -> list:
+    """Run a DoFn's output generator to the end, adding its milliseconds to a stage counter; outputs
+    are returned as a list so the stages fused after it do not count as this one's time."""
+    started = time.perf_counter()
+    results = list(outputs)
+    counter.inc(int((time.perf_counter() - started) * 1000))
+    return results
+
+
 class Progress:
     """Counts one stage's work in one DoFn instance; says so every few seconds."""
 

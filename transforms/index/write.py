@@ -14,12 +14,10 @@ upserts are done; it withholds all deletes if any upsert failed, if the failed r
 
 from __future__ import annotations
 
-import time
-
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from transforms.progress import Progress
+from transforms.progress import Progress, timed
 from transforms.records import Event, SnapshotEntry, event
 
 
@@ -47,7 +45,9 @@ class _Upsert(beam.DoFn):
         self.progress = Progress("documents written")
 
     def process(self, batch):
-        started = time.perf_counter()
+        return timed(self.ms, self._upsert(batch))
+
+    def _upsert(self, batch):
         failures = self.target.upsert(batch)
         for url, reason in failures:
             yield event("failed", url, "write", reason)
@@ -55,7 +55,6 @@ class _Upsert(beam.DoFn):
             yield event("write_failed", count=len(failures))
         yield event("written", count=len(batch) - len(failures))
         self.progress.add(len(batch) - len(failures))
-        self.ms.inc(int((time.perf_counter() - started) * 1000))
 
     def teardown(self):
         self.target.close()
