@@ -26,7 +26,7 @@ DEFAULTS: dict[str, Any] = {
     "max_delete_ratio": 0.5,  # deletes would remove more than this share of the index: none run, exit 2
     "follow_symlinks": False,
     "walk_budget": 5_000,  # folder entries one discovery step lists before handing sub-folders on
-    "discovery_rounds": 4,  # rounds unrolled in the graph; the last walks without a budget
+    "discovery_rounds": 3,  # rounds unrolled in the graph; the last walks without a budget
 }
 
 SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,

@@ -28,6 +28,13 @@ def _roots(config) -> list[FrontierItem]:
     return [FrontierItem(s.url, s.url, 0, s.url, [], "", "") for s in config.start if s.parse or s.index]
 
 
+def _count(pcoll, kind: str):
+    """One event counting a PCollection's elements (partial counts combine before any shuffle)."""
+    return (pcoll
+            | f"Count:{kind}" >> beam.combiners.Count.Globally()
+            | f"Event:{kind}" >> beam.Map(lambda n: event(kind, count=n)).with_output_types(Event))
+
+
 def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str, work_dir: str) -> None:
     entries, discover_events = p | "Discover" >> Discover(
         _roots(config), rules, config.follow_symlinks, config.walk_budget, config.discovery_rounds)
@@ -41,20 +48,20 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
         preparators, fingerprint, config.max_file_size, config.max_summary_length)
     write_events = docs | "WriteIndex" >> WriteIndex(target)
 
-    counted = (
-        entries | "CountAccepted" >> beam.Map(lambda _: event("accepted")).with_output_types(Event),
-        snapshot | "CountIndexed" >> beam.Map(lambda _: event("in_index")).with_output_types(Event),
-    )
+    counted = (_count(entries, "accepted"), _count(snapshot, "in_index"))
     before_deletes = (discover_events, freshness_events, prepare_events, write_events, *counted) | (
         "EventsBeforeDeletes" >> beam.Flatten().with_output_types(Event))
-    delete_events = (to_delete, before_deletes) | "DeleteLast" >> DeleteLast(
+    totals = before_deletes | "Totals" >> beam.CombineGlobally(SumByKind())
+    delete_events = (to_delete, totals) | "DeleteLast" >> DeleteLast(
         target, config.max_failed_ratio, config.max_delete_ratio)
 
-    events = (before_deletes, delete_events) | "AllEvents" >> beam.Flatten().with_output_types(Event)
-    (events
-     | "Totals" >> beam.CombineGlobally(SumByKind())
+    # Both totals go to the report: collect() adds them up.
+    delete_totals = delete_events | "DeleteTotals" >> beam.CombineGlobally(SumByKind())
+    ((totals, delete_totals)
+     | "BothTotals" >> beam.Flatten()
      | "TotalsJson" >> beam.Map(json.dumps)
      | "WriteTotals" >> beam.io.WriteToText(f"{work_dir}/{TOTALS_FILE}", num_shards=1))
+    events = (before_deletes, delete_events) | "AllEvents" >> beam.Flatten().with_output_types(Event)
     (events
      | "Problems" >> beam.Filter(lambda e: bool(e.reason))
      | "ProblemsJson" >> beam.Map(lambda e: json.dumps(e._asdict()))

@@ -24,6 +24,7 @@ def run(preparators, document):
     out = list(fn.process(document))
     docs = [o for o in out if not isinstance(o, TaggedOutput)]
     events = [o.value for o in out if isinstance(o, TaggedOutput)]
+    events += [o.value.value for o in fn.finish_bundle()]  # counts, once per bundle
     return docs, events
 
 

@@ -3,13 +3,14 @@
 ::
 
     start URLs ─► round 0 ─► round 1 ─► … ─► round N-1 (no budget: walks what is left)
-    each round:  frontier ─► Reshuffle ─► Expand (list to a budget) ─┬─► entries (documents)
-                                                                     ├─► events  (counts, problems)
-                                                                     └─► folders ─► DedupeAgainstSeen ─► next frontier
+    each round:  frontier ─► Expand (list to a budget) ─┬─► entries (documents)
+                                                        ├─► events  (counts, problems)
+                                                        └─► folders ─► DedupeAgainstSeen ─► next frontier
 
 Expansion spreads over workers: a step lists up to ``walk_budget`` entries and hands the folders
-it did not reach to the next round, after a Reshuffle. De-duplication is a CoGroupByKey of the new
-frontier with every identity seen in earlier rounds (never an in-memory set on one worker).
+it did not reach to the next round, spread over workers by the join that de-duplicates them: a
+CoGroupByKey of the new frontier with every identity seen in earlier rounds (never an in-memory set
+on one worker).
 Documents found twice (overlapping start URLs, followed symlinks) are collapsed later, by id in
 the freshness join and, with ``follow_symlinks``, by (device, inode) in :func:`_smallest_url`.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from transforms.progress import Progress, timed
+from transforms.progress import Progress, Tally, timed
 from transforms.records import Entry, Event, FrontierItem, event
 from transforms.sources import source_for
 
@@ -37,6 +38,7 @@ class _Expand(beam.DoFn):
 
     def setup(self):
         self.progress = Progress("documents found")
+        self.tally = Tally(EVENTS)
 
     def process(self, item):
         item = FrontierItem(*item)  # workers decode rows into generated classes; routing needs ours
@@ -49,8 +51,11 @@ class _Expand(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(ENTRIES, record)
             elif isinstance(record, FrontierItem):
                 yield beam.pvalue.TaggedOutput(FOLDERS, record)
-            else:
-                yield beam.pvalue.TaggedOutput(EVENTS, record)
+            elif (problem := self.tally(record)) is not None:
+                yield problem
+
+    def finish_bundle(self):
+        yield from self.tally.flush()
 
 
 def _first_unseen(keyed):
@@ -105,9 +110,8 @@ class Discover(beam.PTransform):
         seen, entries, events = [frontier], [], []
         for n in range(self.rounds):
             last = n == self.rounds - 1
-            out = (
+            out = (  # no Reshuffle needed: the de-duplication join already spread the frontier
                 frontier
-                | f"Spread{n}" >> beam.Reshuffle()
                 | f"Expand{n}" >> beam.ParDo(
                     _Expand(self.rules, self.follow_symlinks, None if last else self.walk_budget)
                 ).with_outputs(ENTRIES, FOLDERS, EVENTS)  # tagged outputs hold our own classes: pickled

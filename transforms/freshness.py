@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from transforms.records import Entry, SnapshotEntry, event
+from transforms.progress import Tally
+from transforms.records import Entry, SnapshotEntry
 
 PREPARE, DELETE, EVENTS = "prepare", "delete", "events"
 
@@ -40,6 +41,12 @@ class _Classify(beam.DoFn):
         self._incomplete = None
         self._incomplete_source = None
 
+    def setup(self):
+        self.tally = Tally(EVENTS)
+
+    def finish_bundle(self):
+        yield from self.tally.flush()
+
     def process(self, keyed, incomplete):
         if incomplete is not self._incomplete_source:  # side inputs are fixed per window: cache the set
             self._incomplete_source = incomplete
@@ -50,26 +57,26 @@ class _Classify(beam.DoFn):
         if found:
             entry = Entry(*found[0])
             for other in found[1:]:
-                yield beam.pvalue.TaggedOutput(EVENTS, event("duplicate", other.url, "freshness", ""))
+                self.tally.count("duplicate")
             old = indexed[0] if indexed else None
             if old is None:
-                yield beam.pvalue.TaggedOutput(EVENTS, event("new"))
+                self.tally.count("new")
                 yield entry
             elif (old.size, old.mtime_ns, old.prep_fingerprint) != (entry.size, entry.mtime_ns,
                                                                       self.fingerprint):
-                yield beam.pvalue.TaggedOutput(EVENTS, event("changed"))
+                self.tally.count("changed")
                 yield entry
             else:
-                yield beam.pvalue.TaggedOutput(EVENTS, event("unchanged"))
+                self.tally.count("unchanged")
             return
         for old in indexed:
             if not self.rules.keeps(old.url):
-                yield beam.pvalue.TaggedOutput(EVENTS, event("no_longer_accepted"))
+                self.tally.count("no_longer_accepted")
             elif any(url in self._incomplete for url in _ancestors(old.url)):
-                yield beam.pvalue.TaggedOutput(EVENTS, event("kept"))
+                self.tally.count("kept")
                 continue
             else:
-                yield beam.pvalue.TaggedOutput(EVENTS, event("vanished"))
+                self.tally.count("vanished")
             yield beam.pvalue.TaggedOutput(DELETE, SnapshotEntry(*old))
 
 

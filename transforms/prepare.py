@@ -24,7 +24,7 @@ from apache_beam.metrics import Metrics
 
 from transforms.preparators import PreparationError, PreparatorSpec, Prepared, chain_for
 from transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
-from transforms.progress import Progress, timed
+from transforms.progress import Progress, Tally, timed
 from transforms.records import Entry, Event, IndexDoc, RawDocument, event
 from transforms.sources import source_for
 from transforms.urls import extension, file_name, parent_path
@@ -66,6 +66,10 @@ class _Read(beam.DoFn):
 
     def setup(self):
         self.sniff = MimeSniffer()
+        self.tally = Tally(EVENTS)
+
+    def finish_bundle(self):
+        yield from self.tally.flush()
 
     def process(self, entry):
         return timed(self.ms, self._read(Entry(*entry)))
@@ -81,7 +85,7 @@ class _Read(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "read",
                                                              err.strerror or str(err)))
                 return
-            yield beam.pvalue.TaggedOutput(EVENTS, event("read"))
+            self.tally.count("read")
             if len(data) > self.max_file_size:  # grew since it was listed
                 data, oversize = data[:SNIFF_BYTES], True
         if oversize:
@@ -104,6 +108,10 @@ class _PrepareFamily(beam.DoFn):
 
     def setup(self):
         self.progress = Progress(f"documents prepared ({self.family})")
+        self.tally = Tally(EVENTS)
+
+    def finish_bundle(self):
+        yield from self.tally.flush()
 
     def process(self, raw):
         self.progress.add()
@@ -122,7 +130,7 @@ class _PrepareFamily(beam.DoFn):
                 errors.append(f"{preparator.name}: {_describe(err)}")
                 continue
             yield make_document(entry, mimetype, data, prepared, self.fingerprint, self.max_summary_length)
-            yield beam.pvalue.TaggedOutput(EVENTS, event("prepared"))
+            self.tally.count("prepared")
             break
         else:
             reason = "; ".join(errors) or f"no preparator accepts {mimetype}"

@@ -1,7 +1,9 @@
-"""Progress lines while a crawl runs, written by each worker straight to its stderr.
+"""A stage's account of its work: counts for the report, busy time, and progress lines.
 
-Beam forwards worker logs through its own channel, which the command line mutes; progress goes to a
-logger of its own so it reaches the terminal on the local runner (and the worker logs on a cluster).
+Counts without a reason (``unchanged``, ``read``, …) are tallied per bundle and emitted once per kind
+when the bundle finishes, instead of one element per document. Progress lines go to a logger of
+their own, straight to the worker's stderr: Beam forwards worker logs through its own channel,
+which the command line mutes.
 """
 
 from __future__ import annotations
@@ -10,6 +12,14 @@ import logging
 import os
 import sys
 import time
+from collections import Counter
+
+import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from transforms.records import event
 
 INTERVAL_S = 5.0
 
@@ -23,6 +33,31 @@ def _logger() -> logging.Logger:
         logger.setLevel(logging.INFO)
         logger.propagate = False
     return logger
+
+
+class Tally:
+    """Routes a DoFn's events: problems (with a reason) go out at once, plain counts are summed."""
+
+    def __init__(self, tag: str):
+        self.tag = tag
+        self.counts: Counter = Counter()
+
+    def __call__(self, record):
+        """The output for ``record`` now, or None when it was only counted."""
+        if record.reason:
+            return beam.pvalue.TaggedOutput(self.tag, record)
+        self.counts[record.kind] += record.count
+        return None
+
+    def count(self, kind: str, n: int = 1) -> None:
+        self.counts[kind] += n
+
+    def flush(self):
+        """For ``finish_bundle``: one event per kind counted in this bundle."""
+        for kind, n in self.counts.items():
+            yield beam.pvalue.TaggedOutput(
+                self.tag, WindowedValue(event(kind, count=n), MIN_TIMESTAMP, [GlobalWindow()]))
+        self.counts.clear()
 
 
 def timed(counter, outputs) -> list:

@@ -1,12 +1,16 @@
 """The embedded index: one SQLite file with an FTS5 table, BM25 ranking and highlighted snippets.
 
-Several worker processes write at once: WAL journaling, ``BEGIN IMMEDIATE`` transactions per batch
-and a long busy timeout serialise them safely. ``docs`` holds stored fields and freshness state;
+Several worker processes write at once: WAL journaling and one ``BEGIN IMMEDIATE`` transaction per
+batch, taken under an exclusive lock on ``<index>.lock``. The lock hands the index over the moment a
+writer is done, where SQLite's busy handler would poll with sleeps of up to 100 ms; readers (the
+snapshot, searches) are never blocked. ``docs`` holds stored fields and freshness state;
 ``docs_fts`` (rowid = ``docs.rid``) holds the searchable text.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import html
 import json
 import os
@@ -85,12 +89,30 @@ class EmbeddedIndex(IndexTarget):
             self._db.close()
             self._db = None
 
+    @contextlib.contextmanager
+    def _transaction(self):
+        """An exclusive write transaction; rolled back if anything in it fails."""
+        db = self._connect()
+        with open(self.path + ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
     # -- driver ------------------------------------------------------------------------------
     def prepare(self) -> None:
         folder = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(folder, exist_ok=True)
+        with self._transaction() as db:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
         db = self._connect()
-        db.executescript(_SCHEMA)
         row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
             db.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -122,24 +144,19 @@ class EmbeddedIndex(IndexTarget):
             yield SnapshotEntry(*row)
 
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
-        db = self._connect()
         try:
-            db.execute("BEGIN IMMEDIATE")
-            for doc in docs:
-                self._write(db, doc)
-            db.execute("COMMIT")
+            with self._transaction() as db:
+                for doc in docs:
+                    self._write(db, doc)
             return []
         except sqlite3.Error:
-            db.execute("ROLLBACK") if db.in_transaction else None
+            pass
         failures = []  # the batch failed: write one by one to find which documents cannot be written
         for doc in docs:
             try:
-                db.execute("BEGIN IMMEDIATE")
-                self._write(db, doc)
-                db.execute("COMMIT")
+                with self._transaction() as db:
+                    self._write(db, doc)
             except sqlite3.Error as err:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
                 failures.append((doc.url, f"index write failed: {err}"))
         return failures
 
@@ -155,16 +172,10 @@ class EmbeddedIndex(IndexTarget):
                    (rid, doc.title, doc.content, doc.headlines, doc.metadata, doc.filename, doc.url))
 
     def delete(self, ids: Sequence[str]) -> None:
-        db = self._connect()
         marks = ", ".join("?" * len(ids))
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction() as db:
             db.execute(f"DELETE FROM docs_fts WHERE rowid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
             db.execute(f"DELETE FROM docs WHERE id IN ({marks})", ids)
-            db.execute("COMMIT")
-        except sqlite3.Error:
-            db.execute("ROLLBACK")
-            raise
 
     # -- searching ---------------------------------------------------------------------------
     def count(self) -> int:

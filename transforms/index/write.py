@@ -4,7 +4,7 @@
 
     splits ─► Reshuffle ─► ReadSplit ─► snapshot entries                    (parallel, per split)
     documents ─► BatchElements ─► Upsert ─► events (written, failed)
-    every event so far ─► SumByKind ─► guard ──(side input)──┐
+    totals of every event so far ──────(side input)──────────┐
     delete candidates ─► BatchElements ─────────────────────┴► DeleteBatch ─► events (deleted, …)
 
 The guard is a side input computed from every upsert's outcome, so no delete runs before all
@@ -136,7 +136,7 @@ class _DeleteBatch(beam.DoFn):
 
 
 class DeleteLast(beam.PTransform):
-    """(delete candidates, every event before deletes) → delete events."""
+    """(delete candidates, totals of every event before deletes) → delete events."""
 
     def __init__(self, target, max_failed_ratio: float, max_delete_ratio: float):
         super().__init__()
@@ -145,8 +145,7 @@ class DeleteLast(beam.PTransform):
         self.max_delete_ratio = max_delete_ratio
 
     def expand(self, inputs):
-        candidates, events = inputs
-        totals = events | "Totals" >> beam.CombineGlobally(SumByKind())
+        candidates, totals = inputs
         return (candidates
                 | "BatchDeletes" >> beam.BatchElements(min_batch_size=50, max_batch_size=500)
                 | "DeleteBatch" >> beam.ParDo(_DeleteBatch(self.target, self.max_failed_ratio,
