@@ -40,13 +40,13 @@ def preparation_fingerprint(preparators, config) -> str:
 
 def _stage_seconds(result) -> dict[str, float]:
     try:
-        counters = result.metrics().query(MetricsFilter().with_namespace("stage_ms"))["counters"]
+        counters = result.metrics().query(MetricsFilter().with_namespace("stage_us"))["counters"]
     except Exception:  # noqa: BLE001 - some runners report no metrics; timings are optional
         return {}
     seconds: dict[str, float] = {}
     for counter in counters:
         value = counter.committed if counter.committed is not None else counter.attempted
-        seconds[counter.key.metric.name] = seconds.get(counter.key.metric.name, 0) + (value or 0) / 1000
+        seconds[counter.key.metric.name] = seconds.get(counter.key.metric.name, 0) + (value or 0) / 1e6
     return {name: round(s, 3) for name, s in sorted(seconds.items())}
 
 

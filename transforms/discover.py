@@ -34,7 +34,7 @@ class _Expand(beam.DoFn):
         self.rules = rules
         self.follow_symlinks = follow_symlinks
         self.budget = budget
-        self.ms = Metrics.counter("stage_ms", "discover")
+        self.us = Metrics.counter("stage_us", "discover")
 
     def setup(self):
         self.progress = Progress("documents found")
@@ -42,7 +42,7 @@ class _Expand(beam.DoFn):
 
     def process(self, item):
         item = FrontierItem(*item)  # workers decode rows into generated classes; routing needs ours
-        return timed(self.ms, self._route(item))
+        return timed(self.us, self._route(item))
 
     def _route(self, item):
         for record in source_for(item.url).expand(item, self.rules, self.follow_symlinks, self.budget):

@@ -3,10 +3,14 @@ and build the index document.
 
 ::
 
-    entries ─► Read (bytes, bounded; MIME by magic) ─► Partition by first preparator ─┬─► html ParDo ─┐
-                                                                                     ├─► text ParDo ─┼─► index documents
-                                                                                     └─► …   ParDo ─┘
+    entries ─► Read (bytes, bounded; MIME by magic) ─► Partition by first preparator ─┬─► html ParDo ─► documents
+                                                                                     ├─► text ParDo ─► documents
+                                                                                     └─► …   ParDo ─► documents
                                                                               events (read, prepared, failed)
+
+The documents stay one PCollection per family: a Flatten here would make Beam's local runner
+finish every preparation before the first write, where written per branch the writes of one worker
+overlap the preparation of the other.
 
 Each family is its own ParDo. Inside it the accepting preparators are tried by priority; if all
 fail, a substitute document (name, size, date, ``preparation_error``) is indexed instead, as
@@ -62,7 +66,7 @@ class _Read(beam.DoFn):
 
     def __init__(self, max_file_size: int):
         self.max_file_size = max_file_size
-        self.ms = Metrics.counter("stage_ms", "read")
+        self.us = Metrics.counter("stage_us", "read")
 
     def setup(self):
         self.sniff = MimeSniffer()
@@ -72,7 +76,7 @@ class _Read(beam.DoFn):
         yield from self.tally.flush()
 
     def process(self, entry):
-        return timed(self.ms, self._read(Entry(*entry)))
+        return timed(self.us, self._read(Entry(*entry)))
 
     def _read(self, entry):
         oversize = entry.size > self.max_file_size
@@ -104,7 +108,7 @@ class _PrepareFamily(beam.DoFn):
         self.preparators = preparators
         self.fingerprint = fingerprint
         self.max_summary_length = max_summary_length
-        self.ms = Metrics.counter("stage_ms", f"prepare:{family}")
+        self.us = Metrics.counter("stage_us", f"prepare:{family}")
 
     def setup(self):
         self.progress = Progress(f"documents prepared ({self.family})")
@@ -115,7 +119,7 @@ class _PrepareFamily(beam.DoFn):
 
     def process(self, raw):
         self.progress.add()
-        return timed(self.ms, self._prepare(raw))
+        return timed(self.us, self._prepare(raw))
 
     def _prepare(self, raw):
         entry, mimetype, data = raw.entry, raw.mimetype, raw.data
@@ -146,7 +150,7 @@ def _describe(err: Exception) -> str:
 
 
 class Prepare(beam.PTransform):
-    """Entries to prepare → (index documents, events)."""
+    """Entries to prepare → (index documents, one PCollection per preparator family; events)."""
 
     def __init__(self, preparators: tuple[PreparatorSpec, ...], fingerprint: str, max_file_size: int,
                  max_summary_length: int):
@@ -170,8 +174,8 @@ class Prepare(beam.PTransform):
         docs, events = [], [read[EVENTS]]
         for family, part in zip(families, parts):
             out = part | f"Prepare:{family}" >> beam.ParDo(_PrepareFamily(
-                family, preparators, self.fingerprint, self.max_summary_length)).with_outputs(EVENTS, main="docs")
+                family, preparators, self.fingerprint, self.max_summary_length)).with_output_types(
+                IndexDoc).with_outputs(EVENTS, main="docs")
             docs.append(out["docs"])
             events.append(out[EVENTS])
-        return (tuple(docs) | "AllDocs" >> beam.Flatten().with_output_types(IndexDoc),
-                tuple(events) | "AllPrepareEvents" >> beam.Flatten().with_output_types(Event))
+        return tuple(docs), tuple(events) | "AllPrepareEvents" >> beam.Flatten().with_output_types(Event)

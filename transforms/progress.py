@@ -61,11 +61,11 @@ class Tally:
 
 
 def timed(counter, outputs) -> list:
-    """Run a DoFn's output generator to the end, adding its milliseconds to a stage counter; outputs
+    """Run a DoFn's output generator to the end, adding its microseconds to a stage counter; outputs
     are returned as a list so the stages fused after it do not count as this one's time."""
     started = time.perf_counter()
     results = list(outputs)
-    counter.inc(int((time.perf_counter() - started) * 1000))
+    counter.inc(int((time.perf_counter() - started) * 1_000_000))
     return results
 
 

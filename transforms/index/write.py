@@ -3,7 +3,7 @@
 ::
 
     splits ─► Reshuffle ─► ReadSplit ─► snapshot entries                    (parallel, per split)
-    documents ─► BatchElements ─► Upsert ─► events (written, failed)
+    documents (per branch) ─► BatchElements ─► Upsert ─► events (written, failed)
     totals of every event so far ──────(side input)──────────┐
     delete candidates ─► BatchElements ─────────────────────┴► DeleteBatch ─► events (deleted, …)
 
@@ -39,13 +39,13 @@ class ReadSnapshot(beam.PTransform):
 class _Upsert(beam.DoFn):
     def __init__(self, target):
         self.target = target
-        self.ms = Metrics.counter("stage_ms", "write")
+        self.us = Metrics.counter("stage_us", "write")
 
     def setup(self):
         self.progress = Progress("documents written")
 
     def process(self, batch):
-        return timed(self.ms, self._upsert(batch))
+        return timed(self.us, self._upsert(batch))
 
     def _upsert(self, batch):
         failures = self.target.upsert(batch)
@@ -61,16 +61,22 @@ class _Upsert(beam.DoFn):
 
 
 class WriteIndex(beam.PTransform):
-    """Index documents → events. Upserts overwrite by id, so a retried batch duplicates nothing."""
+    """Branches of index documents → events. Each branch is written where it was made (no Flatten
+    first, which would hold all writes back until every branch is done). Upserts overwrite by id, so
+    a retried batch duplicates nothing."""
 
     def __init__(self, target):
         super().__init__()
         self.target = target
 
-    def expand(self, docs):
-        return (docs
-                | "Batch" >> beam.BatchElements(min_batch_size=50, max_batch_size=500)
-                | "Upsert" >> beam.ParDo(_Upsert(self.target)).with_output_types(Event))
+    def expand(self, branches):
+        events = [
+            docs
+            | f"Batch{n}" >> beam.BatchElements(min_batch_size=50, max_batch_size=500)
+            | f"Upsert{n}" >> beam.ParDo(_Upsert(self.target)).with_output_types(Event)
+            for n, docs in enumerate(branches)
+        ]
+        return tuple(events) | "WriteEvents" >> beam.Flatten().with_output_types(Event)
 
 
 class SumByKind(beam.CombineFn):
