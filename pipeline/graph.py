@@ -14,25 +14,25 @@ from __future__ import annotations
 import json
 
 import apache_beam as beam
+import smart_open
 
 from transforms.discover import Discover
 from transforms.freshness import Freshness
 from transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, WriteIndex
 from transforms.prepare import Prepare
-from transforms.records import Event, FrontierItem, event
+from transforms.records import Event, FrontierItem
 
-TOTALS_FILE, PROBLEMS_FILE = "totals", "problems"
+TOTALS_FILE, PROBLEMS_FILE = "totals.json", "problems"
 
 
 def _roots(config) -> list[FrontierItem]:
     return [FrontierItem(s.url, s.url, 0, s.url, [], "", "") for s in config.start if s.parse or s.index]
 
 
-def _count(pcoll, kind: str):
-    """One event counting a PCollection's elements (partial counts combine before any shuffle)."""
-    return (pcoll
-            | f"Count:{kind}" >> beam.combiners.Count.Globally()
-            | f"Event:{kind}" >> beam.Map(lambda n: event(kind, count=n)).with_output_types(Event))
+def _write_totals(totals: dict, path: str) -> None:
+    """One file with a fixed name: a retried bundle rewrites it with the same content."""
+    with smart_open.open(path, "w", encoding="utf-8") as handle:
+        json.dump(totals, handle)
 
 
 def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str, work_dir: str) -> None:
@@ -48,20 +48,16 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
         preparators, fingerprint, config.max_file_size, config.max_summary_length)
     write_events = docs | "WriteIndex" >> WriteIndex(target)
 
-    counted = (_count(entries, "accepted"), _count(snapshot, "in_index"))
-    before_deletes = (discover_events, freshness_events, prepare_events, write_events, *counted) | (
+    before_deletes = (discover_events, freshness_events, prepare_events, write_events) | (
         "EventsBeforeDeletes" >> beam.Flatten().with_output_types(Event))
-    totals = before_deletes | "Totals" >> beam.CombineGlobally(SumByKind())
+    totals = before_deletes | "Totals" >> beam.CombineGlobally(SumByKind()).without_defaults()
     delete_events = (to_delete, totals) | "DeleteLast" >> DeleteLast(
         target, config.max_failed_ratio, config.max_delete_ratio)
 
-    # Both totals go to the report: collect() adds them up.
-    delete_totals = delete_events | "DeleteTotals" >> beam.CombineGlobally(SumByKind())
-    ((totals, delete_totals)
-     | "BothTotals" >> beam.Flatten()
-     | "TotalsJson" >> beam.Map(json.dumps)
-     | "WriteTotals" >> beam.io.WriteToText(f"{work_dir}/{TOTALS_FILE}", num_shards=1))
     events = (before_deletes, delete_events) | "AllEvents" >> beam.Flatten().with_output_types(Event)
+    (events
+     | "AllTotals" >> beam.CombineGlobally(SumByKind()).without_defaults()
+     | "WriteTotals" >> beam.Map(_write_totals, f"{work_dir}/{TOTALS_FILE}"))
     (events
      | "Problems" >> beam.Filter(lambda e: bool(e.reason))
      | "ProblemsJson" >> beam.Map(lambda e: json.dumps(e._asdict()))

@@ -29,9 +29,8 @@ def _read_lines(pattern: str) -> list[str]:
 def collect(work_dir: str) -> tuple[dict[str, int], list[dict[str, Any]]]:
     """Read back the totals and problems the pipeline wrote into its work folder."""
     totals: dict[str, int] = {}
-    for line in _read_lines(f"{work_dir}/{TOTALS_FILE}*"):
-        for kind, n in json.loads(line).items():
-            totals[kind] = totals.get(kind, 0) + n
+    for line in _read_lines(f"{work_dir}/{TOTALS_FILE}"):
+        totals.update(json.loads(line))
     problems = [json.loads(line) for line in _read_lines(f"{work_dir}/{PROBLEMS_FILE}*")]
     problems.sort(key=lambda p: (p["stage"], p["url"], p["kind"]))
     return totals, problems

@@ -54,7 +54,10 @@ class _Classify(beam.DoFn):
         _id, groups = keyed
         found = sorted(groups["found"], key=lambda e: e.url)
         indexed = list(groups["indexed"])
+        if indexed:
+            self.tally.count("in_index", len(indexed))
         if found:
+            self.tally.count("accepted")
             entry = Entry(*found[0])
             for other in found[1:]:
                 self.tally.count("duplicate")

@@ -156,5 +156,5 @@ class DeleteLast(beam.PTransform):
                 | "BatchDeletes" >> beam.BatchElements(min_batch_size=50, max_batch_size=500)
                 | "DeleteBatch" >> beam.ParDo(_DeleteBatch(self.target, self.max_failed_ratio,
                                                            self.max_delete_ratio),
-                                              totals=beam.pvalue.AsSingleton(totals))
+                                              totals=beam.pvalue.AsSingleton(totals, default_value={}))
                 .with_output_types(Event))
