@@ -1,0 +1,1 @@
+"""Real servers that the test suite installs and starts itself (see each module's docstring)."""
