@@ -81,7 +81,6 @@ def crawl(config, runner: str | None, beam_args: list[str]) -> dict:
 
     totals, problems = reports.collect(work_dir) if not fatal else ({}, [])
     _remove(work_dir)
-    target.close()
     report = reports.build_report(totals, problems, **context, fatal=fatal)
     report["documents_in_index"] = target.count()
     target.close()
