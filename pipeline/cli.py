@@ -42,6 +42,7 @@ def _setup_logging(debug: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, format="%(message)s", stream=sys.stderr)
     if not debug:  # Beam is chatty about its own machinery
         logging.getLogger("apache_beam").setLevel(logging.ERROR)
+        logging.getLogger("opensearch").setLevel(logging.ERROR)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -63,9 +63,21 @@ class UrlPattern:
 
 @dataclass(frozen=True)
 class IndexConfig:
-    """The embedded SQLite/FTS5 index (``path``)."""
+    """The embedded SQLite/FTS5 index (``path``) or an OpenSearch alias (``url`` and ``name``)."""
 
-    path: str
+    path: str | None = None
+    url: str | None = None
+    name: str | None = None
+    analyzer: str = "english"
+    username: str | None = None
+    password: str | None = None
+    ca_file: str | None = None
+    verify_certs: bool = True
+    timeout: float = 60.0
+
+    @property
+    def label(self) -> str:
+        return self.path or f"{self.url} ({self.name})"
 
 
 @dataclass(frozen=True)
@@ -205,6 +217,44 @@ def _patterns(r: _Reader, raw: Any, key: str, with_flags: bool) -> tuple[UrlPatt
     return tuple(patterns)
 
 
+_ANALYZERS = ("english", "german", "french", "italian", "standard")
+
+
+def _index(r: _Reader, raw: Any) -> IndexConfig:
+    keys = {"path", "url", "name", "analyzer", "username", "password", "ca_file", "verify_certs", "timeout"}
+    raw = r.mapping(raw, "index", keys)
+    if ("path" in raw) == ("url" in raw):
+        raise r.fail("index", "needs either 'path' (the embedded index) or 'url' and 'name' (OpenSearch)")
+    if "path" in raw:
+        extra = sorted(set(raw) - {"path"})
+        if extra:
+            raise r.fail(f"index.{extra[0]}", "applies only to an OpenSearch index (with 'url')")
+        return IndexConfig(path=os.path.normpath(os.path.join(r.base, r.string(raw["path"], "index.path"))))
+    url = r.string(raw["url"], "index.url")
+    if not url.startswith(("http://", "https://")):
+        raise r.fail("index.url", f"must start with http:// or https://, got {url!r}")
+    if "name" not in raw:
+        raise r.fail("index.name", "is required with index.url")
+    name = r.string(raw["name"], "index.name")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", name):
+        raise r.fail("index.name", f"must be lower case letters, digits, '_', '.' or '-', got {name!r}")
+    analyzer = r.string(raw.get("analyzer", "english"), "index.analyzer")
+    if analyzer not in _ANALYZERS:
+        raise r.fail("index.analyzer", f"must be one of {', '.join(_ANALYZERS)}, got {analyzer!r}")
+    ca_file = os.path.join(r.base, r.string(raw["ca_file"], "index.ca_file")) if "ca_file" in raw else None
+    if ca_file and not os.path.isfile(ca_file):
+        raise r.fail("index.ca_file", f"no such file: {ca_file}")
+    timeout = raw.get("timeout", 60)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise r.fail("index.timeout", f"must be a positive number of seconds, got {timeout!r}")
+    return IndexConfig(
+        url=url.rstrip("/"), name=name, analyzer=analyzer,
+        username=r.string(raw["username"], "index.username") if "username" in raw else None,
+        password=r.string(raw["password"], "index.password") if "password" in raw else None,
+        ca_file=ca_file, verify_certs=r.boolean(raw.get("verify_certs", True), "index.verify_certs"),
+        timeout=float(timeout))
+
+
 _TOP_KEYS = {"start", "whitelist", "blacklist", "index", "report", "work_dir", *DEFAULTS}
 _SCALARS: dict[str, Callable[[_Reader, Any, str], Any]] = {
     "max_depth": lambda r, v, p: r.integer(v, p, allow_none=True),
@@ -247,10 +297,8 @@ def parse_config(raw: Any, source: str) -> Config:
             raise r.fail(f"start[{i}].url", f"{start.url} is matched by no whitelist entry, so nothing "
                                             "under it would be crawled")
 
-    index_raw = r.mapping(top["index"], "index", {"path"}, required={"path"})
-    index_path = r.string(index_raw["path"], "index.path")
-    index_path = os.path.normpath(os.path.join(r.base, index_path))
-    stem = os.path.splitext(index_path)[0]
+    index = _index(r, top["index"])
+    stem = os.path.splitext(index.path)[0] if index.path else os.path.join(r.base, f"beamtrawl-{index.name}")
     report = (os.path.normpath(os.path.join(r.base, r.string(top["report"], "report"))) if "report" in top
               else stem + ".report.json")
     work_dir = r.string(top["work_dir"], "work_dir") if "work_dir" in top else stem + ".work"
@@ -261,7 +309,7 @@ def parse_config(raw: Any, source: str) -> Config:
     cleaners = tuple(r.regex(v, f"url_cleaners[{i}]") for i, v in enumerate(r.seq(top.get("url_cleaners"),
                                                                                    "url_cleaners")))
     return Config(source=source, start=tuple(starts), whitelist=whitelist, blacklist=blacklist,
-                  index=IndexConfig(index_path), report=report, work_dir=work_dir,
+                  index=index, report=report, work_dir=work_dir,
                   url_cleaners=cleaners, **scalars)
 
 

@@ -61,10 +61,10 @@ def crawl(config, runner: str | None, beam_args: list[str]) -> dict:
     preparators = BUILTIN
     fingerprint = preparation_fingerprint(preparators, config)
     work_dir = f"{config.work_dir.rstrip('/')}/{uuid.uuid4().hex[:12]}"
-    context = {"config": config.source, "index": config.index.path, "runner": runner or "direct",
+    context = {"config": config.source, "index": config.index.label, "runner": runner or "direct",
                "started_at": started_at, "documents_in_index_before": before, "report_path": config.report}
 
-    log.info("crawling %d start URLs into %s (%d documents indexed)", len(config.start), config.index.path,
+    log.info("crawling %d start URLs into %s (%d documents indexed)", len(config.start), config.index.label,
              before)
     planned = time.perf_counter()
     fatal = ""
@@ -82,7 +82,14 @@ def crawl(config, runner: str | None, beam_args: list[str]) -> dict:
     totals, problems = reports.collect(work_dir) if not fatal else ({}, [])
     _remove(work_dir)
     report = reports.build_report(totals, problems, **context, fatal=fatal)
-    report["documents_in_index"] = target.count()
+    try:
+        target.finish(succeeded=reports.exit_code(report) != reports.EXIT_FATAL)
+    except Exception as err:  # noqa: BLE001 - e.g. the alias could not be swapped
+        report["fatal"] = report.get("fatal") or f"finishing the index failed: {err}"
+    try:
+        report["documents_in_index"] = target.count()
+    except Exception:  # noqa: BLE001 - the index may be what failed; the report says so already
+        report["documents_in_index"] = None
     target.close()
     report["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     report["timings"] = {"plan_s": round(planned - started, 3), "pipeline_s": round(ran - planned, 3),

@@ -13,7 +13,8 @@ from pipeline.graph import PROBLEMS_FILE, TOTALS_FILE
 #: The counts every report has, in the order the summary shows them.
 COUNTS = ("discovered", "accepted", "declined", "new", "changed", "unchanged", "read", "prepared",
           "written", "failed", "deleted", "kept", "vanished", "no_longer_accepted", "delete_withheld",
-          "incomplete", "oversize", "duplicate", "skipped", "symlink_skipped", "listed", "in_index")
+          "incomplete", "oversize", "duplicate", "skipped", "symlink_skipped", "listed", "in_index",
+          "write_failed")
 
 EXIT_OK, EXIT_DOCUMENTS_FAILED, EXIT_FATAL = 0, 1, 2
 
@@ -42,6 +43,10 @@ def build_report(totals: dict[str, int], problems: list[dict], **context: Any) -
         1 for p in problems if p["stage"] == "discover" and p["kind"] == "failed")
     withheld = sorted({p["reason"] for p in problems if p["kind"] == "delete_withheld"})
     report = dict(context)
+    if counts["write_failed"] and not report.get("fatal"):
+        first = next((p["reason"] for p in problems if p["stage"] == "write"), "no reason given")
+        report["fatal"] = (f"{counts['write_failed']} documents could not be written to the index "
+                           f"(first: {first}); no deletes ran")
     report["counts"] = counts
     report["deletes_withheld"] = withheld[0] if withheld else ""
     report["problems"] = [{k: p[k] for k in ("url", "stage", "reason", "kind")}

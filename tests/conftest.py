@@ -44,6 +44,15 @@ def beamtrawl(*args: str, check_dac: bool = True, timeout: int = 600) -> subproc
                           cwd=Path(__file__).resolve().parent.parent)
 
 
+def report_path(config: Path) -> Path:
+    """Where a crawl of ``config`` writes its report: beside the embedded index, or beside the
+    configuration for OpenSearch."""
+    index = yaml.safe_load(config.read_text(encoding="utf-8"))["index"]
+    if "path" in index:
+        return (config.parent / index["path"]).with_suffix(".report.json")
+    return config.parent / f"beamtrawl-{index['name']}.report.json"
+
+
 @pytest.fixture
 def make_config(tmp_path):
     """Write a crawl configuration for ``root`` (a folder) and return its path."""
@@ -69,10 +78,8 @@ def crawl():
 
     def run(config: Path, *extra: str) -> CrawlRun:
         done = beamtrawl("crawl", str(config), "--direct_num_workers=2", *extra)
-        settings = yaml.safe_load(config.read_text(encoding="utf-8"))
-        index = config.parent / settings["index"]["path"]
-        report_path = index.with_suffix(".report.json")
-        report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.exists() else {}
+        path = report_path(config)
+        report = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
         return CrawlRun(done.returncode, report, done.stdout, done.stderr)
 
     return run

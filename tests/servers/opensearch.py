@@ -148,8 +148,11 @@ def ensure_installed(cache_dir: str | os.PathLike | None = None) -> Path:
 
 @contextlib.contextmanager
 def running_node(workdir: str | os.PathLike, *, home: str | os.PathLike | None = None,
-                 startup_timeout: float = 120.0) -> Iterator[str]:
-    """Start a single node with its files under ``workdir``; yield its base URL; stop it on exit."""
+                 startup_timeout: float = 120.0, http_port: int | None = None,
+                 settings: dict[str, object] | None = None) -> Iterator[str]:
+    """Start a single node with its files under ``workdir``; yield its base URL; stop it on exit.
+    Started again with the same ``workdir`` and ``http_port``, it is the same node with the same data
+    (when the service user can reach ``workdir``). ``settings`` are added to opensearch.yml."""
     home = Path(home) if home else ensure_installed()
     workdir = Path(workdir).resolve()
     node = workdir / "opensearch"
@@ -166,9 +169,11 @@ def running_node(workdir: str | os.PathLike, *, home: str | os.PathLike | None =
         if not _user_can(user, "-x", node.parent):
             raise RuntimeError(f"user {user} cannot reach {node.parent}")
     if user and not _user_can(user, "-r", home / "lib"):
-        _link_tree(home, node / "home")
+        if not (node / "home" / MARKER).exists():  # linked by an earlier start of this node
+            _link_tree(home, node / "home")
         home = node / "home"
-    http_port, transport_port = _free_ports(2)
+    free_http, transport_port = _free_ports(2)
+    http_port = http_port or free_http
     config = node / "config"
     for sub in ("config", "data", "logs", "tmp"):
         (node / sub).mkdir(exist_ok=True)
@@ -183,7 +188,8 @@ def running_node(workdir: str | os.PathLike, *, home: str | os.PathLike | None =
         "cluster.name: beamtrawl-test\nnode.name: node-1\nnetwork.host: 127.0.0.1\n"
         f"http.port: {http_port}\ntransport.port: {transport_port}\ndiscovery.type: single-node\n"
         f"path.data: {node / 'data'}\npath.logs: {node / 'logs'}\n"
-        "cluster.routing.allocation.disk.threshold_enabled: false\n")
+        "cluster.routing.allocation.disk.threshold_enabled: false\n"
+        + "".join(f"{key}: {value}\n" for key, value in (settings or {}).items()))
     env = {"OPENSEARCH_JAVA_HOME": str(_java_home()), "OPENSEARCH_PATH_CONF": str(config),
            "OPENSEARCH_TMPDIR": str(node / "tmp"), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
            "LANG": "C.UTF-8"}

@@ -8,6 +8,7 @@ retried bundle leaves no duplicate.
 
 from __future__ import annotations
 
+import html
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,16 @@ from typing import Any
 
 from transforms.index.query import Query
 from transforms.records import IndexDoc, SnapshotEntry
+
+# Highlight markers from private-use code points: neither HTML nor whitespace, never in real text.
+MARK_ON, MARK_OFF = "\ue000", "\ue001"
+
+
+def render_snippet(marked: str) -> tuple[str, str]:
+    """A snippet with highlight markers → (plain text, HTML-escaped text with <mark> around matches)."""
+    marked = " ".join(marked.split())
+    plain = marked.replace(MARK_ON, "").replace(MARK_OFF, "")
+    return plain, html.escape(marked).replace(MARK_ON, "<mark>").replace(MARK_OFF, "</mark>")
 
 
 class IndexUnavailable(Exception):
@@ -48,6 +59,10 @@ class IndexTarget(ABC):
 
     def close(self) -> None:
         """Release connections; the target may be used again afterwards."""
+
+    def finish(self, succeeded: bool) -> None:
+        """Driver, after the pipeline (also after a failure): release what :meth:`snapshot_splits`
+        holds and, if the crawl succeeded, publish what it wrote."""
 
     @abstractmethod
     def snapshot_splits(self) -> list[Any]:

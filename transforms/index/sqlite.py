@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import html
 import json
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 
-from transforms.index.base import Hit, IndexTarget, IndexUnavailable
+from transforms.index.base import MARK_OFF, MARK_ON, Hit, IndexTarget, IndexUnavailable, render_snippet
 from transforms.index.query import Query
 from transforms.records import IndexDoc, SnapshotEntry
 
 SCHEMA_VERSION = 1
 SPLIT_ROWS = 50_000
-_MARK_ON, _MARK_OFF = "\x02", "\x03"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -195,7 +193,7 @@ class EmbeddedIndex(IndexTarget):
             params.append(value)
         if query.has_text:
             select = (f"SELECT docs.url, docs.title, docs.filename, docs.mimetype, docs.size, docs.last_modified, "
-                      f"snippet(docs_fts, -1, '{_MARK_ON}', '{_MARK_OFF}', '…', 24), -{_BM25} AS score "
+                      f"snippet(docs_fts, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24), -{_BM25} AS score "
                       f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid")
             order = "ORDER BY score DESC, docs.url"
         else:
@@ -232,8 +230,6 @@ def _filter(name: str, value: str) -> tuple[str, str]:
 
 
 def _hit(url, title, filename, mimetype, size, last_modified, snippet, score) -> Hit:
-    snippet = " ".join((snippet or "").split())
-    plain = snippet.replace(_MARK_ON, "").replace(_MARK_OFF, "")
-    marked = html.escape(snippet).replace(_MARK_ON, "<mark>").replace(_MARK_OFF, "</mark>")
+    plain, marked = render_snippet(snippet or "")
     return Hit(url=url, title=title or filename, snippet=plain, snippet_html=marked, score=round(score, 4),
                mimetype=mimetype, size=size, last_modified=last_modified)

@@ -1,0 +1,332 @@
+"""OpenSearch benchmark: how fast beamtrawl's OpenSearch target writes documents and reads its snapshot.
+
+Run from the repository root (beamtrawl installed; Java and Maven for the test node)::
+
+    python bench/opensearch_bench.py [--docs 20000] [--snapshot-docs 100000] [--url URL] [--seed 7]
+
+Without ``--url`` it starts a real single-node OpenSearch (tests/servers/opensearch.py) in a temporary
+folder. The first part indexes a small untimed warm-up set, which is also the snapshot index of (2). Then:
+
+(1) indexing: N prepared documents (generated text and HTML of 1-4 KB, prepared by the built-in
+    preparators and ``make_document``; not timed) written by ``beam.Create(docs) | WriteIndex(target)``
+    on FnApiRunner with 2 worker processes into a fresh index, against a plain one-process
+    ``helpers.streaming_bulk`` loop with the same chunking (500 documents, at most 10 MiB), the same
+    ``_id`` and ``_source`` (the module's ``_source(doc)``) into another fresh index with the same
+    mapping and settings. Both must hold exactly N documents, with identical sources in a sample.
+(2) snapshot read of M documents: through the target (``snapshot_splits`` + ``read_snapshot`` of
+    every split), through ``ReadSnapshot(target) | Count.Globally()`` with 2 workers, and with a plain
+    ``helpers.scan`` of the same fields. Every read must return M entries, and no point in time may
+    be left open at the end.
+
+Exit code 0 when the figures were measured (targets may be missed), 1 when a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricsFilter
+from crawl_bench import Row, _html_file, _sentences, _text_file, check, print_table, verdict
+from opensearchpy import OpenSearch, helpers
+
+from runners import pipeline_options
+from transforms.index.opensearch import MAX_REQUEST_BYTES, PAGE, OpenSearchIndex, _source, mapping
+from transforms.index.write import ReadSnapshot, WriteIndex
+from transforms.preparators import BUILTIN, chain_for
+from transforms.prepare import make_document
+from transforms.records import Entry, IndexDoc, SnapshotEntry
+from transforms.urls import doc_id
+
+REPO = Path(__file__).resolve().parent.parent
+
+ANALYZER = "english"
+SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "5s"}  # as prepare() makes
+CHUNK = 500
+WORKERS = 2
+SAMPLE = 200  # documents whose sources are compared between the two indexes
+FINGERPRINT = hashlib.sha256(b"opensearch-bench").hexdigest()[:16]
+
+
+def fail(message: str) -> None:
+    print(f"\nFAILED: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def rate(n: int, seconds: float) -> str:
+    return f"{n / seconds:,.0f} docs/s ({seconds:.2f} s)"
+
+
+# ---------------------------------------------------------------------------------------------
+# Documents
+# ---------------------------------------------------------------------------------------------
+
+def generate_docs(count: int, seed: int) -> list[IndexDoc]:
+    """``count`` prepared documents, half plain text and half HTML of 1-4 KB, deterministic."""
+    rng = random.Random(seed)
+    pool = _sentences(rng)
+    docs = []
+    for i in range(count):
+        size = rng.randint(1024, 4096)
+        name, mimetype, text = ((f"page-{i:06d}.html", "text/html", _html_file(rng, pool, size)) if i % 2 else
+                                (f"note-{i:06d}.txt", "text/plain", _text_file(rng, pool, size)))
+        url = f"file:///bench/area-{i % 7:02d}/team-{i // 100 % 13:02d}/{name}"
+        data = text.encode("utf-8")
+        entry = Entry(id=doc_id(url), url=url, root="file:///bench/", depth=2, size=len(data),
+                      mtime_ns=1_700_000_000_000_000_000 + i * 1_000_000_000, identity="", content=data,
+                      mimetype=mimetype, outlinks=[], etag="", http_last_modified="", source_url="",
+                      link_text="")
+        prepared = chain_for(BUILTIN, mimetype, url)[0](data, url, mimetype)
+        docs.append(make_document(entry, mimetype, data, prepared, FINGERPRINT, 250_000))
+    return docs
+
+
+def snapshot_actions(index: str, count: int):
+    """Small documents (a title and a sentence) for the snapshot part."""
+    for i in range(count):
+        url = f"file:///snapshot/folder-{i // 1000:03d}/file-{i:07d}.txt"
+        doc = IndexDoc(id=doc_id(url), url=url, root="file:///snapshot/", title=f"File {i}",
+                       content=f"Small document number {i}.", summary="", headlines="", metadata="",
+                       mimetype="text/plain", extension="txt", filename=f"file-{i:07d}.txt",
+                       path=url.rsplit("/", 1)[0] + "/", size=20 + i % 100, mtime_ns=1_700_000_000 * 10**9 + i,
+                       last_modified="2023-11-14T22:13:20.000+00:00", groups=[], preparation_error="",
+                       content_hash=hashlib.sha256(url.encode()).hexdigest(), etag="", http_last_modified="",
+                       prep_fingerprint=FINGERPRINT, outlinks=[], indexed_at="2024-01-01T00:00:00+00:00")
+        yield {"_index": index, "_id": doc.id, "_source": _source(doc)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------
+
+def counters(result, namespace: str) -> dict[str, int]:
+    found = result.metrics().query(MetricsFilter().with_namespace(namespace))["counters"]
+    totals: dict[str, int] = {}
+    for c in found:
+        totals[c.key.metric.name] = totals.get(c.key.metric.name, 0) + (c.committed or c.attempted or 0)
+    return totals
+
+
+def bulk(client: OpenSearch, actions) -> int:
+    """The plain loop: streaming_bulk with the target's chunking; returns the documents written."""
+    written = 0
+    for ok, item in helpers.streaming_bulk(client, actions, chunk_size=CHUNK, max_chunk_bytes=MAX_REQUEST_BYTES,
+                                           raise_on_error=False):
+        if not ok:
+            fail(f"the plain loop could not write a document: {item}")
+        written += 1
+    return written
+
+
+def refreshed_count(client: OpenSearch, index: str) -> int:
+    client.indices.refresh(index=index)
+    return client.count(index=index)["count"]
+
+
+def open_pits(client: OpenSearch) -> int:
+    return len(client.get_all_pits().get("pits", []))
+
+
+# ---------------------------------------------------------------------------------------------
+# (1) indexing
+# ---------------------------------------------------------------------------------------------
+
+def run_sink(url: str, name: str, docs: list[IndexDoc]) -> tuple[float, dict, str]:
+    """``beam.Create(docs) | WriteIndex(target)`` on 2 workers; (seconds, event counters, index)."""
+    target = OpenSearchIndex(url, name, ANALYZER)
+    target.prepare()
+    succeeded = False
+    try:
+        started = time.perf_counter()
+        with beam.Pipeline(options=pipeline_options(None, [f"--direct_num_workers={WORKERS}"], target)) as p:
+            # WriteIndex takes a tuple of branches (one per preparator family in a crawl): here one
+            events = (p | "Docs" >> beam.Create(docs),) | "WriteIndex" >> WriteIndex(target)
+            _ = events | "CountEvents" >> beam.Map(lambda e: Metrics.counter("bench", e.kind).inc(e.count))
+        seconds = time.perf_counter() - started
+        succeeded = True
+    finally:
+        target.finish(succeeded)
+        target.close()
+    return seconds, counters(p.result, "bench"), target.physical
+
+
+def run_loop(client: OpenSearch, index: str, docs: list[IndexDoc]) -> float:
+    client.indices.create(index=index, body={"settings": SETTINGS, "mappings": mapping(ANALYZER)})
+    started = time.perf_counter()
+    written = bulk(client, ({"_index": index, "_id": d.id, "_source": _source(d)} for d in docs))
+    seconds = time.perf_counter() - started
+    if written != len(docs):
+        fail(f"the plain loop wrote {written} of {len(docs)} documents")
+    return seconds
+
+
+def same_sources(client: OpenSearch, a: str, b: str, docs: list[IndexDoc]) -> bool:
+    ids = [d.id for d in random.Random(1).sample(docs, min(SAMPLE, len(docs)))]
+    left, right = (client.mget(index=i, body={"ids": ids})["docs"] for i in (a, b))
+    return all(x["found"] and y["found"] and x["_source"] == y["_source"] for x, y in zip(left, right))
+
+
+def indexing(url: str, client: OpenSearch, run: str, docs: list[IndexDoc]) -> list[Row]:
+    n = len(docs)
+    print(f"\n(1) indexing {n:,} prepared documents into fresh indexes")
+    loop_index = f"bench-loop-{run}"
+    loop_s = run_loop(client, loop_index, docs)
+    sink_s, events, sink_index = run_sink(url, f"bench-sink-{run}", docs)
+    counts = {"sink": refreshed_count(client, sink_index), "loop": refreshed_count(client, loop_index)}
+    ratio = loop_s / sink_s
+    print(f"  beamtrawl sink: {rate(n, sink_s):>24}  (Create | WriteIndex, FnApiRunner, {WORKERS} workers;\n"
+          f"                  events: written {events.get('written', 0):,}, failed {events.get('failed', 0)})")
+    print(f"  plain loop:     {rate(n, loop_s):>24}  (helpers.streaming_bulk, one process)")
+    print(f"  sink/loop:      {ratio:7.2f}x docs/s   target >= 0.8  {verdict(ratio >= 0.8)}")
+    print(f"  Both write the same documents (same _id, same _source from the module's _source(doc)) with the\n"
+          f"  same chunking ({CHUNK} documents, at most {MAX_REQUEST_BYTES >> 20} MiB per request) into fresh "
+          f"indexes with the same\n  mapping and settings. The sink's time is the whole pipeline run "
+          f"(start-up, Create of the documents,\n  workers); the loop's is the streaming_bulk loop; "
+          f"index creation is in neither.")
+    print(f"  documents in the indexes: sink {counts['sink']:,}, loop {counts['loop']:,}")
+    if counts != {"sink": n, "loop": n} or events.get("written") != n:
+        fail(f"each index should hold {n} documents: {counts}, sink events {events}")
+    if not same_sources(client, sink_index, loop_index, docs):
+        fail(f"a sample of {SAMPLE} documents differs between the two indexes")
+    print(f"  a sample of {SAMPLE} documents has identical _source in both indexes: OK")
+    return [("index, beamtrawl sink", rate(n, sink_s), "", ""),
+            ("index, plain streaming_bulk", rate(n, loop_s), "", ""),
+            check("index sink / loop (docs/s)", f"{ratio:.2f}x", ">= 0.8", ratio >= 0.8)]
+
+
+# ---------------------------------------------------------------------------------------------
+# (2) snapshot read
+# ---------------------------------------------------------------------------------------------
+
+def read_direct(target: OpenSearchIndex) -> tuple[float, int, int]:
+    """(seconds, entries, splits) reading every split in this process."""
+    started, entries, splits, succeeded = time.perf_counter(), 0, [], False
+    try:
+        splits = target.snapshot_splits()
+        for split in splits:
+            entries += sum(1 for _ in target.read_snapshot(split))
+        succeeded = True
+    finally:
+        target.finish(succeeded)
+        target.close()
+    return time.perf_counter() - started, entries, len(splits)
+
+
+def read_beam(target: OpenSearchIndex) -> tuple[float, int]:
+    started, succeeded = time.perf_counter(), False
+    try:
+        with beam.Pipeline(options=pipeline_options(None, [f"--direct_num_workers={WORKERS}"], target)) as p:
+            _ = (p
+                 | "ReadSnapshot" >> ReadSnapshot(target)
+                 | "Count" >> beam.combiners.Count.Globally()
+                 | "Report" >> beam.Map(lambda n: Metrics.counter("bench", "entries").inc(n)))
+        succeeded = True
+    finally:
+        target.finish(succeeded)
+        target.close()
+    return time.perf_counter() - started, counters(p.result, "bench").get("entries", 0)
+
+
+def read_scan(client: OpenSearch, index: str) -> tuple[float, int]:
+    started = time.perf_counter()
+    entries = sum(1 for _ in helpers.scan(client, index=index, size=PAGE,
+                                          query={"_source": list(SnapshotEntry._fields)}))
+    return time.perf_counter() - started, entries
+
+
+def snapshot(url: str, client: OpenSearch, name: str, m: int) -> list[Row]:
+    print(f"\n(2) snapshot read of {m:,} documents")
+    target = OpenSearchIndex(url, name, ANALYZER)
+    direct_s, direct_n, splits = read_direct(target)
+    beam_s, beam_n = read_beam(target)
+    scan_s, scan_n = read_scan(client, target.physical)
+    print(f"  target, one process:  {rate(direct_n, direct_s):>24}  ({splits} split(s) of at most "
+          f"100,000; PIT, search_after on id, pages of {PAGE:,})")
+    print(f"  ReadSnapshot + Count: {rate(beam_n, beam_s):>24}  (FnApiRunner, {WORKERS} workers, "
+          "whole pipeline run)")
+    print(f"  helpers.scan:         {rate(scan_n, scan_s):>24}  (scroll, pages of {PAGE:,}, same _source fields)")
+    direct_ratio, beam_ratio = scan_s / direct_s, scan_s / beam_s
+    print(f"  target/scan: {direct_ratio:.2f}x docs/s, ReadSnapshot/scan: {beam_ratio:.2f}x docs/s")
+    if {direct_n, beam_n, scan_n} != {m}:
+        fail(f"every read should return {m} entries: target {direct_n}, Beam {beam_n}, scan {scan_n}")
+    print(f"  every read returned {m:,} entries: OK")
+    return [("snapshot, target direct", rate(m, direct_s), "", ""),
+            ("snapshot, ReadSnapshot (Beam)", rate(m, beam_s), "", ""),
+            ("snapshot, helpers.scan", rate(m, scan_s), "", ""),
+            ("snapshot target / scan", f"{direct_ratio:.2f}x", "", ""),
+            ("snapshot ReadSnapshot / scan", f"{beam_ratio:.2f}x", "", "")]
+
+
+# ---------------------------------------------------------------------------------------------
+# The benchmark
+# ---------------------------------------------------------------------------------------------
+
+def benchmark(url: str, n: int, m: int, seed: int) -> list[Row]:
+    client = OpenSearch(hosts=[url], timeout=120)
+    version = client.info()["version"]["number"]
+    run = uuid.uuid4().hex[:8]
+    print(f"beamtrawl OpenSearch benchmark: OpenSearch {version} at {url}, {os.cpu_count()} CPUs, run {run}")
+    started = time.perf_counter()
+    docs = generate_docs(n, seed)
+    size = sum(len(d.content) for d in docs)
+    print(f"prepared {n:,} documents in {time.perf_counter() - started:.1f} s (not part of any figure): half "
+          f"text, half HTML,\n  content {size / n / 1024:.1f} KiB on average, seed {seed}")
+    started = time.perf_counter()
+    snap = OpenSearchIndex(url, f"bench-snapshot-{run}", ANALYZER)
+    snap.prepare()
+    bulk(client, snapshot_actions(snap.physical, m))
+    client.indices.refresh(index=snap.physical)
+    snap.close()
+    print(f"indexed the {m:,} small snapshot documents with streaming_bulk in {time.perf_counter() - started:.1f} s"
+          "\n  (not part of any figure; it also warms up the node before (1))")
+    try:
+        rows = indexing(url, client, run, docs) + snapshot(url, client, f"bench-snapshot-{run}", m)
+        left = open_pits(client)
+        print(f"\npoints in time left open (GET /_search/point_in_time/_all): {left}  {verdict(left == 0)}")
+        if left:
+            fail(f"{left} points in time left open")
+        return [*rows, check("points in time left", str(left), "0", left == 0)]
+    finally:
+        client.indices.delete(index=f"bench-*-{run}*", ignore_unavailable=True)
+        client.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=20_000, help="documents to index (default 20000)")
+    parser.add_argument("--snapshot-docs", type=int, default=100_000, help="documents to read (default 100000)")
+    parser.add_argument("--url", help="an OpenSearch to use (default: start one in a temporary folder)")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the generated documents (default 7)")
+    args = parser.parse_args()
+    if args.url:
+        rows = benchmark(args.url, args.docs, args.snapshot_docs, args.seed)
+    else:
+        sys.path.insert(0, str(REPO))  # tests/ is not installed
+        from tests.servers.opensearch import running_node
+
+        work = tempfile.mkdtemp(prefix="beamtrawl-os-bench-", dir="/tmp")
+        os.chmod(work, 0o755)  # as root the node runs as another user, who must reach it
+        try:
+            started = time.perf_counter()
+            with running_node(work) as url:
+                print(f"started OpenSearch in {time.perf_counter() - started:.1f} s (in {work})")
+                rows = benchmark(url, args.docs, args.snapshot_docs, args.seed)
+        finally:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(work)
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()

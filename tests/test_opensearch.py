@@ -1,0 +1,190 @@
+"""The OpenSearch target against a real node started by the tests (tests/servers/opensearch.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import DROP_DAC, beamtrawl, report_path
+from tests.servers.opensearch import running_node
+from tests.test_crawl_end_to_end import build_tree
+
+
+def _get(url: str, body: dict | None = None) -> dict:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+
+def all_docs(url: str, name: str) -> dict[str, dict]:
+    _get(f"{url}/{name}/_refresh", {})
+    hits = _get(f"{url}/{name}/_search", {"size": 10_000, "query": {"match_all": {}}})["hits"]["hits"]
+    return {hit["_id"]: hit["_source"] for hit in hits}
+
+
+def embedded_docs(path: Path) -> dict[str, dict]:
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT d.id, d.url, d.title, d.mimetype, d.size, d.mtime_ns, d.preparation_error, "
+                      "f.content FROM docs d JOIN docs_fts f ON f.rowid = d.rid")
+    keys = ("url", "title", "mimetype", "size", "mtime_ns", "preparation_error", "content")
+    return {row[0]: dict(zip(keys, row[1:])) for row in rows}
+
+
+@pytest.fixture(scope="session")
+def node_dir():
+    """A folder OpenSearch's service user can reach, so a node keeps its data across restarts."""
+    folder = Path(tempfile.mkdtemp(prefix="beamtrawl-os-", dir="/tmp"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def opensearch(node_dir):
+    with running_node(node_dir / "shared") as url:
+        yield url
+
+
+@pytest.fixture
+def os_config(tmp_path, make_config, opensearch, request):
+    def make(root: Path, url: str = opensearch, **settings) -> Path:
+        name = request.node.name.lower().replace("_", "-")[:40]
+        return make_config(root, name="os.yaml", index={"url": url, "name": name, **settings.pop("index", {})},
+                           **settings)
+    return make
+
+
+def index_name(config: Path) -> str:
+    return yaml.safe_load(config.read_text())["index"]["name"]
+
+
+def test_unreachable_node_is_one_line_and_exit_2(tmp_path, make_config):
+    root = tmp_path / "docs"
+    root.mkdir()
+    config = make_config(root, index={"url": "http://127.0.0.1:9", "name": "docs"})
+    done = beamtrawl("crawl", str(config))
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "http://127.0.0.1:9 cannot be" in done.stderr
+
+
+def test_same_documents_as_the_embedded_index(tmp_path, make_config, os_config, crawl, opensearch, search):
+    root = tmp_path / "docs"
+    build_tree(root)
+    embedded = make_config(root)
+    remote = os_config(root)
+
+    first, remote_first = crawl(embedded), crawl(remote)
+    assert first.code == remote_first.code == 0
+    (root / "new.txt").write_text("newword arrives")
+    (root / "gone.txt").unlink()
+    (root / "mod.txt").write_text("modword second version")
+    (root / "keep").chmod(0)
+    try:
+        second, remote_second = crawl(embedded), crawl(remote)
+    finally:
+        (root / "keep").chmod(0o755)
+    for kind in ("new", "changed", "deleted", "kept", "unchanged", "written"):
+        assert second.counts[kind] == remote_second.counts[kind], kind
+
+    expected = embedded_docs(tmp_path / "index.sqlite")
+    actual = {i: {k: d[k] for k in ("url", "title", "mimetype", "size", "mtime_ns", "preparation_error",
+                                    "content")} for i, d in all_docs(opensearch, index_name(remote)).items()}
+    assert actual == expected and len(actual) == 11
+    hits = search(remote, "apples")
+    assert [h["url"].rsplit("/", 1)[-1] for h in hits] == ["alpha.txt"]
+    assert "<mark>apples</mark>" in hits[0]["snippet_html"]
+    assert [h["url"].rsplit("/", 1)[-1] for h in search(remote, "kiwi -two extension:txt")] == ["k1.txt"]
+
+
+def test_analyzer_change_builds_a_new_index_and_swaps_the_alias(tmp_path, os_config, crawl, opensearch, search):
+    root = tmp_path / "docs"
+    (root / "de").mkdir(parents=True)
+    (root / "de" / "haus.txt").write_text("Die Häuser der Städte stehen am Fluss", encoding="utf-8")
+    english = os_config(root)
+    assert crawl(english).code == 0
+    name = index_name(english)
+    (old,) = _get(f"{opensearch}/_alias/{name}")
+    assert search(english, "haus") == []  # the english analyzer does not stem German
+
+    german = os_config(root, index={"analyzer": "german"})
+    run = crawl(german)
+    assert run.code == 0 and run.counts["new"] == 1  # a new physical index, built from scratch
+    (new,) = _get(f"{opensearch}/_alias/{name}")
+    assert new != old
+    assert _get(f"{opensearch}/_cat/indices/{old}?format=json&ignore_unavailable=true") == []
+    assert [h["url"].rsplit("/", 1)[-1] for h in search(german, "haus")] == ["haus.txt"]
+
+
+def _write_rejections(url: str) -> int:
+    nodes = _get(f"{url}/_nodes/stats/thread_pool")["nodes"]
+    return sum(n["thread_pool"]["write"]["rejected"] for n in nodes.values())
+
+
+def test_tiny_write_queue_answers_429_and_still_every_document_is_indexed(tmp_path, node_dir, os_config, crawl):
+    root = tmp_path / "docs"
+    for i in range(3000):
+        (root / f"d{i % 30}").mkdir(parents=True, exist_ok=True)
+        (root / f"d{i % 30}" / f"f{i}.txt").write_text(f"queued document {i} " * 20)
+    settings = {"thread_pool.write.size": 1, "thread_pool.write.queue_size": 1}
+    with running_node(node_dir / "tiny", settings=settings) as url:
+        config = os_config(root, url=url)
+        run = crawl(config, "--direct_num_workers=4")
+        assert run.code == 0, run.report["problems"][:3]
+        assert run.counts["written"] == 3000
+        assert len(all_docs(url, index_name(config))) == 3000
+        assert _write_rejections(url) > 0, "the node never answered 429: the test proves nothing"
+
+
+def test_node_killed_mid_crawl_then_rerun_converges(tmp_path, node_dir, os_config):
+    root = tmp_path / "docs"
+    for i in range(4000):
+        (root / f"d{i % 40}").mkdir(parents=True, exist_ok=True)
+        (root / f"d{i % 40}" / f"f{i}.html").write_text(
+            f"<html><title>t{i}</title><body><p>{'survivor text ' * 60}{i}</p></body></html>")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    workdir = node_dir / "killed"
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(running_node(workdir, http_port=port))
+        config = os_config(root, url=url)
+        command = [sys.executable, "-m", "pipeline.cli", "crawl", str(config), "--direct_num_workers=2"]
+        if os.geteuid() == 0:
+            command = DROP_DAC + command
+        crawl_proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      cwd=Path(__file__).resolve().parent.parent)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if _get(f"{url}/{index_name(config)}/_count")["count"] > 0:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        stack.close()  # the node goes away in the middle of the crawl
+        out, err = crawl_proc.communicate(timeout=600)
+    assert crawl_proc.returncode == 2, err
+    report = json.loads(report_path(config).read_text())
+    assert "could not be written to the index" in report["fatal"]
+    assert report["counts"]["deleted"] == 0
+    assert "FAILED:" in out
+
+    with running_node(workdir, http_port=port):
+        done = beamtrawl("crawl", str(config), "--direct_num_workers=2")
+        assert done.returncode == 0, done.stderr
+        assert len(all_docs(url, index_name(config))) == 4000

@@ -1,0 +1,271 @@
+"""OpenSearch as an index target, through opensearch-py.
+
+* The searchable name is an **alias**; documents live in a physical index named after the mapping
+  (``<name>-<hash of mapping and analyzer>``). A crawl writes into the physical index the current
+  configuration asks for; when that differs from the one the alias points to (the analyzer changed),
+  the crawl builds the new one from scratch and the alias is swapped only when the crawl succeeded,
+  so searchers never see a half-built index (regain's temp/new/index folders, the OpenSearch way).
+* The **snapshot** is read with a point in time, sliced for parallel readers, paged with
+  ``search_after`` on the ``id`` keyword; the driver opens it and always releases it.
+* **Upserts** go through ``helpers.streaming_bulk`` (the only helper that retries documents rejected
+  with 429) in requests of at most 10 MiB; the transport retries 502/503/504 and timeouts. Ids are
+  hashes of URLs, so a retried batch overwrites instead of duplicating. What still fails is returned
+  to the caller for the report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from opensearchpy import OpenSearch, helpers
+from opensearchpy.exceptions import NotFoundError, OpenSearchException, TransportError
+
+from transforms.index.base import MARK_OFF, MARK_ON, Hit, IndexTarget, IndexUnavailable, render_snippet
+from transforms.index.query import Query
+from transforms.records import IndexDoc, SnapshotEntry
+
+ANALYZERS = ("english", "german", "french", "italian", "standard")
+SLICE_DOCS = 100_000  # documents per snapshot slice
+PAGE = 5_000
+MAX_REQUEST_BYTES = 10 * 1024 * 1024
+PIT_KEEP_ALIVE = "30m"
+_SNAPSHOT_FIELDS = list(SnapshotEntry._fields)
+_SEARCH_FIELDS = ["title^10", "headlines^4", "filename^3", "metadata^2", "content", "location"]
+
+
+def mapping(analyzer: str) -> dict:
+    """Explicit mappings: keywords for ids and exact fields, the language analyzer for text."""
+    keyword = {"type": "keyword"}
+    stored_only = {"type": "keyword", "index": False, "doc_values": False}
+    text = {"type": "text", "analyzer": analyzer}
+    return {
+        "dynamic": "strict",
+        "properties": {
+            "id": keyword, "url": keyword, "root": keyword, "groups": keyword, "mimetype": keyword,
+            "extension": keyword, "path": keyword, "preparation_error": keyword,
+            "title": {**text, "fields": {"raw": {"type": "keyword", "ignore_above": 512}}},
+            "content": text, "summary": {**text, "index": False}, "headlines": text, "metadata": text,
+            "filename": {"type": "text", "analyzer": "standard", "fields": {"raw": keyword}},
+            "location": {"type": "text", "analyzer": "standard"},
+            "size": {"type": "long"}, "mtime_ns": {"type": "long"},
+            "last_modified": {"type": "date"}, "indexed_at": {"type": "date"},
+            "content_hash": keyword, "etag": stored_only, "http_last_modified": stored_only,
+            "prep_fingerprint": keyword, "outlinks": stored_only,
+        },
+    }
+
+
+class OpenSearchIndex(IndexTarget):
+    def __init__(self, url: str, name: str, analyzer: str = "english", username: str | None = None,
+                 password: str | None = None, ca_file: str | None = None, verify_certs: bool = True,
+                 timeout: float = 60.0):
+        self.url, self.name, self.analyzer = url, name, analyzer
+        self.username, self.password = username, password
+        self.ca_file, self.verify_certs, self.timeout = ca_file, verify_certs, timeout
+        digest = hashlib.sha256(json.dumps(mapping(analyzer), sort_keys=True).encode()).hexdigest()[:10]
+        self.physical = f"{name}-{digest}"
+        self.pit_id: str | None = None
+        self._client: OpenSearch | None = None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_client"] = None  # clients are not picklable: each worker opens its own
+        return state
+
+    @property
+    def client(self) -> OpenSearch:
+        if self._client is None:
+            auth = (self.username, self.password or "") if self.username else None
+            self._client = OpenSearch(
+                hosts=[self.url], http_auth=auth, verify_certs=self.verify_certs, ca_certs=self.ca_file,
+                timeout=self.timeout, max_retries=5, retry_on_timeout=True,
+                retry_on_status=(502, 503, 504), http_compress=True)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def _where(self) -> str:
+        return f"OpenSearch at {self.url}"
+
+    # -- driver ------------------------------------------------------------------------------
+    def check(self) -> None:
+        try:
+            self.client.info()
+        except (OpenSearchException, OSError) as err:
+            raise IndexUnavailable(f"{self._where()} cannot be reached: {_short(err)}") from None
+        if not self.client.indices.exists_alias(name=self.name):
+            raise IndexUnavailable(f"{self._where()} has no index '{self.name}' yet; run beamtrawl crawl first")
+
+    def prepare(self) -> None:
+        try:
+            self.client.info()
+            if not self.client.indices.exists(index=self.physical):
+                self.client.indices.create(index=self.physical, body={
+                    "settings": {"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "5s"},
+                    "mappings": mapping(self.analyzer)})
+            if not self.client.indices.exists_alias(name=self.name):
+                if self.client.indices.exists(index=self.name):
+                    raise IndexUnavailable(f"{self._where()}: '{self.name}' is an index, not an alias; "
+                                           "choose another index name")
+                self.client.indices.put_alias(index=self.physical, name=self.name)
+        except IndexUnavailable:
+            raise
+        except (OpenSearchException, OSError) as err:
+            raise IndexUnavailable(f"{self._where()} cannot be used: {_short(err)}") from None
+
+    def snapshot_splits(self) -> list[dict]:
+        self.client.indices.refresh(index=self.physical)
+        total = self.client.count(index=self.physical)["count"]
+        if not total:
+            return []
+        self.pit_id = self.client.create_pit(index=self.physical, params={"keep_alive": PIT_KEEP_ALIVE})["pit_id"]
+        slices = max(1, -(-total // SLICE_DOCS))
+        return [{"pit": self.pit_id, "slice": n, "of": slices} for n in range(slices)]
+
+    def finish(self, succeeded: bool) -> None:
+        """Driver, after the crawl: release the point in time; on success, point the alias at the
+        index this crawl wrote and drop the one it replaces."""
+        if self.pit_id:
+            try:
+                self.client.delete_pit(body={"pit_id": [self.pit_id]})
+            except (OpenSearchException, OSError):
+                pass  # it expires by itself after PIT_KEEP_ALIVE
+            self.pit_id = None
+        if not succeeded:
+            return
+        self.client.indices.refresh(index=self.physical)
+        current = list(self.client.indices.get_alias(name=self.name))
+        if current == [self.physical]:
+            return
+        actions = [{"remove": {"index": old, "alias": self.name}} for old in current]
+        actions.append({"add": {"index": self.physical, "alias": self.name}})
+        self.client.indices.update_aliases(body={"actions": actions})
+        for old in current:
+            self.client.indices.delete(index=old, ignore_unavailable=True)
+
+    # -- workers -----------------------------------------------------------------------------
+    def read_snapshot(self, split: dict) -> Iterator[SnapshotEntry]:
+        body: dict[str, Any] = {
+            "size": PAGE, "_source": _SNAPSHOT_FIELDS, "sort": [{"id": "asc"}],
+            "pit": {"id": split["pit"], "keep_alive": PIT_KEEP_ALIVE},
+        }
+        if split["of"] > 1:
+            body["slice"] = {"id": split["slice"], "max": split["of"]}
+        while True:
+            hits = self.client.search(body=body)["hits"]["hits"]
+            for hit in hits:
+                source = hit["_source"]
+                yield SnapshotEntry(**{f: source.get(f, 0 if f in ("size", "mtime_ns") else "")
+                                       for f in _SNAPSHOT_FIELDS})
+            if len(hits) < PAGE:
+                return
+            body["search_after"] = hits[-1]["sort"]
+
+    def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
+        urls = {doc.id: doc.url for doc in docs}
+        actions = ({"_index": self.physical, "_id": doc.id, "_source": _source(doc)} for doc in docs)
+        failures = []
+        try:
+            for ok, item in helpers.streaming_bulk(
+                    self.client, actions, chunk_size=500, max_chunk_bytes=MAX_REQUEST_BYTES,
+                    max_retries=8, initial_backoff=1, max_backoff=30,
+                    raise_on_error=False, raise_on_exception=False):
+                if not ok:
+                    result = next(iter(item.values()))
+                    failures.append((urls.get(result.get("_id"), result.get("_id", "?")),
+                                     f"index write failed: {_item_error(result)}"))
+        except (OpenSearchException, OSError) as err:  # the node went away during the batch
+            done = {url for url, _ in failures}
+            failures += [(doc.url, f"index write failed: {_short(err)}") for doc in docs if doc.url not in done]
+        return failures
+
+    def delete(self, ids: Sequence[str]) -> None:
+        actions = ({"_op_type": "delete", "_index": self.physical, "_id": i} for i in ids)
+        errors = [item for ok, item in helpers.streaming_bulk(
+            self.client, actions, chunk_size=1000, max_retries=8, initial_backoff=1, max_backoff=30,
+            raise_on_error=False) if not ok and item["delete"].get("status") != 404]
+        if errors:
+            raise IndexUnavailable(f"{len(errors)} deletes failed: {_item_error(errors[0]['delete'])}")
+
+    # -- searching ---------------------------------------------------------------------------
+    def count(self) -> int:
+        try:
+            return self.client.count(index=self.name)["count"]
+        except NotFoundError:
+            return 0
+
+    def search(self, query: Query, limit: int) -> list[Hit]:
+        must, must_not, filters = [], [], []
+        if query.has_text:
+            text = " ".join([*query.words, *(f'"{p}"' for p in query.phrases)])
+            must.append({"simple_query_string": {"query": text, "fields": _SEARCH_FIELDS,
+                                                 "default_operator": "and"}})
+        for excluded in query.excluded:
+            must_not.append({"simple_query_string": {"query": f'"{excluded}"' if " " in excluded else excluded,
+                                                     "fields": _SEARCH_FIELDS}})
+        for name, value, negated in query.filters:
+            (must_not if negated else filters).append(_filter(name, value))
+        body = {
+            "size": limit,
+            "query": {"bool": {"must": must or [{"match_all": {}}], "must_not": must_not, "filter": filters}},
+            "_source": ["url", "title", "filename", "mimetype", "size", "last_modified", "summary"],
+            "highlight": {"fields": {"content": {}, "title": {}, "headlines": {}},
+                          "pre_tags": [MARK_ON], "post_tags": [MARK_OFF], "fragment_size": 160,
+                          "number_of_fragments": 1, "encoder": "default"},
+            "sort": ["_score", {"url": "asc"}], "track_scores": True,
+        }
+        try:
+            hits = self.client.search(index=self.name, body=body)["hits"]["hits"]
+        except (OpenSearchException, OSError) as err:
+            raise IndexUnavailable(f"cannot search {self._where()}: {_short(err)}") from None
+        return [_hit(hit) for hit in hits]
+
+
+def _source(doc: IndexDoc) -> dict:
+    source = doc._asdict()
+    source["groups"] = list(doc.groups)
+    source["outlinks"] = list(doc.outlinks)
+    source["location"] = doc.url
+    return source
+
+
+def _filter(name: str, value: str) -> dict:
+    if name == "mimetype":
+        return {"wildcard": {"mimetype": value.lower()}}
+    if name == "extension":
+        return {"term": {"extension": value.lower().lstrip(".")}}
+    if name == "path":  # a folder, by whole segments (the stored path ends with "/")
+        return {"prefix": {"path": value.rstrip("/") + "/"}}
+    return {"prefix": {"url": value}}
+
+
+def _hit(hit: dict) -> Hit:
+    source, marked = hit["_source"], hit.get("highlight", {})
+    fragment = next((marked[f][0] for f in ("content", "headlines", "title") if marked.get(f)), None)
+    if fragment is None:
+        fragment = (source.get("summary") or "")[:200]
+    plain, marked = render_snippet(fragment)
+    return Hit(url=source["url"], title=source.get("title") or source.get("filename", ""),
+               snippet=plain, snippet_html=marked,
+               score=round(hit.get("_score") or 0.0, 4), mimetype=source.get("mimetype", ""),
+               size=source.get("size", 0), last_modified=source.get("last_modified", ""))
+
+
+def _item_error(result: dict) -> str:
+    error = result.get("error")
+    if isinstance(error, dict):
+        return f"{error.get('type', 'error')}: {error.get('reason', '')} (status {result.get('status')})"
+    return f"{error or 'error'} (status {result.get('status')})"
+
+
+def _short(err: Exception) -> str:
+    if isinstance(err, TransportError) and isinstance(err.status_code, int):
+        return f"HTTP {err.status_code} {err.error}"
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return text[:300]
