@@ -106,9 +106,14 @@ class OpenSearchIndex(IndexTarget):
         try:
             self.client.info()
             if not self.client.indices.exists(index=self.physical):
-                self.client.indices.create(index=self.physical, body={
-                    "settings": {"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "5s"},
-                    "mappings": mapping(self.analyzer)})
+                # The template carries the mappings, so an index created under this name by anyone
+                # (a restore, a manual re-create) gets them too.
+                self.client.indices.put_index_template(name=f"{self.name}-beamtrawl", body={
+                    "index_patterns": [f"{self.name}-*"],
+                    "template": {"settings": {"number_of_shards": 1, "number_of_replicas": 0,
+                                              "refresh_interval": "5s"},
+                                 "mappings": mapping(self.analyzer)}})
+                self.client.indices.create(index=self.physical)
             if not self.client.indices.exists_alias(name=self.name):
                 if self.client.indices.exists(index=self.name):
                     raise IndexUnavailable(f"{self._where()}: '{self.name}' is an index, not an alias; "
