@@ -74,6 +74,7 @@ class IndexConfig:
     ca_file: str | None = None
     verify_certs: bool = True
     timeout: float = 60.0
+    compress: bool = False
 
     @property
     def label(self) -> str:
@@ -221,7 +222,8 @@ _ANALYZERS = ("english", "german", "french", "italian", "standard")
 
 
 def _index(r: _Reader, raw: Any) -> IndexConfig:
-    keys = {"path", "url", "name", "analyzer", "username", "password", "ca_file", "verify_certs", "timeout"}
+    keys = {"path", "url", "name", "analyzer", "username", "password", "ca_file", "verify_certs", "timeout",
+            "compress"}
     raw = r.mapping(raw, "index", keys)
     if ("path" in raw) == ("url" in raw):
         raise r.fail("index", "needs either 'path' (the embedded index) or 'url' and 'name' (OpenSearch)")
@@ -252,7 +254,7 @@ def _index(r: _Reader, raw: Any) -> IndexConfig:
         username=r.string(raw["username"], "index.username") if "username" in raw else None,
         password=r.string(raw["password"], "index.password") if "password" in raw else None,
         ca_file=ca_file, verify_certs=r.boolean(raw.get("verify_certs", True), "index.verify_certs"),
-        timeout=float(timeout))
+        timeout=float(timeout), compress=r.boolean(raw.get("compress", False), "index.compress"))
 
 
 _TOP_KEYS = {"start", "whitelist", "blacklist", "index", "report", "work_dir", *DEFAULTS}

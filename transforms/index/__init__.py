@@ -13,7 +13,7 @@ def make_target(index_config) -> IndexTarget:
         return EmbeddedIndex(index_config.path)
     c = index_config
     return OpenSearchIndex(c.url, c.name, c.analyzer, c.username, c.password, c.ca_file, c.verify_certs,
-                           c.timeout)
+                           c.timeout, c.compress)
 
 
 __all__ = ["EmbeddedIndex", "Hit", "IndexTarget", "IndexUnavailable", "OpenSearchIndex", "make_target"]

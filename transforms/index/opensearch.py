@@ -1,7 +1,7 @@
 """OpenSearch as an index target, through opensearch-py.
 
 * The searchable name is an **alias**; documents live in a physical index named after the mapping
-  (``<name>-<hash of mapping and analyzer>``). A crawl writes into the physical index the current
+  (``<name>-bt-<hash of mapping and analyzer>``). A crawl writes into the physical index the current
   configuration asks for; when that differs from the one the alias points to (the analyzer changed),
   the crawl builds the new one from scratch and the alias is swapped only when the crawl succeeded,
   so searchers never see a half-built index (regain's temp/new/index folders, the OpenSearch way).
@@ -28,7 +28,7 @@ from transforms.index.query import Query
 from transforms.records import IndexDoc, SnapshotEntry
 
 ANALYZERS = ("english", "german", "french", "italian", "standard")
-SLICE_DOCS = 100_000  # documents per snapshot slice
+SLICE_DOCS = 50_000  # documents per snapshot slice
 PAGE = 5_000
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
 PIT_KEEP_ALIVE = "30m"
@@ -61,12 +61,12 @@ def mapping(analyzer: str) -> dict:
 class OpenSearchIndex(IndexTarget):
     def __init__(self, url: str, name: str, analyzer: str = "english", username: str | None = None,
                  password: str | None = None, ca_file: str | None = None, verify_certs: bool = True,
-                 timeout: float = 60.0):
+                 timeout: float = 60.0, compress: bool = False):
         self.url, self.name, self.analyzer = url, name, analyzer
         self.username, self.password = username, password
-        self.ca_file, self.verify_certs, self.timeout = ca_file, verify_certs, timeout
+        self.ca_file, self.verify_certs, self.timeout, self.compress = ca_file, verify_certs, timeout, compress
         digest = hashlib.sha256(json.dumps(mapping(analyzer), sort_keys=True).encode()).hexdigest()[:10]
-        self.physical = f"{name}-{digest}"
+        self.physical = f"{name}-bt-{digest}"
         self.pit_id: str | None = None
         self._client: OpenSearch | None = None
 
@@ -82,7 +82,7 @@ class OpenSearchIndex(IndexTarget):
             self._client = OpenSearch(
                 hosts=[self.url], http_auth=auth, verify_certs=self.verify_certs, ca_certs=self.ca_file,
                 timeout=self.timeout, max_retries=5, retry_on_timeout=True,
-                retry_on_status=(502, 503, 504), http_compress=True)
+                retry_on_status=(502, 503, 504), http_compress=self.compress)
         return self._client
 
     def close(self) -> None:
@@ -108,8 +108,9 @@ class OpenSearchIndex(IndexTarget):
             if not self.client.indices.exists(index=self.physical):
                 # The template carries the mappings, so an index created under this name by anyone
                 # (a restore, a manual re-create) gets them too.
+                # Longer names win where patterns overlap (docs-bt-* and docs-bt-bt-*).
                 self.client.indices.put_index_template(name=f"{self.name}-beamtrawl", body={
-                    "index_patterns": [f"{self.name}-*"],
+                    "index_patterns": [f"{self.name}-bt-*"], "priority": len(self.name),
                     "template": {"settings": {"number_of_shards": 1, "number_of_replicas": 0,
                                               "refresh_interval": "5s"},
                                  "mappings": mapping(self.analyzer)}})

@@ -20,6 +20,8 @@ from apache_beam.metrics import Metrics
 from transforms.progress import Progress, timed
 from transforms.records import Event, SnapshotEntry, event
 
+BATCH = 500  # documents per upsert call (the OpenSearch target cuts requests at 10 MiB as well)
+
 
 class ReadSnapshot(beam.PTransform):
     def __init__(self, target):
@@ -72,7 +74,7 @@ class WriteIndex(beam.PTransform):
     def expand(self, branches):
         events = [
             docs
-            | f"Batch{n}" >> beam.BatchElements(min_batch_size=50, max_batch_size=500)
+            | f"Batch{n}" >> beam.BatchElements(min_batch_size=BATCH, max_batch_size=BATCH)
             | f"Upsert{n}" >> beam.ParDo(_Upsert(self.target)).with_output_types(Event)
             for n, docs in enumerate(branches)
         ]
