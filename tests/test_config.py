@@ -142,7 +142,7 @@ def test_unknown_nested_key_regain_tolower_case(tmp_path):
     ('start: [{url: "corpus"}]\n', "index: is required"),
     ('start: []\nindex: {path: "i.sqlite"}\n', "start: needs at least one start URL"),
     ('start: [{parse: true}]\nindex: {path: "i.sqlite"}\n', "start[0].url: is required"),
-    ('start: [{url: "corpus"}]\nindex: {}\n', "index.path: is required"),
+    ('start: [{url: "corpus"}]\nindex: {}\n', "index: needs either 'path' (the embedded index) or 'url' and 'name' (OpenSearch)"),
     ('start: [{url: "corpus"}]\nindex: {path: "i.sqlite", kind: "opensearch"}\n', "index.kind: unknown key"),
     ('start: "corpus"\nindex: {path: "i.sqlite"}\n', "start: must be a list, got a string"),
     ("", "must be a mapping, got nothing"),
@@ -266,3 +266,31 @@ def test_missing_file(tmp_path):
     with pytest.raises(ConfigError) as caught:
         load_config(str(missing))
     assert str(caught.value) == f"{missing}: cannot read: No such file or directory"
+
+
+def test_opensearch_index_section(tmp_path, monkeypatch):
+    monkeypatch.setenv("OS_PASSWORD", "s3cret")
+    path = tmp_path / "os.yaml"
+    path.write_text('start: [{url: "/srv"}]\nindex: {url: "https://h:9200/", name: docs, analyzer: german,\n'
+                    '  username: u, password: "${OS_PASSWORD}", verify_certs: false}\n')
+    index = load_config(str(path)).index
+    assert (index.url, index.name, index.analyzer, index.password, index.verify_certs, index.path) == (
+        "https://h:9200", "docs", "german", "s3cret", False, None)
+    assert load_config(str(path)).report == str(tmp_path / "beamtrawl-docs.report.json")
+
+
+@pytest.mark.parametrize(("index", "message"), [
+    ('{url: "h:9200", name: docs}', "index.url: must start with http:// or https://"),
+    ('{url: "http://h:9200"}', "index.name: is required with index.url"),
+    ('{url: "http://h:9200", name: Docs}', "index.name: must be lower case"),
+    ('{url: "http://h:9200", name: docs, analyzer: klingon}', "index.analyzer: must be one of"),
+    ('{path: x.sqlite, analyzer: german}', "index.analyzer: applies only to an OpenSearch index"),
+    ('{url: "http://h", name: d, ca_file: nope.pem}', "index.ca_file: no such file"),
+    ('{url: "http://h", name: d, timeout: 0}', "index.timeout: must be a positive number"),
+])
+def test_opensearch_index_errors(tmp_path, index, message):
+    path = tmp_path / "os.yaml"
+    path.write_text(f'start: [{{url: "/srv"}}]\nindex: {index}\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(str(path))
+    assert str(caught.value).startswith(f"{path}: {message}")
