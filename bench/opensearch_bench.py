@@ -5,18 +5,23 @@ Run from the repository root (beamtrawl installed; Java and Maven for the test n
     python bench/opensearch_bench.py [--docs 20000] [--snapshot-docs 100000] [--url URL] [--seed 7]
 
 Without ``--url`` it starts a real single-node OpenSearch (tests/servers/opensearch.py) in a temporary
-folder. The first part indexes a small untimed warm-up set, which is also the snapshot index of (2). Then:
+folder. It first indexes the snapshot documents of (2), untimed. Then:
 
 (1) indexing: N prepared documents (generated text and HTML of 1-4 KB, prepared by the built-in
-    preparators and ``make_document``; not timed) written by ``beam.Create(docs) | WriteIndex(target)``
-    on FnApiRunner with 2 worker processes into a fresh index, against a plain one-process
-    ``helpers.streaming_bulk`` loop with the same chunking (500 documents, at most 10 MiB), the same
+    preparators and ``make_document``; not timed) are pickled into shards of 500. The beamtrawl sink
+    loads them inside the workers (as in a crawl, where documents are made in the workers, never
+    sent from the driver) and writes them with ``WriteIndex(target)`` on FnApiRunner with 2 worker
+    processes into a fresh index; its time is the whole pipeline run, Beam's start-up included. The
+    baseline is a plain one-process ``helpers.streaming_bulk`` loop through a default client (no
+    compression, like the target) with the same chunking (500 documents, at most 10 MiB), the same
     ``_id`` and ``_source`` (the module's ``_source(doc)``) into another fresh index with the same
-    mapping and settings. Both must hold exactly N documents, with identical sources in a sample.
+    mapping and settings. Headline: sink/loop in docs/s, target >= 0.8. Both indexes must hold exactly
+    N documents, with identical sources in a sample. An untimed warm-up bulk of 2,000 documents runs
+    first.
 (2) snapshot read of M documents: through the target (``snapshot_splits`` + ``read_snapshot`` of
-    every split), through ``ReadSnapshot(target) | Count.Globally()`` with 2 workers, and with a plain
-    ``helpers.scan`` of the same fields. Every read must return M entries, and no point in time may
-    be left open at the end.
+    every split; one PIT slice per 50,000 documents), through ``ReadSnapshot(target) |
+    Count.Globally()`` with 2 workers, and with a plain ``helpers.scan`` of the same fields. Every
+    read must return M entries, and no point in time may be left open at the end.
 
 Exit code 0 when the figures were measured (targets may be missed), 1 when a check fails.
 """
@@ -27,6 +32,7 @@ import argparse
 import contextlib
 import hashlib
 import os
+import pickle
 import random
 import shutil
 import sys
@@ -42,8 +48,8 @@ from crawl_bench import Row, _html_file, _sentences, _text_file, check, print_ta
 from opensearchpy import OpenSearch, helpers
 
 from runners import pipeline_options
-from transforms.index.opensearch import MAX_REQUEST_BYTES, PAGE, OpenSearchIndex, _source, mapping
-from transforms.index.write import ReadSnapshot, WriteIndex
+from transforms.index.opensearch import MAX_REQUEST_BYTES, PAGE, SLICE_DOCS, OpenSearchIndex, _source, mapping
+from transforms.index.write import BATCH, ReadSnapshot, WriteIndex
 from transforms.preparators import BUILTIN, chain_for
 from transforms.prepare import make_document
 from transforms.records import Entry, IndexDoc, SnapshotEntry
@@ -53,7 +59,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 ANALYZER = "english"
 SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "5s"}  # as prepare() makes
-CHUNK = 500
+CHUNK = 500  # chunk_size of streaming_bulk in OpenSearchIndex.upsert
 WORKERS = 2
 SAMPLE = 200  # documents whose sources are compared between the two indexes
 FINGERPRINT = hashlib.sha256(b"opensearch-bench").hexdigest()[:16]
@@ -142,17 +148,30 @@ def open_pits(client: OpenSearch) -> int:
 # (1) indexing
 # ---------------------------------------------------------------------------------------------
 
-def run_sink(url: str, name: str, docs: list[IndexDoc]) -> tuple[float, dict, str]:
-    """``beam.Create(docs) | WriteIndex(target)`` on 2 workers; (seconds, event counters, index)."""
+def _count_event(e) -> None:
+    Metrics.counter("bench", e.kind).inc(e.count)
+    if e.kind == "written":  # one per upsert call, so: how many batches WriteIndex made
+        Metrics.counter("bench", "batches").inc()
+
+
+def _load_shard(path: str) -> list[IndexDoc]:
+    with open(path, "rb") as handle:
+        return pickle.load(handle)
+
+
+def run_sink(url: str, name: str, paths: list[str]) -> tuple[float, dict, str]:
+    """Shards loaded in the workers ``| WriteIndex(target)`` on 2 workers; (seconds, event counters, index)."""
     target = OpenSearchIndex(url, name, ANALYZER)
     target.prepare()
     succeeded = False
     try:
         started = time.perf_counter()
         with beam.Pipeline(options=pipeline_options(None, [f"--direct_num_workers={WORKERS}"], target)) as p:
+            docs = (p | "Shards" >> beam.Create(paths)
+                    | "Load" >> beam.FlatMap(_load_shard).with_output_types(IndexDoc))
             # WriteIndex takes a tuple of branches (one per preparator family in a crawl): here one
-            events = (p | "Docs" >> beam.Create(docs),) | "WriteIndex" >> WriteIndex(target)
-            _ = events | "CountEvents" >> beam.Map(lambda e: Metrics.counter("bench", e.kind).inc(e.count))
+            events = (docs,) | "WriteIndex" >> WriteIndex(target)
+            _ = events | "CountEvents" >> beam.Map(_count_event)
         seconds = time.perf_counter() - started
         succeeded = True
     finally:
@@ -179,27 +198,38 @@ def same_sources(client: OpenSearch, a: str, b: str, docs: list[IndexDoc]) -> bo
 
 def indexing(url: str, client: OpenSearch, run: str, docs: list[IndexDoc]) -> list[Row]:
     n = len(docs)
-    print(f"\n(1) indexing {n:,} prepared documents into fresh indexes")
-    loop_index = f"bench-loop-{run}"
-    loop_s = run_loop(client, loop_index, docs)
-    sink_s, events, sink_index = run_sink(url, f"bench-sink-{run}", docs)
-    counts = {"sink": refreshed_count(client, sink_index), "loop": refreshed_count(client, loop_index)}
+    print(f"\n(1) indexing {n:,} prepared documents, each run into its own fresh index")
+    run_loop(client, f"bench-warmup-{run}", docs[:2000])  # untimed: JIT and analyzers warm for both runs
+    client.indices.delete(index=f"bench-warmup-{run}")
+    loop_s = run_loop(client, f"bench-loop-{run}", docs)
+    with tempfile.TemporaryDirectory(prefix="beamtrawl-os-bench-shards-") as shards:
+        paths = []
+        for k in range(0, n, BATCH):
+            paths.append(os.path.join(shards, f"docs-{k:07d}.pickle"))
+            with open(paths[-1], "wb") as handle:
+                pickle.dump(docs[k:k + BATCH], handle)
+        sink_s, events, sink_index = run_sink(url, f"bench-sink-{run}", paths)
     ratio = loop_s / sink_s
-    print(f"  beamtrawl sink: {rate(n, sink_s):>24}  (Create | WriteIndex, FnApiRunner, {WORKERS} workers;\n"
-          f"                  events: written {events.get('written', 0):,}, failed {events.get('failed', 0)})")
-    print(f"  plain loop:     {rate(n, loop_s):>24}  (helpers.streaming_bulk, one process)")
+    batches = events.get("batches", 0)
+    print(f"  beamtrawl sink: {rate(n, sink_s):>24}  {len(paths)} pickled shards loaded in the workers "
+          f"| WriteIndex,\n{'':42}FnApiRunner, {WORKERS} workers, whole pipeline run; {batches} batches "
+          f"of {n / max(1, batches):.0f} on average")
+    print(f"  plain loop:     {rate(n, loop_s):>24}  helpers.streaming_bulk in one process, default client")
     print(f"  sink/loop:      {ratio:7.2f}x docs/s   target >= 0.8  {verdict(ratio >= 0.8)}")
     print(f"  Both write the same documents (same _id, same _source from the module's _source(doc)) with the\n"
-          f"  same chunking ({CHUNK} documents, at most {MAX_REQUEST_BYTES >> 20} MiB per request) into fresh "
-          f"indexes with the same\n  mapping and settings. The sink's time is the whole pipeline run "
-          f"(start-up, Create of the documents,\n  workers); the loop's is the streaming_bulk loop; "
-          f"index creation is in neither.")
-    print(f"  documents in the indexes: sink {counts['sink']:,}, loop {counts['loop']:,}")
-    if counts != {"sink": n, "loop": n} or events.get("written") != n:
+          f"  same chunking (streaming_bulk chunk_size={CHUNK}, max_chunk_bytes={MAX_REQUEST_BYTES >> 20} MiB, "
+          f"no compression;\n  WriteIndex hands each upsert exactly {BATCH}) into fresh indexes with the same "
+          f"mapping and settings;\n  index creation is in neither time. The sink's time includes Beam's pipeline "
+          f"start-up (worker\n  processes, bundles). The documents are loaded in the workers because in a crawl "
+          f"they are made\n  there, never sent from the driver through beam.Create.")
+    indexes = {"sink": sink_index, "loop": f"bench-loop-{run}"}
+    counts = {what: refreshed_count(client, index) for what, index in indexes.items()}
+    print("  documents in the indexes: " + ", ".join(f"{what} {c:,}" for what, c in counts.items()))
+    if set(counts.values()) != {n} or events.get("written") != n:
         fail(f"each index should hold {n} documents: {counts}, sink events {events}")
-    if not same_sources(client, sink_index, loop_index, docs):
-        fail(f"a sample of {SAMPLE} documents differs between the two indexes")
-    print(f"  a sample of {SAMPLE} documents has identical _source in both indexes: OK")
+    if not same_sources(client, sink_index, indexes["loop"], docs):
+        fail(f"a sample of {SAMPLE} documents differs between the indexes")
+    print(f"  a sample of {SAMPLE} documents has identical _source in both: OK")
     return [("index, beamtrawl sink", rate(n, sink_s), "", ""),
             ("index, plain streaming_bulk", rate(n, loop_s), "", ""),
             check("index sink / loop (docs/s)", f"{ratio:.2f}x", ">= 0.8", ratio >= 0.8)]
@@ -251,8 +281,9 @@ def snapshot(url: str, client: OpenSearch, name: str, m: int) -> list[Row]:
     direct_s, direct_n, splits = read_direct(target)
     beam_s, beam_n = read_beam(target)
     scan_s, scan_n = read_scan(client, target.physical)
-    print(f"  target, one process:  {rate(direct_n, direct_s):>24}  ({splits} split(s) of at most "
-          f"100,000; PIT, search_after on id, pages of {PAGE:,})")
+    target.close()
+    print(f"  target, one process:  {rate(direct_n, direct_s):>24}  ({splits} PIT slice(s), one per "
+          f"{SLICE_DOCS:,} docs; search_after on id, pages of {PAGE:,})")
     print(f"  ReadSnapshot + Count: {rate(beam_n, beam_s):>24}  (FnApiRunner, {WORKERS} workers, "
           "whole pipeline run)")
     print(f"  helpers.scan:         {rate(scan_n, scan_s):>24}  (scroll, pages of {PAGE:,}, same _source fields)")
@@ -282,15 +313,15 @@ def benchmark(url: str, n: int, m: int, seed: int) -> list[Row]:
     size = sum(len(d.content) for d in docs)
     print(f"prepared {n:,} documents in {time.perf_counter() - started:.1f} s (not part of any figure): half "
           f"text, half HTML,\n  content {size / n / 1024:.1f} KiB on average, seed {seed}")
-    started = time.perf_counter()
-    snap = OpenSearchIndex(url, f"bench-snapshot-{run}", ANALYZER)
-    snap.prepare()
-    bulk(client, snapshot_actions(snap.physical, m))
-    client.indices.refresh(index=snap.physical)
-    snap.close()
-    print(f"indexed the {m:,} small snapshot documents with streaming_bulk in {time.perf_counter() - started:.1f} s"
-          "\n  (not part of any figure; it also warms up the node before (1))")
     try:
+        started = time.perf_counter()
+        snap = OpenSearchIndex(url, f"bench-snapshot-{run}", ANALYZER)
+        snap.prepare()
+        bulk(client, snapshot_actions(snap.physical, m))
+        client.indices.refresh(index=snap.physical)
+        snap.close()
+        print(f"indexed the {m:,} small snapshot documents with streaming_bulk in "
+              f"{time.perf_counter() - started:.1f} s\n  (not part of any figure)")
         rows = indexing(url, client, run, docs) + snapshot(url, client, f"bench-snapshot-{run}", m)
         left = open_pits(client)
         print(f"\npoints in time left open (GET /_search/point_in_time/_all): {left}  {verdict(left == 0)}")
@@ -299,6 +330,9 @@ def benchmark(url: str, n: int, m: int, seed: int) -> list[Row]:
         return [*rows, check("points in time left", str(left), "0", left == 0)]
     finally:
         client.indices.delete(index=f"bench-*-{run}*", ignore_unavailable=True)
+        for template in client.indices.get_index_template().get("index_templates", []):
+            if f"-{run}" in template["name"]:  # prepare() may leave an index template per target
+                client.indices.delete_index_template(name=template["name"])
         client.close()
 
 
