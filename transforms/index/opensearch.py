@@ -43,7 +43,10 @@ def mapping(analyzer: str) -> dict:
     text = {"type": "text", "analyzer": analyzer}
     return {
         "dynamic": "strict",
+        # Auxiliary fields (regain's auxiliaryField) live under "aux": untokenized by default.
+        "dynamic_templates": [{"aux_untokenized": {"path_match": "aux.*", "mapping": keyword}}],
         "properties": {
+            "aux": {"type": "object", "dynamic": True},
             "id": keyword, "url": keyword, "root": keyword, "groups": keyword, "mimetype": keyword,
             "extension": keyword, "path": keyword, "preparation_error": keyword,
             "title": {**text, "fields": {"raw": {"type": "keyword", "ignore_above": 512}}},
