@@ -59,8 +59,8 @@ class _Classify(beam.DoFn):
         if found:
             self.tally.count("accepted")
             entry = Entry(*found[0])
-            for other in found[1:]:
-                self.tally.count("duplicate")
+            if len(found) > 1:  # overlapping start URLs found it twice
+                self.tally.count("duplicate", len(found) - 1)
             old = indexed[0] if indexed else None
             if old is None:
                 self.tally.count("new")
