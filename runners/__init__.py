@@ -4,21 +4,33 @@ from __future__ import annotations
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from runners import direct
+from runners import dataflow, direct, flink, spark
+from runners.options import RunnerError
 
-_ALIASES = {"direct": direct, "directrunner": direct, "fnapirunner": direct}
-
-
-class RunnerError(Exception):
-    """The runner cannot run this crawl; the message says why."""
+_ENGINES = {"direct": direct, "directrunner": direct, "fnapirunner": direct, "flink": flink,
+            "flinkrunner": flink, "spark": spark, "sparkrunner": spark, "dataflow": dataflow,
+            "dataflowrunner": dataflow}
+_REFUSED = {
+    "dask": "DaskRunner loses data: it has been seen skipping one of two independent output branches and "
+            "dropping elements emitted from finish_bundle, which beamtrawl uses for its counts and batches",
+    "prism": "Prism is a binary Beam downloads from GitHub at run time, which these machines cannot reach; "
+             "use direct",
+}
 
 
 def pipeline_options(name: str | None, beam_args: list[str], target) -> PipelineOptions:
     """Options for runner ``name`` (default: direct) plus any Beam pipeline options given."""
-    module = _ALIASES.get((name or "direct").lower())
-    if module is None:
-        if target.local_only:
-            raise RunnerError(f"the embedded SQLite index can only be written by the direct runner, not "
-                              f"{name}: its workers may run on other machines; index into OpenSearch instead")
+    key = (name or "direct").lower()
+    refusal = _REFUSED.get(key.removesuffix("runner"))
+    if refusal:
+        raise RunnerError(f"runner {name} is not supported: {refusal}")
+    engine = _ENGINES.get(key)
+    if engine is not direct and target.local_only:
+        raise RunnerError(f"the embedded SQLite index can only be written by the direct runner, not "
+                          f"{name}: its workers may run on other machines; index into OpenSearch instead")
+    if engine is None:
         return PipelineOptions([f"--runner={name}", *beam_args])
-    return PipelineOptions(module.arguments(beam_args))
+    return PipelineOptions(engine.arguments(beam_args))
+
+
+__all__ = ["RunnerError", "pipeline_options"]

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 
+from runners.options import with_defaults
+
 
 def arguments(beam_args: list[str]) -> list[str]:
-    """Defaults first, so a ``--direct_num_workers`` given on the command line wins."""
-    return ["--runner=FnApiRunner", "--direct_running_mode=multi_processing",
-            f"--direct_num_workers={os.cpu_count() or 1}", *beam_args]
+    return with_defaults(beam_args, runner="FnApiRunner", direct_running_mode="multi_processing",
+                         direct_num_workers=str(os.cpu_count() or 1))

@@ -1,0 +1,29 @@
+"""Apache Flink through Beam's Flink job server (FlinkRunner).
+
+``--flink_master [local]`` (the default) runs an embedded Flink MiniCluster inside the job server and the
+Python workers in LOOPBACK mode, inside this process. ``--flink_master host:port`` names the REST endpoint
+of a real cluster's JobManager; its Python workers then run EXTERNAL: start
+``python -m apache_beam.runners.worker.worker_pool_main --service_port=50000`` beside every TaskManager and
+pass ``--environment_config=localhost:50000``. Beam finds the job-server jar
+(``org.apache.beam:beam-runners-flink-<flink>-job-server:<beam version>``) in ``~/.apache_beam/cache/jars``,
+downloads it from Maven Central once, or takes ``--flink_job_server_jar PATH``.
+
+File start URLs on a cluster: every TaskManager must see the same paths (a shared mount).
+"""
+
+from __future__ import annotations
+
+from runners.options import RunnerError, option, with_defaults
+
+
+def arguments(beam_args: list[str]) -> list[str]:
+    args = [a.replace("--flink-master", "--flink_master", 1) for a in beam_args]
+    master = option(args, "flink_master") or "[local]"
+    local = master == "[local]"
+    environment = option(args, "environment_type") or ("LOOPBACK" if local else "EXTERNAL")
+    if environment == "EXTERNAL" and not option(args, "environment_config"):
+        raise RunnerError("flink: workers of a Flink cluster run EXTERNAL; give --environment_config=HOST:PORT "
+                          "of the worker pool started beside each TaskManager")
+    if not local and ":" not in master:
+        raise RunnerError(f"flink: --flink_master must be [local] or HOST:PORT, got {master}")
+    return with_defaults(args, runner="FlinkRunner", flink_master=master, environment_type=environment)

@@ -1,0 +1,88 @@
+"""Launch paths of every engine, as far as they go without the engine: options, refusals, graph, staging."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import apache_beam as beam
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.portability.stager import Stager
+
+from pipeline import graph
+from pipeline.config import load_config
+from pipeline.crawl import preparation_fingerprint
+from runners import RunnerError, dataflow, direct, flink, pipeline_options, spark
+from runners.options import option
+from transforms.accept import Rules
+from transforms.index import EmbeddedIndex, OpenSearchIndex
+from transforms.preparators import BUILTIN
+
+DATAFLOW = ["--project=my-proj-123", "--region=europe-west1", "--temp_location=gs://beamtrawl-temp/tmp"]
+REMOTE = OpenSearchIndex("http://127.0.0.1:9200", "docs")
+
+
+def test_direct_defaults_give_way_to_the_command_line():
+    args = direct.arguments(["--direct_num_workers=1"])
+    assert option(args, "runner") == "FnApiRunner" and option(args, "direct_num_workers") == "1"
+    assert option(args, "direct_running_mode") == "multi_processing"
+
+
+def test_flink_local_and_cluster():
+    local = flink.arguments([])
+    assert (option(local, "flink_master"), option(local, "environment_type")) == ("[local]", "LOOPBACK")
+    cluster = flink.arguments(["--flink-master", "jm:8081", "--environment_config=localhost:50000"])
+    assert (option(cluster, "flink_master"), option(cluster, "environment_type")) == ("jm:8081", "EXTERNAL")
+    with pytest.raises(RunnerError, match="--environment_config"):
+        flink.arguments(["--flink_master=jm:8081"])
+    with pytest.raises(RunnerError, match="must be \\[local\\] or HOST:PORT"):
+        flink.arguments(["--flink_master=jm", "--environment_config=x:1"])
+
+
+def test_spark_master_url():
+    assert option(spark.arguments(["--spark_master_url=local[2]"]), "environment_type") == "LOOPBACK"
+    with pytest.raises(RunnerError, match="local\\[N\\] or spark://"):
+        spark.arguments(["--spark_master_url=yarn"])
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ([], "give --project, --region, --temp_location"),
+    (["--project=X", "--region=europe-west1", "--temp_location=gs://b/t"], "not a Google Cloud project id"),
+    (["--project=my-proj-123", "--region=europe", "--temp_location=gs://b/t"], "not a region"),
+    (["--project=my-proj-123", "--region=europe-west1", "--temp_location=/tmp"], "must be a gs:// path"),
+])
+def test_dataflow_options_are_validated(args, message):
+    with pytest.raises(RunnerError, match=message):
+        dataflow.arguments(args)
+
+
+def test_refusals_name_the_reason(tmp_path):
+    embedded = EmbeddedIndex(str(tmp_path / "x.sqlite"))
+    with pytest.raises(RunnerError, match="embedded SQLite index can only be written by the direct runner"):
+        pipeline_options("flink", [], embedded)
+    with pytest.raises(RunnerError, match="DaskRunner loses data"):
+        pipeline_options("DaskRunner", [], REMOTE)
+    with pytest.raises(RunnerError, match="Prism"):
+        pipeline_options("prism", [], REMOTE)
+    assert pipeline_options("flink", [], REMOTE).get_all_options()["runner"] == "FlinkRunner"
+
+
+def test_dataflow_graph_is_built_and_the_package_staged(tmp_path):
+    corpus = Path(__file__).resolve().parent.parent / "examples" / "corpus"
+    config_file = tmp_path / "c.yaml"
+    config_file.write_text(f'start: [{{url: "{corpus}"}}]\nindex: {{path: x.sqlite}}\n')
+    config = load_config(str(config_file))
+    target = EmbeddedIndex(config.index.path)  # the graph only: Dataflow itself would need OpenSearch
+    target.prepare()
+    p = beam.Pipeline(options=PipelineOptions(dataflow.arguments(DATAFLOW)))
+    assert type(p.runner).__name__ == "DataflowRunner"
+    graph.build(p, config, Rules(config), target, BUILTIN, preparation_fingerprint(BUILTIN, config),
+                "gs://beamtrawl-temp/work")
+    transforms = {t.unique_name for t in p.to_runner_api().components.transforms.values()}
+    assert {"Discover", "Freshness", "Prepare", "WriteIndex", "DeleteLast"} <= transforms
+
+    package = Stager._build_setup_package(dataflow.SETUP_FILE, str(tmp_path))
+    with tarfile.open(package) as sdist:
+        names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
+    assert {"pipeline/cli.py", "transforms/index/opensearch.py", "runners/dataflow.py"} <= names
