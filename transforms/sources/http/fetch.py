@@ -1,0 +1,139 @@
+"""Fetching one web page, within bounds: urllib3 (connection pooling, streaming reads, its own
+timeout model) rather than requests, because every limit must hold while the body streams in.
+
+* connect, read and total timeouts;
+* a maximum body size enforced on the decompressed bytes as they arrive, so a gzip bomb stops at the
+  limit instead of filling memory;
+* redirects followed by hand, at most ``max_redirects`` hops, loops detected, and every target handed
+  to ``allow(url)`` first, so it is checked against the rules like any other URL;
+* conditional requests with a stored ETag / Last-Modified (304 means unchanged).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urljoin
+
+import urllib3
+
+from transforms.urls import normalize_url
+
+CHUNK = 64 * 1024
+
+
+class FetchError(Exception):
+    """The page could not be fetched; the message is the report's reason."""
+
+
+@dataclass
+class Limits:
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0
+    total_timeout: float = 120.0
+    max_body: int = 10 * 1024 * 1024
+    max_redirects: int = 5
+    user_agent: str = "beamtrawl/0.1 (+https://github.com/beamtrawl)"
+
+
+@dataclass
+class Page:
+    url: str  # after redirects
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    truncated: bool = False  # the body passed max_body and was cut there
+    redirects: list[str] = field(default_factory=list)  # the URLs that redirected, in order
+
+    @property
+    def etag(self) -> str:
+        return self.headers.get("etag", "")
+
+    @property
+    def last_modified(self) -> str:
+        return self.headers.get("last-modified", "")
+
+
+class Fetcher:
+    """One per worker (``DoFn.setup``): it holds a connection pool."""
+
+    def __init__(self, limits: Limits | None = None):
+        self.limits = limits or Limits()
+        self.pool = urllib3.PoolManager(
+            retries=False, timeout=urllib3.Timeout(connect=self.limits.connect_timeout,
+                                                   read=self.limits.read_timeout))
+
+    def fetch(self, url: str, etag: str = "", last_modified: str = "",
+              allow: Callable[[str], bool] = lambda _url: True, headers: dict | None = None) -> Page:
+        """GET ``url``, following redirects that ``allow`` accepts; raises :class:`FetchError`."""
+        deadline = time.monotonic() + self.limits.total_timeout
+        request_headers = {"User-Agent": self.limits.user_agent, "Accept-Encoding": "gzip, deflate",
+                           **(headers or {})}
+        if etag:
+            request_headers["If-None-Match"] = etag
+        if last_modified:
+            request_headers["If-Modified-Since"] = last_modified
+        seen, redirects = {url}, []
+        while True:
+            response = self._request(url, request_headers, deadline)
+            if response.status not in (301, 302, 303, 307, 308):
+                return self._page(url, response, redirects, deadline)
+            location = response.headers.get("location")
+            response.release_conn()
+            if not location:
+                raise FetchError(f"redirect {response.status} without a Location header")
+            target = normalize_url(urljoin(url, location))
+            if target in seen:
+                raise FetchError(f"redirect loop: {' -> '.join([*redirects, url, target])}")
+            if len(redirects) >= self.limits.max_redirects:
+                raise FetchError(f"more than {self.limits.max_redirects} redirects")
+            if not allow(target):
+                raise FetchError(f"redirects to {target}, which the rules do not accept")
+            redirects.append(url)
+            seen.add(target)
+            url = target
+
+    def _request(self, url: str, headers: dict, deadline: float):
+        if time.monotonic() >= deadline:
+            raise FetchError(f"took longer than {self.limits.total_timeout:g} s")
+        try:
+            return self.pool.request("GET", url, headers=headers, redirect=False, preload_content=False,
+                                     decode_content=False)
+        except urllib3.exceptions.MaxRetryError as err:
+            raise FetchError(_reason(err.reason)) from None
+        except urllib3.exceptions.HTTPError as err:
+            raise FetchError(_reason(err)) from None
+
+    def _page(self, url: str, response, redirects: list[str], deadline: float) -> Page:
+        body, truncated = bytearray(), False
+        try:
+            for chunk in response.stream(CHUNK, decode_content=True):
+                body += chunk
+                if len(body) > self.limits.max_body:
+                    del body[self.limits.max_body:]
+                    truncated = True
+                    break
+                if time.monotonic() >= deadline:
+                    raise FetchError(f"took longer than {self.limits.total_timeout:g} s")
+        except urllib3.exceptions.HTTPError as err:
+            raise FetchError(_reason(err)) from None
+        finally:
+            if truncated:
+                response.close()  # the rest is never read: this connection cannot be reused
+            else:
+                response.release_conn()
+        headers = {k.lower(): v for k, v in response.headers.items()}
+        return Page(url, response.status, headers, bytes(body), truncated, redirects)
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, urllib3.exceptions.ReadTimeoutError):
+        return "read timeout"
+    if isinstance(err, urllib3.exceptions.NewConnectionError):  # a subclass of ConnectTimeoutError
+        return "connection refused" if "refused" in str(err).lower() else "cannot connect"
+    if isinstance(err, urllib3.exceptions.ConnectTimeoutError):
+        return "connect timeout"
+    if isinstance(err, urllib3.exceptions.DecodeError):
+        return "body cannot be decompressed"
+    return type(err).__name__
