@@ -177,3 +177,41 @@ def test_example_configuration_crawls(tmp_path, crawl, search):
     assert run.code == 0, run.stderr
     assert run.counts["written"] >= 30
     assert search(config, "sourdough")[0]["url"].endswith("sourdough-bread.md")
+
+
+def test_office_pdf_mail_and_archives_are_searchable(tmp_path, make_config, crawl, search):
+    import io
+    import zipfile
+    from email.message import EmailMessage
+
+    import docx
+    from reportlab.pdfgen import canvas
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    document = docx.Document()
+    document.add_heading("Quarterly zeppelin review", level=1)
+    document.add_paragraph("The zeppelin hangar needs a new roof.")
+    document.save(root / "review.docx")
+    pdf = canvas.Canvas(str(root / "manual.pdf"))
+    pdf.drawString(72, 720, "Calibrate the xylophone before every concert.")
+    pdf.save()
+    mail = EmailMessage()
+    mail["From"] = "Ada <ada@example.org>"
+    mail["Subject"] = "Walrus sighting"
+    mail.set_content("A walrus was seen near the pier.")
+    (root / "note.eml").write_bytes(bytes(mail))
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w") as archive:
+        archive.writestr("inner/readme.txt", "the quokka lives in the archive")
+    (root / "bundle.zip").write_bytes(packed.getvalue())
+    (root / "broken.pdf").write_bytes(b"%PDF-1.4\n this is not a real pdf")
+    config = make_config(root)
+
+    run = crawl(config)
+    assert run.code == 1  # broken.pdf: a substitute document and a report line
+    assert "pdf:" in run.problems("prepare")[f"file://{root}/broken.pdf"]
+    for word, name in [("zeppelin", "review.docx"), ("xylophone", "manual.pdf"),
+                       ("walrus", "note.eml"), ("quokka", "bundle.zip"), ("broken", "broken.pdf")]:
+        assert names(search(config, word)) == [name], word
+    assert search(config, "walrus")[0]["title"] == "Walrus sighting from Ada <ada@example.org>"

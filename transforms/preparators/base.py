@@ -35,6 +35,7 @@ class PreparatorSpec:
     priority: int = 0
     url_pattern: re.Pattern | None = None
     params: tuple[tuple[str, object], ...] = ()
+    catch_all: bool = False  # only for documents no other preparator accepts
 
     def accepts(self, mimetype: str, url: str) -> bool:
         if self.url_pattern is not None:

@@ -1,0 +1,193 @@
+"""PDF and Office Open XML preparators on real files, made here by reportlab, pypdf, python-docx,
+openpyxl and python-pptx."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import docx
+import magic
+import openpyxl
+import pptx
+import pytest
+from pypdf import PdfReader, PdfWriter
+from pypdf.annotations import Text
+from reportlab.pdfgen import canvas
+
+from transforms.preparators import PreparationError, office, pdf
+from transforms.preparators.office import prepare_ooxml
+from transforms.preparators.pdf import prepare_pdf
+
+
+def _mime(data: bytes) -> str:
+    return magic.from_buffer(data, mime=True)
+
+
+# -- PDF -------------------------------------------------------------------------------------------------
+
+def _pdf() -> bytes:
+    buffer = io.BytesIO()
+    page = canvas.Canvas(buffer)
+    page.setTitle("Centrifuge manual")
+    page.setAuthor("Ada Lovelace")
+    page.setSubject("Safety")
+    page.setKeywords("rotor gloves")
+    page.drawString(72, 720, "Balance the rotor before every run.")
+    page.showPage()
+    page.drawString(72, 720, "Wear gloves when you open the lid.")
+    page.showPage()
+    page.save()
+    return buffer.getvalue()
+
+
+def _rewrite(data: bytes, change) -> bytes:
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+    change(writer)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def annotated_pdf() -> bytes:
+    return _rewrite(_pdf(), lambda w: w.add_annotation(0, Text(text="Check the lid seal", rect=(50, 550, 200, 650))))
+
+
+def test_prepare_pdf(annotated_pdf):
+    assert _mime(annotated_pdf) in pdf.MIME_TYPES
+    prepared = prepare_pdf(annotated_pdf, "file:///manual.pdf", "application/pdf", {})
+    assert prepared.title == "Centrifuge manual"
+    assert prepared.content == ("Balance the rotor before every run.\nWear gloves when you open the lid."
+                                " Annotations Check the lid seal")
+    assert prepared.metadata == "p.2 Ada Lovelace Safety rotor gloves"
+
+
+def test_prepare_pdf_encrypted_with_empty_user_password():
+    data = _rewrite(_pdf(), lambda w: w.encrypt(user_password="", owner_password="x"))
+    assert b"/Encrypt" in data and _mime(data) in pdf.MIME_TYPES
+    prepared = prepare_pdf(data, "file:///locked.pdf", "application/pdf", {})
+    assert "Balance the rotor" in prepared.content and prepared.title == "Centrifuge manual"
+
+
+def test_prepare_pdf_encrypted_with_password():
+    data = _rewrite(_pdf(), lambda w: w.encrypt(user_password="secret", owner_password="x"))
+    with pytest.raises(PreparationError, match="^encrypted$"):
+        prepare_pdf(data, "file:///locked.pdf", "application/pdf", {})
+
+
+@pytest.mark.parametrize("cut", [0.1, 0.5, 0.9])
+def test_prepare_pdf_truncated(annotated_pdf, cut):
+    with pytest.raises(PreparationError, match="not readable as PDF"):
+        prepare_pdf(annotated_pdf[:int(len(annotated_pdf) * cut)], "file:///cut.pdf", "application/pdf", {})
+
+
+def test_prepare_pdf_garbage():
+    with pytest.raises(PreparationError, match="not readable as PDF"):
+        prepare_pdf(b"%PDF-1.4\nnot really a PDF", "file:///bad.pdf", "application/pdf", {})
+
+
+# -- Office Open XML -------------------------------------------------------------------------------------
+
+def _save(document) -> bytes:
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def docx_bytes() -> bytes:
+    document = docx.Document()
+    document.add_heading("Lab handbook", 0)
+    document.add_heading("Safety", 1)
+    document.add_paragraph("Wear gloves near the centrifuge.")
+    table = document.add_table(rows=2, cols=2)
+    for (row, col), text in {(0, 0): "Item", (0, 1): "Count", (1, 0): "Rotor", (1, 1): "3"}.items():
+        table.cell(row, col).text = text
+    document.add_heading("Spills", 2)
+    document.add_paragraph("Report every spill.")
+    properties = document.core_properties
+    properties.title, properties.author, properties.subject = "Handbook", "Ada Lovelace", "Safety"
+    properties.keywords, properties.comments = "gloves rotor", "For the lab"
+    return _save(document)
+
+
+def test_prepare_docx(docx_bytes):
+    assert _mime(docx_bytes) in office.MIME_TYPES
+    prepared = prepare_ooxml(docx_bytes, "file:///handbook.docx", _mime(docx_bytes), {})
+    assert prepared.title == "Handbook"
+    assert prepared.headlines == ["Lab handbook", "Safety", "Spills"]
+    assert prepared.content == ("Lab handbook\nSafety\nWear gloves near the centrifuge.\nItem Count\nRotor 3\n"
+                                "Spills\nReport every spill.")
+    assert prepared.metadata == "Ada Lovelace Safety gloves rotor For the lab"
+
+
+def test_prepare_docx_that_libmagic_cannot_name(docx_bytes):
+    """Members in another order: libmagic says only "Microsoft OOXML"; the parts still say DOCX."""
+    source, buffer = zipfile.ZipFile(io.BytesIO(docx_bytes)), io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
+        for name in reversed(source.namelist()):
+            target.writestr(name, source.read(name))
+    data = buffer.getvalue()
+    assert _mime(data) == "application/octet-stream" and _mime(data) in office.MIME_TYPES
+    assert prepare_ooxml(data, "file:///handbook.docx", _mime(data), {}).headlines == ["Lab handbook", "Safety",
+                                                                                        "Spills"]
+
+
+def test_prepare_xlsx():
+    workbook = openpyxl.Workbook()
+    stock = workbook.active
+    stock.title = "Stock"
+    stock.append(["Item", "Count", None, "Note"])
+    stock.append(["Rotor", 3])
+    workbook.create_sheet("Orders").append(["Gloves", 12.5])
+    workbook.properties.title, workbook.properties.creator = "Inventory", "Bob"
+    workbook.properties.subject, workbook.properties.keywords = "Stock", "lab"
+    data = _save(workbook)
+    assert _mime(data) in office.MIME_TYPES
+    prepared = prepare_ooxml(data, "file:///stock.xlsx", _mime(data), {})
+    assert prepared.title == "Inventory"
+    assert prepared.content == "Stock\nItem Count Note\nRotor 3\nOrders\nGloves 12.5"
+    assert prepared.metadata == "Bob Stock lab"
+
+
+def test_prepare_pptx():
+    presentation = pptx.Presentation()
+    first = presentation.slides.add_slide(presentation.slide_layouts[1])
+    first.shapes.title.text = "Centrifuges"
+    first.placeholders[1].text = "Balance the rotor"
+    first.notes_slide.notes_text_frame.text = "Mention the lid"
+    second = presentation.slides.add_slide(presentation.slide_layouts[5])
+    second.shapes.title.text = "Questions"
+    second.notes_slide.notes_text_frame.text = "Thank the audience"
+    presentation.core_properties.title, presentation.core_properties.author = "Safety talk", "Ada"
+    presentation.core_properties.comments = ""
+    data = _save(presentation)
+    assert _mime(data) in office.MIME_TYPES
+    prepared = prepare_ooxml(data, "file:///talk.pptx", _mime(data), {})
+    assert prepared.title == "Safety talk"
+    assert prepared.content == "Centrifuges\nBalance the rotor\nMention the lid\nQuestions\nThank the audience"
+    assert prepared.metadata == "Ada"
+
+
+def _overwrite_body(data: bytes) -> bytes:
+    """Zeroes in the middle of word/document.xml's compressed bytes."""
+    start = zipfile.ZipFile(io.BytesIO(data)).getinfo("word/document.xml").header_offset + 30 + 40
+    return data[:start] + b"\0" * 200 + data[start + 200:]
+
+
+@pytest.mark.parametrize("damage", [
+    lambda data: data[:len(data) // 2],  # truncated: no central directory
+    _overwrite_body,
+], ids=["truncated", "overwritten"])
+def test_prepare_corrupt_docx(docx_bytes, damage):
+    with pytest.raises(PreparationError, match="not readable as Office Open XML"):
+        prepare_ooxml(damage(docx_bytes), "file:///bad.docx", office.MIME_TYPES[0], {})
+
+
+def test_prepare_zip_that_is_not_office():
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("readme.txt", "hello")
+    with pytest.raises(PreparationError, match="not an Office Open XML document"):
+        prepare_ooxml(buffer.getvalue(), "file:///a.zip", "application/zip", {})

@@ -1,0 +1,98 @@
+"""E-mail (message/rfc822), read with the standard library's ``email`` package.
+
+Title as in regain: "<subject> from <sender>". Content: a header block, then the text parts in their
+declared charsets (HTML-only alternatives converted to text), then one "attachment: <name>" line per
+attachment. ``fields["attachments"]`` lists the attachments as JSON for a later step to prepare.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email
+import email.header
+import email.policy
+import json
+from email.message import EmailMessage
+
+from transforms.preparators.base import PreparationError, Prepared
+from transforms.preparators.html import prepare_html
+from transforms.preparators.text import decode_text
+
+MIME_TYPES = ("message/rfc822",)
+_HEADERS = ("Subject", "From", "To", "Cc", "Date")
+_ADDRESSES = ("From", "To", "Cc")
+
+
+def _raw(msg: EmailMessage, name: str) -> str:
+    """A header's raw text: 8-bit bytes in their sniffed charset, encoded words decoded where valid."""
+    raw = next((str(v) for k, v in msg.raw_items() if k.lower() == name.lower()), "")
+    raw = decode_text(raw.encode("ascii", "surrogateescape"))
+    with contextlib.suppress(Exception):
+        raw = str(email.header.make_header(email.header.decode_header(raw)))
+    return raw
+
+
+def _header(msg: EmailMessage, name: str) -> str:
+    """The decoded header; its raw text where the header is too malformed for the parser (an address
+    it cannot parse, raw 8-bit bytes, or an exception)."""
+    try:
+        header = msg.get(name)
+        value = str(header or "")
+        if header is not None and ((header.defects and name in _ADDRESSES) or "\ufffd" in value):
+            value = _raw(msg, name)
+    except Exception:  # noqa: BLE001 - email's header parser raises assorted errors on malformed input
+        value = _raw(msg, name)
+    return " ".join(value.split())
+
+
+def _text_of(part: EmailMessage) -> str:
+    payload = part.get_payload(decode=True) or b""
+    charset = part.get_content_charset()
+    if charset:
+        try:
+            return payload.decode(charset)
+        except (LookupError, UnicodeDecodeError):  # unknown or wrong charset: sniff it
+            pass
+    return decode_text(payload)
+
+
+def _walk(part: EmailMessage, url: str, texts: list[str], attachments: list[dict]) -> None:
+    ctype = part.get_content_type()
+    if part.get_content_maintype() == "multipart":
+        children = list(part.iter_parts())
+        if part.get_content_subtype() == "alternative" and any(c.get_content_type() == "text/plain"
+                                                                for c in children):
+            children = [c for c in children if c.get_content_type() != "text/html"]
+        for child in children:
+            _walk(child, url, texts, attachments)
+    elif ctype in ("text/plain", "text/html") and not part.is_attachment() and not part.get_filename():
+        text = _text_of(part)
+        if ctype == "text/html":
+            try:
+                text = prepare_html(text.encode("utf-8"), url, ctype, {}).content
+            except PreparationError:
+                return
+        texts.append(text.strip())
+    else:
+        if ctype == "message/rfc822":
+            inner = part.get_payload()
+            body = inner[0].as_bytes() if isinstance(inner, list) and inner else b""
+        else:
+            body = part.get_payload(decode=True) or b""
+        attachments.append({"name": part.get_filename() or "", "mimetype": ctype, "size": len(body)})
+
+
+def prepare_mail(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    msg = email.message_from_bytes(data, policy=email.policy.default)
+    headers = {name: _header(msg, name) for name in _HEADERS}
+    if not any(headers.values()) and not msg.get_payload():
+        raise PreparationError("no mail headers or body")
+    texts: list[str] = []
+    attachments: list[dict] = []
+    _walk(msg, url, texts, attachments)
+    subject, sender = headers["Subject"], headers["From"]
+    block = "\n".join(f"{name}: {value}" for name, value in headers.items() if value)
+    names = "\n".join(f"attachment: {a['name']}" for a in attachments if a["name"])
+    content = "\n\n".join(s for s in (block, *texts, names) if s)
+    return Prepared(title=f"{subject} from {sender}" if sender else subject, content=content,
+                    fields={"attachments": json.dumps(attachments, ensure_ascii=False)})

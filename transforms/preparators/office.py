@@ -1,0 +1,95 @@
+"""Office Open XML (DOCX, XLSX, PPTX) by python-docx, openpyxl and python-pptx. The parts inside the
+ZIP, not the MIME type, say which kind it is: libmagic names some of these files only "Microsoft OOXML"
+(application/octet-stream), depending on the order of the archive's members."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+import zlib
+
+import docx
+import openpyxl
+import pptx
+from docx.table import Table
+from pptx.enum.shapes import MSO_SHAPE_TYPE
+
+from transforms.preparators.base import PreparationError, Prepared
+
+MIME_TYPES = (
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "application/octet-stream",  # libmagic's "Microsoft OOXML" when it cannot tell which kind
+)
+
+
+def _join(values, separator: str = "\n") -> str:
+    return separator.join(t for t in (str(v).strip() for v in values if v is not None) if t)
+
+
+def _prepared(properties, creator: str, description: str, content: str, headlines=()) -> Prepared:
+    """``creator`` and ``description`` name the core properties, which the three libraries call differently."""
+    meta = (getattr(properties, name) for name in (creator, "subject", "keywords", description))
+    return Prepared(title=(properties.title or "").strip(), content=content, headlines=list(headlines),
+                    metadata=" ".join(m.strip() for m in meta if m and m.strip()))
+
+
+def _docx(stream) -> Prepared:
+    document = docx.Document(stream)
+    blocks, headlines = [], []
+    for block in document.iter_inner_content():  # paragraphs and tables in reading order
+        if isinstance(block, Table):
+            blocks.extend(" ".join(dict.fromkeys(c.text for c in row.cells)) for row in block.rows)
+            continue
+        blocks.append(block.text)
+        style = block.style.name if block.style is not None else ""
+        if style.startswith(("Heading", "Title")) and block.text.strip():
+            headlines.append(block.text.strip())
+    return _prepared(document.core_properties, "author", "comments", _join(blocks), headlines)
+
+
+def _xlsx(stream) -> Prepared:
+    workbook = openpyxl.load_workbook(stream, read_only=True, data_only=True)
+    try:
+        lines = []
+        for sheet in workbook.worksheets:
+            lines.append(sheet.title)
+            lines.extend(_join(row, " ") for row in sheet.iter_rows(values_only=True))
+        return _prepared(workbook.properties, "creator", "description", _join(lines))
+    finally:
+        workbook.close()
+
+
+def _shape_texts(shapes):
+    for shape in shapes:
+        if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+            yield from _shape_texts(shape.shapes)
+        elif shape.has_text_frame:
+            yield shape.text_frame.text
+        elif shape.has_table:
+            yield from (cell.text for row in shape.table.rows for cell in row.cells)
+
+
+def _pptx(stream) -> Prepared:
+    presentation = pptx.Presentation(stream)
+    texts = []
+    for slide in presentation.slides:
+        texts.extend(_shape_texts(slide.shapes))
+        if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
+            texts.append(slide.notes_slide.notes_text_frame.text)
+    return _prepared(presentation.core_properties, "author", "comments", _join(texts))
+
+
+_KINDS = {"word/document.xml": _docx, "xl/workbook.xml": _xlsx, "ppt/presentation.xml": _pptx}
+
+
+def prepare_ooxml(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    try:
+        names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
+        read = next((read for part, read in _KINDS.items() if part in names), None)
+        if read is None:
+            raise PreparationError("not an Office Open XML document")
+        return read(io.BytesIO(data))
+    except (zipfile.BadZipFile, zlib.error, KeyError, ValueError, SyntaxError) as err:
+        raise PreparationError(f"not readable as Office Open XML: {type(err).__name__}: {err}"[:200]) from None
