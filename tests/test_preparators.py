@@ -129,12 +129,13 @@ def names(chain):
 
 
 @pytest.mark.parametrize("mimetype, expected", [
-    ("text/html", ["html", "text", "metadata_only"]),
-    ("application/xhtml+xml", ["html", "metadata_only"]),
-    ("text/plain", ["text", "metadata_only"]),
-    ("text/x-python", ["text", "metadata_only"]),
-    ("application/pdf", ["metadata_only"]),
+    ("text/html", ["html", "text"]),  # the catch-all only when nothing else accepts
+    ("application/xhtml+xml", ["html"]),
+    ("text/plain", ["text"]),
+    ("text/x-python", ["text"]),
+    ("application/pdf", ["pdf"]),
     ("application/x-empty", ["metadata_only"]),
+    ("image/png", ["metadata_only"]),
 ])
 def test_builtin_chain(mimetype, expected):
     assert names(chain_for(BUILTIN, mimetype, "file:///srv/a")) == expected
