@@ -5,10 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # python-magic needs libmagic; setpriv (util-linux) lets root tests drop permission overrides;
-# Maven and a JDK fetch and run the OpenSearch node the tests start (tests/servers/opensearch.py).
-if ! ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/null || ! command -v mvn >/dev/null; then
+# Maven and a JDK fetch and run the OpenSearch node the tests start (tests/servers/opensearch.py);
+# sox writes the MP3, Ogg and FLAC files of the audio preparator's tests.
+if ! ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/null || ! command -v mvn >/dev/null \
+   || ! command -v sox >/dev/null || ! dpkg -s libsox-fmt-mp3 >/dev/null 2>&1; then
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 util-linux maven openjdk-17-jdk-headless
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 util-linux maven openjdk-17-jdk-headless \
+    sox libsox-fmt-mp3
 fi
 python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
 python3 tests/servers/opensearch.py install  # once: OpenSearch 2.19.6 from Maven Central, cached

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from transforms.preparators import archive, mail, office, pdf, xml
+from transforms.preparators import archive, audio, epub, mail, odf, office, pdf, rtf, xml
 from transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
 from transforms.preparators.html import prepare_html
 from transforms.preparators.metadata_only import prepare_metadata_only
@@ -18,6 +18,10 @@ BUILTIN = (
     PreparatorSpec("mail", mail.prepare_mail, mail.MIME_TYPES, priority=10),
     PreparatorSpec("xml", xml.prepare_xml, xml.MIME_TYPES, priority=10),
     PreparatorSpec("archive", archive.prepare_archive, archive.MIME_TYPES, priority=10),
+    PreparatorSpec("odf", odf.prepare_odf, odf.MIME_TYPES, priority=10),
+    PreparatorSpec("rtf", rtf.prepare_rtf, rtf.MIME_TYPES, priority=10),
+    PreparatorSpec("epub", epub.prepare_epub, epub.MIME_TYPES, priority=10),
+    PreparatorSpec("audio", audio.prepare_audio, audio.MIME_TYPES, priority=10),
     PreparatorSpec("text", prepare_text, ("text/*",), priority=0),
     # regain's EmptyPreparator catch-all: every document is at least found by name, path, type, date.
     PreparatorSpec("metadata_only", prepare_metadata_only, priority=-10, url_pattern=re.compile(""),

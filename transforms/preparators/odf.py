@@ -1,0 +1,149 @@
+"""OpenDocument text, spreadsheet and presentation (and their templates) with the standard library:
+the text of content.xml in reading order (paragraphs, headings, table rows, slide frames and notes),
+headings as headlines, and meta.xml's title, creator, subject, keywords and description. XML is parsed
+by defusedxml, as these files come from the crawl."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+import zlib
+
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import ParseError, fromstring
+
+from transforms.preparators.base import PreparationError, Prepared
+
+MIME_TYPES = (
+    "application/vnd.oasis.opendocument.text",
+    "application/vnd.oasis.opendocument.spreadsheet",
+    "application/vnd.oasis.opendocument.presentation",
+    "application/vnd.oasis.opendocument.text-template",
+    "application/vnd.oasis.opendocument.spreadsheet-template",
+    "application/vnd.oasis.opendocument.presentation-template",
+)
+
+_NS = {
+    "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
+    "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
+    "table": "urn:oasis:names:tc:opendocument:xmlns:table:1.0",
+    "meta": "urn:oasis:names:tc:opendocument:xmlns:meta:1.0",
+    "dc": "http://purl.org/dc/elements/1.1/",
+    "draw": "urn:oasis:names:tc:opendocument:xmlns:drawing:1.0",
+}
+
+
+def _q(name: str) -> str:
+    prefix, local = name.split(":")
+    return f"{{{_NS[prefix]}}}{local}"
+
+
+_P, _H = _q("text:p"), _q("text:h")
+_S, _TAB, _BREAK = _q("text:s"), _q("text:tab"), _q("text:line-break")
+_TABLE, _ROW, _CELL = _q("table:table"), _q("table:table-row"), _q("table:table-cell")
+_SPACES = re.compile(r"[ \t\r\n]+")
+_SPREADSHEET = _q("office:spreadsheet")
+_SKIP = {_q("text:tracked-changes"), _q("text:note-citation"), _q("office:forms")}
+_BLOCKS = {_P, _H, _ROW, _TABLE, _q("text:list"), _q("text:note"), _q("office:annotation"), _q("draw:frame"),
+           _q("draw:custom-shape")}  # in a paragraph, yet their text follows it as lines of their own
+
+
+def _inline(element, out: list[str], nested: list) -> None:
+    """The text of a paragraph into ``out``; blocks nested in it (a frame's, a note's) into ``nested``.
+    Runs of white space in the XML count as one space, as ODF says; text:s, text:tab and text:line-break
+    are the literal ones."""
+    if element.text:
+        out.append(_SPACES.sub(" ", element.text))
+    for child in element:
+        if child.tag == _S:
+            out.append(" " * min(int(child.get(_q("text:c")) or 1), 100))  # no memory for a forged count
+        elif child.tag == _TAB:
+            out.append("\t")
+        elif child.tag == _BREAK:
+            out.append("\n")
+        elif child.tag in _BLOCKS:
+            nested.append(child)
+        elif child.tag not in _SKIP:
+            _inline(child, out, nested)
+        if child.tail:
+            out.append(_SPACES.sub(" ", child.tail))
+
+
+def _paragraph(element, lines: list[str], headlines: list[str]) -> None:
+    out, nested = [], []
+    _inline(element, out, nested)
+    text = "".join(out).strip(" ")
+    lines.append(text)
+    if element.tag == _H and text:
+        headlines.append(" ".join(text.split()))
+    for child in nested:
+        _walk(child, lines, headlines)
+
+
+def _cell_text(cell) -> str:
+    lines: list[str] = []
+    _walk_children(cell, lines, [])
+    return " ".join(line for line in lines if line)
+
+
+def _walk(element, lines: list[str], headlines: list[str]) -> None:
+    if element.tag in (_P, _H):
+        _paragraph(element, lines, headlines)
+    elif element.tag == _ROW:
+        lines.append(" ".join(t for t in (_cell_text(c) for c in element if c.tag == _CELL) if t))
+    elif element.tag == _SPREADSHEET:
+        for sheet in element:
+            if sheet.tag == _TABLE:  # the sheet's name first, as for XLSX
+                lines.append(sheet.get(_q("table:name")) or "")
+                _walk_children(sheet, lines, headlines)
+            else:
+                _walk(sheet, lines, headlines)
+    elif element.tag not in _SKIP:
+        _walk_children(element, lines, headlines)
+
+
+def _walk_children(element, lines: list[str], headlines: list[str]) -> None:
+    for child in element:
+        _walk(child, lines, headlines)
+
+
+def _content(xml: bytes) -> tuple[str, list[str]]:
+    root = fromstring(xml)
+    body = root.find("office:body", _NS)
+    if body is None:
+        raise PreparationError("content.xml has no office:body")
+    lines: list[str] = []
+    headlines: list[str] = []
+    _walk_children(body, lines, headlines)
+    return "\n".join(line for line in lines if line), headlines
+
+
+def _meta(xml: bytes) -> tuple[str, str]:
+    meta = fromstring(xml).find("office:meta", _NS)
+    if meta is None:
+        return "", ""
+
+    def texts(path: str) -> list[str]:
+        return [" ".join(e.text.split()) for e in meta.iterfind(path, _NS) if e.text and e.text.strip()]
+
+    creator = texts("dc:creator") or texts("meta:initial-creator")
+    values = [*creator[:1], *texts("dc:subject"), *texts("meta:keyword"), *texts("dc:description")]
+    return " ".join(texts("dc:title")[:1]), " ".join(values)
+
+
+def prepare_odf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = set(archive.namelist())
+            if "mimetype" in names:
+                declared = archive.read("mimetype").decode("ascii", "replace").strip()
+                if not declared.startswith("application/vnd.oasis.opendocument."):
+                    raise PreparationError(f"not an OpenDocument file: mimetype {declared[:80]!r}")
+            if "content.xml" not in names:
+                raise PreparationError("not an OpenDocument file: no content.xml")
+            content, headlines = _content(archive.read("content.xml"))
+            title, metadata = _meta(archive.read("meta.xml")) if "meta.xml" in names else ("", "")
+    except (zipfile.BadZipFile, zlib.error, KeyError, ValueError, EOFError, ParseError, DefusedXmlException) as err:
+        raise PreparationError(f"not readable as OpenDocument: {type(err).__name__}: {err}"[:200]) from None
+    return Prepared(title=title, content=content, headlines=headlines, metadata=metadata)

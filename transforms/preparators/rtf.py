@@ -1,0 +1,44 @@
+"""RTF by striprtf. RTF is 7-bit text whose other characters are \\'xx escapes in the document's ANSI
+code page (\\ansicpgN, cp1252 when absent) or \\uN escapes; the bytes are read as that code page (Latin-1
+when it cannot decode them) and stripped to text. The title is the one in {\\info{\\title ...}}."""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+from striprtf.striprtf import rtf_to_text
+
+from transforms.preparators.base import PreparationError, Prepared
+
+MIME_TYPES = ("text/rtf", "application/rtf")
+
+_CODEPAGE = re.compile(rb"\\ansicpg(\d+)")
+_TITLE = re.compile(r"{\\title\s?((?:[^{}\\]|\\.|\\[a-z]+-?\d*\s?)*)}", re.IGNORECASE)
+
+
+def _encoding(data: bytes) -> str:
+    match = _CODEPAGE.search(data[:4096])
+    if match:
+        try:
+            return codecs.lookup(f"cp{int(match.group(1))}").name
+        except LookupError:
+            pass
+    return "cp1252"
+
+
+def prepare_rtf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    if not data.lstrip()[:5].startswith(b"{\\rtf"):
+        raise PreparationError("not an RTF document: no {\\rtf header")
+    encoding = _encoding(data)
+    try:
+        source = data.decode(encoding)
+    except UnicodeDecodeError:
+        source = data.decode("latin-1")
+    try:
+        content = rtf_to_text(source, encoding=encoding, errors="replace")
+        match = _TITLE.search(source)
+        title = rtf_to_text("{\\rtf1 " + match.group(1) + "}", encoding=encoding, errors="replace") if match else ""
+    except (ValueError, IndexError, LookupError, RecursionError) as err:
+        raise PreparationError(f"not readable as RTF: {type(err).__name__}: {err}"[:200]) from None
+    return Prepared(title=" ".join(title.split()), content=content.strip())
