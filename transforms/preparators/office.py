@@ -8,12 +8,6 @@ import io
 import zipfile
 import zlib
 
-import docx
-import openpyxl
-import pptx
-from docx.table import Table
-from pptx.enum.shapes import MSO_SHAPE_TYPE
-
 from transforms.preparators.base import PreparationError, Prepared
 
 MIME_TYPES = (
@@ -35,7 +29,12 @@ def _prepared(properties, creator: str, description: str, content: str, headline
                     metadata=" ".join(m.strip() for m in meta if m and m.strip()))
 
 
+# The Office libraries are imported where used: together they take a quarter of a second to load, which
+# every crawl and every worker would pay whether or not it meets an Office file.
 def _docx(stream) -> Prepared:
+    import docx
+    from docx.table import Table
+
     document = docx.Document(stream)
     blocks, headlines = [], []
     for block in document.iter_inner_content():  # paragraphs and tables in reading order
@@ -50,6 +49,8 @@ def _docx(stream) -> Prepared:
 
 
 def _xlsx(stream) -> Prepared:
+    import openpyxl
+
     workbook = openpyxl.load_workbook(stream, read_only=True, data_only=True)
     try:
         lines = []
@@ -62,6 +63,8 @@ def _xlsx(stream) -> Prepared:
 
 
 def _shape_texts(shapes):
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
     for shape in shapes:
         if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
             yield from _shape_texts(shape.shapes)
@@ -72,6 +75,8 @@ def _shape_texts(shapes):
 
 
 def _pptx(stream) -> Prepared:
+    import pptx
+
     presentation = pptx.Presentation(stream)
     texts = []
     for slide in presentation.slides:

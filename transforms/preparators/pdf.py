@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import io
 
-from pypdf import PdfReader
-from pypdf.errors import FileNotDecryptedError, PyPdfError
-
 from transforms.preparators.base import PreparationError, Prepared
 
 MIME_TYPES = ("application/pdf",)
@@ -20,6 +17,9 @@ def _annotations(page) -> list[str]:
 
 
 def prepare_pdf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    from pypdf import PdfReader  # loaded on the first PDF, not at every start-up
+    from pypdf.errors import FileNotDecryptedError, PyPdfError
+
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
