@@ -8,10 +8,10 @@
                                                     ├─► vanished, rejected  ─► delete batch (last)
                                                     └─► events (new, changed, unchanged, kept, …)
 
-Unchanged means the same size, the same ``mtime_ns`` (nanoseconds, not regain's days) and the same
-preparation fingerprint: such a document is neither read nor written. A document in the index that
-was not found is deleted only if the rules no longer accept it, or if every folder above it was
-listed completely in this crawl; otherwise it is kept and counted.
+Unchanged means the same size, the same ``mtime_ns`` (nanoseconds, not regain's days), the same
+preparation fingerprint and the same access groups: such a document is neither read nor written.
+A document in the index that was not found is deleted only if the rules no longer accept it, or if
+every folder above it was listed completely in this crawl; otherwise it is kept and counted.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ class _Classify(beam.DoFn):
         if incomplete is not self._incomplete_source:  # side inputs are fixed per window: cache the set
             self._incomplete_source = incomplete
             self._incomplete = set(incomplete)
-        _id, groups = keyed
-        found = sorted(groups["found"], key=lambda e: e.url)
-        indexed = list(groups["indexed"])
+        _id, joined = keyed
+        found = sorted(joined["found"], key=lambda e: e.url)
+        indexed = list(joined["indexed"])
         if indexed:
             self.tally.count("in_index", len(indexed))
         if found:
@@ -65,8 +65,8 @@ class _Classify(beam.DoFn):
             if old is None:
                 self.tally.count("new")
                 yield entry
-            elif (old.size, old.mtime_ns, old.prep_fingerprint) != (entry.size, entry.mtime_ns,
-                                                                      self.fingerprint):
+            elif (old.size, old.mtime_ns, old.prep_fingerprint, sorted(old.groups)) != (
+                    entry.size, entry.mtime_ns, self.fingerprint, sorted(entry.groups)):
                 self.tally.count("changed")
                 yield entry
             else:

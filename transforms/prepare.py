@@ -54,7 +54,7 @@ def make_document(entry, mimetype: str, data: bytes, prepared: Prepared, fingerp
         headlines="\n".join(prepared.headlines), metadata=prepared.metadata,
         mimetype=mimetype, extension=extension(entry.url), filename=file_name(entry.url),
         path=parent_path(entry.url), size=entry.size, mtime_ns=entry.mtime_ns,
-        last_modified=stamp.isoformat(timespec="milliseconds"), groups=[], preparation_error=error,
+        last_modified=stamp.isoformat(timespec="milliseconds"), groups=sorted(entry.groups), preparation_error=error,
         content_hash=hashlib.sha256(data).hexdigest() if data else "",
         etag=entry.etag, http_last_modified=entry.http_last_modified, prep_fingerprint=fingerprint,
         outlinks=list(entry.outlinks), indexed_at=datetime.now(UTC).isoformat(timespec="seconds"),

@@ -41,6 +41,7 @@ class Entry(NamedTuple):
     http_last_modified: str
     source_url: str
     link_text: str
+    groups: Sequence[str] = ()  # who may read it (access control); empty: everyone
 
 
 class SnapshotEntry(NamedTuple):
@@ -54,6 +55,7 @@ class SnapshotEntry(NamedTuple):
     content_hash: str
     etag: str
     http_last_modified: str
+    groups: Sequence[str] = ()
 
 
 class RawDocument(NamedTuple):

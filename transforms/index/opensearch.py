@@ -33,6 +33,7 @@ PAGE = 5_000
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
 PIT_KEEP_ALIVE = "30m"
 _SNAPSHOT_FIELDS = list(SnapshotEntry._fields)
+_MISSING = {"size": 0, "mtime_ns": 0, "groups": []}
 _SEARCH_FIELDS = ["title^10", "headlines^4", "filename^3", "metadata^2", "content", "location"]
 
 
@@ -170,7 +171,7 @@ class OpenSearchIndex(IndexTarget):
             hits = self.client.search(body=body)["hits"]["hits"]
             for hit in hits:
                 source = hit["_source"]
-                yield SnapshotEntry(**{f: source.get(f, 0 if f in ("size", "mtime_ns") else "")
+                yield SnapshotEntry(**{f: source.get(f, _MISSING.get(f, ""))
                                        for f in _SNAPSHOT_FIELDS})
             if len(hits) < PAGE:
                 return
