@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -62,6 +62,23 @@ class UrlPattern:
 
 
 @dataclass(frozen=True)
+class Credential:
+    """A login for every URL under ``url`` (scheme, host and optionally a path). The secret comes from
+    ``${ENV}`` or a file and never appears in URLs, logs or the report: ``repr`` hides it."""
+
+    url: str
+    username: str
+    password: str = field(repr=False)
+    auth: str = "basic"  # HTTP only: basic or digest
+
+
+def credential_for(credentials, url: str) -> Credential | None:
+    """The credential with the longest ``url`` prefix of ``url``, if any."""
+    matching = [c for c in credentials if url == c.url.rstrip("/") or url.startswith(c.url.rstrip("/") + "/")]
+    return max(matching, key=lambda c: len(c.url)) if matching else None
+
+
+@dataclass(frozen=True)
 class IndexConfig:
     """The embedded SQLite/FTS5 index (``path``) or an OpenSearch alias (``url`` and ``name``)."""
 
@@ -91,6 +108,7 @@ class Config:
     report: str
     work_dir: str
     url_cleaners: tuple[re.Pattern, ...] = ()
+    credentials: tuple[Credential, ...] = ()
     max_depth: int | None = DEFAULTS["max_depth"]
     max_file_size: int = DEFAULTS["max_file_size"]
     max_summary_length: int = DEFAULTS["max_summary_length"]
@@ -257,7 +275,35 @@ def _index(r: _Reader, raw: Any) -> IndexConfig:
         timeout=float(timeout), compress=r.boolean(raw.get("compress", False), "index.compress"))
 
 
-_TOP_KEYS = {"start", "whitelist", "blacklist", "index", "report", "work_dir", *DEFAULTS}
+def _credentials(r: _Reader, raw: Any) -> tuple[Credential, ...]:
+    credentials = []
+    for i, entry in enumerate(r.seq(raw, "credentials")):
+        path = f"credentials[{i}]"
+        entry = r.mapping(entry, path, {"url", "username", "password", "password_file", "auth"},
+                          required={"url", "username"})
+        if ("password" in entry) == ("password_file" in entry):
+            raise r.fail(path, "needs exactly one of 'password' (use ${ENV}) or 'password_file'")
+        if "password" in entry:
+            password = r.string(entry["password"], f"{path}.password")
+        else:
+            secret = os.path.join(r.base, r.string(entry["password_file"], f"{path}.password_file"))
+            try:
+                with open(secret, encoding="utf-8") as handle:
+                    password = handle.read().rstrip("\r\n")
+            except OSError as err:
+                raise r.fail(f"{path}.password_file", f"cannot read {secret}: {err.strerror}") from None
+        auth = r.string(entry.get("auth", "basic"), f"{path}.auth")
+        if auth not in ("basic", "digest"):
+            raise r.fail(f"{path}.auth", f"must be basic or digest, got {auth!r}")
+        url = r.string(entry["url"], f"{path}.url")
+        if "://" not in url or "@" in url.split("://", 1)[1].split("/", 1)[0]:
+            raise r.fail(f"{path}.url", "must be scheme://host[/path], without user or password in it")
+        credentials.append(Credential(normalize_url(url), r.string(entry["username"], f"{path}.username"),
+                                      password, auth))
+    return tuple(credentials)
+
+
+_TOP_KEYS = {"start", "whitelist", "blacklist", "index", "report", "work_dir", "credentials", *DEFAULTS}
 _SCALARS: dict[str, Callable[[_Reader, Any, str], Any]] = {
     "max_depth": lambda r, v, p: r.integer(v, p, allow_none=True),
     "max_file_size": _Reader.size,
@@ -312,7 +358,7 @@ def parse_config(raw: Any, source: str) -> Config:
                                                                                    "url_cleaners")))
     return Config(source=source, start=tuple(starts), whitelist=whitelist, blacklist=blacklist,
                   index=index, report=report, work_dir=work_dir,
-                  url_cleaners=cleaners, **scalars)
+                  url_cleaners=cleaners, credentials=_credentials(r, top.get("credentials")), **scalars)
 
 
 def load_config(path: str) -> Config:

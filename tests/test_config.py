@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from pipeline.config import DEFAULTS, ConfigError, load_config
+from pipeline.config import DEFAULTS, ConfigError, credential_for, load_config
 
 MINIMAL = """\
 start:
@@ -294,3 +294,29 @@ def test_opensearch_index_errors(tmp_path, index, message):
     with pytest.raises(ConfigError) as caught:
         load_config(str(path))
     assert str(caught.value).startswith(f"{path}: {message}")
+
+
+def test_credentials_from_env_and_file_never_in_repr(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTRA_PASSWORD", "s3cret-env")
+    (tmp_path / "secret").write_text("s3cret-file\n", encoding="utf-8")
+    config = load_config(str(write(tmp_path, with_top("""\
+        credentials:
+          - {url: "https://Intra.example.com/", username: bob, password: "${INTRA_PASSWORD}", auth: digest}
+          - {url: "https://intra.example.com/hr", username: alice, password_file: secret}
+        """))))
+    bob, alice = config.credentials
+    assert (bob.password, bob.auth, alice.password) == ("s3cret-env", "digest", "s3cret-file")
+    assert credential_for(config.credentials, "https://intra.example.com/hr/a.html") is alice
+    assert credential_for(config.credentials, "https://intra.example.com/hrx") is bob
+    assert credential_for(config.credentials, "https://other.example.com/") is None
+    assert "s3cret" not in repr(config)
+
+
+@pytest.mark.parametrize("entry, expected", [
+    ('{url: "https://u:p@h/", username: a, password: b}', "credentials[0].url: must be scheme://host"),
+    ('{url: "https://h/", username: a}', "credentials[0]: needs exactly one of 'password'"),
+    ('{url: "https://h/", username: a, password_file: nope}', "credentials[0].password_file: cannot read"),
+    ('{url: "https://h/", username: a, password: b, auth: ntlm}', "credentials[0].auth: must be basic or digest"),
+])
+def test_credential_errors(tmp_path, entry, expected):
+    assert error_of(tmp_path, with_top(f"credentials:\n  - {entry}\n")).startswith(expected)
