@@ -1,0 +1,117 @@
+"""Load benchmark: a crawl of 200,000 files completes with bounded memory and loses no document.
+
+Run from the repository root (beamtrawl installed, psutil present)::
+
+    python bench/load_bench.py [--files 200000] [--workers 2] [--opensearch] [--keep DIR]
+
+It generates the tree of bench/crawl_bench.py (small .txt and .html files) twice: the large one and a
+baseline of a tenth of its size. It crawls both into a fresh embedded index (and with
+``--opensearch`` into a fresh alias on a node started from tests/servers/opensearch.py) and prints, per
+target: wall seconds, documents per second, the peak RSS summed over the crawl's process tree (driver
+and workers, sampled every 0.1 s), the ratio of that peak to the baseline's (bounded memory means the
+ratio stays near 1 while the corpus grows tenfold), and the number of documents in the index, which
+must equal the number of files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from crawl_bench import REPO, generate_tree, mib, run_measured
+
+sys.path.insert(0, str(REPO))
+
+MEMORY_TARGET = 1.5  # peak RSS at N files / peak RSS at N/10 files
+
+
+def write_config(work: Path, tree: Path, name: str, index: dict) -> Path:
+    config = work / f"{name}.yaml"
+    config.write_text(json.dumps({"start": [{"url": str(tree)}], "index": index,
+                                  "report": str(work / f"{name}.report.json")}))
+    return config
+
+
+def count(index: dict) -> int:
+    if "path" in index:
+        from transforms.index.sqlite import EmbeddedIndex
+        target = EmbeddedIndex(index["path"])
+    else:
+        from transforms.index.opensearch import OpenSearchIndex
+        target = OpenSearchIndex(index["url"], index["name"])
+    try:
+        return target.count()
+    finally:
+        target.close()
+
+
+def crawl(work: Path, tree: Path, name: str, index: dict, files: int, workers: int) -> dict:
+    config = write_config(work, tree, name, index)
+    beamtrawl = shutil.which("beamtrawl") or sys.exit("the beamtrawl command is not on PATH (pip install -e .)")
+    run = run_measured([beamtrawl, "crawl", str(config), f"--direct_num_workers={workers}"],
+                       work / f"{name}.log")
+    run["count"] = count(index)
+    run["files"] = files
+    report = json.loads((work / f"{name}.report.json").read_text())
+    run["failed"] = report["counts"].get("failed", 0)
+    return run
+
+
+def measure(work: Path, trees: dict[str, tuple[Path, int]], target: str, index_for, workers: int) -> bool:
+    runs = {size: crawl(work, tree, f"{target}-{size}", index_for(size), files, workers)
+            for size, (tree, files) in trees.items()}
+    ratio = runs["large"]["peak_rss"] / runs["baseline"]["peak_rss"]
+    ok = True
+    print(f"\n{target}")
+    for run in runs.values():
+        lost = run["files"] - run["count"]
+        ok &= lost == 0 and run["failed"] == 0
+        print(f"  {run['files']:>8,} files: {run['seconds']:7.1f} s, {run['files'] / run['seconds']:6,.0f} docs/s, "
+              f"peak {mib(run['peak_rss'])} over {run['procs']} processes; index holds {run['count']:,} "
+              f"({'none lost' if lost == 0 else f'{lost} LOST'}, {run['failed']} failed)")
+    print(f"  peak memory ratio {trees['large'][1]:,} / {trees['baseline'][1]:,} files: {ratio:.2f}x "
+          f"(target <= {MEMORY_TARGET}: {'PASS' if ratio <= MEMORY_TARGET else 'MISS'})")
+    return ok
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=200_000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--opensearch", action="store_true", help="also crawl into an OpenSearch node")
+    parser.add_argument("--keep", help="work in this folder and keep it")
+    args = parser.parse_args()
+    work = Path(args.keep or tempfile.mkdtemp(prefix="beamtrawl-load-"))
+    work.mkdir(parents=True, exist_ok=True)
+    work.chmod(0o755)
+    try:
+        trees = {}
+        for size, files in (("baseline", args.files // 10), ("large", args.files)):
+            tree = work / f"tree-{files}"
+            if not tree.exists():
+                started = time.perf_counter()
+                generate_tree(tree, files, seed=7)
+                print(f"generated {files:,} files in {time.perf_counter() - started:.0f} s (not timed)")
+            trees[size] = (tree, files)
+        ok = measure(work, trees, "embedded index", lambda size: {"path": str(work / f"{size}.sqlite")},
+                     args.workers)
+        if args.opensearch:
+            from tests.servers.opensearch import running_node
+            with running_node(work / "node") as url:
+                ok &= measure(work, trees, "OpenSearch", lambda size: {"url": url, "name": f"load-{size}"},
+                              args.workers)
+        sys.exit(0 if ok else 1)
+    finally:
+        if not args.keep:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
