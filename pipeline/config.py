@@ -323,8 +323,9 @@ _SCALARS: dict[str, Callable[[_Reader, Any, str], Any]] = {
 }
 
 
-def parse_config(raw: Any, source: str) -> Config:
-    """Validate parsed YAML; ``source`` names the file in errors and anchors relative paths."""
+def parse_config(raw: Any, source: str, load_plugins: bool = True) -> Config:
+    """Validate parsed YAML; ``source`` names the file in errors and anchors relative paths.
+    ``load_plugins=False`` (searching) checks the plugin entries without importing the plugins."""
     r = _Reader(source)
     top = r.mapping(raw, "", _TOP_KEYS, required={"start", "index"})
 
@@ -366,12 +367,12 @@ def parse_config(raw: Any, source: str) -> Config:
     return Config(source=source, start=tuple(starts), whitelist=whitelist, blacklist=blacklist,
                   index=index, report=report, work_dir=work_dir,
                   url_cleaners=cleaners, credentials=_credentials(r, top.get("credentials")),
-                  plugins=parse_plugins(r, top.get("plugins")),
+                  plugins=parse_plugins(r, top.get("plugins"), load=load_plugins),
                   auxiliary_fields=parse_aux_fields(r, top.get("auxiliary_fields")),
                   access_control=parse_access_control(r, top.get("access_control")), **scalars)
 
 
-def load_config(path: str) -> Config:
+def load_config(path: str, load_plugins: bool = True) -> Config:
     """Read and validate the YAML file at ``path``; raises :class:`ConfigError` with a one-line message."""
     try:
         with open(path, encoding="utf-8") as handle:
@@ -382,4 +383,4 @@ def load_config(path: str) -> Config:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         raise ConfigError(f"{path}: {where}{getattr(err, 'problem', None) or err}") from None
-    return parse_config(raw, path)
+    return parse_config(raw, path, load_plugins)

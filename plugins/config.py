@@ -20,8 +20,8 @@ from typing import Any
 from plugins.manager import PluginHost, PluginLoadError, PluginSpec
 
 
-def parse_plugins(r, raw: Any) -> tuple[PluginSpec, ...]:
-    """``r`` is pipeline.config's ``_Reader``."""
+def parse_plugins(r, raw: Any, load: bool = True) -> tuple[PluginSpec, ...]:
+    """``r`` is pipeline.config's ``_Reader``; ``load=False`` skips loading (for searching)."""
     specs = []
     for i, entry in enumerate(r.seq(raw, "plugins")):
         path = f"plugins[{i}]"
@@ -39,7 +39,8 @@ def parse_plugins(r, raw: Any) -> tuple[PluginSpec, ...]:
             continue
         spec = PluginSpec(name, priority, tuple(sorted(params.items())))
         try:
-            PluginHost((spec,)).load()
+            if load:
+                PluginHost((spec,)).load()
         except PluginLoadError as err:
             raise r.fail(f"{path}.{err.key}", str(err)) from None
         specs.append(spec)

@@ -163,7 +163,7 @@ class PluginHost:
         document_plugins = {label for hook in hookspecs.DOCUMENT_HOOKS for label in self.implements(hook)}
         return [[s.plugin, s.priority, repr(s.params)] for s in self.specs if s.label in document_plugins]
 
-    def _each(self, hook: str, kwargs: dict, url: str):
+    def _each(self, hook: str, kwargs: dict, where: str):
         """Yield (label, result) of every implementation of ``hook``; failures become problems."""
         if not self.specs:
             return
@@ -173,24 +173,25 @@ class PluginHost:
             except Exception as err:  # noqa: BLE001 - a plugin's failure must not stop the crawl
                 from transforms.records import event  # Beam's records: only once something failed
                 reason = f"plugin {label} failed in {hook}: {type(err).__name__}: {err}".splitlines()[0]
-                log.warning("%s (%s)", reason, url or "-")
-                self._problems.append(event("plugin_failed", url, f"plugin:{hook}", reason))
+                log.warning("%s (%s)", reason, where or "-")
+                self._problems.append(event("plugin_failed", where, f"plugin:{hook}", reason))
                 continue
             yield label, result
 
-    def call(self, hook: str, url: str = "", **kwargs) -> list:
-        """Call every implementation; the results that are not None, in call order."""
-        return [result for _label, result in self._each(hook, kwargs, url) if result is not None]
+    def call(self, hook: str, where: str = "", **kwargs) -> list:
+        """Call every implementation with ``kwargs``; the results that are not None, in call order.
+        ``where`` (a URL) names the document in the report if a plugin fails."""
+        return [result for _label, result in self._each(hook, kwargs, where) if result is not None]
 
-    def any_true(self, hook: str, url: str = "", **kwargs) -> bool:
+    def any_true(self, hook: str, where: str = "", **kwargs) -> bool:
         """For ``check_dynamic_blacklist``: True as soon as one plugin says True."""
-        return any(result is True for _label, result in self._each(hook, kwargs, url))
+        return any(result is True for _label, result in self._each(hook, kwargs, where))
 
-    def chain(self, hook: str, key: str, value, url: str = "", **kwargs):
+    def chain(self, hook: str, key: str, value, where: str = "", **kwargs):
         """Pass ``value`` (as argument ``key``) through every implementation; a result that is not
         None replaces it for the next one."""
         args = {**kwargs, key: value}  # one dict, read by _each at every call: later plugins see changes
-        for _label, result in self._each(hook, args, url):
+        for _label, result in self._each(hook, args, where):
             if result is not None:
                 args[key] = result
         return args[key]
