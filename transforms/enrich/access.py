@@ -34,19 +34,24 @@ import stat
 from collections.abc import Sequence
 from typing import Any
 
-from transforms.urls import url_to_path
+from transforms.urls import is_under, url_to_path
 
 _GROUP = re.compile(r"\S+")
 
 
 class UrlRules:
-    """``[(UrlPattern, groups), ...]``: the first matching pattern gives the groups."""
+    """``[(UrlPattern, groups), ...]``: the first matching pattern gives the groups. A prefix matches
+    by whole path segments (``/srv/hr`` is not a prefix of ``/srv/hrx``: a rule must not leak
+    to a neighbour), a regex the whole URL."""
 
     def __init__(self, rules):
         self.rules = tuple(rules)
 
     def groups(self, entry) -> Sequence[str] | None:
-        return next((list(groups) for pattern, groups in self.rules if pattern.matches(entry.url)), None)
+        for pattern, groups in self.rules:
+            if is_under(entry.url, pattern.prefix) if pattern.prefix is not None else pattern.matches(entry.url):
+                return list(groups)
+        return None
 
 
 class PosixOwnership:
