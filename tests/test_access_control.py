@@ -9,6 +9,7 @@ import os
 import pwd
 import re
 import shutil
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -16,12 +17,13 @@ import pytest
 import yaml
 
 from pipeline.config import ConfigError, parse_config
+from pipeline.crawl import preparation_fingerprint
 from tests.conftest import beamtrawl
 from transforms.enrich.access import PosixOwnership, UrlRules, groups_of
 from transforms.enrich.auxfields import RESERVED, AuxFieldSpec, aux_values
-from transforms.index import EmbeddedIndex, OpenSearchIndex
+from transforms.index import EmbeddedIndex, IndexUnavailable, OpenSearchIndex
 from transforms.index.query import parse_query
-from transforms.preparators import Prepared
+from transforms.preparators import BUILTIN, Prepared
 from transforms.prepare import make_document
 from transforms.records import Entry, IndexDoc
 from transforms.urls import doc_id
@@ -266,3 +268,36 @@ def test_crawl_assigns_groups_and_a_rule_change_reindexes_only_what_changed(tmp_
     assert second.code == 0, second.stderr
     assert (second.counts["changed"], second.counts["unchanged"], second.counts["written"]) == (1, 3, 1)
     assert _search(config, "zebra", "finance") == ["readme.txt", "salaries.txt"]
+
+
+# -- the embedded index's schema change, and what re-prepares documents -----------------------------
+
+def test_a_version_1_index_is_migrated_by_a_crawl_and_refused_by_search_until_then(tmp_path):
+    path = str(tmp_path / "old.sqlite")
+    EmbeddedIndex(path).prepare()
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE aux")  # what version 1 looked like
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(IndexUnavailable, match="index schema version 1, this beamtrawl searches version 2; "
+                                               "run beamtrawl crawl once to upgrade it"):
+        EmbeddedIndex(path).check()
+    index = EmbeddedIndex(path)
+    index.prepare()  # what a crawl does first
+    index.check()
+    assert index.upsert(_documents()) == []
+    assert _names(index, "area:hr", ["hr"]) == ["salaries.txt"]
+
+
+def test_fingerprint_covers_aux_fields_and_document_changing_plugins_only():
+    def fingerprint(**settings):
+        return preparation_fingerprint(BUILTIN, _config(**settings))
+
+    plain = fingerprint()
+    assert fingerprint(auxiliary_fields=AUX) != plain
+    assert fingerprint(plugins=[{"plugin": "filesize_filter", "params": {"min_bytes": 1}}]) == plain
+    assert fingerprint(access_control=[{"posix": {}}]) == plain  # groups are compared per document instead
+    titled = fingerprint(plugins=[{"plugin": "link_text_title", "params": {"url_patterns": ["pdf$"]}}])
+    assert titled != plain
+    assert titled != fingerprint(plugins=[{"plugin": "link_text_title", "params": {"url_patterns": ["doc$"]}}])
