@@ -13,7 +13,10 @@
   ``hook.x()`` call would stop at the first exception.
 * **Pickling**: :class:`PluginHost` is shipped to workers with the DoFns that use it but carries
   only the configuration; plugin objects are created in each process by :meth:`PluginHost.load`
-  (called from ``DoFn.setup``, or lazily on first use).
+  (called from ``DoFn.setup``, or lazily on first use). A plugin is therefore constructed several
+  times per crawl (configuration check, driver, each worker): keep constructors cheap and free of
+  side effects. On a cluster the plugin's distribution must be installed on the workers too
+  (Beam's ``--requirements_file`` or ``--extra_package``).
 """
 
 from __future__ import annotations
