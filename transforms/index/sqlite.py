@@ -5,7 +5,8 @@ batch, taken under an exclusive lock on ``<index>.lock``. The lock hands the ind
 writer is done, where SQLite's busy handler would poll with sleeps of up to 100 ms; readers (the
 snapshot, searches) are never blocked. ``docs`` holds stored fields and freshness state;
 ``docs_fts`` (rowid = ``docs.rid``) holds the searchable text; ``aux`` holds auxiliary fields, one
-row per field with its flags (and, for tokenized fields, its words in ``tokens``).
+row per field with its flags (and, for tokenized fields, its words in ``tokens``). A search probes
+``aux`` by (rid, name) for each candidate document, so the table needs no index of its own.
 
 Schema version 2 added ``aux``. A version 1 index is migrated when a crawl opens it (the table is
 created); its documents get their auxiliary fields when they are re-prepared, which that crawl does
@@ -66,7 +67,6 @@ CREATE TABLE IF NOT EXISTS aux(
     tokenized INTEGER NOT NULL,
     PRIMARY KEY(rid, name)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS aux_by_value ON aux(name, value);
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
     title, content, headlines, metadata, filename, location,
     tokenize = 'porter unicode61 remove_diacritics 2'
@@ -194,8 +194,10 @@ class EmbeddedIndex(IndexTarget):
                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                    (rid, doc.title, doc.content, doc.headlines, doc.metadata, doc.filename, doc.url))
         db.execute("DELETE FROM aux WHERE rid = ?", (rid,))
+        # A field neither stored nor matched exactly (regain's `location`) keeps only its words.
         db.executemany("INSERT OR REPLACE INTO aux VALUES (?, ?, ?, ?, ?, ?, ?)", [
-            (rid, a.name, a.value, " ".join(tokens(a.value)) if a.tokenize else "", a.store, a.index, a.tokenize)
+            (rid, a.name, a.value if a.store or not a.tokenize else "", " ".join(tokens(a.value)) if a.tokenize else "",
+             a.store, a.index, a.tokenize)
             for a in getattr(doc, "aux", ())])
 
     def delete(self, ids: Sequence[str]) -> None:
