@@ -70,7 +70,7 @@ def test_hooks_of_two_crawls_in_order_with_exact_counts(tmp_path, make_config, c
     log = tmp_path / "hooks.jsonl"
     config = make_config(root, blacklist=[{"regex": r".*\.log"}], plugins=[
         # listed first but runs last: lower priority runs first, as in regain
-        recorder(log, "late", 5, fail_in="on_create_index_entry", fail_url=r"/d\.txt$"),
+        recorder(log, "late", 5, fail_in="on_create_index_entry,on_finish_crawling", fail_url=r"/d\.txt$"),
         recorder(log, "early", -1, reject="secret", title_prefix="Recorded: "),
         {"plugin": "filesize_filter", "params": {"min_bytes": 1}},
     ])
@@ -118,6 +118,10 @@ def test_hooks_of_two_crawls_in_order_with_exact_counts(tmp_path, make_config, c
     assert [h["title"] for h in search(config, "bananas")] == ["Recorded: Bravo page"]
     assert search(config, "secret") == [] and search(config, "extension:txt empty") == []
     assert first.counts["declined"] == 3 and first.counts["new"] == 3
+    # "late" fails in on_finish_crawling (on the driver): a report line, and the crawl still succeeds.
+    assert first.counts["plugin_failed"] == 1
+    assert first.problems("plugin:on_finish_crawling") == {
+        "": "plugin recorder failed in on_finish_crawling: RuntimeError: late was told to fail in on_finish_crawling"}
 
     log.unlink()
     (root / "b.md").unlink()
@@ -143,7 +147,7 @@ def test_hooks_of_two_crawls_in_order_with_exact_counts(tmp_path, make_config, c
     assert (second.counts["new"], second.counts["changed"], second.counts["unchanged"],
             second.counts["deleted"]) == (1, 1, 1, 1)
     # "late" failed in on_create_index_entry for d.txt: reported, and the crawl and the document went on.
-    assert second.counts["plugin_failed"] == 1
+    assert second.counts["plugin_failed"] == 2  # on_create_index_entry for d.txt, on_finish_crawling
     assert second.problems("plugin:on_create_index_entry") == {
         f"file://{root}/d.txt": "plugin recorder failed in on_create_index_entry: RuntimeError: "
                                 "late was told to fail in on_create_index_entry"}

@@ -4,7 +4,8 @@ Installed through its entry point (group ``beamtrawl.plugins``, name ``recorder`
 nothing from beamtrawl, as a third-party plugin would: pluggy's marker is all it needs. Params:
 ``log`` (the file), ``name`` (written on every line), ``title_prefix`` (on_after_prepare prepends it
 to the title), ``reject`` (a regex: check_dynamic_blacklist rejects matching URLs), ``fail_in``
-(a hook that raises for URLs matching ``fail_url``).
+(comma-separated hooks that raise for URLs matching ``fail_url``; driver hooks, which have no URL,
+always raise).
 """
 
 import dataclasses
@@ -21,7 +22,7 @@ class Recorder:
     def __init__(self, log, name="recorder", title_prefix="", reject=None, fail_in="", fail_url=""):
         self.log, self.name, self.title_prefix = log, name, title_prefix
         self.reject = re.compile(reject) if reject else None
-        self.fail_in, self.fail_url = fail_in, re.compile(fail_url or ".")
+        self.fail_in, self.fail_url = set(fail_in.split(",")), re.compile(fail_url or ".")
 
     def _record(self, hook, url="", **extra):
         line = json.dumps({"plugin": self.name, "hook": hook, "url": url, "pid": os.getpid(), **extra})
@@ -30,7 +31,7 @@ class Recorder:
             os.write(fd, (line + "\n").encode())  # one write of one line: appends never interleave
         finally:
             os.close(fd)
-        if hook == self.fail_in and self.fail_url.search(url):
+        if hook in self.fail_in and (not url or self.fail_url.search(url)):
             raise RuntimeError(f"{self.name} was told to fail in {hook}")
 
     @hookimpl
