@@ -60,6 +60,7 @@ class PosixOwnership:
         self.user_prefix, self.group_prefix = user_prefix, group_prefix
         self.world_readable_group = world_readable_group
         self.rename = dict(rename or {})
+        self._names: dict[tuple[str, int], str] = {}  # (kind, id) → name: one NSS lookup per id
 
     def groups(self, entry) -> Sequence[str] | None:
         if not entry.url.startswith("file:"):
@@ -67,10 +68,16 @@ class PosixOwnership:
         st = os.stat(url_to_path(entry.url))
         if st.st_mode & stat.S_IROTH:
             return [self.world_readable_group] if self.world_readable_group else []
-        names = [self.user_prefix + _user(st.st_uid)]
+        names = [self.user_prefix + self._name("user", st.st_uid)]
         if st.st_mode & stat.S_IRGRP:
-            names.append(self.group_prefix + _group(st.st_gid))
+            names.append(self.group_prefix + self._name("group", st.st_gid))
         return [self.rename.get(name, name) for name in names]
+
+    def _name(self, kind: str, number: int) -> str:
+        key = (kind, number)
+        if key not in self._names:
+            self._names[key] = (_user if kind == "user" else _group)(number)
+        return self._names[key]
 
 
 def _user(uid: int) -> str:
