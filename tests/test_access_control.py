@@ -13,13 +13,17 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+import apache_beam as beam
 import pytest
 import yaml
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.config import ConfigError, parse_config
 from pipeline.crawl import preparation_fingerprint
 from tests.conftest import beamtrawl
 from transforms.enrich.access import PosixOwnership, UrlRules, groups_of
+from transforms.enrich.assign import AssignGroups
 from transforms.enrich.auxfields import RESERVED, AuxFieldSpec, aux_values
 from transforms.index import EmbeddedIndex, IndexUnavailable, OpenSearchIndex
 from transforms.index.query import parse_query
@@ -301,3 +305,22 @@ def test_fingerprint_covers_aux_fields_and_document_changing_plugins_only():
     titled = fingerprint(plugins=[{"plugin": "link_text_title", "params": {"url_patterns": ["pdf$"]}}])
     assert titled != plain
     assert titled != fingerprint(plugins=[{"plugin": "link_text_title", "params": {"url_patterns": ["doc$"]}}])
+
+
+class FailsOnSecrets:
+    def groups(self, entry):
+        if "secret" in entry.url:
+            raise PermissionError("no access to the ACL")
+        return ["staff"]
+
+
+def test_a_controller_failure_is_reported_and_keeps_the_indexed_version():
+    with TestPipeline() as p:
+        entries = p | beam.Create([_entry("file:///srv/acl/a.txt"), _entry("file:///srv/acl/secret.txt")])
+        assigned, events, keep = entries | AssignGroups([FailsOnSecrets()])
+        assert_that(assigned | "Pairs" >> beam.Map(lambda e: (e.url, list(e.groups))),
+                    equal_to([("file:///srv/acl/a.txt", ["staff"])]), label="Assigned")
+        assert_that(events | "Reasons" >> beam.Map(lambda e: (e.kind, e.url, e.stage, e.reason)), equal_to([
+            ("failed", "file:///srv/acl/secret.txt", "access",
+             "access control failed: PermissionError: no access to the ACL")]), label="Events")
+        assert_that(keep, equal_to(["file:///srv/acl/secret.txt"]), label="Keep")
