@@ -16,7 +16,7 @@ from pathlib import Path
 import apache_beam as beam
 import pytest
 import yaml
-from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.config import ConfigError, parse_config
@@ -315,7 +315,7 @@ class FailsOnSecrets:
 
 
 def test_a_controller_failure_is_reported_and_keeps_the_indexed_version():
-    with TestPipeline() as p:
+    with BeamTestPipeline() as p:
         entries = p | beam.Create([_entry("file:///srv/acl/a.txt"), _entry("file:///srv/acl/secret.txt")])
         assigned, events, keep = entries | AssignGroups([FailsOnSecrets()])
         assert_that(assigned | "Pairs" >> beam.Map(lambda e: (e.url, list(e.groups))),
