@@ -34,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--config", required=True)
     search.add_argument("--limit", type=int, default=10)
     search.add_argument("--json", action="store_true", help="print a JSON array of hits")
+    search.add_argument("--groups", default="", metavar="A,B",
+                        help="the searcher's access groups; without them only public documents are found")
     search.add_argument("--debug", action="store_true")
     return parser
 
@@ -51,10 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "search" and extra:
         _parser().error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        config = load_config(args.config)
+        config = load_config(args.config, load_plugins=args.command == "crawl")
         if args.command == "crawl":
             return _crawl(config, args.runner, extra)
-        return _search(config, args.query, args.limit, args.json)
+        groups = [g.strip() for g in args.groups.split(",") if g.strip()]
+        return _search(config, args.query, args.limit, args.json, groups)
     except ConfigError as err:
         log.error("%s", err)
         return EXIT_FATAL
@@ -73,13 +76,14 @@ def _crawl(config, runner: str | None, beam_args: list[str]) -> int:
     return report["exit_code"]
 
 
-def _search(config, text: str, limit: int, as_json: bool) -> int:
+def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:
     from transforms.index import make_target
     from transforms.index.query import parse_query
 
     target = make_target(config.index)
     target.check()
-    hits = target.search(parse_query(text), limit)
+    fields = [f.name for f in config.auxiliary_fields if f.index]
+    hits = target.search(parse_query(text, fields, groups), limit)
     if as_json:
         print(json.dumps([hit.__dict__ for hit in hits], ensure_ascii=False, indent=2))
         return 0

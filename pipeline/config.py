@@ -14,6 +14,9 @@ from typing import Any
 
 import yaml
 
+from plugins.config import parse_plugins
+from transforms.enrich.access import parse_access_control
+from transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, parse_aux_fields
 from transforms.urls import normalize_url
 
 #: Every default, spelled as in the YAML file.
@@ -117,6 +120,9 @@ class Config:
     follow_symlinks: bool = DEFAULTS["follow_symlinks"]
     walk_budget: int = DEFAULTS["walk_budget"]
     discovery_rounds: int = DEFAULTS["discovery_rounds"]
+    plugins: tuple = ()  # plugins.manager.PluginSpec, in configuration order
+    auxiliary_fields: tuple = DEFAULT_AUX_FIELDS  # transforms.enrich.auxfields.AuxFieldSpec
+    access_control: tuple = ()  # controllers (transforms.enrich.access); none: the sources' groups stay
 
 
 SUPPORTED_SCHEMES = ("file",)
@@ -303,7 +309,8 @@ def _credentials(r: _Reader, raw: Any) -> tuple[Credential, ...]:
     return tuple(credentials)
 
 
-_TOP_KEYS = {"start", "whitelist", "blacklist", "index", "report", "work_dir", "credentials", *DEFAULTS}
+_TOP_KEYS = {"start", "whitelist", "blacklist", "index", "report", "work_dir", "credentials", "plugins",
+             "auxiliary_fields", "access_control", *DEFAULTS}
 _SCALARS: dict[str, Callable[[_Reader, Any, str], Any]] = {
     "max_depth": lambda r, v, p: r.integer(v, p, allow_none=True),
     "max_file_size": _Reader.size,
@@ -316,8 +323,9 @@ _SCALARS: dict[str, Callable[[_Reader, Any, str], Any]] = {
 }
 
 
-def parse_config(raw: Any, source: str) -> Config:
-    """Validate parsed YAML; ``source`` names the file in errors and anchors relative paths."""
+def parse_config(raw: Any, source: str, load_plugins: bool = True) -> Config:
+    """Validate parsed YAML; ``source`` names the file in errors and anchors relative paths.
+    ``load_plugins=False`` (searching) checks the plugin entries without importing the plugins."""
     r = _Reader(source)
     top = r.mapping(raw, "", _TOP_KEYS, required={"start", "index"})
 
@@ -358,10 +366,13 @@ def parse_config(raw: Any, source: str) -> Config:
                                                                                    "url_cleaners")))
     return Config(source=source, start=tuple(starts), whitelist=whitelist, blacklist=blacklist,
                   index=index, report=report, work_dir=work_dir,
-                  url_cleaners=cleaners, credentials=_credentials(r, top.get("credentials")), **scalars)
+                  url_cleaners=cleaners, credentials=_credentials(r, top.get("credentials")),
+                  plugins=parse_plugins(r, top.get("plugins"), load=load_plugins),
+                  auxiliary_fields=parse_aux_fields(r, top.get("auxiliary_fields")),
+                  access_control=parse_access_control(r, top.get("access_control")), **scalars)
 
 
-def load_config(path: str) -> Config:
+def load_config(path: str, load_plugins: bool = True) -> Config:
     """Read and validate the YAML file at ``path``; raises :class:`ConfigError` with a one-line message."""
     try:
         with open(path, encoding="utf-8") as handle:
@@ -372,4 +383,4 @@ def load_config(path: str) -> Config:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         raise ConfigError(f"{path}: {where}{getattr(err, 'problem', None) or err}") from None
-    return parse_config(raw, path)
+    return parse_config(raw, path, load_plugins)

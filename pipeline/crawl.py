@@ -1,4 +1,8 @@
-"""One crawl, from the driver's side: check the index, build and run the graph, write the report."""
+"""One crawl, from the driver's side: check the index, build and run the graph, write the report.
+
+The driver hooks run here: ``on_start_crawling`` first, ``on_finish_crawling`` last — also when
+the crawl fails (then with a report holding ``fatal``); their failures join the report's problems.
+"""
 
 from __future__ import annotations
 
@@ -17,10 +21,12 @@ from apache_beam.metrics.metric import MetricsFilter
 
 from pipeline import __version__, graph
 from pipeline import report as reports
+from plugins.manager import PluginHost
 from runners import pipeline_options
 from transforms.accept import Rules
 from transforms.index import make_target
 from transforms.preparators import BUILTIN
+from transforms.records import Event
 
 log = logging.getLogger("beamtrawl")
 
@@ -34,6 +40,9 @@ def preparation_fingerprint(preparators, config) -> str:
                         for p in preparators],
         "max_summary_length": config.max_summary_length,
         "max_file_size": config.max_file_size,
+        "auxiliary_fields": [[f.name, f.regex.pattern, f.regex.flags, f.group, f.value, f.source, f.lower_case,
+                              f.store, f.index, f.tokenize] for f in getattr(config, "auxiliary_fields", ())],
+        "plugins": PluginHost(getattr(config, "plugins", ())).fingerprint(),
     }
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -52,6 +61,23 @@ def _stage_seconds(result) -> dict[str, float]:
 
 def crawl(config, runner: str | None, beam_args: list[str]) -> dict:
     """Run one crawl; returns the report (also written to ``config.report``)."""
+    plugins = PluginHost(config.plugins)
+    plugins.call("on_start_crawling", config=config)
+    try:
+        report = _crawl(config, runner, beam_args)
+    except BaseException as err:
+        plugins.call("on_finish_crawling", config=config, report={"fatal": f"{type(err).__name__}: {err}"})
+        raise
+    plugins.call("on_finish_crawling", config=config, report=report)
+    problems = [{k: p[k] for k in ("url", "stage", "reason", "kind")} for p in map(Event._asdict, plugins.problems())]
+    if problems:
+        report["problems"].extend(problems)
+        report["counts"]["plugin_failed"] = report["counts"].get("plugin_failed", 0) + len(problems)
+    reports.write_report(report, config.report)
+    return report
+
+
+def _crawl(config, runner: str | None, beam_args: list[str]) -> dict:
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     target = make_target(config.index)
@@ -96,7 +122,6 @@ def crawl(config, runner: str | None, beam_args: list[str]) -> dict:
                          "total_s": round(time.perf_counter() - started, 3),
                          "stage_busy_s": stage_seconds}
     report["exit_code"] = reports.exit_code(report)
-    reports.write_report(report, config.report)
     return report
 
 

@@ -2,10 +2,10 @@
 
 ::
 
-    start URLs ─► Discover ─► entries ───────────────┐
-                          └─► events                 │
-    index ─► ReadSnapshot ─► snapshot ───────────► Freshness ─► new/changed ─► Prepare ─► WriteIndex
-                                                              └─► vanished/rejected ─────────► DeleteLast
+    start URLs ─► Discover ─► entries ─► AccessGroups ─┐     (AccessGroups only with access_control)
+                          └─► events                   │
+    index ─► ReadSnapshot ─► snapshot ─────────────► Freshness ─► new/changed ─► Prepare ─► WriteIndex
+                                                                └─► vanished/rejected ─────────► DeleteLast
     all events ─► report files in the work folder (totals, problems)
 """
 
@@ -17,6 +17,7 @@ import apache_beam as beam
 import smart_open
 
 from transforms.discover import Discover
+from transforms.enrich.assign import AssignGroups
 from transforms.freshness import Freshness
 from transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, WriteIndex
 from transforms.prepare import Prepare
@@ -41,18 +42,24 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
     snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
     incomplete = discover_events | "IncompleteSubtrees" >> beam.FlatMap(
         lambda e: [e.url] if e.kind == "incomplete" else []).with_output_types(str)
+    access_events = []
+    if config.access_control:
+        entries, failed_access, keep = entries | "AccessGroups" >> AssignGroups(config.access_control)
+        access_events.append(failed_access)
+        incomplete = (incomplete, keep) | "KeepUnknownGroups" >> beam.Flatten().with_output_types(str)
 
     to_prepare, to_delete, freshness_events = (entries, snapshot, incomplete) | "Freshness" >> Freshness(
         rules, fingerprint)
     docs, prepare_events = to_prepare | "Prepare" >> Prepare(
-        preparators, fingerprint, config.max_file_size, config.max_summary_length)
-    write_events = docs | "WriteIndex" >> WriteIndex(target)
+        preparators, fingerprint, config.max_file_size, config.max_summary_length, rules.plugins,
+        config.auxiliary_fields)
+    write_events = docs | "WriteIndex" >> WriteIndex(target, rules.plugins)
 
-    before_deletes = (discover_events, freshness_events, prepare_events, write_events) | (
+    before_deletes = (discover_events, *access_events, freshness_events, prepare_events, write_events) | (
         "EventsBeforeDeletes" >> beam.Flatten().with_output_types(Event))
     totals = before_deletes | "Totals" >> beam.CombineGlobally(SumByKind()).without_defaults()
     delete_events = (to_delete, totals) | "DeleteLast" >> DeleteLast(
-        target, config.max_failed_ratio, config.max_delete_ratio)
+        target, config.max_failed_ratio, config.max_delete_ratio, rules.plugins)
 
     events = (before_deletes, delete_events) | "AllEvents" >> beam.Flatten().with_output_types(Event)
     (events

@@ -199,3 +199,32 @@ def test_node_killed_mid_crawl_then_rerun_converges(tmp_path, node_dir, os_confi
         done = beamtrawl("crawl", str(config), "--direct_num_workers=2")
         assert done.returncode == 0, done.stderr
         assert len(all_docs(url, index_name(config))) == 4000
+
+
+def test_groups_and_auxiliary_fields_end_to_end(tmp_path, os_config, crawl, opensearch):
+    """A crawl assigns groups and auxiliary fields; searches through OpenSearch respect the groups
+    (the target on its own is tested against many bypass attempts in tests/test_access_control.py)."""
+    root = tmp_path / "acl"
+    for name, text in {"public/readme.txt": "zebra readme", "hr/salaries.txt": "zebra salaries payroll"}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    config = os_config(root, access_control=[{"url_rules": [{"prefix": str(root / "hr"), "groups": ["hr"]}]}],
+                       auxiliary_fields=[{"name": "area", "regex": "/acl/([^/]+)/"}])
+    done = crawl(config)
+    assert done.code == 0, done.stderr
+    docs = {source["url"].rsplit("/", 1)[-1]: source for source in all_docs(opensearch, index_name(config)).values()}
+    assert docs["salaries.txt"]["groups"] == ["hr"] and docs["readme.txt"]["groups"] == []
+    assert docs["salaries.txt"]["aux"] == {"extension": "txt", "area": "hr"}
+    assert docs["salaries.txt"]["aux_stored"] == {"extension": "txt", "area": "hr"}
+
+    def names(text: str, groups: str = "") -> list[str]:
+        found = beamtrawl("search", text, "--config", str(config), "--json", *(["--groups", groups] if groups else []),
+                          check_dac=False)
+        assert found.returncode == 0, found.stderr
+        return sorted(h["url"].rsplit("/", 1)[-1] for h in json.loads(found.stdout))
+
+    assert names("zebra") == ["readme.txt"]
+    assert names("zebra", "hr") == ["readme.txt", "salaries.txt"]
+    for forbidden in ("payroll", "area:hr", "location:hr", "salar*", '"salaries payroll"', "zebra -readme"):
+        assert names(forbidden) == [], forbidden
+    assert names("area:hr", "hr") == ["salaries.txt"]

@@ -2,13 +2,20 @@
 
 regain's rule: a URL is accepted iff at least one whitelist entry matches and no blacklist entry
 does; the first matching whitelist entry gives the flags. beamtrawl adds scope: the URL must lie
-under one of the start URLs (by whole segments) and within ``max_depth``.
+under one of the start URLs (by whole segments) and within ``max_depth``. Plugins then have their
+say (regain's order): ``check_dynamic_blacklist`` may reject what the rules accepted, and every
+decision is announced through ``on_accept_url`` or ``on_decline_url`` (plugins/hookspecs.py).
+The plugins travel with the pickled Rules as configuration only and are loaded in each worker on
+first use; :meth:`Rules.keeps` (the freshness join's question) asks the rules alone, so it fires
+no hooks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from plugins.hookspecs import Job
+from plugins.manager import PluginHost
 from transforms.urls import depth_below, is_under
 
 
@@ -29,9 +36,29 @@ class Rules:
         self.starts = {s.url: s for s in config.start}
         self.roots = tuple(self.starts)
         self.max_depth = config.max_depth
+        self.plugins = PluginHost(getattr(config, "plugins", ()))
 
-    def decide(self, url: str, depth: int = 0) -> Decision:
-        """The flags for ``url`` found ``depth`` levels below its start URL."""
+    def decide(self, url: str, depth: int = 0, source_url: str = "", link_text: str = "") -> Decision:
+        """The flags for ``url`` found ``depth`` levels below its start URL, in ``source_url`` (a
+        folder or page) under a link reading ``link_text``."""
+        decision = self._rules(url, depth)
+        if not self.plugins:
+            return decision
+        if decision.accepted and self.plugins.any_true(
+                "check_dynamic_blacklist", url, url=url, source_url=source_url, source_link_text=link_text):
+            decision = Decision(False, reason="rejected by a plugin's dynamic blacklist")
+        if decision.accepted:
+            job = Job(url, source_url, link_text, depth, decision.parse, decision.index)
+            self.plugins.call("on_accept_url", url, url=url, job=job)
+        else:
+            self.plugins.call("on_decline_url", url, url=url)
+        return decision
+
+    def plugin_problems(self) -> list:
+        """Plugin failures in :meth:`decide` since the last call, as report events."""
+        return self.plugins.problems()
+
+    def _rules(self, url: str, depth: int) -> Decision:
         entry = next((w for w in self.whitelist if w.matches(url)), None)
         if entry is None:
             return Decision(False, reason="matches no whitelist entry")
@@ -59,5 +86,5 @@ class Rules:
             return False
         if root == url:  # a start URL naming one document
             return self.starts[url].index
-        decision = self.decide(url, depth_below(url, root))
+        decision = self._rules(url, depth_below(url, root))
         return decision.accepted and decision.index

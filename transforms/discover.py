@@ -53,6 +53,8 @@ class _Expand(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(FOLDERS, record)
             elif (problem := self.tally(record)) is not None:
                 yield problem
+        for problem in self.rules.plugin_problems():  # plugins that failed in the accept decision
+            yield self.tally(problem)
 
     def finish_bundle(self):
         yield from self.tally.flush()

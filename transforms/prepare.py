@@ -16,6 +16,10 @@ Each family is its own ParDo. Inside it the accepting preparators are tried by p
 fail, a substitute document (name, size, date, ``preparation_error``) is indexed instead, as
 regain's createSubstituteDocument did. A document larger than ``max_file_size`` is not read beyond
 its first bytes and is indexed by metadata only.
+
+Plugins' ``on_before_prepare`` runs before each preparator attempt and ``on_after_prepare`` after
+the one that succeeded (it may replace the result); both are loaded in ``setup`` of the family's
+DoFn. Auxiliary fields are computed in :func:`make_document`.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from datetime import UTC, datetime
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from plugins.manager import PluginHost
+from transforms.enrich.auxfields import aux_values
 from transforms.preparators import PreparationError, PreparatorSpec, Prepared, chain_for
 from transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
 from transforms.progress import Progress, Tally, timed
@@ -45,7 +51,7 @@ def summarize(content: str, limit: int) -> str:
 
 
 def make_document(entry, mimetype: str, data: bytes, prepared: Prepared, fingerprint: str,
-                  max_summary_length: int, error: str = "") -> IndexDoc:
+                  max_summary_length: int, error: str = "", aux_fields=()) -> IndexDoc:
     stamp = datetime.fromtimestamp(entry.mtime_ns / 1e9, UTC)
     return IndexDoc(
         id=entry.id, url=entry.url, root=entry.root,
@@ -58,6 +64,7 @@ def make_document(entry, mimetype: str, data: bytes, prepared: Prepared, fingerp
         content_hash=hashlib.sha256(data).hexdigest() if data else "",
         etag=entry.etag, http_last_modified=entry.http_last_modified, prep_fingerprint=fingerprint,
         outlinks=list(entry.outlinks), indexed_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        aux=aux_values(aux_fields, entry.url),
     )
 
 
@@ -103,16 +110,19 @@ class _PrepareFamily(beam.DoFn):
     """Run the preparators accepting each document, by priority, until one succeeds."""
 
     def __init__(self, family: str, preparators: tuple[PreparatorSpec, ...], fingerprint: str,
-                 max_summary_length: int):
+                 max_summary_length: int, plugins: PluginHost | None = None, aux_fields=()):
         self.family = family
         self.preparators = preparators
         self.fingerprint = fingerprint
         self.max_summary_length = max_summary_length
+        self.plugins = plugins or PluginHost()
+        self.aux_fields = aux_fields
         self.us = Metrics.counter("stage_us", f"prepare:{family}")
 
     def setup(self):
         self.progress = Progress(f"documents prepared ({self.family})")
         self.tally = Tally(EVENTS)
+        self.plugins.load()
 
     def finish_bundle(self):
         yield from self.tally.flush()
@@ -122,25 +132,33 @@ class _PrepareFamily(beam.DoFn):
         return timed(self.us, self._prepare(raw))
 
     def _prepare(self, raw):
-        entry, mimetype, data = raw.entry, raw.mimetype, raw.data
+        entry, mimetype, data = Entry(*raw.entry), raw.mimetype, raw.data
+        raw = RawDocument(entry, mimetype, data, raw.oversize)  # plugins see our own record classes
         if raw.oversize:
-            yield make_document(entry, mimetype, b"", Prepared(), self.fingerprint, self.max_summary_length)
+            yield make_document(entry, mimetype, b"", Prepared(), self.fingerprint, self.max_summary_length,
+                                aux_fields=self.aux_fields)
             return
         errors = []
         for preparator in chain_for(self.preparators, mimetype, entry.url):
+            self.plugins.call("on_before_prepare", entry.url, raw_document=raw, preparator=preparator)
             try:
                 prepared = preparator(data, entry.url, mimetype)
             except Exception as err:  # noqa: BLE001 - a preparator's failure is the document's, not the crawl's
                 errors.append(f"{preparator.name}: {_describe(err)}")
                 continue
-            yield make_document(entry, mimetype, data, prepared, self.fingerprint, self.max_summary_length)
+            prepared = self.plugins.chain("on_after_prepare", "prepared", prepared, entry.url,
+                                          raw_document=raw, preparator=preparator)
+            yield make_document(entry, mimetype, data, prepared, self.fingerprint, self.max_summary_length,
+                                aux_fields=self.aux_fields)
             self.tally.count("prepared")
             break
         else:
             reason = "; ".join(errors) or f"no preparator accepts {mimetype}"
             yield make_document(entry, mimetype, data, Prepared(), self.fingerprint, self.max_summary_length,
-                                error=reason)
+                                error=reason, aux_fields=self.aux_fields)
             yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "prepare", reason))
+        for problem in self.plugins.problems():
+            yield beam.pvalue.TaggedOutput(EVENTS, problem)
 
 
 def _describe(err: Exception) -> str:
@@ -153,12 +171,14 @@ class Prepare(beam.PTransform):
     """Entries to prepare → (index documents, one PCollection per preparator family; events)."""
 
     def __init__(self, preparators: tuple[PreparatorSpec, ...], fingerprint: str, max_file_size: int,
-                 max_summary_length: int):
+                 max_summary_length: int, plugins: PluginHost | None = None, aux_fields=()):
         super().__init__()
         self.preparators = preparators
         self.fingerprint = fingerprint
         self.max_file_size = max_file_size
         self.max_summary_length = max_summary_length
+        self.plugins = plugins
+        self.aux_fields = aux_fields
 
     def expand(self, entries):
         read = entries | "Read" >> beam.ParDo(_Read(self.max_file_size)).with_output_types(
@@ -174,7 +194,8 @@ class Prepare(beam.PTransform):
         docs, events = [], [read[EVENTS]]
         for family, part in zip(families, parts):
             out = part | f"Prepare:{family}" >> beam.ParDo(_PrepareFamily(
-                family, preparators, self.fingerprint, self.max_summary_length)).with_output_types(
+                family, preparators, self.fingerprint, self.max_summary_length, self.plugins,
+                self.aux_fields)).with_output_types(
                 IndexDoc).with_outputs(EVENTS, main="docs")
             docs.append(out["docs"])
             events.append(out[EVENTS])

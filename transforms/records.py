@@ -67,6 +67,16 @@ class RawDocument(NamedTuple):
     oversize: bool  # larger than max_file_size: not read, indexed by metadata only
 
 
+class AuxValue(NamedTuple):
+    """One auxiliary field of a document, with how the index keeps it (transforms/enrich/auxfields.py)."""
+
+    name: str
+    value: str
+    store: bool  # returned with hits
+    index: bool  # searchable as name:value
+    tokenize: bool  # matched by words instead of as one exact value
+
+
 class IndexDoc(NamedTuple):
     """One document as every index target stores it (regain's fields plus freshness state)."""
 
@@ -93,6 +103,7 @@ class IndexDoc(NamedTuple):
     prep_fingerprint: str
     outlinks: Sequence[str]
     indexed_at: str
+    aux: Sequence[AuxValue] = ()  # auxiliary fields (regain's auxiliaryField)
 
 
 class Event(NamedTuple):
@@ -109,5 +120,5 @@ def event(kind: str, url: str = "", stage: str = "", reason: str = "", count: in
     return Event(kind, url, stage, reason, count)
 
 
-for _record in (FrontierItem, Entry, SnapshotEntry, RawDocument, IndexDoc, Event):
+for _record in (FrontierItem, Entry, SnapshotEntry, RawDocument, AuxValue, IndexDoc, Event):
     beam.coders.registry.register_coder(_record, beam.coders.RowCoder)

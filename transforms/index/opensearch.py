@@ -11,6 +11,12 @@
   with 429) in requests of at most 10 MiB; the transport retries 502/503/504 and timeouts. Ids are
   hashes of URLs, so a retried batch overwrites instead of duplicating. What still fails is returned
   to the caller for the report.
+* **Auxiliary fields** go under ``aux.<name>`` (keyword: exact values), ``aux_text.<name>`` (text,
+  standard analyzer: tokenized fields) and ``aux_stored.<name>`` (not indexed: what hits return),
+  by each field's index/tokenize/store flags.
+* **Access groups** are a filter of every search (``_visible``): public documents (no ``groups``)
+  or those sharing a group with the searcher. It sits in the query itself, so hits, highlights and
+  totals never include a document outside the searcher's groups.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 from opensearchpy import OpenSearch, helpers
 from opensearchpy.exceptions import NotFoundError, OpenSearchException, TransportError
 
+from transforms.enrich.auxfields import tokens
 from transforms.index.base import MARK_OFF, MARK_ON, Hit, IndexTarget, IndexUnavailable, render_snippet
 from transforms.index.query import Query
 from transforms.records import IndexDoc, SnapshotEntry
@@ -45,9 +52,14 @@ def mapping(analyzer: str) -> dict:
     return {
         "dynamic": "strict",
         # Auxiliary fields (regain's auxiliaryField) live under "aux": untokenized by default.
-        "dynamic_templates": [{"aux_untokenized": {"path_match": "aux.*", "mapping": keyword}}],
+        "dynamic_templates": [{"aux_untokenized": {"path_match": "aux.*", "mapping": keyword}},
+                              {"aux_tokenized": {"path_match": "aux_text.*",
+                                                 "mapping": {"type": "text", "analyzer": "standard"}}},
+                              {"aux_stored": {"path_match": "aux_stored.*", "mapping": stored_only}}],
         "properties": {
             "aux": {"type": "object", "dynamic": True},
+            "aux_text": {"type": "object", "dynamic": True},
+            "aux_stored": {"type": "object", "dynamic": True},
             "id": keyword, "url": keyword, "root": keyword, "groups": keyword, "mimetype": keyword,
             "extension": keyword, "path": keyword, "preparation_error": keyword,
             "title": {**text, "fields": {"raw": {"type": "keyword", "ignore_above": 512}}},
@@ -221,10 +233,11 @@ class OpenSearchIndex(IndexTarget):
                                                      "fields": _SEARCH_FIELDS}})
         for name, value, negated in query.filters:
             (must_not if negated else filters).append(_filter(name, value))
+        filters.append(_visible(query.groups))
         body = {
             "size": limit,
             "query": {"bool": {"must": must or [{"match_all": {}}], "must_not": must_not, "filter": filters}},
-            "_source": ["url", "title", "filename", "mimetype", "size", "last_modified", "summary"],
+            "_source": ["url", "title", "filename", "mimetype", "size", "last_modified", "summary", "aux_stored"],
             "highlight": {"fields": {"content": {}, "title": {}, "headlines": {}},
                           "pre_tags": [MARK_ON], "post_tags": [MARK_OFF], "fragment_size": 160,
                           "number_of_fragments": 1, "encoder": "default"},
@@ -242,7 +255,22 @@ def _source(doc: IndexDoc) -> dict:
     source["groups"] = list(doc.groups)
     source["outlinks"] = list(doc.outlinks)
     source["location"] = doc.url
+    aux = source.pop("aux", None) or ()
+    for part, wanted in (("aux", lambda a: a.index and not a.tokenize), ("aux_text", lambda a: a.index and a.tokenize),
+                         ("aux_stored", lambda a: a.store)):
+        # Tokenized values go in as the words the embedded index matches, so both agree on "a word".
+        values = {a.name: " ".join(tokens(a.value)) if part == "aux_text" else a.value for a in aux if wanted(a)}
+        if values:
+            source[part] = values
     return source
+
+
+def _visible(groups) -> dict:
+    """Public documents, and those sharing a group with the searcher."""
+    public = {"bool": {"must_not": {"exists": {"field": "groups"}}}}
+    if not groups:
+        return public
+    return {"bool": {"should": [public, {"terms": {"groups": list(groups)}}], "minimum_should_match": 1}}
 
 
 def _filter(name: str, value: str) -> dict:
@@ -252,7 +280,12 @@ def _filter(name: str, value: str) -> dict:
         return {"term": {"extension": value.lower().lstrip(".")}}
     if name == "path":  # a folder, by whole segments (the stored path ends with "/")
         return {"prefix": {"path": value.rstrip("/") + "/"}}
-    return {"prefix": {"url": value}}
+    if name == "url":
+        return {"prefix": {"url": value}}
+    # An auxiliary field: the exact value (as typed or lower-cased), or every word of a tokenized one.
+    return {"bool": {"should": [{"terms": {f"aux.{name}": sorted({value, value.lower()})}},
+                                {"match": {f"aux_text.{name}": {"query": value, "operator": "and"}}}],
+                     "minimum_should_match": 1}}
 
 
 def _hit(hit: dict) -> Hit:
@@ -264,7 +297,8 @@ def _hit(hit: dict) -> Hit:
     return Hit(url=source["url"], title=source.get("title") or source.get("filename", ""),
                snippet=plain, snippet_html=marked,
                score=round(hit.get("_score") or 0.0, 4), mimetype=source.get("mimetype", ""),
-               size=source.get("size", 0), last_modified=source.get("last_modified", ""))
+               size=source.get("size", 0), last_modified=source.get("last_modified", ""),
+               extra=dict(source.get("aux_stored") or {}))
 
 
 def _item_error(result: dict) -> str:

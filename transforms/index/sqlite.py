@@ -4,7 +4,16 @@ Several worker processes write at once: WAL journaling and one ``BEGIN IMMEDIATE
 batch, taken under an exclusive lock on ``<index>.lock``. The lock hands the index over the moment a
 writer is done, where SQLite's busy handler would poll with sleeps of up to 100 ms; readers (the
 snapshot, searches) are never blocked. ``docs`` holds stored fields and freshness state;
-``docs_fts`` (rowid = ``docs.rid``) holds the searchable text.
+``docs_fts`` (rowid = ``docs.rid``) holds the searchable text; ``aux`` holds auxiliary fields, one
+row per field with its flags (and, for tokenized fields, its words in ``tokens``). A search probes
+``aux`` by (rid, name) for each candidate document, so the table needs no index of its own.
+
+Schema version 2 added ``aux``. A version 1 index is migrated when a crawl opens it (the table is
+created); its documents get their auxiliary fields when they are re-prepared, which that crawl does
+because the preparation fingerprint covers the field definitions.
+
+Access groups are enforced inside the one SQL statement of a search (``_visible``), so ranking,
+snippets, exclusions and filters only ever see documents the searcher may read.
 """
 
 from __future__ import annotations
@@ -16,11 +25,12 @@ import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 
+from transforms.enrich.auxfields import tokens
 from transforms.index.base import MARK_OFF, MARK_ON, Hit, IndexTarget, IndexUnavailable, render_snippet
 from transforms.index.query import Query
 from transforms.records import IndexDoc, SnapshotEntry
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SPLIT_ROWS = 50_000
 
 _SCHEMA = """
@@ -47,6 +57,16 @@ CREATE TABLE IF NOT EXISTS docs(
     outlinks TEXT NOT NULL,
     indexed_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS aux(
+    rid INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    value TEXT NOT NULL,
+    tokens TEXT NOT NULL,
+    stored INTEGER NOT NULL,
+    indexed INTEGER NOT NULL,
+    tokenized INTEGER NOT NULL,
+    PRIMARY KEY(rid, name)
+) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
     title, content, headlines, metadata, filename, location,
     tokenize = 'porter unicode61 remove_diacritics 2'
@@ -114,6 +134,8 @@ class EmbeddedIndex(IndexTarget):
         row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
             db.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) == 1:  # version 2 only added the aux table, created above
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
         elif int(row[0]) != SCHEMA_VERSION:
             raise IndexUnavailable(f"{self.path}: index schema version {row[0]}, this beamtrawl reads version "
                               f"{SCHEMA_VERSION}; crawl into a new index file")
@@ -123,9 +145,12 @@ class EmbeddedIndex(IndexTarget):
         if not os.path.exists(self.path):
             raise IndexUnavailable(f"{self.path}: no index here yet; run beamtrawl crawl first")
         try:
-            self._connect().execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            row = self._connect().execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         except sqlite3.DatabaseError as err:
             raise IndexUnavailable(f"{self.path}: not a beamtrawl index ({err})") from None
+        if row is not None and int(row[0]) != SCHEMA_VERSION:
+            raise IndexUnavailable(f"{self.path}: index schema version {row[0]}, this beamtrawl searches version "
+                                   f"{SCHEMA_VERSION}; run beamtrawl crawl once to upgrade it")
 
     def snapshot_splits(self) -> list[tuple[int, int]]:
         low, high = self._connect().execute("SELECT MIN(rid), MAX(rid) FROM docs").fetchone()
@@ -168,11 +193,18 @@ class EmbeddedIndex(IndexTarget):
         db.execute("INSERT INTO docs_fts(rowid, title, content, headlines, metadata, filename, location) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                    (rid, doc.title, doc.content, doc.headlines, doc.metadata, doc.filename, doc.url))
+        db.execute("DELETE FROM aux WHERE rid = ?", (rid,))
+        # A field neither stored nor matched exactly (regain's `location`) keeps only its words.
+        db.executemany("INSERT OR REPLACE INTO aux VALUES (?, ?, ?, ?, ?, ?, ?)", [
+            (rid, a.name, a.value if a.store or not a.tokenize else "", " ".join(tokens(a.value)) if a.tokenize else "",
+             a.store, a.index, a.tokenize)
+            for a in getattr(doc, "aux", ())])
 
     def delete(self, ids: Sequence[str]) -> None:
         marks = ", ".join("?" * len(ids))
         with self._transaction() as db:
             db.execute(f"DELETE FROM docs_fts WHERE rowid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
+            db.execute(f"DELETE FROM aux WHERE rid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
             db.execute(f"DELETE FROM docs WHERE id IN ({marks})", ids)
 
     # -- searching ---------------------------------------------------------------------------
@@ -188,25 +220,35 @@ class EmbeddedIndex(IndexTarget):
             where.append("docs.rid NOT IN (SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?)")
             params.append(_fts_expression([excluded], []))
         for name, value, negated in query.filters:
-            clause, value = _filter(name, value)
+            clause, values = _filter(name, value)
             where.append(f"NOT ({clause})" if negated else clause)
-            params.append(value)
+            params.extend(values)
+        clause, values = _visible(query.groups)
+        where.append(clause)
+        params.extend(values)
         if query.has_text:
-            select = (f"SELECT docs.url, docs.title, docs.filename, docs.mimetype, docs.size, docs.last_modified, "
+            select = (f"SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
+                      f"docs.last_modified, "
                       f"snippet(docs_fts, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24), -{_BM25} AS score "
                       f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid")
             order = "ORDER BY score DESC, docs.url"
         else:
-            select = ("SELECT docs.url, docs.title, docs.filename, docs.mimetype, docs.size, docs.last_modified, "
-                      "substr(docs_fts.content, 1, 200), 0.0 AS score "
+            select = ("SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
+                      "docs.last_modified, substr(docs_fts.content, 1, 200), 0.0 AS score "
                       "FROM docs JOIN docs_fts ON docs.rid = docs_fts.rowid")
             order = "ORDER BY docs.url"
         sql = f"{select} WHERE {' AND '.join(where)} {order} LIMIT ?"
         try:
-            rows = self._connect().execute(sql, [*params, limit]).fetchall()
+            db = self._connect()
+            rows = db.execute(sql, [*params, limit]).fetchall()
+            stored: dict[int, dict[str, str]] = {}
+            rids = [row[0] for row in rows]
+            for rid, name, value in db.execute(
+                    f"SELECT rid, name, value FROM aux WHERE stored AND rid IN ({', '.join('?' * len(rids))})", rids):
+                stored.setdefault(rid, {})[name] = value
         except sqlite3.OperationalError as err:
             raise IndexUnavailable(f"cannot search {self.path}: {err}") from None
-        return [_hit(*row) for row in rows]
+        return [_hit(*row[1:], extra=stored.get(row[0], {})) for row in rows]
 
 
 def _quote(text: str) -> str:
@@ -219,17 +261,34 @@ def _fts_expression(words: list[str], phrases: list[str]) -> str:
     return " AND ".join(parts)
 
 
-def _filter(name: str, value: str) -> tuple[str, str]:
+def _filter(name: str, value: str) -> tuple[str, list]:
     if name == "mimetype":
-        return "docs.mimetype GLOB ?", value.lower()
+        return "docs.mimetype GLOB ?", [value.lower()]
     if name == "extension":
-        return "docs.extension = ?", value.lower().lstrip(".")
+        return "docs.extension = ?", [value.lower().lstrip(".")]
     if name == "path":  # a folder, by whole segments; the stored path has no scheme and ends with "/"
-        return "instr(docs.path, ?) = 1", value.rstrip("/") + "/"
-    return "instr(docs.url, ?) = 1", value  # url
+        return "instr(docs.path, ?) = 1", [value.rstrip("/") + "/"]
+    if name == "url":
+        return "instr(docs.url, ?) = 1", [value]
+    # An auxiliary field: the exact value (as typed or lower-cased, since most fields are lower-cased),
+    # or for a tokenized field every word of the value.
+    words = tokens(value)
+    word_match = " AND ".join(["instr(' ' || aux.tokens || ' ', ?) > 0"] * len(words)) or "0"
+    clause = (f"EXISTS (SELECT 1 FROM aux WHERE aux.rid = docs.rid AND aux.name = ? AND aux.indexed AND "
+              f"((NOT aux.tokenized AND aux.value IN (?, ?)) OR (aux.tokenized AND {word_match})))")
+    return clause, [name, value, value.lower(), *(f" {w} " for w in words)]
 
 
-def _hit(url, title, filename, mimetype, size, last_modified, snippet, score) -> Hit:
+def _visible(groups) -> tuple[str, list]:
+    """Public documents, and those sharing a group with the searcher."""
+    if not groups:
+        return "docs.groups = '[]'", []
+    marks = ", ".join("?" * len(groups))
+    return (f"(docs.groups = '[]' OR EXISTS (SELECT 1 FROM json_each(docs.groups) AS g WHERE g.value IN ({marks})))",
+            list(groups))
+
+
+def _hit(url, title, filename, mimetype, size, last_modified, snippet, score, extra=None) -> Hit:
     plain, marked = render_snippet(snippet or "")
     return Hit(url=url, title=title or filename, snippet=plain, snippet_html=marked, score=round(score, 4),
-               mimetype=mimetype, size=size, last_modified=last_modified)
+               mimetype=mimetype, size=size, last_modified=last_modified, extra=extra or {})

@@ -10,6 +10,10 @@
 The guard is a side input computed from every upsert's outcome, so no delete runs before all
 upserts are done; it withholds all deletes if any upsert failed, if the failed ratio passes
 ``max_failed_ratio`` or if the deletes would remove more than ``max_delete_ratio`` of the index.
+
+Plugins: ``on_create_index_entry`` runs per document just before its batch is written (it may
+replace the document), ``on_delete_index_entry`` per document just before its batch is deleted
+(only when the guard lets deletes run). Both are loaded in the DoFns' ``setup``.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from plugins.manager import PluginHost
 from transforms.progress import Progress, timed
-from transforms.records import Event, SnapshotEntry, event
+from transforms.records import Event, IndexDoc, SnapshotEntry, event
 
 BATCH = 500  # documents per upsert call (the OpenSearch target cuts requests at 10 MiB as well)
 
@@ -39,17 +44,23 @@ class ReadSnapshot(beam.PTransform):
 
 
 class _Upsert(beam.DoFn):
-    def __init__(self, target):
+    def __init__(self, target, plugins: PluginHost | None = None):
         self.target = target
+        self.plugins = plugins or PluginHost()
         self.us = Metrics.counter("stage_us", "write")
 
     def setup(self):
         self.progress = Progress("documents written")
+        self.plugins.load()
 
     def process(self, batch):
         return timed(self.us, self._upsert(batch))
 
     def _upsert(self, batch):
+        if self.plugins:
+            batch = [self.plugins.chain("on_create_index_entry", "doc", IndexDoc(*doc), doc.url, index=self.target)
+                     for doc in batch]
+            yield from self.plugins.problems()
         failures = self.target.upsert(batch)
         for url, reason in failures:
             yield event("failed", url, "write", reason)
@@ -67,15 +78,16 @@ class WriteIndex(beam.PTransform):
     first, which would hold all writes back until every branch is done). Upserts overwrite by id, so
     a retried batch duplicates nothing."""
 
-    def __init__(self, target):
+    def __init__(self, target, plugins: PluginHost | None = None):
         super().__init__()
         self.target = target
+        self.plugins = plugins
 
     def expand(self, branches):
         events = [
             docs
             | f"Batch{n}" >> beam.BatchElements(min_batch_size=BATCH, max_batch_size=BATCH)
-            | f"Upsert{n}" >> beam.ParDo(_Upsert(self.target)).with_output_types(Event)
+            | f"Upsert{n}" >> beam.ParDo(_Upsert(self.target, self.plugins)).with_output_types(Event)
             for n, docs in enumerate(branches)
         ]
         return tuple(events) | "WriteEvents" >> beam.Flatten().with_output_types(Event)
@@ -121,16 +133,24 @@ def delete_guard(totals: dict, max_failed_ratio: float, max_delete_ratio: float)
 
 
 class _DeleteBatch(beam.DoFn):
-    def __init__(self, target, max_failed_ratio: float, max_delete_ratio: float):
+    def __init__(self, target, max_failed_ratio: float, max_delete_ratio: float,
+                 plugins: PluginHost | None = None):
         self.target = target
         self.max_failed_ratio = max_failed_ratio
         self.max_delete_ratio = max_delete_ratio
+        self.plugins = plugins or PluginHost()
+
+    def setup(self):
+        self.plugins.load()
 
     def process(self, batch, totals):
         refusal = delete_guard(totals, self.max_failed_ratio, self.max_delete_ratio)
         if refusal:
             yield event("delete_withheld", "", "delete", refusal, count=len(batch))
             return
+        for entry in batch:
+            self.plugins.call("on_delete_index_entry", entry.url, doc=SnapshotEntry(*entry), index=self.target)
+        yield from self.plugins.problems()
         try:
             self.target.delete([entry.id for entry in batch])
         except Exception as err:  # noqa: BLE001 - the documents stay; the report says why
@@ -146,17 +166,19 @@ class _DeleteBatch(beam.DoFn):
 class DeleteLast(beam.PTransform):
     """(delete candidates, totals of every event before deletes) → delete events."""
 
-    def __init__(self, target, max_failed_ratio: float, max_delete_ratio: float):
+    def __init__(self, target, max_failed_ratio: float, max_delete_ratio: float,
+                 plugins: PluginHost | None = None):
         super().__init__()
         self.target = target
         self.max_failed_ratio = max_failed_ratio
         self.max_delete_ratio = max_delete_ratio
+        self.plugins = plugins
 
     def expand(self, inputs):
         candidates, totals = inputs
         return (candidates
                 | "BatchDeletes" >> beam.BatchElements(min_batch_size=50, max_batch_size=500)
                 | "DeleteBatch" >> beam.ParDo(_DeleteBatch(self.target, self.max_failed_ratio,
-                                                           self.max_delete_ratio),
+                                                           self.max_delete_ratio, self.plugins),
                                               totals=beam.pvalue.AsSingleton(totals, default_value={}))
                 .with_output_types(Event))

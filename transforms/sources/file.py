@@ -96,7 +96,7 @@ def _list(folder: FrontierItem, rules, follow_symlinks: bool, stack: list):
             continue
         depth = depth_below(url, folder.root)
         if stat.S_ISDIR(st.st_mode):
-            decision = rules.decide(url, depth + 1)  # walked only if what it holds could be accepted
+            decision = rules.decide(url, depth + 1, source_url=folder.url)  # walked only if its files could be
             if not decision.accepted or not decision.parse:
                 yield event("declined", url, "discover", "")
                 continue
@@ -106,7 +106,7 @@ def _list(folder: FrontierItem, rules, follow_symlinks: bool, stack: list):
                 continue
             stack.append(FrontierItem(url, folder.root, depth, identity, list(lineage), folder.url, ""))
         elif stat.S_ISREG(st.st_mode):
-            decision = rules.decide(url, depth)
+            decision = rules.decide(url, depth, source_url=folder.url)
             if not decision.accepted or not decision.index:
                 yield event("declined", url, "discover", "")
                 continue

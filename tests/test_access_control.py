@@ -1,0 +1,326 @@
+"""Access control and auxiliary fields: controllers on real files, the configuration, and searches
+that try to reach forbidden documents — on the embedded index and on a real OpenSearch node."""
+
+from __future__ import annotations
+
+import grp
+import json
+import os
+import pwd
+import re
+import shutil
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import apache_beam as beam
+import pytest
+import yaml
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from pipeline.config import ConfigError, parse_config
+from pipeline.crawl import preparation_fingerprint
+from tests.conftest import beamtrawl
+from transforms.enrich.access import PosixOwnership, UrlRules, groups_of
+from transforms.enrich.assign import AssignGroups
+from transforms.enrich.auxfields import RESERVED, AuxFieldSpec, aux_values
+from transforms.index import EmbeddedIndex, IndexUnavailable, OpenSearchIndex
+from transforms.index.query import parse_query
+from transforms.preparators import BUILTIN, Prepared
+from transforms.prepare import make_document
+from transforms.records import Entry, IndexDoc
+from transforms.urls import doc_id
+
+BASE = {"start": [{"url": "/srv/acl"}], "index": {"path": "i.sqlite"}}
+
+
+def _config(**settings):
+    return parse_config({**BASE, **settings}, "crawl.yaml")
+
+
+def _error(**settings) -> str:
+    with pytest.raises(ConfigError) as err:
+        _config(**settings)
+    assert "\n" not in str(err.value)
+    return str(err.value)
+
+
+def _entry(url: str, groups=()) -> Entry:
+    return Entry(doc_id(url), url, "file:///srv/acl", 1, 10, 0, "", None, "", [], "", "", "", "", list(groups))
+
+
+# -- auxiliary fields ------------------------------------------------------------------------------
+
+def test_aux_fields_follow_regains_semantics():
+    config = _config(auxiliary_fields=[
+        {"name": "project", "regex": "/Projects/([^/]*)/", "source": "path"},
+        {"name": "doctype", "regex": "/hr/", "value": "Confidential", "lower_case": False},
+        {"name": "site", "regex": "^https?://([^/]*)/", "case_sensitive": True},
+        {"name": "topic", "regex": "/topics/([^/]*)/", "tokenize": True, "store": False},
+    ])
+    names = [f.name for f in config.auxiliary_fields]
+    assert names == ["extension", "location", "project", "doctype", "site", "topic"]  # regain's defaults first
+    values = {a.name: a for a in aux_values(config.auxiliary_fields,
+                                            "file:///srv/projects/Apollo%20X/hr/topics/Sea%20Ice/Notes.PDF")}
+    assert values["project"].value == "apollo x"  # from the decoded path, case-insensitive, lower-cased
+    assert values["doctype"].value == "Confidential"  # a fixed value, kept as written
+    assert values["extension"].value == "pdf"
+    assert (values["location"].store, values["location"].tokenize) == (False, True)
+    assert "site" not in values  # no match, no field
+    site = {a.name: a.value for a in aux_values(config.auxiliary_fields, "https://Example.org/x")}
+    assert site["site"] == "example.org"
+    assert AuxFieldSpec("e", re.compile(r"\.([^./]*)$")).compute("file:///a.d/Makefile") is None
+
+
+def test_aux_field_names_cannot_shadow_standard_fields():
+    assert RESERVED == set(IndexDoc._fields) - {"extension"}
+    assert _error(auxiliary_fields=[{"name": "groups", "regex": "."}]) == (
+        "crawl.yaml: auxiliary_fields[0].name: 'groups' is a standard field of every document")
+    assert _error(auxiliary_fields=[{"name": "x", "regex": "(a"}]).startswith(
+        "crawl.yaml: auxiliary_fields[0].regex: missing ), unterminated subpattern")
+    assert _error(auxiliary_fields=[{"name": "x", "regex": "(a)", "group": 2}]) == (
+        "crawl.yaml: auxiliary_fields[0].group: the regex has 1 groups, so there is no group 2")
+    assert _error(auxiliary_fields=[{"name": "x", "regex": "a", "value": "v", "group": 0}]) == (
+        "crawl.yaml: auxiliary_fields[0]: needs either 'group' (a regex group) or 'value' (a fixed value), "
+        "not both")
+    assert _error(auxiliary_fields=[{"name": "x", "regex": "a", "source": "title"}]) == (
+        "crawl.yaml: auxiliary_fields[0].source: must be url or path, got 'title'")
+    assert _error(auxiliary_fields=[{"name": "Project", "regex": "a"}]).startswith(
+        "crawl.yaml: auxiliary_fields[0].name: must be lower case letters")
+
+
+# -- controllers -----------------------------------------------------------------------------------
+
+def test_url_rules_first_match_and_posix_modes_on_real_files(tmp_path):
+    config = _config(access_control=[{"url_rules": [
+        {"prefix": "/srv/acl/hr", "groups": ["hr"]},
+        {"regex": ".*/public/.*", "groups": []},
+        {"prefix": "/srv/acl", "groups": ["staff"]},
+    ]}])
+    [rules] = config.access_control
+    assert isinstance(rules, UrlRules)
+    assert rules.groups(_entry("file:///srv/acl/hr/public/x.txt")) == ["hr"]
+    assert rules.groups(_entry("file:///srv/acl/team/public/x.txt")) == []
+    assert rules.groups(_entry("file:///srv/acl/team/x.txt")) == ["staff"]
+    assert rules.groups(_entry("file:///srv/other/x.txt")) is None
+    assert rules.groups(_entry("file:///srv/acl/hrx/a.txt")) == ["staff"]  # prefixes match whole segments
+
+    posix = PosixOwnership(rename={"root": "admins"})
+    modes = {"world.txt": 0o644, "group.txt": 0o640, "owner.txt": 0o600, "nobody.txt": 0o000}
+    for name, mode in modes.items():
+        (tmp_path / name).write_text("x", encoding="utf-8")
+        (tmp_path / name).chmod(mode)
+    owner = "user:" + pwd.getpwuid(os.getuid()).pw_name
+    group = grp.getgrgid(os.getgid()).gr_name
+    group = "admins" if group == "root" else group
+    got = {name: posix.groups(_entry(f"file://{tmp_path}/{name}")) for name in modes}
+    assert got == {"world.txt": [], "group.txt": [owner, group], "owner.txt": [owner], "nobody.txt": [owner]}
+    assert PosixOwnership(world_readable_group="everyone").groups(_entry(f"file://{tmp_path}/world.txt")) == [
+        "everyone"]
+    assert posix.groups(_entry("https://example.org/a")) is None
+
+
+def test_first_answer_wins_and_the_sources_groups_stay_without_one():
+    hr = UrlRules([(_config(access_control=[{"url_rules": [{"prefix": "/srv/acl/hr", "groups": ["hr"]}]}])
+                    .access_control[0].rules[0][0], ["hr"])])
+    public = UrlRules([(hr.rules[0][0], [])])
+    assert groups_of([hr, public], _entry("file:///srv/acl/hr/a.txt", ["from-acl"])) == ["hr"]
+    assert groups_of([public, hr], _entry("file:///srv/acl/hr/a.txt", ["from-acl"])) == []
+    assert groups_of([hr], _entry("file:///srv/acl/other.txt", ["smb-group"])) == ["smb-group"]
+    assert groups_of([], _entry("file:///srv/acl/other.txt", ["b", "a", "b"])) == ["a", "b"]
+
+    class Bad:
+        def groups(self, entry):
+            return ["two words"]
+
+    with pytest.raises(ValueError, match="without spaces"):
+        groups_of([Bad()], _entry("file:///srv/acl/a.txt"))
+
+
+def test_access_control_configuration_errors():
+    assert _error(access_control=[{"url_rules": [{"prefix": "/srv/acl", "groups": ["a b"]}]}]) == (
+        "crawl.yaml: access_control[0].url_rules[0].groups: a group name must be a non-empty word without "
+        "spaces, got 'a b'")
+    assert _error(access_control=[{"posix": {}, "url_rules": []}]) == (
+        "crawl.yaml: access_control[0]: needs exactly one of 'url_rules', 'posix' or 'class'")
+    assert _error(access_control=[{"posix": {"owner": True}}]).startswith(
+        "crawl.yaml: access_control[0].posix.owner: unknown key")
+    assert _error(access_control=[{"class": "nosuchmodule:Controller"}]).startswith(
+        "crawl.yaml: access_control[0].class: cannot import nosuchmodule")
+    assert _error(access_control=[{"url_rules": [{"regex": "(", "groups": []}]}]).startswith(
+        "crawl.yaml: access_control[0].url_rules[0].regex: missing ), unterminated subpattern")
+
+
+# -- search-time enforcement, on both index targets ------------------------------------------------
+
+AUX = [{"name": "area", "regex": "/acl/([^/]+)/"}, {"name": "doctype", "regex": "/hr/", "value": "secret"}]
+DOCS = {  # url → (groups, title, content)
+    "file:///srv/acl/public/readme.txt": ([], "Readme", "zebra public notes about meadows"),
+    "file:///srv/acl/hr/salaries.txt": (["hr"], "Salaries", "zebra salaries confidential payroll"),
+    "file:///srv/acl/board/minutes.txt": (["board", "hr-lead"], "Minutes", "zebra board minutes merger"),
+}
+
+
+def _documents() -> list[IndexDoc]:
+    fields = _config(auxiliary_fields=AUX).auxiliary_fields
+    return [make_document(_entry(url, groups), "text/plain", content.encode(), Prepared(title=title, content=content),
+                          "fp", 1000, aux_fields=fields)
+            for url, (groups, title, content) in DOCS.items()]
+
+
+@pytest.fixture(scope="module")
+def opensearch_url():
+    from tests.servers.opensearch import running_node
+
+    folder = Path(tempfile.mkdtemp(prefix="beamtrawl-acl-os-", dir="/tmp"))
+    folder.chmod(0o755)
+    try:
+        with running_node(folder / "node") as url:
+            yield url
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(params=["embedded", "opensearch"])
+def filled_target(request, tmp_path):
+    if request.param == "embedded":
+        target = EmbeddedIndex(str(tmp_path / "index.sqlite"))
+    else:
+        target = OpenSearchIndex(request.getfixturevalue("opensearch_url"), "acl-test")
+    target.prepare()
+    target.snapshot_splits()
+    assert target.upsert(_documents()) == []
+    target.finish(succeeded=True)
+    yield target
+    target.close()
+
+
+def _names(target, text: str, groups=()) -> list[str]:
+    query = parse_query(text, fields=["extension", "location", "area", "doctype"], groups=groups)
+    return sorted(hit.url.rsplit("/", 1)[-1] for hit in target.search(query, 100))
+
+
+FORBIDDEN_FOR_THE_PUBLIC = [
+    "salaries", "payroll", "salar*", "merg*", '"salaries confidential"', '"board minutes"', "minutes",
+    "area:hr", "area:board", "doctype:secret", "doctype:SECRET", "location:hr", "location:board",
+    "path:/srv/acl/hr", "url:file:///srv/acl/hr", "url:file:///srv/acl/board/minutes.txt",
+    "mimetype:text/plain -meadows", "extension:txt -public", "zebra -meadows", "-readme extension:txt",
+    "zebra -public -notes", "area:hr zebra", "title:salaries", "groups:hr",
+]
+
+
+@pytest.mark.parametrize("text", FORBIDDEN_FOR_THE_PUBLIC)
+def test_a_public_search_never_reaches_a_document_with_groups(filled_target, text):
+    assert _names(filled_target, text) == [], text
+    assert _names(filled_target, text, groups=["other", "HR", "hr' OR 1=1 --"]) == [], text
+
+
+def test_groups_open_exactly_their_documents_with_snippets_and_stored_aux_fields(filled_target):
+    assert _names(filled_target, "zebra") == ["readme.txt"]
+    assert _names(filled_target, "zebra", ["hr"]) == ["readme.txt", "salaries.txt"]
+    assert _names(filled_target, "zebra", ["hr-lead"]) == ["minutes.txt", "readme.txt"]
+    assert _names(filled_target, "zebra", ["hr", "board"]) == ["minutes.txt", "readme.txt", "salaries.txt"]
+    assert _names(filled_target, "area:hr", ["hr"]) == ["salaries.txt"]
+    assert _names(filled_target, "doctype:Secret", ["hr"]) == ["salaries.txt"]
+    assert _names(filled_target, "location:acl -location:public", ["board"]) == ["minutes.txt"]
+    assert _names(filled_target, "extension:txt") == ["readme.txt"]
+    assert _names(filled_target, "area:public") == ["readme.txt"]
+    [hit] = filled_target.search(parse_query("payroll", groups=["hr"]), 10)
+    assert "payroll" in hit.snippet
+    assert hit.extra == {"extension": "txt", "area": "hr", "doctype": "secret"}  # location is not stored
+    for hit in filled_target.search(parse_query("zebra"), 10):
+        assert not re.search("salar|payroll|board|merger", hit.snippet + hit.title), hit
+
+
+# -- end to end on the embedded index: controllers in the crawl, a change of groups re-indexes ------
+
+def _search(config: Path, text: str, groups: str = "") -> list[str]:
+    done = beamtrawl("search", text, "--config", str(config), "--json", "--limit", "100",
+                     *(["--groups", groups] if groups else []), check_dac=False)
+    assert done.returncode == 0, done.stderr
+    return sorted(h["url"].rsplit("/", 1)[-1] for h in json.loads(done.stdout))
+
+
+def test_crawl_assigns_groups_and_a_rule_change_reindexes_only_what_changed(tmp_path, make_config, crawl):
+    root = tmp_path / "acl"
+    files = {"public/readme.txt": ("zebra readme", 0o644), "hr/salaries.txt": ("zebra salaries", 0o644),
+             "private/diary.txt": ("zebra diary", 0o600), "team/plan.txt": ("zebra plan", 0o640)}
+    for name, (text, mode) in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+        (root / name).chmod(mode)
+    owner, group = pwd.getpwuid(os.getuid()).pw_name, grp.getgrgid(os.getgid()).gr_name
+    rules = [{"prefix": str(root / "hr"), "groups": ["hr"]}]
+    config = make_config(root, access_control=[{"url_rules": rules}, {"posix": {}}], auxiliary_fields=AUX)
+
+    first = crawl(config)
+    assert first.code == 0, first.stderr
+    assert first.counts["new"] == 4
+    assert _search(config, "zebra") == ["readme.txt"]
+    assert _search(config, "zebra", "hr") == ["readme.txt", "salaries.txt"]
+    assert _search(config, "zebra", f"user:{owner}") == ["diary.txt", "plan.txt", "readme.txt"]
+    assert _search(config, "zebra", group) == ["plan.txt", "readme.txt"]
+    assert _search(config, "area:hr") == [] and _search(config, "area:hr", "hr") == ["salaries.txt"]
+    assert _search(config, "area:private", f"nobody,{group}") == []
+
+    rules[0]["groups"] = ["hr", "finance"]
+    settings = yaml.safe_load(config.read_text(encoding="utf-8"))
+    settings["access_control"][0]["url_rules"] = rules
+    config.write_text(yaml.safe_dump(settings), encoding="utf-8")
+    second = crawl(config)
+    assert second.code == 0, second.stderr
+    assert (second.counts["changed"], second.counts["unchanged"], second.counts["written"]) == (1, 3, 1)
+    assert _search(config, "zebra", "finance") == ["readme.txt", "salaries.txt"]
+
+
+# -- the embedded index's schema change, and what re-prepares documents -----------------------------
+
+def test_a_version_1_index_is_migrated_by_a_crawl_and_refused_by_search_until_then(tmp_path):
+    path = str(tmp_path / "old.sqlite")
+    EmbeddedIndex(path).prepare()
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE aux")  # what version 1 looked like
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(IndexUnavailable, match="index schema version 1, this beamtrawl searches version 2; "
+                                               "run beamtrawl crawl once to upgrade it"):
+        EmbeddedIndex(path).check()
+    index = EmbeddedIndex(path)
+    index.prepare()  # what a crawl does first
+    index.check()
+    assert index.upsert(_documents()) == []
+    assert _names(index, "area:hr", ["hr"]) == ["salaries.txt"]
+
+
+def test_fingerprint_covers_aux_fields_and_document_changing_plugins_only():
+    def fingerprint(**settings):
+        return preparation_fingerprint(BUILTIN, _config(**settings))
+
+    plain = fingerprint()
+    assert fingerprint(auxiliary_fields=AUX) != plain
+    assert fingerprint(plugins=[{"plugin": "filesize_filter", "params": {"min_bytes": 1}}]) == plain
+    assert fingerprint(access_control=[{"posix": {}}]) == plain  # groups are compared per document instead
+    titled = fingerprint(plugins=[{"plugin": "link_text_title", "params": {"url_patterns": ["pdf$"]}}])
+    assert titled != plain
+    assert titled != fingerprint(plugins=[{"plugin": "link_text_title", "params": {"url_patterns": ["doc$"]}}])
+
+
+class FailsOnSecrets:
+    def groups(self, entry):
+        if "secret" in entry.url:
+            raise PermissionError("no access to the ACL")
+        return ["staff"]
+
+
+def test_a_controller_failure_is_reported_and_keeps_the_indexed_version():
+    with BeamTestPipeline() as p:
+        entries = p | beam.Create([_entry("file:///srv/acl/a.txt"), _entry("file:///srv/acl/secret.txt")])
+        assigned, events, keep = entries | AssignGroups([FailsOnSecrets()])
+        assert_that(assigned | "Pairs" >> beam.Map(lambda e: (e.url, list(e.groups))),
+                    equal_to([("file:///srv/acl/a.txt", ["staff"])]), label="Assigned")
+        assert_that(events | "Reasons" >> beam.Map(lambda e: (e.kind, e.url, e.stage, e.reason)), equal_to([
+            ("failed", "file:///srv/acl/secret.txt", "access",
+             "access control failed: PermissionError: no access to the ACL")]), label="Events")
+        assert_that(keep, equal_to(["file:///srv/acl/secret.txt"]), label="Keep")

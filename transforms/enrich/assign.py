@@ -1,0 +1,54 @@
+"""AssignGroups: the access-control step between Discover and Freshness.
+
+::
+
+    entries ─► AssignGroups ─┬─► entries with groups ─► Freshness (a change of groups re-indexes)
+                             ├─► events (a controller failed: a "failed" problem of stage "access")
+                             └─► URLs to keep as indexed (failed ones: neither re-indexed nor deleted)
+
+The controllers (transforms/enrich/access.py) are pickled with the DoFn; a custom controller class
+is built in ``setup`` on each worker.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+
+from transforms.enrich.access import CustomController, groups_of
+from transforms.records import Entry, event
+
+EVENTS, KEEP = "events", "keep"
+
+
+class _AssignGroups(beam.DoFn):
+    def __init__(self, controllers):
+        self.controllers = controllers
+
+    def setup(self):
+        for controller in self.controllers:
+            if isinstance(controller, CustomController):
+                controller.build()
+
+    def process(self, entry):
+        entry = Entry(*entry)
+        try:
+            groups = groups_of(self.controllers, entry)
+        except Exception as err:  # noqa: BLE001 - one document's failure, not the crawl's
+            yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "access",
+                                                         f"access control failed: {type(err).__name__}: {err}"))
+            yield beam.pvalue.TaggedOutput(KEEP, entry.url)
+            return
+        yield entry._replace(groups=groups)
+
+
+class AssignGroups(beam.PTransform):
+    """entries → (entries with groups, events, URLs whose indexed version must stay)."""
+
+    def __init__(self, controllers):
+        super().__init__()
+        self.controllers = tuple(controllers)
+
+    def expand(self, entries):
+        out = entries | "Groups" >> beam.ParDo(_AssignGroups(self.controllers)).with_output_types(
+            Entry).with_outputs(EVENTS, KEEP, main="entries")
+        return out["entries"], out[EVENTS], out[KEEP]
