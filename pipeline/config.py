@@ -14,6 +14,9 @@ from typing import Any
 
 import yaml
 
+from pipeline.preparator_config import parse_preparation, parse_preparators
+from transforms.preparators import BUILTIN, PreparatorSpec
+from transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds
 from transforms.urls import normalize_url
 
 #: Every default, spelled as in the YAML file.
@@ -117,6 +120,8 @@ class Config:
     follow_symlinks: bool = DEFAULTS["follow_symlinks"]
     walk_budget: int = DEFAULTS["walk_budget"]
     discovery_rounds: int = DEFAULTS["discovery_rounds"]
+    preparators: tuple[PreparatorSpec, ...] = BUILTIN  # pipeline/preparator_config.py
+    preparation: Bounds = DEFAULT_BOUNDS
 
 
 SUPPORTED_SCHEMES = ("file",)
@@ -303,7 +308,8 @@ def _credentials(r: _Reader, raw: Any) -> tuple[Credential, ...]:
     return tuple(credentials)
 
 
-_TOP_KEYS = {"start", "whitelist", "blacklist", "index", "report", "work_dir", "credentials", *DEFAULTS}
+_TOP_KEYS = {"start", "whitelist", "blacklist", "index", "report", "work_dir", "credentials", "preparators",
+             "preparation", *DEFAULTS}
 _SCALARS: dict[str, Callable[[_Reader, Any, str], Any]] = {
     "max_depth": lambda r, v, p: r.integer(v, p, allow_none=True),
     "max_file_size": _Reader.size,
@@ -358,7 +364,9 @@ def parse_config(raw: Any, source: str) -> Config:
                                                                                    "url_cleaners")))
     return Config(source=source, start=tuple(starts), whitelist=whitelist, blacklist=blacklist,
                   index=index, report=report, work_dir=work_dir,
-                  url_cleaners=cleaners, credentials=_credentials(r, top.get("credentials")), **scalars)
+                  url_cleaners=cleaners, credentials=_credentials(r, top.get("credentials")),
+                  preparators=parse_preparators(r, top.get("preparators")),
+                  preparation=parse_preparation(r, top.get("preparation")), **scalars)
 
 
 def load_config(path: str) -> Config:

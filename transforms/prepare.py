@@ -15,7 +15,9 @@ overlap the preparation of the other.
 Each family is its own ParDo. Inside it the accepting preparators are tried by priority; if all
 fail, a substitute document (name, size, date, ``preparation_error``) is indexed instead, as
 regain's createSubstituteDocument did. A document larger than ``max_file_size`` is not read beyond
-its first bytes and is indexed by metadata only.
+its first bytes and is indexed by metadata only. The preparators run in a child process per DoFn
+under a hard time and memory bound (``preparators.isolation``); the text kept is cut at
+``max_content_length`` characters.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from datetime import UTC, datetime
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from transforms.preparators import PreparationError, PreparatorSpec, Prepared, chain_for
+from transforms.preparators import PreparatorSpec, Prepared, chain_for
+from transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds, runner_for
 from transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
 from transforms.progress import Progress, Tally, timed
 from transforms.records import Entry, Event, IndexDoc, RawDocument, event
@@ -103,16 +106,21 @@ class _PrepareFamily(beam.DoFn):
     """Run the preparators accepting each document, by priority, until one succeeds."""
 
     def __init__(self, family: str, preparators: tuple[PreparatorSpec, ...], fingerprint: str,
-                 max_summary_length: int):
+                 max_summary_length: int, bounds: Bounds = DEFAULT_BOUNDS):
         self.family = family
         self.preparators = preparators
         self.fingerprint = fingerprint
         self.max_summary_length = max_summary_length
+        self.bounds = bounds
         self.us = Metrics.counter("stage_us", f"prepare:{family}")
 
     def setup(self):
         self.progress = Progress(f"documents prepared ({self.family})")
         self.tally = Tally(EVENTS)
+        self.runner = runner_for(self.preparators, self.bounds)
+
+    def teardown(self):
+        self.runner.close()
 
     def finish_bundle(self):
         yield from self.tally.flush()
@@ -126,16 +134,13 @@ class _PrepareFamily(beam.DoFn):
         if raw.oversize:
             yield make_document(entry, mimetype, b"", Prepared(), self.fingerprint, self.max_summary_length)
             return
-        errors = []
-        for preparator in chain_for(self.preparators, mimetype, entry.url):
-            try:
-                prepared = preparator(data, entry.url, mimetype)
-            except Exception as err:  # noqa: BLE001 - a preparator's failure is the document's, not the crawl's
-                errors.append(f"{preparator.name}: {_describe(err)}")
-                continue
+        prepared, errors = (self.runner.prepare(data, entry.url, mimetype)
+                            if chain_for(self.preparators, mimetype, entry.url) else (None, []))
+        if prepared is not None:
+            if len(prepared.content) > self.bounds.max_content_length:
+                prepared.content = prepared.content[: self.bounds.max_content_length]
             yield make_document(entry, mimetype, data, prepared, self.fingerprint, self.max_summary_length)
             self.tally.count("prepared")
-            break
         else:
             reason = "; ".join(errors) or f"no preparator accepts {mimetype}"
             yield make_document(entry, mimetype, data, Prepared(), self.fingerprint, self.max_summary_length,
@@ -143,19 +148,14 @@ class _PrepareFamily(beam.DoFn):
             yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "prepare", reason))
 
 
-def _describe(err: Exception) -> str:
-    if isinstance(err, PreparationError):
-        return str(err)
-    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-
-
 class Prepare(beam.PTransform):
     """Entries to prepare → (index documents, one PCollection per preparator family; events)."""
 
     def __init__(self, preparators: tuple[PreparatorSpec, ...], fingerprint: str, max_file_size: int,
-                 max_summary_length: int):
+                 max_summary_length: int, bounds: Bounds = DEFAULT_BOUNDS):
         super().__init__()
         self.preparators = preparators
+        self.bounds = bounds
         self.fingerprint = fingerprint
         self.max_file_size = max_file_size
         self.max_summary_length = max_summary_length
@@ -173,8 +173,8 @@ class Prepare(beam.PTransform):
         parts = read["raw"] | "ByPreparator" >> beam.Partition(route, len(families))
         docs, events = [], [read[EVENTS]]
         for family, part in zip(families, parts):
-            out = part | f"Prepare:{family}" >> beam.ParDo(_PrepareFamily(
-                family, preparators, self.fingerprint, self.max_summary_length)).with_output_types(
+            prepare = _PrepareFamily(family, preparators, self.fingerprint, self.max_summary_length, self.bounds)
+            out = part | f"Prepare:{family}" >> beam.ParDo(prepare).with_output_types(
                 IndexDoc).with_outputs(EVENTS, main="docs")
             docs.append(out["docs"])
             events.append(out[EVENTS])

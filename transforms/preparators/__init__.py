@@ -19,7 +19,8 @@ BUILTIN = (
     PreparatorSpec("office", office.prepare_ooxml, office.MIME_TYPES, priority=10),
     PreparatorSpec("mail", mail.prepare_mail, mail.MIME_TYPES, priority=10),
     PreparatorSpec("xml", xml.prepare_xml, xml.MIME_TYPES, priority=10),
-    PreparatorSpec("archive", archive.prepare_archive, archive.MIME_TYPES, priority=10, params=archive.DEFAULTS),
+    PreparatorSpec("archive", archive.prepare_archive, archive.MIME_TYPES, priority=10,
+                   params=archive.DEFAULTS),
     PreparatorSpec("odf", odf.prepare_odf, odf.MIME_TYPES, priority=10),
     PreparatorSpec("rtf", rtf.prepare_rtf, rtf.MIME_TYPES, priority=10),
     PreparatorSpec("epub", epub.prepare_epub, epub.MIME_TYPES, priority=10),
@@ -37,4 +38,5 @@ CONFIGURABLE = (
 )
 
 
-__all__ = ["BUILTIN", "CONFIGURABLE", "PreparationError", "PreparatorSpec", "Prepared", "chain_for", "prepare_nested", "run_chain"]
+__all__ = ["BUILTIN", "CONFIGURABLE", "PreparationError", "PreparatorSpec", "Prepared", "chain_for",
+           "prepare_nested", "run_chain"]

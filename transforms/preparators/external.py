@@ -62,5 +62,6 @@ def prepare_external(data: bytes, url: str, mimetype: str, params: dict) -> Prep
             raise PreparationError(f"{argv[0]} timed out after {params['timeout']:g} s") from None
     if params["check_exit_code"] and process.returncode != 0:
         first = next((line for line in decode_text(err).splitlines() if line.strip()), "")
-        raise PreparationError(f"{argv[0]} exited with {process.returncode}" + (f": {first}"[:200] if first else ""))
+        detail = f": {first}"[:200] if first else ""
+        raise PreparationError(f"{argv[0]} exited with {process.returncode}{detail}")
     return Prepared(content=decode_text(out[: params["max_output_bytes"]]).strip())

@@ -82,7 +82,8 @@ def _walk(part: EmailMessage, url: str, texts: list[str], attachments: list[dict
             body = inner[0].as_bytes() if isinstance(inner, list) and inner else b""
         else:
             body = part.get_payload(decode=True) or b""
-        attachments.append({"name": part.get_filename() or "", "mimetype": ctype, "size": len(body), "body": body})
+        attachments.append({"name": part.get_filename() or "", "mimetype": ctype, "size": len(body),
+                            "body": body})
 
 
 def prepare_mail(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:

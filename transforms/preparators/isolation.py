@@ -1,0 +1,195 @@
+"""A hard time and memory bound for preparation: the preparators run in a child process that is
+killed when a document takes longer than the timeout, and whose address space is limited.
+
+One child serves one DoFn instance for its lifetime (started on its first document, so a family that
+receives nothing costs nothing), which keeps the per-document cost to two pipe messages instead of a
+process per document. A child killed on a timeout, or dead of a crash or of its memory limit, is
+restarted for the next document; the document gets its report line and a substitute document.
+
+Protocol on the child's stdin/stdout (its own stdout is redirected to stderr, so a preparator that
+prints cannot corrupt it): 8-byte length, then a pickle. The parent sends the preparators once, then
+``(data, url, mimetype)`` per document; the child answers ``("try", name)`` and ``("fail", reason)``
+as it goes and ``("done", prepared or None)`` at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import time
+from typing import NamedTuple
+
+from transforms.preparators.base import Prepared
+from transforms.preparators.chain import run_chain
+
+_HEADER = struct.Struct("<Q")
+
+
+def _send(stream, obj) -> None:
+    body = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(body)))
+    stream.write(body)
+    stream.flush()
+
+
+def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
+    chunks, left = [], size
+    while left:
+        if deadline is not None:
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                raise TimeoutError
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _receive(fd: int, deadline: float | None = None):
+    (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size, deadline))
+    return pickle.loads(_read_exactly(fd, size, deadline))
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+        return f"the preparing process was killed by {name}"
+    return f"the preparing process exited with {code}"
+
+
+class Bounds(NamedTuple):
+    """The ``preparation:`` section of the configuration (defaults in ``pipeline.config.DEFAULTS``)."""
+
+    timeout: float = 60.0  # seconds per document, hard
+    memory_limit: int = 4 * 1024**3  # address space of the preparing process; 0 = no limit
+    isolate: bool = True  # False: run preparators in the worker, without the hard bounds
+    max_content_length: int = 10_000_000  # characters of text kept per document
+
+
+DEFAULT_BOUNDS = Bounds()
+
+
+def runner_for(preparators, bounds: Bounds):
+    """What runs a DoFn's preparations: a child process under the bounds, or the worker itself."""
+    if bounds.isolate:
+        return Isolated(preparators, bounds.timeout, bounds.memory_limit)
+    return InProcess(preparators)
+
+
+class InProcess:
+    """No isolation: the preparators run in the worker itself (``preparation.isolate: false``)."""
+
+    def __init__(self, preparators):
+        from transforms.preparators.mime import MimeSniffer
+
+        self.preparators = preparators
+        self.sniff = MimeSniffer()
+
+    def prepare(self, data: bytes, url: str, mimetype: str) -> tuple[Prepared | None, list[str]]:
+        return run_chain(self.preparators, data, url, mimetype, self.sniff)
+
+    def close(self) -> None:
+        pass
+
+
+class Isolated:
+    """The preparators in a child process, ``timeout`` seconds per document, ``memory_limit`` bytes of
+    address space (0: none)."""
+
+    def __init__(self, preparators, timeout: float, memory_limit: int):
+        self.preparators = preparators
+        self.timeout = timeout
+        self.memory_limit = memory_limit
+        self.process: subprocess.Popen | None = None
+        self.restarts = 0
+
+    def _start(self) -> None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "transforms.preparators.isolation", str(self.memory_limit)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        _send(self.process.stdin, self.preparators)
+
+    def _stop(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            for stream in (self.process.stdin, self.process.stdout):
+                stream.close()
+            self.process = None
+            self.restarts += 1
+
+    def prepare(self, data: bytes, url: str, mimetype: str) -> tuple[Prepared | None, list[str]]:
+        if self.process is None or self.process.poll() is not None:
+            if self.process is not None:
+                self._stop()
+            self._start()
+        errors: list[str] = []
+        current = "preparation"
+        deadline = time.monotonic() + self.timeout
+        try:
+            _send(self.process.stdin, (data, url, mimetype))
+            while True:
+                kind, value = _receive(self.process.stdout.fileno(), deadline)
+                if kind == "try":
+                    current = value
+                elif kind == "fail":
+                    errors.append(value)
+                else:
+                    return value, errors
+        except TimeoutError:
+            self._stop()
+            errors.append(f"{current}: timed out after {self.timeout:g} s (the preparing process was killed)")
+        except (EOFError, BrokenPipeError, OSError, pickle.UnpicklingError):
+            code = self.process.wait()
+            self._stop()
+            limit = f" (memory limit {self.memory_limit} bytes)" if self.memory_limit else ""
+            errors.append(f"{current}: {_exit_reason(code)}{limit}")
+        return None, errors
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.process.stdin.close()  # the child ends on end of input
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process.stdout.close()
+            self.process = None
+
+
+def _child(memory_limit: int) -> None:
+    import resource
+
+    from transforms.preparators.mime import MimeSniffer
+
+    if memory_limit:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    requests = os.fdopen(os.dup(0), "rb")
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # what preparators print goes to stderr, never into the protocol
+    sys.stdout = sys.stderr
+    sniff = MimeSniffer()
+    fd = requests.fileno()
+    try:
+        preparators = _receive(fd)
+        while True:
+            data, url, mimetype = _receive(fd)
+            prepared, _ = run_chain(preparators, data, url, mimetype, sniff,
+                                    on_try=lambda name: _send(replies, ("try", name)),
+                                    on_fail=lambda reason: _send(replies, ("fail", reason)))
+            _send(replies, ("done", prepared))
+    except EOFError:
+        return
+
+
+if __name__ == "__main__":
+    _child(int(sys.argv[1]))
