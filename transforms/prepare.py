@@ -137,10 +137,14 @@ class _PrepareFamily(beam.DoFn):
         prepared, errors = (self.runner.prepare(data, entry.url, mimetype)
                             if chain_for(self.preparators, mimetype, entry.url) else (None, []))
         if prepared is not None:
+            partial = [prepared.partial] if prepared.partial else []
             if len(prepared.content) > self.bounds.max_content_length:
                 prepared.content = prepared.content[: self.bounds.max_content_length]
+                partial.append(f"text cut at max_content_length ({self.bounds.max_content_length} characters)")
             yield make_document(entry, mimetype, data, prepared, self.fingerprint, self.max_summary_length)
             self.tally.count("prepared")
+            if partial:
+                yield beam.pvalue.TaggedOutput(EVENTS, event("truncated", entry.url, "prepare", "; ".join(partial)))
         else:
             reason = "; ".join(errors) or f"no preparator accepts {mimetype}"
             yield make_document(entry, mimetype, data, Prepared(), self.fingerprint, self.max_summary_length,

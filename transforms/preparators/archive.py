@@ -71,16 +71,17 @@ def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepa
     max_entries, budget, max_scan = params["max_entries"], params["max_bytes"], params["max_scan_bytes"]
     names: list[str] = []
     texts: list[str] = []
-    truncated = False
+    limits: list[str] = []  # the bounds reached
     entries = _entries(data, max_scan)
     try:
         for name, opener in entries:
             if len(names) >= max_entries:
-                truncated = True
+                limits.append(f"max_entries ({max_entries})")
                 break
             names.append(name)
             if opener is None or budget <= 0:
-                truncated |= opener is not None
+                if opener is not None:
+                    limits.append(f"max_bytes ({params['max_bytes']})")
                 continue
             try:
                 with opener() as stream:
@@ -94,7 +95,8 @@ def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepa
                     rest = stream.read(budget)
                     budget -= len(rest)
                     cut = budget <= 0 and bool(stream.read(1))
-                    truncated |= cut
+                    if cut:
+                        limits.append(f"max_bytes ({params['max_bytes']})")
             except _READ_ERRORS:  # encrypted, unsupported method, corrupt entry: the name is still known
                 continue
             # Plain text is decoded here; a cut-off file of another format would only fail to prepare.
@@ -106,7 +108,9 @@ def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepa
             if text:
                 texts.append(f"{name}:\n{text}")
     except _ScanLimit:
-        truncated = True
+        limits.append(f"max_scan_bytes ({max_scan})")
     listing = "\n".join(f"{n}\n{' '.join(_SEPARATORS.sub(' ', n).split())}" for n in names)
-    fields = {"entries": str(len(names)), "truncated": "true" if truncated else "false"}
-    return Prepared(content="\n\n".join(s for s in (listing, *texts) if s), fields=fields)
+    limits = list(dict.fromkeys(limits))
+    fields = {"entries": str(len(names)), "truncated": "true" if limits else "false"}
+    partial = f"archive read partially: reached {', '.join(limits)}" if limits else ""
+    return Prepared(content="\n\n".join(s for s in (listing, *texts) if s), fields=fields, partial=partial)

@@ -27,6 +27,7 @@ class Prepared:
     fields: dict[str, str] = field(default_factory=dict)  # additional fields, regain's getAdditionalFields
     links: list[tuple[str, str]] = field(default_factory=list)  # (absolute URL, link text)
     path: list[tuple[str, str]] = field(default_factory=list)  # breadcrumb (URL, title), regain's getPath
+    partial: str = ""  # why only part of the document was read (a bound was reached); a report line
 
 
 @dataclass(frozen=True)
