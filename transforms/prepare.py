@@ -23,6 +23,7 @@ under a hard time and memory bound (``preparators.isolation``); the text kept is
 from __future__ import annotations
 
 import hashlib
+import mimetypes
 from datetime import UTC, datetime
 
 import apache_beam as beam
@@ -134,22 +135,35 @@ class _PrepareFamily(beam.DoFn):
         if raw.oversize:
             yield make_document(entry, mimetype, b"", Prepared(), self.fingerprint, self.max_summary_length)
             return
-        prepared, errors = (self.runner.prepare(data, entry.url, mimetype)
-                            if chain_for(self.preparators, mimetype, entry.url) else (None, []))
+        chain = chain_for(self.preparators, mimetype, entry.url)
+        prepared, errors = self.runner.prepare(data, entry.url, mimetype) if chain else (None, [])
         if prepared is not None:
+            limit = self.bounds.max_content_length
             partial = [prepared.partial] if prepared.partial else []
-            if len(prepared.content) > self.bounds.max_content_length:
-                prepared.content = prepared.content[: self.bounds.max_content_length]
-                partial.append(f"text cut at max_content_length ({self.bounds.max_content_length} characters)")
+            if len(prepared.content) > limit:
+                prepared.content = prepared.content[:limit]
+                partial.append(f"text cut at max_content_length ({limit} characters)")
             yield make_document(entry, mimetype, data, prepared, self.fingerprint, self.max_summary_length)
             self.tally.count("prepared")
             if partial:
                 yield beam.pvalue.TaggedOutput(EVENTS, event("truncated", entry.url, "prepare", "; ".join(partial)))
+            misnamed = self._misnamed(entry.url, mimetype) if all(p.catch_all for p in chain) else ""
+            if misnamed:
+                yield beam.pvalue.TaggedOutput(EVENTS, event("metadata_only", entry.url, "prepare", misnamed))
         else:
             reason = "; ".join(errors) or f"no preparator accepts {mimetype}"
             yield make_document(entry, mimetype, data, Prepared(), self.fingerprint, self.max_summary_length,
                                 error=reason)
             yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "prepare", reason))
+
+    def _misnamed(self, url: str, mimetype: str) -> str:
+        """Why a document whose name promises a readable format (an empty ``.pdf``, garbage named ``.txt``)
+        got only its metadata; nothing for files no preparator would read anyway (images, binaries)."""
+        claimed = mimetypes.guess_type(url, strict=False)[0]
+        if claimed and claimed != mimetype and any(
+                not p.catch_all and p.accepts(claimed, url) for p in self.preparators):
+            return f"the name says {claimed} but the content is {mimetype}: indexed by metadata only"
+        return ""
 
 
 class Prepare(beam.PTransform):
