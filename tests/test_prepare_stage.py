@@ -40,7 +40,8 @@ def test_next_preparator_by_priority_when_one_fails():
     preparators = [PreparatorSpec("broken", broken, ("text/*",), priority=5), *BUILTIN]
     docs, events = run(preparators, raw("file:///d/a.txt", b"fallback text"))
     assert docs[0].content == "fallback text" and docs[0].preparation_error == ""
-    assert [e.kind for e in events] == ["prepared"]
+    assert [(e.kind, e.reason) for e in events] == [
+        ("fallback", "broken: corrupt on purpose; a lower-priority preparator read it"), ("prepared", "")]
 
 
 def test_substitute_document_when_every_preparator_fails():

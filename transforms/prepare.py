@@ -147,6 +147,9 @@ class _PrepareFamily(beam.DoFn):
             self.tally.count("prepared")
             if partial:
                 yield beam.pvalue.TaggedOutput(EVENTS, event("truncated", entry.url, "prepare", "; ".join(partial)))
+            if errors:  # regain logged each failure; the report keeps it though a later preparator succeeded
+                yield beam.pvalue.TaggedOutput(EVENTS, event(
+                    "fallback", entry.url, "prepare", "; ".join(errors) + "; a lower-priority preparator read it"))
             misnamed = self._misnamed(entry.url, mimetype) if all(p.catch_all for p in chain) else ""
             if misnamed:
                 yield beam.pvalue.TaggedOutput(EVENTS, event("metadata_only", entry.url, "prepare", misnamed))

@@ -29,6 +29,7 @@ MiB = 1024 * 1024
 DEFAULTS = (("max_entries", 1000), ("max_bytes", 10 * MiB), ("max_scan_bytes", 1024 * MiB))
 _SNIFF = 8192
 _OPAQUE = ("application/octet-stream", "application/x-empty")
+_CONTAINERS = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1")  # ZIP, OLE2: libmagic may not name them
 _SEPARATORS = re.compile(r"[/._-]")
 _READ_ERRORS = (OSError, EOFError, RuntimeError, NotImplementedError, ValueError, zlib.error,
                 zipfile.BadZipFile, tarfile.TarError)
@@ -90,7 +91,7 @@ def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepa
                     if not head:
                         continue
                     kind = magic.from_buffer(head, mime=True)
-                    if kind in _OPAQUE:  # no preparator reads it: keep the budget for entries one does
+                    if kind in _OPAQUE and not head.startswith(_CONTAINERS):  # keep the budget for readable ones
                         continue
                     rest = stream.read(budget)
                     budget -= len(rest)
