@@ -54,7 +54,7 @@ def _param(r, value: Any, default: Any, path: str) -> Any:
 
 def _params(r, raw: Any, base: PreparatorSpec, path: str) -> tuple[tuple[str, object], ...]:
     defaults = dict(base.params)
-    given = r.mapping(raw, path, set(defaults)) if defaults or raw else {}
+    given = r.mapping({} if raw is None else raw, path, set(defaults))
     params = {key: _param(r, given[key], default, f"{path}.{key}") if key in given else default
               for key, default in defaults.items()}
     if base.check_params is not None:

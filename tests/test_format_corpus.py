@@ -14,10 +14,9 @@ import sys
 import zipfile
 from pathlib import Path
 
+import format_corpus
 import pytest
 from pypdf import PdfReader, PdfWriter
-
-import format_corpus
 
 HERE = Path(__file__).resolve().parent
 MiB = 1024 * 1024

@@ -8,8 +8,8 @@ restarted for the next document; the document gets its report line and a substit
 
 Protocol on the child's stdin/stdout (its own stdout is redirected to stderr, so a preparator that
 prints cannot corrupt it): 8-byte length, then a pickle. The parent sends the preparators once, then
-``(data, url, mimetype)`` per document; the child answers ``("try", name)`` and ``("fail", reason)``
-as it goes and ``("done", prepared or None)`` at the end.
+``(data, url, mimetype)`` per document; the child answers ``("ready", None)`` once, then per document
+``("try", name)`` and ``("fail", reason)`` as it goes and ``("done", prepared or None)`` at the end.
 """
 
 from __future__ import annotations
@@ -116,6 +116,10 @@ class Isolated:
             [sys.executable, "-m", "transforms.preparators.isolation", str(self.memory_limit)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         _send(self.process.stdin, self.preparators)
+        # Start-up (importing the format libraries) is not the first document's time: wait for it apart.
+        kind, _value = _receive(self.process.stdout.fileno(), time.monotonic() + max(120.0, self.timeout))
+        if kind != "ready":
+            raise OSError(f"unexpected first message {kind!r}")
 
     def _stop(self) -> None:
         if self.process is not None:
@@ -130,7 +134,11 @@ class Isolated:
         if self.process is None or self.process.poll() is not None:
             if self.process is not None:
                 self._stop()
-            self._start()
+            try:
+                self._start()
+            except (TimeoutError, EOFError, OSError, pickle.UnpicklingError) as err:
+                self._stop()
+                return None, [f"preparation: the preparing process did not start: {type(err).__name__} {err}"]
         errors: list[str] = []
         current = "preparation"
         deadline = time.monotonic() + self.timeout
@@ -181,6 +189,7 @@ def _child(memory_limit: int) -> None:
     fd = requests.fileno()
     try:
         preparators = _receive(fd)
+        _send(replies, ("ready", None))
         while True:
             data, url, mimetype = _receive(fd)
             prepared, _ = run_chain(preparators, data, url, mimetype, sniff,
