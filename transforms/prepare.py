@@ -15,8 +15,9 @@ overlap the preparation of the other.
 Each family is its own ParDo. Inside it the accepting preparators are tried by priority; if all
 fail, a substitute document (name, size, date, ``preparation_error``) is indexed instead, as
 regain's createSubstituteDocument did. A document larger than ``max_file_size`` is not read beyond
-its first bytes and is indexed by metadata only. The preparators run in a child process per DoFn
-under a hard time and memory bound (``preparators.isolation``); the text kept is cut at
+its first bytes and is indexed by metadata only. The preparators run in child processes
+under a hard time and memory bound (``preparators.isolation``; one pool of children per worker
+process, shared by the families); the text kept is cut at
 ``max_content_length`` characters.
 """
 
@@ -28,6 +29,7 @@ from datetime import UTC, datetime
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
+from apache_beam.utils.shared import Shared
 
 from transforms.preparators import PreparatorSpec, Prepared, chain_for
 from transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds, runner_for
@@ -107,8 +109,9 @@ class _PrepareFamily(beam.DoFn):
     """Run the preparators accepting each document, by priority, until one succeeds."""
 
     def __init__(self, family: str, preparators: tuple[PreparatorSpec, ...], fingerprint: str,
-                 max_summary_length: int, bounds: Bounds = DEFAULT_BOUNDS):
+                 max_summary_length: int, bounds: Bounds = DEFAULT_BOUNDS, shared: Shared | None = None):
         self.family = family
+        self.shared = shared
         self.preparators = preparators
         self.fingerprint = fingerprint
         self.max_summary_length = max_summary_length
@@ -118,7 +121,7 @@ class _PrepareFamily(beam.DoFn):
     def setup(self):
         self.progress = Progress(f"documents prepared ({self.family})")
         self.tally = Tally(EVENTS)
-        self.runner = runner_for(self.preparators, self.bounds)
+        self.runner = runner_for(self.preparators, self.bounds, self.shared)
 
     def teardown(self):
         self.runner.close()
@@ -192,9 +195,11 @@ class Prepare(beam.PTransform):
             return preparators.index(chain[0]) if chain else len(preparators)
 
         parts = read["raw"] | "ByPreparator" >> beam.Partition(route, len(families))
+        shared = Shared()  # the families of one worker process share its preparing children
         docs, events = [], [read[EVENTS]]
         for family, part in zip(families, parts):
-            prepare = _PrepareFamily(family, preparators, self.fingerprint, self.max_summary_length, self.bounds)
+            prepare = _PrepareFamily(family, preparators, self.fingerprint, self.max_summary_length, self.bounds,
+                                     shared)
             out = part | f"Prepare:{family}" >> beam.ParDo(prepare).with_output_types(
                 IndexDoc).with_outputs(EVENTS, main="docs")
             docs.append(out["docs"])

@@ -1,9 +1,10 @@
 """A hard time and memory bound for preparation: the preparators run in a child process that is
 killed when a document takes longer than the timeout, and whose address space is limited.
 
-One child serves one DoFn instance for its lifetime (started on its first document, so a family that
-receives nothing costs nothing), which keeps the per-document cost to two pipe messages instead of a
-process per document. A child killed on a timeout, or dead of a crash or of its memory limit, is
+A worker process keeps a small pool of such children, shared by all its preparing DoFns through
+Beam's ``Shared`` (one child per thread preparing at the same time; started on the first document, so a
+worker that prepares nothing costs nothing). That keeps the per-document cost to a few pipe messages
+instead of a process per document, and the start-up to one child per worker and thread. A child killed on a timeout, or dead of a crash or of its memory limit, is
 restarted for the next document; the document gets its report line and a substitute document.
 
 Protocol on the child's stdin/stdout (its own stdout is redirected to stderr, so a preparator that
@@ -21,7 +22,9 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
+import weakref
 from typing import NamedTuple
 
 from transforms.preparators.base import Prepared
@@ -76,11 +79,45 @@ class Bounds(NamedTuple):
 DEFAULT_BOUNDS = Bounds()
 
 
-def runner_for(preparators, bounds: Bounds):
-    """What runs a DoFn's preparations: a child process under the bounds, or the worker itself."""
-    if bounds.isolate:
+def runner_for(preparators, bounds: Bounds, shared=None):
+    """What runs a DoFn's preparations: children under the bounds (from the worker's pool when ``shared``,
+    a ``apache_beam.utils.shared.Shared`` handle, is given), or the worker itself."""
+    if not bounds.isolate:
+        return InProcess(preparators)
+    if shared is None:
         return Isolated(preparators, bounds.timeout, bounds.memory_limit)
-    return InProcess(preparators)
+    return shared.acquire(lambda: Pool(preparators, bounds), tag=repr((preparators, bounds)))
+
+
+class Pool:
+    """Isolated children for the threads of one worker process: a thread takes a free child or starts
+    one, and gives it back when its document is done. Children end when the pool is collected or the
+    worker exits (their input closes)."""
+
+    def __init__(self, preparators, bounds: Bounds):
+        self.preparators, self.bounds = preparators, bounds
+        self.free: list[Isolated] = []
+        self.lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, Pool._close_all, self.free)
+
+    def prepare(self, data: bytes, url: str, mimetype: str) -> tuple[Prepared | None, list[str]]:
+        with self.lock:
+            child = self.free.pop() if self.free else None
+        if child is None:
+            child = Isolated(self.preparators, self.bounds.timeout, self.bounds.memory_limit)
+        try:
+            return child.prepare(data, url, mimetype)
+        finally:
+            with self.lock:
+                self.free.append(child)
+
+    def close(self) -> None:
+        """Shared by the worker's DoFns: one DoFn's teardown does not end the others' children."""
+
+    @staticmethod
+    def _close_all(children: list) -> None:
+        for child in children:
+            child.close()
 
 
 class InProcess:
