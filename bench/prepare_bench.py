@@ -119,16 +119,20 @@ def run_beam(entries: list[Entry], workers: int) -> tuple[float, int]:
     return seconds, sum(c.committed or c.attempted or 0 for c in counters)
 
 
-def measure(name: str, paths: list[Path], rows: list, checks: list[str]) -> dict[str, float]:
+def measure(name: str, paths: list[Path], rows: list, checks: list[str], repeat: int) -> dict[str, float]:
+    """Best of ``repeat`` interleaved runs of each (the machine may be shared: the best is the least
+    disturbed)."""
     entries = entries_of(paths)
     megabytes = sum(e.size for e in entries) / 1e6
-    loop_s, loop_made = run_loop(entries)
-    figures = {"loop": loop_s}
-    for workers in (1, 2):
-        seconds, made = run_beam(entries, workers)
-        figures[f"beam×{workers}"] = seconds
-        if made != loop_made:
-            checks.append(f"{name}: beam×{workers} made {made} documents, the loop {loop_made}")
+    figures: dict[str, float] = {}
+    for _ in range(repeat):
+        loop_s, loop_made = run_loop(entries)
+        figures["loop"] = min(loop_s, figures.get("loop", loop_s))
+        for workers in (1, 2):
+            seconds, made = run_beam(entries, workers)
+            figures[f"beam×{workers}"] = min(seconds, figures.get(f"beam×{workers}", seconds))
+            if made != loop_made:
+                checks.append(f"{name}: beam×{workers} made {made} documents, the loop {loop_made}")
     for label, seconds in figures.items():
         ratio = figures["loop"] / seconds
         rows.append((name, label, len(entries), megabytes, seconds, len(entries) / seconds, megabytes / seconds,
@@ -140,6 +144,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variants", type=int, default=75, help="copies of the 27-document set (default 75)")
     parser.add_argument("--keep", help="generate the corpus here and keep it")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each measurement; the best counts")
     parser.add_argument("--families", action="store_true", default=True)
     parser.add_argument("--no-families", dest="families", action="store_false",
                         help="measure only the mixed corpus")
@@ -156,10 +161,11 @@ def main() -> int:
         print("families: " + ", ".join(f"{f} {len(p)}" for f, p in sorted(families.items())))
         rows: list = []
         checks: list[str] = []
-        mixed = measure("all (mixed)", everything, rows, checks)
+        startup = {w: min(run_beam([], w)[0] for _ in range(args.repeat)) for w in (1, 2)}
+        mixed = measure("all (mixed)", everything, rows, checks, args.repeat)
         if args.families:
             for family, paths in sorted(families.items()):
-                measure(family, paths, rows, checks)
+                measure(family, paths, rows, checks, args.repeat)
 
         print()
         print(f"{'corpus':<12} {'run':<7} {'docs':>6} {'MB':>7} {'seconds':>8} {'docs/s':>8} {'MB/s':>7} "
@@ -171,8 +177,12 @@ def main() -> int:
         print()
         print(f"mixed corpus: beam×1 = {one:.2f}× the loop (target ≥ 0.9: {'PASS' if one >= 0.9 else 'MISS'}), "
               f"beam×2 = {two:.2f}× the loop (target ≥ 1.6: {'PASS' if two >= 1.6 else 'MISS'})")
+        print(f"An empty pipeline (start-up and shut-down alone) takes {startup[1]:.1f} s with 1 worker and "
+              f"{startup[2]:.1f} s with 2; without it, beam×1 = {mixed['loop'] / (mixed['beam×1'] - startup[1]):.2f}× "
+              f"and beam×2 = {mixed['loop'] / (mixed['beam×2'] - startup[2]):.2f}× the loop.")
         print("The loop and the pipelines prepare the same files with the same preparator callables; the pipeline "
-              "times include starting its worker processes and one preparing child per family and worker.")
+              "times include starting its worker processes and a preparing child per worker.")
+        print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
         for check in checks:
             print(f"CHECK FAILED: {check}")
         return 1 if checks else 0
