@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.utils.shared import Shared
+from apache_beam.utils.windowed_value import WindowedValue
 
 from transforms.preparators import PreparatorSpec, Prepared, chain_for
 from transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds, runner_for
@@ -106,7 +107,11 @@ class _Read(beam.DoFn):
 
 
 class _PrepareFamily(beam.DoFn):
-    """Run the preparators accepting each document, by priority, until one succeeds."""
+    """Run the preparators accepting each document, by priority, until one succeeds.
+
+    A document is handed to the preparing child and its outputs are emitted when the next document
+    arrives (or when the bundle ends), each with its own window and timestamp, so the worker reads and
+    sniffs the next document while the child prepares this one."""
 
     def __init__(self, family: str, preparators: tuple[PreparatorSpec, ...], fingerprint: str,
                  max_summary_length: int, bounds: Bounds = DEFAULT_BOUNDS, shared: Shared | None = None):
@@ -122,24 +127,46 @@ class _PrepareFamily(beam.DoFn):
         self.progress = Progress(f"documents prepared ({self.family})")
         self.tally = Tally(EVENTS)
         self.runner = runner_for(self.preparators, self.bounds, self.shared)
+        self.pending = None  # (document, chain, ticket, window, timestamp) handed over, not yet emitted
 
     def teardown(self):
-        self.runner.close()
+        if self.runner.owned:
+            self.runner.close()
 
     def finish_bundle(self):
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            yield from timed(self.us, self._windowed(*pending))
         yield from self.tally.flush()
 
-    def process(self, raw):
+    def process(self, raw, window=beam.DoFn.WindowParam, timestamp=beam.DoFn.TimestampParam):
         self.progress.add()
-        return timed(self.us, self._prepare(raw))
+        return timed(self.us, self._hand_over(raw, window, timestamp))
 
-    def _prepare(self, raw):
+    def _hand_over(self, raw, window, timestamp):
+        previous, self.pending = self.pending, None
+        chain = [] if raw.oversize else chain_for(self.preparators, raw.mimetype, raw.entry.url)
+        if chain:
+            ticket = self.runner.submit(raw.data, raw.entry.url, raw.mimetype)
+            self.pending = (raw, chain, ticket, window, timestamp)
+        if previous is not None:
+            yield from self._windowed(*previous)
+        if not chain:
+            yield from self._windowed(raw, chain, None, window, timestamp)
+
+    def _windowed(self, raw, chain, ticket, window, timestamp):
+        for output in self._outputs(raw, chain, ticket):
+            if isinstance(output, beam.pvalue.TaggedOutput):
+                yield beam.pvalue.TaggedOutput(output.tag, WindowedValue(output.value, timestamp, [window]))
+            else:
+                yield WindowedValue(output, timestamp, [window])
+
+    def _outputs(self, raw, chain, ticket):
         entry, mimetype, data = raw.entry, raw.mimetype, raw.data
         if raw.oversize:
             yield make_document(entry, mimetype, b"", Prepared(), self.fingerprint, self.max_summary_length)
             return
-        chain = chain_for(self.preparators, mimetype, entry.url)
-        prepared, errors = self.runner.prepare(data, entry.url, mimetype) if chain else (None, [])
+        prepared, errors = ticket.result() if ticket is not None else (None, [])
         if prepared is not None:
             limit = self.bounds.max_content_length
             partial = [prepared.partial] if prepared.partial else []

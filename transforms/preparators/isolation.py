@@ -1,10 +1,12 @@
 """A hard time and memory bound for preparation: the preparators run in a child process that is
 killed when a document takes longer than the timeout, and whose address space is limited.
 
-A worker process keeps a small pool of such children, shared by all its preparing DoFns through
-Beam's ``Shared`` (one child per thread preparing at the same time; started on the first document, so a
-worker that prepares nothing costs nothing). That keeps the per-document cost to a few pipe messages
-instead of a process per document, and the start-up to one child per worker and thread. A child killed on a timeout, or dead of a crash or of its memory limit, is
+A worker process keeps one such child, shared by all its preparing DoFns through Beam's ``Shared``
+(started on the first document, so a worker that prepares nothing costs nothing). That keeps the
+per-document cost to a few pipe messages instead of a process per document, and the start-up to one
+child per worker. A DoFn hands a document over and collects the result when it hands over the next
+(or at the end of its bundle), so the worker's own work (reading, sniffing, building documents) runs
+while the child prepares. A child killed on a timeout, or dead of a crash or of its memory limit, is
 restarted for the next document; the document gets its report line and a substitute document.
 
 Protocol on the child's stdin/stdout (its own stdout is redirected to stderr, so a preparator that
@@ -43,10 +45,9 @@ def _send(stream, obj) -> None:
 def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
     chunks, left = [], size
     while left:
-        if deadline is not None:
-            wait = deadline - time.monotonic()
-            if wait <= 0 or not select.select([fd], [], [], wait)[0]:
-                raise TimeoutError
+        # past the deadline, what the child already wrote still counts (it was read late, not sent late)
+        if deadline is not None and not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            raise TimeoutError
         chunk = os.read(fd, min(left, 1 << 20))
         if not chunk:
             raise EOFError
@@ -80,48 +81,36 @@ DEFAULT_BOUNDS = Bounds()
 
 
 def runner_for(preparators, bounds: Bounds, shared=None):
-    """What runs a DoFn's preparations: children under the bounds (from the worker's pool when ``shared``,
+    """What runs a DoFn's preparations: a child process under the bounds (the worker's one, when ``shared``,
     a ``apache_beam.utils.shared.Shared`` handle, is given), or the worker itself."""
     if not bounds.isolate:
         return InProcess(preparators)
     if shared is None:
         return Isolated(preparators, bounds.timeout, bounds.memory_limit)
-    return shared.acquire(lambda: Pool(preparators, bounds), tag=repr((preparators, bounds)))
+    return shared.acquire(lambda: Isolated(preparators, bounds.timeout, bounds.memory_limit, owned=False),
+                          tag=repr((preparators, bounds)))
 
 
-class Pool:
-    """Isolated children for the threads of one worker process: a thread takes a free child or starts
-    one, and gives it back when its document is done. Children end when the pool is collected or the
-    worker exits (their input closes)."""
+class Ticket:
+    """A document handed to a runner; ``result()`` waits for (prepared or None, failures)."""
 
-    def __init__(self, preparators, bounds: Bounds):
-        self.preparators, self.bounds = preparators, bounds
-        self.free: list[Isolated] = []
-        self.lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, Pool._close_all, self.free)
+    def __init__(self, runner=None, value=None):
+        self.runner = runner
+        self.value = value
+        self.deadline = 0.0
+        self.current = "preparation"  # the preparator at work, for a timeout's report line
+        self.errors: list[str] = []
 
-    def prepare(self, data: bytes, url: str, mimetype: str) -> tuple[Prepared | None, list[str]]:
-        with self.lock:
-            child = self.free.pop() if self.free else None
-        if child is None:
-            child = Isolated(self.preparators, self.bounds.timeout, self.bounds.memory_limit)
-        try:
-            return child.prepare(data, url, mimetype)
-        finally:
-            with self.lock:
-                self.free.append(child)
-
-    def close(self) -> None:
-        """Shared by the worker's DoFns: one DoFn's teardown does not end the others' children."""
-
-    @staticmethod
-    def _close_all(children: list) -> None:
-        for child in children:
-            child.close()
+    def result(self) -> tuple[Prepared | None, list[str]]:
+        if self.value is None:
+            self.runner.finish(self)
+        return self.value
 
 
 class InProcess:
     """No isolation: the preparators run in the worker itself (``preparation.isolate: false``)."""
+
+    owned = True
 
     def __init__(self, preparators):
         from transforms.preparators.mime import MimeSniffer
@@ -129,8 +118,11 @@ class InProcess:
         self.preparators = preparators
         self.sniff = MimeSniffer()
 
+    def submit(self, data: bytes, url: str, mimetype: str) -> Ticket:
+        return Ticket(value=run_chain(self.preparators, data, url, mimetype, self.sniff))
+
     def prepare(self, data: bytes, url: str, mimetype: str) -> tuple[Prepared | None, list[str]]:
-        return run_chain(self.preparators, data, url, mimetype, self.sniff)
+        return self.submit(data, url, mimetype).result()
 
     def close(self) -> None:
         pass
@@ -138,14 +130,21 @@ class InProcess:
 
 class Isolated:
     """The preparators in a child process, ``timeout`` seconds per document, ``memory_limit`` bytes of
-    address space (0: none)."""
+    address space (0: none). ``submit`` hands a document over and returns at once, so the worker can
+    read and sniff the next document while the child prepares this one; one document is in the child at
+    a time (a second ``submit`` first waits for the one before). Thread-safe; ``owned=False`` when
+    shared by the DoFns of a worker, which then do not close it (the child ends with the worker)."""
 
-    def __init__(self, preparators, timeout: float, memory_limit: int):
+    def __init__(self, preparators, timeout: float, memory_limit: int, owned: bool = True):
         self.preparators = preparators
         self.timeout = timeout
         self.memory_limit = memory_limit
+        self.owned = owned
         self.process: subprocess.Popen | None = None
         self.restarts = 0
+        self.inflight: Ticket | None = None
+        self.lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, Isolated._end, self.__dict__)
 
     def _start(self) -> None:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
@@ -154,7 +153,7 @@ class Isolated:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         _send(self.process.stdin, self.preparators)
         # Start-up (importing the format libraries) is not the first document's time: wait for it apart.
-        kind, _value = _receive(self.process.stdout.fileno(), time.monotonic() + max(120.0, self.timeout))
+        kind, _ = _receive(self.process.stdout.fileno(), time.monotonic() + max(120.0, self.timeout))
         if kind != "ready":
             raise OSError(f"unexpected first message {kind!r}")
 
@@ -167,48 +166,86 @@ class Isolated:
             self.process = None
             self.restarts += 1
 
-    def prepare(self, data: bytes, url: str, mimetype: str) -> tuple[Prepared | None, list[str]]:
-        if self.process is None or self.process.poll() is not None:
-            if self.process is not None:
-                self._stop()
+    def submit(self, data: bytes, url: str, mimetype: str) -> Ticket:
+        with self.lock:
+            if self.inflight is not None:
+                self._finish(self.inflight)
+            ticket = Ticket(self)
+            if self.process is None or self.process.poll() is not None:
+                if self.process is not None:
+                    self._stop()
+                try:
+                    self._start()
+                except (TimeoutError, EOFError, OSError, pickle.UnpicklingError) as err:
+                    self._stop()
+                    reason = f"preparation: the preparing process did not start: {type(err).__name__} {err}"
+                    ticket.value = (None, [reason])
+                    return ticket
+            ticket.deadline = time.monotonic() + self.timeout
             try:
-                self._start()
-            except (TimeoutError, EOFError, OSError, pickle.UnpicklingError) as err:
-                self._stop()
-                return None, [f"preparation: the preparing process did not start: {type(err).__name__} {err}"]
-        errors: list[str] = []
-        current = "preparation"
-        deadline = time.monotonic() + self.timeout
+                _send(self.process.stdin, (data, url, mimetype))
+            except OSError:
+                self._died(ticket)
+                return ticket
+            self.inflight = ticket
+            return ticket
+
+    def finish(self, ticket: Ticket) -> None:
+        with self.lock:
+            if ticket.value is None:
+                self._finish(ticket)
+
+    def prepare(self, data: bytes, url: str, mimetype: str) -> tuple[Prepared | None, list[str]]:
+        return self.submit(data, url, mimetype).result()
+
+    def _finish(self, ticket: Ticket) -> None:
+        """Read the child's messages for ``ticket`` (the one in flight) until it is done."""
+        self.inflight = None
         try:
-            _send(self.process.stdin, (data, url, mimetype))
             while True:
-                kind, value = _receive(self.process.stdout.fileno(), deadline)
+                kind, value = _receive(self.process.stdout.fileno(), ticket.deadline)
                 if kind == "try":
-                    current = value
+                    ticket.current = value
                 elif kind == "fail":
-                    errors.append(value)
+                    ticket.errors.append(value)
                 else:
-                    return value, errors
+                    ticket.value = (value, ticket.errors)
+                    return
         except TimeoutError:
             self._stop()
-            errors.append(f"{current}: timed out after {self.timeout:g} s (the preparing process was killed)")
-        except (EOFError, BrokenPipeError, OSError, pickle.UnpicklingError):
-            code = self.process.wait()
-            self._stop()
-            limit = f" (memory limit {self.memory_limit} bytes)" if self.memory_limit else ""
-            errors.append(f"{current}: {_exit_reason(code)}{limit}")
-        return None, errors
+            ticket.errors.append(f"{ticket.current}: timed out after {self.timeout:g} s "
+                                 "(the preparing process was killed)")
+            ticket.value = (None, ticket.errors)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            self._died(ticket)
+
+    def _died(self, ticket: Ticket) -> None:
+        code = self.process.wait()
+        self._stop()
+        limit = f" (memory limit {self.memory_limit} bytes)" if self.memory_limit else ""
+        ticket.errors.append(f"{ticket.current}: {_exit_reason(code)}{limit}")
+        ticket.value = (None, ticket.errors)
 
     def close(self) -> None:
-        if self.process is not None:
-            self.process.stdin.close()  # the child ends on end of input
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-            self.process.stdout.close()
-            self.process = None
+        with self.lock:
+            if self.inflight is not None:
+                self._finish(self.inflight)
+            Isolated._end(self.__dict__)
+
+    @staticmethod
+    def _end(state: dict) -> None:
+        """End the child: its input closes, it exits (killed if it does not within 5 s)."""
+        process = state.get("process")
+        if process is None:
+            return
+        state["process"] = None
+        process.stdin.close()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
 
 
 def _child(memory_limit: int) -> None:
