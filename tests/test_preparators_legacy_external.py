@@ -196,3 +196,11 @@ def test_failures_before_a_success_are_kept(isolated):
     finally:
         runner.close()
     assert prepared.content == "not a pdf" and len(errors) == 1 and errors[0].startswith("pdf_first: ")
+
+
+def test_a_preparator_takes_bytes_or_a_readable_stream():
+    spec = next(p for p in BUILTIN if p.name == "legacy_office")
+    with open(SAMPLES / "libreoffice.xls", "rb") as stream:
+        from_stream = spec(stream, "file:///x/a.xls", "application/vnd.ms-excel")
+    from_bytes = spec((SAMPLES / "libreoffice.xls").read_bytes(), "file:///x/a.xls", "application/vnd.ms-excel")
+    assert from_stream == from_bytes and from_stream.title == "Legacy Excel Sample"
