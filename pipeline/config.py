@@ -14,9 +14,12 @@ from typing import Any
 
 import yaml
 
+from pipeline.preparator_config import parse_preparation, parse_preparators
 from plugins.config import parse_plugins
 from transforms.enrich.access import parse_access_control
 from transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, parse_aux_fields
+from transforms.preparators import BUILTIN, PreparatorSpec
+from transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds
 from transforms.urls import normalize_url
 
 #: Every default, spelled as in the YAML file.
@@ -123,6 +126,8 @@ class Config:
     plugins: tuple = ()  # plugins.manager.PluginSpec, in configuration order
     auxiliary_fields: tuple = DEFAULT_AUX_FIELDS  # transforms.enrich.auxfields.AuxFieldSpec
     access_control: tuple = ()  # controllers (transforms.enrich.access); none: the sources' groups stay
+    preparators: tuple[PreparatorSpec, ...] = BUILTIN  # pipeline/preparator_config.py
+    preparation: Bounds = DEFAULT_BOUNDS
 
 
 SUPPORTED_SCHEMES = ("file",)
@@ -310,7 +315,7 @@ def _credentials(r: _Reader, raw: Any) -> tuple[Credential, ...]:
 
 
 _TOP_KEYS = {"start", "whitelist", "blacklist", "index", "report", "work_dir", "credentials", "plugins",
-             "auxiliary_fields", "access_control", *DEFAULTS}
+             "auxiliary_fields", "access_control", "preparators", "preparation", *DEFAULTS}
 _SCALARS: dict[str, Callable[[_Reader, Any, str], Any]] = {
     "max_depth": lambda r, v, p: r.integer(v, p, allow_none=True),
     "max_file_size": _Reader.size,
@@ -369,7 +374,9 @@ def parse_config(raw: Any, source: str, load_plugins: bool = True) -> Config:
                   url_cleaners=cleaners, credentials=_credentials(r, top.get("credentials")),
                   plugins=parse_plugins(r, top.get("plugins"), load=load_plugins),
                   auxiliary_fields=parse_aux_fields(r, top.get("auxiliary_fields")),
-                  access_control=parse_access_control(r, top.get("access_control")), **scalars)
+                  access_control=parse_access_control(r, top.get("access_control")),
+                  preparators=parse_preparators(r, top.get("preparators")),
+                  preparation=parse_preparation(r, top.get("preparation")), **scalars)
 
 
 def load_config(path: str, load_plugins: bool = True) -> Config:

@@ -25,7 +25,6 @@ from plugins.manager import PluginHost
 from runners import pipeline_options
 from transforms.accept import Rules
 from transforms.index import make_target
-from transforms.preparators import BUILTIN
 from transforms.records import Event
 
 log = logging.getLogger("beamtrawl")
@@ -35,9 +34,10 @@ def preparation_fingerprint(preparators, config) -> str:
     """Changes whenever what a document would become changes, so such documents are re-prepared."""
     spec = {
         "version": __version__,
-        "preparators": [[p.name, list(p.mime_types), p.priority,
-                         p.url_pattern.pattern if p.url_pattern is not None else None, repr(p.params)]
-                        for p in preparators],
+        "preparators": [[p.name, p.preparator, f"{p.func.__module__}.{p.func.__qualname__}",
+                         list(p.mime_types), p.priority, p.url_pattern.pattern if p.url_pattern else None,
+                         repr(p.params), p.catch_all] for p in preparators],
+        "max_content_length": config.preparation.max_content_length,
         "max_summary_length": config.max_summary_length,
         "max_file_size": config.max_file_size,
         "auxiliary_fields": [[f.name, f.regex.pattern, f.regex.flags, f.group, f.value, f.source, f.lower_case,
@@ -84,7 +84,7 @@ def _crawl(config, runner: str | None, beam_args: list[str]) -> dict:
     options = pipeline_options(runner, beam_args, target)
     target.prepare()
     before = target.count()
-    preparators = BUILTIN
+    preparators = config.preparators
     fingerprint = preparation_fingerprint(preparators, config)
     work_dir = f"{config.work_dir.rstrip('/')}/{uuid.uuid4().hex[:12]}"
     context = {"config": config.source, "index": config.index.label, "runner": runner or "direct",

@@ -51,8 +51,8 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
     to_prepare, to_delete, freshness_events = (entries, snapshot, incomplete) | "Freshness" >> Freshness(
         rules, fingerprint)
     docs, prepare_events = to_prepare | "Prepare" >> Prepare(
-        preparators, fingerprint, config.max_file_size, config.max_summary_length, rules.plugins,
-        config.auxiliary_fields)
+        preparators, fingerprint, config.max_file_size, config.max_summary_length, config.preparation,
+        rules.plugins, config.auxiliary_fields)
     write_events = docs | "WriteIndex" >> WriteIndex(target, rules.plugins)
 
     before_deletes = (discover_events, *access_events, freshness_events, prepare_events, write_events) | (

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 from apache_beam.pvalue import TaggedOutput
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
 
 from transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
 from transforms.prepare import _PrepareFamily, summarize
@@ -21,10 +23,11 @@ def raw(url: str, data: bytes, mimetype: str = "text/plain", oversize: bool = Fa
 def run(preparators, document):
     fn = _PrepareFamily("test", tuple(preparators), "fp", 250_000)
     fn.setup()
-    out = list(fn.process(document))
-    docs = [o for o in out if not isinstance(o, TaggedOutput)]
-    events = [o.value for o in out if isinstance(o, TaggedOutput)]
-    events += [o.value.value for o in fn.finish_bundle()]  # counts, once per bundle
+    # outputs come when the next document is handed over, or at the end of the bundle
+    out = list(fn.process(document, GlobalWindow(), MIN_TIMESTAMP)) + list(fn.finish_bundle())
+    fn.teardown()
+    docs = [o.value for o in out if not isinstance(o, TaggedOutput)]
+    events = [o.value.value for o in out if isinstance(o, TaggedOutput)]
     return docs, events
 
 
@@ -40,7 +43,8 @@ def test_next_preparator_by_priority_when_one_fails():
     preparators = [PreparatorSpec("broken", broken, ("text/*",), priority=5), *BUILTIN]
     docs, events = run(preparators, raw("file:///d/a.txt", b"fallback text"))
     assert docs[0].content == "fallback text" and docs[0].preparation_error == ""
-    assert [e.kind for e in events] == ["prepared"]
+    assert [(e.kind, e.reason) for e in events] == [
+        ("fallback", "broken: corrupt on purpose; a lower-priority preparator read it"), ("prepared", "")]
 
 
 def test_substitute_document_when_every_preparator_fails():
@@ -67,3 +71,17 @@ def test_summary_cut_at_last_space():
 
 def test_prepared_defaults():
     assert Prepared().headlines == [] and Prepared().fields == {}
+
+
+def test_a_document_is_emitted_when_the_next_is_handed_over():
+    """The worker reads the next document while the child prepares this one."""
+    fn = _PrepareFamily("test", BUILTIN, "fp", 250_000)
+    fn.setup()
+    try:
+        first = list(fn.process(raw("file:///d/a.txt", b"first"), GlobalWindow(), MIN_TIMESTAMP))
+        second = list(fn.process(raw("file:///d/b.txt", b"second"), GlobalWindow(), MIN_TIMESTAMP))
+        rest = [o for o in fn.finish_bundle() if not isinstance(o, TaggedOutput)]
+    finally:
+        fn.teardown()
+    assert first == [] and [o.value.content for o in second] == ["first"]
+    assert [o.value.content for o in rest] == ["second"]

@@ -15,24 +15,32 @@ overlap the preparation of the other.
 Each family is its own ParDo. Inside it the accepting preparators are tried by priority; if all
 fail, a substitute document (name, size, date, ``preparation_error``) is indexed instead, as
 regain's createSubstituteDocument did. A document larger than ``max_file_size`` is not read beyond
-its first bytes and is indexed by metadata only.
+its first bytes and is indexed by metadata only. The preparators run in child processes
+under a hard time and memory bound (``preparators.isolation``; one pool of children per worker
+process, shared by the families); the text kept is cut at
+``max_content_length`` characters.
 
-Plugins' ``on_before_prepare`` runs before each preparator attempt and ``on_after_prepare`` after
-the one that succeeded (it may replace the result); both are loaded in ``setup`` of the family's
-DoFn. Auxiliary fields are computed in :func:`make_document`.
+Plugins' ``on_before_prepare`` runs for each preparator the child tried, in the order tried, and
+``on_after_prepare`` for the one that succeeded (it may replace the result); both run in the worker
+when it collects the child's result, loaded in ``setup`` of the family's DoFn. Auxiliary fields are
+computed in :func:`make_document`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import mimetypes
 from datetime import UTC, datetime
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
+from apache_beam.utils.shared import Shared
+from apache_beam.utils.windowed_value import WindowedValue
 
 from plugins.manager import PluginHost
 from transforms.enrich.auxfields import aux_values
-from transforms.preparators import PreparationError, PreparatorSpec, Prepared, chain_for
+from transforms.preparators import PreparatorSpec, Prepared, chain_for
+from transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds, runner_for
 from transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
 from transforms.progress import Progress, Tally, timed
 from transforms.records import Entry, Event, IndexDoc, RawDocument, event
@@ -107,14 +115,21 @@ class _Read(beam.DoFn):
 
 
 class _PrepareFamily(beam.DoFn):
-    """Run the preparators accepting each document, by priority, until one succeeds."""
+    """Run the preparators accepting each document, by priority, until one succeeds.
+
+    A document is handed to the preparing child and its outputs are emitted when the next document
+    arrives (or when the bundle ends), each with its own window and timestamp, so the worker reads and
+    sniffs the next document while the child prepares this one."""
 
     def __init__(self, family: str, preparators: tuple[PreparatorSpec, ...], fingerprint: str,
-                 max_summary_length: int, plugins: PluginHost | None = None, aux_fields=()):
+                 max_summary_length: int, bounds: Bounds = DEFAULT_BOUNDS, shared: Shared | None = None,
+                 plugins: PluginHost | None = None, aux_fields=()):
         self.family = family
+        self.shared = shared
         self.preparators = preparators
         self.fingerprint = fingerprint
         self.max_summary_length = max_summary_length
+        self.bounds = bounds
         self.plugins = plugins or PluginHost()
         self.aux_fields = aux_fields
         self.us = Metrics.counter("stage_us", f"prepare:{family}")
@@ -122,36 +137,72 @@ class _PrepareFamily(beam.DoFn):
     def setup(self):
         self.progress = Progress(f"documents prepared ({self.family})")
         self.tally = Tally(EVENTS)
+        self.runner = runner_for(self.preparators, self.bounds, self.shared)
         self.plugins.load()
+        self.pending = None  # (document, chain, ticket, window, timestamp) handed over, not yet emitted
+
+    def teardown(self):
+        if self.runner.owned:
+            self.runner.close()
 
     def finish_bundle(self):
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            yield from timed(self.us, self._windowed(*pending))
         yield from self.tally.flush()
 
-    def process(self, raw):
+    def process(self, raw, window=beam.DoFn.WindowParam, timestamp=beam.DoFn.TimestampParam):
         self.progress.add()
-        return timed(self.us, self._prepare(raw))
+        return timed(self.us, self._hand_over(raw, window, timestamp))
 
-    def _prepare(self, raw):
+    def _hand_over(self, raw, window, timestamp):
+        previous, self.pending = self.pending, None
+        chain = [] if raw.oversize else chain_for(self.preparators, raw.mimetype, raw.entry.url)
+        if chain:
+            ticket = self.runner.submit(raw.data, raw.entry.url, raw.mimetype)
+            self.pending = (raw, chain, ticket, window, timestamp)
+        if previous is not None:
+            yield from self._windowed(*previous)
+        if not chain:
+            yield from self._windowed(raw, chain, None, window, timestamp)
+
+    def _windowed(self, raw, chain, ticket, window, timestamp):
+        for output in self._outputs(raw, chain, ticket):
+            if isinstance(output, beam.pvalue.TaggedOutput):
+                yield beam.pvalue.TaggedOutput(output.tag, WindowedValue(output.value, timestamp, [window]))
+            else:
+                yield WindowedValue(output, timestamp, [window])
+
+    def _outputs(self, raw, chain, ticket):
         entry, mimetype, data = Entry(*raw.entry), raw.mimetype, raw.data
         raw = RawDocument(entry, mimetype, data, raw.oversize)  # plugins see our own record classes
         if raw.oversize:
             yield make_document(entry, mimetype, b"", Prepared(), self.fingerprint, self.max_summary_length,
                                 aux_fields=self.aux_fields)
             return
-        errors = []
-        for preparator in chain_for(self.preparators, mimetype, entry.url):
+        prepared, errors = ticket.result() if ticket is not None else (None, [])
+        tried = chain[:len(errors) + (prepared is not None)]  # the child tries the chain in order
+        for preparator in tried:
             self.plugins.call("on_before_prepare", entry.url, raw_document=raw, preparator=preparator)
-            try:
-                prepared = preparator(data, entry.url, mimetype)
-            except Exception as err:  # noqa: BLE001 - a preparator's failure is the document's, not the crawl's
-                errors.append(f"{preparator.name}: {_describe(err)}")
-                continue
+        if prepared is not None:
             prepared = self.plugins.chain("on_after_prepare", "prepared", prepared, entry.url,
-                                          raw_document=raw, preparator=preparator)
+                                          raw_document=raw, preparator=tried[-1])
+            limit = self.bounds.max_content_length
+            partial = [prepared.partial] if prepared.partial else []
+            if len(prepared.content) > limit:
+                prepared.content = prepared.content[:limit]
+                partial.append(f"text cut at max_content_length ({limit} characters)")
             yield make_document(entry, mimetype, data, prepared, self.fingerprint, self.max_summary_length,
                                 aux_fields=self.aux_fields)
             self.tally.count("prepared")
-            break
+            if partial:
+                yield beam.pvalue.TaggedOutput(EVENTS, event("truncated", entry.url, "prepare", "; ".join(partial)))
+            if errors:  # regain logged each failure; the report keeps it though a later preparator succeeded
+                yield beam.pvalue.TaggedOutput(EVENTS, event(
+                    "fallback", entry.url, "prepare", "; ".join(errors) + "; a lower-priority preparator read it"))
+            misnamed = self._misnamed(entry.url, mimetype) if all(p.catch_all for p in chain) else ""
+            if misnamed:
+                yield beam.pvalue.TaggedOutput(EVENTS, event("metadata_only", entry.url, "prepare", misnamed))
         else:
             reason = "; ".join(errors) or f"no preparator accepts {mimetype}"
             yield make_document(entry, mimetype, data, Prepared(), self.fingerprint, self.max_summary_length,
@@ -160,20 +211,25 @@ class _PrepareFamily(beam.DoFn):
         for problem in self.plugins.problems():
             yield beam.pvalue.TaggedOutput(EVENTS, problem)
 
-
-def _describe(err: Exception) -> str:
-    if isinstance(err, PreparationError):
-        return str(err)
-    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    def _misnamed(self, url: str, mimetype: str) -> str:
+        """Why a document whose name promises a readable format (an empty ``.pdf``, garbage named ``.txt``)
+        got only its metadata; nothing for files no preparator would read anyway (images, binaries)."""
+        claimed = mimetypes.guess_type(url, strict=False)[0]
+        if claimed and claimed != mimetype and any(
+                not p.catch_all and p.accepts(claimed, url) for p in self.preparators):
+            return f"the name says {claimed} but the content is {mimetype}: indexed by metadata only"
+        return ""
 
 
 class Prepare(beam.PTransform):
     """Entries to prepare → (index documents, one PCollection per preparator family; events)."""
 
     def __init__(self, preparators: tuple[PreparatorSpec, ...], fingerprint: str, max_file_size: int,
-                 max_summary_length: int, plugins: PluginHost | None = None, aux_fields=()):
+                 max_summary_length: int, bounds: Bounds = DEFAULT_BOUNDS, plugins: PluginHost | None = None,
+                 aux_fields=()):
         super().__init__()
         self.preparators = preparators
+        self.bounds = bounds
         self.fingerprint = fingerprint
         self.max_file_size = max_file_size
         self.max_summary_length = max_summary_length
@@ -191,11 +247,12 @@ class Prepare(beam.PTransform):
             return preparators.index(chain[0]) if chain else len(preparators)
 
         parts = read["raw"] | "ByPreparator" >> beam.Partition(route, len(families))
+        shared = Shared()  # the families of one worker process share its preparing children
         docs, events = [], [read[EVENTS]]
         for family, part in zip(families, parts):
-            out = part | f"Prepare:{family}" >> beam.ParDo(_PrepareFamily(
-                family, preparators, self.fingerprint, self.max_summary_length, self.plugins,
-                self.aux_fields)).with_output_types(
+            prepare = _PrepareFamily(family, preparators, self.fingerprint, self.max_summary_length, self.bounds,
+                                     shared, self.plugins, self.aux_fields)
+            out = part | f"Prepare:{family}" >> beam.ParDo(prepare).with_output_types(
                 IndexDoc).with_outputs(EVENTS, main="docs")
             docs.append(out["docs"])
             events.append(out[EVENTS])

@@ -1,4 +1,6 @@
-"""ZIP/JAR and TAR archives (plain or compressed): entry names, and the text of plain-text entries.
+"""ZIP/JAR and TAR archives (plain or compressed): entry names (with their parts split into words, as
+regain indexed them), then the text of each entry: plain text decoded here, any other format prepared
+with the same configured preparators as a document (a PDF in a ZIP by the PDF preparator).
 
 Nothing is ever written to disk: entries are read into memory through ``ZipFile.open`` and
 ``TarFile.extractfile``, so a name such as ``../../evil.txt`` or ``/etc/passwd`` is only text to index
@@ -19,11 +21,15 @@ import zlib
 import magic
 
 from transforms.preparators.base import PreparationError, Prepared
+from transforms.preparators.chain import prepare_nested
 from transforms.preparators.text import decode_text
 
 MIME_TYPES = ("application/zip", "application/java-archive", "application/x-tar", "application/gzip")
 MiB = 1024 * 1024
+DEFAULTS = (("max_entries", 1000), ("max_bytes", 10 * MiB), ("max_scan_bytes", 1024 * MiB))
 _SNIFF = 8192
+_OPAQUE = ("application/octet-stream", "application/x-empty")
+_CONTAINERS = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1")  # ZIP, OLE2: libmagic may not name them
 _SEPARATORS = re.compile(r"[/._-]")
 _READ_ERRORS = (OSError, EOFError, RuntimeError, NotImplementedError, ValueError, zlib.error,
                 zipfile.BadZipFile, tarfile.TarError)
@@ -62,36 +68,50 @@ class _ScanLimit(Exception):
 
 
 def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
-    max_entries = params.get("max_entries", 1000)
-    budget = params.get("max_bytes", 10 * MiB)
-    max_scan = params.get("max_scan_bytes", 1024 * MiB)
+    params = {**dict(DEFAULTS), **params}
+    max_entries, budget, max_scan = params["max_entries"], params["max_bytes"], params["max_scan_bytes"]
     names: list[str] = []
     texts: list[str] = []
-    truncated = False
+    limits: list[str] = []  # the bounds reached
     entries = _entries(data, max_scan)
     try:
         for name, opener in entries:
             if len(names) >= max_entries:
-                truncated = True
+                limits.append(f"max_entries ({max_entries})")
                 break
             names.append(name)
             if opener is None or budget <= 0:
-                truncated |= opener is not None
+                if opener is not None:
+                    limits.append(f"max_bytes ({params['max_bytes']})")
                 continue
             try:
                 with opener() as stream:
                     head = stream.read(min(_SNIFF, budget))
                     budget -= len(head)
-                    if not head or not magic.from_buffer(head, mime=True).startswith("text/"):
+                    if not head:
+                        continue
+                    kind = magic.from_buffer(head, mime=True)
+                    if kind in _OPAQUE and not head.startswith(_CONTAINERS):  # keep the budget for readable ones
                         continue
                     rest = stream.read(budget)
                     budget -= len(rest)
-                    truncated |= budget <= 0 and bool(stream.read(1))
+                    cut = budget <= 0 and bool(stream.read(1))
+                    if cut:
+                        limits.append(f"max_bytes ({params['max_bytes']})")
             except _READ_ERRORS:  # encrypted, unsupported method, corrupt entry: the name is still known
                 continue
-            texts.append(f"{name}:\n{decode_text(head + rest).strip()}")
+            # Plain text is decoded here; a cut-off file of another format would only fail to prepare.
+            prepared = None if kind == "text/plain" or cut else prepare_nested(head + rest, f"{url}!/{name}")
+            if prepared is not None:
+                text = prepared.content.strip()
+            else:
+                text = decode_text(head + rest).strip() if kind.startswith("text/") else ""
+            if text:
+                texts.append(f"{name}:\n{text}")
     except _ScanLimit:
-        truncated = True
+        limits.append(f"max_scan_bytes ({max_scan})")
     listing = "\n".join(f"{n}\n{' '.join(_SEPARATORS.sub(' ', n).split())}" for n in names)
-    fields = {"entries": str(len(names)), "truncated": "true" if truncated else "false"}
-    return Prepared(content="\n\n".join(s for s in (listing, *texts) if s), fields=fields)
+    limits = list(dict.fromkeys(limits))
+    fields = {"entries": str(len(names)), "truncated": "true" if limits else "false"}
+    partial = f"archive read partially: reached {', '.join(limits)}" if limits else ""
+    return Prepared(content="\n\n".join(s for s in (listing, *texts) if s), fields=fields, partial=partial)

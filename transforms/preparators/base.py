@@ -1,8 +1,9 @@
 """The preparator interface: a plain callable from bytes to searchable text and metadata.
 
 A preparator is ``func(data: bytes, url: str, mimetype: str, params: dict) -> Prepared``; it can be
-called and tested without Beam. :class:`PreparatorSpec` says which documents it accepts (MIME
-types, or a URL pattern that overrides them, as in regain) and its priority (higher first).
+called and tested without Beam. :class:`PreparatorSpec` is one configured instance of it: which
+documents it accepts (MIME types, or a URL pattern that overrides them, as in regain), its priority
+(higher first) and its parameters. Several instances of one function may exist under different names.
 """
 
 from __future__ import annotations
@@ -23,12 +24,18 @@ class Prepared:
     summary: str = ""
     headlines: list[str] = field(default_factory=list)
     metadata: str = ""
-    fields: dict[str, str] = field(default_factory=dict)
+    fields: dict[str, str] = field(default_factory=dict)  # additional fields, regain's getAdditionalFields
     links: list[tuple[str, str]] = field(default_factory=list)  # (absolute URL, link text)
+    path: list[tuple[str, str]] = field(default_factory=list)  # breadcrumb (URL, title), regain's getPath
+    partial: str = ""  # why only part of the document was read (a bound was reached); a report line
 
 
 @dataclass(frozen=True)
 class PreparatorSpec:
+    """``params`` holds the parameters in use; a registered spec's are the defaults, and configuration
+    may set only those keys, with values of the same type. ``check_params`` may refuse a combination
+    (raising ``ValueError("key: problem")``) or fill in derived values."""
+
     name: str
     func: Callable[[bytes, str, str, dict], Prepared]
     mime_types: tuple[str, ...] = ()  # exact types, or "family/*"
@@ -36,6 +43,8 @@ class PreparatorSpec:
     url_pattern: re.Pattern | None = None
     params: tuple[tuple[str, object], ...] = ()
     catch_all: bool = False  # only for documents no other preparator accepts
+    check_params: Callable[[dict], dict] | None = None
+    preparator: str = ""  # the registered preparator this instance configures; "" = ``name``
 
     def accepts(self, mimetype: str, url: str) -> bool:
         if self.url_pattern is not None:
@@ -43,5 +52,8 @@ class PreparatorSpec:
         family = mimetype.split("/", 1)[0] + "/*"
         return mimetype in self.mime_types or family in self.mime_types
 
-    def __call__(self, data: bytes, url: str, mimetype: str) -> Prepared:
-        return self.func(data, url, mimetype, dict(self.params))
+    def __call__(self, data, url: str, mimetype: str) -> Prepared:
+        """``data`` is bytes or a readable binary stream."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            data = data.read()
+        return self.func(bytes(data), url, mimetype, dict(self.params))

@@ -1,8 +1,10 @@
 """E-mail (message/rfc822), read with the standard library's ``email`` package.
 
 Title as in regain: "<subject> from <sender>". Content: a header block, then the text parts in their
-declared charsets (HTML-only alternatives converted to text), then one "attachment: <name>" line per
-attachment. ``fields["attachments"]`` lists the attachments as JSON for a later step to prepare.
+declared charsets (HTML-only alternatives converted to text), then per attachment an "attachment: <name>"
+line followed by its text, prepared with the same configured preparators as any document (a PDF by the
+PDF preparator, a ZIP by the archive preparator, an attached mail by this one, to a bounded depth).
+``fields["attachments"]`` lists the attachments (name, type, size) as JSON.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 from email.message import EmailMessage
 
 from transforms.preparators.base import PreparationError, Prepared
+from transforms.preparators.chain import prepare_nested
 from transforms.preparators.html import prepare_html
 from transforms.preparators.text import decode_text
 
@@ -79,7 +82,8 @@ def _walk(part: EmailMessage, url: str, texts: list[str], attachments: list[dict
             body = inner[0].as_bytes() if isinstance(inner, list) and inner else b""
         else:
             body = part.get_payload(decode=True) or b""
-        attachments.append({"name": part.get_filename() or "", "mimetype": ctype, "size": len(body)})
+        attachments.append({"name": part.get_filename() or "", "mimetype": ctype, "size": len(body),
+                            "body": body})
 
 
 def prepare_mail(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
@@ -92,7 +96,13 @@ def prepare_mail(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
     _walk(msg, url, texts, attachments)
     subject, sender = headers["Subject"], headers["From"]
     block = "\n".join(f"{name}: {value}" for name, value in headers.items() if value)
-    names = "\n".join(f"attachment: {a['name']}" for a in attachments if a["name"])
-    content = "\n\n".join(s for s in (block, *texts, names) if s)
+    parts = []
+    for number, attachment in enumerate(attachments, 1):
+        name = attachment["name"] or f"part{number}"
+        prepared = prepare_nested(attachment.pop("body"), f"{url}!/{name}")
+        text = prepared.content.strip() if prepared is not None else ""
+        if attachment["name"] or text:
+            parts.append(f"attachment: {name}" + (f"\n{text}" if text else ""))
+    content = "\n\n".join(s for s in (block, *texts, "\n".join(parts)) if s)
     return Prepared(title=f"{subject} from {sender}" if sender else subject, content=content,
                     fields={"attachments": json.dumps(attachments, ensure_ascii=False)})

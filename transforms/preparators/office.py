@@ -1,6 +1,7 @@
 """Office Open XML (DOCX, XLSX, PPTX) by python-docx, openpyxl and python-pptx. The parts inside the
-ZIP, not the MIME type, say which kind it is: libmagic names some of these files only "Microsoft OOXML"
-(application/octet-stream), depending on the order of the archive's members."""
+ZIP, not the MIME type, say which kind it is. (libmagic names some of these files only "Microsoft OOXML",
+application/octet-stream, depending on the order of the archive's members; ``mime.MimeSniffer`` names
+them from their parts, so this preparator need not accept every unknown binary.)"""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ MIME_TYPES = (
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-    "application/octet-stream",  # libmagic's "Microsoft OOXML" when it cannot tell which kind
 )
 
 

@@ -1,0 +1,195 @@
+"""Preparation benchmark: documents and megabytes per second per format family through beamtrawl's
+Prepare stage, against the same preparator callables in a plain loop, measured in one run.
+
+Run from the repository root::
+
+    PYTHONPATH=$PWD python bench/prepare_bench.py [--variants 75] [--keep DIR]
+
+It generates a mixed corpus with tests/format_corpus.py (every format the preparators read, made by
+reportlab, python-docx, openpyxl, python-pptx, the email package, zipfile/tarfile, sox and mutagen,
+plus the LibreOffice samples of tests/data/samples; ``--variants`` copies with their own words, 27
+documents each, 75 → 2,025 documents; generation is not timed). Then, for the whole corpus and for
+each format family on its own:
+
+- **loop**: one process, no Beam: for each file, read its bytes, ``MimeSniffer``, ``run_chain`` over
+  the built-in preparators (the same callables, in this process), ``make_document``.
+- **beam×W** for W = 1 and 2: a real Beam pipeline (FnApiRunner, multi-processing, as
+  ``runners/direct.py`` sets it up) of ``Create(entries) | Prepare(...)``: the same reading, sniffing,
+  preparators and ``make_document``, plus what the stage adds: routing per family and the isolation of
+  preparators in a child process per DoFn (``preparation.isolate``, the default). Timed from
+  ``Pipeline.run`` to the end, worker and child start-up included; the documents made are counted
+  and must equal the loop's.
+
+The peer gets the same work: the same files, the same preparators, each document read and prepared
+once. Targets: beam×1 ≥ 0.9× the loop, beam×2 ≥ 1.6× the loop. Exit code 0 when measured (targets may
+be missed), 1 when a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+
+import apache_beam as beam
+import format_corpus
+from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from runners import direct
+from transforms.preparators import BUILTIN, Prepared, run_chain
+from transforms.preparators.isolation import Bounds
+from transforms.preparators.mime import MimeSniffer
+from transforms.prepare import Prepare, make_document
+from transforms.records import Entry
+from transforms.urls import doc_id, path_to_url
+
+MAX_FILE_SIZE = 100 * 1024**2
+MAX_SUMMARY = 250_000
+FINGERPRINT = "bench"
+
+
+def generate(root: Path, variants: int) -> dict[str, list[Path]]:
+    """{family: files}; one sox tone per audio format, tagged per copy."""
+    audio = format_corpus._Audio()
+    families: dict[str, list[Path]] = {}
+    for variant in range(variants):
+        docs = format_corpus.documents(variant, audio)
+        format_corpus.write(root, docs)
+        for doc in docs:
+            families.setdefault(doc.family, []).append(root / doc.name)
+    return families
+
+
+def entries_of(paths: list[Path]) -> list[Entry]:
+    entries = []
+    for path in paths:
+        st = path.stat()
+        url = path_to_url(str(path))
+        entries.append(Entry(doc_id(url), url, "file://" + str(path.parent), 1, st.st_size, st.st_mtime_ns, "",
+                             None, "", [], "", "", "", ""))
+    return entries
+
+
+def run_loop(entries: list[Entry]) -> tuple[float, int]:
+    """Seconds and documents made, in this process."""
+    sniff = MimeSniffer()
+    started = time.perf_counter()
+    made = 0
+    for entry in entries:
+        with open(entry.url.removeprefix("file://"), "rb") as handle:
+            data = handle.read(MAX_FILE_SIZE + 1)
+        mimetype = sniff(data, entry.url)
+        prepared, _errors = run_chain(BUILTIN, data, entry.url, mimetype, sniff)
+        make_document(entry, mimetype, data, prepared or Prepared(), FINGERPRINT, MAX_SUMMARY)
+        made += 1
+    return time.perf_counter() - started, made
+
+
+class _Count(beam.DoFn):
+    def __init__(self):
+        self.made = Metrics.counter("bench", "documents")
+
+    def process(self, doc):
+        self.made.inc()
+
+
+def run_beam(entries: list[Entry], workers: int) -> tuple[float, int]:
+    """Seconds from Pipeline.run to the end, and documents made."""
+    options = PipelineOptions(direct.arguments([f"--direct_num_workers={workers}"]))
+    p = beam.Pipeline(options=options)
+    docs, _events = (p | beam.Create(entries, reshuffle=True).with_output_types(Entry)
+                     | Prepare(BUILTIN, FINGERPRINT, MAX_FILE_SIZE, MAX_SUMMARY, Bounds()))
+    for i, family_docs in enumerate(docs):
+        _ = family_docs | f"Count{i}" >> beam.ParDo(_Count())
+    started = time.perf_counter()
+    result = p.run()
+    result.wait_until_finish()
+    seconds = time.perf_counter() - started
+    counters = result.metrics().query(MetricsFilter().with_name("documents"))["counters"]
+    return seconds, sum(c.committed or c.attempted or 0 for c in counters)
+
+
+def measure(name: str, paths: list[Path], rows: list, checks: list[str], repeat: int) -> dict[str, float]:
+    """Best of ``repeat`` interleaved runs of each (the machine may be shared: the best is the least
+    disturbed)."""
+    entries = entries_of(paths)
+    megabytes = sum(e.size for e in entries) / 1e6
+    figures: dict[str, float] = {}
+    for _ in range(repeat):
+        loop_s, loop_made = run_loop(entries)
+        figures["loop"] = min(loop_s, figures.get("loop", loop_s))
+        for workers in (1, 2):
+            seconds, made = run_beam(entries, workers)
+            figures[f"beam×{workers}"] = min(seconds, figures.get(f"beam×{workers}", seconds))
+            if made != loop_made:
+                checks.append(f"{name}: beam×{workers} made {made} documents, the loop {loop_made}")
+    for label, seconds in figures.items():
+        ratio = figures["loop"] / seconds
+        rows.append((name, label, len(entries), megabytes, seconds, len(entries) / seconds, megabytes / seconds,
+                     ratio))
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variants", type=int, default=75, help="copies of the 27-document set (default 75)")
+    parser.add_argument("--keep", help="generate the corpus here and keep it")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each measurement; the best counts")
+    parser.add_argument("--families", action="store_true", default=True)
+    parser.add_argument("--no-families", dest="families", action="store_false",
+                        help="measure only the mixed corpus")
+    args = parser.parse_args()
+
+    root = Path(args.keep or tempfile.mkdtemp(prefix="prepare-bench-"))
+    try:
+        started = time.perf_counter()
+        families = generate(root, args.variants)
+        everything = [p for paths in families.values() for p in paths]
+        sizes = Counter({f: sum(p.stat().st_size for p in paths) for f, paths in families.items()})
+        print(f"corpus: {len(everything)} documents, {sum(sizes.values()) / 1e6:.1f} MB in {root} "
+              f"(generated in {time.perf_counter() - started:.0f} s); cores: {os.cpu_count()}")
+        print("families: " + ", ".join(f"{f} {len(p)}" for f, p in sorted(families.items())))
+        rows: list = []
+        checks: list[str] = []
+        startup = {w: min(run_beam([], w)[0] for _ in range(args.repeat)) for w in (1, 2)}
+        mixed = measure("all (mixed)", everything, rows, checks, args.repeat)
+        if args.families:
+            for family, paths in sorted(families.items()):
+                measure(family, paths, rows, checks, args.repeat)
+
+        print()
+        print(f"{'corpus':<12} {'run':<7} {'docs':>6} {'MB':>7} {'seconds':>8} {'docs/s':>8} {'MB/s':>7} "
+              f"{'× loop':>7}")
+        for name, label, count, megabytes, seconds, rate, mbps, ratio in rows:
+            print(f"{name:<12} {label:<7} {count:>6} {megabytes:>7.1f} {seconds:>8.2f} {rate:>8.1f} {mbps:>7.2f} "
+                  f"{ratio:>7.2f}")
+        one, two = mixed["loop"] / mixed["beam×1"], mixed["loop"] / mixed["beam×2"]
+        print()
+        print(f"mixed corpus: beam×1 = {one:.2f}× the loop (target ≥ 0.9: {'PASS' if one >= 0.9 else 'MISS'}), "
+              f"beam×2 = {two:.2f}× the loop (target ≥ 1.6: {'PASS' if two >= 1.6 else 'MISS'})")
+        print(f"An empty pipeline (start-up and shut-down alone) takes {startup[1]:.1f} s with 1 worker and "
+              f"{startup[2]:.1f} s with 2; without it, beam×1 = {mixed['loop'] / (mixed['beam×1'] - startup[1]):.2f}× "
+              f"and beam×2 = {mixed['loop'] / (mixed['beam×2'] - startup[2]):.2f}× the loop.")
+        print("The loop and the pipelines prepare the same files with the same preparator callables; the pipeline "
+              "times include starting its worker processes and a preparing child per worker.")
+        print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+        for check in checks:
+            print(f"CHECK FAILED: {check}")
+        return 1 if checks else 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""Legacy Office files (LibreOffice's samples in tests/data/samples), the external preparator, MIME
+detection of ZIP and OLE2 containers whatever the name says, and the isolation that bounds a preparation
+in time and memory."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import time
+import zipfile
+
+import format_corpus
+import pytest
+
+from transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
+from transforms.preparators.external import DEFAULTS, check_params, prepare_external
+from transforms.preparators.isolation import Isolated
+from transforms.preparators.legacy import prepare_legacy_office
+from transforms.preparators.mime import MimeSniffer
+
+SAMPLES = format_corpus.SAMPLES
+
+
+@pytest.mark.parametrize("ext, mimetype, title, metadata, lines", [
+    ("doc", "application/msword", "Legacy Word Sample", "Ada Lovelace Analytical engines",
+     ["Notes on the Engine", "The quick brown fox consults the analytical engine.", "cellalpha\tcellbeta",
+      "Umlauts: Grüße aus Köln."]),
+    ("xls", "application/vnd.ms-excel", "Legacy Excel Sample", "Grace Hopper",
+     ["Budget", "Item Amount", "Lighthouse keeper wages 1200", "Lamp oil 3.5"]),
+    ("ppt", "application/vnd.ms-powerpoint", "Legacy PowerPoint Sample", "Alan Turing",
+     ["Quarterly Lighthouse Review", "Foghorn maintenance is overdue", "Speaker notes mention seagulls"]),
+])
+def test_legacy_office_samples(ext, mimetype, title, metadata, lines):
+    data = (SAMPLES / f"libreoffice.{ext}").read_bytes()
+    assert MimeSniffer()(data, f"file:///x/misnamed.{'pdf' if ext == 'doc' else 'txt'}") == mimetype
+    prepared = prepare_legacy_office(data, f"file:///x/a.{ext}", mimetype, {})
+    assert prepared.title == title and prepared.metadata.startswith(metadata)
+    content = prepared.content.splitlines()
+    assert all(line in content for line in lines), content
+
+
+@pytest.mark.parametrize("data, reason", [
+    (b"", "not an OLE2 compound file (legacy Office)"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 100, "not readable as an OLE2 compound file"),
+    ((SAMPLES / "libreoffice.doc").read_bytes()[:5000], "not readable as"),
+])
+def test_legacy_office_broken(data, reason):
+    with pytest.raises(PreparationError, match=reason.replace("(", r"\(").replace(")", r"\)")):
+        prepare_legacy_office(data, "file:///x/a.doc", "application/msword", {})
+
+
+# -- external ---------------------------------------------------------------------------------------------
+
+def external(command: str, **params) -> dict:
+    return check_params({**dict(DEFAULTS), "command": command, **params})
+
+
+def test_external_command_output_is_the_content():
+    params = external("sed s/quiet/LOUD/ ${filename}")
+    prepared = prepare_external(b"a quiet line\n", "file:///x/a note.ps", "application/postscript", params)
+    assert prepared == Prepared(content="a LOUD line")
+
+
+def test_external_file_name_keeps_the_extension_and_cannot_inject_commands():
+    params = external("sh -c 'echo \"$1\"' sh ${filename}")
+    prepared = prepare_external(b"", "file:///x/$(touch%20pwned);.ps", "application/postscript", params)
+    assert prepared.content.endswith(".ps") and "beamtrawl-" in prepared.content
+    assert not os.path.exists("pwned")
+
+
+def test_external_exit_code_is_checked():
+    params = external("sh -c 'echo half; echo broken input >&2; exit 3' sh ${filename}")
+    with pytest.raises(PreparationError, match="^sh exited with 3: broken input$"):
+        prepare_external(b"x", "file:///x/a.ps", "application/postscript", params)
+    params = external("sh -c 'echo half; exit 3' sh ${filename}", check_exit_code=False)
+    assert prepare_external(b"x", "file:///x/a.ps", "", params).content == "half"
+
+
+def test_external_timeout_kills_the_command_and_its_children():
+    params = external("sh -c 'sleep 30 & sleep 30; echo never' sh ${filename}", timeout=0.5)
+    start = time.monotonic()
+    with pytest.raises(PreparationError, match=r"^sh timed out after 0.5 s$"):
+        prepare_external(b"x", "file:///x/a.ps", "", params)
+    assert time.monotonic() - start < 5
+
+
+# -- MIME of containers -------------------------------------------------------------------------------------
+
+def _reordered(data: bytes) -> bytes:
+    """The same members in reverse order, which hides the type from libmagic."""
+    source, buffer = zipfile.ZipFile(io.BytesIO(data)), io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
+        for name in reversed(source.namelist()):
+            target.writestr(name, source.read(name))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("data, name, expected", [
+    (format_corpus._docx("T", "p"), "report.zip",
+     "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+    (_reordered(format_corpus._docx("T", "p")), "report.bin",
+     "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+    (_reordered(format_corpus._xlsx("T", "p")), "sheet.docx",
+     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+    (_reordered(format_corpus._pptx("T", "p")), "slides",
+     "application/vnd.openxmlformats-officedocument.presentationml.presentation"),
+    (_reordered((SAMPLES / "libreoffice.odt").read_bytes()), "text.zip", "application/vnd.oasis.opendocument.text"),
+    (_reordered((SAMPLES / "libreoffice.ods").read_bytes()), "calc.odt",
+     "application/vnd.oasis.opendocument.spreadsheet"),
+    (format_corpus._epub("T", "p"), "book.zip", "application/epub+zip"),
+    (format_corpus._zip({"META-INF/MANIFEST.MF": b"Manifest-Version: 1.0\n", "A.class": b"\xca\xfe"}), "lib.zip",
+     "application/java-archive"),
+    (format_corpus._zip({"a.txt": b"plain zip"}), "looks.docx", "application/zip"),
+    ((SAMPLES / "libreoffice.xls").read_bytes(), "sheet.doc", "application/vnd.ms-excel"),
+    ((SAMPLES / "libreoffice.ppt").read_bytes(), "deck.xls", "application/vnd.ms-powerpoint"),
+])
+def test_container_type_comes_from_its_members_not_its_name(data, name, expected):
+    assert MimeSniffer()(data, f"file:///x/{name}") == expected
+
+
+def test_first_bytes_of_a_zip_keep_libmagics_answer():
+    data = format_corpus._docx("T", "p")[:4096]  # an oversize file's first bytes: no central directory
+    assert MimeSniffer()(data, "file:///x/a.docx") in ("application/zip", "application/octet-stream",
+                                                        ("application/vnd.openxmlformats-officedocument."
+                                                        "wordprocessingml.document"))
+
+
+# -- isolation --------------------------------------------------------------------------------------------
+
+def hang(data, url, mimetype, params):
+    while True:
+        time.sleep(3600)
+
+
+def hog(data, url, mimetype, params):
+    return Prepared(content="x" * (2 * 1024**3))
+
+
+def crash(data, url, mimetype, params):
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def echo(data, url, mimetype, params):
+    return Prepared(title=str(os.getpid()), content=data.decode())
+
+
+SPECS = (PreparatorSpec("hang", hang, url_pattern=__import__("re").compile(r"\.hang$"), priority=9),
+         PreparatorSpec("hog", hog, url_pattern=__import__("re").compile(r"\.hog$"), priority=9),
+         PreparatorSpec("crash", crash, url_pattern=__import__("re").compile(r"\.crash$"), priority=9),
+         PreparatorSpec("echo", echo, ("text/plain",)), *BUILTIN)
+
+
+@pytest.fixture
+def isolated():
+    runner = Isolated(SPECS, timeout=2, memory_limit=512 * 1024**2)
+    yield runner
+    runner.close()
+
+
+def test_isolated_preparation_returns_what_the_preparator_made(isolated):
+    prepared, errors = isolated.prepare(b"hello", "file:///x/a.txt", "text/plain")
+    assert prepared.content == "hello" and errors == [] and int(prepared.title) != os.getpid()
+    again, _ = isolated.prepare(b"again", "file:///x/b.txt", "text/plain")
+    assert again.title == prepared.title  # one child serves document after document
+
+
+def test_a_hanging_preparator_is_killed_and_the_next_document_is_prepared(isolated):
+    first, _ = isolated.prepare(b"before", "file:///x/a.txt", "text/plain")
+    start = time.monotonic()
+    prepared, errors = isolated.prepare(b"loop", "file:///x/a.hang", "text/plain")
+    assert prepared is None and errors == ["hang: timed out after 2 s (the preparing process was killed)"]
+    assert time.monotonic() - start < 4
+    after, errors = isolated.prepare(b"after", "file:///x/b.txt", "text/plain")
+    assert after.content == "after" and after.title != first.title and isolated.restarts == 1
+
+
+def test_memory_is_limited(isolated):
+    prepared, errors = isolated.prepare(b"", "file:///x/a.hog", "application/octet-stream")
+    assert prepared is None and errors == ["hog: MemoryError"]
+    assert isolated.prepare(b"fine", "file:///x/b.txt", "text/plain")[0].content == "fine"
+
+
+def test_a_crashing_preparator_is_a_report_line(isolated):
+    prepared, errors = isolated.prepare(b"", "file:///x/a.crash", "text/plain")
+    assert prepared is None
+    assert errors == ["crash: the preparing process was killed by SIGSEGV (memory limit 536870912 bytes)"]
+    assert isolated.prepare(b"fine", "file:///x/b.txt", "text/plain")[0].content == "fine"
+
+
+def test_failures_before_a_success_are_kept(isolated):
+    specs = (PreparatorSpec("pdf_first", BUILTIN[1].func, ("text/plain",), priority=5), *SPECS)
+    runner = Isolated(specs, timeout=5, memory_limit=0)
+    try:
+        prepared, errors = runner.prepare(b"not a pdf", "file:///x/a.txt", "text/plain")
+    finally:
+        runner.close()
+    assert prepared.content == "not a pdf" and len(errors) == 1 and errors[0].startswith("pdf_first: ")
+
+
+def test_a_preparator_takes_bytes_or_a_readable_stream():
+    spec = next(p for p in BUILTIN if p.name == "legacy_office")
+    with open(SAMPLES / "libreoffice.xls", "rb") as stream:
+        from_stream = spec(stream, "file:///x/a.xls", "application/vnd.ms-excel")
+    from_bytes = spec((SAMPLES / "libreoffice.xls").read_bytes(), "file:///x/a.xls", "application/vnd.ms-excel")
+    assert from_stream == from_bytes and from_stream.title == "Legacy Excel Sample"

@@ -1,0 +1,70 @@
+"""Running the preparators for one document: by priority until one succeeds, each failure kept as
+"name: reason". A preparator of a container (a mail's attachments, an archive's entries) prepares its
+parts with the same configured preparators through :func:`prepare_nested`, to a bounded depth."""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
+
+MAX_NESTING = 2  # a mail in a ZIP in a mail is prepared; deeper parts are listed by name only
+
+
+def chain_for(preparators, mimetype: str, url: str) -> list[PreparatorSpec]:
+    """The preparators accepting a document, highest priority first (ties keep configuration order).
+    A catch-all joins only when nothing else accepts: a corrupt PDF must become a substitute document
+    with its error in the report, not quietly a metadata-only one."""
+    accepting = [p for p in preparators if p.accepts(mimetype, url)]
+    specific = [p for p in accepting if not p.catch_all]
+    return sorted(specific or accepting, key=lambda p: -p.priority)
+
+
+def describe(err: BaseException) -> str:
+    if isinstance(err, PreparationError):
+        return str(err)
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+
+
+@dataclass
+class _Context:
+    preparators: tuple
+    sniff: Callable[[bytes, str], str]
+    depth: int
+
+
+_CONTEXT: contextvars.ContextVar[_Context | None] = contextvars.ContextVar("beamtrawl_prepare", default=None)
+
+
+def run_chain(preparators, data: bytes, url: str, mimetype: str, sniff: Callable[[bytes, str], str],
+              on_try: Callable[[str], None] | None = None, on_fail: Callable[[str], None] | None = None,
+              depth: int = 0) -> tuple[Prepared | None, list[str]]:
+    """(the first preparator's result, or None; the failures before it as "name: reason")."""
+    errors: list[str] = []
+    for spec in chain_for(preparators, mimetype, url):
+        if on_try is not None:
+            on_try(spec.name)
+        token = _CONTEXT.set(_Context(preparators, sniff, depth))
+        try:
+            return spec(data, url, mimetype), errors
+        except Exception as err:  # noqa: BLE001 - a preparator's failure is the document's, not the crawl's
+            errors.append(f"{spec.name}: {describe(err)}")
+            if on_fail is not None:
+                on_fail(errors[-1])
+        finally:
+            _CONTEXT.reset(token)
+    return None, errors
+
+
+def prepare_nested(data: bytes, url: str) -> Prepared | None:
+    """Prepare a part of the document being prepared (``url`` names the part, e.g. ``…/a.zip!/b.pdf``)
+    with the configured preparators; None when no preparator reads it or nesting is too deep. Called
+    outside a preparation (a preparator tested on its own), it prepares nothing."""
+    context = _CONTEXT.get()
+    if context is None or context.depth >= MAX_NESTING or not data:
+        return None
+    prepared, _ = run_chain(context.preparators, data, url, context.sniff(data, url), context.sniff,
+                            depth=context.depth + 1)
+    return prepared

@@ -1,0 +1,67 @@
+"""An external program as a preparator (regain's ExternalPreparator): the document is written to a
+temporary file, ``${filename}`` in the configured command is replaced by its path, and the program's
+standard output is the content.
+
+The command is split like a shell would (``shlex``) but runs without a shell, so a file name can never
+inject a command. It runs in its own process group, which is killed as a whole when ``timeout`` passes
+(a converter that starts helpers cannot leave them behind). With ``check_exit_code`` (the default, as in
+regain) a non-zero exit is a failure, and the next preparator is tried.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+
+from transforms.preparators.base import PreparationError, Prepared
+from transforms.preparators.text import decode_text
+from transforms.urls import extension
+
+PLACEHOLDER = "${filename}"
+DEFAULTS = (("command", ""), ("timeout", 60.0), ("check_exit_code", True), ("max_output_bytes", 64 * 1024**2))
+
+
+def check_params(params: dict) -> dict:
+    """Refuse what cannot run: an empty command, unbalanced quotes, a program not on PATH."""
+    command = params["command"]
+    if not command.strip():
+        raise ValueError("command: is required, e.g. 'ps2ascii ${filename}'")
+    try:
+        argv = shlex.split(command)
+    except ValueError as err:
+        raise ValueError(f"command: {err}") from None
+    if PLACEHOLDER not in command:
+        raise ValueError(f"command: must contain {PLACEHOLDER}, where the document's path goes")
+    if shutil.which(argv[0]) is None:
+        raise ValueError(f"command: program {argv[0]!r} not found on PATH")
+    if params["timeout"] <= 0:
+        raise ValueError("timeout: must be a positive number of seconds")
+    return params
+
+
+def prepare_external(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    suffix = "." + extension(url) if extension(url) else ""
+    with tempfile.NamedTemporaryFile(prefix="beamtrawl-", suffix=suffix) as handle:
+        handle.write(data)
+        handle.flush()
+        argv = [arg.replace(PLACEHOLDER, handle.name) for arg in shlex.split(params["command"])]
+        try:
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as err:
+            raise PreparationError(f"cannot run {argv[0]}: {err.strerror or err}") from None
+        try:
+            out, err = process.communicate(timeout=params["timeout"])
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise PreparationError(f"{argv[0]} timed out after {params['timeout']:g} s") from None
+    if params["check_exit_code"] and process.returncode != 0:
+        first = next((line for line in decode_text(err).splitlines() if line.strip()), "")
+        detail = f": {first}"[:200] if first else ""
+        raise PreparationError(f"{argv[0]} exited with {process.returncode}{detail}")
+    return Prepared(content=decode_text(out[: params["max_output_bytes"]]).strip())

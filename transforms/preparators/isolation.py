@@ -1,0 +1,278 @@
+"""A hard time and memory bound for preparation: the preparators run in a child process that is
+killed when a document takes longer than the timeout, and whose address space is limited.
+
+A worker process keeps one such child, shared by all its preparing DoFns through Beam's ``Shared``
+(started on the first document, so a worker that prepares nothing costs nothing). That keeps the
+per-document cost to a few pipe messages instead of a process per document, and the start-up to one
+child per worker. A DoFn hands a document over and collects the result when it hands over the next
+(or at the end of its bundle), so the worker's own work (reading, sniffing, building documents) runs
+while the child prepares. A child killed on a timeout, or dead of a crash or of its memory limit, is
+restarted for the next document; the document gets its report line and a substitute document.
+
+Protocol on the child's stdin/stdout (its own stdout is redirected to stderr, so a preparator that
+prints cannot corrupt it): 8-byte length, then a pickle. The parent sends the preparators once, then
+``(data, url, mimetype)`` per document; the child answers ``("ready", None)`` once, then per document
+``("try", name)`` and ``("fail", reason)`` as it goes and ``("done", prepared or None)`` at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from typing import NamedTuple
+
+from transforms.preparators.base import Prepared
+from transforms.preparators.chain import run_chain
+
+_HEADER = struct.Struct("<Q")
+
+
+def _send(stream, obj) -> None:
+    body = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(body)))
+    stream.write(body)
+    stream.flush()
+
+
+def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
+    chunks, left = [], size
+    while left:
+        # past the deadline, what the child already wrote still counts (it was read late, not sent late)
+        if deadline is not None and not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            raise TimeoutError
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _receive(fd: int, deadline: float | None = None):
+    (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size, deadline))
+    return pickle.loads(_read_exactly(fd, size, deadline))
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+        return f"the preparing process was killed by {name}"
+    return f"the preparing process exited with {code}"
+
+
+class Bounds(NamedTuple):
+    """The ``preparation:`` section of the configuration (defaults in ``pipeline.config.DEFAULTS``)."""
+
+    timeout: float = 60.0  # seconds per document, hard
+    memory_limit: int = 4 * 1024**3  # address space of the preparing process; 0 = no limit
+    isolate: bool = True  # False: run preparators in the worker, without the hard bounds
+    max_content_length: int = 10_000_000  # characters of text kept per document
+
+
+DEFAULT_BOUNDS = Bounds()
+
+
+def runner_for(preparators, bounds: Bounds, shared=None):
+    """What runs a DoFn's preparations: a child process under the bounds (the worker's one, when ``shared``,
+    a ``apache_beam.utils.shared.Shared`` handle, is given), or the worker itself."""
+    if not bounds.isolate:
+        return InProcess(preparators)
+    if shared is None:
+        return Isolated(preparators, bounds.timeout, bounds.memory_limit)
+    return shared.acquire(lambda: Isolated(preparators, bounds.timeout, bounds.memory_limit, owned=False),
+                          tag=repr((preparators, bounds)))
+
+
+class Ticket:
+    """A document handed to a runner; ``result()`` waits for (prepared or None, failures)."""
+
+    def __init__(self, runner=None, value=None):
+        self.runner = runner
+        self.value = value
+        self.deadline = 0.0
+        self.current = "preparation"  # the preparator at work, for a timeout's report line
+        self.errors: list[str] = []
+
+    def result(self) -> tuple[Prepared | None, list[str]]:
+        if self.value is None:
+            self.runner.finish(self)
+        return self.value
+
+
+class InProcess:
+    """No isolation: the preparators run in the worker itself (``preparation.isolate: false``)."""
+
+    owned = True
+
+    def __init__(self, preparators):
+        from transforms.preparators.mime import MimeSniffer
+
+        self.preparators = preparators
+        self.sniff = MimeSniffer()
+
+    def submit(self, data: bytes, url: str, mimetype: str) -> Ticket:
+        return Ticket(value=run_chain(self.preparators, data, url, mimetype, self.sniff))
+
+    def prepare(self, data: bytes, url: str, mimetype: str) -> tuple[Prepared | None, list[str]]:
+        return self.submit(data, url, mimetype).result()
+
+    def close(self) -> None:
+        pass
+
+
+class Isolated:
+    """The preparators in a child process, ``timeout`` seconds per document, ``memory_limit`` bytes of
+    address space (0: none). ``submit`` hands a document over and returns at once, so the worker can
+    read and sniff the next document while the child prepares this one; one document is in the child at
+    a time (a second ``submit`` first waits for the one before). Thread-safe; ``owned=False`` when
+    shared by the DoFns of a worker, which then do not close it (the child ends with the worker)."""
+
+    def __init__(self, preparators, timeout: float, memory_limit: int, owned: bool = True):
+        self.preparators = preparators
+        self.timeout = timeout
+        self.memory_limit = memory_limit
+        self.owned = owned
+        self.process: subprocess.Popen | None = None
+        self.restarts = 0
+        self.inflight: Ticket | None = None
+        self.lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, Isolated._end, self.__dict__)
+
+    def _start(self) -> None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "transforms.preparators.isolation", str(self.memory_limit)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        _send(self.process.stdin, self.preparators)
+        # Start-up (importing the format libraries) is not the first document's time: wait for it apart.
+        kind, _ = _receive(self.process.stdout.fileno(), time.monotonic() + max(120.0, self.timeout))
+        if kind != "ready":
+            raise OSError(f"unexpected first message {kind!r}")
+
+    def _stop(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            for stream in (self.process.stdin, self.process.stdout):
+                stream.close()
+            self.process = None
+            self.restarts += 1
+
+    def submit(self, data: bytes, url: str, mimetype: str) -> Ticket:
+        with self.lock:
+            if self.inflight is not None:
+                self._finish(self.inflight)
+            ticket = Ticket(self)
+            if self.process is None or self.process.poll() is not None:
+                if self.process is not None:
+                    self._stop()
+                try:
+                    self._start()
+                except (TimeoutError, EOFError, OSError, pickle.UnpicklingError) as err:
+                    self._stop()
+                    reason = f"preparation: the preparing process did not start: {type(err).__name__} {err}"
+                    ticket.value = (None, [reason])
+                    return ticket
+            ticket.deadline = time.monotonic() + self.timeout
+            try:
+                _send(self.process.stdin, (data, url, mimetype))
+            except OSError:
+                self._died(ticket)
+                return ticket
+            self.inflight = ticket
+            return ticket
+
+    def finish(self, ticket: Ticket) -> None:
+        with self.lock:
+            if ticket.value is None:
+                self._finish(ticket)
+
+    def prepare(self, data: bytes, url: str, mimetype: str) -> tuple[Prepared | None, list[str]]:
+        return self.submit(data, url, mimetype).result()
+
+    def _finish(self, ticket: Ticket) -> None:
+        """Read the child's messages for ``ticket`` (the one in flight) until it is done."""
+        self.inflight = None
+        try:
+            while True:
+                kind, value = _receive(self.process.stdout.fileno(), ticket.deadline)
+                if kind == "try":
+                    ticket.current = value
+                elif kind == "fail":
+                    ticket.errors.append(value)
+                else:
+                    ticket.value = (value, ticket.errors)
+                    return
+        except TimeoutError:
+            self._stop()
+            ticket.errors.append(f"{ticket.current}: timed out after {self.timeout:g} s "
+                                 "(the preparing process was killed)")
+            ticket.value = (None, ticket.errors)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            self._died(ticket)
+
+    def _died(self, ticket: Ticket) -> None:
+        code = self.process.wait()
+        self._stop()
+        limit = f" (memory limit {self.memory_limit} bytes)" if self.memory_limit else ""
+        ticket.errors.append(f"{ticket.current}: {_exit_reason(code)}{limit}")
+        ticket.value = (None, ticket.errors)
+
+    def close(self) -> None:
+        with self.lock:
+            if self.inflight is not None:
+                self._finish(self.inflight)
+            Isolated._end(self.__dict__)
+
+    @staticmethod
+    def _end(state: dict) -> None:
+        """End the child: its input closes, it exits (killed if it does not within 5 s)."""
+        process = state.get("process")
+        if process is None:
+            return
+        state["process"] = None
+        process.stdin.close()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+
+
+def _child(memory_limit: int) -> None:
+    import resource
+
+    from transforms.preparators.mime import MimeSniffer
+
+    if memory_limit:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    requests = os.fdopen(os.dup(0), "rb")
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # what preparators print goes to stderr, never into the protocol
+    sys.stdout = sys.stderr
+    sniff = MimeSniffer()
+    fd = requests.fileno()
+    try:
+        preparators = _receive(fd)
+        _send(replies, ("ready", None))
+        while True:
+            data, url, mimetype = _receive(fd)
+            prepared, _ = run_chain(preparators, data, url, mimetype, sniff,
+                                    on_try=lambda name: _send(replies, ("try", name)),
+                                    on_fail=lambda reason: _send(replies, ("fail", reason)))
+            _send(replies, ("done", prepared))
+    except EOFError:
+        return
+
+
+if __name__ == "__main__":
+    _child(int(sys.argv[1]))
