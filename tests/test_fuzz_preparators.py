@@ -15,6 +15,8 @@ import openpyxl
 import pptx
 import pytest
 from apache_beam.pvalue import TaggedOutput
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reportlab.pdfgen import canvas
@@ -120,30 +122,39 @@ def mutations(draw, seed: bytes) -> bytes:
     return bytes(data)
 
 
-def prepare_once(name: str, data: bytes, sniff: MimeSniffer) -> None:
+def prepare_once(stage: _PrepareFamily, name: str, data: bytes, sniff: MimeSniffer) -> None:
     url = f"file:///fuzz/{name}"
     entry = Entry(doc_id(url), url, "file:///fuzz/", 0, len(data), 1_700_000_000_000_000_000, "", None, "",
                   [], "", "", "", "")
+    document = RawDocument(entry, sniff(data, url), data, False)
+    # outputs come when the next document is handed over, or at the end of the bundle
+    out = list(stage.process(document, GlobalWindow(), MIN_TIMESTAMP)) + list(stage.finish_bundle())
+    docs = [o.value for o in out if not isinstance(o, TaggedOutput)]
+    events = [o.value.value for o in out if isinstance(o, TaggedOutput)]
+    assert len(docs) == 1, out  # exactly one document: prepared, or the substitute
+    failed = [e for e in events if e.kind == "failed"]
+    assert all(e.reason for e in failed)
+    assert bool(docs[0].preparation_error) == bool(failed)
+
+
+@pytest.fixture(scope="module")
+def stage():
     stage = _PrepareFamily("fuzz", BUILTIN, "fp", 10_000)
     stage.setup()
-    out = list(stage.process(RawDocument(entry, sniff(data, url), data, False)))
-    docs = [o for o in out if not isinstance(o, TaggedOutput)]
-    problems = [o.value for o in out if isinstance(o, TaggedOutput)]
-    assert len(docs) == 1, out  # exactly one document: prepared, or the substitute
-    assert all(p.reason for p in problems)
-    assert bool(docs[0].preparation_error) == bool(problems)
+    yield stage
+    stage.teardown()
 
 
 @pytest.mark.parametrize("name", sorted(SEEDS))
-def test_mutated_files_never_crash_the_stage(name):
+def test_mutated_files_never_crash_the_stage(stage, name):
     seed = SEEDS[name]()
     sniff = MimeSniffer()
-    prepare_once(name, seed, sniff)  # the seed itself is valid
+    prepare_once(stage, name, seed, sniff)  # the seed itself is valid
 
     @settings(max_examples=100, deadline=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(mutations(seed))
     def fuzz(data):
-        prepare_once(name, data, sniff)
+        prepare_once(stage, name, data, sniff)
 
     fuzz()
