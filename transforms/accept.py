@@ -30,8 +30,9 @@ class Rules:
         self.roots = tuple(self.starts)
         self.max_depth = config.max_depth
 
-    def decide(self, url: str, depth: int = 0) -> Decision:
-        """The flags for ``url`` found ``depth`` levels below its start URL."""
+    def decide(self, url: str, depth: int = 0, source_url: str = "", link_text: str = "") -> Decision:
+        """The flags for ``url`` found ``depth`` levels below its start URL (folder levels for files, link
+        hops for web pages), linked from ``source_url`` with ``link_text`` (kept for rule hooks)."""
         entry = next((w for w in self.whitelist if w.matches(url)), None)
         if entry is None:
             return Decision(False, reason="matches no whitelist entry")
