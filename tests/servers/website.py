@@ -73,7 +73,7 @@ class Website:
         class Handler(_Handler):
             website = site
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.server = _QuietServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -88,6 +88,11 @@ class Website:
     def paths(self) -> list[str]:
         with self.lock:
             return [r.path for r in self.requests]
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):  # clients that hang up at their limits are expected
+        pass
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -134,7 +134,7 @@ class HostCrawl:
             try:
                 self.robots = load_robots(self.fetcher, host + "/", self.http.user_agent, self.http.delay)
             except FetchError as err:
-                yield event("incomplete", host, "fetch", f"robots.txt: {err}; all pages of the host kept")
+                yield from self._host_incomplete("fetch", f"robots.txt: {err}; all pages of the host kept")
                 return
         else:
             self.robots = Robots(None, self.http.user_agent, self.http.delay)
@@ -164,26 +164,30 @@ class HostCrawl:
                     fetched += 1
                     if outcome.error.startswith(_UNREACHABLE) and not down:
                         down = True
-                        yield event("incomplete", self.host, "fetch",
-                                    f"host unreachable: {outcome.error}; all pages of the host kept")
+                        yield from self._host_incomplete(
+                            "fetch", f"host unreachable: {outcome.error}; all pages of the host kept")
                     yield from self._handle(outcome)
                 if down:
                     self.queue.clear()
         if self.queue:
-            yield event("incomplete", self.host, "discover",
-                        f"stopped at max_pages_per_host {limit} with {len(self.queue)} pages left; "
-                        "indexed pages of the host kept")
+            yield from self._host_incomplete(
+                "discover", f"stopped at max_pages_per_host {limit} with {len(self.queue)} pages left; "
+                            "indexed pages of the host kept")
         yield event("fetched", count=fetched)
+
+    def _host_incomplete(self, stage: str, reason: str) -> Iterator:
+        """Keep every indexed page of the host: ``scheme://host`` is the ancestor of all its pages but
+        ``scheme://host/``, which is named on its own."""
+        yield event("incomplete", self.host, stage, reason)
+        yield event("incomplete", self.host + "/", stage, "")
 
     # -- one page (worker thread) ------------------------------------------------------------
     def _fetch(self, task: _Task) -> _Outcome:
-        old = self.known.get(task.url)
-        self.pacer.wait()
         try:
             page = self.fetcher.fetch(
-                task.url, etag=old.etag if old else "", last_modified=old.http_last_modified if old else "",
+                task.url, validators=self._validators,
                 allow=lambda target: self._redirect_allowed(target, task),
-                credential=lambda url: credential_for(self.credentials, url))
+                credential=lambda url: credential_for(self.credentials, url), pace=self.pacer.wait)
         except FetchError as err:
             return _Outcome(task, error=str(err))
         outcome = _Outcome(task, page, mimetype=page.headers.get("content-type", "").split(";")[0].strip().lower())
@@ -197,6 +201,11 @@ class HostCrawl:
             else:
                 outcome.content = page.body
         return outcome
+
+    def _validators(self, url: str) -> tuple[str, str]:
+        """The stored ETag and Last-Modified of ``url`` for a conditional request, if it is indexed."""
+        old = self.known.get(url)
+        return (old.etag, old.http_last_modified) if old is not None else ("", "")
 
     def _redirect_allowed(self, target: str, task: _Task) -> bool:
         """A redirect target is checked like a link; it inherits the flags of the URL that redirected."""
@@ -350,9 +359,9 @@ class HostCrawl:
         while pending and read < MAX_SITEMAPS:
             sitemap = pending.pop(0)
             read += 1
-            self.pacer.wait()
             try:
-                page = self.fetcher.fetch(sitemap, credential=lambda url: credential_for(self.credentials, url))
+                page = self.fetcher.fetch(sitemap, credential=lambda url: credential_for(self.credentials, url),
+                                          pace=self.pacer.wait)
             except FetchError:
                 yield event("sitemap_failed")
                 continue

@@ -68,18 +68,26 @@ class Fetcher:
 
     def fetch(self, url: str, etag: str = "", last_modified: str = "",
               allow: Callable[[str], bool] = lambda _url: True, headers: dict | None = None,
-              credential: Callable[[str], object | None] = lambda _url: None) -> Page:
-        """GET ``url``, following redirects that ``allow`` accepts; raises :class:`FetchError`."""
+              credential: Callable[[str], object | None] = lambda _url: None,
+              pace: Callable[[], None] = lambda: None,
+              validators: Callable[[str], tuple[str, str]] | None = None) -> Page:
+        """GET ``url``, following redirects that ``allow`` accepts; raises :class:`FetchError`. ``pace()``
+        runs before every request (politeness spaces redirect hops and login retries too);
+        ``validators(url)`` gives the stored (ETag, Last-Modified) of each hop, else ``etag`` and
+        ``last_modified`` apply to ``url`` alone."""
         deadline = time.monotonic() + self.limits.total_timeout
+        first = url
+        if validators is None:
+            def validators(hop: str) -> tuple[str, str]:
+                return (etag, last_modified) if hop == first else ("", "")
         request_headers = {"User-Agent": self.limits.user_agent, "Accept-Encoding": "gzip, deflate",
                            **(headers or {})}
-        if etag:
-            request_headers["If-None-Match"] = etag
-        if last_modified:
-            request_headers["If-Modified-Since"] = last_modified
         seen, redirects = {url}, []
         while True:
-            response = self._authorised(url, request_headers, deadline, credential(url))
+            hop_etag, hop_modified = validators(url)
+            conditional = {**({"If-None-Match": hop_etag} if hop_etag else {}),
+                           **({"If-Modified-Since": hop_modified} if hop_modified else {})}
+            response = self._authorised(url, {**request_headers, **conditional}, deadline, credential(url), pace)
             if response.status not in (301, 302, 303, 307, 308):
                 return self._page(url, response, redirects, deadline)
             location = response.headers.get("location")
@@ -98,13 +106,13 @@ class Fetcher:
             seen.add(target)
             url = target
 
-    def _authorised(self, url: str, headers: dict, deadline: float, login):
+    def _authorised(self, url: str, headers: dict, deadline: float, login, pace=lambda: None):
         """One request with ``login`` (Basic at once, Digest when challenged); never another URL's."""
         if login is None:
-            return self._request(url, headers, deadline)
+            return self._request(url, headers, deadline, pace)
         if login.auth == "basic":
-            return self._request(url, {**headers, "Authorization": auth.basic(login)}, deadline)
-        response = self._request(url, headers, deadline)
+            return self._request(url, {**headers, "Authorization": auth.basic(login)}, deadline, pace)
+        response = self._request(url, headers, deadline, pace)
         challenge = auth.digest_challenge(response.headers.get("www-authenticate", ""))
         if response.status != 401 or challenge is None:
             return response
@@ -113,9 +121,10 @@ class Fetcher:
             return response
         response.drain_conn()
         response.release_conn()
-        return self._request(url, {**headers, "Authorization": answer}, deadline)
+        return self._request(url, {**headers, "Authorization": answer}, deadline, pace)
 
-    def _request(self, url: str, headers: dict, deadline: float):
+    def _request(self, url: str, headers: dict, deadline: float, pace=lambda: None):
+        pace()
         if time.monotonic() >= deadline:
             raise FetchError(f"took longer than {self.limits.total_timeout:g} s")
         try:
