@@ -12,8 +12,8 @@
 One ``CrawlHost`` call crawls all that a round knows of one host (breadth-first, see
 :mod:`transforms.sources.http.crawl`), because politeness (delay, concurrency, Crawl-delay) needs every
 request to a host in one place. Rounds exist for links between hosts: a round crawls the hosts the
-previous round linked to. A host reached again in a later round fetches only URLs no round has
-visited. Links still pending after the last round (``discovery_rounds``) are not fetched and are
+previous round linked to (one round only when the whitelist allows no other host). A host reached
+again in a later round fetches only URLs no round has visited. Links still pending after the last round (``discovery_rounds``) are not fetched and are
 marked incomplete, so what they point to is kept in the index.
 
 The snapshot reaches each host by a join on the host rather than as a side input: a worker then holds
@@ -23,10 +23,12 @@ whole web part of the index; the price is one shuffle of that part per round.
 
 from __future__ import annotations
 
+import time
+
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from transforms.progress import Progress, Tally, timed
+from transforms.progress import Progress, Tally
 from transforms.records import Entry, Event, FrontierItem, SnapshotEntry, event
 from transforms.sources.http import SCHEMES
 from transforms.sources.http.crawl import HostCrawl, Visited, host_of, make_fetcher
@@ -58,7 +60,7 @@ class _CrawlHost(beam.DoFn):
         if not items:
             return []
         known = {s.url: SnapshotEntry(*s) for s in joined["indexed"]}
-        return timed(self.us, self._route(host, items, known))
+        return _busy(self.us, self._route(host, items, known))
 
     def _route(self, host, items, known):
         for record in HostCrawl(self.config, self.rules, self.fetcher).run(host, items, known):
@@ -75,6 +77,17 @@ class _CrawlHost(beam.DoFn):
                 yield problem
 
 
+def _busy(counter, records):
+    """Stream a host's records (a large host must not be held in memory, as ``progress.timed`` would),
+    adding to ``counter`` only the microseconds spent producing them."""
+    started = time.perf_counter()
+    for record in records:
+        counter.inc(int((time.perf_counter() - started) * 1_000_000))
+        yield record
+        started = time.perf_counter()
+    counter.inc(int((time.perf_counter() - started) * 1_000_000))
+
+
 def _first_unseen(keyed):
     _url, groups = keyed
     if list(groups["seen"]):
@@ -82,6 +95,20 @@ def _first_unseen(keyed):
     candidates = sorted(groups["new"], key=lambda item: (item.depth, item.source_url))
     if candidates:
         yield candidates[0]
+
+
+def _other_hosts_possible(roots, config) -> bool:
+    """May a link lead to a host without a start URL? Not when every web whitelist entry is a prefix
+    on a start URL's host: then one round crawls everything, and the rounds for links between hosts
+    (a join each, seconds on a local runner) are left out of the graph."""
+    hosts = {host_of(r.url) for r in roots}
+    for entry in config.whitelist:
+        if entry.prefix is None:
+            return True
+        if is_web(entry.prefix) and not (host_of(entry.prefix) in hosts
+                                         and entry.prefix.startswith(host_of(entry.prefix) + "/")):
+            return True
+    return False
 
 
 class WebDiscover(beam.PTransform):
@@ -100,7 +127,7 @@ class WebDiscover(beam.PTransform):
         frontier = snapshot.pipeline | "WebStartUrls" >> beam.Create(self.roots).with_output_types(FrontierItem)
         seen = [frontier | "KeyStarts" >> beam.Map(lambda f: (f.url, 0))]
         entries, events = [], []
-        rounds = self.config.discovery_rounds
+        rounds = self.config.discovery_rounds if _other_hosts_possible(self.roots, self.config) else 1
         for n in range(rounds):
             out = (
                 {"frontier": frontier | f"ByHost{n}" >> beam.Map(lambda f: (host_of(f.url), FrontierItem(*f))),
