@@ -52,7 +52,7 @@ def build(site: Website, version: int) -> None:
     site.put("/broken.html", BROKEN)
     site.put("/from-broken.html", html("From broken", "rescued"))
     site.put("/error.html", "boom", status=500)
-    site.put("/flaky.html", html("Flaky", "flakyword") if version == 1 else "down", status=200 if version == 1 else 503)
+    site.put("/flaky.html", html("Flaky", "flakyword") if version == 1 else "down", status=200 if version == 1 else 500)
     site.put("/changing.html", html("Changing", "firstversion" if version == 1 else "secondversion"))
     if version == 1:
         site.put("/remove-me.html", html("Remove me", "doomedword"))
@@ -162,7 +162,7 @@ def test_first_crawl_changes_unchanged_and_server_down(site, web_config, crawl, 
     assert times[-1] - times[0] >= (len(times) - 1) * 0.05 - 0.02
     assert search(config, "memberword")[0]["url"] == f"{base}/members/m.html"
 
-    # the site changes: a page added, one changed, one removed (404), one failing (503)
+    # the site changes: a page added, one changed, one removed (404), one failing (500)
     build(site, 2)
     site.requests.clear()
     run = crawl(config)
@@ -179,7 +179,7 @@ def test_first_crawl_changes_unchanged_and_server_down(site, web_config, crawl, 
     run = crawl(config)
     assert sorted(indexed(config)) == sorted(docs)
     assert (run.counts["read"], run.counts["written"], run.counts["deleted"]) == (0, 0, 0)
-    assert run.counts["unchanged"] == run.counts["not_modified"] == len(docs) - 1  # /flaky.html: 503, kept
+    assert run.counts["unchanged"] == run.counts["not_modified"] == len(docs) - 1  # /flaky.html: 500, kept
 
     # the server is down: every page is kept
     site.stop()
