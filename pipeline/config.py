@@ -392,6 +392,8 @@ def parse_config(raw: Any, source: str) -> Config:
     for i, entry in enumerate(r.seq(top["start"], "start")):
         path = f"start[{i}]"
         entry = r.mapping(entry, path, {"url", "parse", "index"}, required={"url"})
+        if re.match(r"https?://[^/]*@", str(entry["url"])):
+            raise r.fail(f"{path}.url", "must not hold a user or password; put the login in credentials")
         url = r.url(entry["url"], f"{path}.url")
         scheme = url.split(":", 1)[0]
         if scheme not in SUPPORTED_SCHEMES:

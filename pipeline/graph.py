@@ -41,10 +41,10 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
     snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
     found = []
     other_roots = [r for r in _roots(config) if not is_web(r.url)]
-    if other_roots or not config.start:
+    web_roots = [r for r in _roots(config) if is_web(r.url)]
+    if other_roots or not web_roots:
         found.append(p | "Discover" >> Discover(other_roots, rules, config.follow_symlinks, config.walk_budget,
                                                 config.discovery_rounds))
-    web_roots = [r for r in _roots(config) if is_web(r.url)]
     if web_roots:  # web pages are found host by host, with the index's state of each page at hand
         found.append(snapshot | "DiscoverWeb" >> WebDiscover(web_roots, config, rules))
     if len(found) == 1:

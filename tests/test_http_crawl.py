@@ -225,12 +225,22 @@ def test_robots_txt_failing_keeps_the_host(site, web_config, crawl):
     ({"max_body": "lots"}, "http.max_body: must be a positive size"),
     ({"robots": True}, "http.robots: unknown key"),
     ({"honour_robots_meta": "yes"}, "http.honour_robots_meta: must be true or false"),
+    ({}, "http: must be a mapping"),
 ])
 def test_http_config_errors_are_one_line(tmp_path, http, message):
     path = tmp_path / "crawl.yaml"
     path.write_text(yaml.safe_dump({"start": [{"url": "https://example.org/"}], "index": {"path": "i.sqlite"},
-                                    "http": http}))
+                                    "http": http or "nothing"}))
     with pytest.raises(ConfigError) as err:
         load_config(str(path))
     assert str(err.value).startswith(f"{path}: {message}")
     assert "\n" not in str(err.value)
+
+
+def test_a_login_in_a_start_url_is_refused(tmp_path):
+    path = tmp_path / "crawl.yaml"
+    path.write_text(yaml.safe_dump({"start": [{"url": "https://bob:hunter2@example.org/"}],
+                                    "index": {"path": "i.sqlite"}}))
+    with pytest.raises(ConfigError) as err:
+        load_config(str(path))
+    assert str(err.value) == f"{path}: start[0].url: must not hold a user or password; put the login in credentials"
