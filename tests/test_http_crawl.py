@@ -63,7 +63,7 @@ def build(site: Website, version: int) -> None:
     site.put("/redirected.html", html("Redirected", "arrived"))
     site.put("/loop-a", status=302, headers={"Location": "/loop-b"}, content_type="")
     site.put("/loop-b", status=302, headers={"Location": "/loop-a"}, content_type="")
-    site.put("/slow.html", html("Slow", "sluggish"), delay=3)
+    site.put("/slow.html", html("Slow", "sluggish"), delay=5)
     site.put("/big.html", html("Big", "x" * 300_000))
     site.put("/bomb.html", gzip_bomb(32), headers={"Content-Encoding": "gzip"})
     site.put("/private/secret.html", html("Secret", "forbidden"))
@@ -110,7 +110,7 @@ def web_config(tmp_path, make_config, monkeypatch):
     monkeypatch.setenv("BT_HTTP_PASSWORD", PASSWORD)
 
     def make(site: Website, **http) -> Path:
-        settings = {"delay": 0, "concurrency_per_host": 2, "read_timeout": 1, "total_timeout": 10,
+        settings = {"delay": 0, "concurrency_per_host": 2, "read_timeout": 2, "total_timeout": 20,
                     "max_body": "100 KiB", "max_cycle_count": 2, "max_query_strings_per_path": 5, **http}
         return make_config(
             tmp_path, start=[{"url": site.base + "/"}], whitelist=[{"prefix": site.base + "/"}],
