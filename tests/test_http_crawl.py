@@ -244,3 +244,26 @@ def test_a_login_in_a_start_url_is_refused(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_config(str(path))
     assert str(err.value) == f"{path}: start[0].url: must not hold a user or password; put the login in credentials"
+
+
+def test_links_between_hosts_are_crawled_in_later_rounds(tmp_path, make_config, crawl):
+    sites = [Website() for _ in range(4)]
+    a, b, c, d = (s.start() for s in sites)
+    try:
+        sites[0].put("/", html("A home", "ahome", ("/x.html", f"{b}/b.html")))
+        sites[0].put("/x.html", html("A x", "ax"))
+        sites[0].put("/y.html", html("A y", "ay"))
+        sites[1].put("/b.html", html("B page", "bpage", (f"{a}/x.html", f"{a}/y.html", f"{c}/c.html")))
+        sites[2].put("/c.html", html("C page", "cpage", (f"{d}/d.html",)))
+        sites[3].put("/d.html", html("D page", "dpage"))
+        config = make_config(tmp_path, start=[{"url": a + "/"}], discovery_rounds=3,
+                             whitelist=[{"prefix": f"{u}/"} for u in (a, b, c, d)], http={"delay": 0})
+        run = crawl(config)
+        # round 1: A; round 2: B (linked from A); round 3: A's /y.html and C (linked from B); D would need a 4th
+        assert sorted(indexed(config)) == ["/", "/b.html", "/c.html", "/x.html", "/y.html"]
+        assert sites[0].paths().count("/x.html") == 1  # visited in round 1, not fetched again in round 3
+        assert not any(p.endswith(".html") for p in sites[3].paths())
+        assert run.counts["incomplete"] == 1 and run.code == 1  # D's page was not reached: it would be kept
+    finally:
+        for site in sites:
+            site.stop()
