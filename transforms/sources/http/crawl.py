@@ -15,6 +15,8 @@ What each answer means for the index (see :mod:`transforms.freshness`):
   nothing is emitted, so an indexed page is deleted.
 * 5xx, 401/403/408/429, timeouts, an over-size body: an ``incomplete`` event for the page (kept).
 * Refused connections, robots.txt unreachable or 5xx: ``incomplete`` for the whole host (all kept).
+* A redirect is followed at once, also to another host (one request outside that host's pacing); the
+  page is indexed under the target URL, which must be accepted by the rules and robots.txt of this host.
 * A bound that cuts discovery (``max_pages_per_host``, query strings per path) marks what it left
   ``incomplete``, so pages it did not reach are kept, never deleted.
 """
