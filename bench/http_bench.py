@@ -1,6 +1,10 @@
 """Web crawl benchmark: beamtrawl against a Scrapy spider on the same loopback site, in one run.
 
-Run from the repository root (Scrapy from the ``bench`` extra: ``pip install 'scrapy==2.13.4'``)::
+Run from the repository root, with Scrapy from the ``bench`` extra. Installed on its own, Scrapy pulls
+in a cryptography newer than apache-beam allows (< 48), so pin its TLS stack beside it::
+
+    pip install 'scrapy==2.13.4' 'cryptography<48' 'pyopenssl<26' 'service-identity<26.1'
+
 
     python bench/http_bench.py [--pages 2000] [--concurrency 8] [--workers 2]
 
