@@ -4,8 +4,6 @@ Run from the repository root, with Scrapy from the ``bench`` extra. Installed on
 in a cryptography newer than apache-beam allows (< 48), so pin its TLS stack beside it::
 
     pip install 'scrapy==2.13.4' 'cryptography<48' 'pyopenssl<26' 'service-identity<26.1'
-
-
     python bench/http_bench.py [--pages 2000] [--concurrency 8] [--workers 2]
 
 A generated site of ``--pages`` linked HTML pages (about 3 KB of text each, 11 links per page; see
