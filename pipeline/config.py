@@ -84,6 +84,43 @@ def credential_for(credentials, url: str) -> Credential | None:
     return max(matching, key=lambda c: len(c.url)) if matching else None
 
 
+#: The ``http:`` section (web crawling), every default spelled as in the YAML file.
+HTTP_DEFAULTS: dict[str, Any] = {
+    "user_agent": "beamtrawl/0.1 (+https://github.com/beamtrawl)",
+    "delay": 1.0,  # seconds between two requests to one host (robots.txt Crawl-delay may ask for more)
+    "concurrency_per_host": 2,  # requests in flight to one host
+    "connect_timeout": 10.0,
+    "read_timeout": 30.0,
+    "total_timeout": 120.0,  # one page, redirects included
+    "max_body": 10 * 1024**2,  # decompressed bytes; a larger page is reported and not indexed
+    "max_redirects": 5,
+    "max_pages_per_host": 100_000,  # a host cut there keeps all its indexed pages
+    "max_cycle_count": 3,  # regain's MaxCycleCount (repeated path segments); -1 switches it off
+    "max_query_strings_per_path": 200,  # distinct query strings on one path (calendar traps)
+    "robots_txt": True,
+    "honour_robots_meta": True,  # <meta name="robots" content="noindex, nofollow">
+    "sitemaps": True,  # robots.txt Sitemap: lines and /sitemap.xml
+}
+
+
+@dataclass(frozen=True)
+class HttpConfig:
+    user_agent: str = HTTP_DEFAULTS["user_agent"]
+    delay: float = HTTP_DEFAULTS["delay"]
+    concurrency_per_host: int = HTTP_DEFAULTS["concurrency_per_host"]
+    connect_timeout: float = HTTP_DEFAULTS["connect_timeout"]
+    read_timeout: float = HTTP_DEFAULTS["read_timeout"]
+    total_timeout: float = HTTP_DEFAULTS["total_timeout"]
+    max_body: int = HTTP_DEFAULTS["max_body"]
+    max_redirects: int = HTTP_DEFAULTS["max_redirects"]
+    max_pages_per_host: int = HTTP_DEFAULTS["max_pages_per_host"]
+    max_cycle_count: int = HTTP_DEFAULTS["max_cycle_count"]
+    max_query_strings_per_path: int = HTTP_DEFAULTS["max_query_strings_per_path"]
+    robots_txt: bool = HTTP_DEFAULTS["robots_txt"]
+    honour_robots_meta: bool = HTTP_DEFAULTS["honour_robots_meta"]
+    sitemaps: bool = HTTP_DEFAULTS["sitemaps"]
+
+
 @dataclass(frozen=True)
 class IndexConfig:
     """The embedded SQLite/FTS5 index (``path``) or an OpenSearch alias (``url`` and ``name``)."""
@@ -115,6 +152,7 @@ class Config:
     work_dir: str
     url_cleaners: tuple[re.Pattern, ...] = ()
     credentials: tuple[Credential, ...] = ()
+    http: HttpConfig = HttpConfig()
     max_depth: int | None = DEFAULTS["max_depth"]
     max_file_size: int = DEFAULTS["max_file_size"]
     max_summary_length: int = DEFAULTS["max_summary_length"]
@@ -130,7 +168,7 @@ class Config:
     preparation: Bounds = DEFAULT_BOUNDS
 
 
-SUPPORTED_SCHEMES = ("file",)
+SUPPORTED_SCHEMES = ("file", "http", "https")
 
 
 class _Reader:
@@ -314,7 +352,36 @@ def _credentials(r: _Reader, raw: Any) -> tuple[Credential, ...]:
     return tuple(credentials)
 
 
-_TOP_KEYS = {"start", "whitelist", "blacklist", "index", "report", "work_dir", "credentials", "plugins",
+def _seconds(r: _Reader, value: Any, path: str, minimum: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+        raise r.fail(path, f"must be a number of seconds of at least {minimum:g}, got {value!r}")
+    return float(value)
+
+
+_HTTP_KEYS: dict[str, Callable[[_Reader, Any, str], Any]] = {
+    "user_agent": _Reader.string,
+    "delay": _seconds,
+    "concurrency_per_host": lambda r, v, p: r.integer(v, p, minimum=1),
+    "connect_timeout": lambda r, v, p: _seconds(r, v, p, 0.001),
+    "read_timeout": lambda r, v, p: _seconds(r, v, p, 0.001),
+    "total_timeout": lambda r, v, p: _seconds(r, v, p, 0.001),
+    "max_body": _Reader.size,
+    "max_redirects": lambda r, v, p: r.integer(v, p),
+    "max_pages_per_host": lambda r, v, p: r.integer(v, p, minimum=1),
+    "max_cycle_count": lambda r, v, p: r.integer(v, p, minimum=-1),
+    "max_query_strings_per_path": lambda r, v, p: r.integer(v, p, minimum=1),
+    "robots_txt": _Reader.boolean,
+    "honour_robots_meta": _Reader.boolean,
+    "sitemaps": _Reader.boolean,
+}
+
+
+def _http(r: _Reader, raw: Any) -> HttpConfig:
+    raw = r.mapping({} if raw is None else raw, "http", set(_HTTP_KEYS))
+    return HttpConfig(**{key: fn(r, raw[key], f"http.{key}") for key, fn in _HTTP_KEYS.items() if key in raw})
+
+
+_TOP_KEYS = {"start", "whitelist", "blacklist", "index", "report", "work_dir", "credentials", "http", "plugins",
              "auxiliary_fields", "access_control", "preparators", "preparation", *DEFAULTS}
 _SCALARS: dict[str, Callable[[_Reader, Any, str], Any]] = {
     "max_depth": lambda r, v, p: r.integer(v, p, allow_none=True),
@@ -338,6 +405,8 @@ def parse_config(raw: Any, source: str, load_plugins: bool = True) -> Config:
     for i, entry in enumerate(r.seq(top["start"], "start")):
         path = f"start[{i}]"
         entry = r.mapping(entry, path, {"url", "parse", "index"}, required={"url"})
+        if re.match(r"https?://[^/]*@", str(entry["url"])):
+            raise r.fail(f"{path}.url", "must not hold a user or password; put the login in credentials")
         url = r.url(entry["url"], f"{path}.url")
         scheme = url.split(":", 1)[0]
         if scheme not in SUPPORTED_SCHEMES:
@@ -376,7 +445,8 @@ def parse_config(raw: Any, source: str, load_plugins: bool = True) -> Config:
                   auxiliary_fields=parse_aux_fields(r, top.get("auxiliary_fields")),
                   access_control=parse_access_control(r, top.get("access_control")),
                   preparators=parse_preparators(r, top.get("preparators")),
-                  preparation=parse_preparation(r, top.get("preparation")), **scalars)
+                  preparation=parse_preparation(r, top.get("preparation")),
+                  http=_http(r, top.get("http")), **scalars)
 
 
 def load_config(path: str, load_plugins: bool = True) -> Config:

@@ -2,10 +2,11 @@
 
 ::
 
-    start URLs ─► Discover ─► entries ─► AccessGroups ─┐     (AccessGroups only with access_control)
-                          └─► events                   │
-    index ─► ReadSnapshot ─► snapshot ─────────────► Freshness ─► new/changed ─► Prepare ─► WriteIndex
-                                                                └─► vanished/rejected ─────────► DeleteLast
+    start URLs ─► Discover ─► entries ─┬─► AccessGroups ─┐     (AccessGroups only with access_control)
+                          └─► events   │                 │
+    web start URLs (+ snapshot) ─► WebDiscover ─► entries, events (flattened with the above)
+    index ─► ReadSnapshot ─► snapshot ───────────────► Freshness ─► new/changed ─► Prepare ─► WriteIndex
+                                                                 └─► vanished/rejected ─────────► DeleteLast
     all events ─► report files in the work folder (totals, problems)
 """
 
@@ -21,7 +22,8 @@ from transforms.enrich.assign import AssignGroups
 from transforms.freshness import Freshness
 from transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, WriteIndex
 from transforms.prepare import Prepare
-from transforms.records import Event, FrontierItem
+from transforms.records import Entry, Event, FrontierItem
+from transforms.sources.http.discover import WebDiscover, is_web
 
 TOTALS_FILE, PROBLEMS_FILE = "totals.json", "problems"
 
@@ -37,9 +39,21 @@ def _write_totals(totals: dict, path: str) -> None:
 
 
 def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str, work_dir: str) -> None:
-    entries, discover_events = p | "Discover" >> Discover(
-        _roots(config), rules, config.follow_symlinks, config.walk_budget, config.discovery_rounds)
     snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
+    found = []
+    other_roots = [r for r in _roots(config) if not is_web(r.url)]
+    web_roots = [r for r in _roots(config) if is_web(r.url)]
+    if other_roots or not web_roots:
+        found.append(p | "Discover" >> Discover(other_roots, rules, config.follow_symlinks, config.walk_budget,
+                                                config.discovery_rounds))
+    if web_roots:  # web pages are found host by host, with the index's state of each page at hand
+        found.append(snapshot | "DiscoverWeb" >> WebDiscover(web_roots, config, rules))
+    if len(found) == 1:
+        entries, discover_events = found[0]
+    else:
+        entries = tuple(f[0] for f in found) | "AllEntries" >> beam.Flatten().with_output_types(Entry)
+        discover_events = tuple(f[1] for f in found) | "AllDiscoverEvents" >> beam.Flatten().with_output_types(
+            Event)
     incomplete = discover_events | "IncompleteSubtrees" >> beam.FlatMap(
         lambda e: [e.url] if e.kind == "incomplete" else []).with_output_types(str)
     access_events = []

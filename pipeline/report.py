@@ -14,7 +14,8 @@ from pipeline.graph import PROBLEMS_FILE, TOTALS_FILE
 COUNTS = ("discovered", "accepted", "declined", "new", "changed", "unchanged", "read", "prepared",
           "written", "failed", "deleted", "kept", "vanished", "no_longer_accepted", "delete_withheld",
           "incomplete", "oversize", "duplicate", "skipped", "symlink_skipped", "listed", "in_index",
-          "write_failed", "plugin_failed", "truncated", "metadata_only", "fallback")
+          "write_failed", "plugin_failed", "truncated", "metadata_only", "fallback", "fetched", "not_modified",
+          "dead_link", "robots_denied")
 
 EXIT_OK, EXIT_DOCUMENTS_FAILED, EXIT_FATAL = 0, 1, 2
 

@@ -236,10 +236,10 @@ def test_whitelist_prefix_with_trailing_slash_accepts_its_start_folder(tmp_path)
 
 def test_unsupported_scheme(tmp_path):
     message = error_of(tmp_path, """\
-        start: [{url: "http://example.org/"}]
+        start: [{url: "ftp://example.org/"}]
         index: {path: "i.sqlite"}
     """)
-    assert message == "start[0].url: scheme 'http' is not supported (supported: file)"
+    assert message == "start[0].url: scheme 'ftp' is not supported (supported: file, http, https)"
 
 
 def test_missing_environment_variable(tmp_path, monkeypatch):

@@ -39,8 +39,8 @@ class Rules:
         self.plugins = PluginHost(getattr(config, "plugins", ()))
 
     def decide(self, url: str, depth: int = 0, source_url: str = "", link_text: str = "") -> Decision:
-        """The flags for ``url`` found ``depth`` levels below its start URL, in ``source_url`` (a
-        folder or page) under a link reading ``link_text``."""
+        """The flags for ``url`` found ``depth`` levels below its start URL (folder levels for files, link
+        hops for web pages), in ``source_url`` (a folder or page) under a link reading ``link_text``."""
         decision = self._rules(url, depth)
         if not self.plugins:
             return decision

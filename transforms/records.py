@@ -56,6 +56,7 @@ class SnapshotEntry(NamedTuple):
     etag: str
     http_last_modified: str
     groups: Sequence[str] = ()
+    outlinks: Sequence[str] = ()  # links of a web page, to go on crawling when it answers 304
 
 
 class RawDocument(NamedTuple):

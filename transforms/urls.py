@@ -80,7 +80,9 @@ def normalize_url(url: str, cleaners: tuple[re.Pattern, ...] = ()) -> str:
         url = path_to_url(url) + ("/" if url.endswith("/") and len(url) > 1 else "")
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
-    netloc = parts.hostname or ""
+    netloc = parts.hostname or ""  # lower-cased, without user and password
+    if ":" in netloc:  # an IPv6 address
+        netloc = f"[{netloc}]"
     if parts.port and _DEFAULT_PORTS.get(scheme) != parts.port:
         netloc = f"{netloc}:{parts.port}"
     path = _normalise_path(parts.path or "/")

@@ -40,7 +40,7 @@ PAGE = 5_000
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
 PIT_KEEP_ALIVE = "30m"
 _SNAPSHOT_FIELDS = list(SnapshotEntry._fields)
-_MISSING = {"size": 0, "mtime_ns": 0, "groups": []}
+_MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": []}
 _SEARCH_FIELDS = ["title^10", "headlines^4", "filename^3", "metadata^2", "content", "location"]
 
 

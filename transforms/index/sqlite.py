@@ -161,10 +161,10 @@ class EmbeddedIndex(IndexTarget):
     # -- workers -----------------------------------------------------------------------------
     def read_snapshot(self, split: tuple[int, int]) -> Iterator[SnapshotEntry]:
         rows = self._connect().execute(
-            "SELECT id, url, size, mtime_ns, prep_fingerprint, content_hash, etag, http_last_modified, groups "
-            "FROM docs WHERE rid >= ? AND rid < ?", split)
-        for *row, groups in rows:
-            yield SnapshotEntry(*row, json.loads(groups))
+            "SELECT id, url, size, mtime_ns, prep_fingerprint, content_hash, etag, http_last_modified, groups, "
+            "outlinks FROM docs WHERE rid >= ? AND rid < ?", split)
+        for *row, groups, outlinks in rows:
+            yield SnapshotEntry(*row, json.loads(groups), json.loads(outlinks))
 
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
         try:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from transforms.sources import file
+from transforms.sources import file, http
 
-_BY_SCHEME = {scheme: module for module in (file,) for scheme in module.SCHEMES}
+_BY_SCHEME = {scheme: module for module in (file, http) for scheme in module.SCHEMES}
 
 
 def source_for(url: str) -> ModuleType:

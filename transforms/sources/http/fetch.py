@@ -6,7 +6,8 @@ timeout model) rather than requests, because every limit must hold while the bod
   limit instead of filling memory;
 * redirects followed by hand, at most ``max_redirects`` hops, loops detected, and every target handed
   to ``allow(url)`` first, so it is checked against the rules like any other URL;
-* conditional requests with a stored ETag / Last-Modified (304 means unchanged).
+* conditional requests with a stored ETag / Last-Modified (304 means unchanged);
+* logins from ``credential(url)``, asked anew for every hop (see :mod:`auth`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from urllib.parse import urljoin
 
 import urllib3
 
+from transforms.sources.http import auth
 from transforms.urls import normalize_url
 
 CHUNK = 64 * 1024
@@ -58,28 +60,38 @@ class Page:
 class Fetcher:
     """One per worker (``DoFn.setup``): it holds a connection pool."""
 
-    def __init__(self, limits: Limits | None = None):
+    def __init__(self, limits: Limits | None = None, connections_per_host: int = 1):
         self.limits = limits or Limits()
         self.pool = urllib3.PoolManager(
-            retries=False, timeout=urllib3.Timeout(connect=self.limits.connect_timeout,
-                                                   read=self.limits.read_timeout))
+            num_pools=32, maxsize=connections_per_host, retries=False,
+            timeout=urllib3.Timeout(connect=self.limits.connect_timeout, read=self.limits.read_timeout))
 
     def fetch(self, url: str, etag: str = "", last_modified: str = "",
-              allow: Callable[[str], bool] = lambda _url: True, headers: dict | None = None) -> Page:
-        """GET ``url``, following redirects that ``allow`` accepts; raises :class:`FetchError`."""
+              allow: Callable[[str], bool] = lambda _url: True, headers: dict | None = None,
+              credential: Callable[[str], object | None] = lambda _url: None,
+              pace: Callable[[], None] = lambda: None,
+              validators: Callable[[str], tuple[str, str]] | None = None) -> Page:
+        """GET ``url``, following redirects that ``allow`` accepts; raises :class:`FetchError`. ``pace()``
+        runs before every request (politeness spaces redirect hops and login retries too);
+        ``validators(url)`` gives the stored (ETag, Last-Modified) of each hop, else ``etag`` and
+        ``last_modified`` apply to ``url`` alone."""
         deadline = time.monotonic() + self.limits.total_timeout
+        first = url
+        if validators is None:
+            def validators(hop: str) -> tuple[str, str]:
+                return (etag, last_modified) if hop == first else ("", "")
         request_headers = {"User-Agent": self.limits.user_agent, "Accept-Encoding": "gzip, deflate",
                            **(headers or {})}
-        if etag:
-            request_headers["If-None-Match"] = etag
-        if last_modified:
-            request_headers["If-Modified-Since"] = last_modified
         seen, redirects = {url}, []
         while True:
-            response = self._request(url, request_headers, deadline)
+            hop_etag, hop_modified = validators(url)
+            conditional = {**({"If-None-Match": hop_etag} if hop_etag else {}),
+                           **({"If-Modified-Since": hop_modified} if hop_modified else {})}
+            response = self._authorised(url, {**request_headers, **conditional}, deadline, credential(url), pace)
             if response.status not in (301, 302, 303, 307, 308):
                 return self._page(url, response, redirects, deadline)
             location = response.headers.get("location")
+            response.drain_conn()
             response.release_conn()
             if not location:
                 raise FetchError(f"redirect {response.status} without a Location header")
@@ -94,7 +106,25 @@ class Fetcher:
             seen.add(target)
             url = target
 
-    def _request(self, url: str, headers: dict, deadline: float):
+    def _authorised(self, url: str, headers: dict, deadline: float, login, pace=lambda: None):
+        """One request with ``login`` (Basic at once, Digest when challenged); never another URL's."""
+        if login is None:
+            return self._request(url, headers, deadline, pace)
+        if login.auth == "basic":
+            return self._request(url, {**headers, "Authorization": auth.basic(login)}, deadline, pace)
+        response = self._request(url, headers, deadline, pace)
+        challenge = auth.digest_challenge(response.headers.get("www-authenticate", ""))
+        if response.status != 401 or challenge is None:
+            return response
+        answer = auth.digest(login, "GET", url, challenge)
+        if answer is None:
+            return response
+        response.drain_conn()
+        response.release_conn()
+        return self._request(url, {**headers, "Authorization": answer}, deadline, pace)
+
+    def _request(self, url: str, headers: dict, deadline: float, pace=lambda: None):
+        pace()
         if time.monotonic() >= deadline:
             raise FetchError(f"took longer than {self.limits.total_timeout:g} s")
         try:
