@@ -21,6 +21,7 @@ from transforms.freshness import Freshness
 from transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, WriteIndex
 from transforms.prepare import Prepare
 from transforms.records import Event, FrontierItem
+from transforms.sources.settings import SourceSettings
 
 TOTALS_FILE, PROBLEMS_FILE = "totals.json", "problems"
 
@@ -36,8 +37,9 @@ def _write_totals(totals: dict, path: str) -> None:
 
 
 def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str, work_dir: str) -> None:
+    source_settings = SourceSettings.from_config(config)  # logins travel to workers here, never in records
     entries, discover_events = p | "Discover" >> Discover(
-        _roots(config), rules, config.follow_symlinks, config.walk_budget, config.discovery_rounds)
+        _roots(config), rules, config.follow_symlinks, config.walk_budget, config.discovery_rounds, source_settings)
     snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
     incomplete = discover_events | "IncompleteSubtrees" >> beam.FlatMap(
         lambda e: [e.url] if e.kind == "incomplete" else []).with_output_types(str)
@@ -45,7 +47,7 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
     to_prepare, to_delete, freshness_events = (entries, snapshot, incomplete) | "Freshness" >> Freshness(
         rules, fingerprint)
     docs, prepare_events = to_prepare | "Prepare" >> Prepare(
-        preparators, fingerprint, config.max_file_size, config.max_summary_length)
+        preparators, fingerprint, config.max_file_size, config.max_summary_length, source_settings)
     write_events = docs | "WriteIndex" >> WriteIndex(target)
 
     before_deletes = (discover_events, freshness_events, prepare_events, write_events) | (

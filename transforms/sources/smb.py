@@ -1,0 +1,195 @@
+"""SMB shares (``smb://host[:port]/share/path``) through smbprotocol (SMB 2/3).
+
+Discovery lists folders to a budget as the file source does, with size and last-write time from
+the directory listing itself (no request per file), plus one QUERY_INFO per file for its security
+descriptor when ``smb.read_acls`` is on (its readers become ``Entry.groups``, see
+:mod:`transforms.sources.smb_acl`). A start URL naming a host without a share lists the host's
+shares (:mod:`transforms.sources.smb_shares`). Reading streams the file.
+
+A share or folder that cannot be listed (server down, share offline, access denied) is reported as
+"incomplete", so its documents stay in the index. Connections are opened on first use and pooled
+per worker process (smbprotocol's connection cache: one connection per server, one session per
+user), never one per document. Logins come from ``credentials:``; they are never put in URLs.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from urllib.parse import unquote, urlsplit
+
+import smbclient
+from smbclient._io import SMBFileTransaction, SMBRawIO
+from smbprotocol.exceptions import SMBException
+from smbprotocol.file_info import FileAttributes
+from smbprotocol.security_descriptor import AccessMask
+
+from transforms.records import Entry, FrontierItem, event
+from transforms.sources import settings, smb_acl
+from transforms.urls import depth_below, doc_id, quote_segment
+
+SCHEMES = ("smb",)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_CONNECTIONS: dict = {}  # smbprotocol's connection cache for this worker process
+_REGISTER = threading.Lock()
+_FAILURES = (OSError, ValueError, SMBException)  # a server that is down raises a plain ValueError
+
+
+class _Location:
+    """Where a URL points: server, port, share and the UNC path smbclient takes, plus the login."""
+
+    def __init__(self, url: str):
+        parts = urlsplit(url)
+        self.host = parts.hostname or ""
+        self.port = parts.port or 445
+        segments = [unquote(s, errors="surrogateescape") for s in parts.path.split("/") if s]
+        self.share = segments[0] if segments else ""
+        self.unc = "\\\\" + "\\".join([self.host, *segments])
+        login = settings.login_for(url)
+        self.kwargs = {"port": self.port, "connection_cache": _CONNECTIONS,
+                       "username": login.username if login else None,
+                       "password": login.password if login else None}
+
+    def session(self) -> None:
+        """Register the session once per server and user (smbclient then reuses it)."""
+        with _REGISTER:
+            smbclient.register_session(self.host, **self.kwargs)
+
+
+def _reason(err: Exception) -> str:
+    """A one-line reason without secrets: smbprotocol's messages name the path and the NT status."""
+    if isinstance(err, OSError) and err.strerror:
+        status = re.search(r"'(STATUS_\w+)'", err.strerror)
+        return status.group(1) if status else err.strerror
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
+def _mtime_ns(stamp: datetime) -> int:
+    return (stamp - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
+def _groups(unc: str, location: _Location, sid_names: dict[str, str]) -> list[str]:
+    raw = SMBRawIO(unc, mode="r", desired_access=AccessMask.READ_CONTROL, **location.kwargs)
+    with SMBFileTransaction(raw) as transaction:
+        smb_acl.query_security(transaction)
+    return smb_acl.groups(transaction.results[0], sid_names)
+
+
+def _entry(url: str, root: str, size: int, mtime_ns: int, groups: list[str], source: str) -> Entry:
+    return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=size, mtime_ns=mtime_ns,
+                 identity="", content=None, mimetype="", outlinks=[], etag="", http_last_modified="",
+                 source_url=source, link_text="", groups=groups)
+
+
+def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
+    """Yield Entry records for files, FrontierItem records for folders left to the next round and
+    Event records for counts and problems (``follow_symlinks`` does not apply: the server resolves links)."""
+    location = _Location(item.url)
+    try:
+        location.session()
+        if not location.share:
+            from transforms.sources import smb_shares  # only for start URLs that name a bare host
+            yield from smb_shares.expand_host(item, rules, location)
+            return
+        st = smbclient.stat(location.unc, **location.kwargs)
+    except _FAILURES as err:  # server down, share offline, no access: keep everything under it
+        yield event("incomplete", item.url, "discover", f"unavailable: {_reason(err)}")
+        return
+    start = rules.start(item.url)
+    if not st.st_file_attributes & FileAttributes.FILE_ATTRIBUTE_DIRECTORY:  # a start URL naming one file
+        if start is not None and start.index:
+            yield from _file(item.url, location.unc, location, item.root, st.st_size, st.st_mtime_ns, item.url)
+        return
+    if start is not None and not start.parse:
+        yield event("declined", item.url, "discover", "")
+        return
+    stack = [item]
+    listed = 0
+    while stack:
+        if budget is not None and listed >= budget:
+            yield from stack  # the rest goes to the next round, to any worker
+            return
+        listed += yield from _list(stack.pop(), rules, location, stack)
+
+
+def _file(url: str, unc: str, location: _Location, root: str, size: int, mtime_ns: int, source: str):
+    current = settings.current()
+    groups: list[str] = []
+    if current.smb_read_acls:
+        try:
+            groups = _groups(unc, location, dict(current.smb_sid_names))
+        except _FAILURES as err:  # never index as public what we could not check: keep the indexed version
+            yield event("failed", url, "discover", f"cannot read its access control list: {_reason(err)}")
+            yield event("incomplete", url, "discover", "")
+            return
+        if not groups:
+            yield event("declined", url, "discover", "its access control list lets no one read it")
+            return
+    yield _entry(url, root, size, mtime_ns, groups, source)
+
+
+def _list(folder: FrontierItem, rules, location: _Location, stack: list):
+    """List one folder: files become entries, sub-folders go on ``stack``; returns entries listed."""
+    unc = _Location(folder.url).unc
+    try:
+        with smbclient.scandir(unc, **location.kwargs) as listing:
+            children = [child.smb_info for child in listing]
+    except _FAILURES as err:  # unreadable or vanished: its documents stay in the index
+        yield event("incomplete", folder.url, "discover", f"cannot list folder: {_reason(err)}")
+        return 0
+    prefix = folder.url.rstrip("/")
+    yield event("listed", count=len(children))
+    for info in children:
+        url = prefix + "/" + quote_segment(info.file_name.encode("utf-8", "surrogateescape"))
+        depth = depth_below(url, folder.root)
+        if info.file_attributes & FileAttributes.FILE_ATTRIBUTE_DIRECTORY:
+            decision = rules.decide(url, depth + 1)  # walked only if what it holds could be accepted
+            if not decision.accepted or not decision.parse:
+                yield event("declined", url, "discover", "")
+                continue
+            stack.append(FrontierItem(url, folder.root, depth, url, [], folder.url, ""))
+        else:
+            decision = rules.decide(url, depth)
+            if not decision.accepted or not decision.index:
+                yield event("declined", url, "discover", "")
+                continue
+            yield from _file(url, unc + "\\" + info.file_name, location, folder.root, info.end_of_file,
+                             _mtime_ns(info.last_write_time), folder.url)
+    return len(children)
+
+
+class _Stream(io.RawIOBase):
+    """An SMB file as a stream whose failures are OSErrors (what the read stage reports)."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        try:
+            return self.handle.readinto(buffer)
+        except _FAILURES as err:
+            raise OSError(f"SMB read failed: {_reason(err)}") from None
+
+    def close(self) -> None:
+        try:
+            self.handle.close()
+        except _FAILURES:
+            pass
+        super().close()
+
+
+def open_document(url: str) -> io.BufferedReader:
+    """A binary stream of the file's bytes, read in chunks as the reader asks for them."""
+    location = _Location(url)
+    try:
+        location.session()
+        handle = smbclient.open_file(location.unc, mode="rb", buffering=0, share_access="rwd", **location.kwargs)
+    except _FAILURES as err:
+        raise OSError(f"cannot open: {_reason(err)}") from None
+    return io.BufferedReader(_Stream(handle), buffer_size=1024 * 1024)
