@@ -56,7 +56,7 @@ def test_share_with_acls_unicode_denied_folder_and_offline_server(samba, tmp_pat
     sid = {user: samba.sid(user) for user in PASSWORDS}
     staff = f"S-1-22-2-{grp.getgrnam('btstaff').gr_gid}"
     admin = {"port": samba.port, "username": "btadmin", "password": PASSWORDS["btadmin"]}
-    unc = rf"\\127.0.0.1\docs"
+    unc = r"\\127.0.0.1\docs"
     acls = {
         "public.txt": [("allow", "S-1-1-0", READ)],
         "report.txt": [("allow", staff, READ), ("allow", sid["btcrawl"], READ)],

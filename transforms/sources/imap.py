@@ -214,9 +214,9 @@ def _messages(server: _Server, folder: str, url: str, item: FrontierItem, rules)
         except (TypeError, ValueError, IndexError, AttributeError):  # a structure we cannot read: no attachments
             parts = []
             yield event("failed", murl, "discover", "unreadable BODYSTRUCTURE: attachments not indexed")
-        for section, size in parts:
+        for section, size, mimetype in parts:
             aurl = message_url(url, validity, uid, section)
-            yield _entry(aurl, item.root, size, mtime_ns, "", murl)
+            yield _entry(aurl, item.root, size, mtime_ns, mimetype, murl)
     return len(listing)
 
 
@@ -230,9 +230,11 @@ def _params(raw) -> dict[str, str]:
     return {_text(raw[i]): _text(raw[i + 1]) for i in range(0, len(raw) - 1, 2)}
 
 
-def _attachments(body, prefix: str = "") -> Iterator[tuple[str, int]]:
-    """(section, encoded size) of each attachment in a BODYSTRUCTURE: parts with an attachment
-    disposition or a file name, and attached messages (prepared whole by the mail preparator)."""
+def _attachments(body, prefix: str = "") -> Iterator[tuple[str, int, str]]:
+    """(section, encoded size, MIME type) of each attachment in a BODYSTRUCTURE: parts with an
+    attachment disposition or a file name, and attached messages (prepared whole by the mail
+    preparator). The type is given for attached messages only (libmagic calls many of them text);
+    other attachments are sniffed, as senders often declare application/octet-stream."""
     if body is None:
         return
     if body.is_multipart:
@@ -244,7 +246,7 @@ def _attachments(body, prefix: str = "") -> Iterator[tuple[str, int]]:
     # a single-part message has no attachments: its one part is the message's body
 
 
-def _leaf(part, section: str) -> Iterator[tuple[str, int]]:
+def _leaf(part, section: str) -> Iterator[tuple[str, int, str]]:
     kind, subtype = _text(part[0]), _text(part[1])
     base = {"text": 8, "message": 10 if subtype == "rfc822" else 7}.get(kind, 7)
     disposition = part[base + 1] if len(part) > base + 1 else None
@@ -254,7 +256,7 @@ def _leaf(part, section: str) -> Iterator[tuple[str, int]]:
     is_attached_message = kind == "message" and subtype == "rfc822"
     if disposition_kind == "attachment" or is_attached_message or (
             filename and (kind, subtype) not in (("text", "plain"), ("text", "html"))):
-        yield section, int(part[6] or 0)
+        yield section, int(part[6] or 0), "message/rfc822" if is_attached_message else ""
 
 
 def _fetch(url: str) -> bytes:
