@@ -18,6 +18,7 @@ import io
 import re
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from urllib.parse import unquote, urlsplit
 
@@ -35,6 +36,7 @@ SCHEMES = ("smb",)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _CONNECTIONS: dict = {}  # smbprotocol's connection cache for this worker process
 _REGISTER = threading.Lock()
+_ACL_THREADS: ThreadPoolExecutor | None = None  # started on first use, per worker process
 _FAILURES = (OSError, ValueError, SMBException)  # a server that is down raises a plain ValueError
 
 
@@ -101,7 +103,8 @@ def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None)
     start = rules.start(item.url)
     if not st.st_file_attributes & FileAttributes.FILE_ATTRIBUTE_DIRECTORY:  # a start URL naming one file
         if start is not None and start.index:
-            yield from _file(item.url, location.unc, location, item.root, st.st_size, st.st_mtime_ns, item.url)
+            groups = _access_groups([location.unc], location)[0]
+            yield from _file(item.url, item.root, st.st_size, st.st_mtime_ns, groups, item.url)
         return
     if start is not None and not start.parse:
         yield event("declined", item.url, "discover", "")
@@ -115,20 +118,37 @@ def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None)
         listed += yield from _list(stack.pop(), rules, location, stack)
 
 
-def _file(url: str, unc: str, location: _Location, root: str, size: int, mtime_ns: int, source: str):
+def _access_groups(uncs: list[str], location: _Location) -> list:
+    """Groups of each file (or the exception that stopped reading them), or None per file when ACLs are
+    not read. Descriptors are queried by a few threads at once over the pooled connection: one after
+    the other, the round trips would dominate a listing."""
     current = settings.current()
-    groups: list[str] = []
-    if current.smb_read_acls:
+    if not current.smb_read_acls:
+        return [None] * len(uncs)
+    names = dict(current.smb_sid_names)
+
+    def one(unc: str):
         try:
-            groups = _groups(unc, location, dict(current.smb_sid_names))
-        except _FAILURES as err:  # never index as public what we could not check: keep the indexed version
-            yield event("failed", url, "discover", f"cannot read its access control list: {_reason(err)}")
-            yield event("incomplete", url, "discover", "")
-            return
-        if not groups:
-            yield event("declined", url, "discover", "its access control list lets no one read it")
-            return
-    yield _entry(url, root, size, mtime_ns, groups, source)
+            return _groups(unc, location, names)
+        except _FAILURES as err:
+            return err
+
+    global _ACL_THREADS
+    with _REGISTER:
+        if _ACL_THREADS is None:
+            _ACL_THREADS = ThreadPoolExecutor(8, thread_name_prefix="smb-acl")
+    return list(_ACL_THREADS.map(one, uncs)) if len(uncs) > 1 else [one(u) for u in uncs]
+
+
+def _file(url: str, root: str, size: int, mtime_ns: int, groups, source: str):
+    if isinstance(groups, Exception):  # never index as public what we could not check: keep the indexed version
+        yield event("failed", url, "discover", f"cannot read its access control list: {_reason(groups)}")
+        yield event("incomplete", url, "discover", "")
+        return
+    if groups is not None and not groups:
+        yield event("declined", url, "discover", "its access control list lets no one read it")
+        return
+    yield _entry(url, root, size, mtime_ns, groups or [], source)
 
 
 def _list(folder: FrontierItem, rules, location: _Location, stack: list):
@@ -142,6 +162,7 @@ def _list(folder: FrontierItem, rules, location: _Location, stack: list):
         return 0
     prefix = folder.url.rstrip("/")
     yield event("listed", count=len(children))
+    files = []
     for info in children:
         url = prefix + "/" + quote_segment(info.file_name.encode("utf-8", "surrogateescape"))
         depth = depth_below(url, folder.root)
@@ -156,8 +177,10 @@ def _list(folder: FrontierItem, rules, location: _Location, stack: list):
             if not decision.accepted or not decision.index:
                 yield event("declined", url, "discover", "")
                 continue
-            yield from _file(url, unc + "\\" + info.file_name, location, folder.root, info.end_of_file,
-                             _mtime_ns(info.last_write_time), folder.url)
+            files.append((url, info))
+    groups = _access_groups([unc + "\\" + info.file_name for _url, info in files], location)
+    for (url, info), readers in zip(files, groups):
+        yield from _file(url, folder.root, info.end_of_file, _mtime_ns(info.last_write_time), readers, folder.url)
     return len(children)
 
 
