@@ -39,12 +39,11 @@ from imapclient import IMAPClient
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.servers.dovecot import running_dovecot  # noqa: E402
+from tests.servers.dovecot import running_dovecot
 
 USER, PASSWORD = "benchmail", "Bench-Mail-Secret-3"
 FOLDERS = ("INBOX", "Archive", "Archive/2023", "Projects")
-WORDS = ("harbour survey glacier sensor budget meeting calibration river station report draft review "
-         "quarterly winter summer northern coastal archive storage network policy").split()
+WORDS = ["harbour", "survey", "glacier", "sensor", "budget", "meeting", "calibration", "river", "station", "report", "draft", "review", "quarterly", "winter", "summer", "northern", "coastal", "archive", "storage", "network", "policy"]
 
 
 def _message(n: int, rng: random.Random) -> bytes:

@@ -30,10 +30,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pipeline.config import Credential, StartUrl, UrlPattern  # noqa: E402
-from tests.servers.samba import running_samba  # noqa: E402
-from transforms.records import Entry, FrontierItem  # noqa: E402
-from transforms.sources import settings, smb  # noqa: E402
+from pipeline.config import Credential, StartUrl, UrlPattern
+from tests.servers.samba import running_samba
+from transforms.records import Entry, FrontierItem
+from transforms.sources import settings, smb
 
 USER, PASSWORD = "btbench", "Bench-Secret-1"
 
