@@ -3,8 +3,9 @@
 Discovery lists folders to a budget as the file source does, with size and last-write time from
 the directory listing itself (no request per file), plus one QUERY_INFO per file for its security
 descriptor when ``smb.read_acls`` is on (its readers become ``Entry.groups``, see
-:mod:`transforms.sources.smb_acl`). A start URL naming a host without a share lists the host's
-shares (:mod:`transforms.sources.smb_shares`). Reading streams the file.
+:mod:`transforms.sources.smb_acl`). Start URLs name a share or a folder or file in it: listing a
+server's shares needs the srvsvc RPC service, which smbprotocol does not speak. Reading streams the
+file.
 
 A share or folder that cannot be listed (server down, share offline, access denied) is reported as
 "incomplete", so its documents stay in the index. Connections are opened on first use and pooled
@@ -92,10 +93,6 @@ def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None)
     location = _Location(item.url)
     try:
         location.session()
-        if not location.share:
-            from transforms.sources import smb_shares  # only for start URLs that name a bare host
-            yield from smb_shares.expand_host(item, rules, location)
-            return
         st = smbclient.stat(location.unc, **location.kwargs)
     except _FAILURES as err:  # server down, share offline, no access: keep everything under it
         yield event("incomplete", item.url, "discover", f"unavailable: {_reason(err)}")
