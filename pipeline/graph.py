@@ -39,7 +39,8 @@ def _write_totals(totals: dict, path: str) -> None:
 def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str, work_dir: str) -> None:
     source_settings = SourceSettings.from_config(config)  # logins travel to workers here, never in records
     entries, discover_events = p | "Discover" >> Discover(
-        _roots(config), rules, config.follow_symlinks, config.walk_budget, config.discovery_rounds, source_settings)
+        _roots(config), rules, config.follow_symlinks, config.walk_budget, config.discovery_rounds,
+        source_settings)
     snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
     incomplete = discover_events | "IncompleteSubtrees" >> beam.FlatMap(
         lambda e: [e.url] if e.kind == "incomplete" else []).with_output_types(str)

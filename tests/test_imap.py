@@ -86,7 +86,8 @@ def fill(client: IMAPClient) -> dict[str, list[int]]:
             (mail("Latin-1 café", body="Grüße aus Köln, crème brûlée", charset="iso-8859-1"), ()),
             (mail("Cyrillic", body="Привет мир, ёжик", charset="koi8-r"), (b"\\Seen", b"\\Flagged")),
             (mail("Reports attached", body="See the quokka files.", attachments=(
-                (pdf_bytes("Calibrate the xylophone before every concert."), "application", "pdf", "manual.pdf"),
+                (pdf_bytes("Calibrate the xylophone before every concert."), "application", "pdf",
+                 "manual.pdf"),
                 (docx_bytes("The zeppelin hangar needs a new roof."), "application",
                  "vnd.openxmlformats-officedocument.wordprocessingml.document", "review.docx"))), ()),
             (mail("Forwarded", body="Forwarding the narwhal note.",
@@ -195,7 +196,8 @@ def test_mailbox_crawls_read_only_incremental_deletes_and_uidvalidity(dovecot, t
         f"{new_archive}/;UID={new_uid}"}
     assert set(index_rows(tmp_path)) == expected
     counts = second.counts
-    assert (counts["new"], counts["read"], counts["deleted"], counts["unchanged"]) == (1, 1, 2, len(expected) - 1)
+    assert (counts["new"], counts["read"], counts["deleted"], counts["unchanged"]) == (
+        1, 1, 2, len(expected) - 1)
 
     for run in (first, second):
         for text in (json.dumps(run.report), run.stdout, run.stderr):
@@ -212,7 +214,8 @@ def test_imaps_folder_start_url_and_bad_login(dovecot, tmp_path, make_config, cr
     secret.write_text(PASSWORD, encoding="utf-8")
     inbox = dovecot.url("imaps", "INBOX")
     config = make_config(tmp_path, start=[{"url": inbox}], whitelist=[{"prefix": inbox}],
-                         credentials=[{"url": dovecot.url("imaps"), "username": USER, "password_file": str(secret)}],
+                         credentials=[{"url": dovecot.url("imaps"), "username": USER,
+                                       "password_file": str(secret)}],
                          imap={"ca_file": str(dovecot.ca_file)})
     run = crawl(config)
     assert run.code == 0, run.report.get("problems")

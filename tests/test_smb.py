@@ -52,7 +52,8 @@ def samba(tmp_path):
         yield server
 
 
-def test_share_with_acls_unicode_denied_folder_and_offline_server(samba, tmp_path, make_config, crawl, search):
+def test_share_with_acls_unicode_denied_folder_and_offline_server(samba, tmp_path, make_config, crawl,
+                                                                  search):
     sid = {user: samba.sid(user) for user in PASSWORDS}
     staff = f"S-1-22-2-{grp.getgrnam('btstaff').gr_gid}"
     admin = {"port": samba.port, "username": "btadmin", "password": PASSWORDS["btadmin"]}
@@ -76,7 +77,8 @@ def test_share_with_acls_unicode_denied_folder_and_offline_server(samba, tmp_pat
              staff: "staff"}
     config = make_config(tmp_path, start=[{"url": docs}, {"url": private}],
                          whitelist=[{"prefix": docs}, {"prefix": private}],
-                         credentials=[{"url": samba.url(), "username": "btcrawl", "password_file": str(secret_file)}],
+                         credentials=[{"url": samba.url(), "username": "btcrawl",
+                                       "password_file": str(secret_file)}],
                          smb={"sid_names": names})
 
     first = crawl(config)

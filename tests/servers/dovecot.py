@@ -149,8 +149,9 @@ def running_dovecot(users: dict[str, str]) -> Iterator[Dovecot]:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", imap_port), timeout=1):
                 break
             if server.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"dovecot did not start: {(folder / 'dovecot.out').read_text(errors='replace')}"
-                                   f"{(folder / 'dovecot.log').read_text(errors='replace') if (folder / 'dovecot.log').exists() else ''}")
+                logs = [folder / name for name in ("dovecot.out", "dovecot.log") if (folder / name).exists()]
+                text = " ".join(p.read_text(errors="replace") for p in logs)
+                raise RuntimeError(f"dovecot did not start: {text}")
             time.sleep(0.05)
         yield server
     finally:

@@ -68,13 +68,14 @@ class Samba:
         """The SID Samba gave an SMB user (``pdbedit``)."""
         out = subprocess.run(["pdbedit", "-s", str(self.conf), "-L", "-v", "-u", user], capture_output=True,
                              text=True, check=True).stdout
-        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("User SID:"))
+        return next(line.split(":", 1)[1].strip() for line in out.splitlines()
+                    if line.startswith("User SID:"))
 
     def smbclient(self, share: str, command: str, user: str, password: str) -> subprocess.CompletedProcess:
         """Run Samba's own ``smbclient`` against a share (the baseline of the SMB benchmark)."""
-        return subprocess.run(["smbclient", "-s", str(self.conf), "-p", str(self.port), f"//127.0.0.1/{share}",
-                               "-U", f"{user}%{password}", "-c", command], capture_output=True, text=True,
-                              check=False)
+        return subprocess.run(["smbclient", "-s", str(self.conf), "-p", str(self.port),
+                               f"//127.0.0.1/{share}", "-U", f"{user}%{password}", "-c", command],
+                              capture_output=True, text=True, check=False)
 
     def start(self) -> None:
         with open(self.folder / "smbd.out", "ab") as log:  # the child keeps its own copy of the handle
@@ -107,9 +108,10 @@ def _conf(folder: Path, port: int, shares: dict[str, dict[str, str]]) -> str:
         "[global]", "workgroup = BEAMTRAWL", "server role = standalone server", f"smb ports = {port}",
         "interfaces = 127.0.0.1", "bind interfaces only = yes", "disable netbios = yes",
         "server min protocol = SMB2", f"passdb backend = tdbsam:{folder}/private/passdb.tdb",
-        f"private dir = {folder}/private", f"lock directory = {folder}/lock", f"state directory = {folder}/state",
-        f"cache directory = {folder}/cache", f"pid directory = {folder}/pid", f"ncalrpc dir = {folder}/ncalrpc",
-        f"log file = {folder}/log.%m", "log level = 1", "rpc start on demand helpers = no", "load printers = no",
+        f"private dir = {folder}/private", f"lock directory = {folder}/lock",
+        f"state directory = {folder}/state", f"cache directory = {folder}/cache",
+        f"pid directory = {folder}/pid", f"ncalrpc dir = {folder}/ncalrpc", f"log file = {folder}/log.%m",
+        "log level = 1", "rpc start on demand helpers = no", "load printers = no",
         "printcap name = /dev/null", "map to guest = never", "vfs objects = acl_xattr",
         "acl_xattr:ignore system acls = yes", "store dos attributes = yes", "unix extensions = no", "",
     ]

@@ -76,7 +76,7 @@ class _Server:
         current = settings.current()
         context = ssl.create_default_context(cafile=current.imap_ca_file or None)
         client = IMAPClient(self.host, self.port, ssl=self.scheme == "imaps", ssl_context=context, timeout=60)
-        client.normalise_times = False  # INTERNALDATE with its zone: the same instant whatever the worker's zone
+        client.normalise_times = False  # INTERNALDATE with its zone: one instant whatever the worker's zone
         try:
             if self.scheme == "imap" and current.imap_starttls:
                 client.starttls(context)
@@ -84,7 +84,9 @@ class _Server:
                 client.login(*self.login)
             root = client.list_folders("", "")  # LIST "" "": the hierarchy delimiter only
             delimiter = root[0][1] if root else None
-            client.beamtrawl_delimiter = delimiter.decode() if isinstance(delimiter, bytes) else (delimiter or "")
+            if isinstance(delimiter, bytes):
+                delimiter = delimiter.decode()
+            client.beamtrawl_delimiter = delimiter or ""
         except Exception:
             with contextlib.suppress(Exception):
                 client.shutdown()
@@ -137,9 +139,9 @@ def _folder_name(url: str, server: _Server, delimiter: str) -> str:
 
 
 def _entry(url: str, root: str, size: int, mtime_ns: int, mimetype: str, source: str) -> Entry:
-    return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=size, mtime_ns=mtime_ns,
-                 identity="", content=None, mimetype=mimetype, outlinks=[], etag="", http_last_modified="",
-                 source_url=source, link_text="")
+    return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=size,
+                 mtime_ns=mtime_ns, identity="", content=None, mimetype=mimetype, outlinks=[], etag="",
+                 http_last_modified="", source_url=source, link_text="")
 
 
 def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
@@ -211,7 +213,7 @@ def _messages(server: _Server, folder: str, url: str, item: FrontierItem, rules)
         yield _entry(murl, item.root, int(data.get(b"RFC822.SIZE", 0)), mtime_ns, "message/rfc822", url)
         try:
             parts = list(_attachments(data.get(b"BODYSTRUCTURE")))
-        except (TypeError, ValueError, IndexError, AttributeError):  # a structure we cannot read: no attachments
+        except (TypeError, ValueError, IndexError, AttributeError):  # an unreadable structure: no attachments
             parts = []
             yield event("failed", murl, "discover", "unreadable BODYSTRUCTURE: attachments not indexed")
         for section, size, mimetype in parts:
@@ -251,8 +253,8 @@ def _leaf(part, section: str) -> Iterator[tuple[str, int, str]]:
     base = {"text": 8, "message": 10 if subtype == "rfc822" else 7}.get(kind, 7)
     disposition = part[base + 1] if len(part) > base + 1 else None
     disposition_kind = _text(disposition[0]) if isinstance(disposition, tuple) and disposition else ""
-    filename = (_params(disposition[1]).get("filename") if isinstance(disposition, tuple) and len(disposition) > 1
-                else None) or _params(part[2]).get("name")
+    disposition_params = disposition[1] if isinstance(disposition, tuple) and len(disposition) > 1 else None
+    filename = _params(disposition_params).get("filename") or _params(part[2]).get("name")
     is_attached_message = kind == "message" and subtype == "rfc822"
     if disposition_kind == "attachment" or is_attached_message or (
             filename and (kind, subtype) not in (("text", "plain"), ("text", "html"))):
@@ -277,7 +279,8 @@ def _fetch(url: str) -> bytes:
         data = client.fetch([uid], [f"BODY.PEEK[{section}.MIME]", f"BODY.PEEK[{section}]"]).get(uid)
     if not data:
         raise OSError("message not found")
-    headers, body = data.get(f"BODY[{section}.MIME]".encode()) or b"", data.get(f"BODY[{section}]".encode()) or b""
+    headers = data.get(f"BODY[{section}.MIME]".encode()) or b""
+    body = data.get(f"BODY[{section}]".encode()) or b""
     part = email.message_from_bytes(headers + body, policy=email.policy.compat32)
     if part.get_content_type() == "message/rfc822":
         return body  # BODY[n] of an attached message is the message itself

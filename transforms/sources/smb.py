@@ -82,9 +82,9 @@ def _groups(unc: str, location: _Location, sid_names: dict[str, str]) -> list[st
 
 
 def _entry(url: str, root: str, size: int, mtime_ns: int, groups: list[str], source: str) -> Entry:
-    return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=size, mtime_ns=mtime_ns,
-                 identity="", content=None, mimetype="", outlinks=[], etag="", http_last_modified="",
-                 source_url=source, link_text="", groups=groups)
+    return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=size,
+                 mtime_ns=mtime_ns, identity="", content=None, mimetype="", outlinks=[], etag="",
+                 http_last_modified="", source_url=source, link_text="", groups=groups)
 
 
 def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
@@ -138,7 +138,7 @@ def _access_groups(uncs: list[str], location: _Location) -> list:
 
 
 def _file(url: str, root: str, size: int, mtime_ns: int, groups, source: str):
-    if isinstance(groups, Exception):  # never index as public what we could not check: keep the indexed version
+    if isinstance(groups, Exception):  # never index as public what was not checked: keep the indexed version
         yield event("failed", url, "discover", f"cannot read its access control list: {_reason(groups)}")
         yield event("incomplete", url, "discover", "")
         return
@@ -177,7 +177,8 @@ def _list(folder: FrontierItem, rules, location: _Location, stack: list):
             files.append((url, info))
     groups = _access_groups([unc + "\\" + info.file_name for _url, info in files], location)
     for (url, info), readers in zip(files, groups):
-        yield from _file(url, folder.root, info.end_of_file, _mtime_ns(info.last_write_time), readers, folder.url)
+        yield from _file(url, folder.root, info.end_of_file, _mtime_ns(info.last_write_time), readers,
+                         folder.url)
     return len(children)
 
 
@@ -209,7 +210,8 @@ def open_document(url: str) -> io.BufferedReader:
     location = _Location(url)
     try:
         location.session()
-        handle = smbclient.open_file(location.unc, mode="rb", buffering=0, share_access="rwd", **location.kwargs)
+        handle = smbclient.open_file(location.unc, mode="rb", buffering=0, share_access="rwd",
+                                     **location.kwargs)
     except _FAILURES as err:
         raise OSError(f"cannot open: {_reason(err)}") from None
     return io.BufferedReader(_Stream(handle), buffer_size=1024 * 1024)
