@@ -14,7 +14,9 @@ and multipart/alternative text of 1-4 KB over four folders. Then it times, as wh
 (c) the IMAP part of the re-crawl alone: ``transforms.sources.imap.expand`` of the server in this
     process (login, LIST, EXAMINE and the UID/size/date/structure listing of every folder);
 (d) for scale, a plain single-process IMAPClient loop over the same folders doing only the fetching
-    part of (a): EXAMINE, then UID FETCH BODY.PEEK[] of every message (no parsing, no index).
+    part of (a): EXAMINE, then UID FETCH BODY.PEEK[] of every message (no parsing, no index);
+(e) the peer for the ratio: the same messages as .eml files in local folders, crawled and re-crawled
+    through the ``file://`` source with the same command, to show the pipeline's fixed cost.
 
 Exit code 0 when measured (the target may be missed), 1 when a check fails.
 """
@@ -73,7 +75,8 @@ def _crawl(config: Path, workers: int) -> tuple[float, dict]:
                            f"--direct_num_workers={workers}"], cwd=REPO, capture_output=True, text=True,
                           check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
     seconds = time.perf_counter() - started
-    report = json.loads(config.with_name("index.report.json").read_text(encoding="utf-8"))
+    index = yaml.safe_load(config.read_text(encoding="utf-8"))["index"]["path"]
+    report = json.loads(config.with_name(Path(index).stem + ".report.json").read_text(encoding="utf-8"))
     if done.returncode != 0:
         print(done.stderr[-2000:], file=sys.stderr)
     return seconds, report
@@ -117,8 +120,12 @@ def main() -> int:
         client = _client(server)
         for folder in FOLDERS[1:]:
             client.create_folder(folder)
+        eml = Path(tmp) / "eml"
         for n in range(args.messages):
-            client.append(FOLDERS[n % len(FOLDERS)], _message(n, rng))
+            raw = _message(n, rng)
+            client.append(FOLDERS[n % len(FOLDERS)], raw)
+            (eml / FOLDERS[n % len(FOLDERS)]).mkdir(parents=True, exist_ok=True)
+            (eml / FOLDERS[n % len(FOLDERS)] / f"{n}.eml").write_bytes(raw)
         client.logout()
         start = server.url("imap")
         (Path(tmp) / "password").write_text(PASSWORD, encoding="utf-8")
@@ -131,6 +138,11 @@ def main() -> int:
         again, again_report = _crawl(config, args.workers)
         listing = _listing(server, config)
         plain = _plain_fetch(server)
+        files = Path(tmp) / "files.yaml"
+        files.write_text(yaml.safe_dump({"start": [{"url": str(eml)}], "index": {"path": "files.sqlite"}}),
+                         encoding="utf-8")
+        file_first, _ = _crawl(files, args.workers)
+        file_again, file_report = _crawl(files, args.workers)
     counts, recounts = first_report["counts"], again_report["counts"]
     n = args.messages
     ok = counts["written"] == n and recounts["read"] == 0 and recounts["unchanged"] == n
@@ -145,6 +157,9 @@ def main() -> int:
           f"pipeline {again_report['timings']['pipeline_s']} s)")
     print(f"  IMAP listing alone (discovery of the unchanged mailbox, one process) {listing:.2f} s = "
           f"{listing / first:.3f} of the first crawl")
+    print(f"  the same messages as .eml files (file:// source, same pipeline): first crawl {file_first:.2f} s, "
+          f"re-crawl {file_again:.2f} s, ratio {file_again / file_first:.3f} "
+          f"(unchanged {file_report['counts']['unchanged']}) - the pipeline's fixed cost, whatever the source")
     print(f"  plain IMAPClient fetch of every message (one process, no preparation or index) {plain:.2f} s, "
           f"{args.messages / plain:.0f} messages/s; first crawl / plain fetch = {first / plain:.2f}")
     return 0 if ok else 1
