@@ -32,7 +32,7 @@ from datetime import UTC
 from urllib.parse import quote, unquote, urlsplit
 
 from imapclient import IMAPClient
-from imapclient.exceptions import IMAPClientError
+from imapclient.exceptions import IMAPClientAbortError, IMAPClientError
 
 from transforms.records import Entry, FrontierItem, event
 from transforms.sources import settings
@@ -99,27 +99,35 @@ _POOL: dict[tuple, list[IMAPClient]] = {}  # idle connections of this worker pro
 _POOL_LOCK = threading.Lock()
 
 
-@contextlib.contextmanager
-def _connection(server: _Server):
-    """A pooled connection; one that failed is closed rather than returned."""
-    with _POOL_LOCK:
-        idle = _POOL.setdefault(server.key, [])
-        client = idle.pop() if idle else None
-    if client is None:
-        client = server.connect()
-    try:
-        yield client
-    except BaseException:
-        with contextlib.suppress(Exception):
-            client.shutdown()
-        raise
-    with _POOL_LOCK:
-        _POOL[server.key].append(client)
+def _call(server: _Server, work):
+    """``work(client)`` on a pooled connection of this process. A connection that failed is closed, not
+    returned; a pooled one that had gone stale (logged out by the server, socket closed) is replaced
+    once by a fresh one."""
+    for attempt in (1, 2):
+        with _POOL_LOCK:
+            idle = _POOL.setdefault(server.key, [])
+            client = idle.pop() if idle else None
+        pooled = client is not None
+        if client is None:
+            client = server.connect()
+        try:
+            result = work(client)
+        except BaseException as err:
+            with contextlib.suppress(Exception):
+                client.shutdown()
+            if pooled and attempt == 1 and isinstance(err, (OSError, IMAPClientAbortError)):
+                continue
+            raise
+        with _POOL_LOCK:
+            _POOL[server.key].append(client)
+        return result
+    raise AssertionError("unreachable")
 
 
-def _examine(client: IMAPClient, name: str) -> int:
-    """Open a folder read-only (EXAMINE); returns its UIDVALIDITY."""
-    if client.beamtrawl_selected and client.beamtrawl_selected[0] == name:
+def _examine(client: IMAPClient, name: str, fresh: bool = False) -> int:
+    """Open a folder read-only (EXAMINE); returns its UIDVALIDITY. Reads reuse the folder a connection
+    has open unless ``fresh`` (discovery always asks the server)."""
+    if not fresh and client.beamtrawl_selected and client.beamtrawl_selected[0] == name:
         return client.beamtrawl_selected[1]
     client.beamtrawl_selected = None
     status = client.select_folder(name, readonly=True)
@@ -148,28 +156,30 @@ def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None)
     """A start URL: list its folder tree, then its folders' messages to the budget (the rest goes to
     the next round). A folder handed on: list its messages."""
     server = _Server(item.url)
+
+    def folders_to_list(client: IMAPClient) -> tuple[str, list[str]]:
+        delimiter = client.beamtrawl_delimiter
+        name = _folder_name(item.url, server, delimiter)
+        return delimiter, [name] if rules.start(item.url) is None else _subtree(client, name, delimiter)
+
     try:
-        with _connection(server) as client:
-            delimiter = client.beamtrawl_delimiter
-            name = _folder_name(item.url, server, delimiter)
-            if rules.start(item.url) is None:
-                folders = [name]
-            else:
-                folders = _subtree(client, name, delimiter)
+        delimiter, folders = _call(server, folders_to_list)
     except _FAILURES as err:  # server down, bad login, no such folder: keep everything under it
         yield event("incomplete", item.url.rstrip("/"), "discover", f"unavailable: {_reason(err)}")
         return
-    listed = 0
-    for i, folder in enumerate(folders):
+    chosen = []
+    for folder in folders:
         url = folder_url(server.base, folder, delimiter)
-        if url != item.url.rstrip("/"):
+        if url != item.url.rstrip("/"):  # a folder below the start URL: walked if the rules say so
             decision = rules.decide(url, depth_below(url, item.root) + 1)
             if not decision.accepted or not decision.parse:
                 yield event("declined", url, "discover", "")
                 continue
-        if budget is not None and listed >= budget:
-            for rest in folders[i:]:
-                rest_url = folder_url(server.base, rest, delimiter)
+        chosen.append((folder, url))
+    listed = 0
+    for i, (folder, url) in enumerate(chosen):
+        if budget is not None and listed >= budget:  # the rest goes to the next round, to any worker
+            for _rest, rest_url in chosen[i:]:
                 yield FrontierItem(rest_url, item.root, depth_below(rest_url, item.root), rest_url, [],
                                    item.url, "")
             return
@@ -191,13 +201,16 @@ def _subtree(client: IMAPClient, name: str, delimiter: str) -> list[str]:
 
 def _messages(server: _Server, folder: str, url: str, item: FrontierItem, rules):
     """Entries for one folder's messages and attachments; returns how many messages it listed."""
+    def list_folder(client: IMAPClient) -> tuple[int, dict]:
+        validity = _examine(client, folder, fresh=True)
+        uids = client.search(["ALL"])
+        listing = {}
+        for start in range(0, len(uids), _FETCH_CHUNK):
+            listing.update(client.fetch(uids[start:start + _FETCH_CHUNK], _LISTING))
+        return validity, listing
+
     try:
-        with _connection(server) as client:
-            validity = _examine(client, folder)
-            uids = client.search(["ALL"])
-            listing = {}
-            for start in range(0, len(uids), _FETCH_CHUNK):
-                listing.update(client.fetch(uids[start:start + _FETCH_CHUNK], _LISTING))
+        validity, listing = _call(server, list_folder)
     except _FAILURES as err:  # its documents stay in the index
         yield event("incomplete", url, "discover", f"cannot open folder: {_reason(err)}")
         return 0
@@ -267,18 +280,19 @@ def _fetch(url: str) -> bytes:
         raise OSError("not an IMAP message URL")
     server = _Server(url)
     uid, section = int(match["uid"]), match["section"]
-    with _connection(server) as client:
+    items = ["BODY.PEEK[]"] if not section else [f"BODY.PEEK[{section}.MIME]", f"BODY.PEEK[{section}]"]
+
+    def fetch(client: IMAPClient) -> dict | str:
         folder = _folder_name(match["folder"], server, client.beamtrawl_delimiter)
         if _examine(client, folder) != int(match["validity"]):
-            raise OSError("the folder's UIDVALIDITY changed: the message is gone under this URL")
-        if not section:
-            data = client.fetch([uid], ["BODY.PEEK[]"]).get(uid)
-            if not data:
-                raise OSError("message not found")
-            return data[b"BODY[]"]
-        data = client.fetch([uid], [f"BODY.PEEK[{section}.MIME]", f"BODY.PEEK[{section}]"]).get(uid)
-    if not data:
-        raise OSError("message not found")
+            return "the folder's UIDVALIDITY changed: the message is gone under this URL"
+        return client.fetch([uid], items).get(uid) or "message not found"
+
+    data = _call(server, fetch)
+    if isinstance(data, str):
+        raise OSError(data)
+    if not section:
+        return data[b"BODY[]"]
     headers = data.get(f"BODY[{section}.MIME]".encode()) or b""
     body = data.get(f"BODY[{section}]".encode()) or b""
     part = email.message_from_bytes(headers + body, policy=email.policy.compat32)
