@@ -217,9 +217,10 @@ def test_imaps_folder_start_url_and_bad_login(dovecot, tmp_path, make_config, cr
                          credentials=[{"url": dovecot.url("imaps"), "username": USER,
                                        "password_file": str(secret)}],
                          imap={"ca_file": str(dovecot.ca_file)})
-    run = crawl(config)
+    run = crawl(config, "--debug")  # even the debug log never shows the password
     assert run.code == 0, run.report.get("problems")
     assert run.counts["written"] == 2  # INBOX and INBOX/Sub, over TLS
+    assert PASSWORD not in run.stderr + run.stdout
 
     secret.write_text("wrong-password", encoding="utf-8")
     run = crawl(config)

@@ -24,6 +24,7 @@ import contextlib
 import email
 import email.policy
 import io
+import logging
 import re
 import ssl
 import threading
@@ -39,6 +40,7 @@ from transforms.sources import settings
 from transforms.urls import depth_below, doc_id
 
 SCHEMES = ("imap", "imaps")
+logging.getLogger("imapclient").setLevel(logging.INFO)  # its DEBUG trace shows commands, LOGIN included
 _FAILURES = (OSError, IMAPClientError, ssl.SSLError)  # IMAPClientError covers imaplib's errors
 _MESSAGE = re.compile(r"^(?P<folder>imaps?://[^/]+/.*?);UIDVALIDITY=(?P<validity>\d+)/;UID=(?P<uid>\d+)"
                       r"(?:/;SECTION=(?P<section>[\d.]+))?$")

@@ -16,6 +16,7 @@ user), never one per document. Logins come from ``credentials:``; they are never
 from __future__ import annotations
 
 import io
+import logging
 import re
 import struct
 import threading
@@ -36,6 +37,9 @@ from transforms.sources import settings, smb_acl
 from transforms.urls import depth_below, doc_id, quote_segment
 
 SCHEMES = ("smb",)
+# Their DEBUG traces dump protocol messages, authentication tokens included: never print them (--debug).
+for _name in ("smbprotocol", "smbclient", "spnego"):
+    logging.getLogger(_name).setLevel(logging.INFO)
 _CONNECTIONS: dict = {}  # smbprotocol's connection cache for this worker process
 _REGISTER = threading.Lock()
 _ACL_THREADS: ThreadPoolExecutor | None = None  # started on first use, per worker process
