@@ -164,8 +164,8 @@ class Prepare(beam.PTransform):
         self.max_summary_length = max_summary_length
 
     def expand(self, entries):
-        read = entries | "Read" >> beam.ParDo(_Read(self.max_file_size, self.source_settings)).with_output_types(
-            RawDocument).with_outputs(EVENTS, main="raw")
+        read = entries | "Read" >> beam.ParDo(_Read(self.max_file_size, self.source_settings)
+                                              ).with_output_types(RawDocument).with_outputs(EVENTS, main="raw")
         preparators = self.preparators
         families = [p.name for p in preparators] + ["unprepared"]
 
