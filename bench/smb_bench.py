@@ -11,7 +11,8 @@ It writes the files (100 per folder, not timed) into a share of a Samba server s
 (a) beamtrawl: ``transforms.sources.smb.expand`` of the share, no walk budget, in one process — every
     folder listed, every file's size and last-write time taken from the listing (the same work
     ``smbclient ls`` does), with ``smb.read_acls`` off;
-(b) the same with ``smb.read_acls`` on (one extra QUERY_INFO per file for its security descriptor);
+(b) the same with ``smb.read_acls`` on (one extra QUERY_INFO per file for its security descriptor,
+    over ``smb.ACL_CONNECTIONS`` connections);
 (c) the baseline: ``smbclient -c 'recurse; ls'`` (a fresh process with its own login, like (a) and
     (b), which also log in anew).
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -55,7 +57,8 @@ class _Rules:
 
 def _beamtrawl(url: str, read_acls: bool) -> tuple[float, int]:
     settings.use(settings.SourceSettings((Credential(url, USER, PASSWORD),), read_acls))
-    smb._CONNECTIONS.clear()  # a fresh connection and login, as a new worker process has
+    smb._CONNECTIONS.clear()  # fresh connections and logins, as a new worker process has
+    smb._ACL_LOCAL = threading.local()
     started = time.perf_counter()
     found = sum(isinstance(r, Entry) for r in smb.expand(FrontierItem(url, url, 0, url, [], "", ""),
                                                            _Rules(url), False, None))

@@ -43,6 +43,8 @@ for _name in ("smbprotocol", "smbclient", "spnego"):
 _CONNECTIONS: dict = {}  # smbprotocol's connection cache for this worker process
 _REGISTER = threading.Lock()
 _ACL_THREADS: ThreadPoolExecutor | None = None  # started on first use, per worker process
+_ACL_LOCAL = threading.local()
+ACL_CONNECTIONS = 4  # connections per worker process that read security descriptors
 _FAILURES = (OSError, ValueError, SMBException)  # a server that is down raises a plain ValueError
 
 
@@ -75,8 +77,8 @@ def _reason(err: Exception) -> str:
     return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
-def _groups(unc: str, location: _Location, sid_names: dict[str, str]) -> list[str]:
-    raw = SMBRawIO(unc, mode="r", desired_access=AccessMask.READ_CONTROL, **location.kwargs)
+def _groups(unc: str, login: dict, sid_names: dict[str, str]) -> list[str]:
+    raw = SMBRawIO(unc, mode="r", desired_access=AccessMask.READ_CONTROL, **login)
     with SMBFileTransaction(raw) as transaction:
         smb_acl.query_security(transaction)
     return smb_acl.groups(transaction.results[0], sid_names)
@@ -118,24 +120,28 @@ def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None)
 
 def _access_groups(uncs: list[str], location: _Location) -> list:
     """Groups of each file (or the exception that stopped reading them), or None per file when ACLs are
-    not read. Descriptors are queried by a few threads at once over the pooled connection: one after
-    the other, the round trips would dominate a listing."""
+    not read. Descriptors are queried by ``ACL_CONNECTIONS`` threads, each over its own pooled
+    connection: Samba serves one connection in one process, so one connection would serialise them."""
     current = settings.current()
     if not current.smb_read_acls:
         return [None] * len(uncs)
     names = dict(current.smb_sid_names)
 
     def one(unc: str):
+        caches = _ACL_LOCAL.__dict__.setdefault("caches", {})  # this thread's connection per server
+        own = dict(location.kwargs, connection_cache=caches)
         try:
-            return _groups(unc, location, names)
+            with _REGISTER:
+                smbclient.register_session(location.host, **own)
+            return _groups(unc, own, names)
         except _FAILURES as err:
             return err
 
     global _ACL_THREADS
     with _REGISTER:
         if _ACL_THREADS is None:
-            _ACL_THREADS = ThreadPoolExecutor(8, thread_name_prefix="smb-acl")
-    return list(_ACL_THREADS.map(one, uncs)) if len(uncs) > 1 else [one(u) for u in uncs]
+            _ACL_THREADS = ThreadPoolExecutor(ACL_CONNECTIONS, thread_name_prefix="smb-acl")
+    return list(_ACL_THREADS.map(one, uncs))
 
 
 def _file(url: str, root: str, size: int, mtime_ns: int, groups, source: str):
