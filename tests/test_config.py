@@ -239,7 +239,7 @@ def test_unsupported_scheme(tmp_path):
         start: [{url: "http://example.org/"}]
         index: {path: "i.sqlite"}
     """)
-    assert message == "start[0].url: scheme 'http' is not supported (supported: file)"
+    assert message == "start[0].url: scheme 'http' is not supported (supported: file, smb, imap, imaps)"
 
 
 def test_missing_environment_variable(tmp_path, monkeypatch):
