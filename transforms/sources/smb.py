@@ -10,7 +10,7 @@ file.
 A share or folder that cannot be listed (server down, share offline, access denied) is reported as
 "incomplete", so its documents stay in the index. Connections are opened on first use and pooled
 per worker process (smbprotocol's connection cache: one connection per server, one session per
-user), never one per document. Logins come from ``credentials:``; they are never put in URLs.
+user, plus ``ACL_CONNECTIONS`` that read security descriptors), never one per document. Logins come from ``credentials:``; they are never put in URLs.
 """
 
 from __future__ import annotations
