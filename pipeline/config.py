@@ -122,6 +122,24 @@ class HttpConfig:
 
 
 @dataclass(frozen=True)
+class SmbConfig:
+    """SMB settings: whether to read each file's Windows ACL into its groups, and the group name of a
+    SID (SIDs not named here become groups spelled as the SID string, e.g. ``S-1-5-21-…-1001``)."""
+
+    read_acls: bool = True
+    sid_names: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ImapConfig:
+    """IMAP settings: ``imap://`` logs in only after STARTTLS unless ``starttls`` is false (plain text,
+    for trusted networks); ``ca_file`` names the certificates to trust instead of the system's."""
+
+    starttls: bool = True
+    ca_file: str | None = None
+
+
+@dataclass(frozen=True)
 class IndexConfig:
     """The embedded SQLite/FTS5 index (``path``) or an OpenSearch alias (``url`` and ``name``)."""
 
@@ -153,6 +171,8 @@ class Config:
     url_cleaners: tuple[re.Pattern, ...] = ()
     credentials: tuple[Credential, ...] = ()
     http: HttpConfig = HttpConfig()
+    smb: SmbConfig = SmbConfig()
+    imap: ImapConfig = ImapConfig()
     max_depth: int | None = DEFAULTS["max_depth"]
     max_file_size: int = DEFAULTS["max_file_size"]
     max_summary_length: int = DEFAULTS["max_summary_length"]
@@ -168,7 +188,7 @@ class Config:
     preparation: Bounds = DEFAULT_BOUNDS
 
 
-SUPPORTED_SCHEMES = ("file", "http", "https")
+SUPPORTED_SCHEMES = ("file", "http", "https", "smb", "imap", "imaps")
 
 
 class _Reader:
@@ -381,8 +401,27 @@ def _http(r: _Reader, raw: Any) -> HttpConfig:
     return HttpConfig(**{key: fn(r, raw[key], f"http.{key}") for key, fn in _HTTP_KEYS.items() if key in raw})
 
 
-_TOP_KEYS = {"start", "whitelist", "blacklist", "index", "report", "work_dir", "credentials", "http", "plugins",
-             "auxiliary_fields", "access_control", "preparators", "preparation", *DEFAULTS}
+def _smb(r: _Reader, raw: Any) -> SmbConfig:
+    raw = r.mapping(raw, "smb", {"read_acls", "sid_names"})
+    names = r.mapping(raw.get("sid_names") or {}, "smb.sid_names", set(raw.get("sid_names") or {}))
+    sid_names = {}
+    for sid, name in names.items():
+        if not isinstance(sid, str) or not re.fullmatch(r"S-1(-\d+)+", sid):
+            raise r.fail(f"smb.sid_names.{sid}", "must be a SID such as S-1-5-21-1004336348-1177238915-1001")
+        sid_names[sid] = r.string(name, f"smb.sid_names.{sid}")
+    return SmbConfig(r.boolean(raw.get("read_acls", True), "smb.read_acls"), sid_names)
+
+
+def _imap(r: _Reader, raw: Any) -> ImapConfig:
+    raw = r.mapping(raw, "imap", {"starttls", "ca_file"})
+    ca_file = os.path.join(r.base, r.string(raw["ca_file"], "imap.ca_file")) if "ca_file" in raw else None
+    if ca_file and not os.path.isfile(ca_file):
+        raise r.fail("imap.ca_file", f"no such file: {ca_file}")
+    return ImapConfig(r.boolean(raw.get("starttls", True), "imap.starttls"), ca_file)
+
+
+_TOP_KEYS = {"start", "whitelist", "blacklist", "index", "report", "work_dir", "credentials", "http", "smb", "imap",
+             "plugins", "auxiliary_fields", "access_control", "preparators", "preparation", *DEFAULTS}
 _SCALARS: dict[str, Callable[[_Reader, Any, str], Any]] = {
     "max_depth": lambda r, v, p: r.integer(v, p, allow_none=True),
     "max_file_size": _Reader.size,
@@ -412,6 +451,8 @@ def parse_config(raw: Any, source: str, load_plugins: bool = True) -> Config:
         if scheme not in SUPPORTED_SCHEMES:
             raise r.fail(f"{path}.url", f"scheme '{scheme}' is not supported (supported: "
                                         f"{', '.join(SUPPORTED_SCHEMES)})")
+        if scheme == "smb" and len([s for s in url.split("/")[3:] if s]) < 1:
+            raise r.fail(f"{path}.url", "an smb:// start URL names a share: smb://host/share[/folder]")
         starts.append(StartUrl(url, r.boolean(entry.get("parse", True), f"{path}.parse"),
                                r.boolean(entry.get("index", True), f"{path}.index")))
     if not starts:
@@ -446,7 +487,8 @@ def parse_config(raw: Any, source: str, load_plugins: bool = True) -> Config:
                   access_control=parse_access_control(r, top.get("access_control")),
                   preparators=parse_preparators(r, top.get("preparators")),
                   preparation=parse_preparation(r, top.get("preparation")),
-                  http=_http(r, top.get("http")), **scalars)
+                  http=_http(r, top.get("http")), smb=_smb(r, top.get("smb") or {}),
+                  imap=_imap(r, top.get("imap") or {}), **scalars)
 
 
 def load_config(path: str, load_plugins: bool = True) -> Config:

@@ -24,6 +24,7 @@ from transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, WriteInd
 from transforms.prepare import Prepare
 from transforms.records import Entry, Event, FrontierItem
 from transforms.sources.http.discover import WebDiscover, is_web
+from transforms.sources.settings import SourceSettings
 
 TOTALS_FILE, PROBLEMS_FILE = "totals.json", "problems"
 
@@ -39,13 +40,14 @@ def _write_totals(totals: dict, path: str) -> None:
 
 
 def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str, work_dir: str) -> None:
+    source_settings = SourceSettings.from_config(config)  # logins travel to workers here, never in records
     snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
     found = []
     other_roots = [r for r in _roots(config) if not is_web(r.url)]
     web_roots = [r for r in _roots(config) if is_web(r.url)]
     if other_roots or not web_roots:
         found.append(p | "Discover" >> Discover(other_roots, rules, config.follow_symlinks, config.walk_budget,
-                                                config.discovery_rounds))
+                                                config.discovery_rounds, source_settings))
     if web_roots:  # web pages are found host by host, with the index's state of each page at hand
         found.append(snapshot | "DiscoverWeb" >> WebDiscover(web_roots, config, rules))
     if len(found) == 1:
@@ -66,7 +68,7 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
         rules, fingerprint)
     docs, prepare_events = to_prepare | "Prepare" >> Prepare(
         preparators, fingerprint, config.max_file_size, config.max_summary_length, config.preparation,
-        rules.plugins, config.auxiliary_fields)
+        rules.plugins, config.auxiliary_fields, source_settings)
     write_events = docs | "WriteIndex" >> WriteIndex(target, rules.plugins)
 
     before_deletes = (discover_events, *access_events, freshness_events, prepare_events, write_events) | (

@@ -239,7 +239,7 @@ def test_unsupported_scheme(tmp_path):
         start: [{url: "ftp://example.org/"}]
         index: {path: "i.sqlite"}
     """)
-    assert message == "start[0].url: scheme 'ftp' is not supported (supported: file, http, https)"
+    assert message == "start[0].url: scheme 'ftp' is not supported (supported: file, http, https, smb, imap, imaps)"
 
 
 def test_missing_environment_variable(tmp_path, monkeypatch):

@@ -22,7 +22,7 @@ from apache_beam.metrics import Metrics
 
 from transforms.progress import Progress, Tally, timed
 from transforms.records import Entry, Event, FrontierItem, event
-from transforms.sources import source_for
+from transforms.sources import settings, source_for
 
 ENTRIES, FOLDERS, EVENTS = "entries", "folders", "events"
 
@@ -30,15 +30,17 @@ ENTRIES, FOLDERS, EVENTS = "entries", "folders", "events"
 class _Expand(beam.DoFn):
     """List one frontier item to a budget; route records by type."""
 
-    def __init__(self, rules, follow_symlinks: bool, budget: int | None):
+    def __init__(self, rules, follow_symlinks: bool, budget: int | None, source_settings=None):
         self.rules = rules
         self.follow_symlinks = follow_symlinks
         self.budget = budget
+        self.source_settings = source_settings
         self.us = Metrics.counter("stage_us", "discover")
 
     def setup(self):
         self.progress = Progress("documents found")
         self.tally = Tally(EVENTS)
+        settings.use(self.source_settings)  # logins and source settings for this worker
 
     def process(self, item):
         item = FrontierItem(*item)  # workers decode rows into generated classes; routing needs ours
@@ -99,8 +101,9 @@ class Discover(beam.PTransform):
     """Start URLs → (entries, events). See the module docstring for the graph."""
 
     def __init__(self, roots: list[FrontierItem], rules, follow_symlinks: bool, walk_budget: int,
-                 rounds: int):
+                 rounds: int, source_settings=None):
         super().__init__()
+        self.source_settings = source_settings
         self.roots = roots
         self.rules = rules
         self.follow_symlinks = follow_symlinks
@@ -115,7 +118,8 @@ class Discover(beam.PTransform):
             out = (  # no Reshuffle needed: the de-duplication join already spread the frontier
                 frontier
                 | f"Expand{n}" >> beam.ParDo(
-                    _Expand(self.rules, self.follow_symlinks, None if last else self.walk_budget)
+                    _Expand(self.rules, self.follow_symlinks, None if last else self.walk_budget,
+                            self.source_settings)
                 ).with_outputs(ENTRIES, FOLDERS, EVENTS)  # tagged outputs hold our own classes: pickled
             )
             entries.append(out[ENTRIES])

@@ -28,6 +28,8 @@ def _ancestors(url: str):
     """``url`` and every URL above it, by path segments."""
     while True:
         yield url
+        if url.startswith(("imap:", "imaps:")) and ";" in url.rsplit("/", 1)[-1]:
+            yield url[:url.rfind(";")]  # imap://h/Folder;UIDVALIDITY=n lies in imap://h/Folder
         cut = url.rstrip("/").rfind("/")
         if cut <= url.find("://") + 2:
             return

@@ -44,7 +44,7 @@ from transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds, runner_for
 from transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
 from transforms.progress import Progress, Tally, timed
 from transforms.records import Entry, Event, IndexDoc, RawDocument, event
-from transforms.sources import source_for
+from transforms.sources import settings, source_for
 from transforms.urls import extension, file_name, parent_path
 
 EVENTS = "events"
@@ -79,13 +79,15 @@ def make_document(entry, mimetype: str, data: bytes, prepared: Prepared, fingerp
 class _Read(beam.DoFn):
     """Bytes of a document (carried by web sources, else read through its source) and its MIME type."""
 
-    def __init__(self, max_file_size: int):
+    def __init__(self, max_file_size: int, source_settings=None):
         self.max_file_size = max_file_size
+        self.source_settings = source_settings
         self.us = Metrics.counter("stage_us", "read")
 
     def setup(self):
         self.sniff = MimeSniffer()
         self.tally = Tally(EVENTS)
+        settings.use(self.source_settings)  # logins and source settings for this worker
 
     def finish_bundle(self):
         yield from self.tally.flush()
@@ -226,8 +228,9 @@ class Prepare(beam.PTransform):
 
     def __init__(self, preparators: tuple[PreparatorSpec, ...], fingerprint: str, max_file_size: int,
                  max_summary_length: int, bounds: Bounds = DEFAULT_BOUNDS, plugins: PluginHost | None = None,
-                 aux_fields=()):
+                 aux_fields=(), source_settings=None):
         super().__init__()
+        self.source_settings = source_settings
         self.preparators = preparators
         self.bounds = bounds
         self.fingerprint = fingerprint
@@ -237,8 +240,8 @@ class Prepare(beam.PTransform):
         self.aux_fields = aux_fields
 
     def expand(self, entries):
-        read = entries | "Read" >> beam.ParDo(_Read(self.max_file_size)).with_output_types(
-            RawDocument).with_outputs(EVENTS, main="raw")
+        read = entries | "Read" >> beam.ParDo(_Read(self.max_file_size, self.source_settings)
+                                              ).with_output_types(RawDocument).with_outputs(EVENTS, main="raw")
         preparators = self.preparators
         families = [p.name for p in preparators] + ["unprepared"]
 

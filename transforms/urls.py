@@ -103,6 +103,8 @@ def is_under(url: str, root: str) -> bool:
     contain ``/blaber``: regain's start-URL prefix bug)."""
     if url == root:
         return True
+    if url.startswith(("imap:", "imaps:")) and url.startswith(root + ";"):
+        return True  # RFC 5092: a folder's messages are Folder;UIDVALIDITY=n/;UID=m
     base = root if root.endswith("/") else root + "/"
     return url.startswith(base)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from transforms.sources import file, http
+from transforms.sources import file, http, imap, smb
 
-_BY_SCHEME = {scheme: module for module in (file, http) for scheme in module.SCHEMES}
+_BY_SCHEME = {scheme: module for module in (file, http, smb, imap) for scheme in module.SCHEMES}
 
 
 def source_for(url: str) -> ModuleType:

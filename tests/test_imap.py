@@ -1,0 +1,230 @@
+"""IMAP mailboxes against a real Dovecot the test starts, filled by IMAP APPEND with real-world
+messages: multipart, HTML-only, non-UTF-8 charsets, PDF and DOCX attachments, an attached message,
+malformed headers, nested and unicode folder names. Crawls are read-only (\\Seen flags unchanged),
+incremental (known messages are not fetched again), follow deletions and a changed UIDVALIDITY."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import sqlite3
+import ssl
+from email.message import EmailMessage
+from pathlib import Path
+
+import pytest
+from imapclient import IMAPClient
+
+from tests.servers.dovecot import running_dovecot
+
+pytestmark = pytest.mark.skipif(shutil.which("dovecot") is None or os.geteuid() != 0,
+                                reason="needs root and Debian's dovecot-imapd (tests/run.sh installs it)")
+
+USER, PASSWORD = "mailer", "Imap-Secret-5k"
+
+
+def pdf_bytes(text: str) -> bytes:
+    from reportlab.pdfgen import canvas
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer)
+    pdf.drawString(72, 720, text)
+    pdf.save()
+    return buffer.getvalue()
+
+
+def docx_bytes(text: str) -> bytes:
+    import docx
+    document = docx.Document()
+    document.add_paragraph(text)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def mail(subject: str, body: str | None = None, html: str | None = None, charset: str = "utf-8",
+         attachments: tuple = ()) -> bytes:
+    msg = EmailMessage()
+    msg["From"] = "Ada Lovelace <ada@example.org>"
+    msg["To"] = "team@example.org"
+    msg["Subject"] = subject
+    msg["Date"] = "Tue, 02 Jan 2024 10:00:00 +0100"
+    if body is not None:
+        msg.set_content(body, charset=charset, cte="quoted-printable" if charset != "utf-8" else None)
+        if html is not None:
+            msg.add_alternative(html, subtype="html")
+    elif html is not None:
+        msg.set_content(html, subtype="html")
+    for data, maintype, subtype, filename in attachments:
+        if maintype == "message":
+            msg.add_attachment(data)
+        else:
+            msg.add_attachment(data, maintype=maintype, subtype=subtype, filename=filename)
+    return bytes(msg)
+
+
+MALFORMED = (b'From: <<<broken@@ "unclosed\r\n'
+             b"To: undisclosed-recipients:;, =?utf-8?q?\r\n"
+             b"Date: not a date at all\r\n"
+             b"Subject: =?x-unknown?q?abc?= Gr\xfc\xdfe platypus 8bit\r\n"
+             b'Content-Type: text/plain; charset="utf-8\r\n'
+             b"\r\nBody text h\xc3\xa9llo platypus\r\n")
+
+
+def fill(client: IMAPClient) -> dict[str, list[int]]:
+    """APPEND the corpus; returns the UIDs per folder. Some messages are \\Seen, some not."""
+    forwarded = EmailMessage()
+    forwarded["Subject"] = "Inner narwhal note"
+    forwarded["From"] = "bob@example.org"
+    forwarded.set_content("The narwhal memo travels as an attached message.")
+    corpus = {
+        "INBOX": [
+            (mail("Alternative walrus", body="Plain walrus text", html="<p>HTML <b>walrus</b> text</p>"), ()),
+            (mail("HTML only", html="<html><body><h1>Heron</h1><p>only html heron</p></body></html>"),
+             (b"\\Seen",)),
+            (mail("Latin-1 café", body="Grüße aus Köln, crème brûlée", charset="iso-8859-1"), ()),
+            (mail("Cyrillic", body="Привет мир, ёжик", charset="koi8-r"), (b"\\Seen", b"\\Flagged")),
+            (mail("Reports attached", body="See the quokka files.", attachments=(
+                (pdf_bytes("Calibrate the xylophone before every concert."), "application", "pdf",
+                 "manual.pdf"),
+                (docx_bytes("The zeppelin hangar needs a new roof."), "application",
+                 "vnd.openxmlformats-officedocument.wordprocessingml.document", "review.docx"))), ()),
+            (mail("Forwarded", body="Forwarding the narwhal note.",
+                  attachments=((forwarded, "message", "rfc822", None),)), ()),
+            (MALFORMED, ()),
+        ],
+        "Archive/2024 Q1": [(mail("Archived yak", body="An old yak story"), (b"\\Seen",))],
+        "Übersicht": [(mail("Unicode folder", body="A wombat in a unicode folder"), ())],
+    }
+    uids: dict[str, list[int]] = {}
+    for folder, messages in corpus.items():
+        if folder != "INBOX":
+            client.create_folder(folder)
+        for raw, flags in messages:
+            response = client.append(folder, raw, flags=flags)
+            uids.setdefault(folder, []).append(int(response.split(b"]")[0].split()[-1]))
+    return uids
+
+
+def flags(client: IMAPClient) -> dict[tuple[str, int], tuple]:
+    found = {}
+    for _flags, _delim, folder in client.list_folders():
+        if b"\\Noselect" in _flags:
+            continue
+        client.select_folder(folder, readonly=True)
+        for uid, data in client.fetch(client.search(["ALL"]), ["FLAGS"]).items():
+            found[(folder, uid)] = tuple(sorted(data[b"FLAGS"]))
+    return found
+
+
+def index_rows(folder: Path) -> dict[str, tuple[str, str]]:
+    """{url: (title, content)} straight from the embedded index."""
+    with sqlite3.connect(folder / "index.sqlite") as db:
+        return {url: (title, content) for url, title, content in db.execute(
+            "SELECT d.url, d.title, f.content FROM docs d JOIN docs_fts f ON f.rowid = d.rid")}
+
+
+@pytest.fixture
+def dovecot():
+    with running_dovecot({USER: PASSWORD}) as server:
+        yield server
+
+
+def connect(server, scheme="imaps") -> IMAPClient:
+    context = ssl.create_default_context(cafile=str(server.ca_file))
+    client = IMAPClient("127.0.0.1", server.imaps_port, ssl=True, ssl_context=context)
+    client.login(USER, PASSWORD)
+    return client
+
+
+def test_mailbox_crawls_read_only_incremental_deletes_and_uidvalidity(dovecot, tmp_path, make_config, crawl,
+                                                                       search, monkeypatch):
+    client = connect(dovecot)
+    uids = fill(client)
+    before = flags(client)
+    monkeypatch.setenv("BT_IMAP_PASSWORD", PASSWORD)
+    start = dovecot.url("imap")
+    config = make_config(tmp_path, start=[{"url": start}], whitelist=[{"prefix": start}],
+                         credentials=[{"url": start, "username": USER, "password": "${BT_IMAP_PASSWORD}"}],
+                         imap={"ca_file": str(dovecot.ca_file)})  # STARTTLS, verified against the test CA
+
+    first = crawl(config)
+    assert first.code == 0, (first.report.get("problems"), first.stderr[-2000:])
+    assert flags(client) == before  # EXAMINE and BODY.PEEK: no \Seen added, nothing changed
+    validity = {name: client.folder_status(name, [b"UIDVALIDITY"])[b"UIDVALIDITY"]
+                for name in ("INBOX", "Archive/2024 Q1", "Übersicht")}
+    inbox = f"{start.rstrip('/')}/INBOX;UIDVALIDITY={validity['INBOX']}"
+    archive = f"{start.rstrip('/')}/Archive/2024%20Q1;UIDVALIDITY={validity['Archive/2024 Q1']}"
+    unicode = f"{start.rstrip('/')}/%C3%9Cbersicht;UIDVALIDITY={validity['Übersicht']}"
+    i = uids["INBOX"]
+    expected = {f"{inbox}/;UID={uid}" for uid in i} | {
+        f"{inbox}/;UID={i[4]}/;SECTION=2", f"{inbox}/;UID={i[4]}/;SECTION=3",  # the PDF and the DOCX
+        f"{inbox}/;UID={i[5]}/;SECTION=2",  # the attached message
+        f"{archive}/;UID={uids['Archive/2024 Q1'][0]}", f"{unicode}/;UID={uids['Übersicht'][0]}"}
+    rows = index_rows(tmp_path)
+    assert set(rows) == expected
+    assert rows[f"{inbox}/;UID={i[0]}"][0] == "Alternative walrus from Ada Lovelace <ada@example.org>"
+    assert "Plain walrus text" in rows[f"{inbox}/;UID={i[0]}"][1]
+    assert "only html heron" in rows[f"{inbox}/;UID={i[1]}"][1]
+    assert "Grüße aus Köln, crème brûlée" in rows[f"{inbox}/;UID={i[2]}"][1]
+    assert "Привет мир, ёжик" in rows[f"{inbox}/;UID={i[3]}"][1]
+    assert "xylophone" in rows[f"{inbox}/;UID={i[4]}/;SECTION=2"][1]
+    assert "zeppelin hangar" in rows[f"{inbox}/;UID={i[4]}/;SECTION=3"][1]
+    assert rows[f"{inbox}/;UID={i[5]}/;SECTION=2"][0] == "Inner narwhal note from bob@example.org"
+    assert "platypus" in rows[f"{inbox}/;UID={i[6]}"][1]
+    assert [h["url"] for h in search(config, "wombat")] == [f"{unicode}/;UID={uids['Übersicht'][0]}"]
+
+    # Second crawl: one message deleted, the archive folder re-created (a new UIDVALIDITY).
+    client.select_folder("INBOX")
+    client.delete_messages([i[1]])
+    client.expunge()
+    client.unselect_folder()
+    client.delete_folder("Archive/2024 Q1")
+    client.create_folder("Archive/2024 Q1")
+    new_uid = int(client.append("Archive/2024 Q1", mail("Archived yak", body="An old yak story"))
+                  .split(b"]")[0].split()[-1])
+    new_validity = client.folder_status("Archive/2024 Q1", [b"UIDVALIDITY"])[b"UIDVALIDITY"]
+    assert new_validity != validity["Archive/2024 Q1"]
+    before = flags(client)
+
+    second = crawl(config)
+    assert second.code == 0, second.report.get("problems")
+    assert flags(client) == before
+    new_archive = f"{start.rstrip('/')}/Archive/2024%20Q1;UIDVALIDITY={new_validity}"
+    expected = (expected - {f"{inbox}/;UID={i[1]}", f"{archive}/;UID={uids['Archive/2024 Q1'][0]}"}) | {
+        f"{new_archive}/;UID={new_uid}"}
+    assert set(index_rows(tmp_path)) == expected
+    counts = second.counts
+    assert (counts["new"], counts["read"], counts["deleted"], counts["unchanged"]) == (
+        1, 1, 2, len(expected) - 1)
+
+    for run in (first, second):
+        for text in (json.dumps(run.report), run.stdout, run.stderr):
+            assert PASSWORD not in text
+    assert PASSWORD.encode() not in (tmp_path / "index.sqlite").read_bytes()
+
+
+def test_imaps_folder_start_url_and_bad_login(dovecot, tmp_path, make_config, crawl):
+    client = connect(dovecot)
+    client.append("INBOX", mail("Hello", body="kiwi"))
+    client.create_folder("INBOX/Sub")
+    client.append("INBOX/Sub", mail("Nested", body="emu"))
+    secret = tmp_path / "imap.password"
+    secret.write_text(PASSWORD, encoding="utf-8")
+    inbox = dovecot.url("imaps", "INBOX")
+    config = make_config(tmp_path, start=[{"url": inbox}], whitelist=[{"prefix": inbox}],
+                         credentials=[{"url": dovecot.url("imaps"), "username": USER,
+                                       "password_file": str(secret)}],
+                         imap={"ca_file": str(dovecot.ca_file)})
+    run = crawl(config, "--debug")  # even the debug log never shows the password
+    assert run.code == 0, run.report.get("problems")
+    assert run.counts["written"] == 2  # INBOX and INBOX/Sub, over TLS
+    assert PASSWORD not in run.stderr + run.stdout
+
+    secret.write_text("wrong-password", encoding="utf-8")
+    run = crawl(config)
+    assert run.code == 1
+    assert run.counts["kept"] == 2 and run.counts["deleted"] == 0
+    reason = run.problems("discover")[inbox]
+    assert reason.startswith("unavailable: ") and "wrong-password" not in reason

@@ -1,0 +1,117 @@
+"""SMB shares against a real Samba server the test starts: logins, Windows ACLs with deny entries,
+unicode names, an access-denied folder and share, a re-crawl after an ACL change and a server that
+goes offline between two crawls."""
+
+from __future__ import annotations
+
+import grp
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.servers.samba import running_samba, set_acl
+
+pytestmark = pytest.mark.skipif(shutil.which("smbd") is None or os.geteuid() != 0,
+                                reason="needs root and Debian's samba package (tests/run.sh installs it)")
+
+PASSWORDS = {"btadmin": "Adm1n-Secret-7q", "btcrawl": "Crawl-Secret-4x", "btalice": "Al1ce-Secret-9z",
+             "btbob": "B0b-Secret-2w"}
+READ = 0x001200A9  # FILE_GENERIC_READ | FILE_EXECUTE
+FULL = 0x001F01FF
+
+
+def index_rows(config_dir: Path) -> dict[str, tuple[list[str], str]]:
+    """{url: (groups, content)} straight from the embedded index."""
+    with sqlite3.connect(config_dir / "index.sqlite") as db:
+        return {url: (json.loads(groups), content)
+                for url, groups, content in db.execute(
+                    "SELECT d.url, d.groups, f.content FROM docs d JOIN docs_fts f ON f.rowid = d.rid")}
+
+
+@pytest.fixture
+def samba(tmp_path):
+    share, private = tmp_path / "share", tmp_path / "private"
+    files = {"public.txt": "public notice for everyone", "report.txt": "quarterly report for staff",
+             "denied-bob.txt": "salary table not for bob", "everyone-denied.txt": "locked away",
+             "Ünïcödé/naïve café.txt": "crème brûlée recipe", "secret/plans.txt": "secret plans"}
+    for name, text in files.items():
+        (share / name).parent.mkdir(parents=True, exist_ok=True)
+        (share / name).write_text(text, encoding="utf-8")
+    private.mkdir()
+    (private / "p.txt").write_text("private", encoding="utf-8")
+    for folder in (share, private):
+        for path in (folder, *folder.rglob("*")):
+            os.chmod(path, 0o777 if path.is_dir() else 0o666)
+    shares = {"docs": {"path": str(share), "read only": "no", "admin users": "btadmin"},
+              "private": {"path": str(private), "valid users": "btalice"}}
+    with running_samba(tmp_path / "samba", PASSWORDS, shares, groups={"btalice": ("btstaff",)}) as server:
+        yield server
+
+
+def test_share_with_acls_unicode_denied_folder_and_offline_server(samba, tmp_path, make_config, crawl,
+                                                                  search):
+    sid = {user: samba.sid(user) for user in PASSWORDS}
+    staff = f"S-1-22-2-{grp.getgrnam('btstaff').gr_gid}"
+    admin = {"port": samba.port, "username": "btadmin", "password": PASSWORDS["btadmin"]}
+    unc = r"\\127.0.0.1\docs"
+    acls = {
+        "public.txt": [("allow", "S-1-1-0", READ)],
+        "report.txt": [("allow", staff, READ), ("allow", sid["btcrawl"], READ)],
+        # a deny that comes first wins over bob's later allow (Fess indexed bob as a reader)
+        "denied-bob.txt": [("deny", sid["btbob"], READ), ("allow", sid["btbob"], READ),
+                           ("allow", sid["btalice"], FULL), ("allow", sid["btcrawl"], READ)],
+        "everyone-denied.txt": [("deny", "S-1-1-0", 0x1), ("allow", sid["btcrawl"], READ)],
+        r"Ünïcödé\naïve café.txt": [("allow", sid["btalice"], READ), ("allow", sid["btcrawl"], READ)],
+        "secret": [("allow", sid["btalice"], FULL)],
+    }
+    for name, aces in acls.items():
+        set_acl(unc + "\\" + name, aces, **admin)
+    secret_file = tmp_path / "crawl.password"
+    secret_file.write_text(PASSWORDS["btcrawl"] + "\n", encoding="utf-8")
+    docs, private = samba.url("docs"), samba.url("private")
+    names = {sid["btcrawl"]: "crawler", sid["btalice"]: "alice", sid["btbob"]: "bob", "S-1-1-0": "everyone",
+             staff: "staff"}
+    config = make_config(tmp_path, start=[{"url": docs}, {"url": private}],
+                         whitelist=[{"prefix": docs}, {"prefix": private}],
+                         credentials=[{"url": samba.url(), "username": "btcrawl",
+                                       "password_file": str(secret_file)}],
+                         smb={"sid_names": names})
+
+    first = crawl(config)
+    assert first.code == 1, first.stderr  # the denied folder and share are report lines; the crawl went on
+    problems = first.problems("discover")
+    assert problems[f"{docs}/secret"] == "cannot list folder: STATUS_ACCESS_DENIED"
+    assert problems[private].startswith("unavailable: ")
+    assert problems[f"{docs}/everyone-denied.txt"] == "its access control list lets no one read it"
+    unicode_url = f"{docs}/%C3%9Cn%C3%AFc%C3%B6d%C3%A9/na%C3%AFve%20caf%C3%A9.txt"
+    assert index_rows(tmp_path) == {
+        f"{docs}/public.txt": (["everyone"], "public notice for everyone"),
+        f"{docs}/report.txt": (["crawler", "staff"], "quarterly report for staff"),
+        f"{docs}/denied-bob.txt": (["alice", "crawler"], "salary table not for bob"),
+        unicode_url: (["alice", "crawler"], "crème brûlée recipe"),
+    }
+    assert [h["url"] for h in search(config, "brûlée")] == [unicode_url]
+
+    # An ACL change re-indexes that document only; nothing else is read again.
+    set_acl(unc + r"\report.txt", [("allow", sid["btcrawl"], READ)], **admin)
+    second = crawl(config)
+    assert (second.counts["changed"], second.counts["unchanged"], second.counts.get("new", 0)) == (1, 3, 0)
+    assert index_rows(tmp_path)[f"{docs}/report.txt"][0] == ["crawler"]
+
+    # The server goes offline: every document is kept, and the report says why.
+    samba.stop()
+    third = crawl(config)
+    assert third.code == 1
+    assert third.counts["kept"] == 4 and third.counts.get("deleted", 0) == 0
+    assert third.problems("discover")[docs].startswith("unavailable: ")
+    assert len(index_rows(tmp_path)) == 4
+
+    # The password is nowhere: not in the report, the output or the index.
+    for run in (first, second, third):
+        for text in (json.dumps(run.report), run.stdout, run.stderr):
+            assert PASSWORDS["btcrawl"] not in text
+    assert PASSWORDS["btcrawl"].encode() not in (tmp_path / "index.sqlite").read_bytes()

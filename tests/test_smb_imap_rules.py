@@ -1,0 +1,83 @@
+"""The pure rules behind the SMB and IMAP sources: who may read a file by its DACL, the configuration
+keys ``smb`` and ``imap``, IMAP URLs under their folder, and attachments found in a BODYSTRUCTURE."""
+
+from __future__ import annotations
+
+import pytest
+from imapclient.response_types import BodyData
+
+from pipeline.config import ImapConfig, SmbConfig, load_config
+from tests.test_config import MINIMAL, error_of, with_top, write
+from transforms.freshness import _ancestors
+from transforms.sources.imap import _attachments, folder_url, message_url
+from transforms.sources.smb_acl import readers
+from transforms.urls import is_under
+
+ALLOW, DENY = 0, 1
+READ, WRITE, INHERIT_ONLY = 0x001200A9, 0x00000002, 0x08
+ALICE, BOB, STAFF, EVERYONE = "S-1-5-21-1-2-3-1001", "S-1-5-21-1-2-3-1002", "S-1-22-2-1000", "S-1-1-0"
+
+
+@pytest.mark.parametrize(("aces", "expected"), [
+    ([(ALLOW, 0, READ, ALICE), (ALLOW, 0, READ, STAFF)], [ALICE, STAFF]),
+    ([(DENY, 0, READ, BOB), (ALLOW, 0, READ, BOB), (ALLOW, 0, READ, ALICE)], [ALICE]),  # the first deny wins
+    ([(ALLOW, 0, READ, BOB), (DENY, 0, READ, BOB)], [BOB]),  # a deny after the allow comes too late
+    ([(DENY, 0, WRITE, BOB), (ALLOW, 0, READ, BOB)], [BOB]),  # denied writing, not reading
+    ([(ALLOW, 0, WRITE, BOB)], []),  # may write but not read
+    ([(ALLOW, INHERIT_ONLY, READ, BOB), (ALLOW, 0, READ, ALICE)], [ALICE]),  # only for children
+    ([(DENY, 0, 0x1, EVERYONE), (ALLOW, 0, READ, ALICE)], []),  # everyone denied before any allow
+    ([(ALLOW, 0, READ, ALICE), (DENY, 0, 0x1, EVERYONE)], [ALICE]),
+    ([(ALLOW, 0, 0x80000000, ALICE), (ALLOW, 0, 0x10000000, BOB)], [ALICE, BOB]),  # GENERIC_READ, _ALL
+    ([], []),  # an empty DACL: nobody
+    (None, [EVERYONE]),  # no DACL: everybody
+])
+def test_readers_follow_windows_ace_order(aces, expected):
+    assert readers(aces) == expected
+
+
+def test_smb_and_imap_settings(tmp_path):
+    assert load_config(str(write(tmp_path, MINIMAL))).smb == SmbConfig(True, {})
+    (tmp_path / "ca.pem").write_text("x", encoding="utf-8")
+    config = load_config(str(write(tmp_path, with_top(f"""
+        smb: {{read_acls: false, sid_names: {{{ALICE}: alice, S-1-1-0: everyone}}}}
+        imap: {{starttls: false, ca_file: ca.pem}}
+        """))))
+    assert config.smb == SmbConfig(False, {ALICE: "alice", EVERYONE: "everyone"})
+    assert config.imap == ImapConfig(False, str(tmp_path / "ca.pem"))
+
+
+@pytest.mark.parametrize(("extra", "expected"), [
+    ("smb: {acls: true}", "smb.acls: unknown key (allowed: read_acls, sid_names)"),
+    ("smb: {sid_names: {alice: x}}", "smb.sid_names.alice: must be a SID such as"),
+    ("smb: {read_acls: 1}", "smb.read_acls: must be true or false, got 1"),
+    ("imap: {ca_file: missing.pem}", "imap.ca_file: no such file: "),
+])
+def test_smb_and_imap_setting_errors(tmp_path, extra, expected):
+    assert error_of(tmp_path, with_top(extra)).startswith(expected)
+
+
+def test_smb_start_url_names_a_share(tmp_path):
+    text = 'start: [{url: "smb://fileserver/"}]\nindex: {path: i.sqlite}\n'
+    assert error_of(tmp_path, text) == "start[0].url: an smb:// start URL names a share: smb://host/share[/folder]"
+
+
+def test_imap_urls_lie_under_their_folder():
+    folder = folder_url("imap://mail", "Archive/2024 Q1; old", "/")
+    assert folder == "imap://mail/Archive/2024%20Q1%3B%20old"
+    message = message_url(folder, 7, 42)
+    assert message == folder + ";UIDVALIDITY=7/;UID=42"
+    assert is_under(message, folder) and is_under(message, "imap://mail/Archive")
+    assert not is_under("file:///a/b;c", "file:///a/b")  # only IMAP URLs carry ;parameters
+    assert folder in set(_ancestors(message_url(folder, 7, 42, "2")))  # a failed folder keeps its mail
+
+
+def test_attachments_from_bodystructure():
+    text = (b"text", b"plain", (b"charset", b"utf-8"), None, None, b"7bit", 120, 4, None, None, None, None)
+    pdf = (b"application", b"pdf", (b"name", b"a.pdf"), None, None, b"base64", 9000, None,
+           (b"attachment", (b"filename", b"a.pdf")), None, None)
+    inline_png = (b"image", b"png", None, None, None, b"base64", 300, None, (b"inline", None), None, None)
+    message = (b"message", b"rfc822", None, None, None, b"7bit", 500, None, None, 10, None, None, None)
+    alternative = (text, text, b"alternative", None, None, None, None)  # as IMAPClient's parser gives it
+    body = BodyData.create((alternative, pdf, inline_png, message, b"mixed", None, None, None, None))
+    assert list(_attachments(body)) == [("2", 9000, ""), ("4", 500, "message/rfc822")]
+    assert list(_attachments(BodyData.create(text))) == []  # a single part is the message's body

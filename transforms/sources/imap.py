@@ -1,0 +1,311 @@
+"""IMAP mailboxes (``imap://`` with STARTTLS or plain, ``imaps://`` with TLS) through IMAPClient.
+
+Strictly read-only, unlike regain (which marked every message read): folders are opened with
+EXAMINE and bodies fetched with BODY.PEEK, so no flag changes. URLs follow RFC 5092::
+
+    imap://host/Folder/Sub;UIDVALIDITY=385759045/;UID=20             a message (message/rfc822)
+    imap://host/Folder/Sub;UIDVALIDITY=385759045/;UID=20/;SECTION=2  one of its attachments
+
+Discovery lists each folder's UIDs with RFC822.SIZE, INTERNALDATE and BODYSTRUCTURE, never bodies,
+so a known message keeps its id, size and date and the freshness join leaves it alone. A message
+deleted on the server is not found and its document is deleted; a new UIDVALIDITY gives every
+message of the folder a new URL, so the folder is re-indexed and the old documents go. A folder
+that cannot be opened is reported as "incomplete", which keeps its documents (freshness also
+treats ``Folder;UIDVALIDITY=n`` as lying under ``Folder``).
+
+A start URL naming the server or a folder lists that folder and all folders below it; folders past
+the walk budget are handed to the next discovery round. Connections are opened on first use and
+pooled per worker process and login; logins come from ``credentials:``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email
+import email.policy
+import io
+import logging
+import re
+import ssl
+import threading
+from collections.abc import Iterator
+from datetime import UTC
+from urllib.parse import quote, unquote, urlsplit
+
+from imapclient import IMAPClient
+from imapclient.exceptions import IMAPClientAbortError, IMAPClientError
+
+from transforms.records import Entry, FrontierItem, event
+from transforms.sources import settings
+from transforms.urls import depth_below, doc_id
+
+SCHEMES = ("imap", "imaps")
+logging.getLogger("imapclient").setLevel(logging.INFO)  # its DEBUG trace shows commands, LOGIN included
+_FAILURES = (OSError, IMAPClientError, ssl.SSLError)  # IMAPClientError covers imaplib's errors
+_MESSAGE = re.compile(r"^(?P<folder>imaps?://[^/]+/.*?);UIDVALIDITY=(?P<validity>\d+)/;UID=(?P<uid>\d+)"
+                      r"(?:/;SECTION=(?P<section>[\d.]+))?$")
+_SEGMENT_SAFE = "!$&'()*+,=:@~"  # ";" and "/" are escaped inside a folder name
+_FETCH_CHUNK = 1000  # UIDs per FETCH command
+_LISTING = ["RFC822.SIZE", "INTERNALDATE", "BODYSTRUCTURE"]
+
+
+def folder_url(server: str, name: str, delimiter: str) -> str:
+    """``imap://host/A/B`` for folder ``A<delimiter>B``."""
+    segments = name.split(delimiter) if delimiter else [name]
+    return server + "/" + "/".join(quote(s, safe=_SEGMENT_SAFE) for s in segments)
+
+
+def message_url(folder: str, uidvalidity: int, uid: int, section: str = "") -> str:
+    url = f"{folder};UIDVALIDITY={uidvalidity}/;UID={uid}"
+    return f"{url}/;SECTION={section}" if section else url
+
+
+class _Server:
+    """Scheme, host, port and login of a URL; the key of the connection pool."""
+
+    def __init__(self, url: str):
+        parts = urlsplit(url)
+        self.scheme = parts.scheme
+        self.host = parts.hostname or ""
+        self.port = parts.port or (993 if self.scheme == "imaps" else 143)
+        self.base = f"{self.scheme}://{parts.netloc}"
+        self.path = parts.path
+        login = settings.login_for(url)
+        self.login = (login.username, login.password) if login else None
+        self.key = (self.scheme, self.host, self.port, login.username if login else "")
+
+    def connect(self) -> IMAPClient:
+        current = settings.current()
+        context = ssl.create_default_context(cafile=current.imap_ca_file or None)
+        client = IMAPClient(self.host, self.port, ssl=self.scheme == "imaps", ssl_context=context, timeout=60)
+        client.normalise_times = False  # INTERNALDATE with its zone: one instant whatever the worker's zone
+        try:
+            if self.scheme == "imap" and current.imap_starttls:
+                client.starttls(context)
+            if self.login:
+                client.login(*self.login)
+            root = client.list_folders("", "")  # LIST "" "": the hierarchy delimiter only
+            delimiter = root[0][1] if root else None
+            if isinstance(delimiter, bytes):
+                delimiter = delimiter.decode()
+            client.beamtrawl_delimiter = delimiter or ""
+        except Exception:
+            with contextlib.suppress(Exception):
+                client.shutdown()
+            raise
+        client.beamtrawl_selected = None
+        return client
+
+
+_POOL: dict[tuple, list[IMAPClient]] = {}  # idle connections of this worker process, per login
+_POOL_LOCK = threading.Lock()
+
+
+def _call(server: _Server, work):
+    """``work(client)`` on a pooled connection of this process. A connection that failed is closed, not
+    returned; a pooled one that had gone stale (logged out by the server, socket closed) is replaced
+    once by a fresh one."""
+    for attempt in (1, 2):
+        with _POOL_LOCK:
+            idle = _POOL.setdefault(server.key, [])
+            client = idle.pop() if idle else None
+        pooled = client is not None
+        if client is None:
+            client = server.connect()
+        try:
+            result = work(client)
+        except BaseException as err:
+            with contextlib.suppress(Exception):
+                client.shutdown()
+            if pooled and attempt == 1 and isinstance(err, (OSError, IMAPClientAbortError)):
+                continue
+            raise
+        with _POOL_LOCK:
+            _POOL[server.key].append(client)
+        return result
+    raise AssertionError("unreachable")
+
+
+def _examine(client: IMAPClient, name: str, fresh: bool = False) -> int:
+    """Open a folder read-only (EXAMINE); returns its UIDVALIDITY. Reads reuse the folder a connection
+    has open unless ``fresh`` (discovery always asks the server)."""
+    if not fresh and client.beamtrawl_selected and client.beamtrawl_selected[0] == name:
+        return client.beamtrawl_selected[1]
+    client.beamtrawl_selected = None
+    status = client.select_folder(name, readonly=True)
+    validity = int(status[b"UIDVALIDITY"])
+    client.beamtrawl_selected = (name, validity)
+    return validity
+
+
+def _reason(err: Exception) -> str:
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return text.removeprefix("b'").removesuffix("'") if text.startswith("b'") else text
+
+
+def _folder_name(url: str, server: _Server, delimiter: str) -> str:
+    path = urlsplit(url).path.strip("/")
+    return delimiter.join(unquote(s) for s in path.split("/")) if path else ""
+
+
+def _entry(url: str, root: str, size: int, mtime_ns: int, mimetype: str, source: str) -> Entry:
+    return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=size,
+                 mtime_ns=mtime_ns, identity="", content=None, mimetype=mimetype, outlinks=[], etag="",
+                 http_last_modified="", source_url=source, link_text="")
+
+
+def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
+    """A start URL: list its folder tree, then its folders' messages to the budget (the rest goes to
+    the next round). A folder handed on: list its messages."""
+    server = _Server(item.url)
+
+    def folders_to_list(client: IMAPClient) -> tuple[str, list[str]]:
+        delimiter = client.beamtrawl_delimiter
+        name = _folder_name(item.url, server, delimiter)
+        return delimiter, [name] if rules.start(item.url) is None else _subtree(client, name, delimiter)
+
+    try:
+        delimiter, folders = _call(server, folders_to_list)
+    except _FAILURES as err:  # server down, bad login, no such folder: keep everything under it
+        yield event("incomplete", item.url.rstrip("/"), "discover", f"unavailable: {_reason(err)}")
+        return
+    chosen = []
+    for folder in folders:
+        url = folder_url(server.base, folder, delimiter)
+        if url != item.url.rstrip("/"):  # a folder below the start URL: walked if the rules say so
+            decision = rules.decide(url, depth_below(url, item.root) + 1)
+            if not decision.accepted or not decision.parse:
+                yield event("declined", url, "discover", "")
+                continue
+        chosen.append((folder, url))
+    listed = 0
+    for i, (folder, url) in enumerate(chosen):
+        if budget is not None and listed >= budget:  # the rest goes to the next round, to any worker
+            for _rest, rest_url in chosen[i:]:
+                yield FrontierItem(rest_url, item.root, depth_below(rest_url, item.root), rest_url, [],
+                                   item.url, "")
+            return
+        listed += yield from _messages(server, folder, url, item, rules)
+
+
+def _subtree(client: IMAPClient, name: str, delimiter: str) -> list[str]:
+    """Selectable folders at and below ``name`` ("" = the whole server), sorted."""
+    found = []
+    patterns = ["*"] if not name else [name, name + delimiter + "*"]
+    for pattern in patterns:
+        for flags, _delim, folder in client.list_folders("", pattern):
+            if b"\\Noselect" not in flags and b"\\NonExistent" not in flags:
+                found.append(folder)
+    if name and name not in found:
+        raise IMAPClientError(f"no such folder: {name}")
+    return sorted(set(found))
+
+
+def _messages(server: _Server, folder: str, url: str, item: FrontierItem, rules):
+    """Entries for one folder's messages and attachments; returns how many messages it listed."""
+    def list_folder(client: IMAPClient) -> tuple[int, dict]:
+        validity = _examine(client, folder, fresh=True)
+        uids = client.search(["ALL"])
+        listing = {}
+        for start in range(0, len(uids), _FETCH_CHUNK):
+            listing.update(client.fetch(uids[start:start + _FETCH_CHUNK], _LISTING))
+        return validity, listing
+
+    try:
+        validity, listing = _call(server, list_folder)
+    except _FAILURES as err:  # its documents stay in the index
+        yield event("incomplete", url, "discover", f"cannot open folder: {_reason(err)}")
+        return 0
+    yield event("listed", count=len(listing))
+    for uid, data in sorted(listing.items()):
+        murl = message_url(url, validity, uid)
+        decision = rules.decide(murl, depth_below(murl, item.root))
+        if not decision.accepted or not decision.index:
+            yield event("declined", murl, "discover", "")
+            continue
+        stamp = data.get(b"INTERNALDATE")
+        mtime_ns = int(stamp.astimezone(UTC).timestamp()) * 1_000_000_000 if stamp else 0
+        yield _entry(murl, item.root, int(data.get(b"RFC822.SIZE", 0)), mtime_ns, "message/rfc822", url)
+        try:
+            parts = list(_attachments(data.get(b"BODYSTRUCTURE")))
+        except (TypeError, ValueError, IndexError, AttributeError):  # an unreadable structure: no attachments
+            parts = []
+            yield event("failed", murl, "discover", "unreadable BODYSTRUCTURE: attachments not indexed")
+        for section, size, mimetype in parts:
+            aurl = message_url(url, validity, uid, section)
+            yield _entry(aurl, item.root, size, mtime_ns, mimetype, murl)
+    return len(listing)
+
+
+def _text(value) -> str:
+    return value.decode("utf-8", "replace").lower() if isinstance(value, bytes) else str(value or "").lower()
+
+
+def _params(raw) -> dict[str, str]:
+    if not isinstance(raw, tuple):
+        return {}
+    return {_text(raw[i]): _text(raw[i + 1]) for i in range(0, len(raw) - 1, 2)}
+
+
+def _attachments(body, prefix: str = "") -> Iterator[tuple[str, int, str]]:
+    """(section, encoded size, MIME type) of each attachment in a BODYSTRUCTURE: parts with an
+    attachment disposition or a file name, and attached messages (prepared whole by the mail
+    preparator). The type is given for attached messages only (libmagic calls many of them text);
+    other attachments are sniffed, as senders often declare application/octet-stream."""
+    if body is None:
+        return
+    if body.is_multipart:
+        for number, part in enumerate(body[0], 1):
+            if part.is_multipart:
+                yield from _attachments(part, f"{prefix}{number}.")
+            else:
+                yield from _leaf(part, f"{prefix}{number}")
+    # a single-part message has no attachments: its one part is the message's body
+
+
+def _leaf(part, section: str) -> Iterator[tuple[str, int, str]]:
+    kind, subtype = _text(part[0]), _text(part[1])
+    base = {"text": 8, "message": 10 if subtype == "rfc822" else 7}.get(kind, 7)
+    disposition = part[base + 1] if len(part) > base + 1 else None
+    disposition_kind = _text(disposition[0]) if isinstance(disposition, tuple) and disposition else ""
+    disposition_params = disposition[1] if isinstance(disposition, tuple) and len(disposition) > 1 else None
+    filename = _params(disposition_params).get("filename") or _params(part[2]).get("name")
+    is_attached_message = kind == "message" and subtype == "rfc822"
+    if disposition_kind == "attachment" or is_attached_message or (
+            filename and (kind, subtype) not in (("text", "plain"), ("text", "html"))):
+        yield section, int(part[6] or 0), "message/rfc822" if is_attached_message else ""
+
+
+def _fetch(url: str) -> bytes:
+    match = _MESSAGE.match(url)
+    if not match:
+        raise OSError("not an IMAP message URL")
+    server = _Server(url)
+    uid, section = int(match["uid"]), match["section"]
+    items = ["BODY.PEEK[]"] if not section else [f"BODY.PEEK[{section}.MIME]", f"BODY.PEEK[{section}]"]
+
+    def fetch(client: IMAPClient) -> dict | str:
+        folder = _folder_name(match["folder"], server, client.beamtrawl_delimiter)
+        if _examine(client, folder) != int(match["validity"]):
+            return "the folder's UIDVALIDITY changed: the message is gone under this URL"
+        return client.fetch([uid], items).get(uid) or "message not found"
+
+    data = _call(server, fetch)
+    if isinstance(data, str):
+        raise OSError(data)
+    if not section:
+        return data[b"BODY[]"]
+    headers = data.get(f"BODY[{section}.MIME]".encode()) or b""
+    body = data.get(f"BODY[{section}]".encode()) or b""
+    part = email.message_from_bytes(headers + body, policy=email.policy.compat32)
+    if part.get_content_type() == "message/rfc822":
+        return body  # BODY[n] of an attached message is the message itself
+    return part.get_payload(decode=True) or b""
+
+
+def open_document(url: str) -> io.BytesIO:
+    """The message (RFC 822 bytes) or the attachment (decoded), fetched with BODY.PEEK."""
+    try:
+        return io.BytesIO(_fetch(url))
+    except _FAILURES as err:
+        raise OSError(f"IMAP fetch failed: {_reason(err)}") from None

@@ -1,0 +1,266 @@
+"""SMB shares (``smb://host[:port]/share/path``) through smbprotocol (SMB 2/3).
+
+Discovery lists folders to a budget as the file source does, with size and last-write time from
+the directory listing itself (no request per file), plus one QUERY_INFO per file for its security
+descriptor when ``smb.read_acls`` is on (its readers become ``Entry.groups``, see
+:mod:`transforms.sources.smb_acl`). Start URLs name a share or a folder or file in it: listing a
+server's shares needs the srvsvc RPC service, which smbprotocol does not speak. Reading streams the
+file.
+
+A share or folder that cannot be listed (server down, share offline, access denied) is reported as
+"incomplete", so its documents stay in the index. Connections are opened on first use and pooled
+per worker process (smbprotocol's connection cache: one connection per server, one session per
+user, plus ``ACL_CONNECTIONS`` that read security descriptors), never one per document. Logins come from ``credentials:``; they are never put in URLs.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import struct
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+from urllib.parse import unquote, urlsplit
+
+import smbclient
+from smbclient._io import SMBDirectoryIO, SMBFileTransaction, SMBRawIO
+from smbprotocol.exceptions import NoMoreFiles, NoSuchFile, SMBException
+from smbprotocol.file_info import FileAttributes, FileInformationClass
+from smbprotocol.open import QueryDirectoryFlags, SMB2QueryDirectoryResponse
+from smbprotocol.security_descriptor import AccessMask
+
+from transforms.records import Entry, FrontierItem, event
+from transforms.sources import settings, smb_acl
+from transforms.urls import depth_below, doc_id, quote_segment
+
+SCHEMES = ("smb",)
+# Their DEBUG traces dump protocol messages, authentication tokens included: never print them (--debug).
+for _name in ("smbprotocol", "smbclient", "spnego"):
+    logging.getLogger(_name).setLevel(logging.INFO)
+_CONNECTIONS: dict = {}  # smbprotocol's connection cache for this worker process
+_REGISTER = threading.Lock()
+_ACL_THREADS: ThreadPoolExecutor | None = None  # started on first use, per worker process
+_ACL_LOCAL = threading.local()
+ACL_CONNECTIONS = 4  # connections per worker process that read security descriptors
+_FAILURES = (OSError, ValueError, SMBException)  # a server that is down raises a plain ValueError
+
+
+class _Location:
+    """Where a URL points: server, port, share and the UNC path smbclient takes, plus the login."""
+
+    def __init__(self, url: str):
+        parts = urlsplit(url)
+        self.host = parts.hostname or ""
+        self.port = parts.port or 445
+        segments = [unquote(s, errors="surrogateescape") for s in parts.path.split("/") if s]
+        self.share = segments[0] if segments else ""
+        self.unc = "\\\\" + "\\".join([self.host, *segments])
+        login = settings.login_for(url)
+        self.kwargs = {"port": self.port, "connection_cache": _CONNECTIONS,
+                       "username": login.username if login else None,
+                       "password": login.password if login else None}
+
+    def session(self) -> None:
+        """Register the session once per server and user (smbclient then reuses it)."""
+        with _REGISTER:
+            smbclient.register_session(self.host, **self.kwargs)
+
+
+def _reason(err: Exception) -> str:
+    """A one-line reason without secrets: smbprotocol's messages name the path and the NT status."""
+    if isinstance(err, OSError) and err.strerror:
+        status = re.search(r"'(STATUS_\w+)'", err.strerror)
+        return status.group(1) if status else err.strerror
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
+def _groups(unc: str, login: dict, sid_names: dict[str, str]) -> list[str]:
+    raw = SMBRawIO(unc, mode="r", desired_access=AccessMask.READ_CONTROL, **login)
+    with SMBFileTransaction(raw) as transaction:
+        smb_acl.query_security(transaction)
+    return smb_acl.groups(transaction.results[0], sid_names)
+
+
+def _entry(url: str, root: str, size: int, mtime_ns: int, groups: list[str], source: str) -> Entry:
+    return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=size,
+                 mtime_ns=mtime_ns, identity="", content=None, mimetype="", outlinks=[], etag="",
+                 http_last_modified="", source_url=source, link_text="", groups=groups)
+
+
+def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
+    """Yield Entry records for files, FrontierItem records for folders left to the next round and
+    Event records for counts and problems (``follow_symlinks`` does not apply: the server resolves links)."""
+    location = _Location(item.url)
+    try:
+        location.session()
+        st = smbclient.stat(location.unc, **location.kwargs)
+    except _FAILURES as err:  # server down, share offline, no access: keep everything under it
+        yield event("incomplete", item.url, "discover", f"unavailable: {_reason(err)}")
+        return
+    start = rules.start(item.url)
+    if not st.st_file_attributes & FileAttributes.FILE_ATTRIBUTE_DIRECTORY:  # a start URL naming one file
+        if start is not None and start.index:
+            groups = _access_groups([location.unc], location)[0]
+            yield from _file(item.url, item.root, st.st_size, st.st_mtime_ns, groups, item.url)
+        return
+    if start is not None and not start.parse:
+        yield event("declined", item.url, "discover", "")
+        return
+    stack = [item]
+    listed = 0
+    while stack:
+        if budget is not None and listed >= budget:
+            yield from stack  # the rest goes to the next round, to any worker
+            return
+        listed += yield from _list(stack.pop(), rules, location, stack)
+
+
+def _access_groups(uncs: list[str], location: _Location) -> list:
+    """Groups of each file (or the exception that stopped reading them), or None per file when ACLs are
+    not read. Descriptors are queried by ``ACL_CONNECTIONS`` threads, each over its own pooled
+    connection: Samba serves one connection in one process, so one connection would serialise them."""
+    current = settings.current()
+    if not current.smb_read_acls:
+        return [None] * len(uncs)
+    names = dict(current.smb_sid_names)
+
+    def one(unc: str):
+        caches = _ACL_LOCAL.__dict__.setdefault("caches", {})  # this thread's connection per server
+        own = dict(location.kwargs, connection_cache=caches)
+        try:
+            with _REGISTER:
+                smbclient.register_session(location.host, **own)
+            return _groups(unc, own, names)
+        except _FAILURES as err:
+            return err
+
+    global _ACL_THREADS
+    with _REGISTER:
+        if _ACL_THREADS is None:
+            _ACL_THREADS = ThreadPoolExecutor(ACL_CONNECTIONS, thread_name_prefix="smb-acl")
+    return list(_ACL_THREADS.map(one, uncs))
+
+
+def _file(url: str, root: str, size: int, mtime_ns: int, groups, source: str):
+    if isinstance(groups, Exception):  # never index as public what was not checked: keep the indexed version
+        yield event("failed", url, "discover", f"cannot read its access control list: {_reason(groups)}")
+        yield event("incomplete", url, "discover", "")
+        return
+    if groups is not None and not groups:
+        yield event("declined", url, "discover", "its access control list lets no one read it")
+        return
+    yield _entry(url, root, size, mtime_ns, groups or [], source)
+
+
+class _Child(NamedTuple):
+    name: str
+    is_dir: bool
+    size: int
+    mtime_ns: int
+
+
+_FULL_INFO = struct.Struct("<II16xq8xq8xIII")  # FILE_FULL_DIR_INFORMATION up to the name (68 bytes)
+_FILETIME_EPOCH = 116_444_736_000_000_000  # 1970-01-01 in 100 ns steps since 1601
+
+
+def _scan(unc: str, location: _Location) -> list[_Child]:
+    """One folder's entries (without . and ..) by SMB2 QUERY_DIRECTORY, parsed with ``struct``:
+    smbclient.scandir builds an object tree per entry, which costs more than the round trips."""
+    children = []
+    with SMBDirectoryIO(unc, share_access="rwd", **location.kwargs) as directory:
+        handle = directory.fd
+        flags = QueryDirectoryFlags.SMB2_RESTART_SCANS
+        while True:
+            query, _receive = handle.query_directory("*", FileInformationClass.FILE_FULL_DIRECTORY_INFORMATION,
+                                                     flags=flags, send=False)
+            sent = handle.connection.send(query, handle.tree_connect.session.session_id,
+                                          handle.tree_connect.tree_connect_id)
+            try:
+                answer = handle.connection.receive(sent)
+            except (NoMoreFiles, NoSuchFile):  # the end of the listing (NoSuchFile: nothing matched)
+                break
+            response = SMB2QueryDirectoryResponse()
+            response.unpack(answer["data"].get_value())
+            buffer, offset = response["buffer"].get_value(), 0
+            while True:
+                following, _index, write_time, size, attributes, name_length, _ea = _FULL_INFO.unpack_from(
+                    buffer, offset)
+                name = buffer[offset + 68:offset + 68 + name_length].decode("utf-16-le", "surrogatepass")
+                if name not in (".", ".."):
+                    children.append(_Child(name, bool(attributes & FileAttributes.FILE_ATTRIBUTE_DIRECTORY),
+                                           size, (write_time - _FILETIME_EPOCH) * 100))
+                if not following:
+                    break
+                offset += following
+            flags = 0
+    return children
+
+
+def _list(folder: FrontierItem, rules, location: _Location, stack: list):
+    """List one folder: files become entries, sub-folders go on ``stack``; returns entries listed."""
+    unc = _Location(folder.url).unc
+    try:
+        children = _scan(unc, location)
+    except _FAILURES as err:  # unreadable or vanished: its documents stay in the index
+        yield event("incomplete", folder.url, "discover", f"cannot list folder: {_reason(err)}")
+        return 0
+    prefix = folder.url.rstrip("/")
+    yield event("listed", count=len(children))
+    files = []
+    for child in children:
+        url = prefix + "/" + quote_segment(child.name.encode("utf-8", "surrogatepass"))
+        depth = depth_below(url, folder.root)
+        if child.is_dir:
+            decision = rules.decide(url, depth + 1)  # walked only if what it holds could be accepted
+            if not decision.accepted or not decision.parse:
+                yield event("declined", url, "discover", "")
+                continue
+            stack.append(FrontierItem(url, folder.root, depth, url, [], folder.url, ""))
+        else:
+            decision = rules.decide(url, depth)
+            if not decision.accepted or not decision.index:
+                yield event("declined", url, "discover", "")
+                continue
+            files.append((url, child))
+    groups = _access_groups([unc + "\\" + child.name for _url, child in files], location)
+    for (url, child), readers in zip(files, groups):
+        yield from _file(url, folder.root, child.size, child.mtime_ns, readers, folder.url)
+    return len(children)
+
+
+class _Stream(io.RawIOBase):
+    """An SMB file as a stream whose failures are OSErrors (what the read stage reports)."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        try:
+            return self.handle.readinto(buffer)
+        except _FAILURES as err:
+            raise OSError(f"SMB read failed: {_reason(err)}") from None
+
+    def close(self) -> None:
+        try:
+            self.handle.close()
+        except _FAILURES:
+            pass
+        super().close()
+
+
+def open_document(url: str) -> io.BufferedReader:
+    """A binary stream of the file's bytes, read in chunks as the reader asks for them."""
+    location = _Location(url)
+    try:
+        location.session()
+        handle = smbclient.open_file(location.unc, mode="rb", buffering=0, share_access="rwd",
+                                     **location.kwargs)
+    except _FAILURES as err:
+        raise OSError(f"cannot open: {_reason(err)}") from None
+    return io.BufferedReader(_Stream(handle), buffer_size=1024 * 1024)
