@@ -89,8 +89,9 @@ def crawl():
 def search():
     """``beamtrawl search QUERY --config CONFIG --json`` → list of hits."""
 
-    def run(config: Path, query: str, limit: int = 1000) -> list[dict]:
-        done = beamtrawl("search", query, "--config", str(config), "--json", "--limit", str(limit),
+    def run(config: Path, query: str, limit: int = 1000, groups: str | None = None) -> list[dict]:
+        extra = ["--groups", groups] if groups is not None else []
+        done = beamtrawl("search", query, "--config", str(config), "--json", "--limit", str(limit), *extra,
                          check_dac=False)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)

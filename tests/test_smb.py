@@ -94,7 +94,8 @@ def test_share_with_acls_unicode_denied_folder_and_offline_server(samba, tmp_pat
         f"{docs}/denied-bob.txt": (["alice", "crawler"], "salary table not for bob"),
         unicode_url: (["alice", "crawler"], "crème brûlée recipe"),
     }
-    assert [h["url"] for h in search(config, "brûlée")] == [unicode_url]
+    assert [h["url"] for h in search(config, "brûlée", groups="alice")] == [unicode_url]
+    assert search(config, "brûlée", groups="bob") == search(config, "brûlée") == []  # not bob's, not public
 
     # An ACL change re-indexes that document only; nothing else is read again.
     set_acl(unc + r"\report.txt", [("allow", sid["btcrawl"], READ)], **admin)
