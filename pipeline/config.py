@@ -100,6 +100,7 @@ HTTP_DEFAULTS: dict[str, Any] = {
     "robots_txt": True,
     "honour_robots_meta": True,  # <meta name="robots" content="noindex, nofollow">
     "sitemaps": True,  # robots.txt Sitemap: lines and /sitemap.xml
+    "block_private_addresses": False,  # true for public sites: never fetch private or loopback addresses
 }
 
 
@@ -119,6 +120,7 @@ class HttpConfig:
     robots_txt: bool = HTTP_DEFAULTS["robots_txt"]
     honour_robots_meta: bool = HTTP_DEFAULTS["honour_robots_meta"]
     sitemaps: bool = HTTP_DEFAULTS["sitemaps"]
+    block_private_addresses: bool = HTTP_DEFAULTS["block_private_addresses"]
 
 
 @dataclass(frozen=True)
@@ -393,6 +395,7 @@ _HTTP_KEYS: dict[str, Callable[[_Reader, Any, str], Any]] = {
     "robots_txt": _Reader.boolean,
     "honour_robots_meta": _Reader.boolean,
     "sitemaps": _Reader.boolean,
+    "block_private_addresses": _Reader.boolean,
 }
 
 

@@ -219,6 +219,14 @@ def test_robots_txt_failing_keeps_the_host(site, web_config, crawl):
     assert run.problems()[site.base] == "robots.txt: robots.txt answered 503; all pages of the host kept"
 
 
+def test_private_addresses_can_be_blocked(site, web_config, crawl):
+    build(site, 1)
+    run = crawl(web_config(site, block_private_addresses=True))
+    assert indexed(web_config(site)) == {} and run.counts.get("fetched", 0) == 0
+    reasons = " ".join(run.problems().values())
+    assert "127.0.0.1, not a public address (http.block_private_addresses)" in reasons, run.problems()
+
+
 @pytest.mark.parametrize(("http", "message"), [
     ({"delay": -1}, "http.delay: must be a number of seconds of at least 0, got -1"),
     ({"concurrency_per_host": 0}, "http.concurrency_per_host: must be at least 1, got 0"),

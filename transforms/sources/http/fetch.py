@@ -12,10 +12,12 @@ timeout model) rather than requests, because every limit must hold while the bod
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 import urllib3
 
@@ -37,6 +39,21 @@ class Limits:
     max_body: int = 10 * 1024 * 1024
     max_redirects: int = 5
     user_agent: str = "beamtrawl/0.1 (+https://github.com/beamtrawl)"
+    block_private_addresses: bool = False
+
+
+def private_address(host: str) -> str:
+    """The first address of ``host`` that is not on the public internet (private, loopback, link-local,
+    reserved), or "" — for crawls of public sites that must never reach the internal network."""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (socket.gaierror, UnicodeError):
+        return ""  # not resolvable: the request itself fails with its own reason
+    for *_, sockaddr in infos:
+        address = ipaddress.ip_address(sockaddr[0].split("%", 1)[0])
+        if not address.is_global:
+            return str(address)
+    return ""
 
 
 @dataclass
@@ -127,6 +144,11 @@ class Fetcher:
         pace()
         if time.monotonic() >= deadline:
             raise FetchError(f"took longer than {self.limits.total_timeout:g} s")
+        if self.limits.block_private_addresses:  # checked on every hop: a redirect may point inside
+            host = urlsplit(url).hostname or ""
+            if address := private_address(host):
+                raise FetchError(f"{host} resolves to {address}, not a public address "
+                                 "(http.block_private_addresses)")
         try:
             return self.pool.request("GET", url, headers=headers, redirect=False, preload_content=False,
                                      decode_content=False)
