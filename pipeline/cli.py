@@ -13,7 +13,7 @@ import sys
 
 from pipeline import __version__
 from pipeline.config import ConfigError, load_config
-from pipeline.report import EXIT_FATAL, summary
+from pipeline.report import EXIT_FATAL, summary, terminal_safe
 
 log = logging.getLogger("beamtrawl")
 
@@ -90,7 +90,7 @@ def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:
     if not hits:
         print("no documents found")
     for n, hit in enumerate(hits, 1):
-        print(f"{n}. {hit.title}\n   {hit.url}\n   {hit.snippet}\n")
+        print(f"{n}. {terminal_safe(hit.title)}\n   {terminal_safe(hit.url)}\n   {terminal_safe(hit.snippet)}\n")
     return 0
 
 

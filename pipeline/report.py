@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import smart_open
@@ -70,6 +71,15 @@ def write_report(report: dict, path: str) -> None:
         handle.write("\n")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """Text from documents shown on a terminal: control characters (escape sequences that could
+    rewrite the screen or the title bar) become spaces."""
+    return _CONTROL.sub(" ", text)
+
+
 def summary(report: dict) -> str:
     """A few lines for the terminal."""
     c = report["counts"]
@@ -86,7 +96,7 @@ def summary(report: dict) -> str:
         lines.append(f"FAILED: {report['fatal']}")
     shown = report["problems"][:10]
     for problem in shown:
-        lines.append(f"  {problem['stage']}: {problem['url'] or '-'}: {problem['reason']}")
+        lines.append(terminal_safe(f"  {problem['stage']}: {problem['url'] or '-'}: {problem['reason']}"))
     if len(report["problems"]) > len(shown):
         lines.append(f"  … and {len(report['problems']) - len(shown)} more problems in the report")
     return "\n".join(lines)
