@@ -2,11 +2,11 @@
 
 Run from the repository root (beamtrawl installed, psutil present)::
 
-    python bench/load_bench.py [--files 200000] [--workers 2] [--opensearch] [--keep DIR]
+    python bench/load_bench.py [--files 200000] [--workers 2] [--targets embedded,opensearch] [--keep DIR]
 
 It generates the tree of bench/crawl_bench.py (small .txt and .html files) twice: the large one and a
-baseline of a tenth of its size. It crawls both into a fresh embedded index (and with
-``--opensearch`` into a fresh alias on a node started from tests/servers/opensearch.py) and prints, per
+baseline of a tenth of its size. It crawls both into a fresh embedded index and/or a fresh alias on an
+OpenSearch node started from tests/servers/opensearch.py (``--targets``) and prints, per
 target: wall seconds, documents per second, the peak RSS summed over the crawl's process tree (driver
 and workers, sampled every 0.1 s), the ratio of that peak to the baseline's (bounded memory means the
 ratio stays well below the tenfold growth of the corpus), and the number of documents in the index, which
@@ -83,7 +83,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=200_000)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--opensearch", action="store_true", help="also crawl into an OpenSearch node")
+    parser.add_argument("--targets", default="embedded,opensearch",
+                        help="comma-separated: embedded, opensearch (default: both)")
     parser.add_argument("--keep", help="work in this folder and keep it")
     args = parser.parse_args()
     work = Path(args.keep or tempfile.mkdtemp(prefix="beamtrawl-load-"))
@@ -98,9 +99,11 @@ def main() -> None:
                 generate_tree(tree, files, seed=7)
                 print(f"generated {files:,} files in {time.perf_counter() - started:.0f} s (not timed)")
             trees[size] = (tree, files)
-        ok = measure(work, trees, "embedded index", lambda size: {"path": str(work / f"{size}.sqlite")},
-                     args.workers)
-        if args.opensearch:
+        targets, ok = args.targets.split(","), True
+        if "embedded" in targets:
+            ok &= measure(work, trees, "embedded index", lambda size: {"path": str(work / f"{size}.sqlite")},
+                          args.workers)
+        if "opensearch" in targets:
             from tests.servers.opensearch import running_node
             with running_node(work / "node") as url:
                 ok &= measure(work, trees, "OpenSearch", lambda size: {"url": url, "name": f"load-{size}"},
