@@ -86,5 +86,7 @@ class Rules:
             return False
         if root == url:  # a start URL naming one document
             return self.starts[url].index
-        decision = self._rules(url, depth_below(url, root))
+        # a web page's depth is link hops, known only while crawling: its path says nothing about it
+        depth = 0 if url.startswith(("http://", "https://")) else depth_below(url, root)
+        decision = self._rules(url, depth)
         return decision.accepted and decision.index

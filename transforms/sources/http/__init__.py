@@ -19,13 +19,15 @@ def expand(item, rules, follow_symlinks: bool, budget: int | None):
 
 
 def open_document(url: str) -> BinaryIO:
-    """The page's bytes (UTF-8 for HTML), fetched with default limits and no login; raises OSError."""
+    """The page's bytes (UTF-8 for HTML), fetched with default limits and the configured login (the
+    crawl's source settings); raises OSError."""
+    from transforms.sources import settings
     from transforms.sources.http import charset
     from transforms.sources.http.crawl import HTML_TYPES
     from transforms.sources.http.fetch import Fetcher, FetchError
 
     try:
-        page = Fetcher().fetch(url)
+        page = Fetcher().fetch(url, credential=settings.login_for)
     except FetchError as err:
         raise OSError(f"cannot fetch: {err}") from None
     if page.status != 200 or page.truncated:
