@@ -12,7 +12,9 @@ restarted for the next document; the document gets its report line and a substit
 Protocol on the child's stdin/stdout (its own stdout is redirected to stderr, so a preparator that
 prints cannot corrupt it): 8-byte length, then a pickle. The parent sends the preparators once, then
 ``(data, url, mimetype)`` per document; the child answers ``("ready", None)`` once, then per document
-``("try", name)`` and ``("fail", reason)`` as it goes and ``("done", prepared or None)`` at the end.
+``("done", (prepared or None, failures))``. One message each way per document: on a busy machine every
+message the other process must wake up for costs a scheduling delay. The name of the preparator at work,
+which a timeout's report line needs, goes into a small status file the parent reads only then.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import weakref
@@ -143,14 +146,18 @@ class Isolated:
         self.process: subprocess.Popen | None = None
         self.restarts = 0
         self.inflight: Ticket | None = None
+        self.status = None  # the file where the child writes which preparator is at work
         self.lock = threading.Lock()
         self._finalizer = weakref.finalize(self, Isolated._end, self.__dict__)
 
     def _start(self) -> None:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        if self.status is None:
+            self.status = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as this runner
+        status = self.status.fileno()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "transforms.preparators.isolation", str(self.memory_limit)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+            [sys.executable, "-m", "transforms.preparators.isolation", str(self.memory_limit), str(status)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=(status,))
         _send(self.process.stdin, self.preparators)
         # Start-up (importing the format libraries) is not the first document's time: wait for it apart.
         kind, _ = _receive(self.process.stdout.fileno(), time.monotonic() + max(120.0, self.timeout))
@@ -183,6 +190,7 @@ class Isolated:
                     return ticket
             ticket.deadline = time.monotonic() + self.timeout
             try:
+                os.pwrite(self.status.fileno(), bytes(_STATUS_SIZE), 0)
                 _send(self.process.stdin, (data, url, mimetype))
             except OSError:
                 self._died(ticket)
@@ -202,16 +210,9 @@ class Isolated:
         """Read the child's messages for ``ticket`` (the one in flight) until it is done."""
         self.inflight = None
         try:
-            while True:
-                kind, value = _receive(self.process.stdout.fileno(), ticket.deadline)
-                if kind == "try":
-                    ticket.current = value
-                elif kind == "fail":
-                    ticket.errors.append(value)
-                else:
-                    ticket.value = (value, ticket.errors)
-                    return
+            _, ticket.value = _receive(self.process.stdout.fileno(), ticket.deadline)
         except TimeoutError:
+            ticket.current = self._current()
             self._stop()
             ticket.errors.append(f"{ticket.current}: timed out after {self.timeout:g} s "
                                  "(the preparing process was killed)")
@@ -219,7 +220,12 @@ class Isolated:
         except (EOFError, OSError, pickle.UnpicklingError):
             self._died(ticket)
 
+    def _current(self) -> str:
+        name = os.pread(self.status.fileno(), _STATUS_SIZE, 0).rstrip(b"\0 ").decode("utf-8", "replace")
+        return name or "preparation"
+
     def _died(self, ticket: Ticket) -> None:
+        ticket.current = self._current()
         code = self.process.wait()
         self._stop()
         limit = f" (memory limit {self.memory_limit} bytes)" if self.memory_limit else ""
@@ -248,7 +254,10 @@ class Isolated:
         process.stdout.close()
 
 
-def _child(memory_limit: int) -> None:
+_STATUS_SIZE = 200
+
+
+def _child(memory_limit: int, status: int) -> None:
     import resource
 
     from transforms.preparators.mime import MimeSniffer
@@ -266,13 +275,12 @@ def _child(memory_limit: int) -> None:
         _send(replies, ("ready", None))
         while True:
             data, url, mimetype = _receive(fd)
-            prepared, _ = run_chain(preparators, data, url, mimetype, sniff,
-                                    on_try=lambda name: _send(replies, ("try", name)),
-                                    on_fail=lambda reason: _send(replies, ("fail", reason)))
-            _send(replies, ("done", prepared))
+            result = run_chain(preparators, data, url, mimetype, sniff, on_try=lambda name: os.pwrite(
+                status, name.encode()[:_STATUS_SIZE].ljust(_STATUS_SIZE, b"\0"), 0))
+            _send(replies, ("done", result))
     except EOFError:
         return
 
 
 if __name__ == "__main__":
-    _child(int(sys.argv[1]))
+    _child(int(sys.argv[1]), int(sys.argv[2]))

@@ -36,13 +36,16 @@ def _docx(stream) -> Prepared:
     from docx.table import Table
 
     document = docx.Document(stream)
+    # Style names by id, read once: Paragraph.style looks the default style up anew for every paragraph,
+    # which took most of the time of a DOCX.
+    names = {style.style_id: style.name or "" for style in document.styles}
     blocks, headlines = [], []
     for block in document.iter_inner_content():  # paragraphs and tables in reading order
         if isinstance(block, Table):
             blocks.extend(" ".join(dict.fromkeys(c.text for c in row.cells)) for row in block.rows)
             continue
         blocks.append(block.text)
-        style = block.style.name if block.style is not None else ""
+        style = names.get(block._p.style, "")  # no style id: the default paragraph style, never a heading
         if style.startswith(("Heading", "Title")) and block.text.strip():
             headlines.append(block.text.strip())
     return _prepared(document.core_properties, "author", "comments", _join(blocks), headlines)
