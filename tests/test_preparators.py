@@ -163,3 +163,9 @@ def test_spec_passes_its_params():
         return Prepared(content=f"{params['greeting']} {data.decode()} {mimetype}")
     spec = PreparatorSpec("echo", echo, ("text/plain",), params=(("greeting", "hello"),))
     assert spec(b"world", "file:///a.txt", "text/plain").content == "hello world text/plain"
+
+
+def test_mail_without_the_usual_first_headers_is_named_by_its_extension():
+    data = b"Subject: Budget\nFrom: a@example.org\nMIME-Version: 1.0\nContent-Type: text/plain\n\nthe figures\n"
+    assert MimeSniffer()(data, "file:///m/budget.eml") == "message/rfc822"
+    assert MimeSniffer()(data, "file:///m/budget.txt") == "text/plain"

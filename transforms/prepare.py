@@ -43,7 +43,7 @@ from transforms.preparators import PreparatorSpec, Prepared, chain_for
 from transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds, runner_for
 from transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
 from transforms.progress import Progress, Tally, timed
-from transforms.records import Entry, Event, IndexDoc, RawDocument, event
+from transforms.records import AuxValue, Entry, Event, IndexDoc, RawDocument, event
 from transforms.sources import settings, source_for
 from transforms.urls import extension, file_name, parent_path
 
@@ -72,7 +72,9 @@ def make_document(entry, mimetype: str, data: bytes, prepared: Prepared, fingerp
         content_hash=hashlib.sha256(data).hexdigest() if data else "",
         etag=entry.etag, http_last_modified=entry.http_last_modified, prep_fingerprint=fingerprint,
         outlinks=list(entry.outlinks), indexed_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        aux=aux_values(aux_fields, entry.url),
+        # a preparator's additional fields (regain's getAdditionalFields) are stored and returned with hits
+        aux=[*aux_values(aux_fields, entry.url),
+             *(AuxValue(name, value, True, False, False) for name, value in sorted(prepared.fields.items()))],
     )
 
 

@@ -20,8 +20,10 @@ import olefile
 from transforms.urls import extension
 
 SNIFF_BYTES = 64 * 1024
-# libmagic calls small or fragmentary HTML text/plain; the extension settles it.
-_TEXT_BY_EXTENSION = {"html": "text/html", "htm": "text/html", "xhtml": "application/xhtml+xml"}
+# libmagic calls small or fragmentary HTML, and mail without the usual first headers, text/plain; the
+# extension settles it.
+_TEXT_BY_EXTENSION = {"html": "text/html", "htm": "text/html", "xhtml": "application/xhtml+xml",
+                      "eml": "message/rfc822"}
 _ZIP_MAGIC, _OLE_MAGIC = b"PK\x03\x04", olefile.MAGIC
 _OOXML = (
     ("word/document.xml", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
