@@ -1,9 +1,9 @@
 """Web crawl benchmark: beamtrawl against a Scrapy spider on the same loopback site, in one run.
 
-Run from the repository root, with Scrapy from the ``bench`` extra. Installed on its own, Scrapy pulls
-in a cryptography newer than apache-beam allows (< 48), so pin its TLS stack beside it::
+Run from the repository root, with Scrapy from the ``bench`` extra (which also pins Scrapy's TLS stack
+below the cryptography 48 that apache-beam refuses)::
 
-    pip install 'scrapy==2.13.4' 'cryptography<48' 'pyopenssl<26' 'service-identity<26.1'
+    pip install -e '.[bench]'
     python bench/http_bench.py [--pages 2000] [--concurrency 8] [--workers 2]
 
 A generated site of ``--pages`` linked HTML pages (about 3 KB of text each, 11 links per page; see
