@@ -13,6 +13,7 @@ import pytest
 
 from tests.servers.samba import DCERPCD, running_samba
 from tests.test_smb import index_rows
+from transforms.sources import smb_shares
 
 pytestmark = pytest.mark.skipif(shutil.which("smbd") is None or not os.path.exists(DCERPCD) or os.geteuid() != 0,
                                 reason="needs root and Debian's samba package (tests/run.sh installs it)")
@@ -68,3 +69,16 @@ def test_hidden_share_when_the_whitelist_names_it(samba, tmp_path, make_config, 
     run = crawl(config)
     assert run.code == 0, run.stderr
     assert list(index_rows(tmp_path)) == [samba.url("hidden$", "h.txt")]
+
+
+def test_many_shares_answer_in_several_fragments(tmp_path):
+    """300 shares with remarks need about 20 kB of NDR: the answer comes in several RPC fragments."""
+    names = [f"share{i:03d}" for i in range(300)]
+    (tmp_path / "s").mkdir()
+    os.chmod(tmp_path / "s", 0o777)
+    shares = {name: {"path": str(tmp_path / "s"), "comment": f"remark of {name} " * 3} for name in names}
+    shares["print$"] = {"path": str(tmp_path / "s")}
+    with running_samba(tmp_path / "samba", PASSWORDS, shares, rpc=True) as server:
+        login = {"port": server.port, "connection_cache": {}, "username": "btcrawl",
+                 "password": PASSWORDS["btcrawl"]}
+        assert smb_shares.disk_shares("127.0.0.1", login) == [*names, "print$"]  # IPC$ is no disk share

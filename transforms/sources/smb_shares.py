@@ -55,10 +55,13 @@ def disk_shares(host: str, kwargs: dict) -> list[str]:
         reply = _call(pipe, _pdu(_REQUEST, 2, struct.pack("<IHH", len(stub), 0, _NETR_SHARE_ENUM) + stub))
     finally:
         pipe.close()
-    if reply[0][0] == _FAULT:
-        raise OSError(f"NetrShareEnum failed: RPC fault 0x{struct.unpack_from('<I', reply[0][1], 8)[0]:08x}")
-    return [name for name, kind in _share_info_1(b"".join(body[8:] for _kind, body in reply))
-            if kind & _TYPE_MASK == STYPE_DISKTREE]
+    try:
+        if reply[0][0] == _FAULT:
+            raise OSError(f"NetrShareEnum failed: RPC fault 0x{struct.unpack_from('<I', reply[0][1], 8)[0]:08x}")
+        shares = _share_info_1(b"".join(body[8:] for _kind, body in reply))
+    except struct.error as err:
+        raise OSError(f"malformed NetrShareEnum answer: {err}") from None
+    return [name for name, kind in shares if kind & _TYPE_MASK == STYPE_DISKTREE]
 
 
 def hidden(name: str) -> bool:
@@ -85,8 +88,13 @@ def _call(pipe: Open, request: bytes) -> list[tuple[int, bytes]]:
     fragments, buffer = [], b""
     while True:
         while len(buffer) < _HEADER.size or len(buffer) < _HEADER.unpack_from(buffer)[5]:
-            buffer += pipe.read(0, _FRAGMENT)
+            more = pipe.read(0, _FRAGMENT)
+            if not more:
+                raise OSError("the srvsvc pipe closed in the middle of an answer")
+            buffer += more
         _v, _m, kind, flags, _rep, length, _auth, _id = _HEADER.unpack_from(buffer)
+        if length < _HEADER.size:
+            raise OSError(f"malformed RPC fragment of {length} bytes")
         fragments.append((kind, buffer[_HEADER.size:length]))
         buffer = buffer[length:]
         if flags & _LAST or kind not in (_RESPONSE,):
