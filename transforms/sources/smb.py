@@ -3,9 +3,10 @@
 Discovery lists folders to a budget as the file source does, with size and last-write time from
 the directory listing itself (no request per file), plus one QUERY_INFO per file for its security
 descriptor when ``smb.read_acls`` is on (its readers become ``Entry.groups``, see
-:mod:`transforms.sources.smb_acl`). Start URLs name a share or a folder or file in it: listing a
-server's shares needs the srvsvc RPC service, which smbprotocol does not speak. Reading streams the
-file.
+:mod:`transforms.sources.smb_acl`). Start URLs name a server (``smb://host[:port]/``), a share or a
+folder or file in it; a server's disk shares are listed by :mod:`transforms.sources.smb_shares` (srvsvc
+over the same pooled connection) and walked from the next round on, as folders are. Reading streams
+the file.
 
 A server, share or folder that cannot be listed (server down, share offline, access denied) is reported as
 "incomplete", so its documents stay in the index. Connections are opened on first use and pooled
