@@ -454,8 +454,8 @@ def parse_config(raw: Any, source: str, load_plugins: bool = True) -> Config:
         if scheme not in SUPPORTED_SCHEMES:
             raise r.fail(f"{path}.url", f"scheme '{scheme}' is not supported (supported: "
                                         f"{', '.join(SUPPORTED_SCHEMES)})")
-        if scheme == "smb" and len([s for s in url.split("/")[3:] if s]) < 1:
-            raise r.fail(f"{path}.url", "an smb:// start URL names a share: smb://host/share[/folder]")
+        if scheme == "smb" and not re.fullmatch(r"smb://[^/?#]+/[^?#]*", url):
+            raise r.fail(f"{path}.url", "an smb:// start URL is smb://host[:port]/[share[/folder]]")
         starts.append(StartUrl(url, r.boolean(entry.get("parse", True), f"{path}.parse"),
                                r.boolean(entry.get("index", True), f"{path}.index")))
     if not starts:

@@ -56,9 +56,15 @@ def test_smb_and_imap_setting_errors(tmp_path, extra, expected):
     assert error_of(tmp_path, with_top(extra)).startswith(expected)
 
 
-def test_smb_start_url_names_a_share(tmp_path):
-    text = 'start: [{url: "smb://fileserver/"}]\nindex: {path: i.sqlite}\n'
-    assert error_of(tmp_path, text) == "start[0].url: an smb:// start URL names a share: smb://host/share[/folder]"
+@pytest.mark.parametrize("url", ["smb:///share", "smb://fileserver/share?x=1"])
+def test_smb_start_url_names_a_server_share_or_folder(tmp_path, url):
+    text = f'start: [{{url: "{url}"}}]\nindex: {{path: i.sqlite}}\n'
+    assert error_of(tmp_path, text) == "start[0].url: an smb:// start URL is smb://host[:port]/[share[/folder]]"
+
+
+def test_smb_start_url_may_name_a_server(tmp_path):
+    (tmp_path / "c.yaml").write_text('start: [{url: "smb://fileserver:4455/"}]\nindex: {path: i.sqlite}\n')
+    assert [s.url for s in load_config(tmp_path / "c.yaml").start] == ["smb://fileserver:4455/"]
 
 
 def test_imap_urls_lie_under_their_folder():
@@ -69,6 +75,7 @@ def test_imap_urls_lie_under_their_folder():
     assert is_under(message, folder) and is_under(message, "imap://mail/Archive")
     assert not is_under("file:///a/b;c", "file:///a/b")  # only IMAP URLs carry ;parameters
     assert folder in set(_ancestors(message_url(folder, 7, 42, "2")))  # a failed folder keeps its mail
+    assert "smb://files:4455/" in set(_ancestors("smb://files:4455/docs/a.txt"))  # so does a server that is down
 
 
 def test_attachments_from_bodystructure():

@@ -32,6 +32,8 @@ def _ancestors(url: str):
             yield url[:url.rfind(";")]  # imap://h/Folder;UIDVALIDITY=n lies in imap://h/Folder
         cut = url.rstrip("/").rfind("/")
         if cut <= url.find("://") + 2:
+            if not url.endswith("/"):
+                yield url + "/"  # the server itself, as a start URL spells it (smb://host/)
             return
         url = url[:cut]
 

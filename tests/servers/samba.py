@@ -5,6 +5,12 @@ logs; nothing is written under /etc, /var or /run. Every SMB user needs a unix u
 (``useradd``, kept between runs). Shares use ``vfs objects = acl_xattr`` so Windows ACLs (deny
 entries included) set over SMB are stored and enforced, as on a Windows file server.
 Needs root (``smbd`` switches to the share user) and ``apt-get install samba smbclient``.
+
+With ``rpc=True`` Samba's RPC services (srvsvc: the list of shares) are served by ``samba-dcerpcd``,
+started next to smbd (``rpc start on demand helpers = no`` keeps smbd from starting it itself). Its
+``rpcd_*`` helpers open their default log under /var/log/samba before they read smb.conf, so it runs in
+a private mount namespace (``unshare --mount``) where /var/log/samba is this folder; where namespaces
+are not allowed it runs without one and those helpers leave empty log files there.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+DCERPCD = "/usr/libexec/samba/samba-dcerpcd"  # Debian's path (samba package)
 
 
 def free_port() -> int:
@@ -59,7 +67,9 @@ class Samba:
     port: int
     conf: Path
     shares: dict[str, Path] = field(default_factory=dict)
+    rpc: bool = False
     process: subprocess.Popen | None = None
+    rpc_process: subprocess.Popen | None = None
 
     def url(self, share: str = "", path: str = "") -> str:
         return f"smb://127.0.0.1:{self.port}/{share}" + (f"/{path}" if path else "")
@@ -82,6 +92,8 @@ class Samba:
             self.process = subprocess.Popen(
                 ["smbd", "--foreground", "--no-process-group", "--debug-stdout", f"--configfile={self.conf}"],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        if self.rpc:
+            self._start_rpc()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=1):
@@ -91,16 +103,34 @@ class Samba:
             time.sleep(0.05)
         raise RuntimeError("smbd did not start listening")
 
+    def _start_rpc(self) -> None:
+        command = [DCERPCD, "--foreground", "--libexec-rpcds", "--no-process-group", "--debug-stdout",
+                   f"--configfile={self.conf}"]
+        if subprocess.run(["unshare", "--mount", "true"], capture_output=True, check=False).returncode == 0:
+            command = ["unshare", "--mount", "sh", "-c",
+                       'mount --bind "$0" /var/log/samba && exec "$@"', str(self.folder), *command]
+        with open(self.folder / "dcerpcd.out", "ab") as log:
+            self.rpc_process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                                start_new_session=True)
+        srvsvc = self.folder / "ncalrpc" / "np" / "srvsvc"
+        deadline = time.monotonic() + 30
+        while not srvsvc.exists():
+            if self.rpc_process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("samba-dcerpcd did not start: "
+                                   + (self.folder / "dcerpcd.out").read_text(errors="replace"))
+            time.sleep(0.05)
+
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        self.process = None
+        for process in (self.process, self.rpc_process):
+            if process is not None and process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
+        self.process = self.rpc_process = None
 
 
 def _conf(folder: Path, port: int, shares: dict[str, dict[str, str]]) -> str:
@@ -124,9 +154,10 @@ def _conf(folder: Path, port: int, shares: dict[str, dict[str, str]]) -> str:
 
 @contextlib.contextmanager
 def running_samba(folder: Path, users: dict[str, str], shares: dict[str, dict[str, str]],
-                  groups: dict[str, tuple[str, ...]] | None = None) -> Iterator[Samba]:
+                  groups: dict[str, tuple[str, ...]] | None = None, rpc: bool = False) -> Iterator[Samba]:
     """Start smbd with ``users`` ({name: password}) and ``shares`` ({name: smb.conf options, with
-    ``path``}); ``groups`` gives unix groups per user. Stops the whole process group on exit."""
+    ``path``}); ``groups`` gives unix groups per user; ``rpc`` also serves the RPC services (srvsvc).
+    Stops the whole process groups on exit."""
     folder = Path(folder)
     for sub in ("private", "lock", "state", "cache", "pid", "ncalrpc"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
@@ -139,7 +170,7 @@ def running_samba(folder: Path, users: dict[str, str], shares: dict[str, dict[st
                        text=True, capture_output=True, check=True)
     for options in shares.values():
         _open_parents(Path(options["path"]))
-    samba = Samba(folder, port, conf, {name: Path(o["path"]) for name, o in shares.items()})
+    samba = Samba(folder, port, conf, {name: Path(o["path"]) for name, o in shares.items()}, rpc)
     samba.start()
     try:
         yield samba

@@ -3,11 +3,12 @@
 Discovery lists folders to a budget as the file source does, with size and last-write time from
 the directory listing itself (no request per file), plus one QUERY_INFO per file for its security
 descriptor when ``smb.read_acls`` is on (its readers become ``Entry.groups``, see
-:mod:`transforms.sources.smb_acl`). Start URLs name a share or a folder or file in it: listing a
-server's shares needs the srvsvc RPC service, which smbprotocol does not speak. Reading streams the
-file.
+:mod:`transforms.sources.smb_acl`). Start URLs name a server (``smb://host[:port]/``), a share or a
+folder or file in it; a server's disk shares are listed by :mod:`transforms.sources.smb_shares` (srvsvc
+over the same pooled connection) and walked from the next round on, as folders are. Reading streams
+the file.
 
-A share or folder that cannot be listed (server down, share offline, access denied) is reported as
+A server, share or folder that cannot be listed (server down, share offline, access denied) is reported as
 "incomplete", so its documents stay in the index. Connections are opened on first use and pooled
 per worker process (smbprotocol's connection cache: one connection per server, one session per
 user, plus ``ACL_CONNECTIONS`` that read security descriptors), never one per document. Logins come from ``credentials:``; they are never put in URLs.
@@ -33,7 +34,7 @@ from smbprotocol.open import QueryDirectoryFlags, SMB2QueryDirectoryResponse
 from smbprotocol.security_descriptor import AccessMask
 
 from transforms.records import Entry, FrontierItem, event
-from transforms.sources import settings, smb_acl
+from transforms.sources import settings, smb_acl, smb_shares
 from transforms.urls import depth_below, doc_id, quote_segment
 
 SCHEMES = ("smb",)
@@ -94,6 +95,13 @@ def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None)
     """Yield Entry records for files, FrontierItem records for folders left to the next round and
     Event records for counts and problems (``follow_symlinks`` does not apply: the server resolves links)."""
     location = _Location(item.url)
+    if not location.share:
+        start = rules.start(item.url)
+        if start is not None and not start.parse:
+            yield event("declined", item.url, "discover", "")
+        else:
+            yield from _shares(item, rules, location)
+        return
     try:
         location.session()
         st = smbclient.stat(location.unc, **location.kwargs)
@@ -116,6 +124,29 @@ def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None)
             yield from stack  # the rest goes to the next round, to any worker
             return
         listed += yield from _list(stack.pop(), rules, location, stack)
+
+
+def _shares(item: FrontierItem, rules, location: _Location) -> Iterator:
+    """A server: its disk shares go to the next round, each judged by the accept rules as a folder is;
+    hidden ones (``name$``) only when a whitelist entry names them."""
+    try:
+        location.session()
+        names = smb_shares.disk_shares(location.host, location.kwargs)
+    except _FAILURES as err:  # server down or refusing: keep every document of its shares
+        yield event("incomplete", item.url, "discover", f"unavailable: {_reason(err)}")
+        return
+    yield event("listed", count=len(names))
+    for name in names:
+        url = item.url.rstrip("/") + "/" + quote_segment(name.encode("utf-8", "surrogatepass"))
+        if smb_shares.hidden(name) and not smb_shares.named_by(url, rules.whitelist):
+            yield event("declined", url, "discover", "a hidden share the whitelist does not name")
+            continue
+        depth = depth_below(url, item.root)
+        decision = rules.decide(url, depth + 1)  # walked only if what it holds could be accepted
+        if not decision.accepted or not decision.parse:
+            yield event("declined", url, "discover", "")
+            continue
+        yield FrontierItem(url, item.root, depth, url, [], item.url, "")
 
 
 def _access_groups(uncs: list[str], location: _Location) -> list:
