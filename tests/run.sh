@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 if ! ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/null || ! command -v mvn >/dev/null \
    || ! command -v sox >/dev/null || ! dpkg -s libsox-fmt-mp3 >/dev/null 2>&1 \
    || ! command -v smbd >/dev/null || ! command -v smbclient >/dev/null || ! command -v dovecot >/dev/null \
+   || [ ! -x /usr/libexec/samba/samba-dcerpcd ] \
    || ! command -v openssl >/dev/null; then
   apt-get update -qq
   if [ ! -e /usr/sbin/policy-rc.d ]; then  # install the servers without starting their system services

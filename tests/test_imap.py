@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import shutil
 import sqlite3
 import ssl
 from email.message import EmailMessage
@@ -18,9 +16,6 @@ import pytest
 from imapclient import IMAPClient
 
 from tests.servers.dovecot import running_dovecot
-
-pytestmark = pytest.mark.skipif(shutil.which("dovecot") is None or os.geteuid() != 0,
-                                reason="needs root and Debian's dovecot-imapd (tests/run.sh installs it)")
 
 USER, PASSWORD = "mailer", "Imap-Secret-5k"
 

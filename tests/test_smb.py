@@ -7,16 +7,12 @@ from __future__ import annotations
 import grp
 import json
 import os
-import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from tests.servers.samba import running_samba, set_acl
-
-pytestmark = pytest.mark.skipif(shutil.which("smbd") is None or os.geteuid() != 0,
-                                reason="needs root and Debian's samba package (tests/run.sh installs it)")
 
 PASSWORDS = {"btadmin": "Adm1n-Secret-7q", "btcrawl": "Crawl-Secret-4x", "btalice": "Al1ce-Secret-9z",
              "btbob": "B0b-Secret-2w"}

@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 
 import pytest
 
-from tests.servers.samba import DCERPCD, running_samba
+from tests.servers.samba import running_samba
 from tests.test_smb import index_rows
 from transforms.sources import smb_shares
-
-pytestmark = pytest.mark.skipif(shutil.which("smbd") is None or not os.path.exists(DCERPCD) or os.geteuid() != 0,
-                                reason="needs root and Debian's samba package (tests/run.sh installs it)")
 
 PASSWORDS = {"btcrawl": "Crawl-Secret-4x", "btalice": "Al1ce-Secret-9z"}
 

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.servers import require
+
 MAIL_USER = "beamtrawl-mail"
 
 
@@ -126,6 +128,7 @@ service anvil {{
 def running_dovecot(users: dict[str, str]) -> Iterator[Dovecot]:
     """Start Dovecot with ``users`` ({name: password}); stops the whole process group on exit.
     Its folder is a fresh temporary one with the modes the mail and auth users need."""
+    require("dovecot")
     folder = Path(tempfile.mkdtemp(prefix="beamtrawl-dovecot-"))
     os.chmod(folder, 0o755)  # the auth process (user dovecot) reads the passwd-file below it
     mail = _mail_user()

@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.servers import require
+
 DCERPCD = "/usr/libexec/samba/samba-dcerpcd"  # Debian's path (samba package)
 
 
@@ -158,6 +160,7 @@ def running_samba(folder: Path, users: dict[str, str], shares: dict[str, dict[st
     """Start smbd with ``users`` ({name: password}) and ``shares`` ({name: smb.conf options, with
     ``path``}); ``groups`` gives unix groups per user; ``rpc`` also serves the RPC services (srvsvc).
     Stops the whole process groups on exit."""
+    require("smbd", "smbpasswd", *([DCERPCD] if rpc else []))
     folder = Path(folder)
     for sub in ("private", "lock", "state", "cache", "pid", "ncalrpc"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
