@@ -17,6 +17,7 @@ from typing import BinaryIO
 import smart_open
 
 from transforms.records import Entry, FrontierItem, event
+from transforms.sources.walk import walk_to_budget
 from transforms.urls import depth_below, doc_id, quote_segment, url_to_path
 
 SCHEMES = ("file",)
@@ -50,13 +51,8 @@ def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None)
         yield event("declined", item.url, "discover", "")
         return
 
-    stack = [item._replace(identity=_identity(st))]
-    listed = 0
-    while stack:
-        if budget is not None and listed >= budget:
-            yield from stack  # the rest goes to the next round, to any worker
-            return
-        listed += yield from _list(stack.pop(), rules, follow_symlinks, stack)
+    yield from walk_to_budget([item._replace(identity=_identity(st))], budget,
+                              lambda folder, stack: _list(folder, rules, follow_symlinks, stack))
 
 
 def _identity(st: os.stat_result) -> str:

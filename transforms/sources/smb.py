@@ -35,6 +35,7 @@ from smbprotocol.security_descriptor import AccessMask
 
 from transforms.records import Entry, FrontierItem, event
 from transforms.sources import settings, smb_acl, smb_shares
+from transforms.sources.walk import walk_to_budget
 from transforms.urls import depth_below, doc_id, quote_segment
 
 SCHEMES = ("smb",)
@@ -117,13 +118,7 @@ def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None)
     if start is not None and not start.parse:
         yield event("declined", item.url, "discover", "")
         return
-    stack = [item]
-    listed = 0
-    while stack:
-        if budget is not None and listed >= budget:
-            yield from stack  # the rest goes to the next round, to any worker
-            return
-        listed += yield from _list(stack.pop(), rules, location, stack)
+    yield from walk_to_budget([item], budget, lambda folder, stack: _list(folder, rules, location, stack))
 
 
 def _shares(item: FrontierItem, rules, location: _Location) -> Iterator:

@@ -34,8 +34,8 @@ from email.utils import parsedate_to_datetime
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from pipeline.config import credential_for
 from transforms.records import Entry, FrontierItem, event
+from transforms.sources import settings
 from transforms.sources.http import charset, links
 from transforms.sources.http.fetch import Fetcher, FetchError, Limits, Page
 from transforms.sources.http.robots import Robots, load_robots
@@ -119,7 +119,6 @@ class HostCrawl:
     def __init__(self, config, rules, fetcher: Fetcher):
         self.http = config.http
         self.cleaners = config.url_cleaners
-        self.credentials = config.credentials
         self.rules = rules
         self.fetcher = fetcher
 
@@ -189,7 +188,7 @@ class HostCrawl:
             page = self.fetcher.fetch(
                 task.url, validators=self._validators,
                 allow=lambda target: self._redirect_allowed(target, task),
-                credential=lambda url: credential_for(self.credentials, url), pace=self.pacer.wait)
+                credential=settings.login_for, pace=self.pacer.wait)
         except FetchError as err:
             return _Outcome(task, error=str(err))
         outcome = _Outcome(task, page, mimetype=page.headers.get("content-type", "").split(";")[0].strip().lower())
@@ -362,7 +361,7 @@ class HostCrawl:
             sitemap = pending.pop(0)
             read += 1
             try:
-                page = self.fetcher.fetch(sitemap, credential=lambda url: credential_for(self.credentials, url),
+                page = self.fetcher.fetch(sitemap, credential=settings.login_for,
                                           pace=self.pacer.wait)
             except FetchError:
                 yield event("sitemap_failed")

@@ -30,8 +30,10 @@ from apache_beam.metrics import Metrics
 
 from transforms.progress import Progress, Tally
 from transforms.records import Entry, Event, FrontierItem, SnapshotEntry, event
+from transforms.sources import settings
 from transforms.sources.http import SCHEMES
 from transforms.sources.http.crawl import HostCrawl, Visited, host_of, make_fetcher
+from transforms.sources.settings import SourceSettings
 
 ENTRIES, FRONTIER, VISITED, EVENTS = "entries", "frontier", "visited", "events"
 
@@ -47,6 +49,7 @@ class _CrawlHost(beam.DoFn):
         self.us = Metrics.counter("stage_us", "discover:http")
 
     def setup(self):
+        settings.use(SourceSettings.from_config(self.config))  # logins, as every source gets them
         self.fetcher = make_fetcher(self.config.http)
         self.progress = Progress("web pages found")
         self.tally = Tally(EVENTS)
