@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from tests.conftest import DROP_DAC, beamtrawl, report_path
-from tests.servers.opensearch import running_node
+from tests.servers.opensearch import kill_node, running_node
 from tests.test_crawl_end_to_end import build_tree
 
 
@@ -182,12 +182,15 @@ def test_node_killed_mid_crawl_then_rerun_converges(tmp_path, node_dir, os_confi
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
-                if _get(f"{url}/{index_name(config)}/_count")["count"] > 0:
+                # indexing stats count writes at once; _count waits for a refresh, by when the crawl may be done
+                stats = _get(f"{url}/{index_name(config)}/_stats/indexing")
+                if stats["_all"]["primaries"]["indexing"]["index_total"] > 0:
                     break
             except OSError:
                 pass
-            time.sleep(0.2)
-        stack.close()  # the node goes away in the middle of the crawl
+            time.sleep(0.05)
+        kill_node(url)  # the node goes away in the middle of the crawl
+        stack.close()
         out, err = crawl_proc.communicate(timeout=600)
     assert crawl_proc.returncode == 2, err
     report = json.loads(report_path(config).read_text())

@@ -207,8 +207,10 @@ def running_node(workdir: str | os.PathLike, *, home: str | os.PathLike | None =
                                 stderr=subprocess.STDOUT, start_new_session=True)
     try:
         _wait_ready(url, proc, startup_timeout, node)
+        _running[url] = proc
         yield url
     finally:
+        _running.pop(url, None)
         _stop(proc)
         if private:
             shutil.copytree(private / "logs", workdir / "opensearch-logs", dirs_exist_ok=True)
@@ -309,6 +311,17 @@ def _log_tail(node: Path, lines: int = 40) -> str:
             text = log.read_text(errors="replace").splitlines()[-lines:]
             parts.append(f"--- {log}\n" + "\n".join(text))
     return "\n".join(parts) or "(no log written)"
+
+
+_running: dict[str, subprocess.Popen] = {}
+
+
+def kill_node(url: str) -> None:
+    """SIGKILL the node serving ``url`` at once, as a crash would (leaving ``running_node`` is a clean stop)."""
+    proc = _running[url]
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(30)
 
 
 def _stop(proc: subprocess.Popen) -> None:
