@@ -71,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
 def _crawl(config, runner: str | None, beam_args: list[str]) -> int:
     from pipeline.crawl import crawl  # Beam loads slowly: only when crawling
 
+    # A command is no IPython session; without this, Beam imports IPython (0.6 s) to ask if it is one.
+    sys.modules.setdefault("IPython", None)
     report = crawl(config, runner, beam_args)
     print(summary(report))
     return report["exit_code"]
