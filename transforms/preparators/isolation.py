@@ -78,7 +78,7 @@ def _exit_reason(code: int | None) -> str:
 class Bounds(NamedTuple):
     """The ``preparation:`` section of the configuration (defaults in ``pipeline.config.DEFAULTS``)."""
 
-    timeout: float = 60.0  # seconds per document, hard
+    timeout: float = 60.0  # seconds per document, hard; anew for the preparators after a killed one
     memory_limit: int = 4 * 1024**3  # address space of the preparing process; 0 = no limit
     isolate: bool = True  # False: run preparators in the worker, without the hard bounds
     max_content_length: int = 10_000_000  # characters of text kept per document
