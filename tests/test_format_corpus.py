@@ -155,17 +155,28 @@ def test_broken_inputs_each_give_a_report_line_and_a_document(tmp_path, make_con
                                            "indexed by metadata only")
     assert problems[url + "garbage.txt"] == ("the name says text/plain but the content is application/octet-stream: "
                                              "indexed by metadata only")
-    assert problems[url + "parser.hang"] == "hang: timed out after 5 s (the preparing process was killed)"
-    assert "larger than max_file_size (200000000 > 104857600 bytes)" in problems[url + "huge.bin"]
-    assert run.counts["failed"] == 3 and run.counts["truncated"] == 1 and run.counts["oversize"] == 1
-    assert run.counts["fallback"] == 1 and run.counts["metadata_only"] == 2
+    assert problems[url + "parser.hang"] == ("hang: timed out after 5 s (the preparing process was killed); "
+                                             "a lower-priority preparator read it")  # the text preparator
+    assert problems[url + "huge.bin"] == ("larger than max_file_size (200000000 > 104857600 bytes): "
+                                          "indexed by metadata only")
+    assert run.counts["failed"] == 2 and run.counts["truncated"] == 1 and run.counts["oversize"] == 1
+    assert run.counts["fallback"] == 2 and run.counts["metadata_only"] == 2
 
     index = indexed(config)
     assert set(index) == set(files) | {"report.docx", "table.pdf", "huge.bin"}  # every file has its document
-    for name in ("truncated.pdf", "encrypted.pdf", "parser.hang"):  # substitute documents
-        assert index[name]["preparation_error"] == problems[url + name] and index[name]["content"] == ""
+    broken = set(files) - {"fine.txt"} | {"huge.bin"}
+    assert set(problems) == {url + name for name in broken}
+    for name in broken:  # each carries its report line, as a substitute document does
+        assert index[name]["preparation_error"] == problems[url + name], name
+    for name in ("truncated.pdf", "encrypted.pdf", "empty.pdf", "garbage.txt", "huge.bin"):  # nothing read
+        assert index[name]["content"] == "", name
+    assert (index["empty.pdf"]["mimetype"], index["garbage.txt"]["mimetype"]) == (  # their metadata stays
+        "application/x-empty", "application/octet-stream")
+    assert index["parser.hang"]["content"] == files["parser.hang"].decode()
     assert "&lol4;" in index["lol.xml"]["content"] and len(index["lol.xml"]["content"]) < 1000
     assert index["bomb.zip"]["content"].count("A") > 9_900_000
     assert index["report.docx"]["title"] == "Broken PDF" and "the broken pdf" in index["report.docx"]["content"]
     assert index["table.pdf"]["title"] == "Misnamed sheet" and "misnamed petrel" in index["table.pdf"]["content"]
     assert index["fine.txt"]["content"] == "the crawl goes on after all of them"
+    assert index["fine.txt"]["preparation_error"] == ""
+    assert [index[name]["preparation_error"] for name in ("report.docx", "table.pdf")] == ["", ""]

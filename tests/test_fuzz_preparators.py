@@ -46,7 +46,7 @@ def prepare_once(stage: _PrepareFamily, name: str, data: bytes, sniff: MimeSniff
     url = f"file:///fuzz/{name}"
     entry = Entry(doc_id(url), url, "file:///fuzz/", 0, len(data), 1_700_000_000_000_000_000, "", None, "",
                   [], "", "", "", "")
-    document = RawDocument(entry, sniff(data, url), data, False)
+    document = RawDocument(entry, sniff(data, url), data, "")
     # outputs come when the next document is handed over, or at the end of the bundle
     out = list(stage.process(document, GlobalWindow(), MIN_TIMESTAMP)) + list(stage.finish_bundle())
     docs = [o.value for o in out if not isinstance(o, TaggedOutput)]
@@ -54,7 +54,7 @@ def prepare_once(stage: _PrepareFamily, name: str, data: bytes, sniff: MimeSniff
     assert len(docs) == 1, out  # exactly one document: prepared, or the substitute
     failed = [e for e in events if e.kind == "failed"]
     assert all(e.reason for e in failed)
-    assert bool(docs[0].preparation_error) == bool(failed)
+    assert docs[0].preparation_error == "; ".join(e.reason for e in events if e.reason)  # its report lines
 
 
 @pytest.fixture(scope="module")

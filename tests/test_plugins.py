@@ -262,7 +262,7 @@ def test_link_text_becomes_the_title_of_matching_urls():
 
     def raw(url: str, link_text: str) -> RawDocument:
         entry = Entry("id", url, "", 0, 1, 0, "", None, "", [], "", "", "https://example.org/", link_text)
-        return RawDocument(entry, "application/pdf", b"", False)
+        return RawDocument(entry, "application/pdf", b"", "")
 
     prepared = Prepared(title="Microsoft Word - doc1")
     assert plugin.on_after_prepare(raw("https://example.org/r.pdf", " Annual\n report "), prepared).title == (

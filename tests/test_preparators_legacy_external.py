@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import signal
 import time
 import zipfile
@@ -145,9 +146,21 @@ def echo(data, url, mimetype, params):
     return Prepared(title=str(os.getpid()), content=data.decode())
 
 
-SPECS = (PreparatorSpec("hang", hang, url_pattern=__import__("re").compile(r"\.hang$"), priority=9),
-         PreparatorSpec("hog", hog, url_pattern=__import__("re").compile(r"\.hog$"), priority=9),
-         PreparatorSpec("crash", crash, url_pattern=__import__("re").compile(r"\.crash$"), priority=9),
+def refuse(data, url, mimetype, params):
+    raise PreparationError("refused")
+
+
+def abort(data, url, mimetype, params):
+    os.abort()
+
+
+def exit3(data, url, mimetype, params):
+    os._exit(3)
+
+
+SPECS = (PreparatorSpec("hang", hang, url_pattern=re.compile(r"\.hang$"), priority=9),
+         PreparatorSpec("hog", hog, url_pattern=re.compile(r"\.hog$"), priority=9),
+         PreparatorSpec("crash", crash, url_pattern=re.compile(r"\.crash$"), priority=9),
          PreparatorSpec("echo", echo, ("text/plain",)), *BUILTIN)
 
 
@@ -168,7 +181,7 @@ def test_isolated_preparation_returns_what_the_preparator_made(isolated):
 def test_a_hanging_preparator_is_killed_and_the_next_document_is_prepared(isolated):
     first, _ = isolated.prepare(b"before", "file:///x/a.txt", "text/plain")
     start = time.monotonic()
-    prepared, errors = isolated.prepare(b"loop", "file:///x/a.hang", "text/plain")
+    prepared, errors = isolated.prepare(b"loop", "file:///x/a.hang", "application/octet-stream")  # only hang
     assert prepared is None and errors == ["hang: timed out after 2 s (the preparing process was killed)"]
     assert time.monotonic() - start < 4
     after, errors = isolated.prepare(b"after", "file:///x/b.txt", "text/plain")
@@ -181,11 +194,35 @@ def test_memory_is_limited(isolated):
     assert isolated.prepare(b"fine", "file:///x/b.txt", "text/plain")[0].content == "fine"
 
 
+def test_after_a_hang_the_next_preparator_reads_the_document(isolated):
+    first, _ = isolated.prepare(b"before", "file:///x/a.txt", "text/plain")
+    prepared, errors = isolated.prepare(b"loop", "file:///x/a.hang", "text/plain")  # hang, then echo
+    assert prepared.content == "loop" and prepared.title != first.title and isolated.restarts == 1
+    assert errors == ["hang: timed out after 2 s (the preparing process was killed)"]
+
+
 def test_a_crashing_preparator_is_a_report_line(isolated):
-    prepared, errors = isolated.prepare(b"", "file:///x/a.crash", "text/plain")
+    prepared, errors = isolated.prepare(b"", "file:///x/a.crash", "application/octet-stream")
     assert prepared is None
     assert errors == ["crash: the preparing process was killed by SIGSEGV (memory limit 536870912 bytes)"]
     assert isolated.prepare(b"fine", "file:///x/b.txt", "text/plain")[0].content == "fine"
+
+
+def test_each_killed_preparator_is_a_failure_and_the_chain_goes_on():
+    """A new child for each preparator after one that hung or crashed; failures before it are kept."""
+    specs = (PreparatorSpec("refuse", refuse, url_pattern=re.compile(r"\.many$"), priority=4),
+             PreparatorSpec("hang", hang, url_pattern=re.compile(r"\.many$"), priority=3),
+             PreparatorSpec("abort", abort, url_pattern=re.compile(r"\.many$"), priority=2),
+             PreparatorSpec("exit3", exit3, url_pattern=re.compile(r"\.many$"), priority=1),
+             PreparatorSpec("echo", echo, url_pattern=re.compile(r"\.many$")))
+    runner = Isolated(specs, timeout=2, memory_limit=0)
+    try:
+        prepared, errors = runner.prepare(b"at last", "file:///x/a.many", "text/plain")
+    finally:
+        runner.close()
+    assert prepared.content == "at last" and runner.restarts == 3 and errors == [
+        "refuse: refused", "hang: timed out after 2 s (the preparing process was killed)",
+        "abort: the preparing process was killed by SIGABRT", "exit3: the preparing process exited with 3"]
 
 
 def test_failures_before_a_success_are_kept(isolated):

@@ -14,7 +14,7 @@ from transforms.records import Entry, RawDocument
 from transforms.urls import doc_id
 
 
-def raw(url: str, data: bytes, mimetype: str = "text/plain", oversize: bool = False) -> RawDocument:
+def raw(url: str, data: bytes, mimetype: str = "text/plain", oversize: str = "") -> RawDocument:
     entry = Entry(doc_id(url), url, "file:///d", 0, len(data), 1_700_000_000_123_456_789, "", None, "", [],
                   "", "", "", "")
     return RawDocument(entry, mimetype, data, oversize)
@@ -42,9 +42,9 @@ def crashing(data, url, mimetype, params):
 def test_next_preparator_by_priority_when_one_fails():
     preparators = [PreparatorSpec("broken", broken, ("text/*",), priority=5), *BUILTIN]
     docs, events = run(preparators, raw("file:///d/a.txt", b"fallback text"))
-    assert docs[0].content == "fallback text" and docs[0].preparation_error == ""
-    assert [(e.kind, e.reason) for e in events] == [
-        ("fallback", "broken: corrupt on purpose; a lower-priority preparator read it"), ("prepared", "")]
+    line = "broken: corrupt on purpose; a lower-priority preparator read it"
+    assert docs[0].content == "fallback text" and docs[0].preparation_error == line  # why, for a searcher
+    assert [(e.kind, e.reason) for e in events] == [("fallback", line), ("prepared", "")]
 
 
 def test_substitute_document_when_every_preparator_fails():
@@ -59,8 +59,9 @@ def test_substitute_document_when_every_preparator_fails():
 
 
 def test_oversize_document_is_metadata_only():
-    docs, events = run(BUILTIN, raw("file:///d/huge.txt", b"first bytes only", oversize=True))
-    assert docs[0].content == "" and docs[0].preparation_error == "" and events == []
+    reason = "larger than max_file_size (…): indexed by metadata only"  # _Read reports it, stage "read"
+    docs, events = run(BUILTIN, raw("file:///d/huge.txt", b"first bytes only", oversize=reason))
+    assert docs[0].content == "" and docs[0].preparation_error == reason and events == []
 
 
 def test_summary_cut_at_last_space():

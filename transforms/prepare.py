@@ -15,7 +15,9 @@ overlap the preparation of the other.
 Each family is its own ParDo. Inside it the accepting preparators are tried by priority; if all
 fail, a substitute document (name, size, date, ``preparation_error``) is indexed instead, as
 regain's createSubstituteDocument did. A document larger than ``max_file_size`` is not read beyond
-its first bytes and is indexed by metadata only. The preparators run in child processes
+its first bytes and is indexed by metadata only. Every document with a line in the report (failed,
+oversize, truncated, fallback, metadata only) carries it in ``preparation_error``, so a searcher sees
+why a document is thin. The preparators run in child processes
 under a hard time and memory bound (``preparators.isolation``; one pool of children per worker
 process, shared by the families); the text kept is cut at
 ``max_content_length`` characters.
@@ -111,11 +113,11 @@ class _Read(beam.DoFn):
             self.tally.count("read")
             if len(data) > self.max_file_size:  # grew since it was listed
                 data, oversize = data[:SNIFF_BYTES], True
+        reason = ""
         if oversize:
-            yield beam.pvalue.TaggedOutput(EVENTS, event(
-                "oversize", entry.url, "read",
-                f"larger than max_file_size ({entry.size} > {self.max_file_size} bytes): indexed by metadata only"))
-        yield RawDocument(entry, entry.mimetype or self.sniff(data, entry.url), data, oversize)
+            reason = f"larger than max_file_size ({entry.size} > {self.max_file_size} bytes): indexed by metadata only"
+            yield beam.pvalue.TaggedOutput(EVENTS, event("oversize", entry.url, "read", reason))
+        yield RawDocument(entry, entry.mimetype or self.sniff(data, entry.url), data, reason)
 
 
 class _PrepareFamily(beam.DoFn):
@@ -182,7 +184,7 @@ class _PrepareFamily(beam.DoFn):
         raw = RawDocument(entry, mimetype, data, raw.oversize)  # plugins see our own record classes
         if raw.oversize:
             yield make_document(entry, mimetype, b"", Prepared(), self.fingerprint, self.max_summary_length,
-                                aux_fields=self.aux_fields)
+                                error=raw.oversize, aux_fields=self.aux_fields)
             return
         prepared, errors = ticket.result() if ticket is not None else (None, [])
         tried = chain[:len(errors) + (prepared is not None)]  # the child tries the chain in order
@@ -196,17 +198,20 @@ class _PrepareFamily(beam.DoFn):
             if len(prepared.content) > limit:
                 prepared.content = prepared.content[:limit]
                 partial.append(f"text cut at max_content_length ({limit} characters)")
-            yield make_document(entry, mimetype, data, prepared, self.fingerprint, self.max_summary_length,
-                                aux_fields=self.aux_fields)
-            self.tally.count("prepared")
+            problems = []
             if partial:
-                yield beam.pvalue.TaggedOutput(EVENTS, event("truncated", entry.url, "prepare", "; ".join(partial)))
+                problems.append(event("truncated", entry.url, "prepare", "; ".join(partial)))
             if errors:  # regain logged each failure; the report keeps it though a later preparator succeeded
-                yield beam.pvalue.TaggedOutput(EVENTS, event(
-                    "fallback", entry.url, "prepare", "; ".join(errors) + "; a lower-priority preparator read it"))
+                problems.append(event("fallback", entry.url, "prepare",
+                                      "; ".join(errors) + "; a lower-priority preparator read it"))
             misnamed = self._misnamed(entry.url, mimetype) if all(p.catch_all for p in chain) else ""
             if misnamed:
-                yield beam.pvalue.TaggedOutput(EVENTS, event("metadata_only", entry.url, "prepare", misnamed))
+                problems.append(event("metadata_only", entry.url, "prepare", misnamed))
+            yield make_document(entry, mimetype, data, prepared, self.fingerprint, self.max_summary_length,
+                                error="; ".join(p.reason for p in problems), aux_fields=self.aux_fields)
+            self.tally.count("prepared")
+            for problem in problems:
+                yield beam.pvalue.TaggedOutput(EVENTS, problem)
         else:
             reason = "; ".join(errors) or f"no preparator accepts {mimetype}"
             yield make_document(entry, mimetype, data, Prepared(), self.fingerprint, self.max_summary_length,

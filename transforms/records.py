@@ -65,7 +65,7 @@ class RawDocument(NamedTuple):
     entry: Entry
     mimetype: str
     data: bytes
-    oversize: bool  # larger than max_file_size: not read, indexed by metadata only
+    oversize: str  # why it is indexed by metadata only (larger than max_file_size), else ""
 
 
 class AuxValue(NamedTuple):

@@ -39,20 +39,20 @@ _CONTEXT: contextvars.ContextVar[_Context | None] = contextvars.ContextVar("beam
 
 
 def run_chain(preparators, data: bytes, url: str, mimetype: str, sniff: Callable[[bytes, str], str],
-              on_try: Callable[[str], None] | None = None, on_fail: Callable[[str], None] | None = None,
+              on_try: Callable[[int, list[str]], None] | None = None, start: int = 0,
               depth: int = 0) -> tuple[Prepared | None, list[str]]:
-    """(the first preparator's result, or None; the failures before it as "name: reason")."""
+    """(the first preparator's result, or None; the failures before it as "name: reason"). ``start`` skips
+    the preparators a killed preparing process already tried; ``on_try`` learns the chain position of each
+    preparator before it runs and the failures so far, which the process killing it reports."""
     errors: list[str] = []
-    for spec in chain_for(preparators, mimetype, url):
+    for position, spec in enumerate(chain_for(preparators, mimetype, url)[start:], start):
         if on_try is not None:
-            on_try(spec.name)
+            on_try(position, errors)
         token = _CONTEXT.set(_Context(preparators, sniff, depth))
         try:
             return spec(data, url, mimetype), errors
         except Exception as err:  # noqa: BLE001 - a preparator's failure is the document's, not the crawl's
             errors.append(f"{spec.name}: {describe(err)}")
-            if on_fail is not None:
-                on_fail(errors[-1])
         finally:
             _CONTEXT.reset(token)
     return None, errors

@@ -7,18 +7,22 @@ per-document cost to a few pipe messages instead of a process per document, and 
 child per worker. A DoFn hands a document over and collects the result when it hands over the next
 (or at the end of its bundle), so the worker's own work (reading, sniffing, building documents) runs
 while the child prepares. A child killed on a timeout, or dead of a crash or of its memory limit, is
-restarted for the next document; the document gets its report line and a substitute document.
+restarted and goes on with the preparators after the one at work, under a fresh timeout: the one at work
+gets its report line, as any failing preparator does, and the document a substitute only if all fail. Each
+restart moves past one preparator of the chain, so a document costs at most one timeout per preparator.
 
 Protocol on the child's stdin/stdout (its own stdout is redirected to stderr, so a preparator that
 prints cannot corrupt it): 8-byte length, then a pickle. The parent sends the preparators once, then
-``(data, url, mimetype)`` per document; the child answers ``("ready", None)`` once, then per document
-``("done", (prepared or None, failures))``. One message each way per document: on a busy machine every
-message the other process must wake up for costs a scheduling delay. The name of the preparator at work,
-which a timeout's report line needs, goes into a small status file the parent reads only then.
+``(data, url, mimetype, start)`` per document (``start``: the chain position to begin at); the child answers
+``("ready", None)`` once, then per document ``("done", (prepared or None, failures))``. One message each way
+per document: on a busy machine every message the other process must wake up for costs a scheduling delay.
+The chain position of the preparator at work and the failures before it, which the parent needs when it
+kills the child, go into a small status file (8-byte length, then JSON) the parent reads only then.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import select
@@ -33,7 +37,7 @@ import weakref
 from typing import NamedTuple
 
 from transforms.preparators.base import Prepared
-from transforms.preparators.chain import run_chain
+from transforms.preparators.chain import chain_for, run_chain
 
 _HEADER = struct.Struct("<Q")
 
@@ -74,7 +78,7 @@ def _exit_reason(code: int | None) -> str:
 class Bounds(NamedTuple):
     """The ``preparation:`` section of the configuration (defaults in ``pipeline.config.DEFAULTS``)."""
 
-    timeout: float = 60.0  # seconds per document, hard
+    timeout: float = 60.0  # seconds per document, hard; anew for the preparators after a killed one
     memory_limit: int = 4 * 1024**3  # address space of the preparing process; 0 = no limit
     isolate: bool = True  # False: run preparators in the worker, without the hard bounds
     max_content_length: int = 10_000_000  # characters of text kept per document
@@ -97,12 +101,13 @@ def runner_for(preparators, bounds: Bounds, shared=None):
 class Ticket:
     """A document handed to a runner; ``result()`` waits for (prepared or None, failures)."""
 
-    def __init__(self, runner=None, value=None):
+    def __init__(self, runner=None, value=None, request=None):
         self.runner = runner
         self.value = value
+        self.request = request  # (data, url, mimetype), handed over again after a restart
+        self.start = 0  # the chain position the child begins at
         self.deadline = 0.0
-        self.current = "preparation"  # the preparator at work, for a timeout's report line
-        self.errors: list[str] = []
+        self.errors: list[str] = []  # failures reported by children killed on this document
 
     def result(self) -> tuple[Prepared | None, list[str]]:
         if self.value is None:
@@ -146,7 +151,7 @@ class Isolated:
         self.process: subprocess.Popen | None = None
         self.restarts = 0
         self.inflight: Ticket | None = None
-        self.status = None  # the file where the child writes which preparator is at work
+        self.status = None  # the file where the child writes where in the chain it is
         self.lock = threading.Lock()
         self._finalizer = weakref.finalize(self, Isolated._end, self.__dict__)
 
@@ -177,26 +182,31 @@ class Isolated:
         with self.lock:
             if self.inflight is not None:
                 self._finish(self.inflight)
-            ticket = Ticket(self)
-            if self.process is None or self.process.poll() is not None:
-                if self.process is not None:
-                    self._stop()
-                try:
-                    self._start()
-                except (TimeoutError, EOFError, OSError, pickle.UnpicklingError) as err:
-                    self._stop()
-                    reason = f"preparation: the preparing process did not start: {type(err).__name__} {err}"
-                    ticket.value = (None, [reason])
-                    return ticket
-            ticket.deadline = time.monotonic() + self.timeout
-            try:
-                os.pwrite(self.status.fileno(), bytes(_STATUS_SIZE), 0)
-                _send(self.process.stdin, (data, url, mimetype))
-            except OSError:
-                self._died(ticket)
-                return ticket
-            self.inflight = ticket
+            ticket = Ticket(self, request=(data, url, mimetype))
+            self._hand_over(ticket)
             return ticket
+
+    def _hand_over(self, ticket: Ticket) -> None:
+        """Send the ticket's document to the child (started if need be), to prepare from ``ticket.start``."""
+        if self.process is None or self.process.poll() is not None:
+            if self.process is not None:
+                self._stop()
+            try:
+                self._start()
+            except (TimeoutError, EOFError, OSError, pickle.UnpicklingError) as err:
+                self._stop()
+                reason = f"preparation: the preparing process did not start: {type(err).__name__} {err}"
+                ticket.errors.append(reason)
+                ticket.value = (None, ticket.errors)
+                return
+        ticket.deadline = time.monotonic() + self.timeout
+        try:
+            os.pwrite(self.status.fileno(), bytes(_HEADER.size), 0)
+            _send(self.process.stdin, (*ticket.request, ticket.start))
+        except OSError:
+            self._lost(ticket, self._death())
+            return
+        self.inflight = ticket
 
     def finish(self, ticket: Ticket) -> None:
         with self.lock:
@@ -207,30 +217,41 @@ class Isolated:
         return self.submit(data, url, mimetype).result()
 
     def _finish(self, ticket: Ticket) -> None:
-        """Read the child's messages for ``ticket`` (the one in flight) until it is done."""
+        """Read the child's answer for ``ticket`` (the one in flight)."""
         self.inflight = None
         try:
-            _, ticket.value = _receive(self.process.stdout.fileno(), ticket.deadline)
+            _, (prepared, failures) = _receive(self.process.stdout.fileno(), ticket.deadline)
+            ticket.value = (prepared, ticket.errors + failures)
         except TimeoutError:
-            ticket.current = self._current()
-            self._stop()
-            ticket.errors.append(f"{ticket.current}: timed out after {self.timeout:g} s "
-                                 "(the preparing process was killed)")
-            ticket.value = (None, ticket.errors)
+            self._lost(ticket, f"timed out after {self.timeout:g} s (the preparing process was killed)")
         except (EOFError, OSError, pickle.UnpicklingError):
-            self._died(ticket)
+            self._lost(ticket, self._death())
 
-    def _current(self) -> str:
-        name = os.pread(self.status.fileno(), _STATUS_SIZE, 0).rstrip(b"\0 ").decode("utf-8", "replace")
-        return name or "preparation"
-
-    def _died(self, ticket: Ticket) -> None:
-        ticket.current = self._current()
-        code = self.process.wait()
-        self._stop()
+    def _death(self) -> str:
+        """Why the child died (it has, or is about to: its pipe broke)."""
         limit = f" (memory limit {self.memory_limit} bytes)" if self.memory_limit else ""
-        ticket.errors.append(f"{ticket.current}: {_exit_reason(code)}{limit}")
-        ticket.value = (None, ticket.errors)
+        return _exit_reason(self.process.wait()) + limit
+
+    def _lost(self, ticket: Ticket, reason: str) -> None:
+        """The child was killed or died on ``ticket``: report the preparator at work, and let a new child go
+        on with the ones after it (a substitute document when none is left, or none had started)."""
+        self._stop()
+        (size,) = _HEADER.unpack(os.pread(self.status.fileno(), _HEADER.size, 0))
+        if not size:  # killed before a preparator began (e.g. while receiving the document)
+            ticket.errors.append(f"preparation: {reason}")
+            ticket.value = (None, ticket.errors)
+            return
+        position, failures = json.loads(os.pread(self.status.fileno(), size, _HEADER.size))
+        _, url, mimetype = ticket.request
+        chain = chain_for(self.preparators, mimetype, url)
+        ticket.errors += [*failures, f"{chain[position].name}: {reason}"]
+        ticket.start = position + 1
+        if ticket.start == len(chain):
+            ticket.value = (None, ticket.errors)
+            return
+        self._hand_over(ticket)
+        if ticket.value is None:
+            self._finish(ticket)
 
     def close(self) -> None:
         with self.lock:
@@ -254,9 +275,6 @@ class Isolated:
         process.stdout.close()
 
 
-_STATUS_SIZE = 200
-
-
 def _child(memory_limit: int, status: int) -> None:
     import resource
 
@@ -270,13 +288,17 @@ def _child(memory_limit: int, status: int) -> None:
     sys.stdout = sys.stderr
     sniff = MimeSniffer()
     fd = requests.fileno()
+
+    def on_try(position: int, failures: list[str]) -> None:
+        body = json.dumps([position, failures]).encode()
+        os.pwrite(status, _HEADER.pack(len(body)) + body, 0)
+
     try:
         preparators = _receive(fd)
         _send(replies, ("ready", None))
         while True:
-            data, url, mimetype = _receive(fd)
-            result = run_chain(preparators, data, url, mimetype, sniff, on_try=lambda name: os.pwrite(
-                status, name.encode()[:_STATUS_SIZE].ljust(_STATUS_SIZE, b"\0"), 0))
+            data, url, mimetype, start = _receive(fd)
+            result = run_chain(preparators, data, url, mimetype, sniff, on_try=on_try, start=start)
             _send(replies, ("done", result))
     except EOFError:
         return
