@@ -61,7 +61,9 @@ def mapping(analyzer: str) -> dict:
             "aux_text": {"type": "object", "dynamic": True},
             "aux_stored": {"type": "object", "dynamic": True},
             "id": keyword, "url": keyword, "root": keyword, "groups": keyword, "mimetype": keyword,
-            "extension": keyword, "path": keyword, "preparation_error": keyword,
+            "extension": keyword, "path": keyword,
+            # report lines can be long (several joined); a keyword over 32 KB would reject the document
+            "preparation_error": {"type": "keyword", "ignore_above": 4096},
             "title": {**text, "fields": {"raw": {"type": "keyword", "ignore_above": 512}}},
             "content": text, "summary": {**text, "index": False}, "headlines": text, "metadata": text,
             "filename": {"type": "text", "analyzer": "standard", "fields": {"raw": keyword}},
