@@ -7,8 +7,10 @@ Exit codes of ``crawl``: 0 clean, 1 some documents failed, 2 configuration error
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import os
 import sys
 
 from pipeline import __version__
@@ -96,5 +98,16 @@ def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:
     return 0
 
 
+def run() -> None:
+    """The ``beamtrawl`` command. It ends without Python's shutdown, which waits half a second for the idle
+    threads of Beam and gRPC; everything a crawl writes is closed by then."""
+    code = main()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError):  # e.g. `beamtrawl search … | head` closed the pipe
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
