@@ -47,7 +47,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from crawl_bench import Row, _html_file, _sentences, _text_file, check, print_table, verdict
 from opensearchpy import OpenSearch, helpers
 
-from runners import pipeline_options
+from runners import make_runner, pipeline_options
 from transforms.index.opensearch import MAX_REQUEST_BYTES, PAGE, SLICE_DOCS, OpenSearchIndex, _source, mapping
 from transforms.index.write import BATCH, ReadSnapshot, WriteIndex
 from transforms.preparators import BUILTIN, chain_for
@@ -166,7 +166,8 @@ def run_sink(url: str, name: str, paths: list[str]) -> tuple[float, dict, str]:
     succeeded = False
     try:
         started = time.perf_counter()
-        with beam.Pipeline(options=pipeline_options(None, [f"--direct_num_workers={WORKERS}"], target)) as p:
+        options = pipeline_options(None, [f"--direct_num_workers={WORKERS}"], target)
+        with beam.Pipeline(runner=make_runner(options), options=options) as p:
             docs = (p | "Shards" >> beam.Create(paths)
                     | "Load" >> beam.FlatMap(_load_shard).with_output_types(IndexDoc))
             # WriteIndex takes a tuple of branches (one per preparator family in a crawl): here one
@@ -256,7 +257,8 @@ def read_direct(target: OpenSearchIndex) -> tuple[float, int, int]:
 def read_beam(target: OpenSearchIndex) -> tuple[float, int]:
     started, succeeded = time.perf_counter(), False
     try:
-        with beam.Pipeline(options=pipeline_options(None, [f"--direct_num_workers={WORKERS}"], target)) as p:
+        options = pipeline_options(None, [f"--direct_num_workers={WORKERS}"], target)
+        with beam.Pipeline(runner=make_runner(options), options=options) as p:
             _ = (p
                  | "ReadSnapshot" >> ReadSnapshot(target)
                  | "Count" >> beam.combiners.Count.Globally()

@@ -109,7 +109,7 @@ class _Count(beam.DoFn):
 def run_beam(entries: list[Entry], workers: int) -> tuple[float, int]:
     """Seconds from Pipeline.run to the end, and documents made."""
     options = PipelineOptions(direct.arguments([f"--direct_num_workers={workers}"]))
-    p = beam.Pipeline(options=options)
+    p = beam.Pipeline(runner=direct.runner(options), options=options)
     docs, _events = (p | beam.Create(entries, reshuffle=True).with_output_types(Entry)
                      | Prepare(BUILTIN, FINGERPRINT, MAX_FILE_SIZE, MAX_SUMMARY, Bounds()))
     for i, family_docs in enumerate(docs):

@@ -22,7 +22,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from pipeline import __version__, graph
 from pipeline import report as reports
 from plugins.manager import PluginHost
-from runners import pipeline_options
+from runners import make_runner, pipeline_options
 from transforms.accept import Rules
 from transforms.index import make_target
 from transforms.records import Event
@@ -95,7 +95,7 @@ def _crawl(config, runner: str | None, beam_args: list[str]) -> dict:
     planned = time.perf_counter()
     fatal = ""
     try:
-        p = beam.Pipeline(options=options)
+        p = beam.Pipeline(runner=make_runner(options), options=options)
         graph.build(p, config, Rules(config), target, preparators, fingerprint, work_dir)
         result = p.run()
         result.wait_until_finish()

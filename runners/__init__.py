@@ -34,4 +34,9 @@ def pipeline_options(name: str | None, beam_args: list[str], target) -> Pipeline
     return PipelineOptions(engine.arguments(beam_args))
 
 
-__all__ = ["RunnerError", "pipeline_options"]
+def make_runner(options: PipelineOptions):
+    """The runner object for ``beam.Pipeline(runner=…, options=options)``; None lets Beam make it."""
+    return direct.runner(options)
+
+
+__all__ = ["RunnerError", "make_runner", "pipeline_options"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tarfile
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.portability.stager import Stager
+from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline import graph
 from pipeline.config import load_config
@@ -27,6 +29,18 @@ def test_direct_defaults_give_way_to_the_command_line():
     args = direct.arguments(["--direct_num_workers=1"])
     assert option(args, "runner") == "FnApiRunner" and option(args, "direct_num_workers") == "1"
     assert option(args, "direct_running_mode") == "multi_processing"
+
+
+def test_direct_workers_are_processes_running_our_worker_command():
+    options = PipelineOptions(direct.arguments(["--direct_num_workers=2"]))
+    runner = direct.runner(options)
+    assert runner._default_environment.command_string.endswith("-m runners.local_worker")
+    with beam.Pipeline(runner=runner, options=options) as p:
+        here = os.getpid()  # lambdas reach the workers by value, test functions would not
+        elsewhere = p | beam.Create(range(50)) | beam.Map(lambda _, test=here: os.getpid() != test)
+        assert_that(elsewhere, equal_to([True] * 50))
+    for mode in ("multi_threading", "in_memory"):  # what the user chose stays Beam's to run
+        assert direct.runner(PipelineOptions(direct.arguments([f"--direct_running_mode={mode}"]))) is None
 
 
 def test_flink_local_and_cluster():

@@ -1,0 +1,18 @@
+"""A worker process of the local runner: Beam's SDK harness, ended without Python's shutdown.
+
+That shutdown waits about half a second for the harness's idle gRPC threads, and Beam stops its workers
+one after another, so every crawl paid it once per worker. A harness that fails still raises, and the
+process exits non-zero as Beam's own worker would."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from apache_beam.runners.worker import sdk_worker_main
+
+if __name__ == "__main__":
+    sdk_worker_main.main(sys.argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
