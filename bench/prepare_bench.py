@@ -22,7 +22,7 @@ each format family on its own:
 
 The peer gets the same work: the same files, the same preparators, each document read and prepared
 once. Note what beam×1 is: one Beam worker process plus its preparing child; the worker reads and sniffs
-the next document while the child prepares this one, so on two or more cores it can match the loop
+the next documents while the child prepares (a few wait in its pipe), so on two or more cores it can match the loop
 despite Beam's per-element and start-up costs. Start-up dominates the per-family runs (75–225
 documents): read their loop figures as the libraries' own speed. Targets: beam×1 ≥ 0.9× the loop, beam×2 ≥ 1.6× the loop. Exit code 0 when measured (targets may
 be missed), 1 when a check fails.

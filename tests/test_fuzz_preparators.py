@@ -47,7 +47,7 @@ def prepare_once(stage: _PrepareFamily, name: str, data: bytes, sniff: MimeSniff
     entry = Entry(doc_id(url), url, "file:///fuzz/", 0, len(data), 1_700_000_000_000_000_000, "", None, "",
                   [], "", "", "", "")
     document = RawDocument(entry, sniff(data, url), data, "")
-    # outputs come when the next document is handed over, or at the end of the bundle
+    # outputs come when more documents wait than are in flight, or at the end of the bundle
     out = list(stage.process(document, GlobalWindow(), MIN_TIMESTAMP)) + list(stage.finish_bundle())
     docs = [o.value for o in out if not isinstance(o, TaggedOutput)]
     events = [o.value.value for o in out if isinstance(o, TaggedOutput)]

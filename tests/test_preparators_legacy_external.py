@@ -16,7 +16,7 @@ import pytest
 
 from transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
 from transforms.preparators.external import DEFAULTS, check_params, prepare_external
-from transforms.preparators.isolation import Isolated
+from transforms.preparators.isolation import MAX_IN_FLIGHT, Isolated
 from transforms.preparators.legacy import prepare_legacy_office
 from transforms.preparators.mime import MimeSniffer
 
@@ -233,6 +233,80 @@ def test_failures_before_a_success_are_kept(isolated):
     finally:
         runner.close()
     assert prepared.content == "not a pdf" and len(errors) == 1 and errors[0].startswith("pdf_first: ")
+
+
+def logged(data, url, mimetype, params):
+    with open(params["log"], "a") as log:
+        log.write(url + "\n")
+    return Prepared(title=str(os.getpid()), content=data.decode())
+
+
+@pytest.fixture
+def queued(tmp_path):
+    """A runner whose documents named .hang or .abort hang or crash before ``logged`` reads them; the log
+    lists every document ``logged`` prepared, once per preparation."""
+    log = tmp_path / "prepared.log"
+    log.touch()
+    specs = (PreparatorSpec("hang", hang, url_pattern=re.compile(r"\.hang$"), priority=9),
+             PreparatorSpec("abort", abort, url_pattern=re.compile(r"\.abort$"), priority=9),
+             PreparatorSpec("logged", logged, ("text/plain",), params=(("log", str(log)),)))
+    runner = Isolated(specs, timeout=2, memory_limit=0)
+    yield runner, log
+    runner.close()
+
+
+def submit_all(runner, names):
+    return [runner.submit(name.encode(), f"file:///x/{name}", "text/plain") for name in names]
+
+
+def test_documents_wait_in_the_pipe_and_are_answered_in_order(queued):
+    runner, log = queued
+    names = [f"{i}.txt" for i in range(40)]
+    tickets = submit_all(runner, names)
+    assert len(runner.queue) == MAX_IN_FLIGHT  # the next documents wait while the child prepares one
+    results = [t.result() for t in reversed(tickets)][::-1]  # the last one first: it collects the others
+    assert [(p.content, errors) for p, errors in results] == [(name, []) for name in names]
+    assert len({p.title for p, _ in results}) == 1 and runner.restarts == 0
+    assert log.read_text().split() == [f"file:///x/{name}" for name in names]
+
+
+def test_a_hang_in_a_queue_costs_only_its_own_preparator(queued):
+    runner, log = queued
+    names = ["a.txt", "b.txt", "c.hang", "d.txt", "e.txt", "f.txt"]
+    results = [t.result() for t in submit_all(runner, names)]
+    assert [p.content for p, _ in results] == names  # the next preparator read the one that hung
+    assert [errors for _, errors in results] == [
+        [], [], ["hang: timed out after 2 s (the preparing process was killed)"], [], [], []]
+    assert runner.restarts == 1
+    assert log.read_text().split() == [f"file:///x/{name}" for name in names]  # each prepared once, in order
+
+
+def test_a_crash_in_a_queue_loses_no_document(queued):
+    runner, log = queued
+    names = ["a.txt", "b.abort", "c.txt", "d.txt"]
+    tickets = submit_all(runner, names[:3])
+    runner.process.wait()  # dead on b.abort, a's answer still in its pipe
+    tickets += submit_all(runner, names[3:])  # into a dead child's pipe: answers read, the rest sent again
+    results = [t.result() for t in tickets]
+    assert [p.content for p, _ in results] == names
+    assert [errors for _, errors in results] == [[], ["abort: the preparing process was killed by SIGABRT"], [], []]
+    assert runner.restarts == 1
+    assert log.read_text().split() == [f"file:///x/{name}" for name in names]
+
+
+def test_a_document_larger_than_the_pipe_goes_alone(queued):
+    runner, log = queued
+    before = submit_all(runner, ["a.txt", "b.txt", "c.txt"])
+    big = "y" * (runner.pipe_pages * os.sysconf("SC_PAGE_SIZE") + 1)
+    large = runner.submit(big.encode(), "file:///x/big.txt", "text/plain")
+    assert list(runner.queue) == [large] and all(t.value for t in before)  # sent to a child with nothing else
+    after = submit_all(runner, ["d.txt", "e.txt"])
+    assert large.value is not None and list(runner.queue) == after  # the next ones waited for it
+    results = [t.result() for t in [*before, large, *after]]
+    assert [p.content for p, _ in results] == ["a.txt", "b.txt", "c.txt", big, "d.txt", "e.txt"]
+    assert all(errors == [] for _, errors in results) and runner.restarts == 0
+    assert log.read_text().split() == [f"file:///x/{n}" for n in ("a.txt", "b.txt", "c.txt", "big.txt", "d.txt",
+                                                                   "e.txt")]
 
 
 def test_a_preparator_takes_bytes_or_a_readable_stream():

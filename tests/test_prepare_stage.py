@@ -9,6 +9,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 
 from transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
+from transforms.preparators.isolation import MAX_IN_FLIGHT
 from transforms.prepare import _PrepareFamily, summarize
 from transforms.records import Entry, RawDocument
 from transforms.urls import doc_id
@@ -23,7 +24,7 @@ def raw(url: str, data: bytes, mimetype: str = "text/plain", oversize: str = "")
 def run(preparators, document):
     fn = _PrepareFamily("test", tuple(preparators), "fp", 250_000)
     fn.setup()
-    # outputs come when the next document is handed over, or at the end of the bundle
+    # outputs come when more documents wait than are in flight, or at the end of the bundle
     out = list(fn.process(document, GlobalWindow(), MIN_TIMESTAMP)) + list(fn.finish_bundle())
     fn.teardown()
     docs = [o.value for o in out if not isinstance(o, TaggedOutput)]
@@ -74,15 +75,16 @@ def test_prepared_defaults():
     assert Prepared().headlines == [] and Prepared().fields == {}
 
 
-def test_a_document_is_emitted_when_the_next_is_handed_over():
-    """The worker reads the next document while the child prepares this one."""
+def test_documents_are_emitted_in_order_once_more_than_max_in_flight_wait():
+    """The worker reads the next documents while the child prepares; the child has the next one at hand."""
     fn = _PrepareFamily("test", BUILTIN, "fp", 250_000)
     fn.setup()
     try:
-        first = list(fn.process(raw("file:///d/a.txt", b"first"), GlobalWindow(), MIN_TIMESTAMP))
-        second = list(fn.process(raw("file:///d/b.txt", b"second"), GlobalWindow(), MIN_TIMESTAMP))
-        rest = [o for o in fn.finish_bundle() if not isinstance(o, TaggedOutput)]
+        outputs = [[o.value.content for o in fn.process(raw(f"file:///d/{i}.txt", f"text {i}".encode()),
+                                                        GlobalWindow(), MIN_TIMESTAMP)]
+                   for i in range(MAX_IN_FLIGHT + 2)]
+        rest = [o.value.content for o in fn.finish_bundle() if not isinstance(o, TaggedOutput)]
     finally:
         fn.teardown()
-    assert first == [] and [o.value.content for o in second] == ["first"]
-    assert [o.value.content for o in rest] == ["second"]
+    assert outputs == [[]] * MAX_IN_FLIGHT + [["text 0"], ["text 1"]]
+    assert rest == [f"text {i}" for i in range(2, MAX_IN_FLIGHT + 2)]

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import mimetypes
+from collections import deque
 from datetime import UTC, datetime
 
 import apache_beam as beam
@@ -42,7 +43,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from plugins.manager import PluginHost
 from transforms.enrich.auxfields import aux_values
 from transforms.preparators import PreparatorSpec, Prepared, chain_for
-from transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds, runner_for
+from transforms.preparators.isolation import DEFAULT_BOUNDS, MAX_IN_FLIGHT, Bounds, runner_for
 from transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
 from transforms.progress import Progress, Tally, timed
 from transforms.records import AuxValue, Entry, Event, IndexDoc, RawDocument, event
@@ -123,9 +124,11 @@ class _Read(beam.DoFn):
 class _PrepareFamily(beam.DoFn):
     """Run the preparators accepting each document, by priority, until one succeeds.
 
-    A document is handed to the preparing child and its outputs are emitted when the next document
-    arrives (or when the bundle ends), each with its own window and timestamp, so the worker reads and
-    sniffs the next document while the child prepares this one."""
+    A document is handed to the preparing child and its outputs are emitted, in order, once its answer is
+    in or when more than ``MAX_IN_FLIGHT`` wait (or when the bundle ends), each with its own window and
+    timestamp: the worker reads and sniffs the next documents while the child prepares, and the child has
+    the next one at hand when it finishes one. What is held is what is in flight (a few documents, or one
+    larger than the pipe)."""
 
     def __init__(self, family: str, preparators: tuple[PreparatorSpec, ...], fingerprint: str,
                  max_summary_length: int, bounds: Bounds = DEFAULT_BOUNDS, shared: Shared | None = None,
@@ -145,16 +148,15 @@ class _PrepareFamily(beam.DoFn):
         self.tally = Tally(EVENTS)
         self.runner = runner_for(self.preparators, self.bounds, self.shared)
         self.plugins.load()
-        self.pending = None  # (document, chain, ticket, window, timestamp) handed over, not yet emitted
+        self.pending = deque()  # (document, chain, ticket, window, timestamp) handed over, not yet emitted
 
     def teardown(self):
         if self.runner.owned:
             self.runner.close()
 
     def finish_bundle(self):
-        pending, self.pending = self.pending, None
-        if pending is not None:
-            yield from timed(self.us, self._windowed(*pending))
+        while self.pending:
+            yield from timed(self.us, self._windowed(*self.pending.popleft()))
         yield from self.tally.flush()
 
     def process(self, raw, window=beam.DoFn.WindowParam, timestamp=beam.DoFn.TimestampParam):
@@ -162,13 +164,12 @@ class _PrepareFamily(beam.DoFn):
         return timed(self.us, self._hand_over(raw, window, timestamp))
 
     def _hand_over(self, raw, window, timestamp):
-        previous, self.pending = self.pending, None
         chain = [] if raw.oversize else chain_for(self.preparators, raw.mimetype, raw.entry.url)
         if chain:
             ticket = self.runner.submit(raw.data, raw.entry.url, raw.mimetype)
-            self.pending = (raw, chain, ticket, window, timestamp)
-        if previous is not None:
-            yield from self._windowed(*previous)
+            self.pending.append((raw, chain, ticket, window, timestamp))
+        while self.pending and (len(self.pending) > MAX_IN_FLIGHT or self.pending[0][2].value is not None):
+            yield from self._windowed(*self.pending.popleft())
         if not chain:
             yield from self._windowed(raw, chain, None, window, timestamp)
 

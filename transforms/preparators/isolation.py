@@ -4,24 +4,30 @@ killed when a document takes longer than the timeout, and whose address space is
 A worker process keeps one such child, shared by all its preparing DoFns through Beam's ``Shared``
 (started on the first document, so a worker that prepares nothing costs nothing). That keeps the
 per-document cost to a few pipe messages instead of a process per document, and the start-up to one
-child per worker. A DoFn hands a document over and collects the result when it hands over the next
-(or at the end of its bundle), so the worker's own work (reading, sniffing, building documents) runs
-while the child prepares. A child killed on a timeout, or dead of a crash or of its memory limit, is
+child per worker. A DoFn hands a document over and collects the result later, so the worker's own work
+(reading, sniffing, building documents) runs while the child prepares. Several documents may be in flight
+(a bounded queue in the pipe), so the child starts the next one the moment it finishes one: per-document
+times vary tenfold between formats, and with one document in flight child and worker wait for each other.
+A child killed on a timeout, or dead of a crash or of its memory limit, is
 restarted and goes on with the preparators after the one at work, under a fresh timeout: the one at work
 gets its report line, as any failing preparator does, and the document a substitute only if all fail. Each
-restart moves past one preparator of the chain, so a document costs at most one timeout per preparator.
+restart moves past one preparator of the chain, so a document costs at most one timeout per preparator. The
+documents queued behind it died unread with the child and are sent to the new one again.
 
 Protocol on the child's stdin/stdout (its own stdout is redirected to stderr, so a preparator that
-prints cannot corrupt it): 8-byte length, then a pickle. The parent sends the preparators once, then
-``(data, url, mimetype, start)`` per document (``start``: the chain position to begin at); the child answers
-``("ready", None)`` once, then per document ``("done", (prepared or None, failures))``. One message each way
-per document: on a busy machine every message the other process must wake up for costs a scheduling delay.
-The chain position of the preparator at work and the failures before it, which the parent needs when it
-kills the child, go into a small status file (8-byte length, then JSON) the parent reads only then.
+prints cannot corrupt it): 8-byte length, then a pickle, written with one call. The parent sends the
+preparators once, then ``(data, url, mimetype, start, seq)`` per document (``start``: the chain position to
+begin at; ``seq``: a number unique to this hand-over); the child answers ``("ready", None)`` once, then in
+order per document ``("done", (prepared or None, failures))``. One message each way per document: on a busy
+machine every message the other process must wake up for costs a scheduling delay. The ``seq`` and chain
+position of the preparator at work and the failures before it, which the parent needs when it kills the
+child, go into a small status file (8-byte length, then JSON) the parent reads only then.
 """
 
 from __future__ import annotations
 
+import fcntl
+import io
 import json
 import os
 import pickle
@@ -34,19 +40,43 @@ import tempfile
 import threading
 import time
 import weakref
+from collections import deque
 from typing import NamedTuple
 
 from transforms.preparators.base import Prepared
 from transforms.preparators.chain import chain_for, run_chain
 
 _HEADER = struct.Struct("<Q")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+MAX_IN_FLIGHT = 4  # documents handed to the child and not yet answered
 
 
-def _send(stream, obj) -> None:
-    body = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(body)))
-    stream.write(body)
-    stream.flush()
+def _frame(obj) -> memoryview:
+    """The message for ``obj``: 8-byte length, then the pickle, in one buffer (written with one call, it
+    takes at most ceil(size / page) pages of a pipe: see ``Isolated._hand_over``)."""
+    buffer = io.BytesIO()
+    buffer.write(bytes(_HEADER.size))
+    pickle.dump(obj, buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    message = buffer.getbuffer()
+    _HEADER.pack_into(message, 0, len(message) - _HEADER.size)
+    return message
+
+
+def _write(fd: int, message: memoryview) -> None:
+    while message:
+        message = message[os.write(fd, message):]
+
+
+def _widen(fd: int) -> int:
+    """Raise a pipe's capacity to the system's maximum; the capacity in bytes (one page if unknown)."""
+    try:
+        with open("/proc/sys/fs/pipe-max-size") as limit:
+            return fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, int(limit.read()))
+    except (OSError, ValueError, AttributeError):  # not Linux, or over the user's pipe quota
+        try:
+            return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+        except (OSError, AttributeError):
+            return _PAGE
 
 
 def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
@@ -64,8 +94,10 @@ def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
 
 
 def _receive(fd: int, deadline: float | None = None):
+    """The next message; ``deadline`` bounds the wait for its start only: the rest was written in one call
+    by a child done with the document (a large answer read late may pause while the child refills the pipe)."""
     (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size, deadline))
-    return pickle.loads(_read_exactly(fd, size, deadline))
+    return pickle.loads(_read_exactly(fd, size, None))
 
 
 def _exit_reason(code: int | None) -> str:
@@ -106,7 +138,9 @@ class Ticket:
         self.value = value
         self.request = request  # (data, url, mimetype), handed over again after a restart
         self.start = 0  # the chain position the child begins at
-        self.deadline = 0.0
+        self.seq = 0  # numbers the latest hand-over, as the status file names the document at work
+        self.pages = 0  # pipe pages its request may take
+        self.sent = 0.0  # when it was handed over
         self.errors: list[str] = []  # failures reported by children killed on this document
 
     def result(self) -> tuple[Prepared | None, list[str]]:
@@ -139,9 +173,9 @@ class InProcess:
 class Isolated:
     """The preparators in a child process, ``timeout`` seconds per document, ``memory_limit`` bytes of
     address space (0: none). ``submit`` hands a document over and returns at once, so the worker can
-    read and sniff the next document while the child prepares this one; one document is in the child at
-    a time (a second ``submit`` first waits for the one before). Thread-safe; ``owned=False`` when
-    shared by the DoFns of a worker, which then do not close it (the child ends with the worker)."""
+    read and sniff the next document while the child prepares this one; up to ``MAX_IN_FLIGHT`` documents
+    wait in the pipe, answered in order. Thread-safe; ``owned=False`` when shared by the DoFns of a worker,
+    which then do not close it (the child ends with the worker)."""
 
     def __init__(self, preparators, timeout: float, memory_limit: int, owned: bool = True):
         self.preparators = preparators
@@ -150,7 +184,11 @@ class Isolated:
         self.owned = owned
         self.process: subprocess.Popen | None = None
         self.restarts = 0
-        self.inflight: Ticket | None = None
+        self.queue: deque[Ticket] = deque()  # handed over, not answered; the oldest is (or is next) at work
+        self.queued_pages = 0
+        self.pipe_pages = 0  # capacity of the pipe to the child
+        self.seq = 0
+        self.answered = 0.0  # when the last answer was read: the child began the next document then or later
         self.status = None  # the file where the child writes where in the chain it is
         self.lock = threading.Lock()
         self._finalizer = weakref.finalize(self, Isolated._end, self.__dict__)
@@ -163,7 +201,9 @@ class Isolated:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "transforms.preparators.isolation", str(self.memory_limit), str(status)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=(status,))
-        _send(self.process.stdin, self.preparators)
+        self.pipe_pages = _widen(self.process.stdin.fileno()) // _PAGE
+        _widen(self.process.stdout.fileno())  # the child answers without waiting for the worker to read
+        _write(self.process.stdin.fileno(), _frame(self.preparators))
         # Start-up (importing the format libraries) is not the first document's time: wait for it apart.
         kind, _ = _receive(self.process.stdout.fileno(), time.monotonic() + max(120.0, self.timeout))
         if kind != "ready":
@@ -180,17 +220,24 @@ class Isolated:
 
     def submit(self, data: bytes, url: str, mimetype: str) -> Ticket:
         with self.lock:
-            if self.inflight is not None:
-                self._finish(self.inflight)
             ticket = Ticket(self, request=(data, url, mimetype))
             self._hand_over(ticket)
             return ticket
 
     def _hand_over(self, ticket: Ticket) -> None:
-        """Send the ticket's document to the child (started if need be), to prepare from ``ticket.start``."""
-        if self.process is None or self.process.poll() is not None:
-            if self.process is not None:
-                self._stop()
+        """Send the ticket's document to the child (started if need be), to prepare from ``ticket.start``.
+        A write into a full pipe would wait, with no timeout, for a child that may hang: the oldest documents
+        in flight are finished first until this one fits beside them. One larger than the pipe goes alone,
+        to a child that is then reading."""
+        self.seq += 1
+        ticket.seq = self.seq
+        message = _frame((*ticket.request, ticket.start, ticket.seq))
+        ticket.pages = -(-len(message) // _PAGE)
+        while self.queue and (len(self.queue) >= MAX_IN_FLIGHT
+                              or self.queued_pages + ticket.pages > self.pipe_pages):
+            self._collect()
+        if not self.queue and (self.process is None or self.process.poll() is not None):
+            self._stop()
             try:
                 self._start()
             except (TimeoutError, EOFError, OSError, pickle.UnpicklingError) as err:
@@ -199,64 +246,79 @@ class Isolated:
                 ticket.errors.append(reason)
                 ticket.value = (None, ticket.errors)
                 return
-        ticket.deadline = time.monotonic() + self.timeout
         try:
-            os.pwrite(self.status.fileno(), bytes(_HEADER.size), 0)
-            _send(self.process.stdin, (*ticket.request, ticket.start))
+            _write(self.process.stdin.fileno(), message)
         except OSError:
-            self._lost(ticket, self._death())
+            if self.queue:  # it died on an earlier document: read what it answered, recover, then send this
+                while self.queue:
+                    self._collect()
+                self._hand_over(ticket)
+                return
+            self.queue.append(ticket)  # it died before beginning this one
+            self._lost(self._death())
             return
-        self.inflight = ticket
+        ticket.sent = time.monotonic()
+        self.queue.append(ticket)
+        self.queued_pages += ticket.pages
 
     def finish(self, ticket: Ticket) -> None:
+        """Collect the answers in order up to ``ticket``'s (they stay on their own tickets)."""
         with self.lock:
-            if ticket.value is None:
-                self._finish(ticket)
+            while ticket.value is None:
+                self._collect()
 
     def prepare(self, data: bytes, url: str, mimetype: str) -> tuple[Prepared | None, list[str]]:
         return self.submit(data, url, mimetype).result()
 
-    def _finish(self, ticket: Ticket) -> None:
-        """Read the child's answer for ``ticket`` (the one in flight)."""
-        self.inflight = None
+    def _collect(self) -> None:
+        """Read the answer for the oldest document in flight. Its time started when the child could begin
+        it: when it was sent or when the answer before it was read, whichever came last."""
+        ticket = self.queue[0]
         try:
-            _, (prepared, failures) = _receive(self.process.stdout.fileno(), ticket.deadline)
-            ticket.value = (prepared, ticket.errors + failures)
+            _, (prepared, failures) = _receive(self.process.stdout.fileno(),
+                                               max(ticket.sent, self.answered) + self.timeout)
         except TimeoutError:
-            self._lost(ticket, f"timed out after {self.timeout:g} s (the preparing process was killed)")
+            self._lost(f"timed out after {self.timeout:g} s (the preparing process was killed)")
         except (EOFError, OSError, pickle.UnpicklingError):
-            self._lost(ticket, self._death())
+            self._lost(self._death())
+        else:
+            self.answered = time.monotonic()
+            self.queue.popleft()
+            self.queued_pages -= ticket.pages
+            ticket.value = (prepared, ticket.errors + failures)
 
     def _death(self) -> str:
         """Why the child died (it has, or is about to: its pipe broke)."""
         limit = f" (memory limit {self.memory_limit} bytes)" if self.memory_limit else ""
         return _exit_reason(self.process.wait()) + limit
 
-    def _lost(self, ticket: Ticket, reason: str) -> None:
-        """The child was killed or died on ``ticket``: report the preparator at work, and let a new child go
-        on with the ones after it (a substitute document when none is left, or none had started)."""
+    def _lost(self, reason: str) -> None:
+        """The child was killed or died on the oldest document in flight: report the preparator at work, and
+        let a new child go on with the ones after it (a substitute document when none is left, or none had
+        begun). The documents queued behind it died unread with the child: they go to the new one again."""
+        queue, self.queue, self.queued_pages = list(self.queue), deque(), 0
         self._stop()
+        ticket = queue[0]
         (size,) = _HEADER.unpack(os.pread(self.status.fileno(), _HEADER.size, 0))
-        if not size:  # killed before a preparator began (e.g. while receiving the document)
+        seq, position, failures = json.loads(os.pread(self.status.fileno(), size, _HEADER.size)) if size else (
+            0, 0, [])
+        chain = chain_for(self.preparators, ticket.request[2], ticket.request[1])
+        if seq != ticket.seq:  # killed before a preparator began (e.g. while receiving the document)
             ticket.errors.append(f"preparation: {reason}")
             ticket.value = (None, ticket.errors)
-            return
-        position, failures = json.loads(os.pread(self.status.fileno(), size, _HEADER.size))
-        _, url, mimetype = ticket.request
-        chain = chain_for(self.preparators, mimetype, url)
-        ticket.errors += [*failures, f"{chain[position].name}: {reason}"]
-        ticket.start = position + 1
-        if ticket.start == len(chain):
-            ticket.value = (None, ticket.errors)
-            return
-        self._hand_over(ticket)
-        if ticket.value is None:
-            self._finish(ticket)
+        else:
+            ticket.errors += [*failures, f"{chain[position].name}: {reason}"]
+            ticket.start = position + 1
+            if ticket.start == len(chain):
+                ticket.value = (None, ticket.errors)
+        for queued in queue:
+            if queued.value is None:
+                self._hand_over(queued)
 
     def close(self) -> None:
         with self.lock:
-            if self.inflight is not None:
-                self._finish(self.inflight)
+            while self.queue:
+                self._collect()
             Isolated._end(self.__dict__)
 
     @staticmethod
@@ -282,24 +344,23 @@ def _child(memory_limit: int, status: int) -> None:
 
     if memory_limit:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
-    requests = os.fdopen(os.dup(0), "rb")
-    replies = os.fdopen(os.dup(1), "wb")
+    requests, replies = os.dup(0), os.dup(1)
     os.dup2(2, 1)  # what preparators print goes to stderr, never into the protocol
     sys.stdout = sys.stderr
     sniff = MimeSniffer()
-    fd = requests.fileno()
 
-    def on_try(position: int, failures: list[str]) -> None:
-        body = json.dumps([position, failures]).encode()
+    def at_work(seq: int, position: int, failures: list[str]) -> None:
+        body = json.dumps([seq, position, failures]).encode()
         os.pwrite(status, _HEADER.pack(len(body)) + body, 0)
 
     try:
-        preparators = _receive(fd)
-        _send(replies, ("ready", None))
+        preparators = _receive(requests)
+        _write(replies, _frame(("ready", None)))
         while True:
-            data, url, mimetype, start = _receive(fd)
-            result = run_chain(preparators, data, url, mimetype, sniff, on_try=on_try, start=start)
-            _send(replies, ("done", result))
+            data, url, mimetype, start, seq = _receive(requests)
+            result = run_chain(preparators, data, url, mimetype, sniff, start=start,
+                               on_try=lambda position, failures, seq=seq: at_work(seq, position, failures))
+            _write(replies, _frame(("done", result)))
     except EOFError:
         return
 
