@@ -183,7 +183,7 @@ def test_a_hanging_preparator_is_killed_and_the_next_document_is_prepared(isolat
     start = time.monotonic()
     prepared, errors = isolated.prepare(b"loop", "file:///x/a.hang", "application/octet-stream")  # only hang
     assert prepared is None and errors == ["hang: timed out after 2 s (the preparing process was killed)"]
-    assert time.monotonic() - start < 4
+    assert time.monotonic() - start < 30  # killed, not left to loop (2 s; generous for a loaded machine)
     after, errors = isolated.prepare(b"after", "file:///x/b.txt", "text/plain")
     assert after.content == "after" and after.title != first.title and isolated.restarts == 1
 
