@@ -24,7 +24,7 @@ def arguments(beam_args: list[str]) -> list[str]:
 
 def runner(options: PipelineOptions):
     """The runner for ``beam.Pipeline(runner=…)``: for FnApiRunner in multi-processing mode, one whose workers
-    run ``WORKER_COMMAND``; None (Beam makes the runner the options name) otherwise."""
+    run ``WORKER_COMMAND``; otherwise None, and Beam makes the runner the options name."""
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
     from apache_beam.transforms.environments import SubprocessSDKEnvironment
 
