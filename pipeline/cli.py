@@ -100,8 +100,11 @@ def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:
 
 def run() -> None:
     """The ``beamtrawl`` command. It ends without Python's shutdown, which waits half a second for the idle
-    threads of Beam and gRPC; everything a crawl writes is closed by then."""
+    threads of Beam and gRPC; everything a crawl writes is closed by then, and preparing children are ended
+    here as that shutdown would."""
     code = main()
+    if "transforms.preparators.isolation" in sys.modules:  # preparing children of an in-process runner
+        sys.modules["transforms.preparators.isolation"].end_children()
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError):  # e.g. `beamtrawl search … | head` closed the pipe

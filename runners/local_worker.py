@@ -1,8 +1,9 @@
 """A worker process of the local runner: Beam's SDK harness, ended without Python's shutdown.
 
 That shutdown waits about half a second for the harness's idle gRPC threads, and Beam stops its workers
-one after another, so every crawl paid it once per worker. A harness that fails still raises, and the
-process exits non-zero as Beam's own worker would."""
+one after another, so every crawl paid it once per worker. What the shutdown did for beamtrawl, ending
+the worker's preparing children, is done here. A harness that fails still raises, and the process exits
+non-zero as Beam's own worker would."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ import sys
 
 from apache_beam.runners.worker import sdk_worker_main
 
+from transforms.preparators.isolation import end_children
+
 if __name__ == "__main__":
     sdk_worker_main.main(sys.argv)
+    end_children()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

@@ -43,6 +43,29 @@ def test_direct_workers_are_processes_running_our_worker_command():
         assert direct.runner(PipelineOptions(direct.arguments([f"--direct_running_mode={mode}"]))) is None
 
 
+def _preparing_processes() -> set[str]:
+    found = set()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if b"transforms.preparators.isolation" in (proc / "cmdline").read_bytes():
+                found.add(proc.name)
+        except OSError:  # it ended meanwhile
+            pass
+    return found
+
+
+def test_a_crawl_leaves_no_preparing_process_behind(tmp_path, make_config, crawl):
+    """The local workers end without Python's shutdown; they still end their preparing children."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(20):
+        (root / f"{i}.txt").write_text(f"document {i}")
+    before = _preparing_processes()
+    run = crawl(make_config(root))
+    assert run.code == 0 and run.counts["written"] == 20
+    assert _preparing_processes() <= before
+
+
 def test_flink_local_and_cluster():
     local = flink.arguments([])
     assert (option(local, "flink_master"), option(local, "environment_type")) == ("[local]", "LOOPBACK")

@@ -170,6 +170,16 @@ class InProcess:
         pass
 
 
+_RUNNERS: weakref.WeakSet = weakref.WeakSet()
+
+
+def end_children() -> None:
+    """End the preparing children of this process, as its exit would: for a process that ends without
+    Python's shutdown (``runners.local_worker``), so that no child it left preparing lives on."""
+    for runner in list(_RUNNERS):
+        runner._finalizer()
+
+
 class Isolated:
     """The preparators in a child process, ``timeout`` seconds per document, ``memory_limit`` bytes of
     address space (0: none). ``submit`` hands a document over and returns at once, so the worker can
@@ -192,6 +202,7 @@ class Isolated:
         self.status = None  # the file where the child writes where in the chain it is
         self.lock = threading.Lock()
         self._finalizer = weakref.finalize(self, Isolated._end, self.__dict__)
+        _RUNNERS.add(self)
 
     def _start(self) -> None:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
