@@ -72,10 +72,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _crawl(config, runner: str | None, beam_args: list[str]) -> int:
     from pipeline.crawl import crawl  # Beam loads slowly: only when crawling
+    from transforms.preparators.isolation import end_children
 
     # A command is no IPython session; without this, Beam imports IPython (0.6 s) to ask if it is one.
     sys.modules.setdefault("IPython", None)
-    report = crawl(config, runner, beam_args)
+    try:
+        report = crawl(config, runner, beam_args)
+    finally:
+        end_children()  # those of an in-process runner; the command ends without Python's shutdown (run)
     print(summary(report))
     return report["exit_code"]
 
@@ -100,11 +104,8 @@ def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:
 
 def run() -> None:
     """The ``beamtrawl`` command. It ends without Python's shutdown, which waits half a second for the idle
-    threads of Beam and gRPC; everything a crawl writes is closed by then, and preparing children are ended
-    here as that shutdown would."""
+    threads of Beam and gRPC; everything a crawl writes is closed by then, and its preparing children ended."""
     code = main()
-    if "transforms.preparators.isolation" in sys.modules:  # preparing children of an in-process runner
-        sys.modules["transforms.preparators.isolation"].end_children()
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError):  # e.g. `beamtrawl search … | head` closed the pipe
