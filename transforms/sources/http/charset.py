@@ -3,7 +3,8 @@ declaration, else detection (charset-normalizer). Each candidate must decode the
 error to win, so a header that lies (``charset=utf-8`` on Shift_JIS bytes) falls through to the next.
 
 Pages are handed on re-encoded as UTF-8: every later stage (link extraction, the HTML preparator, the
-content hash) then reads one encoding.
+content hash) then reads one encoding. Files without declared charset go through the text preparator's
+``decode_text`` instead; a page has declarations to weigh first and WHATWG's windows-1252 fallback.
 """
 
 from __future__ import annotations
