@@ -52,7 +52,7 @@ from transforms.index.opensearch import MAX_REQUEST_BYTES, PAGE, SLICE_DOCS, Ope
 from transforms.index.write import BATCH, ReadSnapshot, WriteIndex
 from transforms.preparators import BUILTIN, chain_for
 from transforms.prepare import make_document
-from transforms.records import Entry, IndexDoc, SnapshotEntry
+from transforms.records import Entry, IndexDoc, SnapshotEntry, use_row_coders
 from transforms.urls import doc_id
 
 REPO = Path(__file__).resolve().parent.parent
@@ -345,6 +345,7 @@ def main() -> None:
     parser.add_argument("--url", help="an OpenSearch to use (default: start one in a temporary folder)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated documents (default 7)")
     args = parser.parse_args()
+    use_row_coders()
     if args.url:
         rows = benchmark(args.url, args.docs, args.snapshot_docs, args.seed)
     else:

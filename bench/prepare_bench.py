@@ -53,7 +53,7 @@ from transforms.preparators import BUILTIN, Prepared, run_chain
 from transforms.preparators.isolation import Bounds
 from transforms.preparators.mime import MimeSniffer
 from transforms.prepare import Prepare, make_document
-from transforms.records import Entry
+from transforms.records import Entry, use_row_coders
 from transforms.urls import doc_id, path_to_url
 
 MAX_FILE_SIZE = 100 * 1024**2
@@ -108,6 +108,7 @@ class _Count(beam.DoFn):
 
 def run_beam(entries: list[Entry], workers: int) -> tuple[float, int]:
     """Seconds from Pipeline.run to the end, and documents made."""
+    use_row_coders()
     options = PipelineOptions(direct.arguments([f"--direct_num_workers={workers}"]))
     p = beam.Pipeline(runner=direct.runner(options), options=options)
     docs, _events = (p | beam.Create(entries, reshuffle=True).with_output_types(Entry)

@@ -2,6 +2,7 @@
 
 The driver hooks run here: ``on_start_crawling`` first, ``on_finish_crawling`` last — also when
 the crawl fails (then with a report holding ``fatal``); their failures join the report's problems.
+Beam is loaded only when the pipeline runs (pipeline/unchanged.py: a crawl may not need it).
 """
 
 from __future__ import annotations
@@ -15,14 +16,9 @@ import time
 import uuid
 from datetime import UTC, datetime
 
-import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
-from apache_beam.metrics.metric import MetricsFilter
-
-from pipeline import __version__, graph
+from pipeline import __version__, unchanged
 from pipeline import report as reports
 from plugins.manager import PluginHost
-from runners import make_runner, pipeline_options
 from transforms.accept import Rules
 from transforms.index import make_target
 from transforms.records import Event
@@ -48,6 +44,8 @@ def preparation_fingerprint(preparators, config) -> str:
 
 
 def _stage_seconds(result) -> dict[str, float]:
+    from apache_beam.metrics.metric import MetricsFilter
+
     try:
         counters = result.metrics().query(MetricsFilter().with_namespace("stage_us"))["counters"]
     except Exception:  # noqa: BLE001 - some runners report no metrics; timings are optional
@@ -81,20 +79,34 @@ def _crawl(config, runner: str | None, beam_args: list[str]) -> dict:
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     target = make_target(config.index)
-    options = pipeline_options(runner, beam_args, target)
-    target.prepare()
-    before = target.count()
     preparators = config.preparators
     fingerprint = preparation_fingerprint(preparators, config)
-    work_dir = f"{config.work_dir.rstrip('/')}/{uuid.uuid4().hex[:12]}"
     context = {"config": config.source, "index": config.index.label, "runner": runner or "direct",
-               "started_at": started_at, "documents_in_index_before": before, "report_path": config.report}
+               "started_at": started_at, "report_path": config.report}
+    state = unchanged.sources_state(config, fingerprint)
+    if state is not None:
+        target.prepare()
+        before = target.count()
+        if unchanged.matches(target.read_state(), state, before):
+            return _unchanged_report(target, state, before, context, started)
+
+    from pipeline import graph
+    from runners import make_runner, pipeline_options
+
+    options = pipeline_options(runner, beam_args, target)
+    target.prepare()
+    target.write_state(None)  # a crawl that does not end clean leaves no state behind
+    before = target.count()
+    work_dir = f"{config.work_dir.rstrip('/')}/{uuid.uuid4().hex[:12]}"
+    context["documents_in_index_before"] = before
 
     log.info("crawling %d start URLs into %s (%d documents indexed)", len(config.start), config.index.label,
              before)
     planned = time.perf_counter()
     fatal = ""
     try:
+        import apache_beam as beam
+
         p = beam.Pipeline(runner=make_runner(options), options=options)
         graph.build(p, config, Rules(config), target, preparators, fingerprint, work_dir)
         result = p.run()
@@ -114,8 +126,10 @@ def _crawl(config, runner: str | None, beam_args: list[str]) -> dict:
         report["fatal"] = report.get("fatal") or f"finishing the index failed: {err}"
     try:
         report["documents_in_index"] = target.count()
+        if state is not None and reports.exit_code(report) == reports.EXIT_OK:
+            target.write_state({**state, "documents": report["documents_in_index"]})
     except Exception:  # noqa: BLE001 - the index may be what failed; the report says so already
-        report["documents_in_index"] = None
+        report.setdefault("documents_in_index", None)
     target.close()
     report["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     report["timings"] = {"plan_s": round(planned - started, 3), "pipeline_s": round(ran - planned, 3),
@@ -125,9 +139,27 @@ def _crawl(config, runner: str | None, beam_args: list[str]) -> dict:
     return report
 
 
+def _unchanged_report(target, state: dict, documents: int, context: dict, started: float) -> dict:
+    """The report of a crawl whose sources say nothing changed since the last clean crawl."""
+    log.info("every IMAP folder is as the last crawl left it: the index is up to date")
+    target.close()
+    totals = {"listed": unchanged.messages(state), "accepted": documents, "unchanged": documents}
+    report = reports.build_report(totals, [], **context, documents_in_index_before=documents, fatal="")
+    report["pipeline_skipped"] = ("every IMAP folder has the UIDVALIDITY, UIDNEXT and message count the last "
+                                  "clean crawl saw, and the configuration is the same")
+    report["documents_in_index"] = documents
+    report["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    seconds = round(time.perf_counter() - started, 3)
+    report["timings"] = {"plan_s": seconds, "pipeline_s": 0.0, "total_s": seconds, "stage_busy_s": {}}
+    report["exit_code"] = reports.exit_code(report)
+    return report
+
+
 def _remove(work_dir: str) -> None:
     try:
         if "://" in work_dir:
+            from apache_beam.io.filesystems import FileSystems
+
             FileSystems.delete([work_dir])
         else:
             shutil.rmtree(work_dir, ignore_errors=True)

@@ -22,7 +22,7 @@ from transforms.enrich.assign import AssignGroups
 from transforms.freshness import Freshness
 from transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, WriteIndex
 from transforms.prepare import Prepare
-from transforms.records import Entry, Event, FrontierItem
+from transforms.records import Entry, Event, FrontierItem, use_row_coders
 from transforms.sources.http.discover import WebDiscover, is_web
 from transforms.sources.settings import SourceSettings
 
@@ -40,6 +40,7 @@ def _write_totals(totals: dict, path: str) -> None:
 
 
 def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str, work_dir: str) -> None:
+    use_row_coders()
     source_settings = SourceSettings.from_config(config)  # logins travel to workers here, never in records
     snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
     found = []

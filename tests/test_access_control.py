@@ -29,7 +29,7 @@ from transforms.index import EmbeddedIndex, IndexUnavailable, OpenSearchIndex
 from transforms.index.query import parse_query
 from transforms.preparators import BUILTIN, Prepared
 from transforms.prepare import make_document
-from transforms.records import Entry, IndexDoc
+from transforms.records import Entry, IndexDoc, use_row_coders
 from transforms.urls import doc_id
 
 BASE = {"start": [{"url": "/srv/acl"}], "index": {"path": "i.sqlite"}}
@@ -315,6 +315,7 @@ class FailsOnSecrets:
 
 
 def test_a_controller_failure_is_reported_and_keeps_the_indexed_version():
+    use_row_coders()
     with BeamTestPipeline() as p:
         entries = p | beam.Create([_entry("file:///srv/acl/a.txt"), _entry("file:///srv/acl/secret.txt")])
         assigned, events, keep = entries | AssignGroups([FailsOnSecrets()])

@@ -223,3 +223,51 @@ def test_imaps_folder_start_url_and_bad_login(dovecot, tmp_path, make_config, cr
     assert run.counts["kept"] == 2 and run.counts["deleted"] == 0
     reason = run.problems("discover")[inbox]
     assert reason.startswith("unavailable: ") and "wrong-password" not in reason
+
+
+def test_unchanged_mailbox_needs_no_pipeline(dovecot, tmp_path, make_config, crawl):
+    """The driver compares every folder's STATUS with what the last clean crawl saw (pipeline/unchanged.py)."""
+    client = connect(dovecot)
+    uids = fill(client)
+    secret = tmp_path / "imap.password"
+    secret.write_text(PASSWORD, encoding="utf-8")
+    start = dovecot.url("imaps")
+    settings = {"start": [{"url": start}], "whitelist": [{"prefix": start}],
+                "credentials": [{"url": start, "username": USER, "password_file": str(secret)}],
+                "imap": {"ca_file": str(dovecot.ca_file)}}
+    config = make_config(tmp_path, **settings)
+    first = crawl(config)
+    assert first.code == 0 and "pipeline_skipped" not in first.report
+    documents, rows = first.report["documents_in_index"], index_rows(tmp_path)
+
+    client.select_folder("INBOX")
+    client.add_flags([uids["INBOX"][0]], [b"\\Seen"])  # another client reads a message: flags are not indexed
+    client.unselect_folder()
+    again = crawl(config)
+    assert again.code == 0, again.report.get("problems")
+    assert "UIDVALIDITY" in again.report["pipeline_skipped"] and "nothing to read" in again.stdout
+    assert (again.counts["unchanged"], again.counts["read"], again.counts["written"]) == (documents, 0, 0)
+    assert again.report["documents_in_index"] == documents and index_rows(tmp_path) == rows
+    assert PASSWORD not in json.dumps(again.report) + again.stdout + again.stderr
+
+    # Each of these makes the next crawl run its pipeline, which then finds what changed.
+    client.append("Übersicht", mail("Late wombat", body="A second wombat"))  # a new message
+    run = crawl(config)
+    assert "pipeline_skipped" not in run.report and run.counts["new"] == 1
+    assert "pipeline_skipped" in crawl(config).report
+
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:  # a document lost from the index by other means
+        db.execute("DELETE FROM docs WHERE rid = (SELECT MAX(rid) FROM docs)")
+    run = crawl(config)
+    assert "pipeline_skipped" not in run.report and run.counts["new"] == 1
+
+    config = make_config(tmp_path, **settings, blacklist=[{"regex": ".*/Spam/.*"}])  # the configuration changed
+    run = crawl(config)
+    assert "pipeline_skipped" not in run.report and run.counts["read"] == 0
+
+    secret.write_text("wrong-password", encoding="utf-8")  # a crawl that does not end clean
+    assert crawl(config).code == 1
+    secret.write_text(PASSWORD, encoding="utf-8")
+    run = crawl(config)
+    assert run.code == 0 and "pipeline_skipped" not in run.report and run.counts["read"] == 0
+    assert "pipeline_skipped" in crawl(config).report

@@ -1,9 +1,11 @@
-"""Index targets (the embedded SQLite index, OpenSearch) and the transforms that read and write them."""
+"""Index targets (the embedded SQLite index, OpenSearch) and the transforms that read and write them.
+
+The OpenSearch client library is loaded only for an OpenSearch index (it costs 0.15 s of every
+command's start otherwise)."""
 
 from __future__ import annotations
 
 from transforms.index.base import Hit, IndexTarget, IndexUnavailable
-from transforms.index.opensearch import OpenSearchIndex
 from transforms.index.sqlite import EmbeddedIndex
 
 
@@ -11,9 +13,19 @@ def make_target(index_config) -> IndexTarget:
     """The target a configuration's ``index`` section names."""
     if index_config.path:
         return EmbeddedIndex(index_config.path)
+    from transforms.index.opensearch import OpenSearchIndex
+
     c = index_config
     return OpenSearchIndex(c.url, c.name, c.analyzer, c.username, c.password, c.ca_file, c.verify_certs,
                            c.timeout, c.compress)
+
+
+def __getattr__(name: str):
+    if name == "OpenSearchIndex":
+        from transforms.index.opensearch import OpenSearchIndex
+
+        return OpenSearchIndex
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["EmbeddedIndex", "Hit", "IndexTarget", "IndexUnavailable", "OpenSearchIndex", "make_target"]

@@ -64,6 +64,14 @@ class IndexTarget(ABC):
         """Driver, after the pipeline (also after a failure): release what :meth:`snapshot_splits`
         holds and, if the crawl succeeded, publish what it wrote."""
 
+    def read_state(self) -> dict | None:
+        """Driver: the sources' state the last clean crawl stored with the index (pipeline/unchanged.py)."""
+        return None
+
+    def write_state(self, state: dict | None) -> None:
+        """Driver: store ``state`` with the index, or forget it (None). A target that cannot store it
+        keeps :meth:`read_state` answering None, so every crawl runs its pipeline."""
+
     @abstractmethod
     def snapshot_splits(self) -> list[Any]:
         """Driver: picklable descriptions of disjoint parts of the index, to read in parallel."""

@@ -173,6 +173,16 @@ class OpenSearchIndex(IndexTarget):
         for old in current:
             self.client.indices.delete(index=old, ignore_unavailable=True)
 
+    def read_state(self) -> dict | None:
+        """Kept in the ``_meta`` of the index the crawls write, so it goes when that index goes."""
+        mappings = self.client.indices.get_mapping(index=self.physical)[self.physical]["mappings"]
+        stored = mappings.get("_meta", {}).get("beamtrawl_state")
+        return json.loads(stored) if stored else None
+
+    def write_state(self, state: dict | None) -> None:
+        stored = json.dumps(state, sort_keys=True) if state is not None else ""
+        self.client.indices.put_mapping(index=self.physical, body={"_meta": {"beamtrawl_state": stored}})
+
     # -- workers -----------------------------------------------------------------------------
     def read_snapshot(self, split: dict) -> Iterator[SnapshotEntry]:
         body: dict[str, Any] = {

@@ -152,6 +152,16 @@ class EmbeddedIndex(IndexTarget):
             raise IndexUnavailable(f"{self.path}: index schema version {row[0]}, this beamtrawl searches version "
                                    f"{SCHEMA_VERSION}; run beamtrawl crawl once to upgrade it")
 
+    def read_state(self) -> dict | None:
+        row = self._connect().execute("SELECT value FROM meta WHERE key = 'crawl_state'").fetchone()
+        return json.loads(row[0]) if row else None
+
+    def write_state(self, state: dict | None) -> None:
+        with self._transaction() as db:
+            db.execute("DELETE FROM meta WHERE key = 'crawl_state'")
+            if state is not None:
+                db.execute("INSERT INTO meta VALUES('crawl_state', ?)", (json.dumps(state, sort_keys=True),))
+
     def snapshot_splits(self) -> list[tuple[int, int]]:
         low, high = self._connect().execute("SELECT MIN(rid), MAX(rid) FROM docs").fetchone()
         if low is None:

@@ -143,7 +143,7 @@ def _reason(err: Exception) -> str:
     return text.removeprefix("b'").removesuffix("'") if text.startswith("b'") else text
 
 
-def _folder_name(url: str, server: _Server, delimiter: str) -> str:
+def _folder_name(url: str, delimiter: str) -> str:
     path = urlsplit(url).path.strip("/")
     return delimiter.join(unquote(s) for s in path.split("/")) if path else ""
 
@@ -158,26 +158,14 @@ def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None)
     """A start URL: list its folder tree, then its folders' messages to the budget (the rest goes to
     the next round). A folder handed on: list its messages."""
     server = _Server(item.url)
-
-    def folders_to_list(client: IMAPClient) -> tuple[str, list[str]]:
-        delimiter = client.beamtrawl_delimiter
-        name = _folder_name(item.url, server, delimiter)
-        return delimiter, [name] if rules.start(item.url) is None else _subtree(client, name, delimiter)
-
     try:
-        delimiter, folders = _call(server, folders_to_list)
+        delimiter, folders = _call(server, lambda client: _folder_tree(client, item.url, rules))
     except _FAILURES as err:  # server down, bad login, no such folder: keep everything under it
         yield event("incomplete", item.url.rstrip("/"), "discover", f"unavailable: {_reason(err)}")
         return
-    chosen = []
-    for folder in folders:
-        url = folder_url(server.base, folder, delimiter)
-        if url != item.url.rstrip("/"):  # a folder below the start URL: walked if the rules say so
-            decision = rules.decide(url, depth_below(url, item.root) + 1)
-            if not decision.accepted or not decision.parse:
-                yield event("declined", url, "discover", "")
-                continue
-        chosen.append((folder, url))
+    chosen, declined = _choose(server, delimiter, folders, item.url, item.root, rules)
+    for url in declined:
+        yield event("declined", url, "discover", "")
     listed = 0
     for i, (folder, url) in enumerate(chosen):
         if budget is not None and listed >= budget:  # the rest goes to the next round, to any worker
@@ -186,6 +174,47 @@ def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None)
                                    item.url, "")
             return
         listed += yield from _messages(server, folder, url, item, rules)
+
+
+def folder_states(url: str, rules) -> dict[str, list[int]]:
+    """``[UIDVALIDITY, UIDNEXT, MESSAGES]`` by folder URL, for every folder a crawl of start URL ``url``
+    lists, from STATUS (which opens no folder). Messages never change and UIDs are never reused, so
+    equal answers mean the same messages; only flags may differ, and they are not indexed. Raises
+    what the connection or the server raise."""
+    server = _Server(url)
+    client = server.connect()
+    try:
+        delimiter, folders = _folder_tree(client, url, rules)
+        states = {}
+        for name, folder in _choose(server, delimiter, folders, url, url, rules)[0]:
+            status = client.folder_status(name, [b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES"])
+            states[folder] = [int(status[b"UIDVALIDITY"]), int(status[b"UIDNEXT"]), int(status[b"MESSAGES"])]
+        return states
+    finally:
+        with contextlib.suppress(Exception):
+            client.logout()
+
+
+def _folder_tree(client: IMAPClient, url: str, rules) -> tuple[str, list[str]]:
+    """The delimiter, and the folders to list for ``url``: its tree for a start URL, else itself."""
+    delimiter = client.beamtrawl_delimiter
+    name = _folder_name(url, delimiter)
+    return delimiter, [name] if rules.start(url) is None else _subtree(client, name, delimiter)
+
+
+def _choose(server: _Server, delimiter: str, folders: list[str], url: str, root: str,
+            rules) -> tuple[list[tuple[str, str]], list[str]]:
+    """(name, URL) of the folders to walk, and the URLs of those the rules decline."""
+    chosen, declined = [], []
+    for folder in folders:
+        folder_link = folder_url(server.base, folder, delimiter)
+        if folder_link != url.rstrip("/"):  # a folder below the start URL: walked if the rules say so
+            decision = rules.decide(folder_link, depth_below(folder_link, root) + 1)
+            if not decision.accepted or not decision.parse:
+                declined.append(folder_link)
+                continue
+        chosen.append((folder, folder_link))
+    return chosen, declined
 
 
 def _subtree(client: IMAPClient, name: str, delimiter: str) -> list[str]:
@@ -285,7 +314,7 @@ def _fetch(url: str) -> bytes:
     items = ["BODY.PEEK[]"] if not section else [f"BODY.PEEK[{section}.MIME]", f"BODY.PEEK[{section}]"]
 
     def fetch(client: IMAPClient) -> dict | str:
-        folder = _folder_name(match["folder"], server, client.beamtrawl_delimiter)
+        folder = _folder_name(match["folder"], client.beamtrawl_delimiter)
         if _examine(client, folder) != int(match["validity"]):
             return "the folder's UIDVALIDITY changed: the message is gone under this URL"
         return client.fetch([uid], items).get(uid) or "message not found"
