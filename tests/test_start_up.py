@@ -1,0 +1,22 @@
+"""What a command loads: Beam (0.7 s) only once a pipeline is built, and a source's client only for
+its scheme, so searching and a crawl that needs no pipeline (pipeline/unchanged.py) start fast."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from transforms.sources import source_for
+
+
+def test_the_driver_reads_config_index_and_mailboxes_without_beam():
+    code = ("import sys, pipeline.cli, pipeline.crawl, pipeline.unchanged, transforms.sources.imap, "
+            "transforms.index, transforms.records; sys.exit('apache_beam' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+@pytest.mark.parametrize("scheme", ["file", "http", "https", "smb", "imap", "imaps"])
+def test_each_scheme_has_the_source_that_names_it(scheme):
+    assert scheme in source_for(f"{scheme}://host/x").SCHEMES
