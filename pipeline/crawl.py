@@ -143,7 +143,8 @@ def _unchanged_report(target, state: dict, documents: int, context: dict, starte
     """The report of a crawl whose sources say nothing changed since the last clean crawl."""
     log.info("every IMAP folder is as the last crawl left it: the index is up to date")
     target.close()
-    totals = {"listed": unchanged.messages(state), "accepted": documents, "unchanged": documents}
+    totals = {"listed": unchanged.messages(state), "accepted": documents, "unchanged": documents,
+              "in_index": documents}  # what the pipeline would count
     report = reports.build_report(totals, [], **context, documents_in_index_before=documents, fatal="")
     report["pipeline_skipped"] = ("every IMAP folder has the UIDVALIDITY, UIDNEXT and message count the last "
                                   "clean crawl saw, and the configuration is the same")
