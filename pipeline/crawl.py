@@ -95,7 +95,7 @@ def _crawl(config, runner: str | None, beam_args: list[str]) -> dict:
 
     options = pipeline_options(runner, beam_args, target)
     target.prepare()
-    target.write_state(None)  # a crawl that does not end clean leaves no state behind
+    _store_state(target, None)  # a crawl that does not end clean leaves no state behind
     before = target.count()
     work_dir = f"{config.work_dir.rstrip('/')}/{uuid.uuid4().hex[:12]}"
     context["documents_in_index_before"] = before
@@ -126,10 +126,10 @@ def _crawl(config, runner: str | None, beam_args: list[str]) -> dict:
         report["fatal"] = report.get("fatal") or f"finishing the index failed: {err}"
     try:
         report["documents_in_index"] = target.count()
-        if state is not None and reports.exit_code(report) == reports.EXIT_OK:
-            target.write_state({**state, "documents": report["documents_in_index"]})
     except Exception:  # noqa: BLE001 - the index may be what failed; the report says so already
-        report.setdefault("documents_in_index", None)
+        report["documents_in_index"] = None
+    if state is not None and reports.exit_code(report) == reports.EXIT_OK:
+        _store_state(target, {**state, "documents": report["documents_in_index"]})
     target.close()
     report["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     report["timings"] = {"plan_s": round(planned - started, 3), "pipeline_s": round(ran - planned, 3),
@@ -137,6 +137,16 @@ def _crawl(config, runner: str | None, beam_args: list[str]) -> dict:
                          "stage_busy_s": stage_seconds}
     report["exit_code"] = reports.exit_code(report)
     return report
+
+
+def _store_state(target, state: dict | None) -> None:
+    """Store or forget the sources' state (pipeline/unchanged.py). An index that refuses it (a user who may
+    not change the mapping) only costs a pipeline run on every crawl. A state it failed to forget cannot
+    match again once a mailbox changed: UIDNEXT only grows."""
+    try:
+        target.write_state(state)
+    except Exception as err:  # noqa: BLE001 - see above
+        log.warning("the index refused the crawl state (%s); every crawl runs its pipeline", err)
 
 
 def _unchanged_report(target, state: dict, documents: int, context: dict, started: float) -> dict:

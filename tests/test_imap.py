@@ -272,3 +272,23 @@ def test_unchanged_mailbox_needs_no_pipeline(dovecot, tmp_path, make_config, cra
     assert run.code == 0 and "pipeline_skipped" not in run.report and run.counts["read"] == 0
     skipped = crawl(config)
     assert "pipeline_skipped" in skipped.report and skipped.counts == run.counts  # the same report, faster
+
+
+def test_an_index_refusing_the_crawl_state_only_costs_a_pipeline_run(dovecot, tmp_path, make_config, crawl):
+    client = connect(dovecot)
+    client.append("INBOX", mail("Hello", body="kiwi"))
+    start = dovecot.url("imaps")
+    config = make_config(tmp_path, start=[{"url": start}], whitelist=[{"prefix": start}],
+                         credentials=[{"url": start, "username": USER, "password": PASSWORD}],
+                         imap={"ca_file": str(dovecot.ca_file)})
+    assert crawl(config).code == 0
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:  # as a user without the right to store it
+        for action, row in (("INSERT", "NEW"), ("DELETE", "OLD")):
+            db.execute(f"CREATE TRIGGER refuse_{action} BEFORE {action} ON meta WHEN {row}.key = 'crawl_state' "
+                       "BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    client.append("INBOX", mail("Again", body="emu"))  # the stored state no longer matches
+    for _ in range(2):
+        run = crawl(config)
+        assert run.code == 0 and "pipeline_skipped" not in run.report, run.stderr
+        assert "the index refused the crawl state" in run.stderr
+    assert run.counts["unchanged"] == 2
