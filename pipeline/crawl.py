@@ -81,24 +81,20 @@ def _crawl(config, runner: str | None, beam_args: list[str]) -> dict:
     target = make_target(config.index)
     preparators = config.preparators
     fingerprint = preparation_fingerprint(preparators, config)
+    target.prepare()
+    before = target.count()
     context = {"config": config.source, "index": config.index.label, "runner": runner or "direct",
-               "started_at": started_at, "report_path": config.report}
+               "started_at": started_at, "documents_in_index_before": before, "report_path": config.report}
     state = unchanged.sources_state(config, fingerprint)
-    if state is not None:
-        target.prepare()
-        before = target.count()
-        if unchanged.matches(target.read_state(), state, before):
-            return _unchanged_report(target, state, before, context, started)
+    if state is not None and unchanged.matches(target.read_state(), state, before):
+        return _unchanged_report(target, state, before, context, started)
 
     from pipeline import graph
     from runners import make_runner, pipeline_options
 
     options = pipeline_options(runner, beam_args, target)
-    target.prepare()
     _store_state(target, None)  # a crawl that does not end clean leaves no state behind
-    before = target.count()
     work_dir = f"{config.work_dir.rstrip('/')}/{uuid.uuid4().hex[:12]}"
-    context["documents_in_index_before"] = before
 
     log.info("crawling %d start URLs into %s (%d documents indexed)", len(config.start), config.index.label,
              before)
@@ -155,7 +151,7 @@ def _unchanged_report(target, state: dict, documents: int, context: dict, starte
     target.close()
     totals = {"listed": unchanged.messages(state), "accepted": documents, "unchanged": documents,
               "in_index": documents}  # what the pipeline would count
-    report = reports.build_report(totals, [], **context, documents_in_index_before=documents, fatal="")
+    report = reports.build_report(totals, [], **context, fatal="")
     report["pipeline_skipped"] = ("every IMAP folder has the UIDVALIDITY, UIDNEXT and message count the last "
                                   "clean crawl saw, and the configuration is the same")
     report["documents_in_index"] = documents

@@ -56,9 +56,9 @@ def sources_state(config, fingerprint: str) -> dict | None:
     return {"key": _key(config, fingerprint), "folders": folders}
 
 
-def matches(stored: dict | None, state: dict | None, documents: int) -> bool:
+def matches(stored: dict | None, state: dict, documents: int) -> bool:
     """Would the pipeline find exactly what the last clean crawl left in an index of ``documents``?"""
-    return state is not None and stored == {**state, "documents": documents}
+    return stored == {**state, "documents": documents}
 
 
 def messages(state: dict) -> int:

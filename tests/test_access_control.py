@@ -25,7 +25,8 @@ from tests.conftest import beamtrawl
 from transforms.enrich.access import PosixOwnership, UrlRules, groups_of
 from transforms.enrich.assign import AssignGroups
 from transforms.enrich.auxfields import RESERVED, AuxFieldSpec, aux_values
-from transforms.index import EmbeddedIndex, IndexUnavailable, OpenSearchIndex
+from transforms.index import EmbeddedIndex, IndexUnavailable
+from transforms.index.opensearch import OpenSearchIndex
 from transforms.index.query import parse_query
 from transforms.preparators import BUILTIN, Prepared
 from transforms.prepare import make_document

@@ -211,10 +211,10 @@ def test_imaps_folder_start_url_and_bad_login(dovecot, tmp_path, make_config, cr
     config = make_config(tmp_path, start=[{"url": inbox}], whitelist=[{"prefix": inbox}],
                          credentials=[{"url": dovecot.url("imaps"), "username": USER,
                                        "password_file": str(secret)}],
-                         imap={"ca_file": str(dovecot.ca_file)})
+                         imap={"ca_file": str(dovecot.ca_file)}, walk_budget=1)
     run = crawl(config, "--debug")  # even the debug log never shows the password
     assert run.code == 0, run.report.get("problems")
-    assert run.counts["written"] == 2  # INBOX and INBOX/Sub, over TLS
+    assert run.counts["written"] == 2  # INBOX, and INBOX/Sub handed to the next round past the budget; over TLS
     assert PASSWORD not in run.stderr + run.stdout
 
     secret.write_text("wrong-password", encoding="utf-8")
@@ -292,3 +292,14 @@ def test_an_index_refusing_the_crawl_state_only_costs_a_pipeline_run(dovecot, tm
         assert run.code == 0 and "pipeline_skipped" not in run.report, run.stderr
         assert "the index refused the crawl state" in run.stderr
     assert run.counts["unchanged"] == 2
+
+
+def test_plain_imap_when_starttls_is_off(dovecot, tmp_path, make_config, crawl):
+    client = connect(dovecot)
+    client.append("INBOX", mail("Plain", body="okapi"))
+    start = dovecot.url("imap")
+    config = make_config(tmp_path, start=[{"url": start}], whitelist=[{"prefix": start}],
+                         credentials=[{"url": start, "username": USER, "password": PASSWORD}],
+                         imap={"starttls": False})  # no certificate to trust: this login is never TLS
+    run = crawl(config)
+    assert run.code == 0 and run.counts["written"] == 1, run.report.get("problems")

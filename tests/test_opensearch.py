@@ -22,6 +22,7 @@ import yaml
 from tests.conftest import DROP_DAC, beamtrawl, report_path
 from tests.servers.opensearch import kill_node, running_node
 from tests.test_crawl_end_to_end import build_tree
+from transforms.index.opensearch import OpenSearchIndex
 
 
 def _get(url: str, body: dict | None = None) -> dict:
@@ -143,8 +144,6 @@ def test_analyzer_change_builds_a_new_index_and_swaps_the_alias(tmp_path, os_con
 
 def test_crawl_state_lives_in_the_index_it_describes(opensearch):
     """What pipeline/unchanged.py stores: kept in the index's _meta, so a rebuilt index starts without it."""
-    from transforms.index import OpenSearchIndex
-
     target = OpenSearchIndex(opensearch, "state-test")
     target.prepare()
     assert target.read_state() is None

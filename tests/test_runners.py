@@ -18,7 +18,8 @@ from pipeline.crawl import preparation_fingerprint
 from runners import RunnerError, dataflow, direct, flink, pipeline_options, spark
 from runners.options import option
 from transforms.accept import Rules
-from transforms.index import EmbeddedIndex, OpenSearchIndex
+from transforms.index import EmbeddedIndex
+from transforms.index.opensearch import OpenSearchIndex
 from transforms.preparators import BUILTIN
 
 DATAFLOW = ["--project=my-proj-123", "--region=europe-west1", "--temp_location=gs://beamtrawl-temp/tmp"]

@@ -1,7 +1,7 @@
 """Index targets (the embedded SQLite index, OpenSearch) and the transforms that read and write them.
 
-The OpenSearch client library is loaded only for an OpenSearch index (it costs 0.15 s of every
-command's start otherwise)."""
+``OpenSearchIndex`` lives in ``transforms.index.opensearch``: its client library is loaded only for an
+OpenSearch index (it costs 0.15 s of every command's start otherwise)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,4 @@ def make_target(index_config) -> IndexTarget:
                            c.timeout, c.compress)
 
 
-def __getattr__(name: str):
-    if name == "OpenSearchIndex":
-        from transforms.index.opensearch import OpenSearchIndex
-
-        return OpenSearchIndex
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["EmbeddedIndex", "Hit", "IndexTarget", "IndexUnavailable", "OpenSearchIndex", "make_target"]
+__all__ = ["EmbeddedIndex", "Hit", "IndexTarget", "IndexUnavailable", "make_target"]

@@ -37,6 +37,7 @@ from imapclient.exceptions import IMAPClientAbortError, IMAPClientError
 
 from transforms.records import Entry, FrontierItem, event
 from transforms.sources import settings
+from transforms.sources.walk import walk_to_budget
 from transforms.urls import depth_below, doc_id
 
 SCHEMES = ("imap", "imaps")
@@ -166,14 +167,11 @@ def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None)
     chosen, declined = _choose(server, delimiter, folders, item.url, item.root, rules)
     for url in declined:
         yield event("declined", url, "discover", "")
-    listed = 0
-    for i, (folder, url) in enumerate(chosen):
-        if budget is not None and listed >= budget:  # the rest goes to the next round, to any worker
-            for _rest, rest_url in chosen[i:]:
-                yield FrontierItem(rest_url, item.root, depth_below(rest_url, item.root), rest_url, [],
-                                   item.url, "")
-            return
-        listed += yield from _messages(server, folder, url, item, rules)
+    names = {url: name for name, url in chosen}
+    stack = [FrontierItem(url, item.root, depth_below(url, item.root), url, [], item.url, "")
+             for url in reversed(names)]  # listed in order; past the budget, handed to the next round
+    yield from walk_to_budget(stack, budget, lambda folder, _stack: _messages(
+        server, names[folder.url], folder.url, item, rules))
 
 
 def folder_states(url: str, rules) -> dict[str, list[int]]:

@@ -1,4 +1,4 @@
-"""The budgeted depth-first walk that every folder-tree source shares (file, smb)."""
+"""The budgeted depth-first walk that every folder-tree source shares (file, smb, imap)."""
 
 from __future__ import annotations
 
