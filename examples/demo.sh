@@ -5,6 +5,7 @@ cd "$(dirname "$0")/.."
 if ! ldconfig -p | grep -q libmagic.so.1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1
 fi
-python3 -m pip install --quiet --disable-pip-version-check -e .
+. tests/venv.sh  # the project's virtual environment .venv (created once)
+python -m pip install --quiet --disable-pip-version-check -e .
 beamtrawl crawl examples/crawl.yaml || [ $? -eq 1 ]
 beamtrawl search "spectrometer calibration" --config examples/crawl.yaml --limit 3

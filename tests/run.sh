@@ -21,7 +21,8 @@ if ! ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/null || !
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 util-linux maven openjdk-17-jdk-headless \
     sox libsox-fmt-mp3 samba smbclient dovecot-imapd openssl
 fi
-python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
-python3 tests/servers/opensearch.py install  # once: OpenSearch 2.19.6 from Maven Central, cached
-python3 -m ruff check pipeline transforms plugins runners tests bench
-python3 -m pytest "$@"
+. tests/venv.sh  # the project's virtual environment .venv (created once)
+python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+python tests/servers/opensearch.py install  # once: OpenSearch 2.19.6 from Maven Central, cached
+python -m ruff check pipeline transforms plugins runners tests bench
+python -m pytest "$@"
