@@ -15,23 +15,40 @@ import sys
 
 from pipeline import __version__
 from pipeline.config import ConfigError, load_config
-from pipeline.report import EXIT_FATAL, summary, terminal_safe
+from pipeline.report import EXIT_FATAL, summary, summary_line, terminal_safe, write_report
 
 log = logging.getLogger("beamtrawl")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="beamtrawl", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"beamtrawl {__version__}")
+    parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True)
+    overrides = argparse.ArgumentParser(add_help=False)
+    overrides.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", dest="overrides",
+                           help="override a configuration key (repeatable), validated like the file: "
+                                "--set index.path=/srv/i.sqlite --set 'blacklist[0].regex=.*\\.bak'")
 
-    crawl = commands.add_parser("crawl", help="crawl the start URLs of CONFIG into its index",
-                                description="Any further --option is passed to Beam as a pipeline option.")
+    crawl = commands.add_parser("crawl", parents=[overrides], help="crawl the start URLs of CONFIG into its index",
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description="Any further --option is passed to Beam as a pipeline option.",
+                                epilog=f"{CONFIG_REFERENCE}\n\n{EXIT_CODES}")
     crawl.add_argument("config")
+    crawl.add_argument("--report", metavar="PATH|-",
+                       help="also write the JSON report here ('-': standard output, the summary then goes to "
+                            "standard error)")
     crawl.add_argument("--runner", help="direct (default), or a Beam runner name")
     crawl.add_argument("--debug", action="store_true", help="tracebacks and Beam's own logs")
 
-    search = commands.add_parser("search", help="search the index of CONFIG")
+    init = commands.add_parser("init", help="write a commented starter configuration for START_URLs")
+    init.add_argument("start", nargs="*", metavar="START_URL",
+                      help="folders, file://, http(s)://, smb:// or imap(s):// URLs (default: this folder)")
+    init.add_argument("--output", "-o", default="crawl.yaml", help="the file to write (default: crawl.yaml)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+
+    search = commands.add_parser("search", parents=[overrides], help="search the index of CONFIG",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=f"{QUERY_SYNTAX}\n\n{CONFIG_REFERENCE}")
     search.add_argument("query")
     search.add_argument("--config", required=True)
     search.add_argument("--limit", type=int, default=10)
@@ -40,6 +57,28 @@ def _parser() -> argparse.ArgumentParser:
                         help="the searcher's access groups; without them only public documents are found")
     search.add_argument("--debug", action="store_true")
     return parser
+
+
+CONFIG_REFERENCE = "configuration reference: README.md, section 'Configuration'"
+EXIT_CODES = ("exit codes: 0 everything indexed; 1 some documents or folders failed (each a report line);\n"
+              "2 configuration error or fatal failure, and then no delete ran")
+QUERY_SYNTAX = """query syntax (README.md, 'Search syntax'):
+  word other        documents holding both words
+  "a phrase"        the words in this order
+  -word, -"a b"     documents without them (a query may start with -)
+  calib*            words starting with calib
+  field:value       mimetype:text/*  extension:pdf  path:/srv/docs/lab  url:file:///srv/docs
+                    and name:value for an indexed auxiliary field; each negatable (-extension:csv)"""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        beam = version("apache-beam")
+    except PackageNotFoundError:
+        beam = "not installed"
+    return f"beamtrawl {__version__} (Apache Beam {beam}, Python {sys.version.split()[0]})"
 
 
 def _setup_logging(debug: bool) -> None:
@@ -51,13 +90,15 @@ def _setup_logging(debug: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args, extra = _parser().parse_known_args(argv)
-    _setup_logging(args.debug)
+    _setup_logging(getattr(args, "debug", False))
+    if args.command == "init":
+        return _init(args.start, args.output, args.force)
     if args.command == "search" and extra:
         _parser().error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        config = load_config(args.config, load_plugins=args.command == "crawl")
+        config = load_config(args.config, load_plugins=args.command == "crawl", overrides=args.overrides)
         if args.command == "crawl":
-            return _crawl(config, args.runner, extra)
+            return _crawl(config, args.runner, extra, args.report)
         groups = [g.strip() for g in args.groups.split(",") if g.strip()]
         return _search(config, args.query, args.limit, args.json, groups)
     except ConfigError as err:
@@ -70,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FATAL
 
 
-def _crawl(config, runner: str | None, beam_args: list[str]) -> int:
+def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | None = None) -> int:
     from pipeline.crawl import crawl  # Beam loads slowly: only when crawling
     from transforms.preparators.isolation import end_children
 
@@ -80,8 +121,30 @@ def _crawl(config, runner: str | None, beam_args: list[str]) -> int:
         report = crawl(config, runner, beam_args)
     finally:
         end_children()  # those of an in-process runner; the command ends without Python's shutdown (run)
-    print(summary(report))
+    if report_to == "-":
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    elif report_to:
+        write_report(report, report_to)
+    print(summary(report), file=sys.stderr if report_to == "-" else sys.stdout)
+    print(summary_line(report), file=sys.stderr if report_to == "-" else sys.stdout)
     return report["exit_code"]
+
+
+def _init(start: list[str], output: str, force: bool) -> int:
+    from pipeline.starter import starter_config
+
+    if os.path.exists(output) and not force:
+        log.error("%s: exists; choose another --output or add --force", output)
+        return EXIT_FATAL
+    try:
+        text = starter_config(start)
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except (OSError, ValueError) as err:
+        log.error("%s: cannot write: %s", output, getattr(err, "strerror", None) or err)
+        return EXIT_FATAL
+    print(f"wrote {output}; crawl with: beamtrawl crawl {output}")
+    return 0
 
 
 def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +41,12 @@ _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class ConfigError(Exception):
-    """A configuration mistake; ``str()`` is the one-line message for the user."""
+    """A configuration mistake; ``str()`` is the one-line message for the user. ``key`` is the key path
+    it concerns (``whitelist[2].regex``) when there is one."""
+
+    def __init__(self, message: str, key: str = "", problem: str = ""):
+        super().__init__(message)
+        self.key, self.problem = key, problem or message
 
 
 @dataclass(frozen=True)
@@ -201,7 +206,8 @@ class _Reader:
         self.base = os.path.dirname(os.path.abspath(source))
 
     def fail(self, path: str, problem: str) -> ConfigError:
-        return ConfigError(f"{self.source}: {path}: {problem}" if path else f"{self.source}: {problem}")
+        return ConfigError(f"{self.source}: {path}: {problem}" if path else f"{self.source}: {problem}",
+                           path, problem)
 
     def mapping(self, value: Any, path: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
         if not isinstance(value, dict):
@@ -494,8 +500,10 @@ def parse_config(raw: Any, source: str, load_plugins: bool = True) -> Config:
                   imap=_imap(r, top.get("imap") or {}), **scalars)
 
 
-def load_config(path: str, load_plugins: bool = True) -> Config:
-    """Read and validate the YAML file at ``path``; raises :class:`ConfigError` with a one-line message."""
+def load_config(path: str, load_plugins: bool = True, overrides: Sequence[str] = ()) -> Config:
+    """Read and validate the YAML file at ``path``; raises :class:`ConfigError` with a one-line message.
+    ``overrides`` are ``--set key.path=value`` options, applied before validation; an error in a key one
+    of them set names that option."""
     try:
         with open(path, encoding="utf-8") as handle:
             raw = yaml.safe_load(handle)
@@ -505,4 +513,50 @@ def load_config(path: str, load_plugins: bool = True) -> Config:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         raise ConfigError(f"{path}: {where}{getattr(err, 'problem', None) or err}") from None
-    return parse_config(raw, path, load_plugins)
+    keys = [_override(raw, option) for option in overrides]
+    try:
+        return parse_config(raw, path, load_plugins)
+    except ConfigError as err:
+        for key, option in zip(keys, overrides, strict=True):
+            if err.key == key or err.key.startswith((f"{key}.", f"{key}[")) or key.startswith(f"{err.key}."):
+                raise ConfigError(f"--set {_shown(option)}: {_shown(err.key)}: {_shown(err.problem, 600)}", err.key) from None
+        raise
+
+
+_KEY_PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)")
+
+
+def _shown(option: str, limit: int = 200) -> str:
+    return option if len(option) <= limit else option[:limit] + "…"
+
+
+def _override(raw: Any, option: str) -> str:
+    """Apply one ``key.path=value`` to the parsed file: ``value`` is read as YAML (``true``, ``5``,
+    ``[a, b]``), ``key.path`` names mappings by key and lists by ``[index]``. Returns the key path."""
+    key, sep, text = option.partition("=")
+    parts = [_KEY_PART.fullmatch(part) for part in key.strip().split(".")]
+    if not sep or not all(parts):
+        raise ConfigError(f"--set {_shown(option)}: expected KEY.PATH=VALUE, e.g. index.path=/srv/index.sqlite")
+    steps: list[str | int] = []
+    for part in parts:
+        steps.append(part.group(1))
+        steps.extend(int(n) for n in re.findall(r"\d+", part.group(2)))
+    try:
+        value = yaml.safe_load(text) if text.strip() else text
+    except yaml.YAMLError as err:
+        raise ConfigError(f"--set {_shown(option)}: the value is not YAML: {getattr(err, 'problem', err)}") from None
+    node, path = raw, ""
+    for i, step in enumerate(steps):
+        if isinstance(step, int):
+            if not isinstance(node, list) or not 0 <= step < len(node):
+                raise ConfigError(f"--set {_shown(option)}: {path} has no item [{step}]", path)
+        elif not isinstance(node, dict):
+            raise ConfigError(f"--set {_shown(option)}: {path or 'the file'} is not a mapping", path)
+        if i == len(steps) - 1:
+            node[step] = value
+        else:
+            if isinstance(step, str) and node.get(step) is None:
+                node[step] = {}
+            node = node[step]
+        path = f"{path}[{step}]" if isinstance(step, int) else f"{path}.{step}" if path else step
+    return path

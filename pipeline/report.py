@@ -109,3 +109,18 @@ def summary(report: dict) -> str:
     if len(report["problems"]) > len(shown):
         lines.append(f"  … and {len(report['problems']) - len(shown)} more problems in the report")
     return "\n".join(lines)
+
+
+#: The counts of the machine-readable last line, in this order.
+SUMMARY_LINE_COUNTS = ("discovered", "new", "changed", "unchanged", "failed", "written", "deleted", "kept")
+
+
+def summary_line(report: dict) -> str:
+    """One line for log scrapers, the last a crawl prints: ``beamtrawl-summary exit=1 new=3 … seconds=4.2``."""
+    c = report["counts"]
+    fields = [f"exit={report['exit_code']}", *(f"{k}={c.get(k, 0)}" for k in SUMMARY_LINE_COUNTS),
+              f"problems={len(report['problems'])}", f"in_index={report.get('documents_in_index')}",
+              f"seconds={report['timings']['total_s']:.1f}",
+              f"deletes_withheld={'yes' if report['deletes_withheld'] else 'no'}",
+              f"fatal={'yes' if report.get('fatal') else 'no'}"]
+    return "beamtrawl-summary " + " ".join(fields)

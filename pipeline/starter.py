@@ -1,0 +1,71 @@
+"""``beamtrawl init [START_URL …]``: a commented starter configuration that crawls as written.
+
+Each start URL gets its whitelist prefix; web, SMB and IMAP URLs bring the sections they use, with the
+login read from an environment variable, so no secret is written into the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from transforms.urls import normalize_url
+
+_ENV_NAME = re.compile(r"[^A-Z0-9]+")
+
+
+def _url(text: str) -> str:
+    if "://" in text:
+        return normalize_url(text)
+    return Path(text).resolve().as_uri()
+
+
+def _prefix(url: str) -> str:
+    """A web start page's folder (``…/docs/index.html`` → ``…/docs/``); any other start URL itself."""
+    if url.split("://", 1)[0] in {"http", "https"} and url.count("/") > 2 and not url.endswith("/"):
+        return url.rsplit("/", 1)[0] + "/"
+    return url
+
+
+def _password_variable(url: str) -> str:
+    host = url.split("://", 1)[1].split("/", 1)[0].split(":", 1)[0]
+    return f"{_ENV_NAME.sub('_', host.upper()).strip('_')}_PASSWORD"
+
+
+def starter_config(start: list[str], index_path: str = "beamtrawl-index.sqlite") -> str:
+    """The text of the file (YAML with comments)."""
+    urls = [_url(s) for s in start] or [Path.cwd().as_uri()]
+    schemes = {u.split("://", 1)[0] for u in urls}
+    lines = ["# beamtrawl crawl configuration, written by `beamtrawl init`. Every key and its default:",
+             "# README.md, section 'Configuration'. Paths without a scheme are relative to this file.",
+             "# Crawl:  beamtrawl crawl THIS_FILE      Search:  beamtrawl search WORDS --config THIS_FILE",
+             "start:                         # parse: follow links / list folders; index: index the start page itself"]
+    lines += [f"  - {{url: \"{u}\", parse: true, index: {'true' if u.startswith('http') else 'false'}}}"
+              for u in urls]
+    lines += ["whitelist:                     # only URLs under these prefixes are crawled"]
+    lines += [f"  - {{prefix: \"{_prefix(u)}\"}}" for u in urls]
+    lines += ["blacklist:                     # never crawled (regexes match the whole URL)",
+              '  - {regex: ".*/\\\\.git/.*"}',
+              '  - {regex: ".*~$"}',
+              f"index: {{path: \"{index_path}\"}}   # the embedded index; or {{url: https://…, name: docs}} for OpenSearch",
+              "max_failed_ratio: 0.2          # more failed documents than this share: no deletes, exit 2",
+              "max_delete_ratio: 0.5          # deletes would remove more than this share: none run, exit 2"]
+    if {"http", "https"} & schemes:
+        lines += ["http:",
+                  '  user_agent: "beamtrawl (+mailto:you@example.org)"   # say who crawls, and how to reach you',
+                  "  delay: 1.0                   # seconds between requests to one host (robots.txt may ask more)",
+                  "  robots_txt: true             # obey robots.txt",
+                  "# max_depth: 10                # at most this many links (or folder levels) from a start URL"]
+    logins = [u for u in urls if u.split("://", 1)[0] in {"smb", "imap", "imaps"}]
+    if logins:
+        lines += ["credentials:                    # the password comes from the environment, never from this file"]
+        for u in logins:
+            prefix = u.split("://", 1)[0] + "://" + u.split("://", 1)[1].split("/", 1)[0] + "/"
+            lines.append(f'  - {{url: "{prefix}", username: "{os.environ.get("USER", "crawler")}", '
+                         f'password: "${{{_password_variable(u)}}}"}}')
+    if "smb" in schemes:
+        lines += ["smb:", "  read_acls: true              # each file's Windows ACL decides who finds it"]
+    if "imap" in schemes:
+        lines += ["imap:", "  starttls: true               # imap:// logs in only after STARTTLS"]
+    return "\n".join(lines) + "\n"

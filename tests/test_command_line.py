@@ -1,0 +1,95 @@
+"""The command as a CI job and a person at a terminal meet it: ``--set``, ``--report``, the summary line,
+``init``, ``--version`` and ``--help``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import beamtrawl
+
+from pipeline.config import ConfigError, load_config
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
+
+
+def test_set_overrides_keys_and_is_validated_like_the_file(tmp_path, make_config):
+    config = make_config(tmp_path)
+    loaded = load_config(str(config), overrides=["index.path=other.sqlite", "max_depth=3",
+                                                  "blacklist[0].regex=.*\\.bak", "http.user_agent=Bot 1.0"])
+    assert loaded.index.path == str(tmp_path / "other.sqlite") and loaded.max_depth == 3
+    assert loaded.blacklist[0].regex.pattern == ".*\\.bak" and loaded.http.user_agent == "Bot 1.0"
+    for option, message in [
+        ("index.pathx=3", "--set index.pathx=3: index.pathx: unknown key"),
+        ("max_failed_ratio=7", "--set max_failed_ratio=7: max_failed_ratio: must be a number from 0 to 1"),
+        ("blacklist[0].regex=(", "--set blacklist[0].regex=(: blacklist[0].regex:"),
+        ("blacklist[5].regex=a", "--set blacklist[5].regex=a: blacklist has no item [5]"),
+        ("index.path.x=1", "--set index.path.x=1: index.path is not a mapping"),
+        ("max_depth", "--set max_depth: expected KEY.PATH=VALUE"),
+        ("max_depth=[1", "--set max_depth=[1: the value is not YAML"),
+        ("x" * 5000 + "=1", "…: unknown key"),
+    ]:
+        with pytest.raises(ConfigError) as err:
+            load_config(str(config), overrides=[option])
+        assert message in str(err.value) and len(str(err.value)) < 1200, str(err.value)
+
+
+def test_report_to_stdout_or_a_path_and_a_summary_line_last(tmp_path, make_config):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(EXAMPLES, corpus)
+    config = make_config(corpus)
+    done = beamtrawl("crawl", str(config), "--set", f"index.path={tmp_path / 'ci.sqlite'}", "--report", "-",
+                     "--direct_num_workers=2")
+    report = json.loads(done.stdout)  # standard output holds the report alone
+    assert done.returncode in (0, 1) and report["counts"]["written"] >= 30
+    last = done.stderr.strip().splitlines()[-1]
+    fields = dict(f.split("=", 1) for f in last.split()[1:])
+    assert last.startswith("beamtrawl-summary ") and fields["exit"] == str(done.returncode)
+    assert fields["written"] == str(report["counts"]["written"]) and fields["fatal"] == "no"
+
+    copy = tmp_path / "out" / "report.json"
+    copy.parent.mkdir()
+    again = beamtrawl("crawl", str(config), "--set", f"index.path={tmp_path / 'ci.sqlite'}", "--report",
+                      str(copy), "--direct_num_workers=2")
+    assert json.loads(copy.read_text())["counts"]["unchanged"] == report["counts"]["written"]
+    assert again.stdout.strip().splitlines()[-1].startswith("beamtrawl-summary exit=")
+
+
+def test_init_writes_a_configuration_that_crawls_as_written(tmp_path):
+    corpus = tmp_path / "my docs"
+    shutil.copytree(EXAMPLES, corpus)
+    config = tmp_path / "crawl.yaml"
+    done = beamtrawl("init", str(corpus), "--output", str(config), check_dac=False)
+    assert done.returncode == 0, done.stderr
+    assert yaml.safe_load(config.read_text())["start"][0]["url"] == corpus.as_uri()
+    assert beamtrawl("init", str(corpus), "--output", str(config), check_dac=False).returncode == 2  # kept
+    crawled = beamtrawl("crawl", str(config), "--direct_num_workers=2")
+    assert crawled.returncode in (0, 1), crawled.stderr
+    hits = json.loads(beamtrawl("search", "sourdough", "--config", str(config), "--json",
+                                check_dac=False).stdout)
+    assert hits and all(h["url"].startswith(corpus.as_uri()) for h in hits)
+
+
+def test_init_for_web_smb_and_imap_takes_logins_from_the_environment(tmp_path, monkeypatch):
+    config = tmp_path / "crawl.yaml"
+    done = beamtrawl("init", "https://docs.example.org/en/index.html", "smb://files.lab/share",
+                     "imaps://mail.lab/INBOX", "--output", str(config), check_dac=False)
+    assert done.returncode == 0, done.stderr
+    text = config.read_text()
+    assert "${FILES_LAB_PASSWORD}" in text and "${MAIL_LAB_PASSWORD}" in text
+    monkeypatch.setenv("FILES_LAB_PASSWORD", "x")
+    monkeypatch.setenv("MAIL_LAB_PASSWORD", "y")
+    loaded = load_config(str(config))
+    assert loaded.whitelist[0].prefix == "https://docs.example.org/en/"
+
+
+def test_version_and_help_say_what_a_person_needs():
+    version = beamtrawl("--version", check_dac=False).stdout
+    assert "beamtrawl" in version and "Apache Beam 2." in version
+    crawl_help = beamtrawl("crawl", "--help", check_dac=False).stdout
+    assert "configuration reference" in crawl_help and "--set" in crawl_help and "exit codes" in crawl_help
+    search_help = beamtrawl("search", "--help", check_dac=False).stdout
+    assert "query syntax" in search_help and '"a phrase"' in search_help
