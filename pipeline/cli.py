@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
                                 description="Any further --option is passed to Beam as a pipeline option.",
                                 epilog=f"{CONFIG_REFERENCE}\n\n{EXIT_CODES}")
     crawl.add_argument("config")
+    crawl.add_argument("--dry-run", action="store_true",
+                       help="check the configuration, the index and every start URL (logins included), print "
+                            "what would be crawled and which guards apply; write nothing")
     crawl.add_argument("--report", metavar="PATH|-",
                        help="also write the JSON report here ('-': standard output, the summary then goes to "
                             "standard error)")
@@ -97,6 +100,12 @@ def main(argv: list[str] | None = None) -> int:
         _parser().error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         config = load_config(args.config, load_plugins=args.command == "crawl", overrides=args.overrides)
+        if args.command == "crawl" and args.dry_run:
+            from pipeline.dry_run import dry_run
+
+            text, code = dry_run(config, args.runner)
+            print(text)
+            return code
         if args.command == "crawl":
             return _crawl(config, args.runner, extra, args.report)
         groups = [g.strip() for g in args.groups.split(",") if g.strip()]

@@ -93,3 +93,21 @@ def test_version_and_help_say_what_a_person_needs():
     assert "configuration reference" in crawl_help and "--set" in crawl_help and "exit codes" in crawl_help
     search_help = beamtrawl("search", "--help", check_dac=False).stdout
     assert "query syntax" in search_help and '"a phrase"' in search_help
+
+
+def test_dry_run_reaches_index_and_start_urls_and_writes_nothing(tmp_path, make_config):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(EXAMPLES, corpus)
+    config = make_config(corpus)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    done = beamtrawl("crawl", "--dry-run", str(config))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "will be created" in done.stdout and f"start {corpus.as_uri()} (followed): reachable" in done.stdout
+    assert "guards: no deletes if more than 20% of documents fail" in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no index, report or work folder
+
+    gone = beamtrawl("crawl", "--dry-run", str(config), "--set", f"start[0].url={tmp_path / 'gone'}",
+                     "--set", f"whitelist[0].prefix={tmp_path.as_uri()}")
+    assert gone.returncode == 1 and "gone (followed): unavailable: No such file or directory" in gone.stdout
+    nowhere = beamtrawl("crawl", "--dry-run", str(config), "--set", "index.path=/proc/beamtrawl/i.sqlite")
+    assert nowhere.returncode == 2 and "cannot be created in /proc" in nowhere.stdout

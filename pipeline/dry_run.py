@@ -1,0 +1,95 @@
+"""``beamtrawl crawl --dry-run CONFIG``: everything a crawl checks before it writes, and nothing written.
+
+It reaches the index (or the folder it would be created in) and every start URL with the crawl's own
+logins — a folder or share is listed one level, a mailbox folder examined, a web start page fetched —
+and prints what would be crawled and which guards would apply. Exit codes are a crawl's: 2 when the
+index cannot be used, 1 when a start URL cannot be reached, else 0.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+
+from pipeline.report import EXIT_DOCUMENTS_FAILED, EXIT_FATAL, EXIT_OK, terminal_safe
+from transforms.index import make_target
+from transforms.index.base import IndexUnavailable
+
+#: Outputs of a start URL's discovery looked at before it counts as reached.
+PEEK = 50
+
+
+def _index_line(config) -> tuple[str, int, int | None]:
+    """(what the index says, exit code, documents in it)."""
+    target = make_target(config.index)
+    try:
+        target.check()
+        return f"index {config.index.label}: reachable", EXIT_OK, target.count()
+    except IndexUnavailable as err:
+        if config.index.path and not os.path.exists(config.index.path):
+            folder = os.path.dirname(os.path.abspath(config.index.path))
+            while not os.path.isdir(folder):
+                folder = os.path.dirname(folder)
+            try:
+                tempfile.TemporaryFile(dir=folder).close()  # what a crawl would need; leaves nothing
+            except OSError as why:
+                return (f"index {config.index.label}: cannot be created in {folder}: {why.strerror}", EXIT_FATAL,
+                        None)
+            return f"index {config.index.label}: will be created", EXIT_OK, 0
+        if "no index" in str(err) and "reached" not in str(err):
+            return f"index {config.index.label}: reachable; the index will be created", EXIT_OK, 0
+        return f"index: {err}", EXIT_FATAL, None
+    finally:
+        target.close()
+
+
+def _reach(config, url: str) -> str:
+    """'' when ``url`` answered, else why not."""
+    from transforms.accept import Rules
+    from transforms.records import Entry, Event, FrontierItem
+    from transforms.sources import settings, source_for
+    from transforms.sources.http.discover import is_web
+
+    settings.use(settings.SourceSettings.from_config(config))
+    if is_web(url):
+        from transforms.sources.http.crawl import make_fetcher
+        from transforms.sources.http.fetch import FetchError
+
+        try:
+            page = make_fetcher(config.http).fetch(url, credential=settings.login_for)
+        except FetchError as err:
+            return str(err)
+        return "" if page.status < 400 else f"HTTP {page.status}"
+    found = source_for(url).expand(FrontierItem(url, url, 0, url, [], "", ""), Rules(config),
+                                   config.follow_symlinks, PEEK)
+    for record in itertools.islice(found, PEEK):
+        if isinstance(record, Event) and record.reason and record.url in (url, url.rstrip("/")):
+            return record.reason
+        if isinstance(record, Entry | FrontierItem):
+            return ""
+    return ""
+
+
+def dry_run(config, runner: str | None) -> tuple[str, int]:
+    """(the lines to print, the exit code)."""
+    index_line, code, documents = _index_line(config)
+    lines = [f"configuration {config.source}: valid", index_line]
+    for start in config.start:
+        try:
+            problem = _reach(config, start.url)
+        except Exception as err:  # noqa: BLE001 - a dry run reports every start URL, whatever one raised
+            problem = f"{type(err).__name__}: {err}"
+        what = ", ".join(w for w, on in (("followed", start.parse), ("indexed", start.index)) if on)
+        lines.append(terminal_safe(f"start {start.url} ({what}): {'reachable' if not problem else problem}"))
+        if problem:
+            code = max(code, EXIT_DOCUMENTS_FAILED)
+    lines.append(f"rules: {len(config.whitelist)} whitelist, {len(config.blacklist)} blacklist entries; "
+                 f"max_depth {config.max_depth if config.max_depth is not None else 'none'}; "
+                 f"preparators: {', '.join(p.name for p in config.preparators) or 'none'}")
+    deletable = "" if documents is None else (
+        f" (of the {documents} documents now indexed, at most {int(documents * config.max_delete_ratio)} may go)")
+    lines.append(f"guards: no deletes if more than {config.max_failed_ratio:.0%} of documents fail or deletes "
+                 f"would remove more than {config.max_delete_ratio:.0%} of the index{deletable}")
+    lines.append(f"runner: {runner or 'direct'}; nothing was written")
+    return "\n".join(lines), code
