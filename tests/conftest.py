@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,3 +99,21 @@ def search():
         return json.loads(done.stdout)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def node_dir():
+    """A folder OpenSearch's service user can reach, so a node keeps its data across restarts."""
+    folder = Path(tempfile.mkdtemp(prefix="beamtrawl-os-", dir="/tmp"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def opensearch(node_dir):
+    """One OpenSearch node (tests/servers/opensearch.py) shared by the session's tests; its URL."""
+    from tests.servers.opensearch import running_node
+
+    with running_node(node_dir / "shared") as url:
+        yield url

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import beamtrawl
 
 from pipeline.config import ConfigError, load_config
+from tests.conftest import beamtrawl
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -54,21 +52,6 @@ def embedded_docs(path: Path) -> dict[str, dict]:
                       "f.content FROM docs d JOIN docs_fts f ON f.rowid = d.rid")
     keys = ("url", "title", "mimetype", "size", "mtime_ns", "preparation_error", "content")
     return {row[0]: dict(zip(keys, row[1:])) for row in rows}
-
-
-@pytest.fixture(scope="session")
-def node_dir():
-    """A folder OpenSearch's service user can reach, so a node keeps its data across restarts."""
-    folder = Path(tempfile.mkdtemp(prefix="beamtrawl-os-", dir="/tmp"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def opensearch(node_dir):
-    with running_node(node_dir / "shared") as url:
-        yield url
 
 
 @pytest.fixture
