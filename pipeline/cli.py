@@ -42,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
                             "standard error)")
     crawl.add_argument("--runner", help="direct (default), or a Beam runner name")
     crawl.add_argument("--debug", action="store_true", help="tracebacks and Beam's own logs")
+    crawl.add_argument("--quiet", "-q", action="store_true",
+                       help="no progress display and no log lines; the summary and problems only")
 
     init = commands.add_parser("init", help="write a commented starter configuration for START_URLs")
     init.add_argument("start", nargs="*", metavar="START_URL",
@@ -94,6 +96,8 @@ def _setup_logging(debug: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     args, extra = _parser().parse_known_args(argv)
     _setup_logging(getattr(args, "debug", False))
+    if getattr(args, "quiet", False):
+        logging.getLogger("beamtrawl").setLevel(logging.WARNING)
     if args.command == "init":
         return _init(args.start, args.output, args.force)
     if args.command == "search" and extra:
@@ -107,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             print(text)
             return code
         if args.command == "crawl":
-            return _crawl(config, args.runner, extra, args.report)
+            return _crawl(config, args.runner, extra, args.report, args.quiet)
         groups = [g.strip() for g in args.groups.split(",") if g.strip()]
         return _search(config, args.query, args.limit, args.json, groups)
     except ConfigError as err:
@@ -120,14 +124,17 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FATAL
 
 
-def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | None = None) -> int:
+def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | None = None,
+           quiet: bool = False) -> int:
     from pipeline.crawl import crawl  # Beam loads slowly: only when crawling
     from transforms.preparators.isolation import end_children
 
     # A command is no IPython session; without this, Beam imports IPython (0.6 s) to ask if it is one.
     sys.modules.setdefault("IPython", None)
     try:
-        report = crawl(config, runner, beam_args)
+        from pipeline.progress import LiveProgress
+
+        report = crawl(config, runner, beam_args, LiveProgress.mode_for(quiet))
     finally:
         end_children()  # those of an in-process runner; the command ends without Python's shutdown (run)
     if report_to == "-":

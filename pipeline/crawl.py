@@ -57,12 +57,13 @@ def _stage_seconds(result) -> dict[str, float]:
     return {name: round(s, 3) for name, s in sorted(seconds.items())}
 
 
-def crawl(config, runner: str | None, beam_args: list[str]) -> dict:
-    """Run one crawl; returns the report (also written to ``config.report``)."""
+def crawl(config, runner: str | None, beam_args: list[str], progress: str = "lines") -> dict:
+    """Run one crawl; returns the report (also written to ``config.report``). ``progress``: how the run
+    shows itself (pipeline/progress.py: "live", "lines", "quiet")."""
     plugins = PluginHost(config.plugins)
     plugins.call("on_start_crawling", config=config)
     try:
-        report = _crawl(config, runner, beam_args)
+        report = _crawl(config, runner, beam_args, progress)
     except BaseException as err:
         plugins.call("on_finish_crawling", config=config, report={"fatal": f"{type(err).__name__}: {err}"})
         raise
@@ -75,7 +76,7 @@ def crawl(config, runner: str | None, beam_args: list[str]) -> dict:
     return report
 
 
-def _crawl(config, runner: str | None, beam_args: list[str]) -> dict:
+def _crawl(config, runner: str | None, beam_args: list[str], progress: str) -> dict:
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     target = make_target(config.index)
@@ -103,10 +104,13 @@ def _crawl(config, runner: str | None, beam_args: list[str]) -> dict:
     try:
         import apache_beam as beam
 
+        from pipeline.progress import LiveProgress
+
         p = beam.Pipeline(runner=make_runner(options), options=options)
         graph.build(p, config, Rules(config), target, preparators, fingerprint, work_dir)
-        result = p.run()
-        result.wait_until_finish()
+        with LiveProgress(progress):
+            result = p.run()
+            result.wait_until_finish()
         stage_seconds = _stage_seconds(result)
     except Exception as err:
         log.debug("pipeline failed", exc_info=True)

@@ -4,7 +4,11 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +17,8 @@ import yaml
 from pipeline.config import ConfigError, load_config
 from tests.conftest import beamtrawl
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "corpus"
 
 
 def test_set_overrides_keys_and_is_validated_like_the_file(tmp_path, make_config):
@@ -111,3 +116,33 @@ def test_dry_run_reaches_index_and_start_urls_and_writes_nothing(tmp_path, make_
     assert gone.returncode == 1 and "gone (followed): unavailable: No such file or directory" in gone.stdout
     nowhere = beamtrawl("crawl", "--dry-run", str(config), "--set", "index.path=/proc/beamtrawl/i.sqlite")
     assert nowhere.returncode == 2 and "cannot be created in /proc" in nowhere.stdout
+
+
+def test_progress_counts_add_up_across_workers(tmp_path, monkeypatch):
+    from pipeline.progress import line, totals
+    from transforms.progress import PROGRESS_DIR_ENV, Progress
+
+    monkeypatch.setenv(PROGRESS_DIR_ENV, str(tmp_path))
+    for what, n in [("documents found", 7), ("web pages found", 3), ("documents prepared (text)", 5),
+                    ("documents prepared (pdf)", 2), ("documents written", 6)]:
+        Progress(what).add(n)
+    (tmp_path / "half.json").write_text('["documents wri')  # a reader may meet anything: ignored
+    assert totals(str(tmp_path)) == {"found": 10, "prepared": 7, "written": 6}
+    assert line(totals(str(tmp_path)), 3.0) == "found 10 · prepared 7 · written 6 · 2/s · 0:00:03"
+
+
+def test_a_terminal_sees_live_progress_and_quiet_sees_only_the_summary(tmp_path, make_config):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(EXAMPLES, corpus)
+    config = make_config(corpus)
+    outputs = {}
+    for name, extra in (("live", ""), ("quiet", " --quiet")):
+        typescript = tmp_path / f"{name}.out"
+        command = f"{sys.executable} -m pipeline.cli crawl {config} --direct_num_workers=2{extra}"
+        subprocess.run(["script", "-qec", command, str(typescript)], env={**os.environ, "TERM": "xterm"},
+                       cwd=ROOT, capture_output=True, timeout=600, check=True)
+        outputs[name] = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", typescript.read_text(errors="replace"))
+    assert re.search(r"found \d+ · prepared \d+ · written \d+ · \d+/s · 0:00:\d\d", outputs["live"])
+    assert "crawling 1 start URLs" in outputs["live"]
+    assert "found " not in outputs["quiet"].split("discovered")[0] and "crawling" not in outputs["quiet"]
+    assert "beamtrawl-summary exit=0" in outputs["quiet"]

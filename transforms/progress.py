@@ -8,10 +8,12 @@ which the command line mutes.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
 import time
+import uuid
 from collections import Counter
 
 import apache_beam as beam
@@ -22,6 +24,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from transforms.records import event
 
 INTERVAL_S = 5.0
+FILE_INTERVAL_S = 0.5
 
 
 def _logger() -> logging.Logger:
@@ -69,17 +72,38 @@ def timed(counter, outputs) -> list:
     return results
 
 
+#: Set by the command (pipeline/progress.py) for workers on its machine: a folder where each stage's
+#: counts are kept for its live display, instead of log lines.
+PROGRESS_DIR_ENV = "BEAMTRAWL_PROGRESS_DIR"
+
+
 class Progress:
-    """Counts one stage's work in one DoFn instance; says so every few seconds."""
+    """Counts one stage's work in one DoFn instance; says so every few seconds — in a file the command's
+    live display reads when it runs on this machine, else as a log line."""
 
     def __init__(self, what: str):
         self.what = what
         self.total = 0
-        self.last = time.monotonic()
+        self.folder = os.environ.get(PROGRESS_DIR_ENV, "")
+        self.name = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.last = 0.0 if self.folder else time.monotonic()  # a display shows the first count at once
 
     def add(self, n: int = 1) -> None:
         self.total += n
         now = time.monotonic()
-        if now - self.last >= INTERVAL_S:
+        if now - self.last >= (INTERVAL_S if not self.folder else FILE_INTERVAL_S):
             self.last = now
-            _logger().info("… %s %d so far (worker %d)", self.what, self.total, os.getpid())
+            if self.folder:
+                self._write()
+            else:
+                _logger().info("… %s %d so far (worker %d)", self.what, self.total, os.getpid())
+
+    def _write(self) -> None:
+        """Replace this instance's file (readers never see half of one); a display is no reason to fail."""
+        path = os.path.join(self.folder, self.name)
+        try:
+            with open(path + ".tmp", "w", encoding="utf-8") as handle:
+                json.dump([self.what, self.total], handle)
+            os.replace(path + ".tmp", path + ".json")
+        except OSError:
+            self.folder = ""
