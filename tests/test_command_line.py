@@ -21,8 +21,11 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "corpus"
 
 
-def test_set_overrides_keys_and_is_validated_like_the_file(tmp_path, make_config):
+def test_set_overrides_keys_and_is_validated_like_the_file(tmp_path, make_config, monkeypatch):
     config = make_config(tmp_path)
+    monkeypatch.setenv("BT_INDEX_DIR", "/srv/indexes")
+    assert load_config(str(config), overrides=["index.path=${BT_INDEX_DIR}/a.sqlite"]).index.path == \
+        "/srv/indexes/a.sqlite"  # ${ENV} in a value works as in the file
     loaded = load_config(str(config), overrides=["index.path=other.sqlite", "max_depth=3",
                                                   "blacklist[0].regex=.*\\.bak", "http.user_agent=Bot 1.0"])
     assert loaded.index.path == str(tmp_path / "other.sqlite") and loaded.max_depth == 3
@@ -146,3 +149,24 @@ def test_a_terminal_sees_live_progress_and_quiet_sees_only_the_summary(tmp_path,
     assert "crawling 1 start URLs" in outputs["live"]
     assert "found " not in outputs["quiet"].split("discovered")[0] and "crawling" not in outputs["quiet"]
     assert "beamtrawl-summary exit=0" in outputs["quiet"]
+
+
+def test_dry_run_logs_in_to_a_mailbox_and_says_which_start_url_failed(tmp_path, make_config, monkeypatch):
+    from tests.servers.dovecot import running_dovecot
+
+    with running_dovecot({"crawler": "right-secret"}) as server:
+        start = server.url("imap")
+        for password, code in (("right-secret", 0), ("wrong-secret", 1)):
+            monkeypatch.setenv("BT_DRY_PASSWORD", password)
+            config = make_config(tmp_path, start=[{"url": start}, {"url": "http://127.0.0.1:9/"}],
+                                 whitelist=[{"prefix": start}, {"prefix": "http://127.0.0.1:9/"}],
+                                 credentials=[{"url": start, "username": "crawler",
+                                               "password": "${BT_DRY_PASSWORD}"}],
+                                 imap={"ca_file": str(server.ca_file)})
+            done = beamtrawl("crawl", "--dry-run", str(config))
+            lines = dict(line.split(": ", 1) for line in done.stdout.splitlines() if line.startswith("start "))
+            assert done.returncode == 1, done.stdout + done.stderr  # the web start URL never answers
+            said = lines[f"start {start} (followed, indexed)"]
+            assert said == "reachable" if code == 0 else "login" in said.lower() or "auth" in said.lower(), said
+            assert "refused" in lines["start http://127.0.0.1:9/ (followed, indexed)"]
+            assert password not in done.stdout + done.stderr
