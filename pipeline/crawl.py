@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import time
 import uuid
@@ -152,7 +153,7 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
         stage_seconds = _stage_seconds(result)
     except Exception as err:
         log.debug("pipeline failed", exc_info=True)
-        fatal, stage_seconds = f"the pipeline failed: {type(err).__name__}: {err}".splitlines()[0], {}
+        fatal, stage_seconds = f"the pipeline failed: {_one_line(err)}", {}
     ran = time.perf_counter()
 
     totals, problems, candidates = {}, [], []
@@ -220,6 +221,16 @@ def _with_events(totals: dict, problems: list, events) -> tuple[dict, list]:
     for e in events:
         totals[e.kind] = totals.get(e.kind, 0) + e.count
     return totals, [*problems, *(e._asdict() for e in events if e.reason)]
+
+
+def _one_line(err: BaseException) -> str:
+    """An exception as one line. A worker's failure reaches the driver as a RuntimeError holding the whole
+    remote traceback; its last line is what went wrong (``OSError: [Errno 28] No space left on device``)."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    if lines and lines[0].startswith("Traceback"):
+        causes = [line for line in lines if re.match(r"[A-Za-z_][\w.]*(Error|Exception|Exit)\b.*:", line)]
+        return (causes[-1] if causes else lines[-1])[:500]
+    return f"{type(err).__name__}: {lines[0] if lines else ''}"[:500]
 
 
 def _store_state(target, state: dict | None) -> None:
