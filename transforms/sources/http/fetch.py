@@ -184,7 +184,7 @@ class Fetcher:
             self.deadline.stop()
 
     def _fetch(self, url, etag, last_modified, allow, headers, credential, pace, validators) -> Page:
-        deadline = time.monotonic() + self.limits.total_timeout
+        deadline = self.deadline.ends
         first = url
         if validators is None:
             def validators(hop: str) -> tuple[str, str]:
@@ -233,7 +233,9 @@ class Fetcher:
         return self._request(url, {**headers, "Authorization": answer}, deadline, pace)
 
     def _request(self, url: str, headers: dict, deadline: float, pace=lambda: None):
+        self.deadline.phase = "waiting its turn (http.delay, Crawl-delay)"
         pace()
+        self.deadline.phase = "connecting"
         left = deadline - time.monotonic()
         if left <= 0:
             raise self._timed_out()
