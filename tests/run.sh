@@ -23,5 +23,6 @@ if ! ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/null || !
 fi
 python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
 python3 tests/servers/opensearch.py install  # once: OpenSearch 2.19.6 from Maven Central, cached
+python3 tests/real_corpus.py  # once: the real-world corpus, ten Debian packages unpacked, cached
 python3 -m ruff check pipeline transforms plugins runners tests bench
 python3 -m pytest "$@"

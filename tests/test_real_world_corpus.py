@@ -68,7 +68,7 @@ SPOT_PHRASES = [
     ("mail", '"Ppp digest"', f"{_TESTS}/test_email/data/msg_02.txt"),
 ]
 
-# a name that says text, for the rule "when the name says a text type and the bytes decode as text, it is text"
+# names that say text: "when the name says a text type and the bytes decode as text, it is text"
 _TEXT_SUFFIXES = {".txt", ".html", ".htm", ".js", ".css", ".py", ".xml", ".rst", ".md", ".json"}
 
 
