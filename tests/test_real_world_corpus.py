@@ -133,6 +133,7 @@ def test_only_broken_files_fail_each_with_its_report_line(first, tree):
 
 
 def test_files_whose_name_and_bytes_say_text_are_read_as_text(first, tree):
+    assert first.report.get("counts", {}).get("written"), "the crawl wrote nothing"
     unread = []
     for problem in first.report["problems"]:
         path = tree / _relative(problem["url"], tree)
