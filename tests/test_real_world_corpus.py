@@ -9,6 +9,7 @@ each test reads its report or searches its index as a user would (``beamtrawl se
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 from pathlib import Path
@@ -124,8 +125,10 @@ def test_only_broken_files_fail_each_with_its_report_line(first, tree):
     problems = {_relative(p["url"], tree): p for p in first.report["problems"]}
     unexpected = {path: p["reason"] for path, p in problems.items()
                   if p["kind"] == "failed" and path not in KNOWN_BROKEN}
+    by_reason = collections.Counter(" ".join(reason.split())[:60] for reason in unexpected.values())
     assert not unexpected, f"{len(unexpected)} failures of files that are not broken:\n" + "\n".join(
-        f"{path}: {reason[:200]}" for path, reason in sorted(unexpected.items())[:40])
+        [f"{count} × {reason}…" for reason, count in by_reason.most_common()]
+        + [f"{path}: {' '.join(reason.split())[:150]}" for path, reason in sorted(unexpected.items())[:20]])
     for path, reason in KNOWN_BROKEN.items():
         if reason == "broken symbolic link":
             assert os.path.islink(tree / path) and not os.path.exists(tree / path), f"{path} is not broken"
