@@ -1,4 +1,4 @@
-"""ZIP/JAR and TAR archives (plain or compressed): entry names (with their parts split into words, as
+"""ZIP/JAR and TAR archives (plain or compressed with gzip, bzip2, xz or zstd): entry names (with their parts split into words, as
 regain indexed them), then the text of each entry: plain text decoded here, any other format prepared
 with the same configured preparators as a document (a PDF in a ZIP by the PDF preparator).
 
@@ -7,7 +7,9 @@ Nothing is ever written to disk: entries are read into memory through ``ZipFile.
 and zip slip is impossible by construction. Bombs are bounded: at most ``max_entries`` entries, at
 most ``max_bytes`` of uncompressed entry data read in total (reads are size-limited; declared sizes
 are not trusted), and for a compressed TAR, which must be decompressed to be walked, at most
-``max_scan_bytes`` of stream.
+``max_scan_bytes`` of stream. A single compressed file (``.gz``, ``.bz2``, ``.xz``, ``.zst`` that is no
+TAR) is read by ``compressed`` under the same bounds, ``max_bytes`` and ``max_ratio``: one configuration
+bounds everything decompressed.
 """
 
 from __future__ import annotations
@@ -20,13 +22,15 @@ import zlib
 
 import magic
 
+from transforms.preparators import compressed
 from transforms.preparators.base import PreparationError, Prepared
 from transforms.preparators.chain import prepare_nested
 from transforms.preparators.text import decode_text
 
-MIME_TYPES = ("application/zip", "application/java-archive", "application/x-tar", "application/gzip")
-MiB = 1024 * 1024
-DEFAULTS = (("max_entries", 1000), ("max_bytes", 10 * MiB), ("max_scan_bytes", 1024 * MiB))
+MIME_TYPES = ("application/zip", "application/java-archive", "application/x-tar", *compressed.TAR_MIME_TYPES,
+              *compressed.MIME_TYPES)
+MiB = compressed.MiB
+DEFAULTS = (("max_entries", 1000), ("max_bytes", 10 * MiB), ("max_scan_bytes", 1024 * MiB), ("max_ratio", 100))
 _SNIFF = 8192
 _OPAQUE = ("application/octet-stream", "application/x-empty")
 _CONTAINERS = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1")  # ZIP, OLE2: libmagic may not name them
@@ -46,10 +50,10 @@ def _entries(data: bytes, max_scan: int):
             yield info.filename, None if info.is_dir() else (lambda info=info: archive.open(info))
         return
     try:
-        archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")  # noqa: SIM115 - closed below
+        archive = _open_tar(data)
     except tarfile.TarError as err:
         raise PreparationError(f"not a ZIP or TAR archive: {err}") from None
-    compressed = not isinstance(archive.fileobj, io.BytesIO)
+    packed = not isinstance(archive.fileobj, io.BytesIO)
     with archive:
         while True:
             try:
@@ -58,9 +62,30 @@ def _entries(data: bytes, max_scan: int):
                 return  # a damaged tail: keep what was listed
             if member is None:
                 return
-            if compressed and member.offset_data + member.size > max_scan:
+            if packed and member.offset_data + member.size > max_scan:
                 raise _ScanLimit
             yield member.name, (lambda m=member: archive.extractfile(m)) if member.isfile() else None
+
+
+def _open_tar(data: bytes) -> tarfile.TarFile:
+    """tarfile reads gzip, bzip2 and xz itself; zstd (not before Python 3.14) is read as a stream, which
+    suits the walk: each entry is read when it is reached."""
+    if data.startswith(compressed.ZSTD.magic):
+        return tarfile.open(fileobj=compressed.ZSTD.reader(io.BytesIO(data)), mode="r|")
+    return tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
+
+
+def _is_tar(data: bytes) -> bool:
+    """Whether the (compressed) bytes begin with a TAR header: a name ending in .tar.gz may be wrong."""
+    codec = compressed.codec_of(data)
+    try:
+        head = compressed.decompress(data, codec, tarfile.BLOCKSIZE, 1)[0] if codec else data
+        tarfile.TarInfo.frombuf(head[:tarfile.BLOCKSIZE], "utf-8", "surrogateescape")
+    except tarfile.EOFHeaderError:  # an empty TAR
+        return True
+    except (tarfile.HeaderError, PreparationError):
+        return False
+    return True
 
 
 class _ScanLimit(Exception):
@@ -69,6 +94,8 @@ class _ScanLimit(Exception):
 
 def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     params = {**dict(DEFAULTS), **params}
+    if mimetype in compressed.MIME_TYPES or (mimetype in compressed.TAR_MIME_TYPES and not _is_tar(data)):
+        return compressed.prepare_compressed(data, url, params)
     max_entries, budget, max_scan = params["max_entries"], params["max_bytes"], params["max_scan_bytes"]
     names: list[str] = []
     texts: list[str] = []
