@@ -76,7 +76,7 @@ def _open_tar(data: bytes) -> tarfile.TarFile:
 
 
 def _is_tar(data: bytes) -> bool:
-    """Whether the (compressed) bytes begin with a TAR header: a name ending in .tar.gz may be wrong."""
+    """Whether the (compressed) bytes begin with a TAR header: a .tar.gz may be misnamed, a .gz may be a TAR."""
     codec = compressed.codec_of(data)
     try:
         head = compressed.decompress(data, codec, tarfile.BLOCKSIZE, 1)[0] if codec else data
@@ -94,7 +94,7 @@ class _ScanLimit(Exception):
 
 def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     params = {**dict(DEFAULTS), **params}
-    if mimetype in compressed.MIME_TYPES or (mimetype in compressed.TAR_MIME_TYPES and not _is_tar(data)):
+    if compressed.codec_of(data) is not None and not _is_tar(data):  # what the name says decides nothing here
         return compressed.prepare_compressed(data, url, params)
     max_entries, budget, max_scan = params["max_entries"], params["max_bytes"], params["max_scan_bytes"]
     names: list[str] = []

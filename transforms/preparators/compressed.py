@@ -136,5 +136,5 @@ def prepare_compressed(data: bytes, url: str, params: dict) -> Prepared:
         partial.append(f"the {mimetype} inside was not prepared")
     return Prepared(title=prepared.title, content=prepared.content, summary=prepared.summary,
                     headlines=prepared.headlines, metadata=prepared.metadata,
-                    fields={**prepared.fields, "inner_mimetype": mimetype, "compression": codec.name},
+                    fields={"inner_mimetype": mimetype, "compression": codec.name, **prepared.fields},  # innermost
                     partial="; ".join(partial))
