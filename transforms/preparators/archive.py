@@ -81,9 +81,7 @@ def _is_tar(data: bytes) -> bool:
     try:
         head = compressed.decompress(data, codec, tarfile.BLOCKSIZE, 1)[0] if codec else data
         tarfile.TarInfo.frombuf(head[:tarfile.BLOCKSIZE], "utf-8", "surrogateescape")
-    except tarfile.EOFHeaderError:  # an empty TAR
-        return True
-    except (tarfile.HeaderError, PreparationError):
+    except (tarfile.HeaderError, PreparationError):  # zeros too (an empty TAR holds nothing to walk)
         return False
     return True
 

@@ -47,7 +47,7 @@ class Codec(NamedTuple):
     tar_mimetype: str  # a compressed TAR (freedesktop.org shared-mime-info names)
     suffixes: tuple[str, ...]
     tar_suffixes: tuple[str, ...]
-    reader: Callable[[io.BytesIO], io.RawIOBase]  # a stream whose read(n) returns at most n bytes
+    reader: Callable[[io.BytesIO], io.BufferedIOBase]  # a stream whose read1(n) returns at most n bytes
 
 
 CODECS = (
@@ -97,7 +97,7 @@ def decompress(data: bytes, codec: Codec, max_bytes: int, max_ratio: int) -> tup
     with codec.reader(io.BytesIO(data)) as stream:
         try:
             while len(out) <= limit:
-                chunk = stream.read(min(_CHUNK, limit + 1 - len(out)))
+                chunk = stream.read1(min(_CHUNK, limit + 1 - len(out)))  # read() would drop a chunk cut short
                 if not chunk:
                     if codec is ZSTD and not _complete_zstd(data):
                         return bytes(out), f"the {codec.name} stream ends early, after {len(out)} bytes"
