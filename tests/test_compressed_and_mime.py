@@ -11,7 +11,6 @@ import re
 import shutil
 import subprocess
 import tarfile
-import zlib
 
 import pytest
 from debian_files import package_file
@@ -114,7 +113,7 @@ def test_gzip_bomb_stops_at_the_ratio_bound():
 
 def test_size_bound_holds_below_the_ratio():
     text = b"".join(b"line %d of a long log\n" % i for i in range(1_000_000))  # ~25 MB, ratio ~10:1
-    prepared, errors, _ = prepare(zlib.compress(text) and gzip.compress(text), "file:///x/app.log.gz")
+    prepared, errors, _ = prepare(gzip.compress(text), "file:///x/app.log.gz")
     assert errors == [] and prepared.content.startswith("line 0 of a long log")
     assert f"reached max_bytes ({10 * MiB})" in prepared.partial  # the text up to the bound is kept
 
@@ -220,3 +219,31 @@ def test_tar_in_a_plain_gz_is_walked():
         archive.addfile(info, io.BytesIO(body))
     prepared, errors, mimetype = prepare(buffer.getvalue(), "file:///x/bundle.gz")
     assert (errors, mimetype) == ([], "application/gzip") and "razorbill was seen" in prepared.content
+
+
+# -- a real package's documentation, crawled ------------------------------------------------------------------
+
+@needs_mandoc
+def test_crawl_of_a_packages_documentation_and_man_pages(tmp_path, make_config, crawl, search):
+    """coreutils' /usr/share as Debian ships it: 112 .gz (man pages, changelogs, NEWS), 43 gettext
+    catalogues no preparator reads, 3 plain files. Nothing fails; the catalogues are unsupported, not
+    failed; with the catch-all off they are skipped without a document."""
+    root = package_file(*CHANGELOG).parents[2]
+    catalogues = len(list(root.glob("locale/*/LC_MESSAGES/*.mo")))
+    files = sum(1 for path in root.rglob("*") if path.is_file() and not path.is_symlink())
+    config = make_config(root)
+    run = crawl(config)
+    assert run.code == 0, run.stdout + run.stderr
+    assert run.counts["failed"] == 0 and run.report["problems"] == []
+    assert run.counts["unsupported"] == catalogues > 0 and run.report["documents_in_index"] == files
+    assert f"{catalogues} documents of types no preparator reads: indexed by name, not failed" in run.stdout
+    hits = search(config, '"list directory contents"')
+    assert any(h["url"].endswith("/man1/ls.1.gz") and h["title"] == "ls - list directory contents" for h in hits)
+    assert search(config, "urgency")  # the changelog.Debian.gz
+
+    off = make_config(root, name="off.yaml", index={"path": str(tmp_path / "off.sqlite")},
+                      preparators=[{"name": "metadata_only", "enabled": False}])
+    run = crawl(off)
+    assert run.code == 0 and run.counts["failed"] == 0 and run.counts["skipped_unread"] == catalogues
+    assert run.report["documents_in_index"] == files - catalogues
+    assert f"{catalogues} files of types no preparator reads skipped (metadata_only is off)" in run.stdout
