@@ -247,3 +247,12 @@ def test_crawl_of_a_packages_documentation_and_man_pages(tmp_path, make_config, 
     assert run.code == 0 and run.counts["failed"] == 0 and run.counts["skipped_unread"] == catalogues
     assert run.report["documents_in_index"] == files - catalogues
     assert f"{catalogues} files of types no preparator reads skipped (metadata_only is off)" in run.stdout
+
+
+@needs_mandoc
+def test_man_page_cannot_include_local_files():
+    """roff's ``.so`` reads a file: mandoc refuses absolute paths, and runs where relative ones find nothing."""
+    page = gzip.decompress(real(LS_MAN)) + b".so /etc/passwd\n.so etc/passwd\n.so ../../../../etc/passwd\n"
+    prepared, errors, _ = prepare(gzip.compress(page), "file:///m/ls.1.gz")
+    assert errors == [] and prepared.title == "ls - list directory contents"
+    assert "root:" not in prepared.content and "See the file /etc/passwd" in prepared.content
