@@ -127,10 +127,25 @@ def test_truncated_gz_keeps_what_was_readable():
 
 
 def test_truncated_zstd_is_reported():
-    page = gzip.decompress(real(CHANGELOG))
+    """zstd gives a block's bytes only once the block is whole: a cut in the first block leaves nothing."""
+    page = gzip.decompress(real(("bash", "usr/share/man/man1/bash.1.gz")))  # ~360 KB: three 128 KiB blocks
     packed = subprocess.run(["zstd", "-c"], input=page, capture_output=True, check=True).stdout
-    prepared, errors, _ = prepare(packed[: len(packed) // 2], "file:///x/changelog.Debian.zst")
+    prepared, errors, _ = prepare(packed[: len(packed) * 3 // 4], "file:///x/bash.1.zst")
     assert errors == [] and "the zstd stream ends early" in prepared.partial
+    assert prepared.content.startswith("NAME") or not shutil.which("mandoc")
+    prepared, errors, _ = prepare(packed[:1000], "file:///x/bash.1.zst")
+    assert prepared is None and errors == ["archive: not a readable zstd file: the stream ends early"]
+
+
+def test_cut_tar_gz_keeps_the_entries_before_the_cut(tmp_path):
+    docs = package_file(*CHANGELOG).parent
+    archive = tmp_path / "coreutils-doc.tar.gz"
+    subprocess.run(["tar", "-C", str(docs.parent), "-czf", str(archive), docs.name], check=True)
+    data = archive.read_bytes()
+    prepared, errors, _ = prepare(data[: len(data) * 3 // 4], "file:///a/coreutils-doc.tar.gz")
+    assert errors == [] and prepared.fields["truncated"] == "true"
+    assert re.fullmatch(r"archive damaged after \d+ entries \(EOFError: Compressed file ended .*\)", prepared.partial)
+    assert "coreutils/copyright" in prepared.content.split("\n")
 
 
 def test_gz_of_a_pdf_is_read_as_the_pdf():

@@ -18,7 +18,6 @@ import io
 import re
 import tarfile
 import zipfile
-import zlib
 
 import magic
 
@@ -35,8 +34,7 @@ _SNIFF = 8192
 _OPAQUE = ("application/octet-stream", "application/x-empty")
 _CONTAINERS = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1")  # ZIP, OLE2: libmagic may not name them
 _SEPARATORS = re.compile(r"[/._-]")
-_READ_ERRORS = (OSError, EOFError, RuntimeError, NotImplementedError, ValueError, zlib.error,
-                zipfile.BadZipFile, tarfile.TarError)
+_READ_ERRORS = (*compressed.ERRORS, RuntimeError, NotImplementedError, zipfile.BadZipFile, tarfile.TarError)
 
 
 def _entries(data: bytes, max_scan: int):
@@ -51,15 +49,15 @@ def _entries(data: bytes, max_scan: int):
         return
     try:
         archive = _open_tar(data)
-    except tarfile.TarError as err:
-        raise PreparationError(f"not a ZIP or TAR archive: {err}") from None
+    except _READ_ERRORS as err:
+        raise PreparationError(f"not a ZIP or TAR archive: {' '.join(str(err).split())}") from None
     packed = not isinstance(archive.fileobj, io.BytesIO)
     with archive:
         while True:
             try:
                 member = archive.next()
-            except tarfile.TarError:
-                return  # a damaged tail: keep what was listed
+            except _READ_ERRORS as err:  # a damaged tail: keep what was listed, and say so
+                raise _Damaged(f"{type(err).__name__}: {err}") from None
             if member is None:
                 return
             if packed and member.offset_data + member.size > max_scan:
@@ -90,6 +88,10 @@ class _ScanLimit(Exception):
     pass
 
 
+class _Damaged(Exception):
+    """The archive's stream breaks off: the entries before the damage are kept."""
+
+
 def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     params = {**dict(DEFAULTS), **params}
     if compressed.codec_of(data) is not None and not _is_tar(data):  # what the name says decides nothing here
@@ -98,6 +100,7 @@ def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepa
     names: list[str] = []
     texts: list[str] = []
     limits: list[str] = []  # the bounds reached
+    damaged = ""
     entries = _entries(data, max_scan)
     try:
         for name, opener in entries:
@@ -135,8 +138,11 @@ def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepa
                 texts.append(f"{name}:\n{text}")
     except _ScanLimit:
         limits.append(f"max_scan_bytes ({max_scan})")
+    except _Damaged as err:
+        damaged = f"archive damaged after {len(names)} entries ({err})"
     listing = "\n".join(f"{n}\n{' '.join(_SEPARATORS.sub(' ', n).split())}" for n in names)
     limits = list(dict.fromkeys(limits))
-    fields = {"entries": str(len(names)), "truncated": "true" if limits else "false"}
-    partial = f"archive read partially: reached {', '.join(limits)}" if limits else ""
+    fields = {"entries": str(len(names)), "truncated": "true" if limits or damaged else "false"}
+    partial = "; ".join(filter(None, (f"archive read partially: reached {', '.join(limits)}" if limits else "",
+                                      damaged)))
     return Prepared(content="\n\n".join(s for s in (listing, *texts) if s), fields=fields, partial=partial)

@@ -65,10 +65,10 @@ def prepare_part(data: bytes, url: str, text_only: bool = False) -> tuple[Prepar
     is not text. Called outside a preparation (a preparator tested on its own), it prepares nothing and
     knows no type."""
     context = _CONTEXT.get()
-    if context is None or not data:
+    if context is None:
         return None, [], ""
     mimetype = context.sniff(data, url)
-    if context.depth >= MAX_NESTING or (text_only and not mimetype.startswith("text/")):
+    if not data or context.depth >= MAX_NESTING or (text_only and not mimetype.startswith("text/")):
         return None, [], mimetype
     prepared, errors = run_chain(context.preparators, data, url, mimetype, context.sniff, depth=context.depth + 1)
     return prepared, errors, mimetype

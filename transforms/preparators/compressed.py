@@ -31,7 +31,7 @@ from transforms.preparators.text import decode_text
 MiB = 1024 * 1024
 RATIO_FREE = MiB  # output below this is not held to max_ratio: small files of repeated lines compress far better
 _CHUNK = 64 * 1024
-_ERRORS = (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, zstandard.ZstdError)
+ERRORS = (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, zstandard.ZstdError)  # what damaged streams raise
 
 
 def _zstd_reader(raw: io.BytesIO):
@@ -100,10 +100,12 @@ def decompress(data: bytes, codec: Codec, max_bytes: int, max_ratio: int) -> tup
                 chunk = stream.read1(min(_CHUNK, limit + 1 - len(out)))  # read() would drop a chunk cut short
                 if not chunk:
                     if codec is ZSTD and not _complete_zstd(data):
+                        if not out:
+                            raise PreparationError(f"not a readable {codec.name} file: the stream ends early")
                         return bytes(out), f"the {codec.name} stream ends early, after {len(out)} bytes"
                     return bytes(out), ""
                 out += chunk
-        except _ERRORS as err:
+        except ERRORS as err:
             if not out:
                 raise PreparationError(f"not a readable {codec.name} file: {err}") from None
             return bytes(out), f"the {codec.name} stream is damaged after {len(out)} bytes: {err}"
