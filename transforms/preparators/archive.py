@@ -26,8 +26,8 @@ from transforms.preparators.base import PreparationError, Prepared
 from transforms.preparators.chain import prepare_nested
 from transforms.preparators.text import decode_text
 
-MIME_TYPES = ("application/zip", "application/java-archive", "application/x-tar", *compressed.TAR_MIME_TYPES,
-              *compressed.MIME_TYPES)
+MIME_TYPES = ("application/zip", "application/java-archive", "application/x-tar", "application/x-gtar",
+              *compressed.TAR_MIME_TYPES, *compressed.MIME_TYPES)
 MiB = compressed.MiB
 DEFAULTS = (("max_entries", 1000), ("max_bytes", 10 * MiB), ("max_scan_bytes", 1024 * MiB), ("max_ratio", 100))
 _SNIFF = 8192

@@ -61,7 +61,9 @@ CODECS = (
           (".tar.zst", ".tzst"), _zstd_reader),
 )
 GZIP, BZIP2, XZ, ZSTD = CODECS
-MIME_TYPES = tuple(c.mimetype for c in CODECS)
+# older names servers still send as Content-Type (a web page's type is not sniffed)
+_ALIASES = ("application/x-gzip", "application/x-bzip", "application/x-zstd", "application/x-compressed")
+MIME_TYPES = (*(c.mimetype for c in CODECS), *_ALIASES)
 TAR_MIME_TYPES = tuple(c.tar_mimetype for c in CODECS)
 
 
