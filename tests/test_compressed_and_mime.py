@@ -210,6 +210,18 @@ def test_text_named_text_stays_text_whatever_magic_finds_inside():
     assert not SNIFF(bytes(range(1, 256)) * 8, "file:///x/garbage.txt").startswith("text/")  # no NUL, yet not text
 
 
+@pytest.mark.parametrize("path, mimetype", [
+    ("cjkencodings/cp949.txt", "text/plain"),  # libmagic: a DOS executable
+    ("cjkencodings/iso2022_kr.txt", "text/plain"),  # libmagic: application/octet-stream
+    ("test_email/data/msg_29.txt", "message/rfc822"),  # a mail named .txt stays a mail: magic is more precise
+    ("xmltestdata/expat224_utf8_bug.xml", "text/xml"),  # no declaration
+    ("xmltestdata/test.xml", "text/xml"),  # an <html> root, but named .xml
+])
+def test_cpython_test_data_types(path, mimetype):
+    data = package_file("libpython3.11-testsuite", f"usr/lib/python3.11/test/{path}").read_bytes()
+    assert SNIFF(data, f"file:///t/{path}") == mimetype
+
+
 def test_xml_recognised_by_its_root_element():
     simple = package_file("libpython3.11-testsuite", "usr/lib/python3.11/test/xmltestdata/simple.xml").read_bytes()
     assert not simple.startswith(b"<?xml")
@@ -218,7 +230,7 @@ def test_xml_recognised_by_its_root_element():
     prepared, errors, _ = prepare(simple, "file:///x/simple.xml")
     assert errors == [] and "<element" not in prepared.content and "text" in prepared.content
     assert SNIFF(b"<p>a <b>bold</b> note</p>", "file:///x/note.txt") == "text/plain"  # the name says text
-    assert SNIFF(b"<html><body><p>hi</p></body></html>", "file:///x/page.xml") == "text/html"
+    assert SNIFF(b"<html><body><p>hi</p></body></html>", "file:///x/page.xml") == "text/xml"  # as named
 
 
 def test_a_text_named_compressed_file_is_not_text():

@@ -110,21 +110,26 @@ def xml_root(data: bytes) -> str | None:
     return root.group(1).decode("ascii") if root else None
 
 
-def _text_type(data: bytes, url: str, detected: str, claimed: str | None) -> str:
-    """The type of bytes that read as text (``detected`` by magic, which may have found no text at all).
-    A root element makes XML of a file named as XML, or of an unnamed one that closes it (``changelog``
-    holding ``<a>…</a>``); a ``.txt`` or ``.html`` holding tags stays what its name says."""
+def _textual(mimetype: str) -> bool:
+    return (mimetype.startswith(("text/", "message/")) or mimetype in _TEXT_APPLICATION or mimetype in _XML_NAMES
+            or mimetype.endswith(("+xml", "+json")))
+
+
+def _text_type(data: bytes, detected: str, claimed: str | None) -> str:
+    """The type of bytes that read as text: ``detected`` by magic, or ``claimed`` by the name when magic
+    found a binary format at some offset, or a vaguer text type than the name's (``.md`` called
+    JavaScript); a mail named ``.txt`` stays a mail. A root element makes XML of a file named as XML,
+    or of an unnamed one that closes it (``changelog`` holding ``<a>…</a>``); a ``.txt`` or ``.html``
+    holding tags stays what its name says."""
     if claimed in _XML_NAMES or (claimed is None and detected == "text/plain"):
         root = xml_root(data)
-        if root is not None and root.lower() == "html":
+        if root is not None and root.lower() == "html" and claimed is None:
             return "text/html"
         if root is not None and (claimed is not None or data.rstrip().endswith(f"</{root}>".encode())):
             return claimed if claimed in ("image/svg+xml", "application/xhtml+xml") else "text/xml"
-    if not detected.startswith("text/"):
-        return claimed or detected  # magic found something else in text the name calls text
-    if detected in ("text/plain", "text/xml"):
-        return _TEXT_BY_EXTENSION.get(extension(url), detected)
-    return detected
+    if claimed is None or detected.startswith("text/") or (claimed == "text/plain" and _textual(detected)):
+        return detected
+    return claimed
 
 
 class MimeSniffer:
@@ -145,8 +150,9 @@ class MimeSniffer:
         if packed is not None:
             return packed
         claimed = claimed_type(url)
-        textual = claimed is not None and (claimed.startswith("text/") or claimed in _TEXT_APPLICATION
-                                           or claimed in _XML_NAMES)
-        if (detected.startswith("text/") or textual) and reads_as_text(data[:SNIFF_BYTES]):
-            return _text_type(data, url, detected, claimed)
+        if (detected.startswith("text/") or (claimed is not None and _textual(claimed))) and reads_as_text(
+                data[:SNIFF_BYTES]):
+            detected = _text_type(data, detected, claimed)
+        if detected in ("text/plain", "text/xml"):  # libmagic's word for HTML fragments and some mail
+            return _TEXT_BY_EXTENSION.get(extension(url), detected)
         return detected
