@@ -12,8 +12,17 @@ Schema version 2 added ``aux``. A version 1 index is migrated when a crawl opens
 created); its documents get their auxiliary fields when they are re-prepared, which that crawl does
 because the preparation fingerprint covers the field definitions.
 
-Access groups are enforced inside the one SQL statement of a search (``_visible``), so ranking,
-snippets, exclusions and filters only ever see documents the searcher may read.
+Access groups are enforced inside the one SQL statement of a search (``_visible``), so snippets,
+exclusions and filters only ever see documents the searcher may read. Ranking needs more: FTS5's
+``bm25()`` weighs a word by how many documents of the whole table hold it, so hidden documents would
+move a searcher's scores. A search therefore scores with the statistics of the documents the searcher
+may see (``_visible_scores``): ``ranking`` keeps the documents and tokens of each access partition
+(one row per distinct value of ``_ACCESS_COLUMNS``, kept by triggers), ``docs.length`` each document's
+tokens, and the score equals what ``bm25()`` gives in an index holding only the visible documents.
+
+Searching needs read access only: a search opens the file read-only (``_open_read_only``). A crawl
+refuses, untouched, a file that is not empty and not a beamtrawl index, and a damaged one
+(``_inspect``), with one line naming the file.
 """
 
 from __future__ import annotations
@@ -21,8 +30,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterator, Sequence
 
 from transforms.enrich.auxfields import tokens
@@ -55,7 +66,8 @@ CREATE TABLE IF NOT EXISTS docs(
     http_last_modified TEXT NOT NULL,
     prep_fingerprint TEXT NOT NULL,
     outlinks TEXT NOT NULL,
-    indexed_at TEXT NOT NULL
+    indexed_at TEXT NOT NULL,
+    length INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS aux(
     rid INTEGER NOT NULL,
@@ -78,6 +90,10 @@ _STORED = ("id", "url", "root", "title", "mimetype", "extension", "filename", "p
 _UPSERT = (f"INSERT INTO docs({', '.join(_STORED)}) VALUES ({', '.join('?' * len(_STORED))}) "
            f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in _STORED[1:])} RETURNING rid")
 _BM25 = "bm25(docs_fts, 10.0, 1.0, 4.0, 2.0, 3.0, 1.0)"  # title weighs most, then headlines
+_BM25_K1, _BM25_B = 1.2, 0.75  # the constants of FTS5's bm25()
+#: The columns of ``docs`` that decide who may see a document: documents with the same values form one
+#: access partition, whose size ``ranking`` keeps for scoring.
+_ACCESS_COLUMNS = ("groups",)
 
 
 class EmbeddedIndex(IndexTarget):
@@ -86,6 +102,7 @@ class EmbeddedIndex(IndexTarget):
     def __init__(self, path: str):
         self.path = path
         self._db: sqlite3.Connection | None = None
+        self._read_only: sqlite3.Connection | None = None
 
     def __getstate__(self):
         return {"path": self.path}
@@ -102,10 +119,19 @@ class EmbeddedIndex(IndexTarget):
             self._db = db
         return self._db
 
-    def close(self) -> None:
+    def _reader(self) -> sqlite3.Connection:
+        """A connection for searching: the writer's if this object has one, else a read-only one."""
         if self._db is not None:
-            self._db.close()
-            self._db = None
+            return self._db
+        if self._read_only is None:
+            self._read_only = _open_read_only(self.path)
+        return self._read_only
+
+    def close(self) -> None:
+        for db in (self._db, self._read_only):
+            if db is not None:
+                db.close()
+        self._db = self._read_only = None
 
     @contextlib.contextmanager
     def _transaction(self):
@@ -126,31 +152,37 @@ class EmbeddedIndex(IndexTarget):
     def prepare(self) -> None:
         folder = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(folder, exist_ok=True)
-        with self._transaction() as db:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    db.execute(statement)
-        db = self._connect()
-        row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is None:
-            db.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) == 1:  # version 2 only added the aux table, created above
-            db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
-        elif int(row[0]) != SCHEMA_VERSION:
-            raise IndexUnavailable(f"{self.path}: index schema version {row[0]}, this beamtrawl reads version "
-                              f"{SCHEMA_VERSION}; crawl into a new index file")
+        version = _inspect(self.path)
+        if version is not None and version not in (1, SCHEMA_VERSION):
+            raise IndexUnavailable(f"{self.path}: index schema version {version}, this beamtrawl reads version "
+                                   f"{SCHEMA_VERSION}; crawl into a new index file")
+        try:
+            with self._transaction() as db:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                _prepare_ranking(db)
+                if version != SCHEMA_VERSION:  # new, or version 1: version 2 only added the aux table
+                    db.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except sqlite3.DatabaseError as err:
+            raise IndexUnavailable(f"{self.path}: cannot prepare the index ({err})") from None
 
     def check(self) -> None:
-        """For searching: the file must exist and be an index."""
+        """For searching: the file must exist and be an index; read access is enough."""
         if not os.path.exists(self.path):
             raise IndexUnavailable(f"{self.path}: no index here yet; run beamtrawl crawl first")
         try:
-            row = self._connect().execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            db = self._reader()
+            row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            ranked = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ranking'").fetchone()
         except sqlite3.DatabaseError as err:
+            self.close()
             raise IndexUnavailable(f"{self.path}: not a beamtrawl index ({err})") from None
-        if row is not None and int(row[0]) != SCHEMA_VERSION:
-            raise IndexUnavailable(f"{self.path}: index schema version {row[0]}, this beamtrawl searches version "
-                                   f"{SCHEMA_VERSION}; run beamtrawl crawl once to upgrade it")
+        version = _schema_version(self.path, row[0]) if row is not None else SCHEMA_VERSION
+        if version != SCHEMA_VERSION or not ranked:
+            raise IndexUnavailable(f"{self.path}: index schema version {row[0] if row else '?'}"
+                                   f"{'' if ranked else ' without ranking statistics'}, this beamtrawl searches "
+                                   f"version {SCHEMA_VERSION}; run beamtrawl crawl once to upgrade it")
 
     def read_state(self) -> dict | None:
         row = self._connect().execute("SELECT value FROM meta WHERE key = 'crawl_state'").fetchone()
@@ -203,6 +235,8 @@ class EmbeddedIndex(IndexTarget):
         db.execute("INSERT INTO docs_fts(rowid, title, content, headlines, metadata, filename, location) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                    (rid, doc.title, doc.content, doc.headlines, doc.metadata, doc.filename, doc.url))
+        (size,) = db.execute("SELECT sz FROM docs_fts_docsize WHERE id = ?", (rid,)).fetchone()
+        db.execute("UPDATE docs SET length = ? WHERE rid = ?", (_length(size), rid))
         db.execute("DELETE FROM aux WHERE rid = ?", (rid,))
         # A field neither stored nor matched exactly (regain's `location`) keeps only its words.
         db.executemany("INSERT OR REPLACE INTO aux VALUES (?, ?, ?, ?, ?, ?, ?)", [
@@ -219,7 +253,7 @@ class EmbeddedIndex(IndexTarget):
 
     # -- searching ---------------------------------------------------------------------------
     def count(self) -> int:
-        return self._connect().execute("SELECT COUNT(*) FROM docs").fetchone()[0]
+        return self._reader().execute("SELECT COUNT(*) FROM docs").fetchone()[0]
 
     def search(self, query: Query, limit: int) -> list[Hit]:
         where, params = [], []
@@ -239,7 +273,7 @@ class EmbeddedIndex(IndexTarget):
         if query.has_text:
             select = (f"SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
                       f"docs.last_modified, "
-                      f"snippet(docs_fts, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24), -{_BM25} AS score "
+                      f"snippet(docs_fts, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24), visible_score(docs.rid) AS score "
                       f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid")
             order = "ORDER BY score DESC, docs.url"
         else:
@@ -249,14 +283,17 @@ class EmbeddedIndex(IndexTarget):
             order = "ORDER BY docs.url"
         sql = f"{select} WHERE {' AND '.join(where)} {order} LIMIT ?"
         try:
-            db = self._connect()
+            db = self._reader()
+            if query.has_text:
+                scores = _visible_scores(db, query)
+                db.create_function("visible_score", 1, lambda rid: scores.get(rid, 0.0), deterministic=True)
             rows = db.execute(sql, [*params, limit]).fetchall()
             stored: dict[int, dict[str, str]] = {}
             rids = [row[0] for row in rows]
             for rid, name, value in db.execute(
                     f"SELECT rid, name, value FROM aux WHERE stored AND rid IN ({', '.join('?' * len(rids))})", rids):
                 stored.setdefault(rid, {})[name] = value
-        except sqlite3.OperationalError as err:
+        except sqlite3.DatabaseError as err:
             raise IndexUnavailable(f"cannot search {self.path}: {err}") from None
         return [_hit(*row[1:], extra=stored.get(row[0], {})) for row in rows]
 
@@ -265,10 +302,14 @@ def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
+def _fts_phrases(words: list[str], phrases: list[str]) -> list[str]:
+    """The FTS5 phrases of a query's text, each a MATCH expression of its own (scoring takes them one
+    by one, as bm25() does)."""
+    return [_quote(w[:-1]) + "*" if w.endswith("*") else _quote(w) for w in words] + [_quote(p) for p in phrases]
+
+
 def _fts_expression(words: list[str], phrases: list[str]) -> str:
-    parts = [_quote(w[:-1]) + "*" if w.endswith("*") else _quote(w) for w in words]
-    parts += [_quote(p) for p in phrases]
-    return " AND ".join(parts)
+    return " AND ".join(_fts_phrases(words, phrases))
 
 
 def _filter(name: str, value: str) -> tuple[str, list]:
@@ -296,6 +337,143 @@ def _visible(groups) -> tuple[str, list]:
     marks = ", ".join("?" * len(groups))
     return (f"(docs.groups = '[]' OR EXISTS (SELECT 1 FROM json_each(docs.groups) AS g WHERE g.value IN ({marks})))",
             list(groups))
+
+
+# -- the index file ------------------------------------------------------------------------------
+
+def _open_read_only(path: str) -> sqlite3.Connection:
+    """Read access is enough to search. A WAL index needs its ``-shm`` file, which a reader who may not
+    write the folder cannot create; when no ``-wal`` file exists (no crawl is writing, or one ended
+    cleanly) nothing can change under the reader, so the file is opened as immutable."""
+    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
+    db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError:
+        db.close()
+        if os.path.exists(path + "-wal"):
+            raise
+    return sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+
+
+def _inspect(path: str) -> int | None:
+    """Before a crawl writes anything: the schema version of the index at ``path`` (None: no file, an
+    empty file or an empty database). Raises :class:`IndexUnavailable`, leaving the file as it is,
+    for a file that is not SQLite, a damaged one, or another program's database."""
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return None
+    try:
+        db = _open_read_only(path)
+    except sqlite3.DatabaseError as err:
+        raise IndexUnavailable(f"{path}: cannot open the index ({err})") from None
+    try:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            return None
+        if not {"meta", "docs", "docs_fts"} <= tables:
+            raise IndexUnavailable(f"{path}: a SQLite database of another program (tables: "
+                                   f"{', '.join(sorted(tables)[:5])}), left as it is; beamtrawl indexes into "
+                                   f"a new file or its own index")
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        damage = [text for (text,) in db.execute("PRAGMA quick_check(3)")]
+    except sqlite3.DatabaseError as err:
+        raise IndexUnavailable(f"{path}: not a beamtrawl index ({err}); left as it is") from None
+    finally:
+        db.close()
+    if damage != ["ok"]:
+        raise IndexUnavailable(f"{path}: the index is damaged ({damage[0]}); left as it is: restore it from a "
+                               f"backup or crawl into a new index file")
+    if row is None:
+        raise IndexUnavailable(f"{path}: the index has no schema version; left as it is")
+    return _schema_version(path, row[0])
+
+
+def _schema_version(path: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise IndexUnavailable(f"{path}: the index schema version {value[:40]!r} is not a number; "
+                               f"left as it is") from None
+
+
+# -- ranking over the documents a searcher may see -------------------------------------------------
+
+def _prepare_ranking(db: sqlite3.Connection) -> None:
+    """Create the per-partition statistics and the triggers that keep them, once for an index and again
+    when ``_ACCESS_COLUMNS`` changed; an index from before them gets ``docs.length`` from FTS5."""
+    key = ",".join(_ACCESS_COLUMNS)
+    row = db.execute("SELECT value FROM meta WHERE key = 'ranking_key'").fetchone()
+    if row is not None and row[0] == key:
+        return
+    for trigger in ("ranking_insert", "ranking_delete", "ranking_update"):
+        db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    db.execute("DROP TABLE IF EXISTS ranking")
+    if "length" not in {row[1] for row in db.execute("PRAGMA table_info(docs)")}:
+        db.execute("ALTER TABLE docs ADD COLUMN length INTEGER NOT NULL DEFAULT 0")
+    db.executemany("UPDATE docs SET length = ? WHERE rid = ?",
+                   [(_length(size), rid) for rid, size in db.execute("SELECT id, sz FROM docs_fts_docsize")])
+    columns = ", ".join(_ACCESS_COLUMNS)
+    same = lambda row: " AND ".join(f"{c} = {row}.{c}" for c in _ACCESS_COLUMNS)
+    add = (f"INSERT INTO ranking({columns}, docs, tokens) VALUES ({', '.join(f'NEW.{c}' for c in _ACCESS_COLUMNS)}, "
+           f"1, NEW.length) ON CONFLICT({columns}) DO UPDATE SET docs = docs + 1, tokens = tokens + excluded.tokens;")
+    remove = (f"UPDATE ranking SET docs = docs - 1, tokens = tokens - OLD.length WHERE {same('OLD')}; "
+              f"DELETE FROM ranking WHERE docs = 0;")
+    db.execute(f"CREATE TABLE ranking({', '.join(f'{c} TEXT NOT NULL' for c in _ACCESS_COLUMNS)}, "
+               f"docs INTEGER NOT NULL, tokens INTEGER NOT NULL, PRIMARY KEY({columns}))")
+    db.execute(f"INSERT INTO ranking SELECT {columns}, count(*), total(length) FROM docs GROUP BY {columns}")
+    db.execute(f"CREATE TRIGGER ranking_insert AFTER INSERT ON docs BEGIN {add} END")
+    db.execute(f"CREATE TRIGGER ranking_delete AFTER DELETE ON docs BEGIN {remove} END")
+    db.execute(f"CREATE TRIGGER ranking_update AFTER UPDATE OF {columns}, length ON docs BEGIN {remove} {add} END")
+    db.execute("INSERT OR REPLACE INTO meta VALUES('ranking_key', ?)", (key,))
+
+
+def _length(size: bytes) -> int:
+    """A document's tokens, all columns together: the sum of the varints of its FTS5 ``docsize`` row
+    (SQLite's varint: big-endian groups of 7 bits, the high bit set on all but the last byte)."""
+    total = value = 0
+    for byte in size:
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            total, value = total + value, 0
+    return total
+
+
+def _visible_scores(db: sqlite3.Connection, query: Query) -> dict[int, float]:
+    """{rid: score} of the visible documents holding any phrase of the query: FTS5's bm25() with the
+    document count, average length and per-phrase document counts of the visible documents only.
+
+    A phrase's weighted frequency in a document is read back from bm25() over the whole table, whose
+    statistics are known; the score is then computed again with the visible ones."""
+    visible, params = _visible(query.groups)
+    total_docs, total_tokens = db.execute("SELECT total(docs), total(tokens) FROM ranking").fetchone()
+    seen_docs, seen_tokens = db.execute(
+        f"SELECT total(docs), total(tokens) FROM ranking AS docs WHERE {visible}", params).fetchone()
+    scores: dict[int, float] = {}
+    if not seen_docs:
+        return scores
+    for phrase in _fts_phrases(query.words, query.phrases):
+        (holding,) = db.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", (phrase,)).fetchone()
+        rows = db.execute(f"SELECT docs.rid, -{_BM25}, docs.length FROM docs_fts JOIN docs ON docs.rid = "
+                          f"docs_fts.rowid WHERE docs_fts MATCH ? AND {visible}", [phrase, *params]).fetchall()
+        idf_all, idf_seen = _idf(total_docs, holding), _idf(seen_docs, len(rows))
+        for rid, score, length in rows:
+            part = score / idf_all  # = f (k1 + 1) / (f + norm)
+            norm = _norm(length, total_tokens / total_docs)
+            frequency = part * norm / max(_BM25_K1 + 1 - part, 1e-12)
+            scores[rid] = scores.get(rid, 0.0) + idf_seen * frequency * (_BM25_K1 + 1) / (
+                frequency + _norm(length, seen_tokens / seen_docs))
+    return scores
+
+
+def _idf(documents: float, holding: int) -> float:
+    """FTS5's inverse document frequency, floored as bm25() floors it."""
+    value = math.log((documents - holding + 0.5) / (holding + 0.5))
+    return value if value > 0 else 1e-6
+
+
+def _norm(length: int, average: float) -> float:
+    return _BM25_K1 * (1 - _BM25_B + _BM25_B * length / average)
 
 
 def _hit(url, title, filename, mimetype, size, last_modified, snippet, score, extra=None) -> Hit:
