@@ -165,7 +165,7 @@ class EmbeddedIndex(IndexTarget):
                 if version != SCHEMA_VERSION:  # new, or version 1: version 2 only added the aux table
                     db.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
         except sqlite3.DatabaseError as err:
-            raise IndexUnavailable(f"{self.path}: cannot prepare the index ({err})") from None
+            raise _unusable(self.path, err) from None
 
     def check(self) -> None:
         """For searching: the file must exist and be an index; read access is enough."""
@@ -177,7 +177,7 @@ class EmbeddedIndex(IndexTarget):
             ranked = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ranking'").fetchone()
         except sqlite3.DatabaseError as err:
             self.close()
-            raise IndexUnavailable(f"{self.path}: not a beamtrawl index ({err})") from None
+            raise _unusable(self.path, err) from None
         version = _schema_version(self.path, row[0]) if row is not None else SCHEMA_VERSION
         if version != SCHEMA_VERSION or not ranked:
             raise IndexUnavailable(f"{self.path}: index schema version {row[0] if row else '?'}"
@@ -294,7 +294,7 @@ class EmbeddedIndex(IndexTarget):
                     f"SELECT rid, name, value FROM aux WHERE stored AND rid IN ({', '.join('?' * len(rids))})", rids):
                 stored.setdefault(rid, {})[name] = value
         except sqlite3.DatabaseError as err:
-            raise IndexUnavailable(f"cannot search {self.path}: {err}") from None
+            raise _unusable(self.path, err, "cannot search") from None
         return [_hit(*row[1:], extra=stored.get(row[0], {})) for row in rows]
 
 
@@ -366,7 +366,7 @@ def _inspect(path: str) -> int | None:
     try:
         db = _open_read_only(path)
     except sqlite3.DatabaseError as err:
-        raise IndexUnavailable(f"{path}: cannot open the index ({err})") from None
+        raise _unusable(path, err) from None
     try:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not tables:
@@ -376,17 +376,33 @@ def _inspect(path: str) -> int | None:
                                    f"{', '.join(sorted(tables)[:5])}), left as it is; beamtrawl indexes into "
                                    f"a new file or its own index")
         row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        damage = [text for (text,) in db.execute("PRAGMA quick_check(3)")]
+        damage = [line for (text,) in db.execute("PRAGMA quick_check(1)") for line in text.splitlines()
+                  if not line.startswith("***")]
     except sqlite3.DatabaseError as err:
-        raise IndexUnavailable(f"{path}: not a beamtrawl index ({err}); left as it is") from None
+        raise _unusable(path, err) from None
     finally:
         db.close()
-    if damage != ["ok"]:
+    if damage != ["ok"]:  # the first problem, as one line
         raise IndexUnavailable(f"{path}: the index is damaged ({damage[0]}); left as it is: restore it from a "
                                f"backup or crawl into a new index file")
     if row is None:
         raise IndexUnavailable(f"{path}: the index has no schema version; left as it is")
     return _schema_version(path, row[0])
+
+
+def _unusable(path: str, err: sqlite3.DatabaseError, doing: str = "") -> IndexUnavailable:
+    """One line naming the file and what is wrong with it, for an error SQLite raised."""
+    text = str(err)
+    if "file is not a database" in text:
+        why = "not a beamtrawl index (the file is not a SQLite database)"
+    elif "malformed" in text:
+        why = f"the index is damaged ({text}): restore it from a backup or crawl into a new index file"
+    elif "unable to open" in text:
+        why = (f"cannot open the index ({text}); a reader that may not write its folder can search it only "
+               f"while no crawl is writing it")
+    else:
+        why = f"not a beamtrawl index ({text})"
+    return IndexUnavailable(f"{path}: {doing + ': ' if doing else ''}{why}")
 
 
 def _schema_version(path: str, value: str) -> int:
