@@ -20,7 +20,7 @@ from transforms.urls import doc_id
 
 PUBLIC = {
     "public/merger.txt": "The merger was announced to the whole company on Monday",
-    "public/picnic.txt": "The summer picnic takes place by the lake on Monday",
+    "public/picnic.txt": "The picnic was announced to the whole company on Monday",
     "public/canteen.txt": "The canteen menu for the week, soup and bread",
     "public/parking.txt": "Parking spaces are assigned by the facilities team",
     **{f"public/notice-{n}.txt": f"Notice {n}: the office is closed on public holidays" for n in range(20)},

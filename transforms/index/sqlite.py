@@ -37,7 +37,15 @@ import urllib.parse
 from collections.abc import Iterator, Sequence
 
 from transforms.enrich.auxfields import tokens
-from transforms.index.base import MARK_OFF, MARK_ON, Hit, IndexTarget, IndexUnavailable, render_snippet
+from transforms.index.base import (
+    ACCESS_FIELDS,
+    MARK_OFF,
+    MARK_ON,
+    Hit,
+    IndexTarget,
+    IndexUnavailable,
+    render_snippet,
+)
 from transforms.index.query import Query
 from transforms.records import IndexDoc, SnapshotEntry
 
@@ -91,9 +99,7 @@ _UPSERT = (f"INSERT INTO docs({', '.join(_STORED)}) VALUES ({', '.join('?' * len
            f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in _STORED[1:])} RETURNING rid")
 _BM25 = "bm25(docs_fts, 10.0, 1.0, 4.0, 2.0, 3.0, 1.0)"  # title weighs most, then headlines
 _BM25_K1, _BM25_B = 1.2, 0.75  # the constants of FTS5's bm25()
-#: The columns of ``docs`` that decide who may see a document: documents with the same values form one
-#: access partition, whose size ``ranking`` keeps for scoring.
-_ACCESS_COLUMNS = ("groups",)
+_ACCESS_COLUMNS = ACCESS_FIELDS  # stored in docs under the same names; ``ranking`` has a row per partition
 
 
 class EmbeddedIndex(IndexTarget):
