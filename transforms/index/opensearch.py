@@ -40,6 +40,7 @@ from opensearchpy.exceptions import NotFoundError, OpenSearchException, Transpor
 
 from transforms.enrich.auxfields import tokens
 from transforms.index.base import (
+    ACCESS_FIELDS,
     MARK_OFF,
     MARK_ON,
     Hit,
@@ -59,8 +60,9 @@ PIT_KEEP_ALIVE = "30m"
 _SNAPSHOT_FIELDS = list(SnapshotEntry._fields)
 _MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": []}
 _PUBLIC = access_key(object())  # the key of a document without groups
-#: Bumped when the layout of the physical indices changes, so a crawl rebuilds them (see ``physical``).
-_LAYOUT = "partitions-by-access-1"
+#: Bumped when the layout of the physical indices changes, so a crawl rebuilds them (see ``physical``);
+#: a change of ACCESS_FIELDS does the same.
+_LAYOUT = ["partitions-by-access-1", *ACCESS_FIELDS]
 _SEARCH_FIELDS = ["title^10", "headlines^4", "filename^3", "metadata^2", "content", "location"]
 
 

@@ -184,11 +184,12 @@ class EmbeddedIndex(IndexTarget):
         except sqlite3.DatabaseError as err:
             self.close()
             raise _unusable(self.path, err) from None
-        version = _schema_version(self.path, row[0]) if row is not None else SCHEMA_VERSION
-        if version != SCHEMA_VERSION or not ranked:
-            raise IndexUnavailable(f"{self.path}: index schema version {row[0] if row else '?'}"
-                                   f"{'' if ranked else ' without ranking statistics'}, this beamtrawl searches "
-                                   f"version {SCHEMA_VERSION}; run beamtrawl crawl once to upgrade it")
+        if row is not None and _schema_version(self.path, row[0]) != SCHEMA_VERSION:
+            raise IndexUnavailable(f"{self.path}: index schema version {row[0]}, this beamtrawl searches version "
+                                   f"{SCHEMA_VERSION}; run beamtrawl crawl once to upgrade it")
+        if not ranked:
+            raise IndexUnavailable(f"{self.path}: the index has no ranking statistics yet (an older beamtrawl made "
+                                   f"it); run beamtrawl crawl once to upgrade it")
 
     def read_state(self) -> dict | None:
         row = self._connect().execute("SELECT value FROM meta WHERE key = 'crawl_state'").fetchone()
