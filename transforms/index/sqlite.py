@@ -451,15 +451,28 @@ def _prepare_ranking(db: sqlite3.Connection) -> None:
     db.execute("INSERT OR REPLACE INTO meta VALUES('ranking_key', ?)", (key,))
 
 
-def _length(size: bytes) -> int:
-    """A document's tokens, all columns together: the sum of the varints of its FTS5 ``docsize`` row
-    (SQLite's varint: big-endian groups of 7 bits, the high bit set on all but the last byte)."""
-    total = value = 0
-    for byte in size:
+def _varints(blob: bytes) -> list[int]:
+    """The numbers of an FTS5 record: SQLite varints, big-endian groups of 7 bits, the high bit set on
+    all but the last byte (FTS5's values stay far below the 9-byte form)."""
+    numbers, value = [], 0
+    for byte in blob:
         value = (value << 7) | (byte & 0x7F)
         if byte < 0x80:
-            total, value = total + value, 0
-    return total
+            numbers.append(value)
+            value = 0
+    return numbers
+
+
+def _length(size: bytes) -> int:
+    """A document's tokens, all columns together, from its FTS5 ``docsize`` row."""
+    return sum(_varints(size))
+
+
+def _fts_totals(db: sqlite3.Connection) -> tuple[int, int]:
+    """(rows, tokens) of the whole FTS5 table, as bm25() reads them: its averages record (id 1)."""
+    row = db.execute("SELECT block FROM docs_fts_data WHERE id = 1").fetchone()
+    numbers = _varints(row[0]) if row else [0]
+    return numbers[0], sum(numbers[1:])
 
 
 def _visible_scores(db: sqlite3.Connection, query: Query) -> dict[int, float]:
@@ -467,9 +480,10 @@ def _visible_scores(db: sqlite3.Connection, query: Query) -> dict[int, float]:
     document count, average length and per-phrase document counts of the visible documents only.
 
     A phrase's weighted frequency in a document is read back from bm25() over the whole table, whose
-    statistics are known; the score is then computed again with the visible ones."""
+    statistics are known (``_fts_totals``, a count per phrase); the score is then computed again with
+    the visible ones (``ranking``)."""
     visible, params = _visible(query.groups)
-    total_docs, total_tokens = db.execute("SELECT total(docs), total(tokens) FROM ranking").fetchone()
+    total_docs, total_tokens = _fts_totals(db)
     seen_docs, seen_tokens = db.execute(
         f"SELECT total(docs), total(tokens) FROM ranking AS docs WHERE {visible}", params).fetchone()
     scores: dict[int, float] = {}
