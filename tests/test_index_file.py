@@ -115,3 +115,26 @@ def test_a_bad_index_file_is_one_line_naming_it(files, damage, crawl_says, searc
     line = _one_line(searched.stderr)
     assert f"{path}: " in line and search_says in line, line
     os.remove(path)
+
+
+def test_an_index_from_before_ranking_statistics_is_upgraded_by_a_crawl(tmp_path):
+    from transforms.index import IndexUnavailable
+    from transforms.index.query import parse_query
+
+    old, fresh = tmp_path / "old.sqlite", _index(tmp_path / "fresh.sqlite")
+    _index(old)
+    with sqlite3.connect(old) as db:
+        for trigger in ("ranking_insert", "ranking_delete", "ranking_update"):
+            db.execute(f"DROP TRIGGER {trigger}")
+        db.execute("DROP TABLE ranking")
+        db.execute("ALTER TABLE docs DROP COLUMN length")
+        db.execute("DELETE FROM meta WHERE key = 'ranking_key'")
+    db.close()
+    with pytest.raises(IndexUnavailable, match="no ranking statistics yet .* run beamtrawl crawl once"):
+        EmbeddedIndex(str(old)).check()
+    upgraded = EmbeddedIndex(str(old))
+    upgraded.prepare()  # what a crawl does first
+    upgraded.check()
+    query = parse_query("monday merger")
+    assert [(h.url, h.score) for h in upgraded.search(query, 10)] == \
+        [(h.url, h.score) for h in EmbeddedIndex(str(fresh)).search(query, 10)]
