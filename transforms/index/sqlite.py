@@ -16,7 +16,7 @@ Access groups are enforced inside the one SQL statement of a search (``_visible`
 exclusions and filters only ever see documents the searcher may read. Ranking needs more: FTS5's
 ``bm25()`` weighs a word by how many documents of the whole table hold it, so hidden documents would
 move a searcher's scores. A search therefore scores with the statistics of the documents the searcher
-may see (``_visible_scores``): ``ranking`` keeps the documents and tokens of each access partition
+may see (``_score_column``): ``ranking`` keeps the documents and tokens of each access partition
 (one row per distinct value of ``_ACCESS_COLUMNS``, kept by triggers), ``docs.length`` each document's
 tokens, and the score equals what ``bm25()`` gives in an index holding only the visible documents.
 
@@ -277,24 +277,19 @@ class EmbeddedIndex(IndexTarget):
         clause, values = _visible(query.groups)
         where.append(clause)
         params.extend(values)
-        if query.has_text:
-            select = (f"SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
-                      f"docs.last_modified, "
-                      f"snippet(docs_fts, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24), visible_score(docs.rid) AS score "
-                      f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid")
-            order = "ORDER BY score DESC, docs.url"
-        else:
-            select = ("SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
-                      "docs.last_modified, substr(docs_fts.content, 1, 200), 0.0 AS score "
-                      "FROM docs JOIN docs_fts ON docs.rid = docs_fts.rowid")
-            order = "ORDER BY docs.url"
-        sql = f"{select} WHERE {' AND '.join(where)} {order} LIMIT ?"
         try:
             db = self._reader()
             if query.has_text:
-                scores = _visible_scores(db, query)
-                db.create_function("visible_score", 1, lambda rid: scores.get(rid, 0.0), deterministic=True)
-            rows = db.execute(sql, [*params, limit]).fetchall()
+                select = (f"SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
+                          f"docs.last_modified, snippet(docs_fts, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24), "
+                          f"{_score_column(db, query)} AS score FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid")
+                order = "ORDER BY score DESC, docs.url"
+            else:
+                select = ("SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
+                          "docs.last_modified, substr(docs_fts.content, 1, 200), 0.0 AS score "
+                          "FROM docs JOIN docs_fts ON docs.rid = docs_fts.rowid")
+                order = "ORDER BY docs.url"
+            rows = db.execute(f"{select} WHERE {' AND '.join(where)} {order} LIMIT ?", [*params, limit]).fetchall()
             stored: dict[int, dict[str, str]] = {}
             rids = [row[0] for row in rows]
             for rid, name, value in db.execute(
@@ -475,32 +470,52 @@ def _fts_totals(db: sqlite3.Connection) -> tuple[int, int]:
     return numbers[0], sum(numbers[1:])
 
 
-def _visible_scores(db: sqlite3.Connection, query: Query) -> dict[int, float]:
-    """{rid: score} of the visible documents holding any phrase of the query: FTS5's bm25() with the
-    document count, average length and per-phrase document counts of the visible documents only.
+def _score_column(db: sqlite3.Connection, query: Query) -> str:
+    """The SQL of a text search's score column: FTS5's bm25() with the document count, average length
+    and per-phrase document counts of the documents the searcher may see only.
 
     A phrase's weighted frequency in a document is read back from bm25() over the whole table, whose
     statistics are known (``_fts_totals``, a count per phrase); the score is then computed again with
-    the visible ones (``ranking``)."""
+    the visible ones (``ranking``). With one phrase that happens in the search's own statement
+    (``visible_bm25``); with more, bm25() sums over them, so each phrase is scored by a statement of
+    its own and the sums are looked up by ``visible_score``."""
     visible, params = _visible(query.groups)
     total_docs, total_tokens = _fts_totals(db)
     seen_docs, seen_tokens = db.execute(
         f"SELECT total(docs), total(tokens) FROM ranking AS docs WHERE {visible}", params).fetchone()
-    scores: dict[int, float] = {}
     if not seen_docs:
-        return scores
-    for phrase in _fts_phrases(query.words, query.phrases):
-        (holding,) = db.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", (phrase,)).fetchone()
-        rows = db.execute(f"SELECT docs.rid, -{_BM25}, docs.length FROM docs_fts JOIN docs ON docs.rid = "
-                          f"docs_fts.rowid WHERE docs_fts MATCH ? AND {visible}", [phrase, *params]).fetchall()
-        idf_all, idf_seen = _idf(total_docs, holding), _idf(seen_docs, len(rows))
+        return "0.0"
+    averages = (total_tokens / total_docs, seen_tokens / seen_docs)
+    visible_docs = f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid WHERE docs_fts MATCH ? AND {visible}"
+    phrases = _fts_phrases(query.words, query.phrases)
+    if len(phrases) == 1:
+        (seen,) = db.execute(f"SELECT count(*) {visible_docs}", [phrases[0], *params]).fetchone()
+        rescore = _rescorer(_idf(total_docs, _holding(db, phrases[0])), _idf(seen_docs, seen), *averages)
+        db.create_function("visible_bm25", 2, rescore, deterministic=True)
+        return f"visible_bm25(-{_BM25}, docs.length)"
+    scores: dict[int, float] = {}
+    for phrase in phrases:
+        rows = db.execute(f"SELECT docs.rid, -{_BM25}, docs.length {visible_docs}", [phrase, *params]).fetchall()
+        rescore = _rescorer(_idf(total_docs, _holding(db, phrase)), _idf(seen_docs, len(rows)), *averages)
         for rid, score, length in rows:
-            part = score / idf_all  # = f (k1 + 1) / (f + norm)
-            norm = _norm(length, total_tokens / total_docs)
-            frequency = part * norm / max(_BM25_K1 + 1 - part, 1e-12)
-            scores[rid] = scores.get(rid, 0.0) + idf_seen * frequency * (_BM25_K1 + 1) / (
-                frequency + _norm(length, seen_tokens / seen_docs))
-    return scores
+            scores[rid] = scores.get(rid, 0.0) + rescore(score, length)
+    db.create_function("visible_score", 1, lambda rid: scores.get(rid, 0.0), deterministic=True)
+    return "visible_score(docs.rid)"
+
+
+def _holding(db: sqlite3.Connection, phrase: str) -> int:
+    """Documents of the whole table holding a phrase (bm25()'s count)."""
+    return db.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", (phrase,)).fetchone()[0]
+
+
+def _rescorer(idf_all: float, idf_seen: float, average_all: float, average_seen: float):
+    """(bm25() of one phrase over the whole table, document length) → the same with visible statistics."""
+    def rescore(score: float, length: int) -> float:
+        part = score / idf_all  # = f (k1 + 1) / (f + norm): f is the phrase's weighted frequency
+        norm = _norm(length, average_all)
+        frequency = part * norm / max(_BM25_K1 + 1 - part, 1e-12)
+        return idf_seen * frequency * (_BM25_K1 + 1) / (frequency + _norm(length, average_seen))
+    return rescore
 
 
 def _idf(documents: float, holding: int) -> float:
