@@ -10,7 +10,9 @@ row per field with its flags (and, for tokenized fields, its words in ``tokens``
 
 Schema version 2 added ``aux``. A version 1 index is migrated when a crawl opens it (the table is
 created); its documents get their auxiliary fields when they are re-prepared, which that crawl does
-because the preparation fingerprint covers the field definitions.
+because the preparation fingerprint covers the field definitions. An index made before ``ranking``
+gets it and ``docs.length`` (from FTS5's own sizes) when a crawl opens it; a search refuses it until
+then, since its scores would leak.
 
 Access groups are enforced inside the one SQL statement of a search (``_visible``), so snippets,
 exclusions and filters only ever see documents the searcher may read. Ranking needs more: FTS5's
