@@ -6,6 +6,7 @@ them from their parts, so this preparator need not accept every unknown binary.)
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 import zlib
 
@@ -56,13 +57,46 @@ def _xlsx(stream) -> Prepared:
 
     workbook = openpyxl.load_workbook(stream, read_only=True, data_only=True)
     try:
-        lines = []
+        lines, read = [], 0
         for sheet in workbook.worksheets:
+            # Read-only mode stops at the size a sheet declares (``<dimension ref="A1"/>`` in files some
+            # writers make, readxl's datasets.xlsx among them): forget it and read every row there is.
+            sheet.reset_dimensions()
             lines.append(sheet.title)
-            lines.extend(_join(row, " ") for row in sheet.iter_rows(values_only=True))
-        return _prepared(workbook.properties, "creator", "description", _join(lines))
+            for row in sheet.iter_rows(values_only=True):
+                read += sum(value is not None for value in row)
+                lines.append(_join(row, " "))
+        prepared = _prepared(workbook.properties, "creator", "description", _join(lines))
     finally:
         workbook.close()
+    held = _cells_held(zipfile.ZipFile(stream))
+    if read < held:
+        prepared.partial = f"read {read} of {held} cells"
+    return prepared
+
+
+# A cell's value in the sheet XML: <v> (a number, or a shared string's index) or an inline string <is>.
+_CELL_VALUE = re.compile(rb"<(?:\w{1,16}:)?(?:v|is)[\s>/]")
+_CHUNK = 1 << 20
+
+
+def _cells_held(archive: zipfile.ZipFile) -> int:
+    """The cells with a value that the worksheets' XML holds, counted in the bytes themselves, so that
+    a sheet openpyxl read short is reported rather than lost without a word."""
+    overlap = 24  # longer than any match: a match cut by a chunk's end is found whole in the next buffer
+    held = 0
+    for name in archive.namelist():
+        if not (name.startswith("xl/worksheets/") and name.endswith(".xml")):
+            continue
+        with archive.open(name) as part:
+            buffer = b""
+            while chunk := part.read(_CHUNK):
+                buffer += chunk
+                edge = len(buffer) - overlap
+                held += sum(1 for m in _CELL_VALUE.finditer(buffer) if m.start() < edge)
+                buffer = buffer[max(edge, 0):]
+            held += len(_CELL_VALUE.findall(buffer))
+    return held
 
 
 def _shape_texts(shapes):
