@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "search" and extra:
         _parser().error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        config = load_config(args.config, load_plugins=args.command == "crawl")
+        config = load_config(args.config, crawling=args.command == "crawl")
         if args.command == "crawl":
             return _crawl(config, args.runner, extra)
         groups = [g.strip() for g in args.groups.split(",") if g.strip()]
