@@ -15,7 +15,7 @@ from pypdf import PdfReader, PdfWriter
 from pypdf.annotations import Text
 from reportlab.pdfgen import canvas
 
-from tests.debian_files import package_file
+from tests.package_files import debian_file
 from transforms.preparators import PreparationError, office, pdf
 from transforms.preparators.legacy import prepare_legacy_office
 from transforms.preparators.mime import MimeSniffer
@@ -159,10 +159,10 @@ def test_xlsx_whose_sheets_declare_a1_is_read_whole():
     """readxl's datasets.xlsx declares ``<dimension ref="A1"/>`` for every sheet; read-only openpyxl trusted
     it and gave 55 characters, where the same data as .xls gives 29,985 (issue 14, item 3)."""
     extdata = "usr/lib/R/site-library/readxl/extdata/"
-    xlsx = package_file("r-cran-readxl", extdata + "datasets.xlsx").read_bytes()
+    xlsx = debian_file("r-cran-readxl", extdata + "datasets.xlsx").read_bytes()
     assert b'<dimension ref="A1"/>' in zipfile.ZipFile(io.BytesIO(xlsx)).read("xl/worksheets/sheet1.xml")
     prepared = prepare_ooxml(xlsx, "file:///datasets.xlsx", office.MIME_TYPES[1], {})
-    xls = package_file("r-cran-readxl", extdata + "datasets.xls").read_bytes()
+    xls = debian_file("r-cran-readxl", extdata + "datasets.xls").read_bytes()
     assert len(prepared.content) == len(prepare_legacy_office(xls, "file:///datasets.xls", "application/vnd.ms-excel",
                                                               {}).content) == 29985
     assert "Sepal.Length" in prepared.content and "virginica" in prepared.content and "casein" in prepared.content

@@ -6,7 +6,20 @@ from __future__ import annotations
 
 import re
 
-from transforms.preparators import archive, audio, epub, external, legacy, mail, odf, office, pdf, rtf, xml
+from transforms.preparators import (
+    archive,
+    audio,
+    code,
+    epub,
+    external,
+    legacy,
+    mail,
+    odf,
+    office,
+    pdf,
+    rtf,
+    xml,
+)
 from transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
 from transforms.preparators.chain import chain_for, prepare_nested, run_chain
 from transforms.preparators.html import prepare_html
@@ -26,6 +39,8 @@ BUILTIN = (
     PreparatorSpec("epub", epub.prepare_epub, epub.MIME_TYPES, priority=10),
     PreparatorSpec("audio", audio.prepare_audio, audio.MIME_TYPES, priority=10),
     PreparatorSpec("legacy_office", legacy.prepare_legacy_office, legacy.MIME_TYPES, priority=10),
+    PreparatorSpec("code", code.prepare_code, code.CODE_MIME_TYPES, priority=5, url_pattern=code.URL_PATTERN,
+                   url_and_mime=True),
     PreparatorSpec("text", prepare_text, ("text/*",), priority=0),
     # regain's EmptyPreparator catch-all: every document is at least found by name, path, type, date.
     PreparatorSpec("metadata_only", prepare_metadata_only, priority=-10, url_pattern=re.compile(""),

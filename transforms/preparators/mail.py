@@ -22,6 +22,7 @@ from transforms.preparators.html import prepare_html
 from transforms.preparators.text import decode_text
 
 MIME_TYPES = ("message/rfc822",)
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 makes a message of headers alone a document
 _HEADERS = ("Subject", "From", "To", "Cc", "Date")
 _ADDRESSES = ("From", "To", "Cc")
 
