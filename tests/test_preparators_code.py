@@ -5,6 +5,10 @@ parse."""
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
+import sys
+
 import pytest
 
 from pipeline.config import parse_config
@@ -84,9 +88,6 @@ def test_a_grammar_that_does_not_load_leaves_plain_text(monkeypatch):
 
 
 def test_parsers_load_lazily():
-    import subprocess
-    import sys
-
     probe = "import sys, transforms.preparators; print(sorted(m for m in sys.modules if 'tree_sitter' in m))"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True
                           ).stdout.strip() == "[]"
@@ -97,3 +98,26 @@ def test_a_preparator_revision_changes_the_fingerprint(tmp_path, monkeypatch):
     before = preparation_fingerprint(config.preparators, config)
     monkeypatch.setattr(code, "REVISION", code.REVISION + 1)
     assert preparation_fingerprint(config.preparators, config) != before
+
+
+def test_crawl_indexes_source_structure(tmp_path, make_config, crawl, search):
+    root = tmp_path / "src"
+    root.mkdir()
+    for name, (package, path) in {
+        "decoder.py": ("libpython3.11-stdlib", "usr/lib/python3.11/json/decoder.py"),
+        "errors.go": ("golang-github-pkg-errors-dev", "usr/share/gocode/src/github.com/pkg/errors/errors.go"),
+        "picture.py": ("libpython3.11-testsuite", "usr/lib/python3.11/test/imghdrdata/python.gif"),
+    }.items():
+        (root / name).write_bytes(debian_file(package, path).read_bytes())
+    config = make_config(root)
+    run = crawl(config)
+    assert run.code == 0, (run.report.get("problems"), run.stderr[-2000:])
+    assert run.counts["failed"] == 0
+    [hit] = search(config, "JSONDecoder raw_decode")
+    assert (hit["url"].rsplit("/", 1)[-1], hit["title"]) == ("decoder.py", "module decoder")
+    [hit] = search(config, "withStack")
+    assert hit["title"] == "package errors"
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:
+        headlines = dict(db.execute("SELECT d.filename, f.headlines FROM docs d JOIN docs_fts f ON f.rowid = d.rid"))
+    assert "JSONDecoder.raw_decode" in headlines["decoder.py"].splitlines()
+    assert headlines["picture.py"] == ""  # a GIF named .py: metadata only, not a failure
