@@ -12,7 +12,9 @@ import zlib
 
 from transforms.preparators.base import PreparationError, Prepared
 
-REVISION = 1  # part of the preparation fingerprint (base.py): 1 reads every row of a sheet, whatever it declares
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 reads every row of a sheet, whatever it declares,
+# and a Word document's content controls and text boxes
+SHORT_READ = 0.9  # a document read to less than this share of the text its XML holds is reported
 
 MIME_TYPES = (
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
@@ -34,8 +36,25 @@ def _prepared(properties, creator: str, description: str, content: str, headline
 
 # The Office libraries are imported where used: together they take a quarter of a second to load, which
 # every crawl and every worker would pay whether or not it meets an Office file.
+def _body_blocks(element, parent):
+    """Paragraphs and tables in reading order, those inside content controls (``w:sdt``: the cover pages
+    and tables of contents of many templates) too, which python-docx's ``iter_inner_content`` skips."""
+    from docx.oxml.ns import qn
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    for child in element.iterchildren():
+        if child.tag == qn("w:p"):
+            yield Paragraph(child, parent)
+        elif child.tag == qn("w:tbl"):
+            yield Table(child, parent)
+        elif child.tag == qn("w:sdt") and (content := child.find(qn("w:sdtContent"))) is not None:
+            yield from _body_blocks(content, parent)
+
+
 def _docx(stream) -> Prepared:
     import docx
+    from docx.oxml.ns import qn
     from docx.table import Table
 
     document = docx.Document(stream)
@@ -43,7 +62,7 @@ def _docx(stream) -> Prepared:
     # which took most of the time of a DOCX.
     names = {style.style_id: style.name or "" for style in document.styles}
     blocks, headlines = [], []
-    for block in document.iter_inner_content():  # paragraphs and tables in reading order
+    for block in _body_blocks(document.element.body, document._body):
         if isinstance(block, Table):
             blocks.extend(" ".join(dict.fromkeys(c.text for c in row.cells)) for row in block.rows)
             continue
@@ -51,7 +70,27 @@ def _docx(stream) -> Prepared:
         style = names.get(block._p.style, "")  # no style id: the default paragraph style, never a heading
         if style.startswith(("Heading", "Title")) and block.text.strip():
             headlines.append(block.text.strip())
-    return _prepared(document.core_properties, "author", "comments", _join(blocks), headlines)
+    body = document.element.body
+    held = _visible(body.iter(qn("w:t")), body)
+    for box in _visible(body.iter(qn("w:txbxContent")), body):  # text boxes, which paragraphs do not show
+        blocks.append(_join("".join(t.text or "" for t in p.iter(qn("w:t"))) for p in box.iter(qn("w:p"))))
+    prepared = _prepared(document.core_properties, "author", "comments", _join(blocks), headlines)
+    _say_if_short(prepared, sum(len("".join((t.text or "").split())) for t in held), "characters")
+    return prepared
+
+
+def _visible(elements, root) -> list:
+    """The elements not inside a ``mc:Fallback``: its content repeats the ``mc:Choice`` beside it."""
+    fallback = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+    return [e for e in elements if not any(a.tag == fallback for a in e.iterancestors())]
+
+
+def _say_if_short(prepared: Prepared, held: int, unit: str) -> None:
+    """Note in ``partial`` (a report line) when the text read falls noticeably short of what the file's
+    XML holds, so that text a library skips is never lost without a word."""
+    read = len("".join(prepared.content.split()))
+    if read < held * SHORT_READ:
+        prepared.partial = f"read {read} of {held} {unit} of the document's text"
 
 
 def _xlsx(stream) -> Prepared:
