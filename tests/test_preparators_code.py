@@ -87,6 +87,13 @@ def test_a_grammar_that_does_not_load_leaves_plain_text(monkeypatch):
     assert (prepared.title, prepared.headlines, prepared.content) == ("", [], decode_text(data))
 
 
+def test_a_file_too_large_to_parse_is_plain_text(monkeypatch):
+    data = debian_file("libpython3.11-stdlib", "usr/lib/python3.11/json/decoder.py").read_bytes()
+    monkeypatch.setattr(code, "MAX_PARSE_BYTES", len(data) - 1)
+    prepared = prepare_code(data, "file:///decoder.py", "text/x-script.python", {})
+    assert (prepared.title, prepared.headlines, prepared.content) == ("", [], decode_text(data))
+
+
 def test_parsers_load_lazily():
     probe = "import sys, transforms.preparators; print(sorted(m for m in sys.modules if 'tree_sitter' in m))"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True

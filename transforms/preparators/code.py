@@ -76,14 +76,20 @@ _C_TYPES = {"struct_specifier", "union_specifier", "enum_specifier", "class_spec
 _C_NAMES = {"identifier", "field_identifier", "qualified_identifier", "destructor_name", "operator_name",
             "operator_cast", "template_function"}
 MAX_HEADLINES = 2000  # a generated file may define tens of thousands; the content keeps them all
+# Larger files (amalgamations, minified bundles, generated tables: a 3.6 MB searchindex.js parsed for 12 s)
+# are plain text: the content is whole, only the structure is not sought.
+MAX_PARSE_BYTES = 512 * 1024
 
 
 @functools.cache
-def _parser(module: str, function: str):
+def _parser_and_query(module: str, function: str):
+    """The grammar's parser, and a query for its definition nodes (matched in C: a walk over every node
+    in Python took as long as the parse)."""
     import tree_sitter
 
-    grammar = importlib.import_module(module)
-    return tree_sitter.Parser(tree_sitter.Language(getattr(grammar, function)()))
+    language = tree_sitter.Language(getattr(importlib.import_module(module), function)())
+    query = tree_sitter.Query(language, " ".join(f"({kind}) @definition" for kind in _DEFINITIONS[module]))
+    return tree_sitter.Parser(language), query
 
 
 def _text(node) -> str:
@@ -134,18 +140,28 @@ def _definition(node, module: str) -> tuple[str, str] | None:
     return (kind, name) if name else None
 
 
-def _definitions(node, module: str, scope: tuple[str, ...] = ()) -> Iterator[tuple[str, str, int]]:
-    """(kind, qualified name, nesting depth) of every definition below ``node``, in source order."""
-    for child in node.named_children:
-        found = _definition(child, module)
-        if found is None:
-            yield from _definitions(child, module, scope)
+def _owner(kind: str, name: str) -> str:
+    """The name a definition gives what it holds: an impl's functions belong to the type it names
+    (Either.fmt, not "Display for Either<L, R>".fmt)."""
+    return re.sub(r"<.*>", "", name.rsplit(" for ", 1)[-1]) if kind == "impl" else name
+
+
+def _definitions(root, module: str, query) -> Iterator[tuple[str, str, int]]:
+    """(kind, qualified name, nesting depth) of every definition in the tree, in source order."""
+    from tree_sitter import QueryCursor
+
+    nodes = sorted(QueryCursor(query).captures(root).get("definition", []), key=lambda n: n.start_byte)
+    found = {node.id: definition for node in nodes if (definition := _definition(node, module)) is not None}
+    for node in nodes:
+        if node.id not in found:
             continue
-        kind, name = found
-        yield kind, ".".join((*scope, name)), len(scope)
-        # an impl's functions belong to the type it names: Either.fmt, not "Display for Either<L, R>".fmt
-        owner = re.sub(r"<.*>", "", name.rsplit(" for ", 1)[-1]) if kind == "impl" else name
-        yield from _definitions(child, module, (*scope, owner))
+        scope, parent = [], node.parent
+        while parent is not None:
+            if parent.id in found:
+                scope.append(_owner(*found[parent.id]))
+            parent = parent.parent
+        kind, name = found[node.id]
+        yield kind, ".".join((*reversed(scope), name)), len(scope)
 
 
 def _module_name(url: str) -> str:
@@ -161,6 +177,11 @@ def _module_name(url: str) -> str:
     return folders[-1] if folders else stem
 
 
+def _squash(name: str) -> str:
+    """A name as the file stem would spell it: JSONDecoder ~ json_decoder."""
+    return re.sub(r"[_\-.]", "", name).lower()
+
+
 def _title(root, module: str, definitions: list[tuple[str, str, int]], url: str) -> str:
     types = [(kind, name) for kind, name, depth in definitions if kind and depth == 0]
     if module == "tree_sitter_go":
@@ -174,9 +195,7 @@ def _title(root, module: str, definitions: list[tuple[str, str, int]], url: str)
         if main is not None:
             return f"{main[0]} {main[1]}"
     stem = _module_name(url)
-    def squash(name: str) -> str:
-        return re.sub(r"[_\-.]", "", name).lower()
-    main_type = next((f"{kind} {name}" for kind, name in types if squash(name) == squash(stem)), None)
+    main_type = next((f"{kind} {name}" for kind, name in types if _squash(name) == _squash(stem)), None)
     if main_type is None and module == "tree_sitter_java" and types:
         main_type = "{} {}".format(*types[0])
     return main_type or f"module {stem}"
@@ -185,12 +204,13 @@ def _title(root, module: str, definitions: list[tuple[str, str, int]], url: str)
 def prepare_code(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     text = decode_text(data)
     grammar = _GRAMMARS.get(name_extension(file_name(url)))
-    if grammar is None:
+    if grammar is None or len(data) > MAX_PARSE_BYTES:
         return Prepared(content=text)
     try:
         source = data if text.encode("utf-8", "surrogatepass") == data else text.encode("utf-8", "replace")
-        root = _parser(*grammar).parse(source).root_node
-        definitions = list(_definitions(root, grammar[0]))
+        parser, query = _parser_and_query(*grammar)
+        root = parser.parse(source).root_node
+        definitions = list(_definitions(root, grammar[0], query))
         title = _title(root, grammar[0], definitions, url)
     except Exception as err:  # noqa: BLE001 - a grammar that will not load or a parser bug: the text stays
         log.debug("%s: not parsed as %s: %s", url, grammar[0], err)
