@@ -20,7 +20,7 @@ from transforms.enrich.access import parse_access_control
 from transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, parse_aux_fields
 from transforms.preparators import BUILTIN, PreparatorSpec
 from transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds
-from transforms.urls import normalize_url
+from transforms.urls import is_under, normalize_url
 
 #: Every default, spelled as in the YAML file.
 DEFAULTS: dict[str, Any] = {
@@ -81,8 +81,7 @@ class Credential:
 def credential_for(credentials, url: str) -> Credential | None:
     """The credential with the longest ``url`` prefix of ``url``, if any. An IMAP folder's login serves its
     messages too (``Folder;UIDVALIDITY=n/;UID=m`` lies under ``Folder``)."""
-    matching = [c for c in credentials if url == c.url.rstrip("/")
-                or url.startswith((c.url.rstrip("/") + "/", c.url.rstrip("/") + ";"))]
+    matching = [c for c in credentials if is_under(url, c.url.rstrip("/"))]
     return max(matching, key=lambda c: len(c.url)) if matching else None
 
 

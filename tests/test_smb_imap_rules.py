@@ -86,5 +86,5 @@ def test_attachments_from_bodystructure():
     message = (b"message", b"rfc822", None, None, None, b"7bit", 500, None, None, 10, None, None, None)
     alternative = (text, text, b"alternative", None, None, None, None)  # as IMAPClient's parser gives it
     body = BodyData.create((alternative, pdf, inline_png, message, b"mixed", None, None, None, None))
-    assert list(_attachments(body)) == [("2", 9000, ""), ("4", 500, "message/rfc822")]
+    assert list(_attachments(body)) == [("2", 9000, "", "a.pdf"), ("4", 500, "message/rfc822", "part-4.eml")]
     assert list(_attachments(BodyData.create(text))) == []  # a single part is the message's body
