@@ -278,8 +278,11 @@ def _params(raw, lower: bool = True) -> dict[str, str]:
 
 
 def _quoted(params: dict[str, str], key: str) -> str:
-    return "".join('; {}="{}"'.format(name, value.replace("\\", "\\\\").replace('"', '\\"'))
-                   for name, value in params.items() if name == key or name.startswith(key + "*"))
+    """The parameters named ``key`` (RFC 2231 parts ``key*``, ``key*0*`` … too) as header text."""
+    def quote(value: str) -> str:
+        return " ".join(value.split()).replace("\\", "\\\\").replace('"', '\\"')  # no line breaks
+    return "".join(f'; {name}="{quote(value)}"' for name, value in params.items()
+                   if name == key or name.startswith(key + "*"))
 
 
 def _attachment_name(disposition_params: dict[str, str], type_params: dict[str, str], section: str,
