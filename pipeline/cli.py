@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "search" and extra:
         _parser().error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        config = load_config(args.config, load_plugins=args.command == "crawl", overrides=args.overrides)
+        config = load_config(args.config, crawling=args.command == "crawl", overrides=args.overrides)
         if args.command == "crawl" and args.dry_run:
             from pipeline.dry_run import dry_run
 

@@ -20,7 +20,7 @@ from transforms.enrich.access import parse_access_control
 from transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, parse_aux_fields
 from transforms.preparators import BUILTIN, PreparatorSpec
 from transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds
-from transforms.urls import normalize_url
+from transforms.urls import is_under, normalize_url
 
 #: Every default, spelled as in the YAML file.
 DEFAULTS: dict[str, Any] = {
@@ -86,8 +86,9 @@ class Credential:
 
 
 def credential_for(credentials, url: str) -> Credential | None:
-    """The credential with the longest ``url`` prefix of ``url``, if any."""
-    matching = [c for c in credentials if url == c.url.rstrip("/") or url.startswith(c.url.rstrip("/") + "/")]
+    """The credential with the longest ``url`` prefix of ``url``, if any. An IMAP folder's login serves its
+    messages too (``Folder;UIDVALIDITY=n/;UID=m`` lies under ``Folder``)."""
+    matching = [c for c in credentials if is_under(url, c.url.rstrip("/"))]
     return max(matching, key=lambda c: len(c.url)) if matching else None
 
 
@@ -425,10 +426,10 @@ def _smb(r: _Reader, raw: Any) -> SmbConfig:
     return SmbConfig(r.boolean(raw.get("read_acls", True), "smb.read_acls"), sid_names)
 
 
-def _imap(r: _Reader, raw: Any) -> ImapConfig:
+def _imap(r: _Reader, raw: Any, crawling: bool) -> ImapConfig:
     raw = r.mapping(raw, "imap", {"starttls", "ca_file"})
     ca_file = os.path.join(r.base, r.string(raw["ca_file"], "imap.ca_file")) if "ca_file" in raw else None
-    if ca_file and not os.path.isfile(ca_file):
+    if crawling and ca_file and not os.path.isfile(ca_file):
         raise r.fail("imap.ca_file", f"no such file: {ca_file}")
     return ImapConfig(r.boolean(raw.get("starttls", True), "imap.starttls"), ca_file)
 
@@ -447,9 +448,10 @@ _SCALARS: dict[str, Callable[[_Reader, Any, str], Any]] = {
 }
 
 
-def parse_config(raw: Any, source: str, load_plugins: bool = True) -> Config:
+def parse_config(raw: Any, source: str, crawling: bool = True) -> Config:
     """Validate parsed YAML; ``source`` names the file in errors and anchors relative paths.
-    ``load_plugins=False`` (searching) checks the plugin entries without importing the plugins."""
+    ``crawling=False`` (searching) checks the plugin entries without importing the plugins, and does
+    not ask for files only a crawl opens (``imap.ca_file``)."""
     r = _Reader(source)
     top = r.mapping(raw, "", _TOP_KEYS, required={"start", "index"})
 
@@ -495,13 +497,13 @@ def parse_config(raw: Any, source: str, load_plugins: bool = True) -> Config:
     return Config(source=source, start=tuple(starts), whitelist=whitelist, blacklist=blacklist,
                   index=index, report=report, work_dir=work_dir,
                   url_cleaners=cleaners, credentials=_credentials(r, top.get("credentials")),
-                  plugins=parse_plugins(r, top.get("plugins"), load=load_plugins),
+                  plugins=parse_plugins(r, top.get("plugins"), load=crawling),
                   auxiliary_fields=parse_aux_fields(r, top.get("auxiliary_fields")),
                   access_control=parse_access_control(r, top.get("access_control")),
                   preparators=parse_preparators(r, top.get("preparators")),
                   preparation=parse_preparation(r, top.get("preparation")),
                   http=_http(r, top.get("http")), smb=_smb(r, top.get("smb") or {}),
-                  imap=_imap(r, top.get("imap") or {}), **scalars)
+                  imap=_imap(r, top.get("imap") or {}, crawling), **scalars)
 
 
 class _Loader(yaml.SafeLoader):
@@ -546,7 +548,7 @@ def _expanded_size(node, sizes: dict) -> int:
     return sizes[id(node)]
 
 
-def load_config(path: str, load_plugins: bool = True, overrides: Sequence[str] = ()) -> Config:
+def load_config(path: str, crawling: bool = True, overrides: Sequence[str] = ()) -> Config:
     """Read and validate the YAML file at ``path``; raises :class:`ConfigError` with a one-line message.
     ``overrides`` are ``--set key.path=value`` options, applied before validation; an error in a key one
     of them set names that option."""
@@ -564,7 +566,7 @@ def load_config(path: str, load_plugins: bool = True, overrides: Sequence[str] =
         raise ConfigError(f"{path}: {where}{getattr(err, 'problem', None) or err}"[:MAX_MESSAGE]) from None
     keys = [_override(raw, option) for option in overrides]
     try:
-        return parse_config(raw, path, load_plugins)
+        return parse_config(raw, path, crawling)
     except ConfigError as err:
         for key, option in zip(keys, overrides, strict=True):
             if err.key == key or err.key.startswith((f"{key}.", f"{key}[")) or key.startswith(f"{err.key}."):

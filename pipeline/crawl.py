@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import shutil
+import sys
 import time
 import uuid
 from datetime import UTC, datetime
@@ -38,8 +39,9 @@ def preparation_fingerprint(preparators, config) -> str:
     spec = {
         "version": __version__,
         "preparators": [[p.name, p.preparator, f"{p.func.__module__}.{p.func.__qualname__}",
+                         getattr(sys.modules.get(p.func.__module__), "REVISION", 0),
                          list(p.mime_types), p.priority, p.url_pattern.pattern if p.url_pattern else None,
-                         repr(p.params), p.catch_all] for p in preparators],
+                         p.url_and_mime, repr(p.params), p.catch_all] for p in preparators],
         "max_content_length": config.preparation.max_content_length,
         "max_summary_length": config.max_summary_length,
         "max_file_size": config.max_file_size,

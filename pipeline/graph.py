@@ -23,15 +23,15 @@ from transforms.enrich.assign import AssignGroups
 from transforms.freshness import Freshness
 from transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, WriteIndex
 from transforms.prepare import Prepare
-from transforms.records import Entry, Event, FrontierItem, use_row_coders
+from transforms.records import Entry, Event, FrontierItem, event, use_row_coders
 from transforms.sources.http.discover import WebDiscover, is_web
 from transforms.sources.settings import SourceSettings
 
 TOTALS_FILE, PROBLEMS_FILE, DELETES_FILE = "totals.json", "problems", "deletes"
 
 
-def _roots(config) -> list[FrontierItem]:
-    return [FrontierItem(s.url, s.url, 0, s.url, [], "", "") for s in config.start if s.parse or s.index]
+def _roots(rules) -> list[FrontierItem]:
+    return [FrontierItem(s.url, s.url, 0, s.url, [], "", "") for s in rules.seeds()]
 
 
 def _write_totals(totals: dict, path: str) -> None:
@@ -45,8 +45,13 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
     source_settings = SourceSettings.from_config(config)  # logins travel to workers here, never in records
     snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
     found = []
-    other_roots = [r for r in _roots(config) if not is_web(r.url)]
-    web_roots = [r for r in _roots(config) if is_web(r.url)]
+    other_roots = [r for r in _roots(rules) if not is_web(r.url)]
+    web_roots = [r for r in _roots(rules) if is_web(r.url)]
+    if rules.declined_starts:
+        found.append((p | "EmptyEntries" >> beam.Create([]).with_output_types(Entry),
+                      p | "DeclinedStarts" >> beam.Create(
+                          [event("declined", url, "discover", "the start URL matches a blacklist entry")
+                           for url in rules.declined_starts]).with_output_types(Event)))
     if other_roots or not web_roots:
         found.append(p | "Discover" >> Discover(other_roots, rules, config.follow_symlinks, config.walk_budget,
                                                 config.discovery_rounds, source_settings))

@@ -37,8 +37,8 @@ def sources_state(config, fingerprint: str) -> dict | None:
     """``{"key": …, "folders": {folder URL: [UIDVALIDITY, UIDNEXT, MESSAGES]}}`` now, or None when a
     start URL's source cannot tell cheaply, an answer may change by itself, or a server fails (the
     pipeline then runs and reports the failure)."""
-    starts = [s.url for s in config.start if s.parse or s.index]
     rules = Rules(config)
+    starts = [s.url for s in rules.seeds()]
     if (not all(url.startswith(("imap://", "imaps://")) for url in starts)
             or any(isinstance(c, CustomController) for c in config.access_control)
             or any(rules.plugins.implements(hook) for hook in _URL_HOOKS)):

@@ -199,8 +199,8 @@ def documents(variant: int = 0, audio: _Audio | None = None, samples: bool = Tru
             "", f"gannet {v} plunges. Grüße"),
         Doc(f"readme-{v}.md", "text", f"# Markdown title {v}\n\nThe puffin {v} nests here.\n".encode(),
             f"Markdown title {v}", f"puffin {v} nests"),
-        Doc(f"tool-{v}.py", "text",
-            f'def cormorant():\n    """The cormorant {v} dries its wings."""\n'.encode(), "",
+        Doc(f"tool-{v}.py", "code",
+            f'def cormorant():\n    """The cormorant {v} dries its wings."""\n'.encode(), f"module tool-{v}",
             f"cormorant {v} dries"),
         Doc(f"data-{v}.xml", "xml",
             f'<?xml version="1.0"?>\n<doc><title>XML title {v}</title><p>the heron {v} waits</p></doc>'

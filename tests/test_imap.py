@@ -5,6 +5,7 @@ incremental (known messages are not fetched again), follow deletions and a chang
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import sqlite3
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from imapclient import IMAPClient
 
+from tests.package_files import debian_file
 from tests.servers.dovecot import running_dovecot
 
 USER, PASSWORD = "mailer", "Imap-Secret-5k"
@@ -303,3 +305,80 @@ def test_plain_imap_when_starttls_is_off(dovecot, tmp_path, make_config, crawl):
                          imap={"starttls": False})  # no certificate to trust: this login is never TLS
     run = crawl(config)
     assert run.code == 0 and run.counts["written"] == 1, run.report.get("problems")
+
+
+def _raw_mail(subject: str, parts: list[tuple[str, bytes]]) -> bytes:
+    """A multipart message written byte by byte, as mail programs that use RFC 2047 in parameters
+    (``name="=?UTF-8?B?…?="``) or a charset other than UTF-8 in RFC 2231 names send it."""
+    lines = [b"From: Grace Hopper <grace@example.org>", b"To: team@example.org", f"Subject: {subject}".encode(),
+             b"Date: Wed, 03 Jan 2024 09:00:00 +0100", b"MIME-Version: 1.0",
+             b'Content-Type: multipart/mixed; boundary="XYZ"', b"", b"--XYZ",
+             b"Content-Type: text/plain; charset=us-ascii", b"", b"Pictures of the lighthouse attached."]
+    for headers, body in parts:
+        lines += [b"--XYZ", *headers.encode().splitlines(), b"Content-Transfer-Encoding: base64", b"",
+                  base64.encodebytes(body).rstrip()]
+    return b"\r\n".join([*lines, b"--XYZ--", b""])
+
+
+def test_attachments_carry_their_file_names(dovecot, tmp_path, make_config, crawl, search):
+    """Issue 14, item 11: an attachment's file name, extension and title come from the part (RFC 2231 and
+    RFC 2047 decoded), its URL keeps the section; an empty message is a document; searching needs no
+    imap.ca_file. Real messages from CPython's test suite (a GIF at section 2.2 and at 2), a real PDF
+    (bash's manual) under a long RFC 2231 name, and real GIFs under encoded and missing names."""
+    data = "usr/lib/python3.11/test/test_email/data/"
+    msg_13 = debian_file("libpython3.11-testsuite", data + "msg_13.txt").read_bytes()
+    msg_07 = debian_file("libpython3.11-testsuite", data + "msg_07.txt").read_bytes()
+    gif = debian_file("libpython3.11-testsuite", "usr/lib/python3.11/test/imghdrdata/python.gif").read_bytes()
+    bash_pdf = debian_file("bash-doc", "usr/share/doc/bash/bash.pdf").read_bytes()
+    long_name = "Größe € Bericht über die Shell, mit einem sehr langen Namen, der umbrochen werden muss.pdf"
+    odd = _raw_mail("Lighthouse pictures", [
+        (('Content-Type: image/gif; name="=?UTF-8?B?TGV1Y2h0dHVybSBhbSBNZWVyLmdpZg==?="\r\n'
+         "Content-Disposition: attachment"), gif),  # "Leuchtturm am Meer.gif", RFC 2047 in the name
+        ("Content-Type: image/gif\r\nContent-Disposition: attachment; filename*=iso-8859-1''K%F6ln.GIF", gif),
+        ("Content-Type: image/gif\r\nContent-Disposition: attachment", gif),  # no name at all
+    ])
+    client = connect(dovecot)
+    uids = {}
+    for key, raw in [("msg_13", msg_13), ("msg_07", msg_07), ("odd", odd),
+                     ("pdf", mail("Shell manual", body="The manual, attached.",
+                                  attachments=((bash_pdf, "application", "pdf", ("utf-8", "", long_name)),))),
+                     ("empty", b"From: ada@example.org\r\nSubject: Nothing to say\r\n\r\n"),
+                     ("headers", b"Message-ID: <42@example.org>\r\nX-Mailer: none\r\n\r\n")]:
+        uids[key] = int(client.append("INBOX", raw).split(b"]")[0].split()[-1])
+    validity = client.folder_status("INBOX", [b"UIDVALIDITY"])[b"UIDVALIDITY"]
+    assert b"filename*0*=" in bytes(mail("x", body="x", attachments=((bash_pdf, "application", "pdf",
+                                                                       ("utf-8", "", long_name)),)))
+    ca_file = tmp_path / "ca.pem"
+    ca_file.write_bytes(dovecot.ca_file.read_bytes())
+    secret = tmp_path / "imap.password"
+    secret.write_text(PASSWORD, encoding="utf-8")
+    start = dovecot.url("imaps", "INBOX")
+    config = make_config(tmp_path, start=[{"url": start}], whitelist=[{"prefix": start}],
+                         credentials=[{"url": start, "username": USER, "password_file": str(secret)}],
+                         imap={"ca_file": str(ca_file)})
+    run = crawl(config)
+    assert run.code == 0, (run.report.get("problems"), run.stderr[-2000:])
+
+    inbox = f"{start};UIDVALIDITY={validity}"
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:
+        rows = {url: (name, ext, mimetype, error) for url, name, ext, mimetype, error in db.execute(
+            "SELECT url, filename, extension, mimetype, preparation_error FROM docs")}
+    attachment = f"{inbox}/;UID={{}}/;SECTION={{}}".format
+    assert rows[attachment(uids["msg_13"], "2.2")] == ("dingusfish.gif", "gif", "image/gif", "")
+    assert rows[attachment(uids["msg_07"], "2")] == ("dingusfish.gif", "gif", "image/gif", "")
+    assert rows[attachment(uids["odd"], "2")] == ("Leuchtturm am Meer.gif", "gif", "image/gif", "")
+    assert rows[attachment(uids["odd"], "3")] == ("Köln.GIF", "gif", "image/gif", "")
+    assert rows[attachment(uids["odd"], "4")] == ("part-4.gif", "gif", "image/gif", "")
+    assert rows[attachment(uids["pdf"], "2")] == (long_name, "pdf", "application/pdf", "")
+    empty = f"{inbox}/;UID={uids['empty']}"
+    assert rows[empty][3] == "" and run.problems() == {}
+
+    ca_file.unlink()  # searching opens no IMAP connection: the crawl's CA file need not exist
+    gifs = search(config, "extension:gif")
+    assert {hit["url"] for hit in gifs} == {attachment(uids["msg_13"], "2.2"), attachment(uids["msg_07"], "2"),
+                                            *(attachment(uids["odd"], s) for s in "234")}
+    assert {hit["title"] for hit in gifs} >= {"dingusfish.gif", "Leuchtturm am Meer.gif", "Köln.GIF"}
+    assert {hit["url"] for hit in search(config, "Bourne")} == {attachment(uids["pdf"], "2"),
+                                                                f"{inbox}/;UID={uids['pdf']}"}
+    assert [hit["url"] for hit in search(config, '"Nothing to say"')] == [empty]
+    assert rows[f"{inbox}/;UID={uids['headers']}"][3] == ""

@@ -15,7 +15,9 @@ from pypdf import PdfReader, PdfWriter
 from pypdf.annotations import Text
 from reportlab.pdfgen import canvas
 
+from tests.package_files import debian_file
 from transforms.preparators import PreparationError, office, pdf
+from transforms.preparators.legacy import prepare_legacy_office
 from transforms.preparators.mime import MimeSniffer
 from transforms.preparators.office import prepare_ooxml
 from transforms.preparators.pdf import prepare_pdf
@@ -153,6 +155,64 @@ def test_prepare_xlsx():
     assert prepared.metadata == "Bob Stock lab"
 
 
+_W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+
+
+def test_docx_content_controls_are_read_and_text_read_short_says_so():
+    """python-docx's reading order skips content controls (w:sdt, the cover page of many templates) and
+    tracked insertions (w:ins): the first are read, and whatever the preparator still misses is a report
+    line, never lost without a word (issue 14, item 3)."""
+    from docx.oxml import parse_xml
+
+    document = docx.Document()
+    document.add_paragraph("Visible paragraph.")
+    document.element.body.insert(0, parse_xml(
+        f"<w:sdt {_W}><w:sdtContent><w:p><w:r><w:t>Cover page in a content control.</w:t></w:r></w:p>"
+        "</w:sdtContent></w:sdt>"))
+    document.add_paragraph().add_run()._r.append(parse_xml(
+        f'<w:pict {_W} xmlns:v="urn:schemas-microsoft-com:vml"><v:shape><v:textbox><w:txbxContent><w:p><w:r>'
+        "<w:t>Text in a box.</w:t></w:r></w:p></w:txbxContent></v:textbox></v:shape></w:pict>"))
+    prepared = prepare_ooxml(_save(document), "file:///cover.docx", office.MIME_TYPES[0], {})
+    assert prepared.content == "Cover page in a content control.\nVisible paragraph.\nText in a box."
+    assert prepared.partial == ""
+    document.element.body.insert(0, parse_xml(
+        f'<w:p {_W}><w:ins w:id="1" w:author="Ada"><w:r><w:t>A long inserted revision the reader sees in full.'
+        "</w:t></w:r></w:ins></w:p>"))
+    prepared = prepare_ooxml(_save(document), "file:///revised.docx", office.MIME_TYPES[0], {})
+    assert prepared.partial == "read 55 of 96 characters of the document's text"
+
+
+def test_xlsx_whose_sheets_declare_a1_is_read_whole():
+    """readxl's datasets.xlsx declares ``<dimension ref="A1"/>`` for every sheet; read-only openpyxl trusted
+    it and gave 55 characters, where the same data as .xls gives 29,985 (issue 14, item 3)."""
+    extdata = "usr/lib/R/site-library/readxl/extdata/"
+    xlsx = debian_file("r-cran-readxl", extdata + "datasets.xlsx").read_bytes()
+    assert b'<dimension ref="A1"/>' in zipfile.ZipFile(io.BytesIO(xlsx)).read("xl/worksheets/sheet1.xml")
+    prepared = prepare_ooxml(xlsx, "file:///datasets.xlsx", office.MIME_TYPES[1], {})
+    xls = debian_file("r-cran-readxl", extdata + "datasets.xls").read_bytes()
+    assert len(prepared.content) == len(prepare_legacy_office(xls, "file:///datasets.xls", "application/vnd.ms-excel",
+                                                              {}).content) == 29985
+    assert "Sepal.Length" in prepared.content and "virginica" in prepared.content and "casein" in prepared.content
+    assert prepared.partial == ""
+
+
+def test_xlsx_read_short_says_so(monkeypatch):
+    """A worksheet part the workbook does not list holds cells openpyxl never reads: the preparator
+    counts the cells in the XML and reports what it missed, rather than losing them without a word."""
+    workbook = openpyxl.Workbook()
+    for row in range(40):
+        workbook.active.append([f"row {row}", row])
+    source, buffer = zipfile.ZipFile(io.BytesIO(_save(workbook))), io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
+        for name in source.namelist():
+            target.writestr(name, source.read(name))
+        target.writestr("xl/worksheets/sheet9.xml", source.read("xl/worksheets/sheet1.xml"))
+    prepared = prepare_ooxml(buffer.getvalue(), "file:///short.xlsx", office.MIME_TYPES[1], {})
+    assert prepared.partial == "read 80 of 160 cells"
+    monkeypatch.setattr(office, "_CHUNK", 7)  # matches cut by every chunk boundary are counted once
+    assert office._cells_held(zipfile.ZipFile(buffer)) == 160
+
+
 def test_prepare_pptx():
     presentation = pptx.Presentation()
     first = presentation.slides.add_slide(presentation.slide_layouts[1])
@@ -170,6 +230,28 @@ def test_prepare_pptx():
     assert prepared.title == "Safety talk"
     assert prepared.content == "Centrifuges\nBalance the rotor\nMention the lid\nQuestions\nThank the audience"
     assert prepared.metadata == "Ada"
+
+
+def test_pptx_text_read_short_says_so():
+    """python-pptx does not look into mc:AlternateContent (PowerPoint wraps newer kinds of shape in it): the
+    text it misses is counted in the slide's XML and reported."""
+    from pptx.oxml import parse_xml
+
+    presentation = pptx.Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+    slide.shapes.title.text = "Tide"
+    slide.shapes._spTree.append(parse_xml(
+        '<mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+        'xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" '
+        'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><mc:Choice Requires="p14"><p:sp>'
+        '<p:nvSpPr><p:cNvPr id="9" name="Ink"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/>'
+        "<a:p><a:r><a:t>Moon tables for the harbour</a:t></a:r></a:p></p:txBody></p:sp></mc:Choice>"
+        "<mc:Fallback><p:sp><p:nvSpPr><p:cNvPr id=\"9\" name=\"Ink\"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr><p:spPr/>"
+        "<p:txBody><a:bodyPr/><a:p><a:r><a:t>Moon tables for the harbour</a:t></a:r></a:p></p:txBody></p:sp>"
+        "</mc:Fallback></mc:AlternateContent>"))
+    prepared = prepare_ooxml(_save(presentation), "file:///tide.pptx", office.MIME_TYPES[2], {})
+    assert prepared.content == "Tide"
+    assert prepared.partial == "read 4 of 27 characters of the document's text"  # the fallback's copy not counted
 
 
 def _overwrite_body(data: bytes) -> bytes:

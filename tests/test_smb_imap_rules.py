@@ -9,7 +9,7 @@ from imapclient.response_types import BodyData
 from pipeline.config import ImapConfig, SmbConfig, load_config
 from tests.test_config import MINIMAL, error_of, with_top, write
 from transforms.freshness import _ancestors
-from transforms.sources.imap import _attachments, folder_url, message_url
+from transforms.sources.imap import _attachment_name, _attachments, folder_url, message_url
 from transforms.sources.smb_acl import readers
 from transforms.urls import is_under
 
@@ -86,5 +86,19 @@ def test_attachments_from_bodystructure():
     message = (b"message", b"rfc822", None, None, None, b"7bit", 500, None, None, 10, None, None, None)
     alternative = (text, text, b"alternative", None, None, None, None)  # as IMAPClient's parser gives it
     body = BodyData.create((alternative, pdf, inline_png, message, b"mixed", None, None, None, None))
-    assert list(_attachments(body)) == [("2", 9000, ""), ("4", 500, "message/rfc822")]
+    assert list(_attachments(body)) == [("2", 9000, "", "a.pdf"), ("4", 500, "message/rfc822", "part-4.eml")]
     assert list(_attachments(BodyData.create(text))) == []  # a single part is the message's body
+
+
+@pytest.mark.parametrize("disposition, content_type, mimetype, name", [
+    ({"filename*": "utf-8''Gr%C3%B6%C3%9Fe%20%E2%82%AC.pdf"}, {}, "application/pdf", "Größe €.pdf"),
+    ({"filename*0*": "utf-8''Gr%C3%B6", "filename*1*": "%C3%9Fe.pdf"}, {"name": "other.pdf"}, "application/pdf",
+     "Größe.pdf"),  # continuations as a server passes them on; the disposition's name wins
+    ({}, {"name": "=?UTF-8?B?TGV1Y2h0dHVybS5naWY=?="}, "image/gif", "Leuchtturm.gif"),  # RFC 2047
+    ({"filename*": "iso-8859-1''K%F6ln.GIF"}, {}, "image/gif", "Köln.GIF"),
+    ({"filename": 'say "hi"\\there\r\nX-Injected: 1.txt'}, {}, "text/plain", 'say "hi"\\there X-Injected: 1.txt'),
+    ({}, {}, "image/gif", "part-2.1.gif"), ({}, {}, "message/rfc822", "part-2.1.eml"),
+    ({}, {}, "x-unknown/thing", "part-2.1"),
+])
+def test_attachment_names(disposition, content_type, mimetype, name):
+    assert _attachment_name(disposition, content_type, "2.1", mimetype) == name

@@ -7,6 +7,7 @@ import re
 import textwrap
 
 import pytest
+import yaml
 
 from pipeline.config import load_config
 from transforms.accept import Decision, Rules
@@ -272,3 +273,43 @@ def test_keeps_honours_a_single_file_start_url_that_is_not_indexed(tmp_path):
         index: {path: "i.sqlite"}
     """)
     assert rules.keeps("file:///srv/docs/only.txt") is False
+
+
+def test_a_blacklisted_start_url_is_no_seed(tmp_path):
+    # regain's seed adds start URLs "according to the whitelist and blacklist" (issue 14, item 6).
+    rules = rules_for(tmp_path, """\
+        start: [{url: "file:///srv/docs"}, {url: "file:///srv/old.bak"}]
+        whitelist: [{prefix: "file:///srv/"}]
+        blacklist: [{regex: ".*\\\\.bak"}]
+        index: {path: "i.sqlite"}
+    """)
+    assert [s.url for s in rules.seeds()] == ["file:///srv/docs"]
+    assert rules.declined_starts == ("file:///srv/old.bak",)
+    assert rules.start("file:///srv/old.bak") is None
+    assert rules.keeps("file:///srv/old.bak") is False  # indexed before: now no longer accepted
+    assert rules.keeps("file:///srv/docs/a.txt") is True
+
+
+def test_a_blacklisted_start_file_is_not_indexed(tmp_path, crawl, search):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "old.bak").write_text("backupword in a stale copy", encoding="utf-8")
+    (docs / "new.txt").write_text("freshword in a live file", encoding="utf-8")
+    base = f"file://{docs}"
+    config = tmp_path / "crawl.yaml"
+
+    def write(blacklist):
+        config.write_text(yaml.safe_dump({
+            "start": [{"url": f"{base}/old.bak"}, {"url": f"{base}/new.txt"}],
+            "whitelist": [{"prefix": base}], "blacklist": blacklist,
+            "index": {"path": str(tmp_path / "index.sqlite")}, "max_delete_ratio": 1.0}), encoding="utf-8")
+
+    write([])
+    assert crawl(config).code == 0
+    assert len(search(config, "backupword")) == 1
+    write([{"regex": ".*\\.bak"}])
+    run = crawl(config)
+    assert run.code == 0, run.stderr
+    assert run.problems("discover") == {f"{base}/old.bak": "the start URL matches a blacklist entry"}
+    assert search(config, "backupword") == []  # the copy indexed before is no longer accepted
+    assert len(search(config, "freshword")) == 1

@@ -33,7 +33,11 @@ class Rules:
     def __init__(self, config):
         self.whitelist = config.whitelist
         self.blacklist = config.blacklist
-        self.starts = {s.url: s for s in config.start}
+        # regain's seed: start URLs join the frontier "according to the whitelist and blacklist". The
+        # configuration already refused a start no whitelist entry matches; the start's own flags stand in
+        # for the whitelist's, so here only the blacklist can turn a start URL away.
+        self.declined_starts = tuple(s.url for s in config.start if self._blacklisted(s.url))
+        self.starts = {s.url: s for s in config.start if s.url not in self.declined_starts}
         self.roots = tuple(self.starts)
         self.max_depth = config.max_depth
         self.plugins = PluginHost(getattr(config, "plugins", ()))
@@ -62,13 +66,20 @@ class Rules:
         entry = next((w for w in self.whitelist if w.matches(url)), None)
         if entry is None:
             return Decision(False, reason="matches no whitelist entry")
-        if any(b.matches(url) for b in self.blacklist):
+        if self._blacklisted(url):
             return Decision(False, reason="matches a blacklist entry")
         if self.max_depth is not None and depth > self.max_depth:
             return Decision(False, reason=f"deeper than max_depth {self.max_depth}")
         if not (entry.parse or entry.index):
             return Decision(False, reason="whitelist entry neither parses nor indexes it")
         return Decision(True, entry.parse, entry.index)
+
+    def _blacklisted(self, url: str) -> bool:
+        return any(b.matches(url) for b in self.blacklist)
+
+    def seeds(self) -> list:
+        """The start URLs a crawl begins from: those the blacklist admits and that parse or index."""
+        return [s for s in self.starts.values() if s.parse or s.index]
 
     def start(self, url: str):
         """The start URL entry (with its parse/index flags) if ``url`` is one."""

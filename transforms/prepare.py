@@ -50,7 +50,7 @@ from transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
 from transforms.progress import Progress, Tally, timed
 from transforms.records import AuxValue, Entry, Event, IndexDoc, RawDocument, event
 from transforms.sources import settings, source_for
-from transforms.urls import extension, file_name, parent_path
+from transforms.urls import file_name, name_extension, parent_path
 
 EVENTS = "events"
 
@@ -66,12 +66,13 @@ def summarize(content: str, limit: int) -> str:
 def make_document(entry, mimetype: str, data: bytes, prepared: Prepared, fingerprint: str,
                   max_summary_length: int, error: str = "", aux_fields=()) -> IndexDoc:
     stamp = datetime.fromtimestamp(entry.mtime_ns / 1e9, UTC)
+    name = entry.name or file_name(entry.url)
     return IndexDoc(
         id=entry.id, url=entry.url, root=entry.root,
         title=" ".join(prepared.title.split()), content=prepared.content,
         summary=prepared.summary or summarize(prepared.content, max_summary_length),
         headlines="\n".join(prepared.headlines), metadata=prepared.metadata,
-        mimetype=mimetype, extension=extension(entry.url), filename=file_name(entry.url),
+        mimetype=mimetype, extension=name_extension(name), filename=name,
         path=parent_path(entry.url), size=entry.size, mtime_ns=entry.mtime_ns,
         last_modified=stamp.isoformat(timespec="milliseconds"), groups=sorted(entry.groups), preparation_error=error,
         content_hash=hashlib.sha256(data).hexdigest() if data else "",

@@ -42,6 +42,7 @@ class Entry(NamedTuple):
     source_url: str
     link_text: str
     groups: Sequence[str] = ()  # who may read it (access control); empty: everyone
+    name: str = ""  # its file name where the URL does not end in it (an IMAP attachment's is its section)
 
 
 class SnapshotEntry(NamedTuple):

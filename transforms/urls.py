@@ -117,7 +117,11 @@ def file_name(url: str) -> str:
 
 def extension(url: str) -> str:
     """Lower-cased extension of the last path segment, without the dot (regain's ``extension``)."""
-    name = file_name(url)
+    return name_extension(file_name(url))
+
+
+def name_extension(name: str) -> str:
+    """Lower-cased extension of a file name, without the dot."""
     return name.rsplit(".", 1)[1].lower() if "." in name.strip(".") else ""
 
 

@@ -9,6 +9,7 @@ import re
 from transforms.preparators import (
     archive,
     audio,
+    code,
     epub,
     external,
     legacy,
@@ -40,6 +41,8 @@ BUILTIN = (
     PreparatorSpec("audio", audio.prepare_audio, audio.MIME_TYPES, priority=10),
     PreparatorSpec("man", man.prepare_man, man.MIME_TYPES, priority=10, params=man.DEFAULTS),
     PreparatorSpec("legacy_office", legacy.prepare_legacy_office, legacy.MIME_TYPES, priority=10),
+    PreparatorSpec("code", code.prepare_code, code.CODE_MIME_TYPES, priority=5, url_pattern=code.URL_PATTERN,
+                   url_and_mime=True),
     PreparatorSpec("text", prepare_text, ("text/*",), priority=0),
     # regain's EmptyPreparator catch-all: every document is at least found by name, path, type, date.
     PreparatorSpec("metadata_only", prepare_metadata_only, priority=-10, url_pattern=re.compile(""),

@@ -2,8 +2,12 @@
 
 A preparator is ``func(data: bytes, url: str, mimetype: str, params: dict) -> Prepared``; it can be
 called and tested without Beam. :class:`PreparatorSpec` is one configured instance of it: which
-documents it accepts (MIME types, or a URL pattern that overrides them, as in regain), its priority
-(higher first) and its parameters. Several instances of one function may exist under different names.
+documents it accepts (MIME types, or a URL pattern that overrides them, as in regain, or with
+``url_and_mime`` both), its priority (higher first) and its parameters. Several instances of one function
+may exist under different names.
+
+A preparator's module may set ``REVISION`` (an int, default 0): it enters the preparation fingerprint, so
+raising it when the module's output changes re-prepares the documents it made (DESIGN, invariant 3).
 """
 
 from __future__ import annotations
@@ -45,10 +49,14 @@ class PreparatorSpec:
     catch_all: bool = False  # only for documents no other preparator accepts
     check_params: Callable[[dict], dict] | None = None
     preparator: str = ""  # the registered preparator this instance configures; "" = ``name``
+    url_and_mime: bool = False  # the URL pattern narrows the MIME types instead of overriding them
 
     def accepts(self, mimetype: str, url: str) -> bool:
         if self.url_pattern is not None:
-            return self.url_pattern.search(url) is not None
+            if self.url_pattern.search(url) is None:
+                return False
+            if not self.url_and_mime:
+                return True
         family = mimetype.split("/", 1)[0] + "/*"
         return mimetype in self.mime_types or family in self.mime_types
 

@@ -22,6 +22,7 @@ from transforms.preparators.html import prepare_html
 from transforms.preparators.text import decode_text
 
 MIME_TYPES = ("message/rfc822",)
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 makes a message of headers alone a document
 _HEADERS = ("Subject", "From", "To", "Cc", "Date")
 _ADDRESSES = ("From", "To", "Cc")
 
@@ -89,7 +90,7 @@ def _walk(part: EmailMessage, url: str, texts: list[str], attachments: list[dict
 def prepare_mail(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     msg = email.message_from_bytes(data, policy=email.policy.default)
     headers = {name: _header(msg, name) for name in _HEADERS}
-    if not any(headers.values()) and not msg.get_payload():
+    if not msg.keys() and not msg.get_payload():  # headers of any kind and no body still make a message
         raise PreparationError("no mail headers or body")
     texts: list[str] = []
     attachments: list[dict] = []

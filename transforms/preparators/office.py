@@ -6,10 +6,16 @@ them from their parts, so this preparator need not accept every unknown binary.)
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 import zlib
 
 from transforms.preparators.base import PreparationError, Prepared
+
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 reads every row of a sheet, whatever it declares,
+# and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
+# a document read noticeably short of it
+SHORT_READ = 0.9  # a document read to less than this share of the text its XML holds is reported
 
 MIME_TYPES = (
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
@@ -31,8 +37,25 @@ def _prepared(properties, creator: str, description: str, content: str, headline
 
 # The Office libraries are imported where used: together they take a quarter of a second to load, which
 # every crawl and every worker would pay whether or not it meets an Office file.
+def _body_blocks(element, parent):
+    """Paragraphs and tables in reading order, those inside content controls (``w:sdt``: the cover pages
+    and tables of contents of many templates) too, which python-docx's ``iter_inner_content`` skips."""
+    from docx.oxml.ns import qn
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    for child in element.iterchildren():
+        if child.tag == qn("w:p"):
+            yield Paragraph(child, parent)
+        elif child.tag == qn("w:tbl"):
+            yield Table(child, parent)
+        elif child.tag == qn("w:sdt") and (content := child.find(qn("w:sdtContent"))) is not None:
+            yield from _body_blocks(content, parent)
+
+
 def _docx(stream) -> Prepared:
     import docx
+    from docx.oxml.ns import qn
     from docx.table import Table
 
     document = docx.Document(stream)
@@ -40,7 +63,7 @@ def _docx(stream) -> Prepared:
     # which took most of the time of a DOCX.
     names = {style.style_id: style.name or "" for style in document.styles}
     blocks, headlines = [], []
-    for block in document.iter_inner_content():  # paragraphs and tables in reading order
+    for block in _body_blocks(document.element.body, document._body):
         if isinstance(block, Table):
             blocks.extend(" ".join(dict.fromkeys(c.text for c in row.cells)) for row in block.rows)
             continue
@@ -48,7 +71,31 @@ def _docx(stream) -> Prepared:
         style = names.get(block._p.style, "")  # no style id: the default paragraph style, never a heading
         if style.startswith(("Heading", "Title")) and block.text.strip():
             headlines.append(block.text.strip())
-    return _prepared(document.core_properties, "author", "comments", _join(blocks), headlines)
+    body = document.element.body
+    for box in _visible(body.iter(qn("w:txbxContent"))):  # text boxes, which paragraphs do not show
+        blocks.append(_join("".join(t.text or "" for t in p.iter(qn("w:t"))) for p in box.iter(qn("w:p"))))
+    prepared = _prepared(document.core_properties, "author", "comments", _join(blocks), headlines)
+    _say_if_short(prepared, _characters(_visible(body.iter(qn("w:t")))), "characters")
+    return prepared
+
+
+def _characters(texts) -> int:
+    """Characters other than white space in text elements (w:t, a:t)."""
+    return sum(len("".join((t.text or "").split())) for t in texts)
+
+
+def _visible(elements) -> list:
+    """The elements not inside a ``mc:Fallback``: its content repeats the ``mc:Choice`` beside it."""
+    fallback = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+    return [e for e in elements if not any(a.tag == fallback for a in e.iterancestors())]
+
+
+def _say_if_short(prepared: Prepared, held: int, unit: str) -> None:
+    """Note in ``partial`` (a report line) when the text read falls noticeably short of what the file's
+    XML holds, so that text a library skips is never lost without a word."""
+    read = len("".join(prepared.content.split()))
+    if read < held * SHORT_READ:
+        prepared.partial = f"read {read} of {held} {unit} of the document's text"
 
 
 def _xlsx(stream) -> Prepared:
@@ -56,13 +103,46 @@ def _xlsx(stream) -> Prepared:
 
     workbook = openpyxl.load_workbook(stream, read_only=True, data_only=True)
     try:
-        lines = []
+        lines, read = [], 0
         for sheet in workbook.worksheets:
+            # Read-only mode stops at the size a sheet declares (``<dimension ref="A1"/>`` in files some
+            # writers make, readxl's datasets.xlsx among them): forget it and read every row there is.
+            sheet.reset_dimensions()
             lines.append(sheet.title)
-            lines.extend(_join(row, " ") for row in sheet.iter_rows(values_only=True))
-        return _prepared(workbook.properties, "creator", "description", _join(lines))
+            for row in sheet.iter_rows(values_only=True):
+                read += sum(value is not None for value in row)
+                lines.append(_join(row, " "))
+        prepared = _prepared(workbook.properties, "creator", "description", _join(lines))
     finally:
         workbook.close()
+    held = _cells_held(zipfile.ZipFile(stream))
+    if read < held:
+        prepared.partial = f"read {read} of {held} cells"
+    return prepared
+
+
+# A cell's value in the sheet XML: <v> (a number, or a shared string's index) or an inline string <is>.
+_CELL_VALUE = re.compile(rb"<(?:\w{1,16}:)?(?:v|is)[\s>/]")
+_CHUNK = 1 << 20
+
+
+def _cells_held(archive: zipfile.ZipFile) -> int:
+    """The cells with a value that the worksheets' XML holds, counted in the bytes themselves, so that
+    a sheet openpyxl read short is reported rather than lost without a word."""
+    overlap = 24  # longer than any match: a match cut by a chunk's end is found whole in the next buffer
+    held = 0
+    for name in archive.namelist():
+        if not (name.startswith("xl/worksheets/") and name.endswith(".xml")):
+            continue
+        with archive.open(name) as part:
+            buffer = b""
+            while chunk := part.read(_CHUNK):
+                buffer += chunk
+                edge = len(buffer) - overlap
+                held += sum(1 for m in _CELL_VALUE.finditer(buffer) if m.start() < edge)
+                buffer = buffer[max(edge, 0):]
+            held += len(_CELL_VALUE.findall(buffer))
+    return held
 
 
 def _shape_texts(shapes):
@@ -79,14 +159,19 @@ def _shape_texts(shapes):
 
 def _pptx(stream) -> Prepared:
     import pptx
+    from pptx.oxml.ns import qn
 
     presentation = pptx.Presentation(stream)
-    texts = []
+    texts, held = [], 0
     for slide in presentation.slides:
         texts.extend(_shape_texts(slide.shapes))
+        held += _characters(_visible(slide._element.iter(qn("a:t"))))
         if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
             texts.append(slide.notes_slide.notes_text_frame.text)
-    return _prepared(presentation.core_properties, "author", "comments", _join(texts))
+            held += _characters(slide.notes_slide.notes_text_frame._txBody.iter(qn("a:t")))
+    prepared = _prepared(presentation.core_properties, "author", "comments", _join(texts))
+    _say_if_short(prepared, held, "characters")
+    return prepared
 
 
 _KINDS = {"word/document.xml": _docx, "xl/workbook.xml": _xlsx, "ppt/presentation.xml": _pptx}

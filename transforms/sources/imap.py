@@ -25,6 +25,7 @@ import email
 import email.policy
 import io
 import logging
+import mimetypes
 import re
 import ssl
 import threading
@@ -149,10 +150,10 @@ def _folder_name(url: str, delimiter: str) -> str:
     return delimiter.join(unquote(s) for s in path.split("/")) if path else ""
 
 
-def _entry(url: str, root: str, size: int, mtime_ns: int, mimetype: str, source: str) -> Entry:
+def _entry(url: str, root: str, size: int, mtime_ns: int, mimetype: str, source: str, name: str = "") -> Entry:
     return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=size,
                  mtime_ns=mtime_ns, identity="", content=None, mimetype=mimetype, outlinks=[], etag="",
-                 http_last_modified="", source_url=source, link_text="")
+                 http_last_modified="", source_url=source, link_text="", name=name)
 
 
 def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
@@ -258,25 +259,51 @@ def _messages(server: _Server, folder: str, url: str, item: FrontierItem, rules)
         except (TypeError, ValueError, IndexError, AttributeError):  # an unreadable structure: no attachments
             parts = []
             yield event("failed", murl, "discover", "unreadable BODYSTRUCTURE: attachments not indexed")
-        for section, size, mimetype in parts:
+        for section, size, mimetype, name in parts:
             aurl = message_url(url, validity, uid, section)
-            yield _entry(aurl, item.root, size, mtime_ns, mimetype, murl)
+            yield _entry(aurl, item.root, size, mtime_ns, mimetype, murl, name)
     return len(listing)
 
 
-def _text(value) -> str:
-    return value.decode("utf-8", "replace").lower() if isinstance(value, bytes) else str(value or "").lower()
+def _text(value, lower: bool = True) -> str:
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value or "")
+    return text.lower() if lower else text
 
 
-def _params(raw) -> dict[str, str]:
+def _params(raw, lower: bool = True) -> dict[str, str]:
+    """A BODYSTRUCTURE parameter list by lower-cased name; values lower-cased too unless ``lower`` is False."""
     if not isinstance(raw, tuple):
         return {}
-    return {_text(raw[i]): _text(raw[i + 1]) for i in range(0, len(raw) - 1, 2)}
+    return {_text(raw[i]): _text(raw[i + 1], lower) for i in range(0, len(raw) - 1, 2)}
 
 
-def _attachments(body, prefix: str = "") -> Iterator[tuple[str, int, str]]:
-    """(section, encoded size, MIME type) of each attachment in a BODYSTRUCTURE: parts with an
-    attachment disposition or a file name, and attached messages (prepared whole by the mail
+def _quoted(params: dict[str, str], key: str) -> str:
+    """The parameters named ``key`` (RFC 2231 parts ``key*``, ``key*0*`` … too) as header text."""
+    def quote(value: str) -> str:
+        return " ".join(value.split()).replace("\\", "\\\\").replace('"', '\\"')  # no line breaks
+    return "".join(f'; {name}="{quote(value)}"' for name, value in params.items()
+                   if name == key or name.startswith(key + "*"))
+
+
+def _attachment_name(disposition_params: dict[str, str], type_params: dict[str, str], section: str,
+                     mimetype: str) -> str:
+    """The part's file name as a mail program shows it: Content-Disposition's ``filename``, else
+    Content-Type's ``name``, RFC 2231 (``filename*=utf-8''%E2%82%AC.pdf``, continuations) and RFC 2047
+    (``name="=?UTF-8?B?…?="``) decoded by the email package's own header parser. Without one,
+    ``part-<section>`` with the extension its declared type usually has. It is the index's file name
+    and extension (``extension:gif``); the section stays in the URL."""
+    headers = (f"Content-Type: {mimetype}{_quoted(type_params, 'name')}\n"
+               f"Content-Disposition: attachment{_quoted(disposition_params, 'filename')}\n\n")
+    name = ""
+    with contextlib.suppress(Exception):  # parameters the parser cannot make sense of: no name
+        name = " ".join((email.message_from_string(headers, policy=email.policy.default).get_filename()
+                         or "").split())
+    return name or f"part-{section}" + (mimetypes.guess_extension(mimetype, strict=False) or "")
+
+
+def _attachments(body, prefix: str = "") -> Iterator[tuple[str, int, str, str]]:
+    """(section, encoded size, MIME type, file name) of each attachment in a BODYSTRUCTURE: parts with
+    an attachment disposition or a file name, and attached messages (prepared whole by the mail
     preparator). The type is given for attached messages only (libmagic calls many of them text);
     other attachments are sniffed, as senders often declare application/octet-stream."""
     if body is None:
@@ -290,17 +317,20 @@ def _attachments(body, prefix: str = "") -> Iterator[tuple[str, int, str]]:
     # a single-part message has no attachments: its one part is the message's body
 
 
-def _leaf(part, section: str) -> Iterator[tuple[str, int, str]]:
+def _leaf(part, section: str) -> Iterator[tuple[str, int, str, str]]:
     kind, subtype = _text(part[0]), _text(part[1])
     base = {"text": 8, "message": 10 if subtype == "rfc822" else 7}.get(kind, 7)
     disposition = part[base + 1] if len(part) > base + 1 else None
     disposition_kind = _text(disposition[0]) if isinstance(disposition, tuple) and disposition else ""
-    disposition_params = disposition[1] if isinstance(disposition, tuple) and len(disposition) > 1 else None
-    filename = _params(disposition_params).get("filename") or _params(part[2]).get("name")
+    disposition_params = _params(disposition[1] if isinstance(disposition, tuple) and len(disposition) > 1
+                                 else None, lower=False)
+    type_params = _params(part[2], lower=False)
+    named = any(key.startswith(("filename", "name")) for key in (*disposition_params, *type_params))
     is_attached_message = kind == "message" and subtype == "rfc822"
     if disposition_kind == "attachment" or is_attached_message or (
-            filename and (kind, subtype) not in (("text", "plain"), ("text", "html"))):
-        yield section, int(part[6] or 0), "message/rfc822" if is_attached_message else ""
+            named and (kind, subtype) not in (("text", "plain"), ("text", "html"))):
+        name = _attachment_name(disposition_params, type_params, section, f"{kind}/{subtype}")
+        yield section, int(part[6] or 0), "message/rfc822" if is_attached_message else "", name
 
 
 def _fetch(url: str) -> bytes:
