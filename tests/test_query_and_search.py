@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from transforms.index import EmbeddedIndex, IndexUnavailable
-from transforms.index.query import Query, QueryError, parse_query
+from transforms.index.query import Query, QueryError, Term, name_keys, parse_query, words
 from transforms.preparators import Prepared
 from transforms.prepare import make_document
 from transforms.records import Entry
@@ -18,10 +18,32 @@ from transforms.urls import doc_id
 
 
 def test_words_phrases_exclusions_prefixes():
-    query = parse_query('spectrometer "polar bear" -draft -"old version" calib*')
-    assert query == Query(words=["spectrometer", "calib*"], phrases=["polar bear"],
-                          excluded=["draft", "old version"])
+    query = parse_query('spectrometer "polar bear" -draft -"old version" calib* "no star*"')
+    assert query == Query(clauses=[(Term("spectrometer"),), (Term("polar bear"),), (Term("calib", prefix=True),),
+                                   (Term("no star*"),)],
+                          excluded=[Term("draft"), Term("old version")])
     assert query.has_text
+
+
+def test_or_joins_neighbours_and_is_a_word_elsewhere():
+    query = parse_query("bash OR zsh OR fish manual or OR")
+    assert query.clauses == [(Term("bash"), Term("zsh"), Term("fish")), (Term("manual"),), (Term("or"),)]
+    assert parse_query("OR bash").clauses == [(Term("bash"),)]
+    assert parse_query("bash|zsh").clauses == [(Term("bash|zsh"),)]  # one term: the phrase "bash zsh"
+
+
+def test_words_split_at_punctuation_lower_case_without_accents():
+    assert words("Quokkareport.final.txt annual_numbat_summary École bash|zsh C++ 3.11") == [
+        "quokkareport", "final", "txt", "annual", "numbat", "summary", "ecole", "bash", "zsh", "c", "3", "11"]
+
+
+def test_name_keys_and_the_query_key():
+    assert name_keys("subprocess.html", "html", "subprocess — Subprocess management — Python 3.11.2 documentation") \
+        == ["python 3 11 2 documentation", "subprocess", "subprocess management",
+            "subprocess subprocess management python 3 11 2 documentation"]
+    assert name_keys("annual_numbat_summary.txt", "txt", "") == ["annual numbat summary"]
+    assert parse_query("Annual numbat_summary -draft").name_key == "annual numbat summary"
+    assert parse_query("deb*").name_key == parse_query("a OR b").name_key == ""
 
 
 def test_field_filters_with_negation():
@@ -34,7 +56,7 @@ def test_field_filters_with_negation():
 
 
 def test_unknown_field_is_searched_as_text():
-    assert parse_query("author:smith report").words == ["author:smith", "report"]
+    assert parse_query("author:smith report").clauses == [(Term("author:smith"),), (Term("report"),)]
 
 
 @pytest.mark.parametrize("text", ["", "   ", "-", "* -*", "-draft", '""'])

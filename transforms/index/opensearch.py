@@ -31,7 +31,7 @@ from opensearchpy.exceptions import NotFoundError, OpenSearchException, Transpor
 
 from transforms.enrich.auxfields import tokens
 from transforms.index.base import MARK_OFF, MARK_ON, Hit, IndexTarget, IndexUnavailable, render_snippet
-from transforms.index.query import Query
+from transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys
 from transforms.records import IndexDoc, SnapshotEntry
 
 ANALYZERS = ("english", "german", "french", "italian", "standard")
@@ -42,13 +42,34 @@ PIT_KEEP_ALIVE = "30m"
 _SNAPSHOT_FIELDS = list(SnapshotEntry._fields)
 _MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": []}
 _SEARCH_FIELDS = ["title^10", "headlines^4", "filename^3", "metadata^2", "content", "location"]
+TEXT_ANALYZER = "beamtrawl_text"
+MAX_PREFIX_WORDS = 10_000  # the words a prefix may expand to (FTS5 has no bound)
+# Each language's stemmer; English uses Porter's, as the embedded index (FTS5's porter tokenizer) does.
+_STEMMERS = {"english": {"type": "porter_stem"}, "german": {"type": "stemmer", "language": "light_german"},
+             "french": {"type": "stemmer", "language": "light_french"},
+             "italian": {"type": "stemmer", "language": "light_italian"}, "standard": None}
+
+
+def analysis(analyzer: str) -> dict:
+    """The text analysis of every searchable field, made to find the words the embedded index finds
+    (FTS5 ``porter unicode61 remove_diacritics 2``): split at everything but letters and digits (so
+    ``annual_numbat_summary`` and ``report.final.txt`` are several words), lower case, accents
+    removed, no stop words, then the language's stemmer (English: Porter, after removing accents as
+    FTS5 does; other languages stem before, their stemmers know their accents)."""
+    stemmer = _STEMMERS[analyzer]
+    steps = ["lowercase", "asciifolding"]
+    if stemmer is not None:
+        steps.insert(1 if analyzer != "english" else 2, "beamtrawl_stem")
+    return {"tokenizer": {"beamtrawl_words": {"type": "pattern", "pattern": r"[^\p{L}\p{N}]+"}},
+            "filter": {"beamtrawl_stem": stemmer} if stemmer else {},
+            "analyzer": {TEXT_ANALYZER: {"type": "custom", "tokenizer": "beamtrawl_words", "filter": steps}}}
 
 
 def mapping(analyzer: str) -> dict:
-    """Explicit mappings: keywords for ids and exact fields, the language analyzer for text."""
+    """Explicit mappings: keywords for ids and exact fields, :func:`analysis` for text."""
     keyword = {"type": "keyword"}
     stored_only = {"type": "keyword", "index": False, "doc_values": False}
-    text = {"type": "text", "analyzer": analyzer}
+    text = {"type": "text", "analyzer": TEXT_ANALYZER}
     return {
         "dynamic": "strict",
         # Auxiliary fields (regain's auxiliaryField) live under "aux": untokenized by default.
@@ -66,8 +87,8 @@ def mapping(analyzer: str) -> dict:
             "preparation_error": {"type": "keyword", "ignore_above": 4096},
             "title": {**text, "fields": {"raw": {"type": "keyword", "ignore_above": 512}}},
             "content": text, "summary": {**text, "index": False}, "headlines": text, "metadata": text,
-            "filename": {"type": "text", "analyzer": "standard", "fields": {"raw": keyword}},
-            "location": {"type": "text", "analyzer": "standard"},
+            "filename": {**text, "fields": {"raw": keyword}},
+            "location": text, "name_keys": keyword,
             "size": {"type": "long"}, "mtime_ns": {"type": "long"},
             "last_modified": {"type": "date"}, "indexed_at": {"type": "date"},
             "content_hash": keyword, "etag": stored_only, "http_last_modified": stored_only,
@@ -83,7 +104,8 @@ class OpenSearchIndex(IndexTarget):
         self.url, self.name, self.analyzer = url, name, analyzer
         self.username, self.password = username, password
         self.ca_file, self.verify_certs, self.timeout, self.compress = ca_file, verify_certs, timeout, compress
-        digest = hashlib.sha256(json.dumps(mapping(analyzer), sort_keys=True).encode()).hexdigest()[:10]
+        template = {"mappings": mapping(analyzer), "analysis": analysis(analyzer)}
+        digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:10]
         self.physical = f"{name}-bt-{digest}"
         self.pit_id: str | None = None
         self._client: OpenSearch | None = None
@@ -130,7 +152,8 @@ class OpenSearchIndex(IndexTarget):
                 self.client.indices.put_index_template(name=f"{self.name}-beamtrawl", body={
                     "index_patterns": [f"{self.name}-bt-*"], "priority": len(self.name),
                     "template": {"settings": {"number_of_shards": 1, "number_of_replicas": 0,
-                                              "refresh_interval": "5s"},
+                                              "refresh_interval": "5s",
+                                              "analysis": analysis(self.analyzer)},
                                  "mappings": mapping(self.analyzer)}})
                 self.client.indices.create(index=self.physical)
             if not self.client.indices.exists_alias(name=self.name):
@@ -235,20 +258,16 @@ class OpenSearchIndex(IndexTarget):
             return 0
 
     def search(self, query: Query, limit: int) -> list[Hit]:
-        must, must_not, filters = [], [], []
-        if query.has_text:
-            text = " ".join([*query.words, *(f'"{p}"' for p in query.phrases)])
-            must.append({"simple_query_string": {"query": text, "fields": _SEARCH_FIELDS,
-                                                 "default_operator": "and"}})
-        for excluded in query.excluded:
-            must_not.append({"simple_query_string": {"query": f'"{excluded}"' if " " in excluded else excluded,
-                                                     "fields": _SEARCH_FIELDS}})
+        must = [_clause_query(clause) for clause in query.clauses]
+        must_not = [_term_query(term) for term in query.excluded]
+        filters = []
         for name, value, negated in query.filters:
             (must_not if negated else filters).append(_filter(name, value))
         filters.append(_visible(query.groups))
         body = {
             "size": limit,
-            "query": {"bool": {"must": must or [{"match_all": {}}], "must_not": must_not, "filter": filters}},
+            "query": {"bool": {"must": must or [{"match_all": {}}], "must_not": must_not, "filter": filters,
+                               "should": _exact_name_boost(query)}},
             "_source": ["url", "title", "filename", "mimetype", "size", "last_modified", "summary", "aux_stored"],
             "highlight": {"fields": {"content": {}, "title": {}, "headlines": {}},
                           "pre_tags": [MARK_ON], "post_tags": [MARK_OFF], "fragment_size": 160,
@@ -267,6 +286,7 @@ def _source(doc: IndexDoc) -> dict:
     source["groups"] = list(doc.groups)
     source["outlinks"] = list(doc.outlinks)
     source["location"] = doc.url
+    source["name_keys"] = name_keys(doc.filename, doc.extension, doc.title)
     aux = source.pop("aux", None) or ()
     for part, wanted in (("aux", lambda a: a.index and not a.tokenize), ("aux_text", lambda a: a.index and a.tokenize),
                          ("aux_stored", lambda a: a.store)):
@@ -275,6 +295,34 @@ def _source(doc: IndexDoc) -> dict:
         if values:
             source[part] = values
     return source
+
+
+def _term_query(term: Term) -> dict:
+    """A term in any searchable field: its words next to each other, the last one a prefix if asked;
+    the text goes through the field's analyzer, never through a query parser."""
+    match = {"query": term.text, "fields": _SEARCH_FIELDS, "type": "phrase_prefix" if term.prefix else "phrase"}
+    if term.prefix:
+        match["max_expansions"] = MAX_PREFIX_WORDS
+    return {"multi_match": match}
+
+
+def _clause_query(clause: tuple[Term, ...]) -> dict:
+    """A required clause: any of its terms (several when joined by OR)."""
+    if len(clause) == 1:
+        return _term_query(clause[0])
+    return {"bool": {"should": [_term_query(t) for t in clause], "minimum_should_match": 1}}
+
+
+def _exact_name_boost(query: Query) -> list[dict]:
+    """Optional clauses that lift a document whose name equals the query (query.name_keys)."""
+    if not query.name_key:
+        return []
+    return [{"constant_score": {"filter": {"term": {"name_keys": query.name_key}}, "boost": EXACT_NAME_BOOST}}]
+
+
+def _wildcard_literal(text: str) -> str:
+    """``text`` for a wildcard query with ``*`` as its only wildcard (``?`` and ``\\`` match themselves)."""
+    return text.replace("\\", "\\\\").replace("?", "\\?")
 
 
 def _visible(groups) -> dict:
@@ -287,7 +335,7 @@ def _visible(groups) -> dict:
 
 def _filter(name: str, value: str) -> dict:
     if name == "mimetype":
-        return {"wildcard": {"mimetype": value.lower()}}
+        return {"wildcard": {"mimetype": _wildcard_literal(value.lower())}}
     if name == "extension":
         return {"term": {"extension": value.lower().lstrip(".")}}
     if name == "path":  # a folder, by whole segments (the stored path ends with "/")

@@ -22,12 +22,13 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 
 from transforms.enrich.auxfields import tokens
 from transforms.index.base import MARK_OFF, MARK_ON, Hit, IndexTarget, IndexUnavailable, render_snippet
-from transforms.index.query import Query
+from transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys
 from transforms.records import IndexDoc, SnapshotEntry
 
 SCHEMA_VERSION = 2
@@ -225,10 +226,10 @@ class EmbeddedIndex(IndexTarget):
         where, params = [], []
         if query.has_text:
             where.append("docs_fts MATCH ?")
-            params.append(_fts_expression(query.words, query.phrases))
+            params.append(_fts_match(query.clauses))
         for excluded in query.excluded:
             where.append("docs.rid NOT IN (SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?)")
-            params.append(_fts_expression([excluded], []))
+            params.append(_fts_match([(excluded,)]))
         for name, value, negated in query.filters:
             clause, values = _filter(name, value)
             where.append(f"NOT ({clause})" if negated else clause)
@@ -237,10 +238,12 @@ class EmbeddedIndex(IndexTarget):
         where.append(clause)
         params.extend(values)
         if query.has_text:
+            boost, boost_params = _exact_name_boost(query)
             select = (f"SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
                       f"docs.last_modified, "
-                      f"snippet(docs_fts, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24), -{_BM25} AS score "
+                      f"snippet(docs_fts, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24), -{_BM25} + {boost} AS score "
                       f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid")
+            params = boost_params + params
             order = "ORDER BY score DESC, docs.url"
         else:
             select = ("SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
@@ -250,6 +253,7 @@ class EmbeddedIndex(IndexTarget):
         sql = f"{select} WHERE {' AND '.join(where)} {order} LIMIT ?"
         try:
             db = self._connect()
+            db.create_function("bt_name_keys", 3, _joined_name_keys, deterministic=True)
             rows = db.execute(sql, [*params, limit]).fetchall()
             stored: dict[int, dict[str, str]] = {}
             rids = [row[0] for row in rows]
@@ -265,15 +269,37 @@ def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def _fts_expression(words: list[str], phrases: list[str]) -> str:
-    parts = [_quote(w[:-1]) + "*" if w.endswith("*") else _quote(w) for w in words]
-    parts += [_quote(p) for p in phrases]
-    return " AND ".join(parts)
+def _fts_term(term: Term) -> str:
+    """A term as an FTS5 string (a phrase when it has several words), never FTS5 syntax."""
+    return _quote(term.text) + ("*" if term.prefix else "")
+
+
+def _fts_match(clauses) -> str:
+    """The query's text as an FTS5 MATCH expression: every clause, each any of its terms."""
+    return " AND ".join("(" + " OR ".join(_fts_term(t) for t in clause) + ")" for clause in clauses)
+
+
+def _joined_name_keys(filename: str, extension: str, title: str) -> str:
+    """SQL function ``bt_name_keys``: the document's name keys, each between newlines."""
+    return "\n" + "\n".join(name_keys(filename, extension, title)) + "\n"
+
+
+def _exact_name_boost(query: Query) -> tuple[str, list]:
+    """The score a document gets for a name equal to the query (query.name_keys), as SQL."""
+    if not query.name_key:
+        return "0", []
+    return (f"(CASE WHEN instr(bt_name_keys(docs.filename, docs.extension, docs.title), ?) > 0 "
+            f"THEN {EXACT_NAME_BOOST} ELSE 0 END)", ["\n" + query.name_key + "\n"])
+
+
+def _glob_literal(text: str) -> str:
+    """``text`` for GLOB with ``*`` as its only wildcard (``?`` and ``[`` match themselves)."""
+    return re.sub(r"[?\[]", lambda m: f"[{m.group()}]", text)
 
 
 def _filter(name: str, value: str) -> tuple[str, list]:
     if name == "mimetype":
-        return "docs.mimetype GLOB ?", [value.lower()]
+        return "docs.mimetype GLOB ?", [_glob_literal(value.lower())]
     if name == "extension":
         return "docs.extension = ?", [value.lower().lstrip(".")]
     if name == "path":  # a folder, by whole segments; the stored path has no scheme and ends with "/"
