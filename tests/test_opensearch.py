@@ -126,7 +126,7 @@ def test_same_documents_as_the_embedded_index(tmp_path, make_config, os_config, 
 def test_analyzer_change_builds_a_new_index_and_swaps_the_alias(tmp_path, os_config, crawl, opensearch, search):
     root = tmp_path / "docs"
     (root / "de").mkdir(parents=True)
-    (root / "de" / "haus.txt").write_text("Die Häuser der Städte stehen am Fluss", encoding="utf-8")
+    (root / "de" / "dokument.txt").write_text("Die Häuser der Städte stehen am Fluss", encoding="utf-8")
     english = os_config(root)
     assert crawl(english).code == 0
     name = index_name(english)
@@ -139,7 +139,7 @@ def test_analyzer_change_builds_a_new_index_and_swaps_the_alias(tmp_path, os_con
     (new,) = _get(f"{opensearch}/_alias/{name}")
     assert new != old
     assert not _exists(f"{opensearch}/{old}")  # the old index is gone
-    assert [h["url"].rsplit("/", 1)[-1] for h in search(german, "haus")] == ["haus.txt"]
+    assert [h["url"].rsplit("/", 1)[-1] for h in search(german, "haus")] == ["dokument.txt"]
 
 
 def test_crawl_state_lives_in_the_index_it_describes(opensearch):

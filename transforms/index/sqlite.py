@@ -288,8 +288,9 @@ def _exact_name_boost(query: Query) -> tuple[str, list]:
     """The score a document gets for a name equal to the query (query.name_keys), as SQL."""
     if not query.name_key:
         return "0", []
-    return (f"(CASE WHEN instr(bt_name_keys(docs.filename, docs.extension, docs.title), ?) > 0 "
-            f"THEN {EXACT_NAME_BOOST} ELSE 0 END)", ["\n" + query.name_key + "\n"])
+    sql = (f"(CASE WHEN instr(bt_name_keys(docs.filename, docs.extension, docs.title), ?) > 0 "
+           f"THEN {EXACT_NAME_BOOST} ELSE 0 END)")
+    return sql, ["\n" + query.name_key + "\n"]
 
 
 def _glob_literal(text: str) -> str:
