@@ -139,6 +139,13 @@ def found(index: EmbeddedIndex, text: str) -> set[str]:
     ("url:file:///srv/docs/labs/", {"labs/polar.txt", "labs/sighting.html"}),
     ("centrifuge", {"rules/a.txt", "rules/b.txt"}),  # title or content
     ("calibration.txt", {"lab/calibration.txt"}),  # the file name is searchable
+    ("spectrometer OR centrifuge", {"lab/calibration.txt", "lab/notes.txt", "budget.csv", "manual.pdf",
+                                    "rules/a.txt", "rules/b.txt"}),
+    ("lamp OR centrifuge spectrometer", {"lab/notes.txt"}),
+    ("mimetype:text/[hp]*", set()),  # only * is a wildcard: [hp] is two brackets and two letters
+    ("mimetype:text/?tml", set()),
+    ("lab/calibration", {"lab/calibration.txt"}),  # a phrase: "lab calibration" in the URL
+    ("ibrat*", set()),  # a prefix, not a substring
     ("nonexistentword", set()),
 ])
 def test_search(index, text, expected):
@@ -250,3 +257,35 @@ def test_check_refuses_missing_and_foreign_files(tmp_path):
     foreign.write_text("just some text, not a database\n" * 100)
     with pytest.raises(IndexUnavailable, match="not a beamtrawl index"):
         EmbeddedIndex(str(foreign)).check()
+
+
+def test_an_exact_name_outranks_a_partial_one(tmp_path):
+    """The document named like the query comes first, however often others repeat the word."""
+    index = EmbeddedIndex(str(tmp_path / "index.sqlite"))
+    index.prepare()
+    index.upsert([make_doc("asyncio-subprocess.html", "text/html", "Subprocesses — Python documentation",
+                           "subprocess " * 50),
+                  make_doc("subprocess.html", "text/html", "subprocess — Subprocess management — Python",
+                           "Spawn new processes with the subprocess module. " + "pipes and return codes " * 50),
+                  make_doc("annual_numbat_summary.txt", content="numbat counts, annual numbat summary " * 20),
+                  make_doc("numbats.txt", content="the annual summary of numbat sightings")])
+    assert [h.url for h in index.search(parse_query("subprocess"), 10)] == [
+        url_of("subprocess.html"), url_of("asyncio-subprocess.html")]
+    def first(text: str) -> str:
+        return index.search(parse_query(text), 10)[0].url
+
+    assert first("Subprocess management") == url_of("subprocess.html")
+    assert first("annual numbat summary") == url_of("annual_numbat_summary.txt")
+    assert first("numbats") == url_of("numbats.txt")
+    index.close()
+
+
+@pytest.mark.parametrize("text", ['NEAR(a b)', 'a AND NOT b', '"unterminated', "title:x^3", "bash~2", "col:", "(x",
+                                  "\\", "x'; DROP TABLE docs; --", "\x00", "💥 lamp", "a" * 5000, "* OR *"])
+def test_hostile_queries_are_words(index, text):
+    """Nothing the user types reaches FTS5's own syntax: a query finds documents or nothing, never an error."""
+    try:
+        query = parse_query(text)
+    except QueryError:
+        return
+    index.search(query, limit=10)
