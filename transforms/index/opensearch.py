@@ -1,7 +1,7 @@
 """OpenSearch as an index target, through opensearch-py.
 
 * The searchable name is an **alias**; documents live in a physical index named after the mapping
-  (``<name>-bt-<hash of mapping and analyzer>``). A crawl writes into the physical index the current
+  (``<name>-bt-<hash of mapping and analysis>``). A crawl writes into the physical index the current
   configuration asks for; when that differs from the one the alias points to (the analyzer changed),
   the crawl builds the new one from scratch and the alias is swapped only when the crawl succeeded,
   so searchers never see a half-built index (regain's temp/new/index folders, the OpenSearch way).
@@ -14,6 +14,11 @@
 * **Auxiliary fields** go under ``aux.<name>`` (keyword: exact values), ``aux_text.<name>`` (text,
   standard analyzer: tokenized fields) and ``aux_stored.<name>`` (not indexed: what hits return),
   by each field's index/tokenize/store flags.
+* **Text** (title, content, headlines, metadata, file name, URL) is analysed by :func:`analysis` to
+  give the words the embedded index gives, and a search is built from the parsed query
+  (``_clause_query``, ``_term_query``: ``multi_match`` phrase queries), never handed to a query
+  parser, so one query finds the same documents on both targets (docs/search.md). ``name_keys``
+  holds what an exact-name query equals (query.name_keys), for ``_exact_name_boost``.
 * **Access groups** are a filter of every search (``_visible``): public documents (no ``groups``)
   or those sharing a group with the searcher. It sits in the query itself, so hits, highlights and
   totals never include a document outside the searcher's groups.
