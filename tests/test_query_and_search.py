@@ -289,3 +289,20 @@ def test_hostile_queries_are_words(index, text):
     except QueryError:
         return
     index.search(query, limit=10)
+
+
+def test_a_version_2_index_gets_its_name_keys_when_a_crawl_opens_it(tmp_path):
+    index = build_index(tmp_path / "index.sqlite")
+    index.upsert([make_doc("subprocess.html", "text/html", "subprocess — Python", "see the subprocess module"),
+                  make_doc("asyncio-subprocess.html", "text/html", "", "subprocess " * 30)])
+    db = sqlite3.connect(index.path)
+    db.execute("DROP TABLE names")  # what version 2 looked like
+    db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    index.close()
+    with pytest.raises(IndexUnavailable, match="schema version 2"):
+        EmbeddedIndex(index.path).check()
+    index.prepare()  # what a crawl does first
+    assert index.search(parse_query("subprocess"), 10)[0].url == url_of("subprocess.html")
+    index.close()

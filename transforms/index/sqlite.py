@@ -10,7 +10,9 @@ row per field with its flags (and, for tokenized fields, its words in ``tokens``
 
 Schema version 2 added ``aux``. A version 1 index is migrated when a crawl opens it (the table is
 created); its documents get their auxiliary fields when they are re-prepared, which that crawl does
-because the preparation fingerprint covers the field definitions.
+because the preparation fingerprint covers the field definitions. Version 3 added ``names`` (what
+a query must equal to match a document's name exactly, query.name_keys; one row per key, so the
+exact-name boost of a search is one indexed lookup); migrating fills it from the stored documents.
 
 Access groups are enforced inside the one SQL statement of a search (``_visible``), so ranking,
 snippets, exclusions and filters only ever see documents the searcher may read.
@@ -31,7 +33,7 @@ from transforms.index.base import MARK_OFF, MARK_ON, Hit, IndexTarget, IndexUnav
 from transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys
 from transforms.records import IndexDoc, SnapshotEntry
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SPLIT_ROWS = 50_000
 
 _SCHEMA = """
@@ -68,6 +70,8 @@ CREATE TABLE IF NOT EXISTS aux(
     tokenized INTEGER NOT NULL,
     PRIMARY KEY(rid, name)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS names(key TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY(key, rid)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS names_rid ON names(rid);
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
     title, content, headlines, metadata, filename, location,
     tokenize = 'porter unicode61 remove_diacritics 2'
@@ -135,8 +139,10 @@ class EmbeddedIndex(IndexTarget):
         row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
             db.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) == 1:  # version 2 only added the aux table, created above
-            db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+        elif int(row[0]) in (1, 2):  # versions 2 and 3 only added tables, created above
+            with self._transaction() as db:
+                _fill_names(db)
+                db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
         elif int(row[0]) != SCHEMA_VERSION:
             raise IndexUnavailable(f"{self.path}: index schema version {row[0]}, this beamtrawl reads version "
                               f"{SCHEMA_VERSION}; crawl into a new index file")
@@ -205,6 +211,9 @@ class EmbeddedIndex(IndexTarget):
                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                    (rid, doc.title, doc.content, doc.headlines, doc.metadata, doc.filename, doc.url))
         db.execute("DELETE FROM aux WHERE rid = ?", (rid,))
+        db.execute("DELETE FROM names WHERE rid = ?", (rid,))
+        db.executemany("INSERT OR IGNORE INTO names VALUES (?, ?)",
+                       [(key, rid) for key in name_keys(doc.filename, doc.extension, doc.title)])
         # A field neither stored nor matched exactly (regain's `location`) keeps only its words.
         db.executemany("INSERT OR REPLACE INTO aux VALUES (?, ?, ?, ?, ?, ?, ?)", [
             (rid, a.name, a.value if a.store or not a.tokenize else "", " ".join(tokens(a.value)) if a.tokenize else "",
@@ -216,6 +225,7 @@ class EmbeddedIndex(IndexTarget):
         with self._transaction() as db:
             db.execute(f"DELETE FROM docs_fts WHERE rowid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
             db.execute(f"DELETE FROM aux WHERE rid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
+            db.execute(f"DELETE FROM names WHERE rid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
             db.execute(f"DELETE FROM docs WHERE id IN ({marks})", ids)
 
     # -- searching ---------------------------------------------------------------------------
@@ -253,7 +263,6 @@ class EmbeddedIndex(IndexTarget):
         sql = f"{select} WHERE {' AND '.join(where)} {order} LIMIT ?"
         try:
             db = self._connect()
-            db.create_function("bt_name_keys", 3, _joined_name_keys, deterministic=True)
             rows = db.execute(sql, [*params, limit]).fetchall()
             stored: dict[int, dict[str, str]] = {}
             rids = [row[0] for row in rows]
@@ -279,18 +288,20 @@ def _fts_match(clauses) -> str:
     return " AND ".join("(" + " OR ".join(_fts_term(t) for t in clause) + ")" for clause in clauses)
 
 
-def _joined_name_keys(filename: str, extension: str, title: str) -> str:
-    """SQL function ``bt_name_keys``: the document's name keys, each between newlines."""
-    return "\n" + "\n".join(name_keys(filename, extension, title)) + "\n"
+def _fill_names(db: sqlite3.Connection) -> None:
+    """Migration to version 3: the name keys of every stored document."""
+    db.execute("DELETE FROM names")
+    for rid, filename, extension, title in db.execute("SELECT rid, filename, extension, title FROM docs").fetchall():
+        db.executemany("INSERT OR IGNORE INTO names VALUES (?, ?)",
+                       [(key, rid) for key in name_keys(filename, extension, title)])
 
 
 def _exact_name_boost(query: Query) -> tuple[str, list]:
     """The score a document gets for a name equal to the query (query.name_keys), as SQL."""
     if not query.name_key:
         return "0", []
-    sql = (f"(CASE WHEN instr(bt_name_keys(docs.filename, docs.extension, docs.title), ?) > 0 "
-           f"THEN {EXACT_NAME_BOOST} ELSE 0 END)")
-    return sql, ["\n" + query.name_key + "\n"]
+    sql = f"(CASE WHEN docs.rid IN (SELECT rid FROM names WHERE key = ?) THEN {EXACT_NAME_BOOST} ELSE 0 END)"
+    return sql, [query.name_key]
 
 
 def _glob_literal(text: str) -> str:
