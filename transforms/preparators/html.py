@@ -17,30 +17,35 @@ from trafilatura.utils import load_html
 from transforms.preparators.base import PreparationError, Prepared
 
 _SKIP_LINKS = ("mailto:", "javascript:", "tel:", "data:")
-_FURNITURE_PATHS = (
-    "//nav", "//script", "//style", "//noscript", "//template",
-    # ARIA landmarks that are not the main text
-    ("//*[@role='navigation' or @role='search' or @role='banner' or @role='contentinfo' "
-     "or @role='complementary' or @role='menu' or @role='menubar']"),
-    # the page's header and footer, not an article's (HTML5: those hold its title and byline)
-    "//header[not(ancestor::article or ancestor::main or ancestor::section)]",
-    "//footer[not(ancestor::article or ancestor::main or ancestor::section)]",
-    # heading permalinks (Sphinx, MkDocs: <a class="headerlink">¶</a>) and Sphinx's sidebars and bars
-    "//a[contains(concat(' ', normalize-space(@class), ' '), ' headerlink ') or normalize-space(.)='¶']",
-    "//div[contains(concat(' ', normalize-space(@class), ' '), ' sphinxsidebar ')]",
-    "//div[@class='related' or @class='footer']",
-)
-_FURNITURE = " | ".join(_FURNITURE_PATHS)
+_FURNITURE_TAGS = frozenset({"nav", "script", "style", "noscript", "template"})
+# ARIA landmarks that are not the main text
+_FURNITURE_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "complementary", "menu", "menubar"})
+# heading permalinks (Sphinx, MkDocs: <a class="headerlink">¶</a>) and Sphinx's sidebar
+_FURNITURE_CLASSES = frozenset({"headerlink", "sphinxsidebar"})
+_SPHINX_BARS = frozenset({"related", "footer"})  # <div class="related">, <div class="footer">
+_OWNS_HEADER = frozenset({"article", "main", "section"})  # their header and footer hold a title, a byline
 
 
 def _text(element) -> str:
     return " ".join(" ".join(element.itertext()).split())
 
 
+def _is_furniture(element) -> bool:
+    tag = element.tag
+    if tag in _FURNITURE_TAGS or element.get("role") in _FURNITURE_ROLES:
+        return True
+    if tag in ("header", "footer"):  # the page's, not an article's
+        return not any(a.tag in _OWNS_HEADER for a in element.iterancestors())
+    classes = (element.get("class") or "").split()
+    if _FURNITURE_CLASSES.intersection(classes) or (tag == "div" and classes and set(classes) <= _SPHINX_BARS):
+        return True
+    return tag == "a" and len(element) == 0 and (element.text or "").strip() == "¶"
+
+
 def _drop_furniture(tree) -> None:
     """Remove what every page of a site repeats around its main text (see the module docstring)."""
-    for element in tree.xpath(_FURNITURE):
-        if element.getparent() is not None:  # not already gone with an ancestor
+    for element in [e for e in tree.iter() if isinstance(e.tag, str) and _is_furniture(e)]:
+        if element.getparent() is not None:
             element.drop_tree()
 
 
