@@ -28,13 +28,25 @@ def _download(package: str) -> Path:
     return max(CACHE.glob(f"{package}_*.deb"))
 
 
+def debian_tree(package: str) -> Path:
+    """The root of the Debian package ``package``'s files (``<root>/usr/share/...``), unpacked once."""
+    tree = CACHE / package
+    if not (tree / ".unpacked").exists():
+        subprocess.run(["dpkg-deb", "-x", str(_download(package)), str(tree)], check=True)
+        (tree / ".unpacked").touch()
+    return tree
+
+
 def debian_file(package: str, path: str) -> Path:
     """The file ``path`` (as installed, e.g. ``usr/lib/R/site-library/readxl/extdata/datasets.xlsx``)
     of the Debian package ``package``."""
-    tree = CACHE / package
-    if not (tree / path).exists():
-        subprocess.run(["dpkg-deb", "-x", str(_download(package)), str(tree)], check=True)
-    return tree / path
+    return debian_tree(package) / path
+
+
+def python_library_docs() -> Path:
+    """The folder of Python's library reference pages (subprocess.html, asyncio-subprocess.html, ...), as
+    Debian 12's python3.11-doc ships them (Sphinx)."""
+    return next((debian_tree("python3.11-doc") / "usr" / "share" / "doc").glob("python3*/html/library"))
 
 
 def maven_sources_file(group: str, artifact: str, version: str, member: str) -> bytes:

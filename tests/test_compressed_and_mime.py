@@ -1,5 +1,5 @@
 """Compressed single files, man pages and the MIME decision, on files Debian packages ship (fetched once
-and cached, see ``debian_files``) and on hostile counterparts made from them with the real compressors:
+and cached, see ``package_files``) and on hostile counterparts made from them with the real compressors:
 a gzip bomb, a cut stream, a PDF in a .gz, a .gz in a .gz, odd names."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import subprocess
 import tarfile
 
 import pytest
-from debian_files import package_file
 
+from tests.package_files import debian_file
 from transforms.preparators import BUILTIN, compressed, run_chain
 from transforms.preparators.archive import DEFAULTS
 from transforms.preparators.mime import MimeSniffer
@@ -27,7 +27,7 @@ needs_mandoc = pytest.mark.skipif(shutil.which("mandoc") is None, reason="mandoc
 
 
 def real(package_path) -> bytes:
-    return package_file(*package_path).read_bytes()
+    return debian_file(*package_path).read_bytes()
 
 
 def prepare(data: bytes, url: str, preparators=BUILTIN):
@@ -79,7 +79,7 @@ def test_every_codec_made_by_its_own_tool(tool, suffix, mimetype):
     (".tar.zst", "application/x-zstd-compressed-tar")])
 def test_compressed_tarballs_by_name_plus_magic(tmp_path, suffix, mimetype):
     """Made by GNU tar (-a: the compressor by the suffix) from a package's documentation folder."""
-    docs = package_file(*CHANGELOG).parent
+    docs = debian_file(*CHANGELOG).parent
     archive = tmp_path / f"coreutils-doc{suffix}"
     subprocess.run(["tar", "-C", str(docs.parent), "-caf", str(archive), docs.name], check=True)
     prepared, errors, sniffed = prepare(archive.read_bytes(), f"file:///a/{archive.name}")
@@ -91,7 +91,7 @@ def test_compressed_tarballs_by_name_plus_magic(tmp_path, suffix, mimetype):
 
 def test_data_tar_xz_of_a_debian_package():
     """A .deb's data.tar.xz, as Debian's tools made it."""
-    deb = next(package_file(*CHANGELOG).parents[4].parent.glob("coreutils_*.deb"))
+    deb = next(debian_file(*CHANGELOG).parents[4].parent.glob("coreutils_*.deb"))
     data = subprocess.run(["ar", "p", str(deb), "data.tar.xz"], capture_output=True, check=True).stdout
     prepared, errors, mimetype = prepare(data, "file:///deb/data.tar.xz")
     assert (errors, mimetype) == ([], "application/x-xz-compressed-tar")
@@ -138,7 +138,7 @@ def test_truncated_zstd_is_reported():
 
 
 def test_cut_tar_gz_keeps_the_entries_before_the_cut(tmp_path):
-    docs = package_file(*CHANGELOG).parent
+    docs = debian_file(*CHANGELOG).parent
     archive = tmp_path / "coreutils-doc.tar.gz"
     subprocess.run(["tar", "-C", str(docs.parent), "-czf", str(archive), docs.name], check=True)
     data = archive.read_bytes()
@@ -149,14 +149,14 @@ def test_cut_tar_gz_keeps_the_entries_before_the_cut(tmp_path):
 
 
 def test_gz_of_a_pdf_is_read_as_the_pdf():
-    pdf = package_file("bash-doc", "usr/share/doc/bash/bash.pdf").read_bytes()
+    pdf = debian_file("bash-doc", "usr/share/doc/bash/bash.pdf").read_bytes()
     prepared, errors, _ = prepare(gzip.compress(pdf), "file:///x/bash.pdf.gz")
     assert errors == [] and prepared.fields["inner_mimetype"] == "application/pdf"
     assert "Bourne-Again SHell" in prepared.content
 
 
 def test_gz_of_a_broken_pdf_is_a_failure():
-    pdf = package_file("bash-doc", "usr/share/doc/bash/bash.pdf").read_bytes()
+    pdf = debian_file("bash-doc", "usr/share/doc/bash/bash.pdf").read_bytes()
     prepared, errors, _ = prepare(gzip.compress(pdf[:2000]), "file:///x/bash.pdf.gz")
     assert prepared is None and len(errors) == 1
     assert errors[0].startswith("archive: the gzip-compressed application/pdf inside: pdf: ")
@@ -202,7 +202,7 @@ def test_misnamed_tar_gz_is_read_as_a_single_file():
 
 def test_text_named_text_stays_text_whatever_magic_finds_inside():
     """libmagic calls this Dovecot wiki page a Sega Pico ROM (by what it finds at byte 256)."""
-    page = package_file("dovecot-core", "usr/share/doc/dovecot-core/wiki/MissingMailboxes.txt").read_bytes()
+    page = debian_file("dovecot-core", "usr/share/doc/dovecot-core/wiki/MissingMailboxes.txt").read_bytes()
     assert SNIFF(page, "file:///wiki/MissingMailboxes") == "application/x-sega-pico-rom"  # the name says nothing
     assert SNIFF(page, "file:///wiki/MissingMailboxes.txt") == "text/plain"
     prepared, errors, _ = prepare(page, "file:///wiki/MissingMailboxes.txt")
@@ -218,12 +218,12 @@ def test_text_named_text_stays_text_whatever_magic_finds_inside():
     ("xmltestdata/test.xml", "text/xml"),  # an <html> root, but named .xml
 ])
 def test_cpython_test_data_types(path, mimetype):
-    data = package_file("libpython3.11-testsuite", f"usr/lib/python3.11/test/{path}").read_bytes()
+    data = debian_file("libpython3.11-testsuite", f"usr/lib/python3.11/test/{path}").read_bytes()
     assert SNIFF(data, f"file:///t/{path}") == mimetype
 
 
 def test_xml_recognised_by_its_root_element():
-    simple = package_file("libpython3.11-testsuite", "usr/lib/python3.11/test/xmltestdata/simple.xml").read_bytes()
+    simple = debian_file("libpython3.11-testsuite", "usr/lib/python3.11/test/xmltestdata/simple.xml").read_bytes()
     assert not simple.startswith(b"<?xml")
     assert SNIFF(simple, "file:///x/simple.xml") == "text/xml"
     assert SNIFF(simple.strip() + b"\n", "file:///x/simple") == "text/xml"  # closed root, no name
@@ -255,7 +255,7 @@ def test_crawl_of_a_packages_documentation_and_man_pages(tmp_path, make_config, 
     """coreutils' /usr/share as Debian ships it: 112 .gz (man pages, changelogs, NEWS), 43 gettext
     catalogues no preparator reads, 3 plain files. Nothing fails; the catalogues are unsupported, not
     failed; with the catch-all off they are skipped without a document."""
-    root = package_file(*CHANGELOG).parents[2]
+    root = debian_file(*CHANGELOG).parents[2]
     catalogues = len(list(root.glob("locale/*/LC_MESSAGES/*.mo")))
     files = sum(1 for path in root.rglob("*") if path.is_file() and not path.is_symlink())
     config = make_config(root)

@@ -9,6 +9,7 @@ import zlib
 
 import pytest
 
+from tests.package_files import python_library_docs
 from transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared, chain_for
 from transforms.preparators.html import prepare_html
 from transforms.preparators.metadata_only import prepare_metadata_only
@@ -63,6 +64,22 @@ def test_prepare_html():
     assert prepared.links == [("https://example.org/docs/page.html", "Next page"),
                               ("https://example.org/abs#top", "Absolute"),
                               ("https://video.example.com/embed/1", "")]
+
+
+FURNITURE = ("Table of Contents", "Previous topic", "Next topic", "This Page", "Navigation", "Quick search",
+             "Report a Bug", "Show Source", "¶")
+
+
+@pytest.mark.parametrize("page", ["subprocess.html", "asyncio-subprocess.html", "json.html"])
+def test_sphinx_page_furniture_is_dropped(page):
+    """Python's own documentation, as Debian ships it: menus, sidebars and "¶" permalinks are no text,
+    the main text and its headings are, and the navigation's links are still followed."""
+    path = python_library_docs() / page
+    prepared = prepare_html(path.read_bytes(), path.as_uri(), "text/html", {})
+    assert not [f for f in FURNITURE if f in prepared.content or f in " ".join(prepared.headlines)]
+    assert prepared.headlines[0] in prepared.title and len(prepared.headlines) > 3
+    assert "Source code: Lib/" in prepared.content and len(prepared.content) > 5000
+    assert any(url.endswith("/index.html") for url, _ in prepared.links)  # the navigation's links
 
 
 def test_links_resolve_against_the_document_without_base():

@@ -1,6 +1,6 @@
 """OpenDocument and RTF preparators on real files: ODF packages written here by hand (the mimetype
 member first and stored, a manifest, content.xml and meta.xml) and the ones LibreOffice ships in the
-Debian package libreoffice-common (fetched once, see ``debian_files``); RTF as text."""
+Debian package libreoffice-common (fetched once, see ``package_files``); RTF as text."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import zipfile
 import magic
 import pytest
 
-from tests.debian_files import package_file
+from tests.package_files import debian_file
 from transforms.preparators import BUILTIN, PreparationError, odf, rtf, run_chain
 from transforms.preparators.mime import MimeSniffer
 from transforms.preparators.odf import prepare_odf
@@ -202,22 +202,22 @@ _TEMPLATES = "usr/lib/libreoffice/share/template/common"
 @pytest.mark.parametrize("name", ["Default", "Modern", "Simple"])
 def test_styles_only_template_is_a_document_with_its_title(name):
     """LibreOffice's page-style templates hold styles.xml and meta.xml but no content.xml."""
-    path = package_file(_LIBREOFFICE, f"{_TEMPLATES}/styles/{name}.ott")
+    path = debian_file(_LIBREOFFICE, f"{_TEMPLATES}/styles/{name}.ott")
     assert "content.xml" not in zipfile.ZipFile(path).namelist()
     prepared = prepare_odf(path.read_bytes(), path.as_uri(), _ODT + "-template", {})
     assert (prepared.title, prepared.content) == (name, "")
 
 
 def test_headers_and_footers_come_from_styles_xml_without_page_fields():
-    path = package_file(_LIBREOFFICE, f"{_TEMPLATES}/wizard/report/cnt-01.ott")
+    path = debian_file(_LIBREOFFICE, f"{_TEMPLATES}/wizard/report/cnt-01.ott")
     content = prepare_odf(path.read_bytes(), path.as_uri(), _ODT + "-template", {}).content
     assert content.endswith("Header\nHeader Left\nHeader Right\nFooter\nFooter Left\nFooter Right")
-    sheet = package_file(_LIBREOFFICE, f"{_TEMPLATES}/wizard/styles/default.ots")
+    sheet = debian_file(_LIBREOFFICE, f"{_TEMPLATES}/wizard/styles/default.ots")
     assert "???" not in prepare_odf(sheet.read_bytes(), sheet.as_uri(), _ODS + "-template", {}).content
 
 
 def test_drawing_template_is_read():
-    path = package_file(_LIBREOFFICE, f"{_TEMPLATES}/draw/bpmn.otg")
+    path = debian_file(_LIBREOFFICE, f"{_TEMPLATES}/draw/bpmn.otg")
     assert MimeSniffer()(path.read_bytes(), path.as_uri()) in odf.MIME_TYPES
     prepared = prepare_odf(path.read_bytes(), path.as_uri(), "application/vnd.oasis.opendocument.graphics", {})
     assert prepared.title == "BPMN" and "Collection Data Object" in prepared.content
@@ -226,7 +226,7 @@ def test_drawing_template_is_read():
 def test_every_opendocument_file_libreoffice_ships_is_prepared_without_failure():
     """Every file the sniffer calls OpenDocument goes through the built-in chain: its text, or a clean
     metadata-only document for types no preparator reads (a database); never a failure."""
-    root = package_file(_LIBREOFFICE, f"{_TEMPLATES}/styles/Default.ott").parents[5]
+    root = debian_file(_LIBREOFFICE, f"{_TEMPLATES}/styles/Default.ott").parents[5]
     sniff, read = MimeSniffer(), {}
     for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
         data = path.read_bytes()

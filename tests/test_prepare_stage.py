@@ -7,8 +7,8 @@ import re
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
-from debian_files import package_file
 
+from tests.package_files import debian_file
 from transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
 from transforms.preparators.isolation import MAX_IN_FLIGHT
 from transforms.prepare import _PrepareFamily, summarize
@@ -67,7 +67,7 @@ def test_oversize_document_is_metadata_only():
 
 
 def png() -> bytes:
-    return package_file("libpython3.11-testsuite", "usr/lib/python3.11/test/imghdrdata/python.png").read_bytes()
+    return debian_file("libpython3.11-testsuite", "usr/lib/python3.11/test/imghdrdata/python.png").read_bytes()
 
 
 def test_type_nothing_reads_is_unsupported_not_failed():

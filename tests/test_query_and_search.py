@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import beamtrawl
 from transforms.index import EmbeddedIndex, IndexUnavailable
-from transforms.index.query import Query, QueryError, parse_query
+from transforms.index.query import Query, QueryError, Term, name_keys, parse_query, words
 from transforms.preparators import Prepared
 from transforms.prepare import make_document
 from transforms.records import Entry
@@ -20,10 +20,32 @@ from transforms.urls import doc_id
 
 
 def test_words_phrases_exclusions_prefixes():
-    query = parse_query('spectrometer "polar bear" -draft -"old version" calib*')
-    assert query == Query(words=["spectrometer", "calib*"], phrases=["polar bear"],
-                          excluded=["draft", "old version"])
+    query = parse_query('spectrometer "polar bear" -draft -"old version" calib* "no star*"')
+    assert query == Query(clauses=[(Term("spectrometer"),), (Term("polar bear"),), (Term("calib", prefix=True),),
+                                   (Term("no star*"),)],
+                          excluded=[Term("draft"), Term("old version")])
     assert query.has_text
+
+
+def test_or_joins_neighbours_and_is_a_word_elsewhere():
+    query = parse_query("bash OR zsh OR fish manual or OR")
+    assert query.clauses == [(Term("bash"), Term("zsh"), Term("fish")), (Term("manual"),), (Term("or"),)]
+    assert parse_query("OR bash").clauses == [(Term("bash"),)]
+    assert parse_query("bash|zsh").clauses == [(Term("bash|zsh"),)]  # one term: the phrase "bash zsh"
+
+
+def test_words_split_at_punctuation_lower_case_without_accents():
+    assert words("Quokkareport.final.txt annual_numbat_summary École bash|zsh C++ 3.11") == [
+        "quokkareport", "final", "txt", "annual", "numbat", "summary", "ecole", "bash", "zsh", "c", "3", "11"]
+
+
+def test_name_keys_and_the_query_key():
+    assert name_keys("subprocess.html", "html", "subprocess — Subprocess management — Python 3.11.2 documentation") \
+        == ["python 3 11 2 documentation", "subprocess", "subprocess management",
+            "subprocess subprocess management python 3 11 2 documentation"]
+    assert name_keys("annual_numbat_summary.txt", "txt", "") == ["annual numbat summary"]
+    assert parse_query("Annual numbat_summary -draft").name_key == "annual numbat summary"
+    assert parse_query("deb*").name_key == parse_query("a OR b").name_key == ""
 
 
 def test_field_filters_with_negation():
@@ -36,7 +58,7 @@ def test_field_filters_with_negation():
 
 
 def test_unknown_field_is_searched_as_text():
-    assert parse_query("author:smith report").words == ["author:smith", "report"]
+    assert parse_query("author:smith report").clauses == [(Term("author:smith"),), (Term("report"),)]
 
 
 @pytest.mark.parametrize("text", ["", "   ", "-", "* -*", "-draft", '""'])
@@ -119,6 +141,13 @@ def found(index: EmbeddedIndex, text: str) -> set[str]:
     ("url:file:///srv/docs/labs/", {"labs/polar.txt", "labs/sighting.html"}),
     ("centrifuge", {"rules/a.txt", "rules/b.txt"}),  # title or content
     ("calibration.txt", {"lab/calibration.txt"}),  # the file name is searchable
+    ("spectrometer OR centrifuge", {"lab/calibration.txt", "lab/notes.txt", "budget.csv", "manual.pdf",
+                                    "rules/a.txt", "rules/b.txt"}),
+    ("lamp OR centrifuge spectrometer", {"lab/notes.txt"}),
+    ("mimetype:text/[hp]*", set()),  # only * is a wildcard: [hp] is two brackets and two letters
+    ("mimetype:text/?tml", set()),
+    ("lab/calibration", {"lab/calibration.txt"}),  # a phrase: "lab calibration" in the URL
+    ("ibrat*", set()),  # a prefix, not a substring
     ("nonexistentword", set()),
 ])
 def test_search(index, text, expected):
@@ -244,3 +273,52 @@ def test_a_query_starting_with_a_dash(index, tmp_path):
         assert done.returncode == 0, done.stderr
         answers.append(sorted(hit["url"][len(ROOT) + 1:] for hit in json.loads(done.stdout)))
     assert answers == [["budget.csv", "manual.pdf"]] * 3
+
+
+def test_an_exact_name_outranks_a_partial_one(tmp_path):
+    """The document named like the query comes first, however often others repeat the word."""
+    index = EmbeddedIndex(str(tmp_path / "index.sqlite"))
+    index.prepare()
+    index.upsert([make_doc("asyncio-subprocess.html", "text/html", "Subprocesses — Python documentation",
+                           "subprocess " * 50),
+                  make_doc("subprocess.html", "text/html", "subprocess — Subprocess management — Python",
+                           "Spawn new processes with the subprocess module. " + "pipes and return codes " * 50),
+                  make_doc("annual_numbat_summary.txt", content="numbat counts, annual numbat summary " * 20),
+                  make_doc("numbats.txt", content="the annual summary of numbat sightings")])
+    assert [h.url for h in index.search(parse_query("subprocess"), 10)] == [
+        url_of("subprocess.html"), url_of("asyncio-subprocess.html")]
+    def first(text: str) -> str:
+        return index.search(parse_query(text), 10)[0].url
+
+    assert first("Subprocess management") == url_of("subprocess.html")
+    assert first("annual numbat summary") == url_of("annual_numbat_summary.txt")
+    assert first("numbats") == url_of("numbats.txt")
+    index.close()
+
+
+@pytest.mark.parametrize("text", ['NEAR(a b)', 'a AND NOT b', '"unterminated', "title:x^3", "bash~2", "col:", "(x",
+                                  "\\", "x'; DROP TABLE docs; --", "\x00", "💥 lamp", "a" * 5000, "* OR *"])
+def test_hostile_queries_are_words(index, text):
+    """Nothing the user types reaches FTS5's own syntax: a query finds documents or nothing, never an error."""
+    try:
+        query = parse_query(text)
+    except QueryError:
+        return
+    index.search(query, limit=10)
+
+
+def test_a_version_2_index_gets_its_name_keys_when_a_crawl_opens_it(tmp_path):
+    index = build_index(tmp_path / "index.sqlite")
+    index.upsert([make_doc("subprocess.html", "text/html", "subprocess — Python", "see the subprocess module"),
+                  make_doc("asyncio-subprocess.html", "text/html", "", "subprocess " * 30)])
+    db = sqlite3.connect(index.path)
+    db.execute("DROP TABLE names")  # what version 2 looked like
+    db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    index.close()
+    with pytest.raises(IndexUnavailable, match="schema version 2"):
+        EmbeddedIndex(index.path).check()
+    index.prepare()  # what a crawl does first
+    assert index.search(parse_query("subprocess"), 10)[0].url == url_of("subprocess.html")
+    index.close()

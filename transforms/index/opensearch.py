@@ -1,7 +1,7 @@
 """OpenSearch as an index target, through opensearch-py.
 
 * The searchable name is an **alias**; documents live in a physical index named after the mapping
-  (``<name>-bt-<hash of mapping and analyzer>``). A crawl writes into the physical index the current
+  (``<name>-bt-<hash of mapping and analysis>``). A crawl writes into the physical index the current
   configuration asks for; when that differs from the one the alias points to (the analyzer changed),
   the crawl builds the new one from scratch and the alias is swapped only when the crawl succeeded,
   so searchers never see a half-built index (regain's temp/new/index folders, the OpenSearch way).
@@ -14,6 +14,11 @@
 * **Auxiliary fields** go under ``aux.<name>`` (keyword: exact values), ``aux_text.<name>`` (text,
   standard analyzer: tokenized fields) and ``aux_stored.<name>`` (not indexed: what hits return),
   by each field's index/tokenize/store flags.
+* **Text** (title, content, headlines, metadata, file name, URL) is analysed by :func:`analysis` to
+  give the words the embedded index gives, and a search is built from the parsed query
+  (``_clause_query``, ``_term_query``: ``multi_match`` phrase queries), never handed to a query
+  parser, so one query finds the same documents on both targets (docs/search.md). ``name_keys``
+  holds what an exact-name query equals (query.name_keys), for ``_exact_name_boost``.
 * **Access groups** are a filter of every search (``_visible``): public documents (no ``groups``)
   or those sharing a group with the searcher. It sits in the query itself, so hits, highlights and
   totals never include a document outside the searcher's groups.
@@ -49,7 +54,7 @@ from transforms.index.base import (
     access_key,
     render_snippet,
 )
-from transforms.index.query import Query
+from transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys
 from transforms.records import IndexDoc, SnapshotEntry
 
 ANALYZERS = ("english", "german", "french", "italian", "standard")
@@ -64,13 +69,34 @@ _PUBLIC = access_key(object())  # the key of a document without groups
 #: a change of ACCESS_FIELDS does the same.
 _LAYOUT = ["partitions-by-access-1", *ACCESS_FIELDS]
 _SEARCH_FIELDS = ["title^10", "headlines^4", "filename^3", "metadata^2", "content", "location"]
+TEXT_ANALYZER = "beamtrawl_text"
+MAX_PREFIX_WORDS = 10_000  # the words a prefix may expand to (FTS5 has no bound)
+# Each language's stemmer; English uses Porter's, as the embedded index (FTS5's porter tokenizer) does.
+_STEMMERS = {"english": {"type": "porter_stem"}, "german": {"type": "stemmer", "language": "light_german"},
+             "french": {"type": "stemmer", "language": "light_french"},
+             "italian": {"type": "stemmer", "language": "light_italian"}, "standard": None}
+
+
+def analysis(analyzer: str) -> dict:
+    """The text analysis of every searchable field, made to find the words the embedded index finds
+    (FTS5 ``porter unicode61 remove_diacritics 2``): split at everything but letters and digits (so
+    ``annual_numbat_summary`` and ``report.final.txt`` are several words), lower case, accents
+    removed, no stop words, then the language's stemmer (English: Porter, after removing accents as
+    FTS5 does; other languages stem before, their stemmers know their accents)."""
+    stemmer = _STEMMERS[analyzer]
+    steps = ["lowercase", "asciifolding"]
+    if stemmer is not None:
+        steps.insert(1 if analyzer != "english" else 2, "beamtrawl_stem")
+    return {"tokenizer": {"beamtrawl_words": {"type": "pattern", "pattern": r"[^\p{L}\p{N}]+"}},
+            "filter": {"beamtrawl_stem": stemmer} if stemmer else {},
+            "analyzer": {TEXT_ANALYZER: {"type": "custom", "tokenizer": "beamtrawl_words", "filter": steps}}}
 
 
 def mapping(analyzer: str) -> dict:
-    """Explicit mappings: keywords for ids and exact fields, the language analyzer for text."""
+    """Explicit mappings: keywords for ids and exact fields, :func:`analysis` for text."""
     keyword = {"type": "keyword"}
     stored_only = {"type": "keyword", "index": False, "doc_values": False}
-    text = {"type": "text", "analyzer": analyzer}
+    text = {"type": "text", "analyzer": TEXT_ANALYZER}
     return {
         "dynamic": "strict",
         # Auxiliary fields (regain's auxiliaryField) live under "aux": untokenized by default.
@@ -88,8 +114,8 @@ def mapping(analyzer: str) -> dict:
             "preparation_error": {"type": "keyword", "ignore_above": 4096},
             "title": {**text, "fields": {"raw": {"type": "keyword", "ignore_above": 512}}},
             "content": text, "summary": {**text, "index": False}, "headlines": text, "metadata": text,
-            "filename": {"type": "text", "analyzer": "standard", "fields": {"raw": keyword}},
-            "location": {"type": "text", "analyzer": "standard"},
+            "filename": {**text, "fields": {"raw": keyword}},
+            "location": text, "name_keys": keyword,
             "size": {"type": "long"}, "mtime_ns": {"type": "long"},
             "last_modified": {"type": "date"}, "indexed_at": {"type": "date"},
             "content_hash": keyword, "etag": stored_only, "http_last_modified": stored_only,
@@ -105,7 +131,7 @@ class OpenSearchIndex(IndexTarget):
         self.url, self.name, self.analyzer = url, name, analyzer
         self.username, self.password = username, password
         self.ca_file, self.verify_certs, self.timeout, self.compress = ca_file, verify_certs, timeout, compress
-        layout = json.dumps([mapping(analyzer), _LAYOUT], sort_keys=True)
+        layout = json.dumps([mapping(analyzer), analysis(analyzer), _LAYOUT], sort_keys=True)
         self.physical = f"{name}-bt-{hashlib.sha256(layout.encode()).hexdigest()[:10]}"
         self.live = False  # whether the alias points at this physical index (then new partitions join it)
         self.pit_id: str | None = None
@@ -177,7 +203,8 @@ class OpenSearchIndex(IndexTarget):
                 self.client.indices.put_index_template(name=f"{self.name}-beamtrawl", body={
                     "index_patterns": [f"{self.name}-bt-*"], "priority": len(self.name),
                     "template": {"settings": {"number_of_shards": 1, "number_of_replicas": 0,
-                                              "refresh_interval": "5s"},
+                                              "refresh_interval": "5s",
+                                              "analysis": analysis(self.analyzer)},
                                  "mappings": mapping(self.analyzer)}})
                 self.client.indices.create(index=self.physical)
             if not self.client.indices.exists_alias(name=self.name):
@@ -298,20 +325,16 @@ class OpenSearchIndex(IndexTarget):
             return 0
 
     def search(self, query: Query, limit: int) -> list[Hit]:
-        must, must_not, filters = [], [], []
-        if query.has_text:
-            text = " ".join([*query.words, *(f'"{p}"' for p in query.phrases)])
-            must.append({"simple_query_string": {"query": text, "fields": _SEARCH_FIELDS,
-                                                 "default_operator": "and"}})
-        for excluded in query.excluded:
-            must_not.append({"simple_query_string": {"query": f'"{excluded}"' if " " in excluded else excluded,
-                                                     "fields": _SEARCH_FIELDS}})
+        must = [_clause_query(clause) for clause in query.clauses]
+        must_not = [_term_query(term) for term in query.excluded]
+        filters = []
         for name, value, negated in query.filters:
             (must_not if negated else filters).append(_filter(name, value))
         filters.append(_visible(query.groups))
         body = {
             "size": limit,
-            "query": {"bool": {"must": must or [{"match_all": {}}], "must_not": must_not, "filter": filters}},
+            "query": {"bool": {"must": must or [{"match_all": {}}], "must_not": must_not, "filter": filters,
+                               "should": _exact_name_boost(query)}},
             "_source": ["url", "title", "filename", "mimetype", "size", "last_modified", "summary", "aux_stored"],
             "highlight": {"fields": {"content": {}, "title": {}, "headlines": {}},
                           "pre_tags": [MARK_ON], "post_tags": [MARK_OFF], "fragment_size": 160,
@@ -343,6 +366,7 @@ def _source(doc: IndexDoc) -> dict:
     source["groups"] = list(doc.groups)
     source["outlinks"] = list(doc.outlinks)
     source["location"] = doc.url
+    source["name_keys"] = name_keys(doc.filename, doc.extension, doc.title)
     aux = source.pop("aux", None) or ()
     for part, wanted in (("aux", lambda a: a.index and not a.tokenize), ("aux_text", lambda a: a.index and a.tokenize),
                          ("aux_stored", lambda a: a.store)):
@@ -351,6 +375,34 @@ def _source(doc: IndexDoc) -> dict:
         if values:
             source[part] = values
     return source
+
+
+def _term_query(term: Term) -> dict:
+    """A term in any searchable field: its words next to each other, the last one a prefix if asked;
+    the text goes through the field's analyzer, never through a query parser."""
+    match = {"query": term.text, "fields": _SEARCH_FIELDS, "type": "phrase_prefix" if term.prefix else "phrase"}
+    if term.prefix:
+        match["max_expansions"] = MAX_PREFIX_WORDS
+    return {"multi_match": match}
+
+
+def _clause_query(clause: tuple[Term, ...]) -> dict:
+    """A required clause: any of its terms (several when joined by OR)."""
+    if len(clause) == 1:
+        return _term_query(clause[0])
+    return {"bool": {"should": [_term_query(t) for t in clause], "minimum_should_match": 1}}
+
+
+def _exact_name_boost(query: Query) -> list[dict]:
+    """Optional clauses that lift a document whose name equals the query (query.name_keys)."""
+    if not query.name_key:
+        return []
+    return [{"constant_score": {"filter": {"term": {"name_keys": query.name_key}}, "boost": EXACT_NAME_BOOST}}]
+
+
+def _wildcard_literal(text: str) -> str:
+    """``text`` for a wildcard query with ``*`` as its only wildcard (``?`` and ``\\`` match themselves)."""
+    return text.replace("\\", "\\\\").replace("?", "\\?")
 
 
 def _visible(groups) -> dict:
@@ -363,7 +415,7 @@ def _visible(groups) -> dict:
 
 def _filter(name: str, value: str) -> dict:
     if name == "mimetype":
-        return {"wildcard": {"mimetype": value.lower()}}
+        return {"wildcard": {"mimetype": _wildcard_literal(value.lower())}}
     if name == "extension":
         return {"term": {"extension": value.lower().lstrip(".")}}
     if name == "path":  # a folder, by whole segments (the stored path ends with "/")

@@ -1,35 +1,83 @@
-"""The search syntax every index target understands, parsed once into a :class:`Query`.
+"""The one search language of every index target, parsed once into a :class:`Query` tree.
 
-``spectrometer calibration`` (words, all required) ``"polar bear"`` (a phrase) ``-draft`` (exclusion)
-``calib*`` (prefix) ``mimetype:text/*`` ``extension:pdf`` ``path:/srv/docs/lab`` ``url:file:///srv``
-(filters, a path or URL prefix, ``*`` wildcards in MIME types; ``-extension:csv`` excludes).
-``project:apollo`` filters by an auxiliary field (the names the configuration defines are passed in):
-an exact value, or for a tokenized field (``location``) every word of it.
+The language (docs/search.md has the user's version):
+
+* ``spectrometer calibration`` — words, all required, in any searchable field.
+* ``"polar bear"`` — a phrase: its words next to each other, in this order, in one field.
+* ``calib*`` — a prefix (only a trailing ``*`` on an unquoted word).
+* ``-draft``, ``-"first draft"``, ``-extension:csv`` — exclusion.
+* ``bash OR zsh`` — either (``OR`` in capitals between two terms; lower-case ``or`` is a word).
+* ``mimetype:text/*`` ``extension:pdf`` ``path:/srv/docs/lab`` ``url:file:///srv`` — filters
+  (``*`` is the only wildcard, in MIME types; a path or URL is a prefix);
+  ``project:apollo`` filters by an auxiliary field (the names the configuration defines are passed
+  in): an exact value, or for a tokenized field every word of it. Any other ``name:value`` is text.
+
+Words are what :func:`words` finds: runs of letters and digits, lower-cased, accents removed. So
+punctuation inside a term splits it into words that must stand next to each other, exactly like a
+phrase: ``annual_numbat_summary``, ``Quokkareport.final`` and ``bash|zsh`` are phrases. There are
+no stop words (``the`` is a word like any other) and words match by stem (``running`` finds
+``runs``). A term with no words (``&``, ``-``, ``*``) is left out.
 
 ``groups`` is who is searching: a document with groups is found only by a searcher holding one of
 them, and with no groups a search finds public documents only (regain showed everything for an
 empty list). Every index target applies it to the whole query — text, filters, exclusions,
 snippets — so nothing about a document outside them comes back.
+
+Each target translates the tree itself (``sqlite._fts_match``, ``opensearch._text_query``); no user
+syntax ever reaches a target's own query parser.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 FILTER_FIELDS = ("mimetype", "extension", "path", "url")
+OR = "OR"
+#: Added to the score of a document whose name equals the query (:func:`name_keys`): more than any
+#: text score on either target, so an exact name ranks above every partial match.
+EXACT_NAME_BOOST = 1000.0
 _TOKEN = re.compile(r'(-?)(?:([A-Za-z_]+):)?(?:"([^"]*)"?|(\S+))')
+_WORD = re.compile(r"[^\W_]+")
+_TITLE_PARTS = re.compile(r"\s+[—–|·-]\s+|\s*:\s+")  # "subprocess — Python 3.11 documentation"
 
 
 class QueryError(ValueError):
     pass
 
 
+def words(text: str) -> list[str]:
+    """The words of ``text`` as both targets index them: letters and digits, lower case, no accents."""
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
+    return _WORD.findall(folded)
+
+
+def name_keys(filename: str, extension: str, title: str) -> list[str]:
+    """What a query must equal, word for word, to match a document's name exactly: the file name
+    without its extension, the title, and each part of a title joined by a dash, bar or colon."""
+    stem = filename[: -len(extension) - 1] if extension and filename.lower().endswith("." + extension) else filename
+    keys = [stem, title, *_TITLE_PARTS.split(title)]
+    return sorted({" ".join(words(k)) for k in keys} - {""})
+
+
+@dataclass(frozen=True)
+class Term:
+    """One search term: a word (several if punctuation joins them, then matched as a phrase) or a
+    quoted phrase; ``prefix`` makes its last word a prefix."""
+
+    text: str
+    prefix: bool = False
+
+    @property
+    def words(self) -> list[str]:
+        return words(self.text)
+
+
 @dataclass
 class Query:
-    words: list[str] = field(default_factory=list)  # a trailing * makes a prefix
-    phrases: list[str] = field(default_factory=list)
-    excluded: list[str] = field(default_factory=list)  # words or phrases
+    clauses: list[tuple[Term, ...]] = field(default_factory=list)  # all required; one clause = any of its terms
+    excluded: list[Term] = field(default_factory=list)
     filters: list[tuple[str, str, bool]] = field(default_factory=list)  # (field, value, negated)
     groups: tuple[str, ...] = ()  # the searcher's groups; () = public documents only
 
@@ -39,13 +87,22 @@ class Query:
 
     @property
     def has_text(self) -> bool:
-        return bool(self.words or self.phrases)
+        return bool(self.clauses)
+
+    @property
+    def name_key(self) -> str:
+        """The query's words, to compare with :func:`name_keys`; "" when it has alternatives or prefixes
+        (nothing to be equal to)."""
+        if any(len(clause) > 1 or clause[0].prefix for clause in self.clauses):
+            return ""
+        return " ".join(w for clause in self.clauses for w in clause[0].words)
 
 
 def parse_query(text: str, fields=(), groups=()) -> Query:
     """``fields``: the searchable auxiliary field names; ``groups``: the searcher's groups."""
     query = Query(groups=tuple(groups))
     known = {*FILTER_FIELDS, *fields}
+    join_next = False  # the last token was OR
     for match in _TOKEN.finditer(text):
         negated, name, phrase, word = match.group(1) == "-", match.group(2), match.group(3), match.group(4)
         value = phrase if phrase is not None else word
@@ -53,17 +110,24 @@ def parse_query(text: str, fields=(), groups=()) -> Query:
             if not value:
                 raise QueryError(f"{name}: needs a value")
             query.filters.append((name.lower(), value, negated))
+            join_next = False
             continue
         if name is not None:  # not a field we know: search the words as written
             value = f"{name}:{value}"
-        if not any(char.isalnum() for char in value):  # "&", "-", "*": nothing the index could match
+        if word == OR and not negated and name is None:
+            join_next = bool(query.clauses)
+            continue
+        prefix = phrase is None and value.endswith("*")
+        term = Term(value.rstrip("*") if prefix else value, prefix)
+        if not term.words:  # "&", "-", "*": nothing the index could match
             continue
         if negated:
-            query.excluded.append(value)
-        elif phrase is not None:
-            query.phrases.append(value)
+            query.excluded.append(term)
+        elif join_next:
+            query.clauses[-1] = (*query.clauses[-1], term)
         else:
-            query.words.append(value)
+            query.clauses.append((term,))
+        join_next = False
     if not (query.has_text or query.filters):
         raise QueryError("the query has no words or filters to search for")
     return query

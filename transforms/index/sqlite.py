@@ -12,7 +12,9 @@ Schema version 2 added ``aux``. A version 1 index is migrated when a crawl opens
 created); its documents get their auxiliary fields when they are re-prepared, which that crawl does
 because the preparation fingerprint covers the field definitions. An index made before ``ranking``
 gets it and ``docs.length`` (from FTS5's own sizes) when a crawl opens it; a search refuses it until
-then, since its scores would leak.
+then, since its scores would leak. Version 3 added ``names`` (what a query must equal to match a
+document's name exactly, query.name_keys; one row per key, so the exact-name boost of a search is one
+indexed lookup); migrating fills it from the stored documents.
 
 Access groups are enforced inside the one SQL statement of a search (``_visible``), so snippets,
 exclusions and filters only ever see documents the searcher may read. Ranking needs more: FTS5's
@@ -34,6 +36,7 @@ import fcntl
 import json
 import math
 import os
+import re
 import sqlite3
 import urllib.parse
 from collections.abc import Iterator, Sequence
@@ -48,10 +51,10 @@ from transforms.index.base import (
     IndexUnavailable,
     render_snippet,
 )
-from transforms.index.query import Query
+from transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys
 from transforms.records import IndexDoc, SnapshotEntry
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SPLIT_ROWS = 50_000
 
 _SCHEMA = """
@@ -89,6 +92,8 @@ CREATE TABLE IF NOT EXISTS aux(
     tokenized INTEGER NOT NULL,
     PRIMARY KEY(rid, name)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS names(key TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY(key, rid)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS names_rid ON names(rid);
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
     title, content, headlines, metadata, filename, location,
     tokenize = 'porter unicode61 remove_diacritics 2'
@@ -161,7 +166,7 @@ class EmbeddedIndex(IndexTarget):
         folder = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(folder, exist_ok=True)
         version = _inspect(self.path)
-        if version is not None and version not in (1, SCHEMA_VERSION):
+        if version is not None and version not in (1, 2, SCHEMA_VERSION):
             raise IndexUnavailable(f"{self.path}: index schema version {version}, this beamtrawl reads version "
                                    f"{SCHEMA_VERSION}; crawl into a new index file")
         try:
@@ -170,7 +175,9 @@ class EmbeddedIndex(IndexTarget):
                     if statement.strip():
                         db.execute(statement)
                 _prepare_ranking(db)
-                if version != SCHEMA_VERSION:  # new, or version 1: version 2 only added the aux table
+                if version in (1, 2):  # versions 2 and 3 only added tables, created above; 3 fills names
+                    _fill_names(db)
+                if version != SCHEMA_VERSION:
                     db.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
         except sqlite3.DatabaseError as err:
             raise _unusable(self.path, err) from None
@@ -247,6 +254,9 @@ class EmbeddedIndex(IndexTarget):
         (size,) = db.execute("SELECT sz FROM docs_fts_docsize WHERE id = ?", (rid,)).fetchone()
         db.execute("UPDATE docs SET length = ? WHERE rid = ?", (_length(size), rid))
         db.execute("DELETE FROM aux WHERE rid = ?", (rid,))
+        db.execute("DELETE FROM names WHERE rid = ?", (rid,))
+        db.executemany("INSERT OR IGNORE INTO names VALUES (?, ?)",
+                       [(key, rid) for key in name_keys(doc.filename, doc.extension, doc.title)])
         # A field neither stored nor matched exactly (regain's `location`) keeps only its words.
         db.executemany("INSERT OR REPLACE INTO aux VALUES (?, ?, ?, ?, ?, ?, ?)", [
             (rid, a.name, a.value if a.store or not a.tokenize else "", " ".join(tokens(a.value)) if a.tokenize else "",
@@ -258,6 +268,7 @@ class EmbeddedIndex(IndexTarget):
         with self._transaction() as db:
             db.execute(f"DELETE FROM docs_fts WHERE rowid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
             db.execute(f"DELETE FROM aux WHERE rid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
+            db.execute(f"DELETE FROM names WHERE rid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
             db.execute(f"DELETE FROM docs WHERE id IN ({marks})", ids)
 
     # -- searching ---------------------------------------------------------------------------
@@ -268,10 +279,10 @@ class EmbeddedIndex(IndexTarget):
         where, params = [], []
         if query.has_text:
             where.append("docs_fts MATCH ?")
-            params.append(_fts_expression(query.words, query.phrases))
+            params.append(_fts_match(query.clauses))
         for excluded in query.excluded:
             where.append("docs.rid NOT IN (SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?)")
-            params.append(_fts_expression([excluded], []))
+            params.append(_fts_match([(excluded,)]))
         for name, value, negated in query.filters:
             clause, values = _filter(name, value)
             where.append(f"NOT ({clause})" if negated else clause)
@@ -282,9 +293,12 @@ class EmbeddedIndex(IndexTarget):
         try:
             db = self._reader()
             if query.has_text:
+                boost, boost_params = _exact_name_boost(query)
                 select = (f"SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
                           f"docs.last_modified, snippet(docs_fts, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24), "
-                          f"{_score_column(db, query)} AS score FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid")
+                          f"{_score_column(db, query)} + {boost} AS score "
+                          f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid")
+                params = boost_params + params
                 order = "ORDER BY score DESC, docs.url"
             else:
                 select = ("SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
@@ -306,19 +320,46 @@ def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def _fts_phrases(words: list[str], phrases: list[str]) -> list[str]:
+def _fts_phrases(query: Query) -> list[str]:
     """The FTS5 phrases of a query's text, each a MATCH expression of its own (scoring takes them one
-    by one, as bm25() does)."""
-    return [_quote(w[:-1]) + "*" if w.endswith("*") else _quote(w) for w in words] + [_quote(p) for p in phrases]
+    by one, as bm25() does): every term of every clause."""
+    return [_fts_term(term) for clause in query.clauses for term in clause]
 
 
-def _fts_expression(words: list[str], phrases: list[str]) -> str:
-    return " AND ".join(_fts_phrases(words, phrases))
+def _fts_term(term: Term) -> str:
+    """A term as an FTS5 string (a phrase when it has several words), never FTS5 syntax."""
+    return _quote(term.text) + ("*" if term.prefix else "")
+
+
+def _fts_match(clauses) -> str:
+    """The query's text as an FTS5 MATCH expression: every clause, each any of its terms."""
+    return " AND ".join("(" + " OR ".join(_fts_term(t) for t in clause) + ")" for clause in clauses)
+
+
+def _fill_names(db: sqlite3.Connection) -> None:
+    """Migration to version 3: the name keys of every stored document."""
+    db.execute("DELETE FROM names")
+    for rid, filename, extension, title in db.execute("SELECT rid, filename, extension, title FROM docs").fetchall():
+        db.executemany("INSERT OR IGNORE INTO names VALUES (?, ?)",
+                       [(key, rid) for key in name_keys(filename, extension, title)])
+
+
+def _exact_name_boost(query: Query) -> tuple[str, list]:
+    """The score a document gets for a name equal to the query (query.name_keys), as SQL."""
+    if not query.name_key:
+        return "0", []
+    sql = f"(CASE WHEN docs.rid IN (SELECT rid FROM names WHERE key = ?) THEN {EXACT_NAME_BOOST} ELSE 0 END)"
+    return sql, [query.name_key]
+
+
+def _glob_literal(text: str) -> str:
+    """``text`` for GLOB with ``*`` as its only wildcard (``?`` and ``[`` match themselves)."""
+    return re.sub(r"[?\[]", lambda m: f"[{m.group()}]", text)
 
 
 def _filter(name: str, value: str) -> tuple[str, list]:
     if name == "mimetype":
-        return "docs.mimetype GLOB ?", [value.lower()]
+        return "docs.mimetype GLOB ?", [_glob_literal(value.lower())]
     if name == "extension":
         return "docs.extension = ?", [value.lower().lstrip(".")]
     if name == "path":  # a folder, by whole segments; the stored path has no scheme and ends with "/"
@@ -489,7 +530,7 @@ def _score_column(db: sqlite3.Connection, query: Query) -> str:
         return "0.0"
     averages = (total_tokens / total_docs, seen_tokens / seen_docs)
     visible_docs = f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid WHERE docs_fts MATCH ? AND {visible}"
-    phrases = _fts_phrases(query.words, query.phrases)
+    phrases = _fts_phrases(query)
     if len(phrases) == 1:
         (seen,) = db.execute(f"SELECT count(*) {visible_docs}", [phrases[0], *params]).fetchone()
         rescore = _rescorer(_idf(total_docs, _holding(db, phrases[0])), _idf(seen_docs, seen), *averages)

@@ -1,5 +1,10 @@
 """HTML and XHTML: trafilatura finds the main text and title; h1–h6 become headlines; links are kept
-with their text for the web source."""
+with their text for the web source.
+
+Page furniture is dropped before the text and headlines are taken (links are taken before, since the
+crawler follows navigation): navigation, search boxes, the page's own header and footer, sidebars
+and the "¶" permalinks beside headings that Sphinx and MkDocs print. Otherwise every page of a site
+would match the words of its menus, and snippets would show them."""
 
 from __future__ import annotations
 
@@ -12,10 +17,36 @@ from trafilatura.utils import load_html
 from transforms.preparators.base import PreparationError, Prepared
 
 _SKIP_LINKS = ("mailto:", "javascript:", "tel:", "data:")
+_FURNITURE_TAGS = frozenset({"nav", "script", "style", "noscript", "template"})
+# ARIA landmarks that are not the main text
+_FURNITURE_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "complementary", "menu", "menubar"})
+# heading permalinks (Sphinx, MkDocs: <a class="headerlink">¶</a>) and Sphinx's sidebar
+_FURNITURE_CLASSES = frozenset({"headerlink", "sphinxsidebar"})
+_SPHINX_BARS = frozenset({"related", "footer"})  # <div class="related">, <div class="footer">
+_OWNS_HEADER = frozenset({"article", "main", "section"})  # their header and footer hold a title, a byline
 
 
 def _text(element) -> str:
     return " ".join(" ".join(element.itertext()).split())
+
+
+def _is_furniture(element) -> bool:
+    tag = element.tag
+    if tag in _FURNITURE_TAGS or element.get("role") in _FURNITURE_ROLES:
+        return True
+    if tag in ("header", "footer"):  # the page's, not an article's
+        return not any(a.tag in _OWNS_HEADER for a in element.iterancestors())
+    classes = (element.get("class") or "").split()
+    if _FURNITURE_CLASSES.intersection(classes) or (tag == "div" and classes and set(classes) <= _SPHINX_BARS):
+        return True
+    return tag == "a" and len(element) == 0 and (element.text or "").strip() == "¶"
+
+
+def _drop_furniture(tree) -> None:
+    """Remove what every page of a site repeats around its main text (see the module docstring)."""
+    for element in [e for e in tree.iter() if isinstance(e.tag, str) and _is_furniture(e)]:
+        if element.getparent() is not None:
+            element.drop_tree()
 
 
 def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
@@ -27,20 +58,19 @@ def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
             raise PreparationError(f"not parseable as HTML: {err}") from None
     title_element = tree.find(".//title")
     title = _text(title_element) if title_element is not None else ""
-    headlines = [h for h in (_text(e) for e in tree.iter("h1", "h2", "h3", "h4", "h5", "h6")) if h]
     base = urljoin(url, next(iter(tree.xpath("//base/@href")), ""))
     links = []
     for anchor in tree.iter("a", "frame", "iframe"):
         target = anchor.get("href") or anchor.get("src")
         if target and not target.strip().lower().startswith(_SKIP_LINKS):
             links.append((urljoin(base, target.strip()), _text(anchor)))
+    _drop_furniture(tree)
+    headlines = [h for h in (_text(e) for e in tree.iter("h1", "h2", "h3", "h4", "h5", "h6")) if h]
 
     # fast: no fallback extractors, no metadata (htmldate alone costs more than the rest together).
     document = trafilatura.bare_extraction(tree, url=url, fast=True, include_comments=False)
     content = (document.text if document is not None else "") or ""
     if not content.strip():  # too short for trafilatura's main-text heuristics: take all visible text
-        for junk in tree.xpath("//script|//style|//noscript"):
-            junk.drop_tree()
         body = tree.find(".//body")
         content = _text(body if body is not None else tree)
     return Prepared(title=title, content=content, headlines=headlines, links=links)
