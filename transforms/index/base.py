@@ -85,6 +85,11 @@ class IndexTarget(ABC):
         """Worker: write documents (insert or replace by id); returns (url, reason) of failures."""
 
     @abstractmethod
+    def hide(self, ids: Sequence[str]) -> None:
+        """Worker: deny documents to every searcher (``denied = [EVERYONE]``), keeping them otherwise;
+        raises if the batch could not be hidden. The next crawl that can read them re-indexes them."""
+
+    @abstractmethod
     def delete(self, ids: Sequence[str]) -> None:
         """Worker: remove documents by id; raises if the batch could not be deleted."""
 

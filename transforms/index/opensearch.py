@@ -15,7 +15,8 @@
   standard analyzer: tokenized fields) and ``aux_stored.<name>`` (not indexed: what hits return),
   by each field's index/tokenize/store flags.
 * **Access groups** are a filter of every search (``_visible``): public documents (no ``groups``)
-  or those sharing a group with the searcher. It sits in the query itself, so hits, highlights and
+  or those sharing a group with the searcher, minus those whose ``denied`` holds one of the
+  searcher's groups or EVERYONE. It sits in the query itself, so hits, highlights and
   totals never include a document outside the searcher's groups.
 """
 
@@ -32,7 +33,7 @@ from opensearchpy.exceptions import NotFoundError, OpenSearchException, Transpor
 from transforms.enrich.auxfields import tokens
 from transforms.index.base import MARK_OFF, MARK_ON, Hit, IndexTarget, IndexUnavailable, render_snippet
 from transforms.index.query import Query
-from transforms.records import IndexDoc, SnapshotEntry
+from transforms.records import EVERYONE, IndexDoc, SnapshotEntry
 
 ANALYZERS = ("english", "german", "french", "italian", "standard")
 SLICE_DOCS = 50_000  # documents per snapshot slice
@@ -40,7 +41,7 @@ PAGE = 5_000
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
 PIT_KEEP_ALIVE = "30m"
 _SNAPSHOT_FIELDS = list(SnapshotEntry._fields)
-_MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": []}
+_MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": [], "denied": []}
 _SEARCH_FIELDS = ["title^10", "headlines^4", "filename^3", "metadata^2", "content", "location"]
 
 
@@ -60,7 +61,7 @@ def mapping(analyzer: str) -> dict:
             "aux": {"type": "object", "dynamic": True},
             "aux_text": {"type": "object", "dynamic": True},
             "aux_stored": {"type": "object", "dynamic": True},
-            "id": keyword, "url": keyword, "root": keyword, "groups": keyword, "mimetype": keyword,
+            "id": keyword, "url": keyword, "root": keyword, "groups": keyword, "denied": keyword, "mimetype": keyword,
             "extension": keyword, "path": keyword,
             # report lines can be long (several joined); a keyword over 32 KB would reject the document
             "preparation_error": {"type": "keyword", "ignore_above": 4096},
@@ -219,6 +220,15 @@ class OpenSearchIndex(IndexTarget):
             failures += [(doc.url, f"index write failed: {_short(err)}") for doc in docs if doc.url not in done]
         return failures
 
+    def hide(self, ids: Sequence[str]) -> None:
+        actions = ({"_op_type": "update", "_index": self.physical, "_id": i, "doc": {"denied": [EVERYONE]}}
+                   for i in ids)
+        errors = [item for ok, item in helpers.streaming_bulk(
+            self.client, actions, chunk_size=1000, max_retries=8, initial_backoff=1, max_backoff=30,
+            raise_on_error=False) if not ok and item["update"].get("status") != 404]
+        if errors:
+            raise IndexUnavailable(f"{len(errors)} documents could not be hidden: {_item_error(errors[0]['update'])}")
+
     def delete(self, ids: Sequence[str]) -> None:
         actions = ({"_op_type": "delete", "_index": self.physical, "_id": i} for i in ids)
         errors = [item for ok, item in helpers.streaming_bulk(
@@ -265,6 +275,7 @@ class OpenSearchIndex(IndexTarget):
 def _source(doc: IndexDoc) -> dict:
     source = doc._asdict()
     source["groups"] = list(doc.groups)
+    source["denied"] = list(doc.denied)
     source["outlinks"] = list(doc.outlinks)
     source["location"] = doc.url
     aux = source.pop("aux", None) or ()
@@ -278,11 +289,12 @@ def _source(doc: IndexDoc) -> dict:
 
 
 def _visible(groups) -> dict:
-    """Public documents, and those sharing a group with the searcher."""
+    """Public documents and those sharing a group with the searcher, unless one of the searcher's
+    groups (or EVERYONE, which every searcher holds) is denied."""
     public = {"bool": {"must_not": {"exists": {"field": "groups"}}}}
-    if not groups:
-        return public
-    return {"bool": {"should": [public, {"terms": {"groups": list(groups)}}], "minimum_should_match": 1}}
+    allowed = public if not groups else {
+        "bool": {"should": [public, {"terms": {"groups": list(groups)}}], "minimum_should_match": 1}}
+    return {"bool": {"filter": [allowed], "must_not": [{"terms": {"denied": [*groups, EVERYONE]}}]}}
 
 
 def _filter(name: str, value: str) -> dict:

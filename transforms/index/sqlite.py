@@ -8,9 +8,10 @@ snapshot, searches) are never blocked. ``docs`` holds stored fields and freshnes
 row per field with its flags (and, for tokenized fields, its words in ``tokens``). A search probes
 ``aux`` by (rid, name) for each candidate document, so the table needs no index of its own.
 
-Schema version 2 added ``aux``. A version 1 index is migrated when a crawl opens it (the table is
-created); its documents get their auxiliary fields when they are re-prepared, which that crawl does
-because the preparation fingerprint covers the field definitions.
+Schema version 2 added ``aux``, version 3 the column ``denied`` (groups that may not see a document).
+An older index is migrated when a crawl opens it (the table and column are added); its documents get
+their auxiliary fields when they are re-prepared, which that crawl does because the preparation
+fingerprint covers the field definitions.
 
 Access groups are enforced inside the one SQL statement of a search (``_visible``), so ranking,
 snippets, exclusions and filters only ever see documents the searcher may read.
@@ -28,9 +29,9 @@ from collections.abc import Iterator, Sequence
 from transforms.enrich.auxfields import tokens
 from transforms.index.base import MARK_OFF, MARK_ON, Hit, IndexTarget, IndexUnavailable, render_snippet
 from transforms.index.query import Query
-from transforms.records import IndexDoc, SnapshotEntry
+from transforms.records import EVERYONE, IndexDoc, SnapshotEntry
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SPLIT_ROWS = 50_000
 
 _SCHEMA = """
@@ -49,6 +50,7 @@ CREATE TABLE IF NOT EXISTS docs(
     mtime_ns INTEGER NOT NULL,
     last_modified TEXT NOT NULL,
     groups TEXT NOT NULL,
+    denied TEXT NOT NULL DEFAULT '[]',
     preparation_error TEXT NOT NULL,
     content_hash TEXT NOT NULL,
     etag TEXT NOT NULL,
@@ -73,7 +75,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
 );
 """
 _STORED = ("id", "url", "root", "title", "mimetype", "extension", "filename", "path", "size", "mtime_ns",
-           "last_modified", "groups", "preparation_error", "content_hash", "etag", "http_last_modified",
+           "last_modified", "groups", "denied", "preparation_error", "content_hash", "etag", "http_last_modified",
            "prep_fingerprint", "outlinks", "indexed_at")
 _UPSERT = (f"INSERT INTO docs({', '.join(_STORED)}) VALUES ({', '.join('?' * len(_STORED))}) "
            f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in _STORED[1:])} RETURNING rid")
@@ -134,7 +136,8 @@ class EmbeddedIndex(IndexTarget):
         row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
             db.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) == 1:  # version 2 only added the aux table, created above
+        elif int(row[0]) in (1, 2):  # version 2 added the aux table (created above), 3 the denied column
+            _add_denied_column(db)
             db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
         elif int(row[0]) != SCHEMA_VERSION:
             raise IndexUnavailable(f"{self.path}: index schema version {row[0]}, this beamtrawl reads version "
@@ -172,9 +175,9 @@ class EmbeddedIndex(IndexTarget):
     def read_snapshot(self, split: tuple[int, int]) -> Iterator[SnapshotEntry]:
         rows = self._connect().execute(
             "SELECT id, url, size, mtime_ns, prep_fingerprint, content_hash, etag, http_last_modified, groups, "
-            "outlinks FROM docs WHERE rid >= ? AND rid < ?", split)
-        for *row, groups, outlinks in rows:
-            yield SnapshotEntry(*row, json.loads(groups), json.loads(outlinks))
+            "outlinks, denied FROM docs WHERE rid >= ? AND rid < ?", split)
+        for *row, groups, outlinks, denied in rows:
+            yield SnapshotEntry(*row, json.loads(groups), json.loads(outlinks), json.loads(denied))
 
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
         try:
@@ -197,6 +200,7 @@ class EmbeddedIndex(IndexTarget):
     def _write(db: sqlite3.Connection, doc: IndexDoc) -> None:
         values = doc._asdict()
         values["groups"] = json.dumps(list(doc.groups))
+        values["denied"] = json.dumps(list(doc.denied))
         values["outlinks"] = json.dumps(list(doc.outlinks))
         (rid,) = db.execute(_UPSERT, [values[c] for c in _STORED]).fetchone()
         db.execute("DELETE FROM docs_fts WHERE rowid = ?", (rid,))
@@ -209,6 +213,11 @@ class EmbeddedIndex(IndexTarget):
             (rid, a.name, a.value if a.store or not a.tokenize else "", " ".join(tokens(a.value)) if a.tokenize else "",
              a.store, a.index, a.tokenize)
             for a in getattr(doc, "aux", ())])
+
+    def hide(self, ids: Sequence[str]) -> None:
+        marks = ", ".join("?" * len(ids))
+        with self._transaction() as db:
+            db.execute(f"UPDATE docs SET denied = ? WHERE id IN ({marks})", [json.dumps([EVERYONE]), *ids])
 
     def delete(self, ids: Sequence[str]) -> None:
         marks = ", ".join("?" * len(ids))
@@ -290,12 +299,23 @@ def _filter(name: str, value: str) -> tuple[str, list]:
 
 
 def _visible(groups) -> tuple[str, list]:
-    """Public documents, and those sharing a group with the searcher."""
+    """Public documents and those sharing a group with the searcher, unless one of the searcher's
+    groups (or EVERYONE, which every searcher holds) is denied."""
+    held = [*groups, EVERYONE]
+    marks = ", ".join("?" * len(held))
+    not_denied = (f"(docs.denied = '[]' OR NOT EXISTS (SELECT 1 FROM json_each(docs.denied) AS d "
+                  f"WHERE d.value IN ({marks})))")
     if not groups:
-        return "docs.groups = '[]'", []
-    marks = ", ".join("?" * len(groups))
-    return (f"(docs.groups = '[]' OR EXISTS (SELECT 1 FROM json_each(docs.groups) AS g WHERE g.value IN ({marks})))",
-            list(groups))
+        return f"docs.groups = '[]' AND {not_denied}", held
+    allowed = ", ".join("?" * len(groups))
+    shared = f"EXISTS (SELECT 1 FROM json_each(docs.groups) AS g WHERE g.value IN ({allowed}))"
+    return f"(docs.groups = '[]' OR {shared}) AND {not_denied}", [*groups, *held]
+
+
+def _add_denied_column(db: sqlite3.Connection) -> None:
+    """Schema version 3: an older ``docs`` table gets the ``denied`` column (every document: none)."""
+    if "denied" not in {row[1] for row in db.execute("PRAGMA table_info(docs)")}:
+        db.execute("ALTER TABLE docs ADD COLUMN denied TEXT NOT NULL DEFAULT '[]'")
 
 
 def _hit(url, title, filename, mimetype, size, last_modified, snippet, score, extra=None) -> Hit:

@@ -6,6 +6,7 @@
     documents (per branch) ─► BatchElements ─► Upsert ─► events (written, failed)
     totals of every event so far ──────(side input)──────────┐
     delete candidates ─► BatchElements ─────────────────────┴► DeleteBatch ─► events (deleted, …)
+    revoked documents ─► BatchElements ─► HideBatch ─► events (failures only; unguarded)
 
 The guard is a side input computed from every upsert's outcome, so no delete runs before all
 upserts are done; it withholds all deletes if any upsert failed, if the failed ratio passes
@@ -91,6 +92,36 @@ class WriteIndex(beam.PTransform):
             for n, docs in enumerate(branches)
         ]
         return tuple(events) | "WriteEvents" >> beam.Flatten().with_output_types(Event)
+
+
+class _HideBatch(beam.DoFn):
+    def __init__(self, target):
+        self.target = target
+
+    def process(self, batch):
+        try:
+            self.target.hide([entry.id for entry in batch])
+        except Exception as err:  # noqa: BLE001 - a document that stays visible is a write failure
+            for entry in batch:
+                yield event("failed", entry.url, "write", f"could not hide it: {err}")
+            yield event("write_failed", count=len(batch))
+
+    def teardown(self):
+        self.target.close()
+
+
+class HideRevoked(beam.PTransform):
+    """Documents whose access was revoked → events. Not held back by the delete guard: hiding
+    loses nothing, and a revoked reader must not find the document one crawl longer."""
+
+    def __init__(self, target):
+        super().__init__()
+        self.target = target
+
+    def expand(self, revoked):
+        return (revoked
+                | "BatchHides" >> beam.BatchElements(min_batch_size=50, max_batch_size=500)
+                | "HideBatch" >> beam.ParDo(_HideBatch(self.target)).with_output_types(Event))
 
 
 class SumByKind(beam.CombineFn):
