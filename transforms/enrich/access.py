@@ -67,7 +67,7 @@ class Access(NamedTuple):
 
 
 # POSIX ACL entry tags and permission bits (acl/libacl.h, the xattr's on-disk values).
-_USER_OBJ, _USER, _GROUP_OBJ, _GROUP, _MASK, _OTHER = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
+_TAG_USER, _TAG_GROUP_OBJ, _TAG_GROUP, _TAG_MASK = 0x02, 0x04, 0x08, 0x10  # and USER_OBJ, OTHER: the mode
 _READ, _SEARCH = 4, 1
 _ACL_XATTR = "system.posix_acl_access"
 _ACL_HEADER, _ACL_ENTRY = struct.Struct("<I"), struct.Struct("<HHI")
@@ -101,13 +101,13 @@ def _permits(subject: _Subject, uid: int, gid: int, mode: int, acl: bytes, want:
     users, groups, mask = {}, {gid: (mode >> 3) & 7}, 7
     if acl:
         for tag, perm, number in _ACL_ENTRY.iter_unpack(acl[_ACL_HEADER.size:]):
-            if tag == _USER:
+            if tag == _TAG_USER:
                 users[number] = perm
-            elif tag == _GROUP_OBJ:
+            elif tag == _TAG_GROUP_OBJ:
                 groups[gid] = perm
-            elif tag == _GROUP:
+            elif tag == _TAG_GROUP:
                 groups[number] = perm
-            elif tag == _MASK:
+            elif tag == _TAG_MASK:
                 mask = perm
     if subject.uid in users:
         return bool(users[subject.uid] & mask & want)
