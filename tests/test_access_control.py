@@ -23,6 +23,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from pipeline.config import ConfigError, parse_config
 from pipeline.crawl import preparation_fingerprint
 from tests.conftest import beamtrawl
+from tests.servers.samba import unix_user
 from transforms.enrich.access import Access, PosixOwnership, UrlRules, access_of
 from transforms.enrich.assign import AssignGroups
 from transforms.enrich.auxfields import RESERVED, AuxFieldSpec, aux_values
@@ -31,7 +32,6 @@ from transforms.index.opensearch import OpenSearchIndex
 from transforms.index.query import parse_query
 from transforms.preparators import BUILTIN, Prepared
 from transforms.prepare import make_document
-from tests.servers.samba import unix_user
 from transforms.records import EVERYONE, Entry, IndexDoc, use_row_coders
 from transforms.urls import doc_id
 
@@ -133,7 +133,8 @@ def _visible(access: Access, principals: set[str]) -> bool:
 
 
 def _opens(user: str, path: Path) -> bool:
-    return subprocess.run(["runuser", "-u", user, "--", "cat", str(path)], capture_output=True).returncode == 0
+    done = subprocess.run(["runuser", "-u", user, "--", "cat", str(path)], capture_output=True, check=False)
+    return done.returncode == 0
 
 
 POSIX_USERS = {"btpalice": ("btpstaff",), "btpbob": (), "btpcarol": ("btpstaff", "btpother")}

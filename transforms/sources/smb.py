@@ -51,6 +51,7 @@ _ACL_THREADS: ThreadPoolExecutor | None = None  # started on first use, per work
 _ACL_LOCAL = threading.local()
 ACL_CONNECTIONS = 4  # connections per worker process that read security descriptors
 _FAILURES = (OSError, ValueError, SMBException)  # a server that is down raises a plain ValueError
+STATUS_NETWORK_ACCESS_DENIED = 0xC00000CA  # a share refusing the user (smbprotocol has no name for it)
 
 
 class _Location:
@@ -85,8 +86,7 @@ def _reason(err: Exception) -> str:
 def _denied(err: Exception) -> bool:
     """Is this failure the server saying "access denied" (evidence), not a server that is down?"""
     status = getattr(err, "ntstatus", None) or getattr(err, "status", None)
-    return isinstance(err, AccessDenied) or status in (NtStatus.STATUS_ACCESS_DENIED,
-                                                       NtStatus.STATUS_NETWORK_ACCESS_DENIED)
+    return isinstance(err, AccessDenied) or status in (NtStatus.STATUS_ACCESS_DENIED, STATUS_NETWORK_ACCESS_DENIED)
 
 
 def _unavailable(url: str, what: str, err: Exception) -> Iterator:
