@@ -96,6 +96,7 @@ def summary(report: dict) -> str:
          f"{c['failed']} failed, {c['deleted']} deleted, {c['kept']} kept (incomplete listing)"),
         f"read {c['read']} documents, wrote {c['written']}; index holds {report.get('documents_in_index', '?')}",
         f"took {report['timings']['total_s']:.1f} s; report: {report.get('report_path', '')}",
+        *(f"warning: {w}" for w in report.get("warnings", ())),
     ]
     if report.get("pipeline_skipped"):
         lines.append(f"nothing to read: {report['pipeline_skipped']}")

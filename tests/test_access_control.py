@@ -371,6 +371,25 @@ def test_crawl_assigns_groups_and_a_rule_change_reindexes_only_what_changed(tmp_
     assert _search(config, "zebra", "finance") == ["readme.txt", "salaries.txt"]
 
 
+def test_url_rules_match_decoded_urls_and_a_rule_that_matched_nothing_is_a_warning(tmp_path, make_config, crawl):
+    """Issue 15, item 3: ``{regex: ".*/résumés/.*", groups: [hr]}`` left résumés/r.txt public."""
+    root = tmp_path / "docs"
+    for name in ("résumés/r.txt", "my drafts/d.txt", "plain.txt"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("walrus " + name, encoding="utf-8")
+    config = make_config(root, blacklist=[{"regex": ".*/my drafts/.*"}, {"regex": ".*/nothing here/.*"}],
+                         access_control=[{"url_rules": [{"regex": ".*/résumés/.*", "groups": ["hr"]},
+                                                        {"regex": ".*/no such folder/.*", "groups": ["x"]}]}])
+    run = crawl(config)
+    assert run.code == 0, run.stderr
+    assert _search(config, "walrus") == ["plain.txt"]
+    assert _search(config, "walrus", "hr") == ["plain.txt", "r.txt"]
+    assert run.report["warnings"] == [
+        "blacklist[1] (regex .*/nothing here/.*) matched no URL in this crawl",
+        "access_control[0].url_rules[1] (regex .*/no such folder/.*) matched no URL in this crawl"]
+    assert "warning: blacklist[1] (regex .*/nothing here/.*) matched no URL in this crawl" in run.stdout + run.stderr
+
+
 # -- the embedded index's schema change, and what re-prepares documents -----------------------------
 
 def test_a_version_1_index_is_migrated_by_a_crawl_and_refused_by_search_until_then(tmp_path):

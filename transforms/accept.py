@@ -1,7 +1,9 @@
 """The accept decision, written once: may a URL be crawled, and with which parse/index flags?
 
 regain's rule: a URL is accepted iff at least one whitelist entry matches and no blacklist entry
-does; the first matching whitelist entry gives the flags. beamtrawl adds scope: the URL must lie
+does; the first matching whitelist entry gives the flags. Entries match the URL as a person writes
+it (pipeline.config.UrlPattern); each that decides a URL is counted, and the report warns of an entry
+that decided nothing in a crawl (a rule that silently matches nothing is a hole, not a rule). beamtrawl adds scope: the URL must lie
 under one of the start URLs (by whole segments) and within ``max_depth``. Plugins then have their
 say (regain's order): ``check_dynamic_blacklist`` may reject what the rules accepted, and every
 decision is announced through ``on_accept_url`` or ``on_decline_url`` (plugins/hookspecs.py).
@@ -12,11 +14,22 @@ no hooks.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from plugins.hookspecs import Job
 from plugins.manager import PluginHost
 from transforms.urls import depth_below, is_under
+
+RULES_MATCHED = "rules_matched"  # Beam metrics namespace: one counter per rule that decided a URL
+
+
+def rule_matched(pattern) -> None:
+    """Count a URL decided by a whitelist, blacklist or url_rules entry (``pattern.where``), so the report
+    can warn of a rule that matched nothing. Without Beam loaded no pipeline runs here: nothing to count."""
+    metrics = sys.modules.get("apache_beam.metrics")
+    if metrics is not None and pattern.where:
+        metrics.Metrics.counter(RULES_MATCHED, pattern.where).inc()
 
 
 @dataclass(frozen=True)
@@ -62,7 +75,10 @@ class Rules:
         entry = next((w for w in self.whitelist if w.matches(url)), None)
         if entry is None:
             return Decision(False, reason="matches no whitelist entry")
-        if any(b.matches(url) for b in self.blacklist):
+        rule_matched(entry)
+        blocked = next((b for b in self.blacklist if b.matches(url)), None)
+        if blocked is not None:
+            rule_matched(blocked)
             return Decision(False, reason="matches a blacklist entry")
         if self.max_depth is not None and depth > self.max_depth:
             return Decision(False, reason=f"deeper than max_depth {self.max_depth}")

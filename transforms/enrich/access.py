@@ -38,6 +38,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from transforms.accept import rule_matched
 from transforms.records import EVERYONE
 from transforms.urls import is_under, url_to_path
 
@@ -47,7 +48,7 @@ _GROUP = re.compile(r"\S+")
 class UrlRules:
     """``[(UrlPattern, groups), ...]``: the first matching pattern gives the groups. A prefix matches
     by whole path segments (``/srv/hr`` is not a prefix of ``/srv/hrx``: a rule must not leak
-    to a neighbour), a regex the whole URL."""
+    to a neighbour), a regex the whole URL as a person writes it (``.*/résumés/.*``)."""
 
     def __init__(self, rules):
         self.rules = tuple(rules)
@@ -55,6 +56,7 @@ class UrlRules:
     def groups(self, entry) -> Sequence[str] | None:
         for pattern, groups in self.rules:
             if is_under(entry.url, pattern.prefix) if pattern.prefix is not None else pattern.matches(entry.url):
+                rule_matched(pattern)
                 return list(groups)
         return None
 
@@ -269,7 +271,8 @@ def parse_access_control(r, raw: Any) -> tuple:
                 if ("prefix" in rule) == ("regex" in rule):
                     raise r.fail(where, "needs exactly one of 'prefix' or 'regex'")
                 pattern = UrlPattern(prefix=r.url(rule["prefix"], f"{where}.prefix") if "prefix" in rule else None,
-                                     regex=r.regex(rule["regex"], f"{where}.regex") if "regex" in rule else None)
+                                     regex=r.regex(rule["regex"], f"{where}.regex") if "regex" in rule else None,
+                                     where=where)
                 rules.append((pattern, _group_names(r, rule["groups"], f"{where}.groups")))
             controllers.append(UrlRules(rules))
         elif "posix" in entry:
