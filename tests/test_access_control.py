@@ -158,6 +158,7 @@ def test_posix_controller_sees_folders_groups_and_acls_as_the_kernel_does(open_t
         "acl-file.txt": (0o600, 0, 0, ("g:btpstaff:r",)),
         "masked.txt": (0o600, 0, 0, ("u:btpbob:r", "m::-")),  # the mask takes bob's entry away
         "named-deny.txt": (0o644, 0, 0, ("u:btpbob:-",)),  # bob is named with no rights: other does not help
+        "two-groups.txt": (0o644, 0, 0, ("g:btpstaff:r", "g:btpother:-")),  # carol reads through staff
     }
     for name, (mode, uid, gid, acl) in tree.items():
         path = open_tree / name
@@ -185,6 +186,7 @@ def test_posix_controller_sees_folders_groups_and_acls_as_the_kernel_does(open_t
     assert posix.groups(_entry(f"file://{open_tree}/home/alice/cv.txt")) == Access(["user:btpalice", "user:root"], [])
     assert set(posix.groups(_entry(f"file://{open_tree}/staff/plan.txt")).groups) >= {"btpstaff", "user:btpcarol"}
     assert posix.groups(_entry(f"file://{open_tree}/pub/owner-cannot.txt")).denied == ["user:btpalice"]
+    assert "btpstaff" in posix.groups(_entry(f"file://{open_tree}/pub/staff-cannot.txt")).denied
     assert PosixOwnership(world_readable_group="everyone").groups(
         _entry(f"file://{open_tree}/pub/world.txt")) == Access(["everyone"], [])
     assert PosixOwnership(rename={"user:root": "admins"}).groups(

@@ -127,8 +127,8 @@ class PosixOwnership:
     The answer lists the users and groups that may read; a document a stranger may read is public.
     Users who may not read, though one of their groups is listed (or the document is public), are
     denied by name, so a member of ``staff`` whose own entry forbids reading does not find it; a
-    group whose entry forbids a public document is denied too (its members cannot read it). A user in
-    two groups, one denied, is denied (fail closed). Answers are cached per folder and per
+    group whose entry forbids a public document is denied too (to a searcher naming only the group)
+    unless one of its members may read it. Answers are cached per folder and per
     (owner, group, mode, ACL), so a tree costs about one stat and one getxattr per file. Users and
     groups are read from the system once per worker; a document no one may read (not even a user the
     system lists) is hidden (``denied: [EVERYONE]``).
@@ -191,12 +191,13 @@ class PosixOwnership:
         if not allowed:
             return Access([], [EVERYONE])
         public = stranger in readers
+        reading_gids = set().union(*(subjects[n][1].gids for n in readers if subjects[n][1].uid is not None))
         denied = set()
         for n, (principal, subject) in enumerate(subjects[:stranger]):
             if n in readers:
                 continue
-            if subject.uid is None:  # a group: denied when membership alone forbids a public document
-                if public:
+            if subject.uid is None:  # a group whose membership alone forbids a public document, unless a
+                if public and not subject.gids & reading_gids:  # member may read (non-readers: by name)
                     denied.add(self._name(principal))
             elif public or {self._name(p) for p, s in subjects if s.uid is None and s.gids & subject.gids} & allowed:
                 denied.add(self._name(principal))
