@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,6 +85,16 @@ def crawl():
         return CrawlRun(done.returncode, report, done.stdout, done.stderr)
 
     return run
+
+
+@pytest.fixture
+def shares_folder():
+    """Where a Samba test's shares live: outside pytest's tmp folders, which any pytest run on this
+    machine makes private to root again (smbd, acting as the share user, then answers "access denied")."""
+    folder = Path(tempfile.mkdtemp(prefix="beamtrawl-smb-", dir="/tmp"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

@@ -7,9 +7,7 @@ from __future__ import annotations
 import grp
 import json
 import os
-import shutil
 import sqlite3
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,16 +32,6 @@ def index_denied(config_dir: Path) -> dict[str, list[str]]:
     """{url: denied groups} straight from the embedded index."""
     with sqlite3.connect(config_dir / "index.sqlite") as db:
         return {url: json.loads(denied) for url, denied in db.execute("SELECT url, denied FROM docs")}
-
-
-@pytest.fixture
-def shares_folder():
-    """Where the shares live: outside pytest's tmp folders, which any pytest run on this machine makes
-    private to root again (smbd, acting as the share user, would then answer "access denied")."""
-    folder = Path(tempfile.mkdtemp(prefix="beamtrawl-smb-", dir="/tmp"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

@@ -14,12 +14,12 @@ preparation fingerprint and the same access groups and denies: such a document i
 written. A document in the index that was not found is deleted only if the rules no longer accept
 it, or if every folder above it was listed completely in this crawl; otherwise it is kept and counted.
 
-Access fails closed on evidence (DESIGN.md, invariant 7): a document the source found but now denies
-to EVERYONE (its ACL cannot be read: access denied; or it lets no one read), and an indexed document
-below a folder that now answers "access denied", is *revoked*: hidden from every searcher by an
-update that no delete guard holds back, since hiding loses nothing (the next crawl that may read it
-re-indexes it). Such a document that is not in the index yet is not indexed. A server that is down
-is no evidence: its subtree is only incomplete, and its documents stay as they are.
+Access fails closed on evidence (DESIGN.md, invariant 7): an indexed document at or below a URL a
+source reports as ACCESS_DENIED (a share or folder that answers "access denied", a file whose ACL the
+crawler is denied or that lets no one read), or found with ``denied`` holding EVERYONE, is *revoked*:
+hidden from every searcher by an update that no delete guard holds back, since hiding loses nothing
+(the next crawl that may read it re-indexes it). Such a document that is not in the index yet is not
+indexed. A server that is down is no evidence: its subtree is only incomplete, its documents stay.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ An older index is migrated when a crawl opens it (the table and column are added
 their auxiliary fields when they are re-prepared, which that crawl does because the preparation
 fingerprint covers the field definitions.
 
-Access groups are enforced inside the one SQL statement of a search (``_visible``), so ranking,
-snippets, exclusions and filters only ever see documents the searcher may read.
+Access groups and denies are enforced inside the one SQL statement of a search (``_visible``), so
+ranking, snippets, exclusions and filters only ever see documents the searcher may read.
 """
 
 from __future__ import annotations
