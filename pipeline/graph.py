@@ -6,7 +6,7 @@
                           └─► events   │                 │
     web start URLs (+ snapshot) ─► WebDiscover ─► entries, events (flattened with the above)
     index ─► ReadSnapshot ─► snapshot ───────────────► Freshness ─► new/changed ─► Prepare ─► WriteIndex
-                                                                 ├─► revoked ─► HideRevoked (at once)
+                                                                 ├─► access changed, revoked ─► UpdateAccess
                                                                  └─► vanished/rejected ─────────► DeleteLast
     all events ─► report files in the work folder (totals, problems)
 """
@@ -21,7 +21,7 @@ import smart_open
 from transforms.discover import Discover
 from transforms.enrich.assign import AssignGroups
 from transforms.freshness import Freshness
-from transforms.index.write import DeleteLast, HideRevoked, ReadSnapshot, SumByKind, WriteIndex
+from transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, UpdateAccess, WriteIndex
 from transforms.prepare import Prepare
 from transforms.records import ACCESS_DENIED, Entry, Event, FrontierItem, use_row_coders
 from transforms.sources.http.discover import WebDiscover, is_web
@@ -68,16 +68,15 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
 
     denied = discover_events | "AccessDeniedSubtrees" >> beam.FlatMap(
         lambda e: [e.url] if e.kind == ACCESS_DENIED else []).with_output_types(str)
-    to_prepare, to_delete, to_hide, freshness_events = (entries, snapshot, incomplete, denied) | (
+    to_prepare, to_delete, access_changes, freshness_events = (entries, snapshot, incomplete, denied) | (
         "Freshness" >> Freshness(rules, fingerprint))
-    hide_events = to_hide | "HideRevoked" >> HideRevoked(target)
+    access_events = [*access_events, access_changes | "UpdateAccess" >> UpdateAccess(target)]
     docs, prepare_events = to_prepare | "Prepare" >> Prepare(
         preparators, fingerprint, config.max_file_size, config.max_summary_length, config.preparation,
         rules.plugins, config.auxiliary_fields, source_settings)
     write_events = docs | "WriteIndex" >> WriteIndex(target, rules.plugins)
 
-    before_deletes = (discover_events, *access_events, freshness_events, prepare_events, write_events,
-                      hide_events) | (
+    before_deletes = (discover_events, *access_events, freshness_events, prepare_events, write_events) | (
         "EventsBeforeDeletes" >> beam.Flatten().with_output_types(Event))
     totals = before_deletes | "Totals" >> beam.CombineGlobally(SumByKind()).without_defaults()
     delete_events = (to_delete, totals) | "DeleteLast" >> DeleteLast(

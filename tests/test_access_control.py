@@ -315,7 +315,7 @@ def test_denies_win_over_groups_and_hidden_documents_reach_no_one(filled_target)
                           Prepared(title="Kestrel", content="kestrel nest"), "fp", 1000)
             for url, (groups, no) in denied.items()]
     assert filled_target.upsert(docs) == []
-    filled_target.hide([doc_id("file:///srv/deny/hidden.txt")])
+    filled_target.set_access([(doc_id("file:///srv/deny/hidden.txt"), ["staff"], [EVERYONE])])
     if isinstance(filled_target, OpenSearchIndex):
         filled_target.client.indices.refresh(index=filled_target.physical)
     assert _names(filled_target, "kestrel", ["staff"]) == ["user.txt"]
@@ -390,6 +390,27 @@ def test_url_rules_match_decoded_urls_and_a_rule_that_matched_nothing_is_a_warni
         "blacklist[1] (regex .*/nothing here/.*) matched no URL in this crawl",
         "access_control[0].url_rules[1] (regex .*/no such folder/.*) matched no URL in this crawl"]
     assert "warning: blacklist[1] (regex .*/nothing here/.*) matched no URL in this crawl" in run.stdout + run.stderr
+
+
+def test_narrowed_access_applies_at_once_even_when_the_re_read_fails(tmp_path, make_config, crawl):
+    """Issue 15, item 4: a document whose new access excludes a group is hidden from it at once, not
+    left with its old groups while (or because) reading it again fails."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "pay.txt").write_text("narwhal payroll", encoding="utf-8")
+    rules = [{"prefix": str(root), "groups": []}]
+    config = make_config(root, access_control=[{"url_rules": rules}])
+    assert crawl(config).code == 0
+    assert _search(config, "narwhal") == ["pay.txt"]
+    rules[0]["groups"] = ["hr"]
+    settings = yaml.safe_load(config.read_text(encoding="utf-8"))
+    settings["access_control"][0]["url_rules"] = rules
+    config.write_text(yaml.safe_dump(settings), encoding="utf-8")
+    (root / "pay.txt").chmod(0o000)  # the crawler (without DAC override) can no longer read it
+    run = crawl(config)
+    assert run.code == 1 and run.counts["changed"] == 1 and run.counts["failed"] == 1
+    assert _search(config, "narwhal") == []
+    assert _search(config, "narwhal", "hr") == ["pay.txt"]
 
 
 # -- the embedded index's schema change, and what re-prepares documents -----------------------------

@@ -5,7 +5,7 @@
     entries  (by id) ──┐
     snapshot (by id) ──┴► CoGroupByKey ─► Classify ─┬─► new, changed        ─► Prepare
           incomplete subtrees (side input) ─────────┤
-          access-denied subtrees (side input) ──────┼─► revoked             ─► hide batch (at once)
+          access-denied subtrees (side input) ──────┼─► access changed, revoked ─► access batch (at once)
                                                     ├─► vanished, rejected  ─► delete batch (last)
                                                     └─► events (new, changed, unchanged, kept, …)
 
@@ -20,6 +20,8 @@ crawler is denied or that lets no one read), or found with ``denied`` holding EV
 hidden from every searcher by an update that no delete guard holds back, since hiding loses nothing
 (the next crawl that may read it re-indexes it). Such a document that is not in the index yet is not
 indexed. A server that is down is no evidence: its subtree is only incomplete, its documents stay.
+A changed document whose groups or denies changed gets its new access by the same update at once,
+so a reader left out is not let in by the old version while it is re-read (or if the re-read fails).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import apache_beam as beam
 from transforms.progress import Tally
 from transforms.records import EVERYONE, Entry, SnapshotEntry
 
-PREPARE, DELETE, HIDE, EVENTS = "prepare", "delete", "hide", "events"
+PREPARE, DELETE, ACCESS, EVENTS = "prepare", "delete", "access", "events"
 
 
 def _ancestors(url: str):
@@ -88,6 +90,9 @@ class _Classify(beam.DoFn):
                     entry.size, entry.mtime_ns, self.fingerprint, sorted(entry.groups), sorted(entry.denied)):
                 self.tally.count("changed")
                 yield entry
+                if (sorted(old.groups), sorted(old.denied)) != (sorted(entry.groups), sorted(entry.denied)):
+                    yield beam.pvalue.TaggedOutput(ACCESS, SnapshotEntry(*old)._replace(
+                        groups=sorted(entry.groups), denied=sorted(entry.denied)))
             else:
                 self.tally.count("unchanged")
             return
@@ -110,12 +115,12 @@ class _Classify(beam.DoFn):
             self.tally.count("unchanged")
             return
         self.tally.count("revoked")
-        yield beam.pvalue.TaggedOutput(HIDE, SnapshotEntry(*old))
+        yield beam.pvalue.TaggedOutput(ACCESS, SnapshotEntry(*old)._replace(denied=[EVERYONE]))
 
 
 class Freshness(beam.PTransform):
     """(entries, snapshot, incomplete subtree URLs, access-denied subtree URLs)
-    → (to_prepare, to_delete, to_hide, events)."""
+    → (to_prepare, to_delete, access changes, events)."""
 
     def __init__(self, rules, fingerprint: str):
         super().__init__()
@@ -133,6 +138,6 @@ class Freshness(beam.PTransform):
             | "Classify" >> beam.ParDo(_Classify(self.rules, self.fingerprint),
                                        incomplete=beam.pvalue.AsList(incomplete),
                                        denied=beam.pvalue.AsList(denied))
-            .with_output_types(Entry).with_outputs(DELETE, HIDE, EVENTS, main=PREPARE)
+            .with_output_types(Entry).with_outputs(DELETE, ACCESS, EVENTS, main=PREPARE)
         )
-        return out[PREPARE], out[DELETE], out[HIDE], out[EVENTS]
+        return out[PREPARE], out[DELETE], out[ACCESS], out[EVENTS]

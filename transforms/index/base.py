@@ -85,9 +85,9 @@ class IndexTarget(ABC):
         """Worker: write documents (insert or replace by id); returns (url, reason) of failures."""
 
     @abstractmethod
-    def hide(self, ids: Sequence[str]) -> None:
-        """Worker: deny documents to every searcher (``denied = [EVERYONE]``), keeping them otherwise;
-        raises if the batch could not be hidden. The next crawl that can read them re-indexes them."""
+    def set_access(self, changes: Sequence[tuple[str, Sequence[str], Sequence[str]]]) -> None:
+        """Worker: (id, groups, denied) — change who may see documents, nothing else (a revoked one is
+        denied to EVERYONE); raises if the batch could not be written. Ids not in the index are skipped."""
 
     @abstractmethod
     def delete(self, ids: Sequence[str]) -> None:

@@ -220,14 +220,14 @@ class OpenSearchIndex(IndexTarget):
             failures += [(doc.url, f"index write failed: {_short(err)}") for doc in docs if doc.url not in done]
         return failures
 
-    def hide(self, ids: Sequence[str]) -> None:
-        actions = ({"_op_type": "update", "_index": self.physical, "_id": i, "doc": {"denied": [EVERYONE]}}
-                   for i in ids)
+    def set_access(self, changes: Sequence[tuple[str, Sequence[str], Sequence[str]]]) -> None:
+        actions = ({"_op_type": "update", "_index": self.physical, "_id": i,
+                    "doc": {"groups": list(groups), "denied": list(denied)}} for i, groups, denied in changes)
         errors = [item for ok, item in helpers.streaming_bulk(
             self.client, actions, chunk_size=1000, max_retries=8, initial_backoff=1, max_backoff=30,
             raise_on_error=False) if not ok and item["update"].get("status") != 404]
         if errors:
-            raise IndexUnavailable(f"{len(errors)} documents could not be hidden: {_item_error(errors[0]['update'])}")
+            raise IndexUnavailable(f"access of {len(errors)} documents not changed: {_item_error(errors[0]['update'])}")
 
     def delete(self, ids: Sequence[str]) -> None:
         actions = ({"_op_type": "delete", "_index": self.physical, "_id": i} for i in ids)

@@ -214,10 +214,10 @@ class EmbeddedIndex(IndexTarget):
              a.store, a.index, a.tokenize)
             for a in getattr(doc, "aux", ())])
 
-    def hide(self, ids: Sequence[str]) -> None:
-        marks = ", ".join("?" * len(ids))
+    def set_access(self, changes: Sequence[tuple[str, Sequence[str], Sequence[str]]]) -> None:
         with self._transaction() as db:
-            db.execute(f"UPDATE docs SET denied = ? WHERE id IN ({marks})", [json.dumps([EVERYONE]), *ids])
+            db.executemany("UPDATE docs SET groups = ?, denied = ? WHERE id = ?",
+                           [(json.dumps(list(groups)), json.dumps(list(denied)), i) for i, groups, denied in changes])
 
     def delete(self, ids: Sequence[str]) -> None:
         marks = ", ".join("?" * len(ids))

@@ -6,7 +6,7 @@
     documents (per branch) ─► BatchElements ─► Upsert ─► events (written, failed)
     totals of every event so far ──────(side input)──────────┐
     delete candidates ─► BatchElements ─────────────────────┴► DeleteBatch ─► events (deleted, …)
-    revoked documents ─► BatchElements ─► HideBatch ─► events (failures only; unguarded)
+    access changes ─► BatchElements ─► AccessBatch ─► events (failures only; unguarded)
 
 The guard is a side input computed from every upsert's outcome, so no delete runs before all
 upserts are done; it withholds all deletes if any upsert failed, if the failed ratio passes
@@ -94,34 +94,36 @@ class WriteIndex(beam.PTransform):
         return tuple(events) | "WriteEvents" >> beam.Flatten().with_output_types(Event)
 
 
-class _HideBatch(beam.DoFn):
+class _AccessBatch(beam.DoFn):
     def __init__(self, target):
         self.target = target
 
     def process(self, batch):
         try:
-            self.target.hide([entry.id for entry in batch])
+            self.target.set_access([(entry.id, list(entry.groups), list(entry.denied)) for entry in batch])
         except Exception as err:  # noqa: BLE001 - a document that stays visible is a write failure
             for entry in batch:
-                yield event("failed", entry.url, "write", f"could not hide it: {err}")
+                yield event("failed", entry.url, "write", f"could not change who may see it: {err}")
             yield event("write_failed", count=len(batch))
 
     def teardown(self):
         self.target.close()
 
 
-class HideRevoked(beam.PTransform):
-    """Documents whose access was revoked → events. Not held back by the delete guard: hiding
-    loses nothing, and a revoked reader must not find the document one crawl longer."""
+class UpdateAccess(beam.PTransform):
+    """Snapshot entries carrying new groups and denies (revoked ones: denied to EVERYONE) → events.
+    Written at once, beside the upserts and not held back by the delete guard: it loses nothing, and a
+    reader whose access was withdrawn must not find the document one crawl longer (not even when the
+    re-read of a changed document fails). An upsert of the same document writes the same access."""
 
     def __init__(self, target):
         super().__init__()
         self.target = target
 
-    def expand(self, revoked):
-        return (revoked
-                | "BatchHides" >> beam.BatchElements(min_batch_size=50, max_batch_size=500)
-                | "HideBatch" >> beam.ParDo(_HideBatch(self.target)).with_output_types(Event))
+    def expand(self, changes):
+        return (changes
+                | "BatchAccess" >> beam.BatchElements(min_batch_size=50, max_batch_size=500)
+                | "AccessBatch" >> beam.ParDo(_AccessBatch(self.target)).with_output_types(Event))
 
 
 class SumByKind(beam.CombineFn):
