@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python bench/enrich_bench.py [--docs 20000] [--queries 200]
+    python bench/enrich_bench.py [--docs 20000] [--queries 200] [--files 20000]
 
 In one run, on generated documents (about 1 KB of text each, three folder levels, half of them with
 one of four access groups), it measures:
@@ -12,9 +12,15 @@ one of four access groups), it measures:
     ``project``) against the same work with no auxiliary fields (the baseline). Both write N documents
     of the same text into fresh index files.
 (b) searching: mean milliseconds per query for the same word queries on the index of (a), as a
-    searcher holding two groups (documents with either group or none) against a public searcher
-    (documents without groups: the baseline); and ``project:p3`` (an auxiliary field filter) against
-    ``extension:txt`` (a column of the docs table).
+    searcher holding two groups (documents with either group or none, minus those denying one: an
+    eighth of the documents deny ``lab``) against a public searcher (documents without groups: the
+    baseline); and ``project:p3`` (an auxiliary field filter) against ``extension:txt`` (a column of
+    the docs table).
+(c) the posix access controller on a real tree (``--files`` files in folders of 100, three levels, a
+    quarter of the folders private or with an ACL entry): microseconds per file for its full rule
+    (every folder from ``/`` and ACLs, cached per folder and per mode/ACL) against the rule it
+    replaced (the file's own mode only: one stat and a cached name lookup, the baseline), and the full
+    rule without its caches.
 
 It prints the figures and their ratios to the baselines; no target is asserted.
 """
@@ -22,8 +28,12 @@ It prints the figures and their ratios to the baselines; no target is asserted.
 from __future__ import annotations
 
 import argparse
+import os
+import pwd
 import random
 import re
+import stat
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,13 +41,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from transforms.enrich.access import PosixOwnership
 from transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, AuxFieldSpec
 from transforms.index import EmbeddedIndex
 from transforms.index.query import parse_query
 from transforms.preparators import Prepared
 from transforms.prepare import make_document
 from transforms.records import Entry
-from transforms.urls import doc_id
+from transforms.urls import doc_id, path_to_url, url_to_path
 
 WORDS = ("apple", "banana", "cherry", "delta", "echo", "falcon", "glacier", "harbor", "island", "jungle", "kernel",
          "lantern", "meadow", "nebula", "orchard", "pepper", "quartz", "river", "saddle", "timber", "umbrella",
@@ -54,7 +65,7 @@ def entries(n: int, seed: int) -> list[tuple[Entry, Prepared]]:
         groups = [GROUPS[i % 4]] if i % 2 else []
         text = " ".join(rng.choice(WORDS) for _ in range(150))
         entry = Entry(doc_id(url), url, "file:///srv/projects", 3, len(text), i, "", None, "", [], "", "", "", "",
-                      groups)
+                      groups, ["lab"] if i % 8 == 1 else [])
         out.append((entry, Prepared(title=f"Document {i}", content=text)))
     return out
 
@@ -83,11 +94,51 @@ def search_ms(path: str, texts: list[str], groups, fields=("project",)) -> float
     return (time.perf_counter() - started) * 1000 / len(queries)
 
 
+def posix_tree(root: Path, files: int) -> list[str]:
+    """``files`` files, 100 per folder, folders three levels deep; every fourth folder private (0700)
+    or, every eighth, with an ACL entry for a group (``setfacl``, when the file system keeps ACLs)."""
+    urls = []
+    for n in range(files):
+        folder = root / f"a{n // 10_000}" / f"b{n // 1_000 % 10}" / f"c{n // 100 % 10}"
+        if n % 100 == 0:
+            folder.mkdir(parents=True, exist_ok=True)
+            if n // 100 % 4 == 1:
+                folder.chmod(0o700)
+            elif n // 100 % 8 == 3:
+                subprocess.run(["setfacl", "-m", "g:daemon:rx", str(folder)], check=False, capture_output=True)
+        path = folder / f"f{n}.txt"
+        path.write_bytes(b"x")
+        path.chmod(0o640 if n % 3 else 0o644)
+        urls.append(path_to_url(str(path)))
+    return urls
+
+
+def own_mode_only(urls: list[str]) -> None:
+    """The rule PosixOwnership followed before (issue 15): the file's own mode, names cached."""
+    names: dict[int, str] = {}
+    for url in urls:
+        st = os.stat(url_to_path(url))
+        if not st.st_mode & stat.S_IROTH:
+            names.setdefault(st.st_uid, pwd.getpwuid(st.st_uid).pw_name)
+
+
+def posix_us(urls: list[str], cached: bool) -> float:
+    controller = PosixOwnership()
+    started = time.perf_counter()
+    for url in urls:
+        if not cached:
+            controller._folders.clear()
+            controller._checks.clear()
+        controller.groups(Entry(doc_id(url), url, "", 0, 0, 0, "", None, "", [], "", "", "", ""))
+    return (time.perf_counter() - started) * 1e6 / len(urls)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--files", type=int, default=20_000)
     args = parser.parse_args()
     docs = entries(args.docs, args.seed)
     rng = random.Random(args.seed)
@@ -99,6 +150,15 @@ def main() -> int:
         grouped = search_ms(f"{work}/aux.sqlite", texts, ("hr", "lab"))
         by_column = search_ms(f"{work}/aux.sqlite", ["extension:txt"] * args.queries, ("hr", "lab"))
         by_aux = search_ms(f"{work}/aux.sqlite", ["project:p3"] * args.queries, ("hr", "lab"))
+    with tempfile.TemporaryDirectory(dir="/tmp") as work:
+        os.chmod(work, 0o755)
+        urls = posix_tree(Path(work), args.files)
+        own_mode_only(urls)  # warm the page cache
+        started = time.perf_counter()
+        own_mode_only(urls)
+        before = (time.perf_counter() - started) * 1e6 / len(urls)
+        full = posix_us(urls, cached=True)
+        uncached = posix_us(urls[: max(1, len(urls) // 20)], cached=False)
     print(f"{args.docs} documents, {args.queries} queries, embedded index (SQLite {__import__('sqlite3').sqlite_version})")
     print(f"(a) write, 3 auxiliary fields : {enriched:8.0f} docs/s   baseline no auxiliary fields {plain:8.0f} docs/s"
           f"   ratio {enriched / plain:.2f}")
@@ -106,6 +166,10 @@ def main() -> int:
           f"   ratio {grouped / public:.2f}")
     print(f"    filter project:p3 (aux)   : {by_aux:8.2f} ms/query baseline extension:txt         {by_column:8.2f} ms/query"
           f"   ratio {by_aux / by_column:.2f}")
+    print(f"(c) posix controller      : {full:8.1f} us/file  baseline own mode only          {before:8.1f} us/file"
+          f"   ratio {full / before:.2f}")
+    print(f"    posix without its caches  : {uncached:8.1f} us/file  (on 1/20 of the files)             "
+          f"   ratio {uncached / before:.2f}")
     return 0
 
 

@@ -20,7 +20,7 @@ from transforms.enrich.access import parse_access_control
 from transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, parse_aux_fields
 from transforms.preparators import BUILTIN, PreparatorSpec
 from transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds
-from transforms.urls import is_under, normalize_url
+from transforms.urls import is_under, normalize_url, readable_url
 
 #: Every default, spelled as in the YAML file.
 DEFAULTS: dict[str, Any] = {
@@ -60,18 +60,26 @@ class StartUrl:
 
 @dataclass(frozen=True)
 class UrlPattern:
-    """A whitelist or blacklist entry: a prefix (``startswith``) or a regex matching the whole URL."""
+    """A whitelist, blacklist or ``url_rules`` entry: a prefix (``startswith``; written as a person
+    writes it, it is normalised as URLs are, so ``/srv/résumés`` matches) or a regex matching the whole
+    URL as a person reads it — percent-escapes decoded, ``.*/résumés/.*`` and ``.*/my docs/.*`` —
+    or as it is stored (``r%C3%A9sum%C3%A9s``, what rules written before matched)."""
 
     prefix: str | None = None
     regex: re.Pattern | None = None
     parse: bool = True
     index: bool = True
     name: str | None = None
+    where: str = ""  # its place in the configuration (``whitelist[2]``), for the report
 
     def matches(self, url: str) -> bool:
         if self.prefix is not None:
             return url.startswith(self.prefix)
-        return self.regex.fullmatch(url) is not None
+        return self.regex.fullmatch(url) is not None or (
+            "%" in url and self.regex.fullmatch(readable_url(url)) is not None)
+
+    def describe(self) -> str:
+        return f"{self.where} ({'prefix ' + self.prefix if self.prefix is not None else 'regex ' + self.regex.pattern})"
 
 
 @dataclass(frozen=True)
@@ -314,6 +322,7 @@ def _patterns(r: _Reader, raw: Any, key: str, with_flags: bool) -> tuple[UrlPatt
             parse=r.boolean(entry.get("parse", True), f"{path}.parse"),
             index=r.boolean(entry.get("index", True), f"{path}.index"),
             name=r.string(entry["name"], f"{path}.name") if "name" in entry else None,
+            where=path,
         ))
     return tuple(patterns)
 

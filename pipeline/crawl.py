@@ -66,6 +66,24 @@ def _stage_seconds(result) -> dict[str, float]:
     return {name: round(s, 3) for name, s in sorted(seconds.items())}
 
 
+def _rules_unmatched(result, config) -> list[str]:
+    """Warnings for whitelist, blacklist and url_rules entries that decided no URL in this crawl (a
+    rule that silently matches nothing, such as a regex spelled with percent-escapes, is a hole)."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    from transforms.accept import RULES_MATCHED
+    from transforms.enrich.access import UrlRules
+
+    try:
+        counters = result.metrics().query(MetricsFilter().with_namespace(RULES_MATCHED))["counters"]
+    except Exception:  # noqa: BLE001 - a runner that reports no metrics cannot tell: no warnings
+        return []
+    matched = {c.key.metric.name for c in counters if (c.committed if c.committed is not None else c.attempted)}
+    patterns = [*config.whitelist, *config.blacklist,
+                *(p for c in config.access_control if isinstance(c, UrlRules) for p, _groups in c.rules)]
+    return [f"{p.describe()} matched no URL in this crawl" for p in patterns if p.where and p.where not in matched]
+
+
 class CrawlRefused(Exception):
     """The crawl cannot start (its report or work folder is not writable); ``str()`` is one line."""
 
@@ -156,10 +174,10 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
         with LiveProgress(progress):
             result = p.run()
             result.wait_until_finish()
-        stage_seconds = _stage_seconds(result)
+        stage_seconds, warnings = _stage_seconds(result), _rules_unmatched(result, config)
     except Exception as err:
         log.debug("pipeline failed", exc_info=True)
-        fatal, stage_seconds = f"the pipeline failed: {_one_line(err)}", {}
+        fatal, stage_seconds, warnings = f"the pipeline failed: {_one_line(err)}", {}, []
     ran = time.perf_counter()
 
     totals, problems, candidates = {}, [], []
@@ -174,6 +192,7 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
     report = reports.build_report(totals, problems, **context, fatal=fatal)
     if reports.exit_code(report) != reports.EXIT_FATAL and candidates:
         report = _delete_last(config, target, candidates, totals, problems, context, plugins)
+    report["warnings"] = warnings
     try:
         target.finish(succeeded=reports.exit_code(report) != reports.EXIT_FATAL)
     except Exception as err:  # noqa: BLE001 - e.g. the alias could not be swapped

@@ -6,6 +6,7 @@
                           └─► events   │                 │
     web start URLs (+ snapshot) ─► WebDiscover ─► entries, events (flattened with the above)
     index ─► ReadSnapshot ─► snapshot ───────────────► Freshness ─► new/changed ─► Prepare ─► WriteIndex
+                                                                 ├─► access changed, revoked ─► UpdateAccess
                                                                  └─► vanished/rejected ─────────► DeleteLast
     all events ─► report files in the work folder (totals, problems); DeleteLast writes the delete candidates
     there too: the driver deletes them last of all (pipeline/crawl.py)
@@ -21,9 +22,9 @@ import smart_open
 from transforms.discover import Discover
 from transforms.enrich.assign import AssignGroups
 from transforms.freshness import Freshness
-from transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, WriteIndex
+from transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, UpdateAccess, WriteIndex
 from transforms.prepare import Prepare
-from transforms.records import Entry, Event, FrontierItem, event, use_row_coders
+from transforms.records import ACCESS_DENIED, Entry, Event, FrontierItem, event, use_row_coders
 from transforms.sources.http.discover import WebDiscover, is_web
 from transforms.sources.settings import SourceSettings
 
@@ -71,8 +72,11 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
         access_events.append(failed_access)
         incomplete = (incomplete, keep) | "KeepUnknownGroups" >> beam.Flatten().with_output_types(str)
 
-    to_prepare, to_delete, freshness_events = (entries, snapshot, incomplete) | "Freshness" >> Freshness(
-        rules, fingerprint)
+    denied = discover_events | "AccessDeniedSubtrees" >> beam.FlatMap(
+        lambda e: [e.url] if e.kind == ACCESS_DENIED else []).with_output_types(str)
+    to_prepare, to_delete, access_changes, freshness_events = (entries, snapshot, incomplete, denied) | (
+        "Freshness" >> Freshness(rules, fingerprint))
+    access_events = [*access_events, access_changes | "UpdateAccess" >> UpdateAccess(target)]
     docs, prepare_events = to_prepare | "Prepare" >> Prepare(
         preparators, fingerprint, config.max_file_size, config.max_summary_length, config.preparation,
         rules.plugins, config.auxiliary_fields, source_settings)

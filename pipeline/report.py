@@ -11,7 +11,7 @@ COUNTS = ("discovered", "accepted", "declined", "new", "changed", "unchanged", "
           "written", "failed", "deleted", "kept", "vanished", "no_longer_accepted", "delete_withheld",
           "incomplete", "oversize", "duplicate", "skipped", "symlink_skipped", "listed", "in_index",
           "write_failed", "plugin_failed", "truncated", "metadata_only", "fallback", "fetched", "not_modified",
-          "dead_link", "robots_denied", "unsupported", "skipped_unread")
+          "dead_link", "robots_denied", "unsupported", "skipped_unread", "revoked")
 
 EXIT_OK, EXIT_DOCUMENTS_FAILED, EXIT_FATAL = 0, 1, 2
 
@@ -104,6 +104,7 @@ def summary(report: dict) -> str:
          f"{c['failed']} failed, {c['deleted']} deleted, {c['kept']} kept (incomplete listing)"),
         f"read {c['read']} documents, wrote {c['written']}; index holds {report.get('documents_in_index', '?')}",
         f"took {report['timings']['total_s']:.1f} s; report: {report.get('report_path', '')}",
+        *(f"warning: {w}" for w in report.get("warnings", ())),
     ]
     if c["unsupported"]:
         lines.append(f"{c['unsupported']} documents of types no preparator reads: indexed by name, not failed")

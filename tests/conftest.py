@@ -90,6 +90,16 @@ def crawl():
 
 
 @pytest.fixture
+def shares_folder():
+    """Where a Samba test's shares live: outside pytest's tmp folders, which any pytest run on this
+    machine makes private to root again (smbd, acting as the share user, then answers "access denied")."""
+    folder = Path(tempfile.mkdtemp(prefix="beamtrawl-smb-", dir="/tmp"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
 def search():
     """``beamtrawl search QUERY --config CONFIG --json`` → list of hits."""
 

@@ -13,14 +13,15 @@ if ! ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/null || !
    || ! command -v sox >/dev/null || ! dpkg -s libsox-fmt-mp3 >/dev/null 2>&1 \
    || ! command -v smbd >/dev/null || ! command -v smbclient >/dev/null || ! command -v dovecot >/dev/null \
    || [ ! -x /usr/libexec/samba/samba-dcerpcd ] \
-   || ! command -v openssl >/dev/null || ! command -v mandoc >/dev/null; then
+   || ! command -v openssl >/dev/null || ! command -v mandoc >/dev/null \
+   || ! command -v setfacl >/dev/null; then
   apt-get update -qq
   if [ ! -e /usr/sbin/policy-rc.d ]; then  # install the servers without starting their system services
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
   fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 util-linux maven openjdk-17-jdk-headless \
-    sox libsox-fmt-mp3 samba smbclient dovecot-imapd openssl mandoc
+    sox libsox-fmt-mp3 samba smbclient dovecot-imapd openssl mandoc acl
 fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)
 python -m pip install --quiet --disable-pip-version-check -e ".[test]"

@@ -10,6 +10,7 @@ import pwd
 import re
 import shutil
 import sqlite3
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -22,7 +23,8 @@ from apache_beam.testing.util import assert_that, equal_to
 from pipeline.config import ConfigError, parse_config
 from pipeline.crawl import preparation_fingerprint
 from tests.conftest import beamtrawl
-from transforms.enrich.access import PosixOwnership, UrlRules, groups_of
+from tests.servers.samba import unix_user
+from transforms.enrich.access import Access, PosixOwnership, UrlRules, access_of
 from transforms.enrich.assign import AssignGroups
 from transforms.enrich.auxfields import RESERVED, AuxFieldSpec, aux_values
 from transforms.index import EmbeddedIndex, IndexUnavailable
@@ -30,7 +32,7 @@ from transforms.index.opensearch import OpenSearchIndex
 from transforms.index.query import parse_query
 from transforms.preparators import BUILTIN, Prepared
 from transforms.prepare import make_document
-from transforms.records import Entry, IndexDoc, use_row_coders
+from transforms.records import EVERYONE, Entry, IndexDoc, use_row_coders
 from transforms.urls import doc_id
 
 BASE = {"start": [{"url": "/srv/acl"}], "index": {"path": "i.sqlite"}}
@@ -93,7 +95,7 @@ def test_aux_field_names_cannot_shadow_standard_fields():
 
 # -- controllers -----------------------------------------------------------------------------------
 
-def test_url_rules_first_match_and_posix_modes_on_real_files(tmp_path):
+def test_url_rules_first_match(tmp_path):
     config = _config(access_control=[{"url_rules": [
         {"prefix": "/srv/acl/hr", "groups": ["hr"]},
         {"regex": ".*/public/.*", "groups": []},
@@ -107,18 +109,88 @@ def test_url_rules_first_match_and_posix_modes_on_real_files(tmp_path):
     assert rules.groups(_entry("file:///srv/other/x.txt")) is None
     assert rules.groups(_entry("file:///srv/acl/hrx/a.txt")) == ["staff"]  # prefixes match whole segments
 
-    posix = PosixOwnership(rename={"root": "admins"})
-    modes = {"world.txt": 0o644, "group.txt": 0o640, "owner.txt": 0o600, "nobody.txt": 0o000}
-    for name, mode in modes.items():
-        (tmp_path / name).write_text("x", encoding="utf-8")
-        (tmp_path / name).chmod(mode)
-    owner = "user:" + pwd.getpwuid(os.getuid()).pw_name
-    group = grp.getgrgid(os.getgid()).gr_name
-    group = "admins" if group == "root" else group
-    got = {name: posix.groups(_entry(f"file://{tmp_path}/{name}")) for name in modes}
-    assert got == {"world.txt": [], "group.txt": [owner, group], "owner.txt": [owner], "nobody.txt": [owner]}
-    assert PosixOwnership(world_readable_group="everyone").groups(_entry(f"file://{tmp_path}/world.txt")) == [
-        "everyone"]
+
+
+# -- the posix controller against what each user can really open -----------------------------------
+
+@pytest.fixture
+def open_tree():
+    """A folder every user may reach (pytest's own tmp folders are private to their owner)."""
+    folder = Path(tempfile.mkdtemp(prefix="beamtrawl-posix-", dir="/tmp"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _setfacl(path: Path, *entries: str) -> None:
+    subprocess.run(["setfacl", "-m", ",".join(entries), str(path)], check=True)
+
+
+def _visible(access: Access, principals: set[str]) -> bool:
+    """What the index lets a searcher holding ``principals`` see (the rule of both targets)."""
+    allowed = not access.groups or bool(principals & set(access.groups))
+    return allowed and not (principals | {EVERYONE}) & set(access.denied)
+
+
+def _opens(user: str, path: Path) -> bool:
+    done = subprocess.run(["runuser", "-u", user, "--", "cat", str(path)], capture_output=True, check=False)
+    return done.returncode == 0
+
+
+POSIX_USERS = {"btpalice": ("btpstaff",), "btpbob": (), "btpcarol": ("btpstaff", "btpother")}
+
+
+def test_posix_controller_sees_folders_groups_and_acls_as_the_kernel_does(open_tree):
+    """Every folder from / down must let the user search it, the file must let it read; POSIX ACLs
+    (named users and groups, the mask) count. Each answer is compared with what ``runuser`` as that
+    user can open."""
+    uids = {user: unix_user(user, groups) for user, groups in POSIX_USERS.items()}
+    staff = grp.getgrnam("btpstaff").gr_gid
+    tree = {  # path → (mode, owner, group, ACL entries); folders end with "/"
+        "pub/": (0o755, 0, 0, ()), "pub/world.txt": (0o644, 0, 0, ()),
+        "pub/owner-cannot.txt": (0o044, uids["btpalice"], 0, ()),  # others may, its owner may not
+        "pub/staff-cannot.txt": (0o604, 0, staff, ()),  # the group class forbids what other allows
+        "home/": (0o755, 0, 0, ()), "home/alice/": (0o700, uids["btpalice"], 0, ()),
+        "home/alice/cv.txt": (0o644, uids["btpalice"], 0, ()),  # 0644 in a private home
+        "staff/": (0o750, 0, staff, ()), "staff/plan.txt": (0o644, 0, 0, ()),
+        "acl/": (0o700, 0, 0, ("u:btpbob:x",)), "acl/bob.txt": (0o644, 0, 0, ()),
+        "acl-group/": (0o700, 0, 0, ("g:btpother:rx",)), "acl-group/other.txt": (0o640, 0, 0, ("g:btpother:r",)),
+        "acl-file.txt": (0o600, 0, 0, ("g:btpstaff:r",)),
+        "masked.txt": (0o600, 0, 0, ("u:btpbob:r", "m::-")),  # the mask takes bob's entry away
+        "named-deny.txt": (0o644, 0, 0, ("u:btpbob:-",)),  # bob is named with no rights: other does not help
+        "two-groups.txt": (0o644, 0, 0, ("g:btpstaff:r", "g:btpother:-")),  # carol reads through staff
+    }
+    for name, (mode, uid, gid, acl) in tree.items():
+        path = open_tree / name
+        if name.endswith("/"):
+            path.mkdir()
+        else:
+            path.write_text("x", encoding="utf-8")
+        os.chown(path, uid, gid)
+        path.chmod(mode)
+        if acl:
+            _setfacl(path, *acl)
+    posix = PosixOwnership()
+    mismatches = []
+    for name in tree:
+        if name.endswith("/"):
+            continue
+        access = posix.groups(_entry(f"file://{open_tree}/{name}"))
+        for user in (*POSIX_USERS, "nobody"):
+            principals = {f"user:{user}", *(grp.getgrgid(g).gr_name for g in os.getgrouplist(
+                user, pwd.getpwnam(user).pw_gid))}
+            if _visible(access, principals) != _opens(user, open_tree / name):
+                mismatches.append((name, user, access))
+    assert mismatches == []
+    assert posix.groups(_entry(f"file://{open_tree}/pub/world.txt")) == Access([], [])
+    assert posix.groups(_entry(f"file://{open_tree}/home/alice/cv.txt")) == Access(["user:btpalice", "user:root"], [])
+    assert set(posix.groups(_entry(f"file://{open_tree}/staff/plan.txt")).groups) >= {"btpstaff", "user:btpcarol"}
+    assert posix.groups(_entry(f"file://{open_tree}/pub/owner-cannot.txt")).denied == ["user:btpalice"]
+    assert "btpstaff" in posix.groups(_entry(f"file://{open_tree}/pub/staff-cannot.txt")).denied
+    assert PosixOwnership(world_readable_group="everyone").groups(
+        _entry(f"file://{open_tree}/pub/world.txt")) == Access(["everyone"], [])
+    assert PosixOwnership(rename={"user:root": "admins"}).groups(
+        _entry(f"file://{open_tree}/masked.txt")) == Access(["admins"], [])
     assert posix.groups(_entry("https://example.org/a")) is None
 
 
@@ -126,17 +198,17 @@ def test_first_answer_wins_and_the_sources_groups_stay_without_one():
     hr = UrlRules([(_config(access_control=[{"url_rules": [{"prefix": "/srv/acl/hr", "groups": ["hr"]}]}])
                     .access_control[0].rules[0][0], ["hr"])])
     public = UrlRules([(hr.rules[0][0], [])])
-    assert groups_of([hr, public], _entry("file:///srv/acl/hr/a.txt", ["from-acl"])) == ["hr"]
-    assert groups_of([public, hr], _entry("file:///srv/acl/hr/a.txt", ["from-acl"])) == []
-    assert groups_of([hr], _entry("file:///srv/acl/other.txt", ["smb-group"])) == ["smb-group"]
-    assert groups_of([], _entry("file:///srv/acl/other.txt", ["b", "a", "b"])) == ["a", "b"]
+    assert access_of([hr, public], _entry("file:///srv/acl/hr/a.txt", ["from-acl"])) == Access(["hr"], [])
+    assert access_of([public, hr], _entry("file:///srv/acl/hr/a.txt", ["from-acl"])) == Access([], [])
+    assert access_of([hr], _entry("file:///srv/acl/other.txt", ["smb-group"])) == Access(["smb-group"], [])
+    assert access_of([], _entry("file:///srv/acl/other.txt", ["b", "a", "b"])) == Access(["a", "b"], [])
 
     class Bad:
         def groups(self, entry):
             return ["two words"]
 
     with pytest.raises(ValueError, match="without spaces"):
-        groups_of([Bad()], _entry("file:///srv/acl/a.txt"))
+        access_of([Bad()], _entry("file:///srv/acl/a.txt"))
 
 
 def test_access_control_configuration_errors():
@@ -234,6 +306,31 @@ def test_groups_open_exactly_their_documents_with_snippets_and_stored_aux_fields
         assert not re.search("salar|payroll|board|merger", hit.snippet + hit.title), hit
 
 
+def test_denies_win_over_groups_and_hidden_documents_reach_no_one(filled_target):
+    """A searcher holding any denied group does not see the document, whatever group lets it in: a
+    user denied in a group that is allowed, and a group denied with a member allowed (issue 15, 5)."""
+    denied = {"file:///srv/deny/user.txt": (["staff"], ["bob"]), "file:///srv/deny/group.txt": (["bob"], ["staff"]),
+              "file:///srv/deny/hidden.txt": (["staff"], [])}
+    docs = [make_document(_entry(url, groups)._replace(denied=no), "text/plain", b"kestrel",
+                          Prepared(title="Kestrel", content="kestrel nest"), "fp", 1000)
+            for url, (groups, no) in denied.items()]
+    assert filled_target.upsert(docs) == []
+    filled_target.set_access([(doc_id("file:///srv/deny/hidden.txt"), ["staff"], [EVERYONE])])
+    if isinstance(filled_target, OpenSearchIndex):
+        filled_target.client.indices.refresh(index=filled_target.physical)
+    assert _names(filled_target, "kestrel", ["staff"]) == ["user.txt"]
+    assert _names(filled_target, "kestrel", ["bob"]) == ["group.txt"]
+    assert _names(filled_target, "kestrel", ["bob", "staff"]) == []
+    assert _names(filled_target, "kestrel", ["staff", "*"]) == ["user.txt"]  # naming "*" opens nothing hidden
+    assert _names(filled_target, "kestrel") == []
+    splits = filled_target.snapshot_splits()
+    snapshot = {s.url: list(s.denied) for split in splits for s in filled_target.read_snapshot(split)}
+    filled_target.finish(succeeded=True)
+    assert snapshot["file:///srv/deny/hidden.txt"] == [EVERYONE]
+    assert snapshot["file:///srv/deny/user.txt"] == ["bob"]
+    assert snapshot["file:///srv/acl/hr/salaries.txt"] == []
+
+
 # -- end to end on the embedded index: controllers in the crawl, a change of groups re-indexes ------
 
 def _search(config: Path, text: str, groups: str = "") -> list[str]:
@@ -243,8 +340,9 @@ def _search(config: Path, text: str, groups: str = "") -> list[str]:
     return sorted(h["url"].rsplit("/", 1)[-1] for h in json.loads(done.stdout))
 
 
-def test_crawl_assigns_groups_and_a_rule_change_reindexes_only_what_changed(tmp_path, make_config, crawl):
-    root = tmp_path / "acl"
+def test_crawl_assigns_groups_and_a_rule_change_reindexes_only_what_changed(tmp_path, open_tree, make_config,
+                                                                           crawl):
+    root = open_tree / "acl"
     files = {"public/readme.txt": ("zebra readme", 0o644), "hr/salaries.txt": ("zebra salaries", 0o644),
              "private/diary.txt": ("zebra diary", 0o600), "team/plan.txt": ("zebra plan", 0o640)}
     for name, (text, mode) in files.items():
@@ -273,6 +371,46 @@ def test_crawl_assigns_groups_and_a_rule_change_reindexes_only_what_changed(tmp_
     assert second.code == 0, second.stderr
     assert (second.counts["changed"], second.counts["unchanged"], second.counts["written"]) == (1, 3, 1)
     assert _search(config, "zebra", "finance") == ["readme.txt", "salaries.txt"]
+
+
+def test_url_rules_match_decoded_urls_and_a_rule_that_matched_nothing_is_a_warning(tmp_path, make_config, crawl):
+    """Issue 15, item 3: ``{regex: ".*/résumés/.*", groups: [hr]}`` left résumés/r.txt public."""
+    root = tmp_path / "docs"
+    for name in ("résumés/r.txt", "my drafts/d.txt", "plain.txt"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("walrus " + name, encoding="utf-8")
+    config = make_config(root, blacklist=[{"regex": ".*/my drafts/.*"}, {"regex": ".*/nothing here/.*"}],
+                         access_control=[{"url_rules": [{"regex": ".*/résumés/.*", "groups": ["hr"]},
+                                                        {"regex": ".*/no such folder/.*", "groups": ["x"]}]}])
+    run = crawl(config)
+    assert run.code == 0, run.stderr
+    assert _search(config, "walrus") == ["plain.txt"]
+    assert _search(config, "walrus", "hr") == ["plain.txt", "r.txt"]
+    assert run.report["warnings"] == [
+        "blacklist[1] (regex .*/nothing here/.*) matched no URL in this crawl",
+        "access_control[0].url_rules[1] (regex .*/no such folder/.*) matched no URL in this crawl"]
+    assert "warning: blacklist[1] (regex .*/nothing here/.*) matched no URL in this crawl" in run.stdout + run.stderr
+
+
+def test_narrowed_access_applies_at_once_even_when_the_re_read_fails(tmp_path, make_config, crawl):
+    """Issue 15, item 4: a document whose new access excludes a group is hidden from it at once, not
+    left with its old groups while (or because) reading it again fails."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "pay.txt").write_text("narwhal payroll", encoding="utf-8")
+    rules = [{"prefix": str(root), "groups": []}]
+    config = make_config(root, access_control=[{"url_rules": rules}])
+    assert crawl(config).code == 0
+    assert _search(config, "narwhal") == ["pay.txt"]
+    rules[0]["groups"] = ["hr"]
+    settings = yaml.safe_load(config.read_text(encoding="utf-8"))
+    settings["access_control"][0]["url_rules"] = rules
+    config.write_text(yaml.safe_dump(settings), encoding="utf-8")
+    (root / "pay.txt").chmod(0o000)  # the crawler (without DAC override) can no longer read it
+    run = crawl(config)
+    assert run.code == 1 and run.counts["changed"] == 1 and run.counts["failed"] == 1
+    assert _search(config, "narwhal") == []
+    assert _search(config, "narwhal", "hr") == ["pay.txt"]
 
 
 # -- the embedded index's schema change, and what re-prepares documents -----------------------------

@@ -28,9 +28,15 @@ def index_rows(config_dir: Path) -> dict[str, tuple[list[str], str]]:
                     "SELECT d.url, d.groups, f.content FROM docs d JOIN docs_fts f ON f.rowid = d.rid")}
 
 
+def index_denied(config_dir: Path) -> dict[str, list[str]]:
+    """{url: denied groups} straight from the embedded index."""
+    with sqlite3.connect(config_dir / "index.sqlite") as db:
+        return {url: json.loads(denied) for url, denied in db.execute("SELECT url, denied FROM docs")}
+
+
 @pytest.fixture
-def samba(tmp_path):
-    share, private = tmp_path / "share", tmp_path / "private"
+def samba(tmp_path, shares_folder):
+    share, private = shares_folder / "share", shares_folder / "private"
     files = {"public.txt": "public notice for everyone", "report.txt": "quarterly report for staff",
              "denied-bob.txt": "salary table not for bob", "everyone-denied.txt": "locked away",
              "Ünïcödé/naïve café.txt": "crème brûlée recipe", "secret/plans.txt": "secret plans"}
@@ -82,7 +88,8 @@ def test_share_with_acls_unicode_denied_folder_and_offline_server(samba, tmp_pat
     problems = first.problems("discover")
     assert problems[f"{docs}/secret"] == "cannot list folder: STATUS_ACCESS_DENIED"
     assert problems[private].startswith("unavailable: ")
-    assert problems[f"{docs}/everyone-denied.txt"] == "its access control list lets no one read it"
+    assert problems[f"{docs}/everyone-denied.txt"] == (
+        "its access control list lets no one read it; hidden from every searcher")
     unicode_url = f"{docs}/%C3%9Cn%C3%AFc%C3%B6d%C3%A9/na%C3%AFve%20caf%C3%A9.txt"
     assert index_rows(tmp_path) == {
         f"{docs}/public.txt": (["everyone"], "public notice for everyone"),
@@ -90,6 +97,7 @@ def test_share_with_acls_unicode_denied_folder_and_offline_server(samba, tmp_pat
         f"{docs}/denied-bob.txt": (["alice", "crawler"], "salary table not for bob"),
         unicode_url: (["alice", "crawler"], "crème brûlée recipe"),
     }
+    assert index_denied(tmp_path)[f"{docs}/denied-bob.txt"] == ["bob"]
     assert [h["url"] for h in search(config, "brûlée", groups="alice")] == [unicode_url]
     assert search(config, "brûlée", groups="bob") == search(config, "brûlée") == []  # not bob's, not public
 
@@ -112,3 +120,82 @@ def test_share_with_acls_unicode_denied_folder_and_offline_server(samba, tmp_pat
         for text in (json.dumps(run.report), run.stdout, run.stderr):
             assert PASSWORDS["btcrawl"] not in text
     assert PASSWORDS["btcrawl"].encode() not in (tmp_path / "index.sqlite").read_bytes()
+
+
+def test_revoked_access_hides_at_once_denies_win_and_a_server_down_changes_nothing(samba, shares_folder, tmp_path,
+                                                                                 make_config, crawl, search):
+    """Issue 15, items 4 and 5. Indexed while everyone could read; then one file allowed to staff only
+    (the crawler may no longer read its ACL), one denying everyone, a folder locked to alice: the next
+    crawl hides all three at once, under a failure ratio that withholds deletes. A user denied in an
+    allowed group, and a group denied with a member allowed, are hidden from that searcher."""
+    sid = {user: samba.sid(user) for user in PASSWORDS}
+    staff = f"S-1-22-2-{grp.getgrnam('btstaff').gr_gid}"
+    admin = {"port": samba.port, "username": "btadmin", "password": PASSWORDS["btadmin"]}
+    folder = shares_folder / "share" / "revoke"
+    texts = {"staff-only.txt": "ocelot staff only", "deny-all.txt": "ocelot deny all", "open.txt": "ocelot open",
+             "locked/inside.txt": "ocelot locked inside", "deny-bob.txt": "ocelot not bob",
+             "deny-staff.txt": "ocelot not staff"}
+    for name, text in texts.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+        os.chmod(folder / name, 0o666)
+    for path in (folder, folder / "locked"):
+        os.chmod(path, 0o777)
+    unc = r"\\127.0.0.1\docs\revoke"
+    everyone = [("allow", "S-1-1-0", FULL)]
+    for name in ("", r"\locked", r"\staff-only.txt", r"\deny-all.txt", r"\open.txt", r"\locked\inside.txt"):
+        set_acl(unc + name, everyone, **admin)
+    set_acl(unc + r"\deny-bob.txt", [("deny", sid["btbob"], READ), ("allow", staff, READ),
+                                     ("allow", sid["btcrawl"], READ)], **admin)
+    set_acl(unc + r"\deny-staff.txt", [("deny", staff, READ), ("allow", sid["btbob"], READ),
+                                       ("allow", sid["btcrawl"], READ)], **admin)
+    secret_file = tmp_path / "crawl.password"
+    secret_file.write_text(PASSWORDS["btcrawl"], encoding="utf-8")
+    root = samba.url("docs", "revoke")
+    names = {sid["btcrawl"]: "crawler", sid["btalice"]: "alice", sid["btbob"]: "bob", "S-1-1-0": "everyone",
+             staff: "staff"}
+    config = make_config(tmp_path, start=[{"url": root}], whitelist=[{"prefix": root}],
+                         credentials=[{"url": samba.url(), "username": "btcrawl", "password_file": str(secret_file)}],
+                         smb={"sid_names": names}, max_failed_ratio=0.0)
+
+    def found(groups: str) -> list[str]:
+        return sorted(h["url"].rsplit("/", 1)[-1] for h in search(config, "ocelot", groups=groups))
+
+    first = crawl(config)
+    assert first.code == 0, first.stderr
+    assert found("everyone") == ["deny-all.txt", "inside.txt", "open.txt", "staff-only.txt"]
+    # item 5: deny bob, allow staff (bob is in staff) / deny staff, allow bob
+    assert index_denied(tmp_path)[f"{root}/deny-bob.txt"] == ["bob"]
+    assert found("alice,staff") == ["deny-bob.txt"]
+    assert found("bob,staff") == []
+    assert found("bob") == ["deny-staff.txt"]
+
+    set_acl(unc + r"\staff-only.txt", [("allow", staff, READ)], **admin)  # the crawler may not read the ACL
+    set_acl(unc + r"\deny-all.txt", [("deny", "S-1-1-0", READ), ("allow", "S-1-1-0", FULL)], **admin)
+    set_acl(unc + r"\locked", [("allow", sid["btalice"], FULL)], **admin)
+    second = crawl(config)
+    assert second.code == 1, second.stderr  # the locked folder is an incomplete listing
+    assert second.counts["revoked"] == 3 and second.counts.get("deleted", 0) == 0
+    assert found("everyone") == ["open.txt"]
+    assert found("everyone,staff,alice,crawler") == ["deny-bob.txt", "open.txt"]
+    denied = index_denied(tmp_path)
+    assert [denied[f"{root}/{name}"] for name in ("staff-only.txt", "deny-all.txt", "locked/inside.txt")] == [
+        ["*"]] * 3
+    problems = second.problems("discover")
+    assert problems[f"{root}/staff-only.txt"] == (
+        "cannot read its access control list: STATUS_ACCESS_DENIED; hidden from every searcher")
+
+    third = crawl(config)  # hidden ones stay hidden and are not rewritten
+    assert third.counts.get("revoked", 0) == 0 and third.counts.get("written", 0) == 0
+    assert found("everyone") == ["open.txt"]
+
+    set_acl(unc + r"\staff-only.txt", everyone, **admin)  # readable again: indexed again
+    fourth = crawl(config)
+    assert fourth.counts["changed"] == 1
+    assert found("everyone") == ["open.txt", "staff-only.txt"]
+
+    samba.stop()  # a server that is down is no evidence: nothing changes
+    fifth = crawl(config)
+    assert fifth.code == 1 and fifth.counts.get("revoked", 0) == 0 and fifth.counts.get("deleted", 0) == 0
+    assert found("everyone") == ["open.txt", "staff-only.txt"]
+    assert index_denied(tmp_path) == denied | {f"{root}/staff-only.txt": []}

@@ -18,19 +18,19 @@ PASSWORDS = {"btcrawl": "Crawl-Secret-4x", "btalice": "Al1ce-Secret-9z"}
 
 
 @pytest.fixture
-def samba(tmp_path):
+def samba(tmp_path, shares_folder):
     files = {"docs/a.txt": "alpha notes", "docs/sub/b.txt": "beta notes", "projects/c.txt": "gamma notes",
              "hidden/h.txt": "hidden notes", "private/p.txt": "private notes"}
     for name, text in files.items():
-        path = tmp_path / "shares" / name
+        path = shares_folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    for path in (tmp_path / "shares", *(tmp_path / "shares").rglob("*")):
+    for path in shares_folder.rglob("*"):
         os.chmod(path, 0o777 if path.is_dir() else 0o666)
-    shares = {"docs": {"path": str(tmp_path / "shares/docs")},
-              "projects": {"path": str(tmp_path / "shares/projects"), "comment": "Projects of 2026"},
-              "hidden$": {"path": str(tmp_path / "shares/hidden")},
-              "private": {"path": str(tmp_path / "shares/private"), "valid users": "btalice"}}
+    shares = {"docs": {"path": str(shares_folder / "docs")},
+              "projects": {"path": str(shares_folder / "projects"), "comment": "Projects of 2026"},
+              "hidden$": {"path": str(shares_folder / "hidden")},
+              "private": {"path": str(shares_folder / "private"), "valid users": "btalice"}}
     with running_samba(tmp_path / "samba", PASSWORDS, shares, rpc=True) as server:
         yield server
 
@@ -67,13 +67,12 @@ def test_hidden_share_when_the_whitelist_names_it(samba, tmp_path, make_config, 
     assert list(index_rows(tmp_path)) == [samba.url("hidden$", "h.txt")]
 
 
-def test_many_shares_answer_in_several_fragments(tmp_path):
+def test_many_shares_answer_in_several_fragments(tmp_path, shares_folder):
     """300 shares with remarks need about 20 kB of NDR: the answer comes in several RPC fragments."""
     names = [f"share{i:03d}" for i in range(300)]
-    (tmp_path / "s").mkdir()
-    os.chmod(tmp_path / "s", 0o777)
-    shares = {name: {"path": str(tmp_path / "s"), "comment": f"remark of {name} " * 3} for name in names}
-    shares["print$"] = {"path": str(tmp_path / "s")}
+    os.chmod(shares_folder, 0o777)
+    shares = {name: {"path": str(shares_folder), "comment": f"remark of {name} " * 3} for name in names}
+    shares["print$"] = {"path": str(shares_folder)}
     with running_samba(tmp_path / "samba", PASSWORDS, shares, rpc=True) as server:
         login = {"port": server.port, "connection_cache": {}, "username": "btcrawl",
                  "password": PASSWORDS["btcrawl"]}

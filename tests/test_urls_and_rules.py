@@ -313,3 +313,23 @@ def test_a_blacklisted_start_file_is_not_indexed(tmp_path, crawl, search):
     assert run.problems("discover") == {f"{base}/old.bak": "the start URL matches a blacklist entry"}
     assert search(config, "backupword") == []  # the copy indexed before is no longer accepted
     assert len(search(config, "freshword")) == 1
+
+
+def test_rules_match_the_url_as_a_person_writes_it(tmp_path):
+    """Issue 15, item 3: regexes with non-ASCII characters or spaces matched nothing, being compared
+    with the percent-encoded URL; a prefix is normalised as URLs are. Rules written with escapes still match."""
+    rules = rules_for(tmp_path, """\
+        start: [{url: "file:///srv/docs"}]
+        whitelist: [{prefix: "file:///srv/docs"}]
+        blacklist:
+          - {regex: ".*/my drafts/.*"}
+          - {regex: ".*/r%C3%A9sum%C3%A9s/old\\\\.txt"}
+          - {prefix: "/srv/docs/brouillons d'été"}
+        index: {path: "i.sqlite"}
+    """)
+    blocked = ["file:///srv/docs/my%20drafts/a.txt", "file:///srv/docs/r%C3%A9sum%C3%A9s/old.txt",
+               "file:///srv/docs/brouillons%20d'%C3%A9t%C3%A9/x.txt"]
+    for url in blocked:
+        assert rules.decide(url).reason == "matches a blacklist entry", url
+    assert rules.decide("file:///srv/docs/r%C3%A9sum%C3%A9s/new.txt").accepted
+    assert rules.decide("file:///srv/docs/my%2520drafts/a.txt").accepted  # a literal "%20" in the name

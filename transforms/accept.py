@@ -1,7 +1,9 @@
 """The accept decision, written once: may a URL be crawled, and with which parse/index flags?
 
 regain's rule: a URL is accepted iff at least one whitelist entry matches and no blacklist entry
-does; the first matching whitelist entry gives the flags. beamtrawl adds scope: the URL must lie
+does; the first matching whitelist entry gives the flags. Entries match the URL as a person writes
+it (pipeline.config.UrlPattern); each that decides a URL is counted, and the report warns of an entry
+that decided nothing in a crawl (a rule that silently matches nothing is a hole, not a rule). beamtrawl adds scope: the URL must lie
 under one of the start URLs (by whole segments) and within ``max_depth``. Plugins then have their
 say (regain's order): ``check_dynamic_blacklist`` may reject what the rules accepted, and every
 decision is announced through ``on_accept_url`` or ``on_decline_url`` (plugins/hookspecs.py).
@@ -12,11 +14,22 @@ no hooks.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from plugins.hookspecs import Job
 from plugins.manager import PluginHost
 from transforms.urls import depth_below, is_under
+
+RULES_MATCHED = "rules_matched"  # Beam metrics namespace: one counter per rule that decided a URL
+
+
+def rule_matched(pattern) -> None:
+    """Count a URL decided by a whitelist, blacklist or url_rules entry (``pattern.where``), so the report
+    can warn of a rule that matched nothing. Without Beam loaded no pipeline runs here: nothing to count."""
+    metrics = sys.modules.get("apache_beam.metrics")
+    if metrics is not None and pattern.where:
+        metrics.Metrics.counter(RULES_MATCHED, pattern.where).inc()
 
 
 @dataclass(frozen=True)
@@ -66,7 +79,10 @@ class Rules:
         entry = next((w for w in self.whitelist if w.matches(url)), None)
         if entry is None:
             return Decision(False, reason="matches no whitelist entry")
-        if self._blacklisted(url):
+        rule_matched(entry)
+        blocked = self._blacklist_entry(url)
+        if blocked is not None:
+            rule_matched(blocked)
             return Decision(False, reason="matches a blacklist entry")
         if self.max_depth is not None and depth > self.max_depth:
             return Decision(False, reason=f"deeper than max_depth {self.max_depth}")
@@ -74,8 +90,11 @@ class Rules:
             return Decision(False, reason="whitelist entry neither parses nor indexes it")
         return Decision(True, entry.parse, entry.index)
 
+    def _blacklist_entry(self, url: str):
+        return next((b for b in self.blacklist if b.matches(url)), None)
+
     def _blacklisted(self, url: str) -> bool:
-        return any(b.matches(url) for b in self.blacklist)
+        return self._blacklist_entry(url) is not None
 
     def seeds(self) -> list:
         """The start URLs a crawl begins from: those the blacklist admits and that parse or index."""

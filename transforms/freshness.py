@@ -5,13 +5,23 @@
     entries  (by id) ──┐
     snapshot (by id) ──┴► CoGroupByKey ─► Classify ─┬─► new, changed        ─► Prepare
           incomplete subtrees (side input) ─────────┤
+          access-denied subtrees (side input) ──────┼─► access changed, revoked ─► access batch (at once)
                                                     ├─► vanished, rejected  ─► delete batch (last)
                                                     └─► events (new, changed, unchanged, kept, …)
 
 Unchanged means the same size, the same ``mtime_ns`` (nanoseconds, not regain's days), the same
-preparation fingerprint and the same access groups: such a document is neither read nor written.
-A document in the index that was not found is deleted only if the rules no longer accept it, or if
-every folder above it was listed completely in this crawl; otherwise it is kept and counted.
+preparation fingerprint and the same access groups and denies: such a document is neither read nor
+written. A document in the index that was not found is deleted only if the rules no longer accept
+it, or if every folder above it was listed completely in this crawl; otherwise it is kept and counted.
+
+Access fails closed on evidence (DESIGN.md, invariant 7): an indexed document at or below a URL a
+source reports as ACCESS_DENIED (a share or folder that answers "access denied", a file whose ACL the
+crawler is denied or that lets no one read), or found with ``denied`` holding EVERYONE, is *revoked*:
+hidden from every searcher by an update that no delete guard holds back, since hiding loses nothing
+(the next crawl that may read it re-indexes it). Such a document that is not in the index yet is not
+indexed. A server that is down is no evidence: its subtree is only incomplete, its documents stay.
+A changed document whose groups or denies changed gets its new access by the same update at once,
+so a reader left out is not let in by the old version while it is re-read (or if the re-read fails).
 """
 
 from __future__ import annotations
@@ -19,9 +29,9 @@ from __future__ import annotations
 import apache_beam as beam
 
 from transforms.progress import Tally
-from transforms.records import Entry, SnapshotEntry
+from transforms.records import EVERYONE, Entry, SnapshotEntry
 
-PREPARE, DELETE, EVENTS = "prepare", "delete", "events"
+PREPARE, DELETE, ACCESS, EVENTS = "prepare", "delete", "access", "events"
 
 
 def _ancestors(url: str):
@@ -42,8 +52,8 @@ class _Classify(beam.DoFn):
     def __init__(self, rules, fingerprint: str):
         self.rules = rules
         self.fingerprint = fingerprint
-        self._incomplete = None
-        self._incomplete_source = None
+        self._incomplete = self._denied = None
+        self._incomplete_source = self._denied_source = None
 
     def setup(self):
         self.tally = Tally(EVENTS)
@@ -51,10 +61,13 @@ class _Classify(beam.DoFn):
     def finish_bundle(self):
         yield from self.tally.flush()
 
-    def process(self, keyed, incomplete):
+    def process(self, keyed, incomplete, denied):
         if incomplete is not self._incomplete_source:  # side inputs are fixed per window: cache the set
             self._incomplete_source = incomplete
             self._incomplete = set(incomplete)
+        if denied is not self._denied_source:
+            self._denied_source = denied
+            self._denied = set(denied)
         _id, joined = keyed
         found = sorted(joined["found"], key=lambda e: e.url)
         indexed = list(joined["indexed"])
@@ -66,17 +79,27 @@ class _Classify(beam.DoFn):
             if len(found) > 1:  # overlapping start URLs found it twice
                 self.tally.count("duplicate", len(found) - 1)
             old = indexed[0] if indexed else None
+            if EVERYONE in entry.denied:  # evidence that no searcher we know of may read it now
+                if old is not None:
+                    yield from self._revoke(old)
+                return
             if old is None:
                 self.tally.count("new")
                 yield entry
-            elif (old.size, old.mtime_ns, old.prep_fingerprint, sorted(old.groups)) != (
-                    entry.size, entry.mtime_ns, self.fingerprint, sorted(entry.groups)):
+            elif (old.size, old.mtime_ns, old.prep_fingerprint, sorted(old.groups), sorted(old.denied)) != (
+                    entry.size, entry.mtime_ns, self.fingerprint, sorted(entry.groups), sorted(entry.denied)):
                 self.tally.count("changed")
                 yield entry
+                if (sorted(old.groups), sorted(old.denied)) != (sorted(entry.groups), sorted(entry.denied)):
+                    yield beam.pvalue.TaggedOutput(ACCESS, SnapshotEntry(*old)._replace(
+                        groups=sorted(entry.groups), denied=sorted(entry.denied)))
             else:
                 self.tally.count("unchanged")
             return
         for old in indexed:
+            if any(url in self._denied for url in _ancestors(old.url)):
+                yield from self._revoke(old)
+                continue
             if not self.rules.keeps(old.url):
                 self.tally.count("no_longer_accepted")
             elif any(url in self._incomplete for url in _ancestors(old.url)):
@@ -86,9 +109,18 @@ class _Classify(beam.DoFn):
                 self.tally.count("vanished")
             yield beam.pvalue.TaggedOutput(DELETE, SnapshotEntry(*old))
 
+    def _revoke(self, old):
+        """Hide an indexed document from every searcher (once: a hidden one stays as it is)."""
+        if EVERYONE in old.denied:
+            self.tally.count("unchanged")
+            return
+        self.tally.count("revoked")
+        yield beam.pvalue.TaggedOutput(ACCESS, SnapshotEntry(*old)._replace(denied=[EVERYONE]))
+
 
 class Freshness(beam.PTransform):
-    """(entries, snapshot, incomplete subtree URLs) → (to_prepare, to_delete, events)."""
+    """(entries, snapshot, incomplete subtree URLs, access-denied subtree URLs)
+    → (to_prepare, to_delete, access changes, events)."""
 
     def __init__(self, rules, fingerprint: str):
         super().__init__()
@@ -96,7 +128,7 @@ class Freshness(beam.PTransform):
         self.fingerprint = fingerprint
 
     def expand(self, inputs):
-        entries, snapshot, incomplete = inputs
+        entries, snapshot, incomplete, denied = inputs
         # CoGroupByKey pickles its values: our own classes pickle by reference, while Beam's generated
         # row classes would be re-created for every element.
         out = (
@@ -104,7 +136,8 @@ class Freshness(beam.PTransform):
              "indexed": snapshot | "KeyIndexed" >> beam.Map(lambda s: (s.id, SnapshotEntry(*s)))}
             | "JoinById" >> beam.CoGroupByKey()
             | "Classify" >> beam.ParDo(_Classify(self.rules, self.fingerprint),
-                                       incomplete=beam.pvalue.AsList(incomplete))
-            .with_output_types(Entry).with_outputs(DELETE, EVENTS, main=PREPARE)
+                                       incomplete=beam.pvalue.AsList(incomplete),
+                                       denied=beam.pvalue.AsList(denied))
+            .with_output_types(Entry).with_outputs(DELETE, ACCESS, EVENTS, main=PREPARE)
         )
-        return out[PREPARE], out[DELETE], out[EVENTS]
+        return out[PREPARE], out[DELETE], out[ACCESS], out[EVENTS]

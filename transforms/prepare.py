@@ -81,6 +81,7 @@ def make_document(entry, mimetype: str, data: bytes, prepared: Prepared, fingerp
         # a preparator's additional fields (regain's getAdditionalFields) are stored and returned with hits
         aux=[*aux_values(aux_fields, entry.url),
              *(AuxValue(name, value, True, False, False) for name, value in sorted(prepared.fields.items()))],
+        denied=sorted(entry.denied),
     )
 
 

@@ -11,6 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+#: In ``denied``: every searcher. A document denied to EVERYONE is hidden (the crawler saw evidence
+#: that its readers changed but could not tell who they are now); no searcher holds a group of this name.
+EVERYONE = "*"
+#: The Event kind a source reports for a folder, share or server that now answers "access denied":
+#: evidence that the documents indexed below it may no longer be shown (transforms/freshness.py).
+ACCESS_DENIED = "access_denied"
+
 
 class FrontierItem(NamedTuple):
     """A container to expand in a discovery round: a folder, a share, a page, a mailbox folder."""
@@ -43,6 +50,7 @@ class Entry(NamedTuple):
     link_text: str
     groups: Sequence[str] = ()  # who may read it (access control); empty: everyone
     name: str = ""  # its file name where the URL does not end in it (an IMAP attachment's is its section)
+    denied: Sequence[str] = ()  # who may not, whatever ``groups`` says (EVERYONE: no one)
 
 
 class SnapshotEntry(NamedTuple):
@@ -58,6 +66,7 @@ class SnapshotEntry(NamedTuple):
     http_last_modified: str
     groups: Sequence[str] = ()
     outlinks: Sequence[str] = ()  # links of a web page, to go on crawling when it answers 304
+    denied: Sequence[str] = ()
 
 
 class RawDocument(NamedTuple):
@@ -106,6 +115,7 @@ class IndexDoc(NamedTuple):
     outlinks: Sequence[str]
     indexed_at: str
     aux: Sequence[AuxValue] = ()  # auxiliary fields (regain's auxiliaryField)
+    denied: Sequence[str] = ()  # searchers holding any of these do not see it, whatever ``groups`` says
 
 
 class Event(NamedTuple):

@@ -10,7 +10,7 @@ import hashlib
 import os
 import posixpath
 import re
-from urllib.parse import quote, unquote_to_bytes, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit, urlunsplit
 
 # Characters left unescaped in paths: RFC 3986 unreserved plus the sub-delims and ":@" allowed in a segment.
 _PATH_SAFE = "/!$&'()*+,;=:@~"
@@ -107,6 +107,12 @@ def is_under(url: str, root: str) -> bool:
         return True  # RFC 5092: a folder's messages are Folder;UIDVALIDITY=n/;UID=m
     base = root if root.endswith("/") else root + "/"
     return url.startswith(base)
+
+
+def readable_url(url: str) -> str:
+    """The URL as a person reads and writes it: percent-escapes decoded (``my%20docs`` → ``my docs``,
+    ``r%C3%A9sum%C3%A9s`` → ``résumés``); bytes that are not UTF-8 become U+FFFD. What URL rules match."""
+    return unquote(url, errors="replace")
 
 
 def file_name(url: str) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from transforms.enrich.access import CustomController, groups_of
+from transforms.enrich.access import CustomController, access_of
 from transforms.records import Entry, event
 
 EVENTS, KEEP = "events", "keep"
@@ -32,13 +32,13 @@ class _AssignGroups(beam.DoFn):
     def process(self, entry):
         entry = Entry(*entry)
         try:
-            groups = groups_of(self.controllers, entry)
+            access = access_of(self.controllers, entry)
         except Exception as err:  # noqa: BLE001 - one document's failure, not the crawl's
             yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "access",
                                                          f"access control failed: {type(err).__name__}: {err}"))
             yield beam.pvalue.TaggedOutput(KEEP, entry.url)
             return
-        yield entry._replace(groups=groups)
+        yield entry._replace(groups=list(access.groups), denied=list(access.denied))
 
 
 class AssignGroups(beam.PTransform):

@@ -22,7 +22,7 @@ from transforms.records import IndexDoc, SnapshotEntry
 #: partition, seen by exactly the same searchers; both targets rank a search with the statistics of
 #: the partitions the searcher may see only (the embedded index keeps them per partition, OpenSearch
 #: keeps each partition in an index of its own).
-ACCESS_FIELDS = ("groups",)
+ACCESS_FIELDS = ("groups", "denied")
 
 
 def access_key(doc) -> str:
@@ -97,6 +97,11 @@ class IndexTarget(ABC):
     @abstractmethod
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
         """Worker: write documents (insert or replace by id); returns (url, reason) of failures."""
+
+    @abstractmethod
+    def set_access(self, changes: Sequence[tuple[str, Sequence[str], Sequence[str]]]) -> None:
+        """Worker: (id, groups, denied) — change who may see documents, nothing else (a revoked one is
+        denied to EVERYONE); raises if the batch could not be written. Ids not in the index are skipped."""
 
     @abstractmethod
     def delete(self, ids: Sequence[str]) -> None:

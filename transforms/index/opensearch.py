@@ -20,7 +20,8 @@
   parser, so one query finds the same documents on both targets (docs/search.md). ``name_keys``
   holds what an exact-name query equals (query.name_keys), for ``_exact_name_boost``.
 * **Access groups** are a filter of every search (``_visible``): public documents (no ``groups``)
-  or those sharing a group with the searcher. It sits in the query itself, so hits, highlights and
+  or those sharing a group with the searcher, minus those whose ``denied`` holds one of the
+  searcher's groups or EVERYONE. It sits in the query itself, so hits, highlights and
   totals never include a document outside the searcher's groups.
 * **Scores** must not depend on documents a searcher may not see, but BM25 weighs a word by the
   statistics of the indices searched. So each access partition (``access_key``: documents seen by the
@@ -38,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 from opensearchpy import OpenSearch, helpers
@@ -55,7 +57,7 @@ from transforms.index.base import (
     render_snippet,
 )
 from transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys
-from transforms.records import IndexDoc, SnapshotEntry
+from transforms.records import EVERYONE, IndexDoc, SnapshotEntry
 
 ANALYZERS = ("english", "german", "french", "italian", "standard")
 SLICE_DOCS = 50_000  # documents per snapshot slice
@@ -63,7 +65,7 @@ PAGE = 5_000
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
 PIT_KEEP_ALIVE = "30m"
 _SNAPSHOT_FIELDS = list(SnapshotEntry._fields)
-_MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": []}
+_MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": [], "denied": []}
 _PUBLIC = access_key(object())  # the key of a document without groups
 #: Bumped when the layout of the physical indices changes, so a crawl rebuilds them (see ``physical``);
 #: a change of ACCESS_FIELDS does the same.
@@ -108,7 +110,7 @@ def mapping(analyzer: str) -> dict:
             "aux": {"type": "object", "dynamic": True},
             "aux_text": {"type": "object", "dynamic": True},
             "aux_stored": {"type": "object", "dynamic": True},
-            "id": keyword, "url": keyword, "root": keyword, "groups": keyword, "mimetype": keyword,
+            "id": keyword, "url": keyword, "root": keyword, "groups": keyword, "denied": keyword, "mimetype": keyword,
             "extension": keyword, "path": keyword,
             # report lines can be long (several joined); a keyword over 32 KB would reject the document
             "preparation_error": {"type": "keyword", "ignore_above": 4096},
@@ -309,6 +311,26 @@ class OpenSearchIndex(IndexTarget):
         hits = self.client.search(index=self._all_partitions, body=body)["hits"]["hits"]
         return {hit["_id"]: hit["_index"] for hit in hits}
 
+    def set_access(self, changes: Sequence[tuple[str, Sequence[str], Sequence[str]]]) -> None:
+        """Change who may see documents, at once. A document whose access partition changes moves to its
+        new partition index, so ranking statistics always count it where its searchers see it."""
+        wanted = {i: SimpleNamespace(groups=list(groups), denied=list(denied)) for i, groups, denied in changes}
+        actions = []
+        for i, index in self._locate(list(wanted)).items():
+            access, target = vars(wanted[i]), self._partition(wanted[i])
+            if target == index:
+                actions.append({"_op_type": "update", "_index": index, "_id": i, "doc": access})
+                continue
+            self._create_partition(target)
+            source = self.client.get(index=index, id=i)["_source"]
+            actions += [{"_index": target, "_id": i, "_source": {**source, **access}},
+                        {"_op_type": "delete", "_index": index, "_id": i}]
+        errors = [next(iter(item.values())) for ok, item in helpers.streaming_bulk(
+            self.client, actions, chunk_size=1000, max_retries=8, initial_backoff=1, max_backoff=30,
+            raise_on_error=False) if not ok and next(iter(item.values())).get("status") != 404]
+        if errors:
+            raise IndexUnavailable(f"access of {len(errors)} documents not changed: {_item_error(errors[0])}")
+
     def delete(self, ids: Sequence[str]) -> None:
         actions = ({"_op_type": "delete", "_index": index, "_id": i} for i, index in self._locate(ids).items())
         errors = [item for ok, item in helpers.streaming_bulk(
@@ -364,6 +386,7 @@ class OpenSearchIndex(IndexTarget):
 def _source(doc: IndexDoc) -> dict:
     source = doc._asdict()
     source["groups"] = list(doc.groups)
+    source["denied"] = list(doc.denied)
     source["outlinks"] = list(doc.outlinks)
     source["location"] = doc.url
     source["name_keys"] = name_keys(doc.filename, doc.extension, doc.title)
@@ -406,11 +429,12 @@ def _wildcard_literal(text: str) -> str:
 
 
 def _visible(groups) -> dict:
-    """Public documents, and those sharing a group with the searcher."""
+    """Public documents and those sharing a group with the searcher, unless one of the searcher's
+    groups (or EVERYONE, which every searcher holds) is denied."""
     public = {"bool": {"must_not": {"exists": {"field": "groups"}}}}
-    if not groups:
-        return public
-    return {"bool": {"should": [public, {"terms": {"groups": list(groups)}}], "minimum_should_match": 1}}
+    allowed = public if not groups else {
+        "bool": {"should": [public, {"terms": {"groups": list(groups)}}], "minimum_should_match": 1}}
+    return {"bool": {"filter": [allowed], "must_not": [{"terms": {"denied": [*groups, EVERYONE]}}]}}
 
 
 def _filter(name: str, value: str) -> dict:

@@ -8,21 +8,23 @@ snapshot, searches) are never blocked. ``docs`` holds stored fields and freshnes
 row per field with its flags (and, for tokenized fields, its words in ``tokens``). A search probes
 ``aux`` by (rid, name) for each candidate document, so the table needs no index of its own.
 
-Schema version 2 added ``aux``. A version 1 index is migrated when a crawl opens it (the table is
-created); its documents get their auxiliary fields when they are re-prepared, which that crawl does
-because the preparation fingerprint covers the field definitions. An index made before ``ranking``
-gets it and ``docs.length`` (from FTS5's own sizes) when a crawl opens it; a search refuses it until
-then, since its scores would leak. Version 3 added ``names`` (what a query must equal to match a
-document's name exactly, query.name_keys; one row per key, so the exact-name boost of a search is one
-indexed lookup); migrating fills it from the stored documents.
+Schema version 2 added ``aux``, version 3 the column ``denied`` (groups that may not see a document)
+and ``names`` (what a query must equal to match a document's name exactly, query.name_keys; one row
+per key, so the exact-name boost of a search is one indexed lookup). An older index is migrated when a
+crawl opens it (the table and column are added, ``names`` filled from the stored documents); its
+documents get their auxiliary fields when they are re-prepared, which that crawl does because the
+preparation fingerprint covers the field definitions. An index made before ``ranking`` gets it and
+``docs.length`` (from FTS5's own sizes) when a crawl opens it; a search refuses it until then, since its
+scores would leak.
 
-Access groups are enforced inside the one SQL statement of a search (``_visible``), so snippets,
-exclusions and filters only ever see documents the searcher may read. Ranking needs more: FTS5's
-``bm25()`` weighs a word by how many documents of the whole table hold it, so hidden documents would
-move a searcher's scores. A search therefore scores with the statistics of the documents the searcher
-may see (``_score_column``): ``ranking`` keeps the documents and tokens of each access partition
-(one row per distinct value of ``_ACCESS_COLUMNS``, kept by triggers), ``docs.length`` each document's
-tokens, and the score equals what ``bm25()`` gives in an index holding only the visible documents.
+Access groups and denies are enforced inside the one SQL statement of a search (``_visible``), so
+snippets, exclusions and filters only ever see documents the searcher may read. Ranking needs more:
+FTS5's ``bm25()`` weighs a word by how many documents of the whole table hold it, so hidden documents
+would move a searcher's scores. A search therefore scores with the statistics of the documents the
+searcher may see (``_score_column``): ``ranking`` keeps the documents and tokens of each access
+partition (one row per distinct value of ``_ACCESS_COLUMNS``, kept by triggers), ``docs.length`` each
+document's tokens, and the score equals what ``bm25()`` gives in an index holding only the visible
+documents.
 
 Searching needs read access only: a search opens the file read-only (``_open_read_only``). A crawl
 refuses, untouched, a file that is not empty and not a beamtrawl index, and a damaged one
@@ -52,7 +54,7 @@ from transforms.index.base import (
     render_snippet,
 )
 from transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys
-from transforms.records import IndexDoc, SnapshotEntry
+from transforms.records import EVERYONE, IndexDoc, SnapshotEntry
 
 SCHEMA_VERSION = 3
 SPLIT_ROWS = 50_000
@@ -73,6 +75,7 @@ CREATE TABLE IF NOT EXISTS docs(
     mtime_ns INTEGER NOT NULL,
     last_modified TEXT NOT NULL,
     groups TEXT NOT NULL,
+    denied TEXT NOT NULL DEFAULT '[]',
     preparation_error TEXT NOT NULL,
     content_hash TEXT NOT NULL,
     etag TEXT NOT NULL,
@@ -100,7 +103,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
 );
 """
 _STORED = ("id", "url", "root", "title", "mimetype", "extension", "filename", "path", "size", "mtime_ns",
-           "last_modified", "groups", "preparation_error", "content_hash", "etag", "http_last_modified",
+           "last_modified", "groups", "denied", "preparation_error", "content_hash", "etag", "http_last_modified",
            "prep_fingerprint", "outlinks", "indexed_at")
 _UPSERT = (f"INSERT INTO docs({', '.join(_STORED)}) VALUES ({', '.join('?' * len(_STORED))}) "
            f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in _STORED[1:])} RETURNING rid")
@@ -174,9 +177,10 @@ class EmbeddedIndex(IndexTarget):
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         db.execute(statement)
-                _prepare_ranking(db)
-                if version in (1, 2):  # versions 2 and 3 only added tables, created above; 3 fills names
+                if version in (1, 2):  # 2 added the aux table, 3 the denied column and names (tables: above)
+                    _add_denied_column(db)
                     _fill_names(db)
+                _prepare_ranking(db)
                 if version != SCHEMA_VERSION:
                     db.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
         except sqlite3.DatabaseError as err:
@@ -220,9 +224,9 @@ class EmbeddedIndex(IndexTarget):
     def read_snapshot(self, split: tuple[int, int]) -> Iterator[SnapshotEntry]:
         rows = self._connect().execute(
             "SELECT id, url, size, mtime_ns, prep_fingerprint, content_hash, etag, http_last_modified, groups, "
-            "outlinks FROM docs WHERE rid >= ? AND rid < ?", split)
-        for *row, groups, outlinks in rows:
-            yield SnapshotEntry(*row, json.loads(groups), json.loads(outlinks))
+            "outlinks, denied FROM docs WHERE rid >= ? AND rid < ?", split)
+        for *row, groups, outlinks, denied in rows:
+            yield SnapshotEntry(*row, json.loads(groups), json.loads(outlinks), json.loads(denied))
 
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
         try:
@@ -245,6 +249,7 @@ class EmbeddedIndex(IndexTarget):
     def _write(db: sqlite3.Connection, doc: IndexDoc) -> None:
         values = doc._asdict()
         values["groups"] = json.dumps(list(doc.groups))
+        values["denied"] = json.dumps(list(doc.denied))
         values["outlinks"] = json.dumps(list(doc.outlinks))
         (rid,) = db.execute(_UPSERT, [values[c] for c in _STORED]).fetchone()
         db.execute("DELETE FROM docs_fts WHERE rowid = ?", (rid,))
@@ -262,6 +267,11 @@ class EmbeddedIndex(IndexTarget):
             (rid, a.name, a.value if a.store or not a.tokenize else "", " ".join(tokens(a.value)) if a.tokenize else "",
              a.store, a.index, a.tokenize)
             for a in getattr(doc, "aux", ())])
+
+    def set_access(self, changes: Sequence[tuple[str, Sequence[str], Sequence[str]]]) -> None:
+        with self._transaction() as db:
+            db.executemany("UPDATE docs SET groups = ?, denied = ? WHERE id = ?",
+                           [(json.dumps(list(groups)), json.dumps(list(denied)), i) for i, groups, denied in changes])
 
     def delete(self, ids: Sequence[str]) -> None:
         marks = ", ".join("?" * len(ids))
@@ -376,12 +386,23 @@ def _filter(name: str, value: str) -> tuple[str, list]:
 
 
 def _visible(groups) -> tuple[str, list]:
-    """Public documents, and those sharing a group with the searcher."""
+    """Public documents and those sharing a group with the searcher, unless one of the searcher's
+    groups (or EVERYONE, which every searcher holds) is denied."""
+    held = [*groups, EVERYONE]
+    marks = ", ".join("?" * len(held))
+    not_denied = (f"(docs.denied = '[]' OR NOT EXISTS (SELECT 1 FROM json_each(docs.denied) AS d "
+                  f"WHERE d.value IN ({marks})))")
     if not groups:
-        return "docs.groups = '[]'", []
-    marks = ", ".join("?" * len(groups))
-    return (f"(docs.groups = '[]' OR EXISTS (SELECT 1 FROM json_each(docs.groups) AS g WHERE g.value IN ({marks})))",
-            list(groups))
+        return f"docs.groups = '[]' AND {not_denied}", held
+    allowed = ", ".join("?" * len(groups))
+    shared = f"EXISTS (SELECT 1 FROM json_each(docs.groups) AS g WHERE g.value IN ({allowed}))"
+    return f"(docs.groups = '[]' OR {shared}) AND {not_denied}", [*groups, *held]
+
+
+def _add_denied_column(db: sqlite3.Connection) -> None:
+    """Schema version 3: an older ``docs`` table gets the ``denied`` column (every document: none)."""
+    if "denied" not in {row[1] for row in db.execute("PRAGMA table_info(docs)")}:
+        db.execute("ALTER TABLE docs ADD COLUMN denied TEXT NOT NULL DEFAULT '[]'")
 
 
 # -- the index file ------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
     documents (per branch) ─► BatchElements ─► Upsert ─► events (written, failed)
     delete candidates ─► DeleteLast ─► a file in the work folder
     (driver, after the pipeline and the report) totals ─► delete_guard ─► delete_batches
+    access changes ─► BatchElements ─► AccessBatch ─► events (failures only; unguarded)
 
 The guard reads the totals of every event of the pipeline, so no delete runs before all upserts are
 done; it withholds all deletes if any upsert failed, if the failed ratio passes ``max_failed_ratio``
@@ -93,6 +94,38 @@ class WriteIndex(beam.PTransform):
             for n, docs in enumerate(branches)
         ]
         return tuple(events) | "WriteEvents" >> beam.Flatten().with_output_types(Event)
+
+
+class _AccessBatch(beam.DoFn):
+    def __init__(self, target):
+        self.target = target
+
+    def process(self, batch):
+        try:
+            self.target.set_access([(entry.id, list(entry.groups), list(entry.denied)) for entry in batch])
+        except Exception as err:  # noqa: BLE001 - a document that stays visible is a write failure
+            for entry in batch:
+                yield event("failed", entry.url, "write", f"could not change who may see it: {err}")
+            yield event("write_failed", count=len(batch))
+
+    def teardown(self):
+        self.target.close()
+
+
+class UpdateAccess(beam.PTransform):
+    """Snapshot entries carrying new groups and denies (revoked ones: denied to EVERYONE) → events.
+    Written at once, beside the upserts and not held back by the delete guard: it loses nothing, and a
+    reader whose access was withdrawn must not find the document one crawl longer (not even when the
+    re-read of a changed document fails). An upsert of the same document writes the same access."""
+
+    def __init__(self, target):
+        super().__init__()
+        self.target = target
+
+    def expand(self, changes):
+        return (changes
+                | "BatchAccess" >> beam.BatchElements(min_batch_size=50, max_batch_size=500)
+                | "AccessBatch" >> beam.ParDo(_AccessBatch(self.target)).with_output_types(Event))
 
 
 class SumByKind(beam.CombineFn):

@@ -9,7 +9,10 @@ over the same pooled connection) and walked from the next round on, as folders a
 the file.
 
 A server, share or folder that cannot be listed (server down, share offline, access denied) is reported as
-"incomplete", so its documents stay in the index. Connections are opened on first use and pooled
+"incomplete", so its documents stay in the index. "Access denied" is more: evidence that the readers
+changed, so it is also reported as ACCESS_DENIED and the documents indexed below are hidden from every
+searcher at once (transforms/freshness.py); so is a file whose ACL the crawler may no longer read or
+that lets no one read. A server that is down or unreachable is no such evidence. Connections are opened on first use and pooled
 per worker process (smbprotocol's connection cache: one connection per server, one session per
 user, plus ``ACL_CONNECTIONS`` that read security descriptors), never one per document. Logins come from ``credentials:``; they are never put in URLs.
 """
@@ -28,12 +31,12 @@ from urllib.parse import unquote, urlsplit
 
 import smbclient
 from smbclient._io import SMBDirectoryIO, SMBFileTransaction, SMBRawIO
-from smbprotocol.exceptions import NoMoreFiles, NoSuchFile, SMBException
+from smbprotocol.exceptions import AccessDenied, NoMoreFiles, NoSuchFile, NtStatus, SMBException
 from smbprotocol.file_info import FileAttributes, FileInformationClass
 from smbprotocol.open import QueryDirectoryFlags, SMB2QueryDirectoryResponse
 from smbprotocol.security_descriptor import AccessMask
 
-from transforms.records import Entry, FrontierItem, event
+from transforms.records import ACCESS_DENIED, Entry, FrontierItem, event
 from transforms.sources import settings, smb_acl, smb_shares
 from transforms.sources.walk import walk_to_budget
 from transforms.urls import depth_below, doc_id, quote_segment
@@ -48,6 +51,7 @@ _ACL_THREADS: ThreadPoolExecutor | None = None  # started on first use, per work
 _ACL_LOCAL = threading.local()
 ACL_CONNECTIONS = 4  # connections per worker process that read security descriptors
 _FAILURES = (OSError, ValueError, SMBException)  # a server that is down raises a plain ValueError
+STATUS_NETWORK_ACCESS_DENIED = 0xC00000CA  # a share refusing the user (smbprotocol has no name for it)
 
 
 class _Location:
@@ -79,17 +83,31 @@ def _reason(err: Exception) -> str:
     return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
-def _groups(unc: str, login: dict, sid_names: dict[str, str]) -> list[str]:
+def _denied(err: Exception) -> bool:
+    """Is this failure the server saying "access denied" (evidence), not a server that is down?"""
+    status = getattr(err, "ntstatus", None) or getattr(err, "status", None)
+    return isinstance(err, AccessDenied) or status in (NtStatus.STATUS_ACCESS_DENIED, STATUS_NETWORK_ACCESS_DENIED)
+
+
+def _unavailable(url: str, what: str, err: Exception) -> Iterator:
+    """The events for a container that could not be listed: incomplete, and ACCESS_DENIED on evidence."""
+    yield event("incomplete", url, "discover", f"{what}: {_reason(err)}")
+    if _denied(err):
+        yield event(ACCESS_DENIED, url, "discover", "access denied: its indexed documents are hidden")
+
+
+def _access(unc: str, login: dict, sid_names: dict[str, str]) -> smb_acl.Access:
     raw = SMBRawIO(unc, mode="r", desired_access=AccessMask.READ_CONTROL, **login)
     with SMBFileTransaction(raw) as transaction:
         smb_acl.query_security(transaction)
-    return smb_acl.groups(transaction.results[0], sid_names)
+    return smb_acl.access(transaction.results[0], sid_names)
 
 
-def _entry(url: str, root: str, size: int, mtime_ns: int, groups: list[str], source: str) -> Entry:
+def _entry(url: str, root: str, size: int, mtime_ns: int, access, source: str) -> Entry:
     return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=size,
                  mtime_ns=mtime_ns, identity="", content=None, mimetype="", outlinks=[], etag="",
-                 http_last_modified="", source_url=source, link_text="", groups=groups)
+                 http_last_modified="", source_url=source, link_text="",
+                 groups=list(access.groups) if access else [], denied=list(access.denied) if access else [])
 
 
 def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
@@ -107,13 +125,13 @@ def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None)
         location.session()
         st = smbclient.stat(location.unc, **location.kwargs)
     except _FAILURES as err:  # server down, share offline, no access: keep everything under it
-        yield event("incomplete", item.url, "discover", f"unavailable: {_reason(err)}")
+        yield from _unavailable(item.url, "unavailable", err)
         return
     start = rules.start(item.url)
     if not st.st_file_attributes & FileAttributes.FILE_ATTRIBUTE_DIRECTORY:  # a start URL naming one file
         if start is not None and start.index:
-            groups = _access_groups([location.unc], location)[0]
-            yield from _file(item.url, item.root, st.st_size, st.st_mtime_ns, groups, item.url)
+            access = _access_groups([location.unc], location)[0]
+            yield from _file(item.url, item.root, st.st_size, st.st_mtime_ns, access, item.url)
         return
     if start is not None and not start.parse:
         yield event("declined", item.url, "discover", "")
@@ -128,7 +146,7 @@ def _shares(item: FrontierItem, rules, location: _Location) -> Iterator:
         location.session()
         names = smb_shares.disk_shares(location.host, location.kwargs)
     except _FAILURES as err:  # server down or refusing: keep every document of its shares
-        yield event("incomplete", item.url, "discover", f"unavailable: {_reason(err)}")
+        yield from _unavailable(item.url, "unavailable", err)
         return
     yield event("listed", count=len(names))
     for name in names:
@@ -145,7 +163,7 @@ def _shares(item: FrontierItem, rules, location: _Location) -> Iterator:
 
 
 def _access_groups(uncs: list[str], location: _Location) -> list:
-    """Groups of each file (or the exception that stopped reading them), or None per file when ACLs are
+    """Access of each file (or the exception that stopped reading it), or None per file when ACLs are
     not read. Descriptors are queried by ``ACL_CONNECTIONS`` threads, each over its own pooled
     connection: Samba serves one connection in one process, so one connection would serialise them."""
     current = settings.current()
@@ -159,7 +177,7 @@ def _access_groups(uncs: list[str], location: _Location) -> list:
         try:
             with _REGISTER:
                 smbclient.register_session(location.host, **own)
-            return _groups(unc, own, names)
+            return _access(unc, own, names)
         except _FAILURES as err:
             return err
 
@@ -170,15 +188,21 @@ def _access_groups(uncs: list[str], location: _Location) -> list:
     return list(_ACL_THREADS.map(one, uncs))
 
 
-def _file(url: str, root: str, size: int, mtime_ns: int, groups, source: str):
-    if isinstance(groups, Exception):  # never index as public what was not checked: keep the indexed version
-        yield event("failed", url, "discover", f"cannot read its access control list: {_reason(groups)}")
-        yield event("incomplete", url, "discover", "")
+def _file(url: str, root: str, size: int, mtime_ns: int, access, source: str):
+    """An entry, or the events for a file whose readers are unknown (never public: see the module)."""
+    if isinstance(access, Exception):
+        if _denied(access):  # evidence: its indexed version is hidden, a new one is not indexed
+            yield event(ACCESS_DENIED, url, "discover",
+                        f"cannot read its access control list: {_reason(access)}; hidden from every searcher")
+            return
+        yield event("failed", url, "discover", f"cannot read its access control list: {_reason(access)}")
+        yield event("incomplete", url, "discover", "")  # no evidence: keep the indexed version
         return
-    if groups is not None and not groups:
-        yield event("declined", url, "discover", "its access control list lets no one read it")
+    if access is not None and not access.groups:
+        yield event(ACCESS_DENIED, url, "discover", "its access control list lets no one read it; "
+                                                      "hidden from every searcher")
         return
-    yield _entry(url, root, size, mtime_ns, groups or [], source)
+    yield _entry(url, root, size, mtime_ns, access, source)
 
 
 class _Child(NamedTuple):
@@ -230,8 +254,8 @@ def _list(folder: FrontierItem, rules, location: _Location, stack: list):
     unc = _Location(folder.url).unc
     try:
         children = _scan(unc, location)
-    except _FAILURES as err:  # unreadable or vanished: its documents stay in the index
-        yield event("incomplete", folder.url, "discover", f"cannot list folder: {_reason(err)}")
+    except _FAILURES as err:  # unreadable or vanished: its documents stay in the index, hidden if denied
+        yield from _unavailable(folder.url, "cannot list folder", err)
         return 0
     prefix = folder.url.rstrip("/")
     yield event("listed", count=len(children))

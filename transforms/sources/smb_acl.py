@@ -10,14 +10,19 @@ The rule (Windows' own access check, per SID, for the right to read the file's d
   that comes before an allow denies every SID not yet allowed.
 * No DACL at all means full access for everyone (group ``S-1-1-0``); an empty DACL, nobody.
 
-Denies for a group SID cannot be applied to its members without asking the directory who they are:
-a file allowed to user U and denied to a group G that U belongs to lists U. This is a limit of an
-index that stores allow-groups only (see the README).
+Denies for a group SID cannot be applied to its members without asking the directory who they are,
+and a deny for a user is lost in a group that allows it (``D;bob``, ``A;staff``: bob is in staff). So
+the SIDs denied are stored with the document (``denied``) and the index hides it from a searcher who
+holds any of them (``--groups bob,staff`` does not find it; nor does a member of a denied group allowed
+by name). A deny is taken to come before the allows, as Windows writes DACLs (canonical order); in a
+DACL that is not, a deny after an allow still hides the document from its SID (fail closed).
 
 Groups are the SID strings, or the names configured in ``smb.sid_names``.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from smbprotocol.file_info import InfoType
 from smbprotocol.open import InfoAdditionalInformation, SMB2QueryInfoRequest, SMB2QueryInfoResponse
@@ -65,10 +70,25 @@ def aces(descriptor: SMB2CreateSDBuffer) -> list[tuple[int, int, int, str]] | No
     return found
 
 
+class Access(NamedTuple):
+    groups: list[str]  # may read
+    denied: list[str]  # may not, whatever else they hold
+
+
 def readers(entries: list[tuple[int, int, int, str]] | None) -> list[str]:
     """The SIDs allowed to read, by the rule in the module docstring, in ACE order."""
+    return [sid for sid, allowed in _decisions(entries).items() if allowed]
+
+
+def deniers(entries: list[tuple[int, int, int, str]] | None) -> list[str]:
+    """The SIDs denied reading, in ACE order."""
+    return [sid for sid, allowed in _decisions(entries).items() if not allowed]
+
+
+def _decisions(entries: list[tuple[int, int, int, str]] | None) -> dict[str, bool]:
+    """SID → allowed to read, for every SID an ACE decides."""
     if entries is None:
-        return [EVERYONE]
+        return {EVERYONE: True}
     decided: dict[str, bool] = {}
     everyone_denied = False
     for ace_type, flags, mask, sid in entries:
@@ -79,9 +99,11 @@ def readers(entries: list[tuple[int, int, int, str]] | None) -> list[str]:
             everyone_denied = everyone_denied or sid in _ALL_USERS
         elif ace_type == AceType.ACCESS_ALLOWED_ACE_TYPE:
             decided[sid] = not everyone_denied
-    return [sid for sid, allowed in decided.items() if allowed]
+    return decided
 
 
-def groups(descriptor: SMB2CreateSDBuffer, sid_names: dict[str, str]) -> list[str]:
-    """Index groups of a file: its readers named through ``sid_names``."""
-    return sorted({sid_names.get(sid, sid) for sid in readers(aces(descriptor))})
+def access(descriptor: SMB2CreateSDBuffer, sid_names: dict[str, str]) -> Access:
+    """Index groups and denies of a file: its readers and deniers named through ``sid_names``."""
+    entries = aces(descriptor)
+    return Access(sorted({sid_names.get(sid, sid) for sid in readers(entries)}),
+                  sorted({sid_names.get(sid, sid) for sid in deniers(entries)}))
