@@ -42,6 +42,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from plugins.manager import PluginHost
 from transforms.enrich.auxfields import aux_values
+from transforms.guard import isolated, stage
 from transforms.preparators import PreparatorSpec, Prepared, chain_for
 from transforms.preparators.isolation import DEFAULT_BOUNDS, MAX_IN_FLIGHT, Bounds, runner_for
 from transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
@@ -63,6 +64,13 @@ def summarize(content: str, limit: int) -> str:
 
 def make_document(entry, mimetype: str, data: bytes, prepared: Prepared, fingerprint: str,
                   max_summary_length: int, error: str = "", aux_fields=()) -> IndexDoc:
+    with stage("auxiliary fields"):
+        aux = aux_values(aux_fields, entry.url)
+    with stage("document"):
+        return _document(entry, mimetype, data, prepared, fingerprint, max_summary_length, error, aux)
+
+
+def _document(entry, mimetype, data, prepared, fingerprint, max_summary_length, error, aux) -> IndexDoc:
     stamp = datetime.fromtimestamp(entry.mtime_ns / 1e9, UTC)
     return IndexDoc(
         id=entry.id, url=entry.url, root=entry.root,
@@ -76,7 +84,7 @@ def make_document(entry, mimetype: str, data: bytes, prepared: Prepared, fingerp
         etag=entry.etag, http_last_modified=entry.http_last_modified, prep_fingerprint=fingerprint,
         outlinks=list(entry.outlinks), indexed_at=datetime.now(UTC).isoformat(timespec="seconds"),
         # a preparator's additional fields (regain's getAdditionalFields) are stored and returned with hits
-        aux=[*aux_values(aux_fields, entry.url),
+        aux=[*aux,
              *(AuxValue(name, value, True, False, False) for name, value in sorted(prepared.fields.items()))],
     )
 
@@ -98,7 +106,9 @@ class _Read(beam.DoFn):
         yield from self.tally.flush()
 
     def process(self, entry):
-        return timed(self.us, self._read(Entry(*entry)))
+        entry = Entry(*entry)
+        return timed(self.us, isolated(self._read(entry), entry.url, "read", EVENTS,
+                                       substitute=lambda reason: [RawDocument(entry, "", b"", reason)]))
 
     def _read(self, entry):
         oversize = entry.size > self.max_file_size
@@ -111,14 +121,16 @@ class _Read(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "read",
                                                              err.strerror or str(err)))
                 return
-            self.tally.count("read")
             if len(data) > self.max_file_size:  # grew since it was listed
                 data, oversize = data[:SNIFF_BYTES], True
+        self.tally.count("read")  # also a web page's, fetched as it was discovered
         reason = ""
         if oversize:
             reason = f"larger than max_file_size ({entry.size} > {self.max_file_size} bytes): indexed by metadata only"
             yield beam.pvalue.TaggedOutput(EVENTS, event("oversize", entry.url, "read", reason))
-        yield RawDocument(entry, entry.mimetype or self.sniff(data, entry.url), data, reason)
+        with stage("mime"):
+            mimetype = entry.mimetype or self.sniff(data, entry.url)
+        yield RawDocument(entry, mimetype, data, reason)
 
 
 class _PrepareFamily(beam.DoFn):
@@ -174,7 +186,8 @@ class _PrepareFamily(beam.DoFn):
             yield from self._windowed(raw, chain, None, window, timestamp)
 
     def _windowed(self, raw, chain, ticket, window, timestamp):
-        for output in self._outputs(raw, chain, ticket):
+        for output in isolated(self._outputs(raw, chain, ticket), raw.entry.url, "prepare",
+                               EVENTS, substitute=lambda reason: [self._substitute(raw, reason)]):
             if isinstance(output, beam.pvalue.TaggedOutput):
                 yield beam.pvalue.TaggedOutput(output.tag, WindowedValue(output.value, timestamp, [window]))
             else:
@@ -189,11 +202,13 @@ class _PrepareFamily(beam.DoFn):
             return
         prepared, errors = ticket.result() if ticket is not None else (None, [])
         tried = chain[:len(errors) + (prepared is not None)]  # the child tries the chain in order
-        for preparator in tried:
-            self.plugins.call("on_before_prepare", entry.url, raw_document=raw, preparator=preparator)
+        with stage("plugins"):
+            for preparator in tried:
+                self.plugins.call("on_before_prepare", entry.url, raw_document=raw, preparator=preparator)
+            if prepared is not None:
+                prepared = self.plugins.chain("on_after_prepare", "prepared", prepared, entry.url,
+                                              raw_document=raw, preparator=tried[-1])
         if prepared is not None:
-            prepared = self.plugins.chain("on_after_prepare", "prepared", prepared, entry.url,
-                                          raw_document=raw, preparator=tried[-1])
             limit = self.bounds.max_content_length
             partial = [prepared.partial] if prepared.partial else []
             if len(prepared.content) > limit:
@@ -220,6 +235,11 @@ class _PrepareFamily(beam.DoFn):
             yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "prepare", reason))
         for problem in self.plugins.problems():
             yield beam.pvalue.TaggedOutput(EVENTS, problem)
+
+    def _substitute(self, raw, reason: str) -> IndexDoc:
+        """regain's substitute document: URL, name, size, date and why it has nothing more."""
+        return make_document(Entry(*raw.entry), raw.mimetype, b"", Prepared(), self.fingerprint,
+                             self.max_summary_length, error=reason)
 
     def _misnamed(self, url: str, mimetype: str) -> str:
         """Why a document whose name promises a readable format (an empty ``.pdf``, garbage named ``.txt``)

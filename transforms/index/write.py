@@ -22,6 +22,8 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from plugins.manager import PluginHost
+from transforms.guard import describe, isolated, stage
+from transforms.index.base import IndexUnavailable
 from transforms.progress import Progress, timed
 from transforms.records import Event, IndexDoc, SnapshotEntry, event
 
@@ -57,11 +59,18 @@ class _Upsert(beam.DoFn):
         return timed(self.us, self._upsert(batch))
 
     def _upsert(self, batch):
-        if self.plugins:
-            batch = [self.plugins.chain("on_create_index_entry", "doc", IndexDoc(*doc), doc.url, index=self.target)
-                     for doc in batch]
-            yield from self.plugins.problems()
-        failures = self.target.upsert(batch)
+        ready = []
+        for doc in batch:  # each document under its own guard: one that cannot be written is a substitute
+            ready.extend(isolated(self._entry(IndexDoc(*doc)), doc.url, "write",
+                                  substitute=lambda reason, doc=doc: [_substitute(IndexDoc(*doc), reason)]))
+        batch = [doc for doc in ready if isinstance(doc, IndexDoc)]
+        yield from (e for e in ready if not isinstance(e, IndexDoc))
+        try:
+            failures = self.target.upsert(batch)
+        except IndexUnavailable:
+            raise
+        except Exception as err:  # noqa: BLE001 - the index refused the batch: no document of it is written
+            failures = [(doc.url, f"index write failed: {describe(err)}") for doc in batch]
         for url, reason in failures:
             yield event("failed", url, "write", reason)
         if failures:
@@ -69,8 +78,22 @@ class _Upsert(beam.DoFn):
         yield event("written", count=len(batch) - len(failures))
         self.progress.add(len(batch) - len(failures))
 
+    def _entry(self, doc: IndexDoc):
+        """``on_create_index_entry`` (it may replace the document), then the document checked for the index."""
+        if self.plugins:
+            with stage("plugins"):
+                doc = self.plugins.chain("on_create_index_entry", "doc", doc, doc.url, index=self.target)
+            yield from self.plugins.problems()
+        yield IndexDoc(*doc)  # conformed by ``isolated``: a value of the wrong type fails here, for this document
+
     def teardown(self):
         self.target.close()
+
+
+def _substitute(doc: IndexDoc, reason: str) -> IndexDoc:
+    """What is left of a document that could not be written: its URL, name, size, date and why."""
+    return doc._replace(title="", content="", summary="", headlines="", metadata="", aux=[],
+                        preparation_error="; ".join(r for r in (doc.preparation_error, reason) if r))
 
 
 class WriteIndex(beam.PTransform):
