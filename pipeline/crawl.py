@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import time
 import uuid
@@ -110,7 +111,7 @@ def _crawl(config, runner: str | None, beam_args: list[str]) -> dict:
         stage_seconds = _stage_seconds(result)
     except Exception as err:
         log.debug("pipeline failed", exc_info=True)
-        fatal, stage_seconds = f"the pipeline failed: {type(err).__name__}: {err}".splitlines()[0], {}
+        fatal, stage_seconds = f"the pipeline failed: {_cause(err)}", {}
     ran = time.perf_counter()
 
     totals, problems = reports.collect(work_dir) if not fatal else ({}, [])
@@ -133,6 +134,18 @@ def _crawl(config, runner: str | None, beam_args: list[str]) -> dict:
                          "stage_busy_s": stage_seconds}
     report["exit_code"] = reports.exit_code(report)
     return report
+
+
+_ERROR_LINE = re.compile(r"^[\w.]*(Error|Exception|Exit|Interrupt|Failure)\b[^:]*: ")
+
+
+def _cause(err: Exception) -> str:
+    """One line for a failed pipeline: Beam wraps a worker's exception in a RuntimeError whose message is
+    the worker's traceback, so the cause is its last ``SomeError: …`` line (with Beam's ``[while running
+    'Stage']``), not its first."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    causes = [line for line in lines if _ERROR_LINE.match(line)]
+    return causes[-1] if causes else f"{type(err).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
 
 def _store_state(target, state: dict | None) -> None:

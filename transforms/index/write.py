@@ -117,13 +117,15 @@ class WriteIndex(beam.PTransform):
 
 
 class SumByKind(beam.CombineFn):
-    """Events → {kind: total count}."""
+    """Events → {kind: total count}, and {"failed@stage": count} of failures."""
 
     def create_accumulator(self):
         return {}
 
     def add_input(self, totals, e):
         totals[e.kind] = totals.get(e.kind, 0) + e.count
+        if e.kind == "failed":  # and by stage, for failed_documents
+            totals[f"failed@{e.stage}"] = totals.get(f"failed@{e.stage}", 0) + e.count
         return totals
 
     def merge_accumulators(self, accumulators):
@@ -137,15 +139,29 @@ class SumByKind(beam.CombineFn):
         return totals
 
 
+#: Stages whose failed documents never reach the acceptance count (the freshness join counts "accepted").
+_BEFORE_ACCEPTED = ("discover", "access", "freshness")
+
+
+def failed_documents(totals: dict) -> tuple[int, int]:
+    """(documents that failed, documents this crawl considered), each document counted once: a document
+    that failed after it was accepted (read, prepare, write) is one of the accepted; one that failed before
+    (listing, access control) adds to them. A document with two failures (a substitute that could not be
+    written either) still counts once: the failures are capped at the documents."""
+    before = sum(totals.get(f"failed@{stage}", 0) for stage in _BEFORE_ACCEPTED)
+    documents = totals.get("accepted", 0) + before
+    return min(totals.get("failed", 0), documents), documents
+
+
 def delete_guard(totals: dict, max_failed_ratio: float, max_delete_ratio: float) -> str:
     """Why deletes must not run (one sentence), or "" when they may."""
     failed_writes = totals.get("write_failed", 0)
     if failed_writes:
         return f"{failed_writes} documents could not be written to the index"
-    failed = totals.get("failed", 0)
-    documents = totals.get("accepted", 0) + failed
+    failed, documents = failed_documents(totals)
     if documents and failed / documents > max_failed_ratio:
-        return (f"{failed} of {documents} documents failed ({failed / documents:.1%}), more than "
+        return (f"{failed} of the {documents} documents this crawl considered failed ({failed / documents:.1%}; "
+                f"considered: the accepted ones and those that failed before they could be), more than "
                 f"max_failed_ratio {max_failed_ratio:.1%}")
     deletes = totals.get("vanished", 0) + totals.get("no_longer_accepted", 0)
     indexed = totals.get("in_index", 0)

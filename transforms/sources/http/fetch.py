@@ -28,7 +28,12 @@ CHUNK = 64 * 1024
 
 
 class FetchError(Exception):
-    """The page could not be fetched; the message is the report's reason."""
+    """The page could not be fetched; the message is the report's reason. ``unreachable``: no connection
+    to the host could be made (refused, timed out, name not found), so nothing on it can be fetched now."""
+
+    def __init__(self, message: str, unreachable: bool = False):
+        super().__init__(message)
+        self.unreachable = unreachable
 
 
 @dataclass
@@ -153,9 +158,9 @@ class Fetcher:
             return self.pool.request("GET", url, headers=headers, redirect=False, preload_content=False,
                                      decode_content=False)
         except urllib3.exceptions.MaxRetryError as err:
-            raise FetchError(_reason(err.reason)) from None
+            raise FetchError(_reason(err.reason), _unreachable(err.reason)) from None
         except urllib3.exceptions.HTTPError as err:
-            raise FetchError(_reason(err)) from None
+            raise FetchError(_reason(err), _unreachable(err)) from None
 
     def _page(self, url: str, response, redirects: list[str], deadline: float) -> Page:
         body, truncated = bytearray(), False
@@ -177,6 +182,10 @@ class Fetcher:
                 response.release_conn()
         headers = {k.lower(): v for k, v in response.headers.items()}
         return Page(url, response.status, headers, bytes(body), truncated, redirects)
+
+
+def _unreachable(err: BaseException) -> bool:
+    return isinstance(err, urllib3.exceptions.ConnectTimeoutError)  # NewConnectionError is one
 
 
 def _reason(err: BaseException) -> str:
