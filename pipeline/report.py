@@ -100,8 +100,8 @@ def summary(report: dict) -> str:
     documents += "".join(f", {c[kind]} {words}" for kind, words in _NOTEWORTHY if c.get(kind))
     index = f"index holds {report.get('documents_in_index', '?')}"
     if report.get("fatal") and not any(c.values()):  # the pipeline failed: its counts never came back
-        lines = [f"the crawl's counts are unknown: it failed before they were complete; {index} "
-                 f"({report.get('documents_in_index_before', '?')} before the crawl)"]
+        before = report.get("documents_in_index_before", "?")
+        lines = [f"the crawl's counts are unknown: it failed before they were complete; {index} ({before} before)"]
     else:
         lines = [f"discovered {c['discovered']}: {c['accepted']} documents accepted, {c['declined']} declined",
                  documents, f"read {c['read']} documents, wrote {c['written']}; {index}"]

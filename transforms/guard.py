@@ -38,7 +38,7 @@ class StageFailure(Exception):
         self.name, self.error = name, error
 
 
-class stage:  # noqa: N801 - used as a context manager, read as a phrase: ``with stage("mime"):``
+class stage:  # lower case: read as a phrase, ``with stage("mime"):``
     """Names the part of the work at fault when the block raises."""
 
     def __init__(self, name: str):
@@ -88,7 +88,7 @@ def isolated(outputs: Iterable, url: str, where: str, events: str | None = None,
                 held.append(output)
     except IndexUnavailable:
         raise
-    except Exception as err:  # noqa: BLE001 - the rule of this module: one element's failure is its own
+    except Exception as err:  # the rule of this module: one element's failure is its own
         name, cause = (err.name, err.error) if isinstance(err, StageFailure) else (where, err)
         log.debug("%s failed at %s", url, name, exc_info=True)
         reason = f"{name} failed: {describe(cause)}"
@@ -97,7 +97,7 @@ def isolated(outputs: Iterable, url: str, where: str, events: str | None = None,
         if substitute is not None:
             try:
                 replacement = [_conformed(output) for output in substitute(reason)]
-            except Exception:  # noqa: BLE001 - the report line above stands for the document
+            except Exception:
                 log.debug("%s: no substitute document", url, exc_info=True)
                 replacement = []
             yield from replacement

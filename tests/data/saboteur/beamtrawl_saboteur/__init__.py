@@ -60,4 +60,3 @@ class Gatekeeper:
     def groups(self, entry):
         if self.url.search(entry.url):
             raise LookupError(f"no account for {entry.url}")
-        return None
