@@ -105,7 +105,8 @@ def _latin1_tree(root: Path, testtar: Path | None) -> None:
             source = root.parent / "member.txt"
             source.write_text("quokka notes\n", encoding="utf-8")
             tar.add(source, arcname=name)
-    (Path(os.fsencode(root)) / b"numbat-\xe9t\xe9.txt").write_bytes(b"numbat summary\n")
+    with open(os.path.join(os.fsencode(root), b"numbat-\xe9t\xe9.txt"), "wb") as odd:  # not UTF-8: Latin-1
+        odd.write(b"numbat summary\n")
     (root / "plain.txt").write_text("plain wombat\n", encoding="utf-8")
     if testtar is not None:
         (root / "testtar.tar").write_bytes(testtar.read_bytes())
