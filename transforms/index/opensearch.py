@@ -30,7 +30,15 @@ from opensearchpy import OpenSearch, helpers
 from opensearchpy.exceptions import NotFoundError, OpenSearchException, TransportError
 
 from transforms.enrich.auxfields import tokens
-from transforms.index.base import MARK_OFF, MARK_ON, Hit, IndexTarget, IndexUnavailable, render_snippet
+from transforms.index.base import (
+    MARK_OFF,
+    MARK_ON,
+    Hit,
+    IndexTarget,
+    IndexUnavailable,
+    Rejected,
+    render_snippet,
+)
 from transforms.index.query import Query
 from transforms.records import IndexDoc, SnapshotEntry
 
@@ -212,8 +220,10 @@ class OpenSearchIndex(IndexTarget):
                     raise_on_error=False, raise_on_exception=False):
                 if not ok:
                     result = next(iter(item.values()))
-                    failures.append((urls.get(result.get("_id"), result.get("_id", "?")),
-                                     f"index write failed: {_item_error(result)}"))
+                    reason = f"index write failed: {_item_error(result)}"
+                    if result.get("status") == 400:  # this document's values, not the node: see Rejected
+                        reason = Rejected(f"the index rejected the document: {_item_error(result)}")
+                    failures.append((urls.get(result.get("_id"), result.get("_id", "?")), reason))
         except (OpenSearchException, OSError) as err:  # the node went away during the batch
             done = {url for url, _ in failures}
             failures += [(doc.url, f"index write failed: {_short(err)}") for doc in docs if doc.url not in done]

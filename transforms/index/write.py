@@ -23,7 +23,7 @@ from apache_beam.metrics import Metrics
 
 from plugins.manager import PluginHost
 from transforms.guard import describe, isolated, stage
-from transforms.index.base import IndexUnavailable
+from transforms.index.base import IndexUnavailable, Rejected
 from transforms.progress import Progress, timed
 from transforms.records import Event, IndexDoc, SnapshotEntry, event
 
@@ -59,24 +59,36 @@ class _Upsert(beam.DoFn):
         return timed(self.us, self._upsert(batch))
 
     def _upsert(self, batch):
+        originals = {doc.url: IndexDoc(*doc) for doc in batch}
         ready = []
-        for doc in batch:  # each document under its own guard: one that cannot be written is a substitute
-            ready.extend(isolated(self._entry(IndexDoc(*doc)), doc.url, "write",
-                                  substitute=lambda reason, doc=doc: [_substitute(IndexDoc(*doc), reason)]))
-        batch = [doc for doc in ready if isinstance(doc, IndexDoc)]
+        for doc in originals.values():  # each under its own guard: one that cannot be written gets a substitute
+            ready.extend(isolated(self._entry(doc), doc.url, "write",
+                                  substitute=lambda reason, doc=doc: [_substitute(doc, reason)]))
         yield from (e for e in ready if not isinstance(e, IndexDoc))
-        try:
-            failures = self.target.upsert(batch)
-        except IndexUnavailable:
-            raise
-        except Exception as err:  # noqa: BLE001 - the index refused the batch: no document of it is written
-            failures = [(doc.url, f"index write failed: {describe(err)}") for doc in batch]
+        docs = [doc for doc in ready if isinstance(doc, IndexDoc)]
+        failures = self._write(docs)
+        rejected = [(url, reason) for url, reason in failures if isinstance(reason, Rejected)]
+        if rejected:  # the index refused these documents (not the index failing): their substitutes go in
+            for url, reason in rejected:
+                yield event("failed", url, "write", reason)
+            failures = [f for f in failures if not isinstance(f[1], Rejected)]
+            failures += self._write([_substitute(originals[url], reason) for url, reason in rejected])
         for url, reason in failures:
             yield event("failed", url, "write", reason)
         if failures:
             yield event("write_failed", count=len(failures))
-        yield event("written", count=len(batch) - len(failures))
-        self.progress.add(len(batch) - len(failures))
+        yield event("written", count=len(docs) - len(failures))
+        self.progress.add(len(docs) - len(failures))
+
+    def _write(self, docs: list[IndexDoc]) -> list[tuple[str, str]]:
+        if not docs:
+            return []
+        try:
+            return self.target.upsert(docs)
+        except IndexUnavailable:
+            raise
+        except Exception as err:  # noqa: BLE001 - the index refused the batch: no document of it is written
+            return [(doc.url, f"index write failed: {describe(err)}") for doc in docs]
 
     def _entry(self, doc: IndexDoc):
         """``on_create_index_entry`` (it may replace the document), then the document checked for the index."""
