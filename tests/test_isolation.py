@@ -97,6 +97,25 @@ def test_a_failure_in_one_stage_is_one_report_line(case, tmp_path, make_config, 
     assert "Traceback" not in run.stderr and "Traceback" not in run.stdout
 
 
+def test_a_document_opensearch_rejects_is_one_report_line(tmp_path, os_config, crawl, opensearch,  # noqa: F811
+                                                          with_saboteur):
+    """A value the mapping cannot take (a keyword over 32 KB) is the document's failure, not the index's."""
+    root = tmp_path / "tree"
+    for name, text in {**GOOD, "victim.txt": "victim text"}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    config = os_config(root, plugins=[{"plugin": "saboteur", "params": {
+        "hook": "on_create_index_entry", "url": "victim", "how": "huge"}}])
+    run = crawl(config)
+    assert [(p["url"], p["kind"], p["stage"]) for p in run.report["problems"]] == [
+        (f"file://{root}/victim.txt", "failed", "write")], run.report["problems"]
+    assert "the index rejected the document" in run.report["problems"][0]["reason"]
+    assert run.code == 1 and not run.report["fatal"]
+    docs = {d["filename"]: d for d in all_docs(opensearch, index_name(config)).values()}
+    assert sorted(docs) == sorted([*(Path(n).name for n in GOOD), "victim.txt"])
+    assert docs["victim.txt"]["preparation_error"] and not docs["victim.txt"]["content"]
+
+
 def _latin1_tree(root: Path, testtar: Path | None) -> None:
     """A TAR whose member names are Latin-1 bytes, a file whose own name is not UTF-8, CPython's testtar."""
     root.mkdir()

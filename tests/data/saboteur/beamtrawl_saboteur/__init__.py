@@ -2,8 +2,10 @@
 
 * preparator ``crash`` (``.crash`` files): its process dies of a segmentation fault, as a parser written
   in C may (a preparing child's exit 139).
-* plugin ``saboteur`` (params ``hook``, ``url``): for URLs matching ``url``, the named hook answers with a
-  value the next step cannot use (a title that is no text), as a buggy plugin might.
+* plugin ``saboteur`` (params ``hook``, ``url``, ``how``): for URLs matching ``url``, the named hook
+  answers with a value the next step cannot use, as a buggy plugin might: a field that is no text or no
+  number (``how: type``), or a content hash of 40,000 characters, more than an OpenSearch keyword takes
+  (``how: huge``).
 * access controller ``beamtrawl_saboteur:Gatekeeper`` (param ``url``): raises for matching URLs.
 """
 
@@ -34,8 +36,8 @@ CRASH = PreparatorSpec("crash", prepare_crash, priority=20, url_pattern=re.compi
 
 
 class Saboteur:
-    def __init__(self, hook, url):
-        self.hook, self.url = hook, re.compile(url)
+    def __init__(self, hook, url, how="type"):
+        self.hook, self.url, self.how = hook, re.compile(url), how
 
     def _spoil(self, hook, url):
         return hook == self.hook and self.url.search(url)
@@ -49,7 +51,7 @@ class Saboteur:
     @hookimpl
     def on_create_index_entry(self, doc, index):
         if self._spoil("on_create_index_entry", doc.url):
-            return doc._replace(size=NotText())
+            return doc._replace(content_hash="0" * 40_000) if self.how == "huge" else doc._replace(size=NotText())
         return None
 
 
