@@ -22,6 +22,10 @@ under a hard time and memory bound (``preparators.isolation``; one pool of child
 process, shared by the families); the text kept is cut at
 ``max_content_length`` characters.
 
+Each document is handled under ``guard.isolated``: an exception while reading it, sniffing its type,
+running the plugins or building its index document is one report line with that stage, and the document
+a substitute (regain's createSubstituteDocument), whatever the other documents of the bundle do.
+
 Plugins' ``on_before_prepare`` runs for each preparator the child tried, in the order tried, and
 ``on_after_prepare`` for the one that succeeded (it may replace the result); both run in the worker
 when it collects the child's result, loaded in ``setup`` of the family's DoFn. Auxiliary fields are
@@ -52,6 +56,7 @@ from transforms.sources import settings, source_for
 from transforms.urls import extension, file_name, parent_path
 
 EVENTS = "events"
+UNKNOWN_TYPE = "application/octet-stream"  # of a document whose bytes or type could not be had
 
 
 def summarize(content: str, limit: int) -> str:
@@ -108,7 +113,7 @@ class _Read(beam.DoFn):
     def process(self, entry):
         entry = Entry(*entry)
         return timed(self.us, isolated(self._read(entry), entry.url, "read", EVENTS,
-                                       substitute=lambda reason: [RawDocument(entry, "", b"", reason)]))
+                                       substitute=lambda reason: [RawDocument(entry, UNKNOWN_TYPE, b"", reason)]))
 
     def _read(self, entry):
         oversize = entry.size > self.max_file_size
@@ -177,13 +182,18 @@ class _PrepareFamily(beam.DoFn):
 
     def _hand_over(self, raw, window, timestamp):
         chain = [] if raw.oversize else chain_for(self.preparators, raw.mimetype, raw.entry.url)
-        if chain:
-            ticket = self.runner.submit(raw.data, raw.entry.url, raw.mimetype)
-            self.pending.append((raw, chain, ticket, window, timestamp))
+        if chain:  # a document the preparing process cannot take (it does not start) gets its substitute
+            yield from isolated(self._submit(raw, chain, window, timestamp), raw.entry.url, "prepare", EVENTS,
+                                substitute=lambda reason: [self._substitute(raw, reason)])
         while self.pending and (len(self.pending) > MAX_IN_FLIGHT or self.pending[0][2].value is not None):
             yield from self._windowed(*self.pending.popleft())
         if not chain:
             yield from self._windowed(raw, chain, None, window, timestamp)
+
+    def _submit(self, raw, chain, window, timestamp):
+        ticket = self.runner.submit(raw.data, raw.entry.url, raw.mimetype)
+        self.pending.append((raw, chain, ticket, window, timestamp))
+        yield from ()
 
     def _windowed(self, raw, chain, ticket, window, timestamp):
         for output in isolated(self._outputs(raw, chain, ticket), raw.entry.url, "prepare",
