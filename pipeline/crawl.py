@@ -22,7 +22,7 @@ from pipeline import report as reports
 from plugins.manager import PluginHost
 from transforms.accept import Rules
 from transforms.index import make_target
-from transforms.records import Event
+from transforms.records import conform
 
 log = logging.getLogger("beamtrawl")
 
@@ -68,7 +68,8 @@ def crawl(config, runner: str | None, beam_args: list[str]) -> dict:
         plugins.call("on_finish_crawling", config=config, report={"fatal": f"{type(err).__name__}: {err}"})
         raise
     plugins.call("on_finish_crawling", config=config, report=report)
-    problems = [{k: p[k] for k in ("url", "stage", "reason", "kind")} for p in map(Event._asdict, plugins.problems())]
+    problems = [{k: p[k] for k in ("url", "stage", "reason", "kind")}
+                for p in (conform(e)._asdict() for e in plugins.problems())]
     if problems:
         report["problems"].extend(problems)
         report["counts"]["plugin_failed"] = report["counts"].get("plugin_failed", 0) + len(problems)
