@@ -1,7 +1,9 @@
 """``beamtrawl crawl CONFIG`` and ``beamtrawl search QUERY --config CONFIG``.
 
 Exit codes of ``crawl``: 0 clean, 1 some documents failed, 2 configuration error or fatal failure
-(no deletes ran). Failures print one line; ``--debug`` adds tracebacks.
+(no deletes ran). Failures print one line; ``--debug`` adds tracebacks and what libraries log
+(transforms/logs.py). A reader that closes the output early (``search … | head -1``) ends the
+command quietly, with 0.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import sys
 
 from pipeline import __version__
 from pipeline.config import MAX_MESSAGE, ConfigError, load_config
-from pipeline.report import EXIT_FATAL, summary, summary_line, terminal_safe, write_report
+from pipeline.report import EXIT_FATAL, EXIT_OK, summary, summary_line, terminal_safe, write_report
+from transforms import logs
 
 log = logging.getLogger("beamtrawl")
 
@@ -86,13 +89,6 @@ def _version() -> str:
     return f"beamtrawl {__version__} (Apache Beam {beam}, Python {sys.version.split()[0]})"
 
 
-def _setup_logging(debug: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, format="%(message)s", stream=sys.stderr)
-    if not debug:  # Beam is chatty about its own machinery
-        logging.getLogger("apache_beam").setLevel(logging.ERROR)
-        logging.getLogger("opensearch").setLevel(logging.ERROR)
-
-
 def _query_as_operand(argv: list[str]) -> list[str]:
     """``search '-draft'`` as ``search -- -draft``: a search argument that starts with ``-`` but is none of
     the search options is the query, as a person means it (a NOT query), not an unknown option."""
@@ -119,7 +115,7 @@ def _query_as_operand(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     argv = _query_as_operand(sys.argv[1:] if argv is None else list(argv))
     args, extra = _parser().parse_known_args(argv)
-    _setup_logging(getattr(args, "debug", False))
+    logs.route(getattr(args, "debug", False))
     if getattr(args, "quiet", False):
         logging.getLogger("beamtrawl").setLevel(logging.WARNING)
     if args.command == "init":
@@ -141,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         log.error("%s", err)
         return EXIT_FATAL
+    except BrokenPipeError:  # the reader went away (`beamtrawl search … | head -1`): nothing more to say
+        _discard_stdout()
+        return EXIT_OK
     except Exception as err:
         if args.debug:
             raise
@@ -205,6 +204,12 @@ def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:
     for n, hit in enumerate(hits, 1):
         print(f"{n}. {terminal_safe(hit.title)}\n   {terminal_safe(hit.url)}\n   {terminal_safe(hit.snippet)}\n")
     return 0
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so flushing what is left of it at exit fails no more."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def run() -> None:

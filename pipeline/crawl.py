@@ -29,7 +29,7 @@ from pipeline import report as reports
 from plugins.manager import PluginHost
 from transforms.accept import Rules
 from transforms.index import make_target
-from transforms.records import Event, event
+from transforms.records import conform, event
 
 log = logging.getLogger("beamtrawl")
 
@@ -131,7 +131,8 @@ def crawl(config, runner: str | None, beam_args: list[str], progress: str = "lin
         plugins.call("on_finish_crawling", config=config, report={"fatal": f"{type(err).__name__}: {err}"})
         raise
     plugins.call("on_finish_crawling", config=config, report=report)
-    problems = [{k: p[k] for k in ("url", "stage", "reason", "kind")} for p in map(Event._asdict, plugins.problems())]
+    problems = [{k: p[k] for k in ("url", "stage", "reason", "kind")}
+                for p in (conform(e)._asdict() for e in plugins.problems())]
     if problems:
         report["problems"].extend(problems)
         report["counts"]["plugin_failed"] = report["counts"].get("plugin_failed", 0) + len(problems)
@@ -177,7 +178,7 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
         stage_seconds, warnings = _stage_seconds(result), _rules_unmatched(result, config)
     except Exception as err:
         log.debug("pipeline failed", exc_info=True)
-        fatal, stage_seconds, warnings = f"the pipeline failed: {_one_line(err)}", {}, []
+        fatal, stage_seconds, warnings = f"the pipeline failed: {_cause(err)}", {}, []
     ran = time.perf_counter()
 
     totals, problems, candidates = {}, [], []
@@ -248,14 +249,16 @@ def _with_events(totals: dict, problems: list, events) -> tuple[dict, list]:
     return totals, [*problems, *(e._asdict() for e in events if e.reason)]
 
 
-def _one_line(err: BaseException) -> str:
-    """An exception as one line. A worker's failure reaches the driver as a RuntimeError holding the whole
-    remote traceback; its last line is what went wrong (``OSError: [Errno 28] No space left on device``)."""
+_ERROR_LINE = re.compile(r"^[\w.]*(Error|Exception|Exit|Interrupt|Failure)\b[^:]*: ")
+
+
+def _cause(err: Exception) -> str:
+    """One line for a failed pipeline: Beam wraps a worker's exception in a RuntimeError whose message is
+    the worker's traceback, so the cause is its last ``SomeError: …`` line (with Beam's ``[while running
+    'Stage']``), not its first."""
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    if lines and lines[0].startswith("Traceback"):
-        causes = [line for line in lines if re.match(r"[A-Za-z_][\w.]*(Error|Exception|Exit)\b.*:", line)]
-        return (causes[-1] if causes else lines[-1])[:500]
-    return f"{type(err).__name__}: {lines[0] if lines else ''}"[:500]
+    causes = [line for line in lines if _ERROR_LINE.match(line)]
+    return (causes[-1] if causes else f"{type(err).__name__}: {lines[0] if lines else ''}".rstrip(": "))[:500]
 
 
 def _store_state(target, state: dict | None) -> None:

@@ -95,17 +95,27 @@ def terminal_safe(text: str) -> str:
     return _CONTROL.sub(" ", text)
 
 
+#: Counts the summary names only when they are not zero: a zero there says nothing.
+_NOTEWORTHY = (("deleted", "deleted"), ("kept", "kept (their folder could not be listed completely)"),
+               ("oversize", "over max_file_size (metadata only)"), ("dead_link", "dead links"),
+               ("robots_denied", "denied by robots.txt"), ("plugin_failed", "plugin failures"),
+               ("revoked", "hidden at once (access revoked at the source)"))
+
+
 def summary(report: dict) -> str:
     """A few lines for the terminal."""
     c = report["counts"]
-    lines = [
-        f"discovered {c['discovered']}: {c['accepted']} documents accepted, {c['declined']} declined",
-        (f"documents: {c['new']} new, {c['changed']} changed, {c['unchanged']} unchanged, "
-         f"{c['failed']} failed, {c['deleted']} deleted, {c['kept']} kept (incomplete listing)"),
-        f"read {c['read']} documents, wrote {c['written']}; index holds {report.get('documents_in_index', '?')}",
-        f"took {report['timings']['total_s']:.1f} s; report: {report.get('report_path', '')}",
-        *(f"warning: {w}" for w in report.get("warnings", ())),
-    ]
+    documents = f"documents: {c['new']} new, {c['changed']} changed, {c['unchanged']} unchanged, {c['failed']} failed"
+    documents += "".join(f", {c[kind]} {words}" for kind, words in _NOTEWORTHY if c.get(kind))
+    index = f"index holds {report.get('documents_in_index', '?')}"
+    if report.get("fatal") and not any(c.values()):  # the pipeline failed: its counts never came back
+        before = report.get("documents_in_index_before", "?")
+        lines = [f"the crawl's counts are unknown: it failed before they were complete; {index} ({before} before)"]
+    else:
+        lines = [f"discovered {c['discovered']}: {c['accepted']} documents accepted, {c['declined']} declined",
+                 documents, f"read {c['read']} documents, wrote {c['written']}; {index}"]
+    lines.append(f"took {report['timings']['total_s']:.1f} s; report: {report.get('report_path', '')}")
+    lines += [f"warning: {w}" for w in report.get("warnings", ())]
     if c["unsupported"]:
         lines.append(f"{c['unsupported']} documents of types no preparator reads: indexed by name, not failed")
     if c["skipped_unread"]:

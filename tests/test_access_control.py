@@ -462,5 +462,5 @@ def test_a_controller_failure_is_reported_and_keeps_the_indexed_version():
                     equal_to([("file:///srv/acl/a.txt", ["staff"])]), label="Assigned")
         assert_that(events | "Reasons" >> beam.Map(lambda e: (e.kind, e.url, e.stage, e.reason)), equal_to([
             ("failed", "file:///srv/acl/secret.txt", "access",
-             "access control failed: PermissionError: no access to the ACL")]), label="Events")
+             "access failed: PermissionError: no access to the ACL")]), label="Events")
         assert_that(keep, equal_to(["file:///srv/acl/secret.txt"]), label="Keep")

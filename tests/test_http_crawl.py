@@ -156,6 +156,9 @@ def test_first_crawl_changes_unchanged_and_server_down(site, web_config, crawl, 
     assert not any("passwd" in url for url in site.paths())
     assert "/private/secret.html" not in site.paths() and "/hidden.html" not in site.paths()
     assert run.counts["dead_link"] == 1
+    assert "1 dead links" in run.stdout  # the terminal summary names them too
+    assert run.counts["read"] == run.counts["written"] == len(docs)  # pages read as they were fetched
+    assert f"read {len(docs)} documents, wrote {len(docs)}" in run.stdout
     # politeness: requests to the host are paced by robots.txt's Crawl-delay (0.05 s), redirect hops too
     # (the pacer schedules request k at start + k * delay; the server sees them with some jitter)
     times = sorted(r.at for r in site.requests if r.path != "/robots.txt")
@@ -187,7 +190,7 @@ def test_first_crawl_changes_unchanged_and_server_down(site, web_config, crawl, 
     assert run.code == 1
     assert sorted(indexed(config)) == sorted(docs)
     assert run.counts["deleted"] == 0 and run.counts["kept"] == len(docs)
-    assert "connection refused" in run.problems()[base]
+    assert run.problems()[base] == "host unreachable (connection refused); all pages of the host kept"
 
     # the password went nowhere
     index_files = Path(yaml.safe_load(config.read_text())["index"]["path"]).parent.glob("index*")

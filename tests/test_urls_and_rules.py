@@ -152,7 +152,9 @@ def test_file_name_extension_parent_path(url, name, ext, parent):
 
 
 def test_file_name_of_non_utf8_bytes_is_displayable():
-    assert file_name("file:///srv/%FF.txt") == "\ufffd.txt"
+    """Shown escaped, so the byte is not lost (records.lossless); the URL keeps it percent-encoded."""
+    assert file_name("file:///srv/%FF.txt") == "\\xff.txt"
+    assert file_name("file:///srv/caf%C3%A9%E9.txt") == "café\\xe9.txt"
 
 
 @pytest.mark.parametrize("url, root, depth", [

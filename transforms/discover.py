@@ -20,6 +20,7 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from transforms.guard import isolated
 from transforms.progress import Progress, Tally, timed
 from transforms.records import Entry, Event, FrontierItem, event
 from transforms.sources import settings, source_for
@@ -44,7 +45,9 @@ class _Expand(beam.DoFn):
 
     def process(self, item):
         item = FrontierItem(*item)  # workers decode rows into generated classes; routing needs ours
-        return timed(self.us, self._route(item))
+        # A listing that fails half-way keeps what it listed; the folder is incomplete, so nothing below goes.
+        return timed(self.us, isolated(self._route(item), item.url, "discover", EVENTS, kind="incomplete",
+                                       keep_partial=True))
 
     def _route(self, item):
         for record in source_for(item.url).expand(item, self.rules, self.follow_symlinks, self.budget):

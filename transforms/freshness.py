@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 
+from transforms.guard import isolated
 from transforms.progress import Tally
 from transforms.records import EVERYONE, Entry, SnapshotEntry
 
@@ -62,6 +63,10 @@ class _Classify(beam.DoFn):
         yield from self.tally.flush()
 
     def process(self, keyed, incomplete, denied):
+        urls = [e.url for e in keyed[1]["found"]] or [s.url for s in keyed[1]["indexed"]] or [""]
+        return list(isolated(self._classify(keyed, incomplete, denied), min(urls), "freshness", EVENTS))
+
+    def _classify(self, keyed, incomplete, denied):
         if incomplete is not self._incomplete_source:  # side inputs are fixed per window: cache the set
             self._incomplete_source = incomplete
             self._incomplete = set(incomplete)

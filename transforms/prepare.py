@@ -24,6 +24,10 @@ under a hard time and memory bound (``preparators.isolation``; one pool of child
 process, shared by the families); the text kept is cut at
 ``max_content_length`` characters.
 
+Each document is handled under ``guard.isolated``: an exception while reading it, sniffing its type,
+running the plugins or building its index document is one report line with that stage, and the document
+a substitute (regain's createSubstituteDocument), whatever the other documents of the bundle do.
+
 Plugins' ``on_before_prepare`` runs for each preparator the child tried, in the order tried, and
 ``on_after_prepare`` for the one that succeeded (it may replace the result); both run in the worker
 when it collects the child's result, loaded in ``setup`` of the family's DoFn. Auxiliary fields are
@@ -44,6 +48,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from plugins.manager import PluginHost
 from transforms.enrich.auxfields import aux_values
+from transforms.guard import isolated, stage
 from transforms.preparators import PreparatorSpec, Prepared, chain_for
 from transforms.preparators.isolation import DEFAULT_BOUNDS, MAX_IN_FLIGHT, Bounds, runner_for
 from transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
@@ -53,6 +58,7 @@ from transforms.sources import settings, source_for
 from transforms.urls import file_name, name_extension, parent_path
 
 EVENTS = "events"
+UNKNOWN_TYPE = "application/octet-stream"  # of a document whose bytes or type could not be had
 
 
 def summarize(content: str, limit: int) -> str:
@@ -65,6 +71,13 @@ def summarize(content: str, limit: int) -> str:
 
 def make_document(entry, mimetype: str, data: bytes, prepared: Prepared, fingerprint: str,
                   max_summary_length: int, error: str = "", aux_fields=()) -> IndexDoc:
+    with stage("auxiliary fields"):
+        aux = aux_values(aux_fields, entry.url)
+    with stage("document"):
+        return _document(entry, mimetype, data, prepared, fingerprint, max_summary_length, error, aux)
+
+
+def _document(entry, mimetype, data, prepared, fingerprint, max_summary_length, error, aux) -> IndexDoc:
     stamp = datetime.fromtimestamp(entry.mtime_ns / 1e9, UTC)
     name = entry.name or file_name(entry.url)
     return IndexDoc(
@@ -79,7 +92,7 @@ def make_document(entry, mimetype: str, data: bytes, prepared: Prepared, fingerp
         etag=entry.etag, http_last_modified=entry.http_last_modified, prep_fingerprint=fingerprint,
         outlinks=list(entry.outlinks), indexed_at=datetime.now(UTC).isoformat(timespec="seconds"),
         # a preparator's additional fields (regain's getAdditionalFields) are stored and returned with hits
-        aux=[*aux_values(aux_fields, entry.url),
+        aux=[*aux,
              *(AuxValue(name, value, True, False, False) for name, value in sorted(prepared.fields.items()))],
         denied=sorted(entry.denied),
     )
@@ -102,7 +115,9 @@ class _Read(beam.DoFn):
         yield from self.tally.flush()
 
     def process(self, entry):
-        return timed(self.us, self._read(Entry(*entry)))
+        entry = Entry(*entry)
+        return timed(self.us, isolated(self._read(entry), entry.url, "read", EVENTS,
+                                       substitute=lambda reason: [RawDocument(entry, UNKNOWN_TYPE, b"", reason)]))
 
     def _read(self, entry):
         oversize = entry.size > self.max_file_size
@@ -115,14 +130,16 @@ class _Read(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "read",
                                                              err.strerror or str(err)))
                 return
-            self.tally.count("read")
             if len(data) > self.max_file_size:  # grew since it was listed
                 data, oversize = data[:SNIFF_BYTES], True
+        self.tally.count("read")  # also a web page's, fetched as it was discovered
         reason = ""
         if oversize:
             reason = f"larger than max_file_size ({entry.size} > {self.max_file_size} bytes): indexed by metadata only"
             yield beam.pvalue.TaggedOutput(EVENTS, event("oversize", entry.url, "read", reason))
-        yield RawDocument(entry, entry.mimetype or self.sniff(data, entry.url), data, reason)
+        with stage("mime"):
+            mimetype = entry.mimetype or self.sniff(data, entry.url)
+        yield RawDocument(entry, mimetype, data, reason)
 
 
 class _PrepareFamily(beam.DoFn):
@@ -171,16 +188,22 @@ class _PrepareFamily(beam.DoFn):
         chain = chain_for(self.preparators, raw.mimetype, raw.entry.url)
         if not chain:  # a type nothing reads and no catch-all: no document, as regain made none
             self.tally.count("skipped_unread")
-        elif not raw.oversize:
-            ticket = self.runner.submit(raw.data, raw.entry.url, raw.mimetype)
-            self.pending.append((raw, chain, ticket, window, timestamp))
+        elif not raw.oversize:  # one the preparing process cannot take (it does not start) gets its substitute
+            yield from isolated(self._submit(raw, chain, window, timestamp), raw.entry.url, "prepare", EVENTS,
+                                substitute=lambda reason: [self._substitute(raw, reason)])
         while self.pending and (len(self.pending) > MAX_IN_FLIGHT or self.pending[0][2].value is not None):
             yield from self._windowed(*self.pending.popleft())
         if chain and raw.oversize:
             yield from self._windowed(raw, chain, None, window, timestamp)
 
+    def _submit(self, raw, chain, window, timestamp):
+        ticket = self.runner.submit(raw.data, raw.entry.url, raw.mimetype)
+        self.pending.append((raw, chain, ticket, window, timestamp))
+        yield from ()
+
     def _windowed(self, raw, chain, ticket, window, timestamp):
-        for output in self._outputs(raw, chain, ticket):
+        for output in isolated(self._outputs(raw, chain, ticket), raw.entry.url, "prepare",
+                               EVENTS, substitute=lambda reason: [self._substitute(raw, reason)]):
             if isinstance(output, beam.pvalue.TaggedOutput):
                 yield beam.pvalue.TaggedOutput(output.tag, WindowedValue(output.value, timestamp, [window]))
             else:
@@ -195,11 +218,13 @@ class _PrepareFamily(beam.DoFn):
             return
         prepared, errors = ticket.result() if ticket is not None else (None, [])
         tried = chain[:len(errors) + (prepared is not None)]  # the child tries the chain in order
-        for preparator in tried:
-            self.plugins.call("on_before_prepare", entry.url, raw_document=raw, preparator=preparator)
+        with stage("plugins"):
+            for preparator in tried:
+                self.plugins.call("on_before_prepare", entry.url, raw_document=raw, preparator=preparator)
+            if prepared is not None:
+                prepared = self.plugins.chain("on_after_prepare", "prepared", prepared, entry.url,
+                                              raw_document=raw, preparator=tried[-1])
         if prepared is not None:
-            prepared = self.plugins.chain("on_after_prepare", "prepared", prepared, entry.url,
-                                          raw_document=raw, preparator=tried[-1])
             limit = self.bounds.max_content_length
             partial = [prepared.partial] if prepared.partial else []
             if len(prepared.content) > limit:
@@ -228,6 +253,11 @@ class _PrepareFamily(beam.DoFn):
             yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "prepare", reason))
         for problem in self.plugins.problems():
             yield beam.pvalue.TaggedOutput(EVENTS, problem)
+
+    def _substitute(self, raw, reason: str) -> IndexDoc:
+        """regain's substitute document: URL, name, size, date and why it has nothing more."""
+        return make_document(Entry(*raw.entry), raw.mimetype, b"", Prepared(), self.fingerprint,
+                             self.max_summary_length, error=reason)
 
     def _misnamed(self, url: str, mimetype: str) -> str:
         """Why a document whose name promises a readable format (an empty ``.pdf``, garbage named ``.txt``)

@@ -8,6 +8,7 @@ and the sources without it when a crawl needs no pipeline; whoever builds one ca
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -75,7 +76,7 @@ class RawDocument(NamedTuple):
     entry: Entry
     mimetype: str
     data: bytes
-    oversize: str  # why it is indexed by metadata only (larger than max_file_size), else ""
+    oversize: str  # why it is indexed by metadata only (larger than max_file_size, unreadable), else ""
 
 
 class AuxValue(NamedTuple):
@@ -132,9 +133,69 @@ def event(kind: str, url: str = "", stage: str = "", reason: str = "", count: in
     return Event(kind, url, stage, reason, count)
 
 
+# -- what a record may carry ----------------------------------------------------------------------
+# Names that are not UTF-8 (a file name, a TAR member name, a mail header) reach Python as strings with
+# lone surrogates (``surrogateescape``: the byte 0xE9 becomes U+DCE9). No coder, JSON encoder or SQLite
+# accepts them, so every record leaving a stage carries them escaped instead: U+DC80–U+DCFF as ``\xNN``
+# (the raw byte, as Python's ``backslashreplace`` shows it), any other lone surrogate as ``\uNNNN``.
+# Nothing is dropped: the bytes are readable in the escape, and a file's URL keeps them exactly
+# (percent-encoded).
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def lossless(text: str) -> str:
+    """``text`` with its lone surrogates escaped (see above); any other text unchanged."""
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(_escape, text)
+
+
+_TYPES = {"str": str, "int": int, "bool": bool, "bytes": bytes, "bytes | None": (bytes, type(None))}
+
+
+def _checker(hint: str):
+    """A function (value, where) → the value conformed to ``hint``, or TypeError naming ``where``."""
+    if hint in _TYPES:
+        wanted = _TYPES[hint]
+
+        def check(value, where):
+            if not isinstance(value, wanted):
+                raise TypeError(f"{where} is {type(value).__name__}, not {hint}")
+            return lossless(value) if type(value) is str else value
+        return check
+    if hint.startswith("Sequence["):
+        inner = _checker(hint[len("Sequence["):-1])
+
+        def check_all(value, where):
+            if isinstance(value, str | bytes) or not isinstance(value, Sequence | set | frozenset):
+                raise TypeError(f"{where} is {type(value).__name__}, not a sequence")
+            return [inner(v, f"{where}[{n}]") for n, v in enumerate(value)]
+        return check_all
+    return lambda value, where: conform(RECORDS[hint](*value))
+
+
+def conform(record):
+    """``record`` (one of this module's classes) checked field by field against its declared types, with
+    surrogates escaped: what a stage hands on can always be encoded, and a value of the wrong type (from a
+    plugin, say) fails here, in the element's own stage, not in Beam's machinery or in the index."""
+    kind = type(record)
+    return kind(*[check(value, where) for value, (where, check) in zip(record, _CHECKERS[kind], strict=True)])
+
+
 def use_row_coders() -> None:
     """Encode the records with Beam's RowCoder in pipelines built from now on (idempotent)."""
     import apache_beam as beam  # here, not at the top: see the module's docstring
 
     for record in (FrontierItem, Entry, SnapshotEntry, RawDocument, AuxValue, IndexDoc, Event):
         beam.coders.registry.register_coder(record, beam.coders.RowCoder)
+
+
+RECORDS = {r.__name__: r for r in (FrontierItem, Entry, SnapshotEntry, RawDocument, AuxValue, IndexDoc, Event)}
+_CHECKERS = {r: [(f"{r.__name__}.{name}", _checker(getattr(hint, "__forward_arg__", hint)))
+                  for name, hint in r.__annotations__.items()] for r in RECORDS.values()}

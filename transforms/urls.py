@@ -12,6 +12,8 @@ import posixpath
 import re
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit, urlunsplit
 
+from transforms.records import lossless
+
 # Characters left unescaped in paths: RFC 3986 unreserved plus the sub-delims and ":@" allowed in a segment.
 _PATH_SAFE = "/!$&'()*+,;=:@~"
 _DEFAULT_PORTS = {"http": 80, "https": 443, "smb": 445, "imap": 143, "imaps": 993}
@@ -115,10 +117,14 @@ def readable_url(url: str) -> str:
     return unquote(url, errors="replace")
 
 
+def _display(quoted: str) -> str:
+    """Percent-decoded for display; bytes that are not UTF-8 shown as ``\\xNN`` (records.lossless)."""
+    return lossless(unquote_to_bytes(quoted).decode("utf-8", "surrogateescape"))
+
+
 def file_name(url: str) -> str:
-    """The last path segment, decoded for display (``a%20b.txt`` → ``a b.txt``)."""
-    segment = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]
-    return unquote_to_bytes(segment).decode("utf-8", "replace")
+    """The last path segment, decoded for display (``a%20b.txt`` → ``a b.txt``, ``%FF`` → ``\\xff``)."""
+    return _display(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1])
 
 
 def extension(url: str) -> str:
@@ -135,7 +141,7 @@ def parent_path(url: str) -> str:
     """regain's ``path`` field: the URL's directory part without the scheme, decoded for display."""
     parts = urlsplit(url)
     directory = parts.path.rsplit("/", 1)[0] + "/"
-    return parts.netloc + unquote_to_bytes(directory).decode("utf-8", "replace")
+    return parts.netloc + _display(directory)
 
 
 def depth_below(url: str, root: str) -> int:

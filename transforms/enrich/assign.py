@@ -15,7 +15,8 @@ from __future__ import annotations
 import apache_beam as beam
 
 from transforms.enrich.access import CustomController, access_of
-from transforms.records import Entry, event
+from transforms.guard import isolated
+from transforms.records import Entry
 
 EVENTS, KEEP = "events", "keep"
 
@@ -31,13 +32,12 @@ class _AssignGroups(beam.DoFn):
 
     def process(self, entry):
         entry = Entry(*entry)
-        try:
-            access = access_of(self.controllers, entry)
-        except Exception as err:  # noqa: BLE001 - one document's failure, not the crawl's
-            yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "access",
-                                                         f"access control failed: {type(err).__name__}: {err}"))
-            yield beam.pvalue.TaggedOutput(KEEP, entry.url)
-            return
+        # A controller that fails for one document keeps that document as indexed (neither re-indexed nor deleted).
+        return isolated(self._assign(entry), entry.url, "access", EVENTS,
+                        substitute=lambda _reason: [beam.pvalue.TaggedOutput(KEEP, entry.url)])
+
+    def _assign(self, entry):
+        access = access_of(self.controllers, entry)
         yield entry._replace(groups=list(access.groups), denied=list(access.denied))
 
 

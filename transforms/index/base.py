@@ -46,6 +46,12 @@ class IndexUnavailable(Exception):
     """The index cannot be used (missing, wrong version, unreachable); the message says why."""
 
 
+class Rejected(str):
+    """The reason of a write failure that is the document's own fault: the index refused that document
+    (a value its mapping cannot take), not the index failing. The document gets a substitute and a report
+    line; the crawl goes on and deletes may still run."""
+
+
 @dataclass
 class Hit:
     url: str

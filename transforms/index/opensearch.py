@@ -53,6 +53,7 @@ from transforms.index.base import (
     Hit,
     IndexTarget,
     IndexUnavailable,
+    Rejected,
     access_key,
     render_snippet,
 )
@@ -298,8 +299,10 @@ class OpenSearchIndex(IndexTarget):
                 if not ok:
                     result = next(iter(item.values()))
                     if result.get("status") != 404:
-                        failures.append((urls.get(result.get("_id"), result.get("_id", "?")),
-                                         f"index write failed: {_item_error(result)}"))
+                        reason = f"index write failed: {_item_error(result)}"
+                        if result.get("status") == 400:  # this document's values, not the node: see Rejected
+                            reason = Rejected(f"the index rejected the document: {_item_error(result)}")
+                        failures.append((urls.get(result.get("_id"), result.get("_id", "?")), reason))
         except (OpenSearchException, OSError) as err:  # the node went away during the batch
             done = {url for url, _ in failures}
             failures += [(doc.url, f"index write failed: {_short(err)}") for doc in docs if doc.url not in done]

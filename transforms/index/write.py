@@ -25,6 +25,8 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from plugins.manager import PluginHost
+from transforms.guard import describe, isolated, stage
+from transforms.index.base import IndexUnavailable, Rejected
 from transforms.progress import Progress, timed
 from transforms.records import Event, IndexDoc, SnapshotEntry, event
 
@@ -60,20 +62,53 @@ class _Upsert(beam.DoFn):
         return timed(self.us, self._upsert(batch))
 
     def _upsert(self, batch):
-        if self.plugins:
-            batch = [self.plugins.chain("on_create_index_entry", "doc", IndexDoc(*doc), doc.url, index=self.target)
-                     for doc in batch]
-            yield from self.plugins.problems()
-        failures = self.target.upsert(batch)
+        originals = {doc.url: IndexDoc(*doc) for doc in batch}
+        ready = []
+        for doc in originals.values():  # each under its own guard: one that cannot be written gets a substitute
+            ready.extend(isolated(self._entry(doc), doc.url, "write",
+                                  substitute=lambda reason, doc=doc: [_substitute(doc, reason)]))
+        yield from (e for e in ready if not isinstance(e, IndexDoc))
+        docs = [doc for doc in ready if isinstance(doc, IndexDoc)]
+        failures = self._write(docs)
+        rejected = [(url, reason) for url, reason in failures if isinstance(reason, Rejected)]
+        if rejected:  # the index refused these documents (not the index failing): their substitutes go in
+            for url, reason in rejected:
+                yield event("failed", url, "write", reason)
+            failures = [f for f in failures if not isinstance(f[1], Rejected)]
+            failures += self._write([_substitute(originals[url], reason) for url, reason in rejected])
         for url, reason in failures:
             yield event("failed", url, "write", reason)
         if failures:
             yield event("write_failed", count=len(failures))
-        yield event("written", count=len(batch) - len(failures))
-        self.progress.add(len(batch) - len(failures))
+        yield event("written", count=len(docs) - len(failures))
+        self.progress.add(len(docs) - len(failures))
+
+    def _write(self, docs: list[IndexDoc]) -> list[tuple[str, str]]:
+        if not docs:
+            return []
+        try:
+            return self.target.upsert(docs)
+        except IndexUnavailable:
+            raise
+        except Exception as err:  # noqa: BLE001 - the index refused the batch: no document of it is written
+            return [(doc.url, f"index write failed: {describe(err)}") for doc in docs]
+
+    def _entry(self, doc: IndexDoc):
+        """``on_create_index_entry`` (it may replace the document), then the document checked for the index."""
+        if self.plugins:
+            with stage("plugins"):
+                doc = self.plugins.chain("on_create_index_entry", "doc", doc, doc.url, index=self.target)
+            yield from self.plugins.problems()
+        yield IndexDoc(*doc)  # conformed by ``isolated``: a value of the wrong type fails here, for this document
 
     def teardown(self):
         self.target.close()
+
+
+def _substitute(doc: IndexDoc, reason: str) -> IndexDoc:
+    """What is left of a document that could not be written: its URL, name, size, date and why."""
+    return doc._replace(title="", content="", summary="", headlines="", metadata="", aux=[],
+                        preparation_error="; ".join(r for r in (doc.preparation_error, reason) if r))
 
 
 class WriteIndex(beam.PTransform):
@@ -129,13 +164,15 @@ class UpdateAccess(beam.PTransform):
 
 
 class SumByKind(beam.CombineFn):
-    """Events → {kind: total count}."""
+    """Events → {kind: total count}, and {"failed@stage": count} of failures."""
 
     def create_accumulator(self):
         return {}
 
     def add_input(self, totals, e):
         totals[e.kind] = totals.get(e.kind, 0) + e.count
+        if e.kind == "failed":  # and by stage, for failed_documents
+            totals[f"failed@{e.stage}"] = totals.get(f"failed@{e.stage}", 0) + e.count
         return totals
 
     def merge_accumulators(self, accumulators):
@@ -149,15 +186,29 @@ class SumByKind(beam.CombineFn):
         return totals
 
 
+#: Stages whose failed documents never reach the acceptance count (the freshness join counts "accepted").
+_BEFORE_ACCEPTED = ("discover", "access", "freshness")
+
+
+def failed_documents(totals: dict) -> tuple[int, int]:
+    """(documents that failed, documents this crawl considered), each document counted once: a document
+    that failed after it was accepted (read, prepare, write) is one of the accepted; one that failed before
+    (listing, access control) adds to them. A document with two failures (a substitute that could not be
+    written either) still counts once: the failures are capped at the documents."""
+    before = sum(totals.get(f"failed@{stage}", 0) for stage in _BEFORE_ACCEPTED)
+    documents = totals.get("accepted", 0) + before
+    return min(totals.get("failed", 0), documents), documents
+
+
 def delete_guard(totals: dict, max_failed_ratio: float, max_delete_ratio: float) -> str:
     """Why deletes must not run (one sentence), or "" when they may."""
     failed_writes = totals.get("write_failed", 0)
     if failed_writes:
         return f"{failed_writes} documents could not be written to the index"
-    failed = totals.get("failed", 0)
-    documents = totals.get("accepted", 0) + failed
+    failed, documents = failed_documents(totals)
     if documents and failed / documents > max_failed_ratio:
-        return (f"{failed} of {documents} documents failed ({failed / documents:.1%}), more than "
+        return (f"{failed} of the {documents} documents this crawl considered failed ({failed / documents:.1%}; "
+                f"considered: the accepted ones and those that failed before they could be), more than "
                 f"max_failed_ratio {max_failed_ratio:.1%}")
     deletes = totals.get("vanished", 0) + totals.get("no_longer_accepted", 0)
     indexed = totals.get("in_index", 0)

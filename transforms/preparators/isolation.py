@@ -43,6 +43,7 @@ import weakref
 from collections import deque
 from typing import NamedTuple
 
+from transforms import logs
 from transforms.preparators.base import Prepared
 from transforms.preparators.chain import chain_for, run_chain
 
@@ -357,6 +358,9 @@ def _child(memory_limit: int, status: int) -> None:
     if memory_limit:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
     requests, replies = os.dup(0), os.dup(1)
+    if not logs.debugging():  # what libraries print or log about a document is no news for the terminal
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+    logs.route()
     os.dup2(2, 1)  # what preparators print goes to stderr, never into the protocol
     sys.stdout = sys.stderr
     sniff = MimeSniffer()

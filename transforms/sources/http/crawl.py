@@ -134,8 +134,9 @@ class HostCrawl:
         if self.http.robots_txt:
             try:
                 self.robots = load_robots(self.fetcher, host + "/", self.http.user_agent, self.http.delay)
-            except FetchError as err:
-                yield from self._host_incomplete("fetch", f"robots.txt: {err}; all pages of the host kept")
+            except FetchError as err:  # robots.txt is the first request: an unreachable host fails here
+                what = f"host unreachable ({err})" if err.unreachable else f"robots.txt: {err}"
+                yield from self._host_incomplete("fetch", f"{what}; all pages of the host kept")
                 return
         else:
             self.robots = Robots(None, self.http.user_agent, self.http.delay)

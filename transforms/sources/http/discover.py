@@ -28,6 +28,7 @@ import time
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from transforms.guard import isolated
 from transforms.progress import Progress, Tally
 from transforms.records import Entry, Event, FrontierItem, SnapshotEntry, event
 from transforms.sources import settings
@@ -63,7 +64,13 @@ class _CrawlHost(beam.DoFn):
         if not items:
             return []
         known = {s.url: SnapshotEntry(*s) for s in joined["indexed"]}
-        return _busy(self.us, self._route(host, items, known))
+        # A host whose crawl fails half-way keeps its pages found so far and every indexed one (incomplete:
+        # ``scheme://host/`` is named on its own, see HostCrawl._host_incomplete).
+        def also_root(_reason):
+            yield beam.pvalue.TaggedOutput(EVENTS, event("incomplete", host + "/", "discover"))
+
+        return _busy(self.us, isolated(self._route(host, items, known), host, "discover", EVENTS,
+                                       kind="incomplete", substitute=also_root, keep_partial=True))
 
     def _route(self, host, items, known):
         for record in HostCrawl(self.config, self.rules, self.fetcher).run(host, items, known):

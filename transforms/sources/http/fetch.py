@@ -32,7 +32,12 @@ CHUNK = 64 * 1024
 
 
 class FetchError(Exception):
-    """The page could not be fetched; the message is the report's reason."""
+    """The page could not be fetched; the message is the report's reason. ``unreachable``: no connection
+    to the host could be made (refused, timed out, name not found), so nothing on it can be fetched now."""
+
+    def __init__(self, message: str, unreachable: bool = False):
+        super().__init__(message)
+        self.unreachable = unreachable
 
 
 @dataclass
@@ -289,7 +294,11 @@ class Fetcher:
 
     def _failed(self, err: BaseException) -> FetchError:
         """The report's reason for ``err``; when the deadline shut the socket, that is the reason."""
-        return self._timed_out() if self.deadline.over else FetchError(_reason(err))
+        return self._timed_out() if self.deadline.over else FetchError(_reason(err), _unreachable(err))
+
+
+def _unreachable(err: BaseException) -> bool:
+    return isinstance(err, urllib3.exceptions.ConnectTimeoutError)  # NewConnectionError is one
 
 
 def _reason(err: BaseException) -> str:
