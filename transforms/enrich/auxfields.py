@@ -29,7 +29,7 @@ from transforms.urls import url_to_path
 RESERVED = frozenset((
     "id", "url", "root", "title", "content", "summary", "headlines", "metadata", "mimetype", "filename",
     "path", "size", "mtime_ns", "last_modified", "groups", "preparation_error", "content_hash", "etag",
-    "http_last_modified", "prep_fingerprint", "outlinks", "indexed_at", "aux"))
+    "http_last_modified", "prep_fingerprint", "outlinks", "indexed_at", "aux", "denied"))
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
