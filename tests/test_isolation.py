@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_opensearch import all_docs, index_name, node_dir, opensearch, os_config  # noqa: F401 - fixtures
+from tests.test_opensearch import all_docs, index_name, os_config  # noqa: F401 - a fixture
 
 HERE = Path(__file__).resolve().parent
 CPYTHON_TESTTAR = "usr/lib/python3.11/test/testtar.tar"
