@@ -116,9 +116,9 @@ def summary(report: dict) -> str:
                  documents, f"read {c['read']} documents, wrote {c['written']}; {index}"]
     lines.append(f"took {report['timings']['total_s']:.1f} s; report: {report.get('report_path', '')}")
     lines += [f"warning: {w}" for w in report.get("warnings", ())]
-    if c["unsupported"]:
+    if c.get("unsupported"):
         lines.append(f"{c['unsupported']} documents of types no preparator reads: indexed by name, not failed")
-    if c["skipped_unread"]:
+    if c.get("skipped_unread"):
         lines.append(f"{c['skipped_unread']} files of types no preparator reads skipped (metadata_only is off)")
     if report.get("pipeline_skipped"):
         lines.append(f"nothing to read: {report['pipeline_skipped']}")

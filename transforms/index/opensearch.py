@@ -318,6 +318,7 @@ class OpenSearchIndex(IndexTarget):
         """Change who may see documents, at once. A document whose access partition changes moves to its
         new partition index, so ranking statistics always count it where its searchers see it."""
         wanted = {i: SimpleNamespace(groups=list(groups), denied=list(denied)) for i, groups, denied in changes}
+        self.client.indices.refresh(index=self._all_partitions)  # _locate sees documents written just now
         actions = []
         for i, index in self._locate(list(wanted)).items():
             access, target = vars(wanted[i]), self._partition(wanted[i])
