@@ -7,6 +7,7 @@ Exit codes of ``crawl``: 0 clean, 1 some documents failed, 2 configuration error
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import json
 import logging
@@ -89,8 +90,9 @@ def _version() -> str:
 def _setup_logging(debug: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, format="%(message)s", stream=sys.stderr)
     if not debug:  # Beam is chatty about its own machinery
-        logging.getLogger("apache_beam").setLevel(logging.ERROR)
-        logging.getLogger("opensearch").setLevel(logging.ERROR)
+        # Beam's job servers log their JVM's output under their class name (FlinkJarJobServer, …)
+        for name in ("apache_beam", "opensearch", "FlinkJarJobServer", "SparkJarJobServer", "JavaJarJobServer"):
+            logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,9 +185,11 @@ def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:
 
 def run() -> None:
     """The ``beamtrawl`` command. It ends without Python's shutdown, which waits half a second for the idle
-    threads of Beam and gRPC; everything a crawl writes is closed by then, and its preparing children ended."""
+    threads of Beam and gRPC; everything a crawl writes is closed by then, and its preparing children ended.
+    The exit handlers still run: Beam stops in them the job servers it started (``--flink_job_server_jar``),
+    which would otherwise outlive the command."""
     code = main()
-    logging.shutdown()
+    atexit._run_exitfuncs()  # what Python's shutdown runs first (logging.shutdown among them)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError):  # e.g. `beamtrawl search … | head` closed the pipe
             stream.flush()
