@@ -15,7 +15,7 @@ import os
 import sys
 
 from pipeline import __version__
-from pipeline.config import ConfigError, load_config
+from pipeline.config import MAX_MESSAGE, ConfigError, load_config
 from pipeline.report import EXIT_FATAL, summary, summary_line, terminal_safe, write_report
 
 log = logging.getLogger("beamtrawl")
@@ -95,7 +95,31 @@ def _setup_logging(debug: bool) -> None:
             logging.getLogger(name).setLevel(logging.ERROR)
 
 
+def _query_as_operand(argv: list[str]) -> list[str]:
+    """``search '-draft'`` as ``search -- -draft``: a search argument that starts with ``-`` but is none of
+    the search options is the query, as a person means it (a NOT query), not an unknown option."""
+    if argv[:1] != ["search"] or "--" in argv:
+        return argv
+    search = _parser()._subparsers._group_actions[0].choices["search"]  # argparse keeps its sub-parsers here
+    takes_value = {s for a in search._actions if a.nargs is None and a.option_strings
+                   for s in a.option_strings}
+    options = {s for a in search._actions for s in a.option_strings}
+    rest, i = [argv[0]], 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg in takes_value:
+            rest += argv[i:i + 2]
+            i += 2
+            continue
+        if arg.startswith("-") and arg.split("=", 1)[0] not in options and len(arg) > 1:
+            return [*rest, *argv[i + 1:], "--", arg]
+        rest.append(arg)
+        i += 1
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = _query_as_operand(sys.argv[1:] if argv is None else list(argv))
     args, extra = _parser().parse_known_args(argv)
     _setup_logging(getattr(args, "debug", False))
     if getattr(args, "quiet", False):
@@ -122,13 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:
         if args.debug:
             raise
-        log.error("beamtrawl: %s", err)
+        log.error("beamtrawl: %s", (str(err) or type(err).__name__)[:MAX_MESSAGE])
         return EXIT_FATAL
 
 
 def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | None = None,
            quiet: bool = False) -> int:
-    from pipeline.crawl import crawl  # Beam loads slowly: only when crawling
+    from pipeline.crawl import check_writable, crawl  # Beam loads slowly: only when crawling
     from transforms.preparators.isolation import end_children
 
     # A command is no IPython session; without this, Beam imports IPython (0.6 s) to ask if it is one.
@@ -136,6 +160,8 @@ def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | No
     try:
         from pipeline.progress import LiveProgress
 
+        if report_to and report_to != "-":
+            check_writable(report_to, config.work_dir)  # before the crawl, as the configured report path
         report = crawl(config, runner, beam_args, LiveProgress.mode_for(quiet))
     finally:
         end_children()  # those of an in-process runner; the command ends without Python's shutdown (run)

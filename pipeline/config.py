@@ -38,6 +38,8 @@ DEFAULTS: dict[str, Any] = {
 SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
               "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+MAX_YAML_VALUES = 100_000  # values a file may expand to through its aliases (a "billion laughs" stops here)
+MAX_MESSAGE = 300  # characters of an error message: a value quoted in it is cut, however large
 
 
 class ConfigError(Exception):
@@ -206,6 +208,8 @@ class _Reader:
         self.base = os.path.dirname(os.path.abspath(source))
 
     def fail(self, path: str, problem: str) -> ConfigError:
+        if len(problem) > MAX_MESSAGE:  # a quoted value may be as large as the file allows
+            problem = problem[:MAX_MESSAGE] + "…"
         return ConfigError(f"{self.source}: {path}: {problem}" if path else f"{self.source}: {problem}",
                            path, problem)
 
@@ -500,33 +504,79 @@ def parse_config(raw: Any, source: str, load_plugins: bool = True) -> Config:
                   imap=_imap(r, top.get("imap") or {}), **scalars)
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing what it would accept silently: a key given twice in one mapping (the
+    last would win) and aliases that expand to more than :data:`MAX_YAML_VALUES` values."""
+
+    def compose_document(self):
+        node = super().compose_document()
+        if _expanded_size(node, {}) > MAX_YAML_VALUES:
+            raise yaml.YAMLError(f"aliases expand to more than {MAX_YAML_VALUES} values")
+        return node
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # "<<: *defaults" is overridden by the keys beside it, by design
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                if isinstance(key, (str, int, float, bool)) and key in first_line:
+                    raise yaml.MarkedYAMLError(problem=f"duplicate key {str(key)[:80]!r} (first at line "
+                                                       f"{first_line[key]})", problem_mark=key_node.start_mark)
+                if isinstance(key, (str, int, float, bool)):
+                    first_line[key] = line
+        return super().construct_mapping(node, deep)
+
+
+def _expanded_size(node, sizes: dict) -> int:
+    """How many values ``node`` stands for once every alias in it is expanded (an alias shares its node,
+    so each node is counted once and its size reused); a node that contains itself counts as too many."""
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    sizes[id(node)] = MAX_YAML_VALUES + 1  # while it is being counted: reaching it again is a cycle
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+        size += sum(_expanded_size(child, sizes) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size += sum(_expanded_size(k, sizes) + _expanded_size(v, sizes) for k, v in node.value)
+    sizes[id(node)] = min(size, MAX_YAML_VALUES + 1)
+    return sizes[id(node)]
+
+
 def load_config(path: str, load_plugins: bool = True, overrides: Sequence[str] = ()) -> Config:
     """Read and validate the YAML file at ``path``; raises :class:`ConfigError` with a one-line message.
     ``overrides`` are ``--set key.path=value`` options, applied before validation; an error in a key one
     of them set names that option."""
     try:
         with open(path, encoding="utf-8") as handle:
-            raw = yaml.safe_load(handle)
+            raw = yaml.load(handle, Loader=_Loader)
     except OSError as err:
         raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset "
+                          f"{err.start})") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise ConfigError(f"{path}: {where}{getattr(err, 'problem', None) or err}") from None
+        raise ConfigError(f"{path}: {where}{getattr(err, 'problem', None) or err}"[:MAX_MESSAGE]) from None
     keys = [_override(raw, option) for option in overrides]
     try:
         return parse_config(raw, path, load_plugins)
     except ConfigError as err:
         for key, option in zip(keys, overrides, strict=True):
             if err.key == key or err.key.startswith((f"{key}.", f"{key}[")) or key.startswith(f"{err.key}."):
-                raise ConfigError(f"--set {_shown(option)}: {_shown(err.key)}: {_shown(err.problem, 600)}", err.key) from None
+                raise ConfigError(f"--set {_shown(option, 200)}: {_shown(err.key, 200)}: {_shown(err.problem)}",
+                                  err.key) from None
         raise
 
 
 _KEY_PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)")
 
 
-def _shown(option: str, limit: int = 200) -> str:
+def _shown(option: str, limit: int = MAX_MESSAGE) -> str:
     return option if len(option) <= limit else option[:limit] + "…"
 
 
@@ -542,7 +592,7 @@ def _override(raw: Any, option: str) -> str:
         steps.append(part.group(1))
         steps.extend(int(n) for n in re.findall(r"\d+", part.group(2)))
     try:
-        value = yaml.safe_load(text) if text.strip() else text
+        value = yaml.load(text, Loader=_Loader) if text.strip() else text
     except yaml.YAMLError as err:
         raise ConfigError(f"--set {_shown(option)}: the value is not YAML: {getattr(err, 'problem', err)}") from None
     node, path = raw, ""

@@ -1,5 +1,11 @@
 """One crawl, from the driver's side: check the index, build and run the graph, write the report.
 
+Before anything runs, the report path and the work folder must be writable (and the work folder have
+some free space): one line and exit 2 otherwise, rather than a raw error after the whole crawl.
+Deletes run here, last of all (:func:`_delete_last`): after the pipeline and everything it wrote
+succeeded and after the report naming the deletes is on disk, so "exit 2" always means "nothing was
+deleted" — except when publishing the index fails afterwards, and then the report lists what was.
+
 The driver hooks run here: ``on_start_crawling`` first, ``on_finish_crawling`` last — also when
 the crawl fails (then with a report holding ``fatal``); their failures join the report's problems.
 Beam is loaded only when the pipeline runs (pipeline/unchanged.py: a crawl may not need it).
@@ -11,6 +17,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import time
 import uuid
@@ -22,7 +29,7 @@ from plugins.manager import PluginHost
 from runners.options import check_reachable
 from transforms.accept import Rules
 from transforms.index import make_target
-from transforms.records import Event
+from transforms.records import Event, event
 
 log = logging.getLogger("beamtrawl")
 
@@ -58,13 +65,49 @@ def _stage_seconds(result) -> dict[str, float]:
     return {name: round(s, 3) for name, s in sorted(seconds.items())}
 
 
+class CrawlRefused(Exception):
+    """The crawl cannot start (its report or work folder is not writable); ``str()`` is one line."""
+
+
+#: Free space the work folder needs before a crawl starts (its totals, problems and delete candidates).
+MIN_WORK_SPACE = 16 * 1024**2
+
+
+def check_writable(report_path: str, work_dir: str) -> None:
+    """Raise :class:`CrawlRefused` unless the report can be written and the work folder written to (local
+    paths; a URL is checked by the pipeline itself)."""
+    if "://" not in report_path:
+        existed = os.path.exists(report_path)
+        try:
+            with open(report_path, "a", encoding="utf-8"):
+                pass
+            if not existed:
+                os.remove(report_path)
+        except OSError as err:
+            raise CrawlRefused(f"{report_path}: the crawl report cannot be written there ({err.strerror})") from None
+    if "://" not in work_dir:
+        try:
+            os.makedirs(work_dir, exist_ok=True)
+            probe = os.path.join(work_dir, f".probe-{uuid.uuid4().hex[:8]}")
+            with open(probe, "wb") as handle:
+                handle.write(b"beamtrawl")
+            os.remove(probe)
+            free = shutil.disk_usage(work_dir).free
+        except OSError as err:
+            raise CrawlRefused(f"{work_dir}: the work folder cannot be written ({err.strerror})") from None
+        if free < MIN_WORK_SPACE:
+            raise CrawlRefused(f"{work_dir}: the work folder has {free // 1024} KiB free, less than the "
+                               f"{MIN_WORK_SPACE // 1024**2} MiB a crawl needs")
+
+
 def crawl(config, runner: str | None, beam_args: list[str], progress: str = "lines") -> dict:
     """Run one crawl; returns the report (also written to ``config.report``). ``progress``: how the run
     shows itself (pipeline/progress.py: "live", "lines", "quiet")."""
+    check_writable(config.report, config.work_dir)
     plugins = PluginHost(config.plugins)
     plugins.call("on_start_crawling", config=config)
     try:
-        report = _crawl(config, runner, beam_args, progress)
+        report = _crawl(config, runner, beam_args, plugins, progress)
     except BaseException as err:
         plugins.call("on_finish_crawling", config=config, report={"fatal": f"{type(err).__name__}: {err}"})
         raise
@@ -77,7 +120,7 @@ def crawl(config, runner: str | None, beam_args: list[str], progress: str = "lin
     return report
 
 
-def _crawl(config, runner: str | None, beam_args: list[str], progress: str) -> dict:
+def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost, progress: str) -> dict:
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     check_reachable(runner, beam_args)  # a cluster that is down: one line, before the index is touched
@@ -116,16 +159,27 @@ def _crawl(config, runner: str | None, beam_args: list[str], progress: str) -> d
         stage_seconds = _stage_seconds(result)
     except Exception as err:
         log.debug("pipeline failed", exc_info=True)
-        fatal, stage_seconds = f"the pipeline failed: {type(err).__name__}: {err}".splitlines()[0], {}
+        fatal, stage_seconds = f"the pipeline failed: {_one_line(err)}", {}
     ran = time.perf_counter()
 
-    totals, problems = reports.collect(work_dir) if not fatal else ({}, [])
+    totals, problems, candidates = {}, [], []
+    if not fatal:
+        try:
+            totals, problems = reports.collect(work_dir)
+            candidates = reports.collect_deletes(work_dir)
+        except Exception as err:
+            log.debug("reading the work folder failed", exc_info=True)
+            fatal = f"reading the crawl's work folder {work_dir} failed: {type(err).__name__}: {err}".splitlines()[0]
     _remove(work_dir)
     report = reports.build_report(totals, problems, **context, fatal=fatal)
+    if reports.exit_code(report) != reports.EXIT_FATAL and candidates:
+        report = _delete_last(config, target, candidates, totals, problems, context, plugins)
     try:
         target.finish(succeeded=reports.exit_code(report) != reports.EXIT_FATAL)
     except Exception as err:  # noqa: BLE001 - e.g. the alias could not be swapped
-        report["fatal"] = report.get("fatal") or f"finishing the index failed: {err}"
+        ran = f" after {len(report['deleted_urls'])} deletes ran (the report lists them)" \
+            if report.get("deleted_urls") else ""
+        report["fatal"] = report.get("fatal") or f"finishing the index failed{ran}: {err}"
     try:
         report["documents_in_index"] = target.count()
     except Exception:  # noqa: BLE001 - the index may be what failed; the report says so already
@@ -139,6 +193,50 @@ def _crawl(config, runner: str | None, beam_args: list[str], progress: str) -> d
                          "stage_busy_s": stage_seconds}
     report["exit_code"] = reports.exit_code(report)
     return report
+
+
+def _delete_last(config, target, candidates, totals: dict, problems: list, context: dict,
+                 plugins: PluginHost) -> dict:
+    """The crawl's deletes, the very last step: only if the guard allows, and only once the report naming
+    them is written (a crawl killed during its deletes leaves that report; the next crawl deletes the
+    rest). Returns the report with their outcome and ``deleted_urls``."""
+    from transforms.index.write import delete_batches, delete_guard  # Beam: loaded once the pipeline ran
+
+    refusal = delete_guard(totals, config.max_failed_ratio, config.max_delete_ratio)
+    if refusal:
+        events = [event("delete_withheld", "", "delete", refusal, count=len(candidates))]
+        return reports.build_report(*_with_events(totals, problems, events), **context, fatal="")
+    pending = reports.build_report(totals, problems, **context, fatal="")
+    pending["deletes_pending"] = sorted(entry.url for entry in candidates)
+    try:
+        reports.write_report(pending, config.report)
+    except OSError as err:
+        return reports.build_report(totals, problems, **context,
+                                    fatal=f"{config.report}: the report could not be written before the deletes "
+                                          f"({err.strerror}); no deletes ran")
+    events = delete_batches(target, candidates, plugins)
+    report = reports.build_report(*_with_events(totals, problems, events), **context, fatal="")
+    failed = {e.url for e in events if e.kind == "failed"}
+    report["deleted_urls"] = sorted(entry.url for entry in candidates if entry.url not in failed)
+    return report
+
+
+def _with_events(totals: dict, problems: list, events) -> tuple[dict, list]:
+    """``totals`` and ``problems`` with the driver's own ``events`` added, as the pipeline would have."""
+    totals = dict(totals)
+    for e in events:
+        totals[e.kind] = totals.get(e.kind, 0) + e.count
+    return totals, [*problems, *(e._asdict() for e in events if e.reason)]
+
+
+def _one_line(err: BaseException) -> str:
+    """An exception as one line. A worker's failure reaches the driver as a RuntimeError holding the whole
+    remote traceback; its last line is what went wrong (``OSError: [Errno 28] No space left on device``)."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    if lines and lines[0].startswith("Traceback"):
+        causes = [line for line in lines if re.match(r"[A-Za-z_][\w.]*(Error|Exception|Exit)\b.*:", line)]
+        return (causes[-1] if causes else lines[-1])[:500]
+    return f"{type(err).__name__}: {lines[0] if lines else ''}"[:500]
 
 
 def _store_state(target, state: dict | None) -> None:

@@ -7,7 +7,8 @@
     web start URLs (+ snapshot) ─► WebDiscover ─► entries, events (flattened with the above)
     index ─► ReadSnapshot ─► snapshot ───────────────► Freshness ─► new/changed ─► Prepare ─► WriteIndex
                                                                  └─► vanished/rejected ─────────► DeleteLast
-    all events ─► report files in the work folder (totals, problems)
+    all events ─► report files in the work folder (totals, problems); DeleteLast writes the delete candidates
+    there too: the driver deletes them last of all (pipeline/crawl.py)
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from transforms.records import Entry, Event, FrontierItem, use_row_coders
 from transforms.sources.http.discover import WebDiscover, is_web
 from transforms.sources.settings import SourceSettings
 
-TOTALS_FILE, PROBLEMS_FILE = "totals.json", "problems"
+TOTALS_FILE, PROBLEMS_FILE, DELETES_FILE = "totals.json", "problems", "deletes"
 
 
 def _roots(config) -> list[FrontierItem]:
@@ -72,13 +73,10 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
         rules.plugins, config.auxiliary_fields, source_settings)
     write_events = docs | "WriteIndex" >> WriteIndex(target, rules.plugins)
 
-    before_deletes = (discover_events, *access_events, freshness_events, prepare_events, write_events) | (
-        "EventsBeforeDeletes" >> beam.Flatten().with_output_types(Event))
-    totals = before_deletes | "Totals" >> beam.CombineGlobally(SumByKind()).without_defaults()
-    delete_events = (to_delete, totals) | "DeleteLast" >> DeleteLast(
-        target, config.max_failed_ratio, config.max_delete_ratio, rules.plugins)
+    _ = to_delete | "DeleteLast" >> DeleteLast(f"{work_dir}/{DELETES_FILE}")
 
-    events = (before_deletes, delete_events) | "AllEvents" >> beam.Flatten().with_output_types(Event)
+    events = (discover_events, *access_events, freshness_events, prepare_events, write_events) | (
+        "AllEvents" >> beam.Flatten().with_output_types(Event))
     (events
      | "AllTotals" >> beam.CombineGlobally(SumByKind()).without_defaults()
      | "WriteTotals" >> beam.Map(_write_totals, f"{work_dir}/{TOTALS_FILE}"))

@@ -39,6 +39,14 @@ def collect(work_dir: str) -> tuple[dict[str, int], list[dict[str, Any]]]:
     return totals, problems
 
 
+def collect_deletes(work_dir: str):
+    """The delete candidates the pipeline wrote into its work folder (transforms/index/write.py)."""
+    from pipeline.graph import DELETES_FILE
+    from transforms.index.write import read_candidates
+
+    return read_candidates(_read_lines(f"{work_dir}/{DELETES_FILE}*"))
+
+
 def build_report(totals: dict[str, int], problems: list[dict], **context: Any) -> dict[str, Any]:
     counts = {kind: totals.get(kind, 0) for kind in COUNTS}
     counts["discovered"] = counts["accepted"] + counts["declined"] + sum(

@@ -107,8 +107,9 @@ def on_create_index_entry(doc, index):
 
 @hookspec
 def on_delete_index_entry(doc, index):
-    """Worker, per document about to be deleted (vanished or no longer accepted), only when the
-    delete guard lets deletes run; again if a bundle is retried. ``doc`` is a
+    """Driver, per document about to be deleted (vanished or no longer accepted), after the pipeline
+    succeeded and only when the delete guard lets deletes run — the crawl's last step; again on the
+    next crawl for documents a killed crawl did not get to delete. ``doc`` is a
     :class:`transforms.records.SnapshotEntry` (id, url, size, …). Observe only.
     """
 

@@ -2,19 +2,30 @@
 
 Beam's own DirectRunner first tries to download the Prism runner, which fails (or hangs) without
 internet; FnApiRunner is named explicitly so that never happens. Its worker processes run
-``runners.local_worker`` (see there why).
+``runners.local_worker`` (see there why) with ``-P``: ``python -m`` would otherwise put the current folder
+first on the import path, and a ``concurrent.py`` lying there would run inside every worker.
+
+A worker process that dies is heard (:func:`_failing_on_worker_death`): Beam only logs it from the thread
+that started the process, and the runner then waits forever for the dead worker's answers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import threading
 
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from runners.options import with_defaults
 
-WORKER_COMMAND = f"{sys.executable} -m runners.local_worker"
+WORKER_COMMAND = f"{sys.executable} -P -m runners.local_worker"
+
+
+class WorkerDied(Exception):
+    """A worker process of the local runner ended in the middle of the crawl."""
 
 
 def arguments(beam_args: list[str]) -> list[str]:
@@ -35,4 +46,44 @@ def runner(options: PipelineOptions):
     # In multi-processing mode FnApiRunner puts its own worker command back; in the "in_memory" mode it keeps
     # the environment given here, whose workers are processes all the same (direct_num_workers of them).
     direct.direct_running_mode = "in_memory"
-    return FnApiRunner(default_environment=SubprocessSDKEnvironment.from_command_string(WORKER_COMMAND))
+
+    class LocalRunner(FnApiRunner):
+        def run_pipeline(self, pipeline, options):
+            with _failing_on_worker_death():
+                return super().run_pipeline(pipeline, options)
+
+    return LocalRunner(default_environment=SubprocessSDKEnvironment.from_command_string(WORKER_COMMAND))
+
+
+@contextlib.contextmanager
+def _failing_on_worker_death():
+    """While the pipeline runs, a worker process that exits with an error (killed, crashed, ``os._exit``)
+    raises :class:`WorkerDied` in the main thread, which is waiting inside the runner. Beam starts each
+    worker from a thread named ``run_worker`` that raises ``RuntimeError`` when its process fails; that
+    exception reaches ``threading.excepthook``, and a signal carries it to the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only: an embedding program keeps Beam's behaviour
+        return
+    heard: list[str] = []
+    previous_hook, main = threading.excepthook, threading.main_thread().ident
+
+    def hook(args):
+        if args.thread is not None and args.thread.name == "run_worker" and isinstance(args.exc_value, RuntimeError):
+            heard.append(str(args.exc_value))
+            signal.pthread_kill(main, signal.SIGUSR1)
+            return
+        previous_hook(args)
+
+    def interrupt(_signum, _frame):
+        if len(heard) == 1:  # once: the runner's own clean-up is not interrupted again by the next worker
+            heard.append("told")
+            code = heard[0].rsplit(" ", 1)[-1]
+            raise WorkerDied(f"a worker process ended unexpectedly (exit code {code}); the crawl stopped")
+
+    previous_handler = signal.signal(signal.SIGUSR1, interrupt)
+    threading.excepthook = hook
+    try:
+        yield
+    finally:
+        threading.excepthook = previous_hook
+        signal.signal(signal.SIGUSR1, previous_handler)

@@ -38,12 +38,14 @@ class CrawlRun:
         return {p["url"]: p["reason"] for p in self.report["problems"] if stage in (None, p["stage"])}
 
 
-def beamtrawl(*args: str, check_dac: bool = True, timeout: int = 600) -> subprocess.CompletedProcess:
+def beamtrawl_command(*args: str, check_dac: bool = True) -> list[str]:
     command = [sys.executable, "-m", "pipeline.cli", *args]
-    if check_dac and os.geteuid() == 0:
-        command = DROP_DAC + command
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False,
-                          cwd=Path(__file__).resolve().parent.parent)
+    return DROP_DAC + command if check_dac and os.geteuid() == 0 else command
+
+
+def beamtrawl(*args: str, check_dac: bool = True, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(beamtrawl_command(*args, check_dac=check_dac), capture_output=True, text=True,
+                          timeout=timeout, check=False, cwd=Path(__file__).resolve().parent.parent)
 
 
 def report_path(config: Path) -> Path:

@@ -320,3 +320,55 @@ def test_credentials_from_env_and_file_never_in_repr(tmp_path, monkeypatch):
 ])
 def test_credential_errors(tmp_path, entry, expected):
     assert error_of(tmp_path, with_top(f"credentials:\n  - {entry}\n")).startswith(expected)
+
+
+# -- hostile files: aliases, duplicate keys, other encodings -----------------------------------------------
+
+LAUGHS = "".join(f"      l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 9)}]\n" for n in range(1, 10))
+
+
+def test_an_alias_bomb_is_refused_at_once(tmp_path):
+    """Nine levels of nine aliases stand for 387 million values: refused on loading, in well under a second,
+    instead of expanding while the message quotes the value (observed: 83 s, 2 GB, "beamtrawl: ")."""
+    problem = error_of(tmp_path, with_top("preparators:\n  - preparator: text\n    params:\n"
+                                          "      l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + LAUGHS))
+    assert problem == "aliases expand to more than 100000 values"
+
+
+def test_a_self_containing_alias_is_refused(tmp_path):
+    assert error_of(tmp_path, with_top("x: &x [*x]\n")) == "aliases expand to more than 100000 values"
+
+
+def test_aliases_of_reasonable_size_still_work(tmp_path):
+    config = load_config(str(write(tmp_path, with_top("http: {connect_timeout: &t 7, read_timeout: *t}\n"))))
+    assert (config.http.connect_timeout, config.http.read_timeout) == (7, 7)
+
+
+def test_a_large_value_is_cut_in_the_message(tmp_path):
+    problem = error_of(tmp_path, with_top(f"follow_symlinks: [{', '.join(['yes'] * 20000)}]\n"))
+    assert len(problem) < 400 and problem.startswith("follow_symlinks: must be true or false") and "…" in problem
+
+
+@pytest.mark.parametrize("text, line, first", [
+    (MINIMAL + "index: {path: other.sqlite}\n", 8, 7),                         # at the top level
+    (with_top("http:\n  delay: 1\n  read_timeout: 5\n  delay: 2\n"), 11, 9),  # inside a mapping
+])
+def test_a_key_given_twice_is_refused_with_its_line(tmp_path, text, line, first):
+    key = "index" if "other" in text else "delay"
+    assert error_of(tmp_path, text) == f"line {line}, column {3 if key == 'delay' else 1}: duplicate key " \
+                                       f"'{key}' (first at line {first})"
+
+
+def test_a_merge_key_may_be_overridden(tmp_path):
+    config = load_config(str(write(tmp_path, MINIMAL + "smb: &base {read_acls: false}\n"
+                                   "imap: {starttls: false}\n"
+                                   "http: {<<: {delay: 1, total_timeout: 9}, delay: 2}\n")))
+    assert (config.http.delay, config.http.total_timeout) == (2, 9)
+
+
+def test_a_file_that_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(MINIMAL.encode() + "# café\n".encode("latin-1"))
+    with pytest.raises(ConfigError) as caught:
+        load_config(str(path))
+    assert str(caught.value) == f"{path}: not UTF-8 text (byte 0xe9 at offset {len(MINIMAL) + 5})"

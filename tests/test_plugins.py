@@ -7,8 +7,10 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from plugins.filesize import FilesizeFilter
 from plugins.hookspecs import hookimpl
 from plugins.link_text_title import LinkTextAsTitle
 from plugins.manager import PluginHost, PluginSpec
+from tests.conftest import beamtrawl_command, report_path
 from transforms.preparators import Prepared
 from transforms.records import Entry, RawDocument
 
@@ -166,6 +169,36 @@ def test_finish_runs_also_when_the_crawl_fails(tmp_path, make_config, crawl, wit
     assert failed.code == 2
     hooks = [(e["hook"], bool(e.get("fatal"))) for e in read_log(log)]
     assert hooks == [("on_start_crawling", False), ("on_finish_crawling", True)]
+
+
+def test_a_driver_killed_during_its_deletes_leaves_their_list(tmp_path, make_config, crawl, with_recorder):
+    """Deletes are the crawl's last step, in the driver, after the report naming them is written: a crawl killed
+    there leaves that list (``deletes_pending``), and the next crawl deletes what is still to delete."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    for name in "abcdef":
+        (root / f"{name}.txt").write_text(f"document {name}", encoding="utf-8")
+    assert crawl(make_config(root)).code == 0
+    for name in "abc":
+        (root / f"{name}.txt").unlink()
+    log = tmp_path / "hooks.jsonl"
+    config = make_config(root, plugins=[recorder(log, "slow", 0, pause_in="on_delete_index_entry", pause=30)])
+    driver = subprocess.Popen(beamtrawl_command("crawl", str(config), "--direct_num_workers=2"),
+                              cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        while not (log.exists() and any(e["hook"] == "on_delete_index_entry" for e in read_log(log))):
+            assert driver.poll() is None, "the crawl ended before its deletes"
+            time.sleep(0.1)
+        (first,) = [e for e in read_log(log) if e["hook"] == "on_delete_index_entry"]
+        os.kill(first["pid"], signal.SIGKILL)  # the driver: deletes run there
+    finally:
+        driver.kill()
+        driver.wait()
+    pending = json.loads(report_path(config).read_text(encoding="utf-8"))["deletes_pending"]
+    assert pending == [f"file://{root}/{name}.txt" for name in "abc"]
+    again = crawl(make_config(root))
+    assert again.code == 0 and again.report["deleted_urls"] == pending
 
 
 # -- loading, order and errors, without a crawl ---------------------------------------------------

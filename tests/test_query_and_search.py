@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 import sqlite3
 
 import pytest
 
+from tests.conftest import beamtrawl
 from transforms.index import EmbeddedIndex, IndexUnavailable
 from transforms.index.query import Query, QueryError, parse_query
 from transforms.preparators import Prepared
@@ -228,3 +230,17 @@ def test_check_refuses_missing_and_foreign_files(tmp_path):
     foreign.write_text("just some text, not a database\n" * 100)
     with pytest.raises(IndexUnavailable, match="not a beamtrawl index"):
         EmbeddedIndex(str(foreign)).check()
+
+
+def test_a_query_starting_with_a_dash(index, tmp_path):
+    """``search '-calibration spectrometer'`` is a query, as with ``--`` (it was "unrecognized arguments")."""
+    config = tmp_path / "crawl.yaml"
+    config.write_text(f"start:\n  - url: /srv/docs\nindex:\n  path: {index.path}\n", encoding="utf-8")
+    answers = []
+    for args in (["-calibration spectrometer", "--config", str(config)],
+                 ["--config", str(config), "-calibration spectrometer", "--limit", "5"],
+                 ["--config", str(config), "--", "-calibration spectrometer"]):
+        done = beamtrawl("search", "--json", *args, check_dac=False)
+        assert done.returncode == 0, done.stderr
+        answers.append(sorted(hit["url"][len(ROOT) + 1:] for hit in json.loads(done.stdout)))
+    assert answers == [["budget.csv", "manual.pdf"]] * 3

@@ -159,3 +159,119 @@ def test_full_disk_is_a_clear_error_and_leaves_an_intact_index(tmp_path, make_co
         assert search(config, "note1")  # and the index still answers
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+# -- exit 2 means nothing was deleted ------------------------------------------------------------------------
+
+def _indexed_then_half_removed(tmp_path, make_config, crawl, **settings) -> tuple[Path, int]:
+    """A configuration (with ``settings``) whose index holds 40 documents, and whose next crawl would delete
+    20 of them."""
+    root = tmp_path / "corpus"
+    build_corpus(root, 40)
+    first = crawl(make_config(root))
+    assert first.code == 0, first.stderr
+    for doomed in sorted(root.rglob("*.txt"))[:20]:
+        doomed.unlink()
+    return make_config(root, max_failed_ratio=1.0, **settings), len(index_state(tmp_path / "index.sqlite"))
+
+
+def test_a_work_folder_that_fills_up_during_the_crawl_deletes_nothing(tmp_path, make_config, crawl):
+    """Observed before: exit 2, "FAILED: … RuntimeError: Traceback…" and "0 deleted", while the index went
+    from 200 to 89 documents. Now the deletes are the driver's last step, after everything else succeeded."""
+    disk = tmp_path / "work-disk"
+    assert _mount_small_disk(disk, "20m"), "cannot mount a tmpfs: run the tests as root, as tests/run.sh and CI do"
+    try:
+        os.chmod(disk, 0o777)
+        config, before = _indexed_then_half_removed(tmp_path, make_config, crawl, work_dir=str(disk / "work"))
+        driver = subprocess.Popen(crawl_command(config), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  cwd=REPO)
+        for line in driver.stderr:  # the checks before crawling passed: now the disk fills up
+            if line.startswith("crawling "):
+                (disk / "filler").write_bytes(b"\0" * (20 * 1024**2 - 4096))  # as much as it takes
+                break
+        out, err = driver.communicate(timeout=600)
+        assert driver.returncode == 2, out + err
+        assert "0 deleted" in out
+        (failed,) = [line for line in out.splitlines() if line.startswith("FAILED: ")]
+        assert "No space left on device" in failed and "Traceback" not in failed, failed
+        assert len(index_state(tmp_path / "index.sqlite")) == before == 40
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_full_work_folder_is_refused_before_crawling(tmp_path, make_config, crawl):
+    disk = tmp_path / "work-disk"
+    assert _mount_small_disk(disk, "4m"), "cannot mount a tmpfs: run the tests as root, as tests/run.sh and CI do"
+    try:
+        os.chmod(disk, 0o777)
+        config, before = _indexed_then_half_removed(tmp_path, make_config, crawl, work_dir=str(disk / "work"))
+        run = crawl(config)
+        assert run.code == 2
+        assert run.stderr.strip().splitlines() == [
+            f"beamtrawl: {disk / 'work'}: the work folder has 4096 KiB free, less than the 16 MiB a crawl needs"]
+        assert len(index_state(tmp_path / "index.sqlite")) == before
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_unwritable_report_and_work_folders_are_refused_before_crawling(tmp_path, make_config, crawl):
+    """Observed before: a raw errno after the whole crawl. Now one line naming the path, and no crawl."""
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    config, before = _indexed_then_half_removed(tmp_path, make_config, crawl, report=str(locked / "report.json"))
+    run = crawl(config)
+    assert run.code == 2 and run.stderr.strip().splitlines() == [
+        f"beamtrawl: {locked / 'report.json'}: the crawl report cannot be written there (Permission denied)"]
+    config = make_config(tmp_path / "corpus", max_failed_ratio=1.0, work_dir=str(locked / "work"))
+    run = crawl(config)
+    assert run.code == 2 and run.stderr.strip().splitlines() == [
+        f"beamtrawl: {locked / 'work'}: the work folder cannot be written (Permission denied)"]
+    assert len(index_state(tmp_path / "index.sqlite")) == before
+
+
+def test_the_report_names_every_document_a_crawl_deletes(tmp_path, make_config, crawl):
+    config, _ = _indexed_then_half_removed(tmp_path, make_config, crawl)
+    run = crawl(config)
+    assert run.code == 0 and run.counts["deleted"] == 20
+    assert len(run.report["deleted_urls"]) == 20 and all(u.endswith(".txt") for u in run.report["deleted_urls"])
+    assert len(index_state(tmp_path / "index.sqlite")) == 20
+
+
+# -- workers: nothing from the current folder, and a death is heard ------------------------------------------
+
+HOSTILE = """\
+import os, pathlib
+pathlib.Path(os.environ["HOSTILE_MARKER"]).write_text("ran in " + str(os.getpid()))
+os._exit(3)
+"""
+
+
+def test_workers_never_import_from_the_current_folder(tmp_path, make_config, crawl):
+    """Observed before: a concurrent.py in the current folder ran inside every worker, and the crawl hung."""
+    root = tmp_path / "corpus"
+    build_corpus(root, 10)
+    config = make_config(root)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    (cwd / "concurrent.py").write_text(HOSTILE)
+    marker = tmp_path / "marker"
+    console_script = Path(sys.executable).parent / "beamtrawl"
+    done = subprocess.run([str(console_script), "crawl", str(config), "--direct_num_workers=2"], cwd=cwd,
+                          env={**os.environ, "HOSTILE_MARKER": str(marker)}, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not marker.exists()
+
+
+def test_a_worker_that_dies_fails_the_crawl_without_deletes(tmp_path, make_config, crawl):
+    config, before = _indexed_then_half_removed(tmp_path, make_config, crawl)
+    killer = tmp_path / "killer"
+    killer.mkdir()  # runs at the start of every Python process on PYTHONPATH; ends those that are workers
+    (killer / "sitecustomize.py").write_text(
+        'import os\nif "CONTROL_API_SERVICE_DESCRIPTOR" in os.environ:\n    os._exit(3)\n')
+    done = subprocess.run(crawl_command(config), cwd=REPO, env={**os.environ, "PYTHONPATH": str(killer)},
+                          capture_output=True, text=True, timeout=600, check=False)  # observed before: hung
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert ("FAILED: the pipeline failed: WorkerDied: a worker process ended unexpectedly (exit code 3); "
+            "the crawl stopped") in done.stdout.splitlines()
+    assert len(index_state(tmp_path / "index.sqlite")) == before

@@ -4,19 +4,21 @@
 
     splits ─► Reshuffle ─► ReadSplit ─► snapshot entries                    (parallel, per split)
     documents (per branch) ─► BatchElements ─► Upsert ─► events (written, failed)
-    totals of every event so far ──────(side input)──────────┐
-    delete candidates ─► BatchElements ─────────────────────┴► DeleteBatch ─► events (deleted, …)
+    delete candidates ─► DeleteLast ─► a file in the work folder
+    (driver, after the pipeline and the report) totals ─► delete_guard ─► delete_batches
 
-The guard is a side input computed from every upsert's outcome, so no delete runs before all
-upserts are done; it withholds all deletes if any upsert failed, if the failed ratio passes
-``max_failed_ratio`` or if the deletes would remove more than ``max_delete_ratio`` of the index.
+The guard reads the totals of every event of the pipeline, so no delete runs before all upserts are
+done; it withholds all deletes if any upsert failed, if the failed ratio passes ``max_failed_ratio``
+or if the deletes would remove more than ``max_delete_ratio`` of the index.
 
 Plugins: ``on_create_index_entry`` runs per document just before its batch is written (it may
-replace the document), ``on_delete_index_entry`` per document just before its batch is deleted
-(only when the guard lets deletes run). Both are loaded in the DoFns' ``setup``.
+replace the document; loaded in the DoFn's ``setup``), ``on_delete_index_entry`` per document just
+before its batch is deleted, in the driver (only when the guard lets deletes run).
 """
 
 from __future__ import annotations
+
+import json
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -132,53 +134,44 @@ def delete_guard(totals: dict, max_failed_ratio: float, max_delete_ratio: float)
     return ""
 
 
-class _DeleteBatch(beam.DoFn):
-    def __init__(self, target, max_failed_ratio: float, max_delete_ratio: float,
-                 plugins: PluginHost | None = None):
-        self.target = target
-        self.max_failed_ratio = max_failed_ratio
-        self.max_delete_ratio = max_delete_ratio
-        self.plugins = plugins or PluginHost()
-
-    def setup(self):
-        self.plugins.load()
-
-    def process(self, batch, totals):
-        refusal = delete_guard(totals, self.max_failed_ratio, self.max_delete_ratio)
-        if refusal:
-            yield event("delete_withheld", "", "delete", refusal, count=len(batch))
-            return
-        for entry in batch:
-            self.plugins.call("on_delete_index_entry", entry.url, doc=SnapshotEntry(*entry), index=self.target)
-        yield from self.plugins.problems()
-        try:
-            self.target.delete([entry.id for entry in batch])
-        except Exception as err:  # noqa: BLE001 - the documents stay; the report says why
-            for entry in batch:
-                yield event("failed", entry.url, "delete", f"delete failed: {err}")
-            return
-        yield event("deleted", count=len(batch))
-
-    def teardown(self):
-        self.target.close()
-
-
 class DeleteLast(beam.PTransform):
-    """(delete candidates, totals of every event before deletes) → delete events."""
+    """Delete candidates → a file in the work folder (JSON lines); nothing is deleted in the pipeline.
 
-    def __init__(self, target, max_failed_ratio: float, max_delete_ratio: float,
-                 plugins: PluginHost | None = None):
+    The driver deletes them with :func:`delete_batches`, the very last step of a crawl: after the
+    pipeline, the report files it wrote and the report itself (written first with the list of
+    deletes about to run) have all succeeded, and only if :func:`delete_guard` allows. So a crawl that
+    fails for any reason (a full or unwritable work folder, a worker or the driver killed, the guard)
+    deleted nothing, and the report names every document a crawl deletes."""
+
+    def __init__(self, path: str):
         super().__init__()
-        self.target = target
-        self.max_failed_ratio = max_failed_ratio
-        self.max_delete_ratio = max_delete_ratio
-        self.plugins = plugins
+        self.path = path
 
-    def expand(self, inputs):
-        candidates, totals = inputs
+    def expand(self, candidates):
         return (candidates
-                | "BatchDeletes" >> beam.BatchElements(min_batch_size=50, max_batch_size=500)
-                | "DeleteBatch" >> beam.ParDo(_DeleteBatch(self.target, self.max_failed_ratio,
-                                                           self.max_delete_ratio, self.plugins),
-                                              totals=beam.pvalue.AsSingleton(totals, default_value={}))
-                .with_output_types(Event))
+                | "CandidateJson" >> beam.Map(lambda entry: json.dumps(entry._asdict())).with_output_types(str)
+                | "WriteCandidates" >> beam.io.WriteToText(self.path))
+
+
+def read_candidates(lines) -> list[SnapshotEntry]:
+    """The JSON lines :class:`DeleteLast` wrote, as entries again."""
+    return [SnapshotEntry(**json.loads(line)) for line in lines]
+
+
+def delete_batches(target, entries: list[SnapshotEntry], plugins: PluginHost | None = None) -> list[Event]:
+    """Driver: delete ``entries`` in batches (``on_delete_index_entry`` first, for each); the events of
+    what was deleted and of batches that failed (those documents stay)."""
+    plugins = plugins or PluginHost()
+    events: list[Event] = []
+    for start in range(0, len(entries), BATCH):
+        batch = entries[start:start + BATCH]
+        for entry in batch:
+            plugins.call("on_delete_index_entry", entry.url, doc=entry, index=target)
+        events.extend(plugins.problems())
+        try:
+            target.delete([entry.id for entry in batch])
+        except Exception as err:  # noqa: BLE001 - the documents stay; the report says why
+            events.extend(event("failed", entry.url, "delete", f"delete failed: {err}") for entry in batch)
+            continue
+        events.append(event("deleted", count=len(batch)))
+    return events

@@ -209,8 +209,9 @@ class Isolated:
         if self.status is None:
             self.status = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as this runner
         status = self.status.fileno()
+        # -P: "python -m" would put the current folder first on the import path (code run by dropping a file).
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "transforms.preparators.isolation", str(self.memory_limit), str(status)],
+            [sys.executable, "-P", "-m", "transforms.preparators.isolation", str(self.memory_limit), str(status)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=(status,))
         self.pipe_pages = _widen(self.process.stdin.fileno()) // _PAGE
         _widen(self.process.stdout.fileno())  # the child answers without waiting for the worker to read

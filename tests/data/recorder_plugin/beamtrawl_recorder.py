@@ -5,13 +5,15 @@ nothing from beamtrawl, as a third-party plugin would: pluggy's marker is all it
 ``log`` (the file), ``name`` (written on every line), ``title_prefix`` (on_after_prepare prepends it
 to the title), ``reject`` (a regex: check_dynamic_blacklist rejects matching URLs), ``fail_in``
 (comma-separated hooks that raise for URLs matching ``fail_url``; driver hooks, which have no URL,
-always raise).
+always raise), ``pause_in`` (comma-separated hooks that sleep ``pause`` seconds after recording, so a test
+can act in the middle of them).
 """
 
 import dataclasses
 import json
 import os
 import re
+import time
 
 import pluggy
 
@@ -19,8 +21,10 @@ hookimpl = pluggy.HookimplMarker("beamtrawl")
 
 
 class Recorder:
-    def __init__(self, log, name="recorder", title_prefix="", reject=None, fail_in="", fail_url=""):
+    def __init__(self, log, name="recorder", title_prefix="", reject=None, fail_in="", fail_url="", pause_in="",
+                 pause=0.0):
         self.log, self.name, self.title_prefix = log, name, title_prefix
+        self.pause_in, self.pause = set(pause_in.split(",")), float(pause)
         self.reject = re.compile(reject) if reject else None
         self.fail_in, self.fail_url = set(fail_in.split(",")), re.compile(fail_url or ".")
 
@@ -31,6 +35,8 @@ class Recorder:
             os.write(fd, (line + "\n").encode())  # one write of one line: appends never interleave
         finally:
             os.close(fd)
+        if hook in self.pause_in:
+            time.sleep(self.pause)
         if hook in self.fail_in and (not url or self.fail_url.search(url)):
             raise RuntimeError(f"{self.name} was told to fail in {hook}")
 
