@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -201,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     with session_cluster(workdir) as flink:
         print(f"Flink session cluster up (logs in {workdir}); crawl with an OpenSearch index:\n"
               f"  beamtrawl crawl CONFIG {' '.join(flink.options)}\nCtrl-C stops it.", flush=True)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops the cluster as Ctrl-C does
         with contextlib.suppress(KeyboardInterrupt):
             while all(p.poll() is None for p in flink.processes.values()):
                 time.sleep(1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import sys
 import tempfile
 import time
@@ -87,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     with standalone_cluster(workdir) as cluster:
         print(f"Spark standalone cluster up (logs in {workdir}); crawl with an OpenSearch index:\n"
               f"  beamtrawl crawl CONFIG {' '.join(cluster.options)}\nCtrl-C stops it.", flush=True)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops the cluster as Ctrl-C does
         with contextlib.suppress(KeyboardInterrupt):
             while all(p.poll() is None for p in cluster.processes.values()):
                 time.sleep(1)
