@@ -42,10 +42,14 @@ def totals(folder: str) -> dict[str, int]:
 
 
 def line(sums: dict[str, int], elapsed: float) -> str:
-    rate = sums["written"] / elapsed if elapsed > 0 else 0.0
+    """The progress line; before any count arrives (or on a cluster, whose workers keep theirs) the time only."""
     minutes, seconds = divmod(int(elapsed), 60)
+    clock = f"{minutes // 60}:{minutes % 60:02d}:{seconds:02d}"
+    if not any(sums.values()):
+        return f"crawling · {clock}"
+    rate = sums["written"] / elapsed if elapsed > 0 else 0.0
     return (f"found {sums['found']:,} · prepared {sums['prepared']:,} · written {sums['written']:,} "
-            f"· {rate:,.0f}/s · {minutes // 60}:{minutes % 60:02d}:{seconds:02d}")
+            f"· {rate:,.0f}/s · {clock}")
 
 
 class LiveProgress:

@@ -11,7 +11,7 @@ COUNTS = ("discovered", "accepted", "declined", "new", "changed", "unchanged", "
           "written", "failed", "deleted", "kept", "vanished", "no_longer_accepted", "delete_withheld",
           "incomplete", "oversize", "duplicate", "skipped", "symlink_skipped", "listed", "in_index",
           "write_failed", "plugin_failed", "truncated", "metadata_only", "fallback", "fetched", "not_modified",
-          "dead_link", "robots_denied")
+          "dead_link", "robots_denied", "unsupported", "skipped_unread")
 
 EXIT_OK, EXIT_DOCUMENTS_FAILED, EXIT_FATAL = 0, 1, 2
 
@@ -105,6 +105,10 @@ def summary(report: dict) -> str:
         f"read {c['read']} documents, wrote {c['written']}; index holds {report.get('documents_in_index', '?')}",
         f"took {report['timings']['total_s']:.1f} s; report: {report.get('report_path', '')}",
     ]
+    if c["unsupported"]:
+        lines.append(f"{c['unsupported']} documents of types no preparator reads: indexed by name, not failed")
+    if c["skipped_unread"]:
+        lines.append(f"{c['skipped_unread']} files of types no preparator reads skipped (metadata_only is off)")
     if report.get("pipeline_skipped"):
         lines.append(f"nothing to read: {report['pipeline_skipped']}")
     if report["deletes_withheld"]:

@@ -7,19 +7,20 @@ cd "$(dirname "$0")/.."
 # python-magic needs libmagic; setpriv (util-linux) lets root tests drop permission overrides;
 # Maven and a JDK fetch and run the OpenSearch node the tests start (tests/servers/opensearch.py);
 # sox writes the MP3, Ogg and FLAC files of the audio preparator's tests; Samba (smbd, smbclient) and
-# Dovecot serve the SMB and IMAP tests on loopback (tests/servers/; the system services are not started).
+# Dovecot serve the SMB and IMAP tests on loopback (tests/servers/; the system services are not started);
+# mandoc renders man pages for the man preparator.
 if ! ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/null || ! command -v mvn >/dev/null \
    || ! command -v sox >/dev/null || ! dpkg -s libsox-fmt-mp3 >/dev/null 2>&1 \
    || ! command -v smbd >/dev/null || ! command -v smbclient >/dev/null || ! command -v dovecot >/dev/null \
    || [ ! -x /usr/libexec/samba/samba-dcerpcd ] \
-   || ! command -v openssl >/dev/null; then
+   || ! command -v openssl >/dev/null || ! command -v mandoc >/dev/null; then
   apt-get update -qq
   if [ ! -e /usr/sbin/policy-rc.d ]; then  # install the servers without starting their system services
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
   fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 util-linux maven openjdk-17-jdk-headless \
-    sox libsox-fmt-mp3 samba smbclient dovecot-imapd openssl
+    sox libsox-fmt-mp3 samba smbclient dovecot-imapd openssl mandoc
 fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)
 python -m pip install --quiet --disable-pip-version-check -e ".[test]"

@@ -132,6 +132,7 @@ def test_progress_counts_add_up_across_workers(tmp_path, monkeypatch):
     (tmp_path / "half.json").write_text('["documents wri')  # a reader may meet anything: ignored
     assert totals(str(tmp_path)) == {"found": 10, "prepared": 7, "written": 6}
     assert line(totals(str(tmp_path)), 3.0) == "found 10 · prepared 7 · written 6 · 2/s · 0:00:03"
+    assert line(dict.fromkeys(("found", "prepared", "written"), 0), 3725.0) == "crawling · 1:02:05"
 
 
 def test_a_terminal_sees_live_progress_and_quiet_sees_only_the_summary(tmp_path, make_config):

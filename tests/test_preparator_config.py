@@ -74,13 +74,13 @@ def test_several_instances_of_one_preparator():
 
 @pytest.mark.parametrize("entries, problem", [
     ([{"name": "pfd"}], ("preparators[0].name: unknown preparator 'pfd' (known: archive, audio, epub, "
-                        "external, html, legacy_office, mail, metadata_only, odf, office, pdf, rtf, text, xml)")),
+                        "external, html, legacy_office, mail, man, metadata_only, odf, office, pdf, rtf, text, xml)")),
     ([{"name": "x", "preparator": "nope"}], "preparators[0].preparator: unknown preparator 'nope'"),
     ([{"name": "pdf", "enabled": "yes"}], "preparators[0].enabled: must be true or false, got 'yes'"),
     ([{"name": "pdf", "colour": 1}], ("preparators[0].colour: unknown key (allowed: enabled, mime_types, name, "
                                      "params, preparator, priority, url_pattern)")),
     ([{"name": "archive", "params": {"max_entrys": 5}}],
-     "preparators[0].params.max_entrys: unknown key (allowed: max_bytes, max_entries, max_scan_bytes)"),
+     "preparators[0].params.max_entrys: unknown key (allowed: max_bytes, max_entries, max_ratio, max_scan_bytes)"),
     ([{"name": "archive", "params": {"max_entries": "many"}}],
      "preparators[0].params.max_entries: must be an integer, got 'many'"),
     ([{"name": "pdf", "params": {"password": "x"}}], "preparators[0].params.password: unknown key (allowed: )"),

@@ -1,5 +1,6 @@
-"""OpenDocument and RTF preparators on real files, written here: ODF packages by hand (the mimetype
-member first and stored, a manifest, content.xml and meta.xml), RTF as text."""
+"""OpenDocument and RTF preparators on real files: ODF packages written here by hand (the mimetype
+member first and stored, a manifest, content.xml and meta.xml) and the ones LibreOffice ships in the
+Debian package libreoffice-common (fetched once, see ``debian_files``); RTF as text."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import zipfile
 import magic
 import pytest
 
-from transforms.preparators import PreparationError, odf, rtf
+from tests.debian_files import package_file
+from transforms.preparators import BUILTIN, PreparationError, odf, rtf, run_chain
+from transforms.preparators.mime import MimeSniffer
 from transforms.preparators.odf import prepare_odf
 from transforms.preparators.rtf import prepare_rtf
 
@@ -157,16 +160,83 @@ def test_corrupt_odf_raises_preparation_error(data):
     assert "\n" not in str(caught.value)
 
 
-def test_odf_rejects_entity_expansion():
+@pytest.mark.parametrize("part", ["content.xml", "styles.xml", "meta.xml"])
+def test_odf_rejects_entity_expansion(part):
     bomb = ('<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
             f'<office:document-content {_NAMESPACES}><office:body><office:text><text:p>&b;</text:p>'
             '</office:text></office:body></office:document-content>')
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("mimetype", _ODT)
-        archive.writestr("content.xml", bomb)
-    with pytest.raises(PreparationError):
+        archive.writestr(part, bomb)
+    with pytest.raises(PreparationError, match="EntitiesForbidden"):
         prepare_odf(buffer.getvalue(), "file:///bomb.odt", _ODT, {})
+
+
+def _zip(members: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in members.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("members, reason", [
+    pytest.param({"mimetype": _ODT, "Thumbnails/thumbnail.png": "png"}, "broken OpenDocument package: none of",
+                 id="mimetype-but-no-xml"),
+    pytest.param({"content.xml": "<x/>", "styles.xml": "<x/>"}, "no mimetype member", id="no-mimetype"),
+    pytest.param({"mimetype": "application/zip", "content.xml": "<x/>"}, "mimetype 'application/zip'",
+                 id="other-type"),
+])
+def test_broken_odf_package_is_refused_with_its_reason(members, reason):
+    with pytest.raises(PreparationError, match=reason):
+        prepare_odf(_zip(members), "file:///hostile.odt", _ODT, {})
+
+
+# -- OpenDocument files LibreOffice ships ---------------------------------------------------------------
+
+_LIBREOFFICE = "libreoffice-common"
+_TEMPLATES = "usr/lib/libreoffice/share/template/common"
+
+
+@pytest.mark.parametrize("name", ["Default", "Modern", "Simple"])
+def test_styles_only_template_is_a_document_with_its_title(name):
+    """LibreOffice's page-style templates hold styles.xml and meta.xml but no content.xml."""
+    path = package_file(_LIBREOFFICE, f"{_TEMPLATES}/styles/{name}.ott")
+    assert "content.xml" not in zipfile.ZipFile(path).namelist()
+    prepared = prepare_odf(path.read_bytes(), path.as_uri(), _ODT + "-template", {})
+    assert (prepared.title, prepared.content) == (name, "")
+
+
+def test_headers_and_footers_come_from_styles_xml_without_page_fields():
+    path = package_file(_LIBREOFFICE, f"{_TEMPLATES}/wizard/report/cnt-01.ott")
+    content = prepare_odf(path.read_bytes(), path.as_uri(), _ODT + "-template", {}).content
+    assert content.endswith("Header\nHeader Left\nHeader Right\nFooter\nFooter Left\nFooter Right")
+    sheet = package_file(_LIBREOFFICE, f"{_TEMPLATES}/wizard/styles/default.ots")
+    assert "???" not in prepare_odf(sheet.read_bytes(), sheet.as_uri(), _ODS + "-template", {}).content
+
+
+def test_drawing_template_is_read():
+    path = package_file(_LIBREOFFICE, f"{_TEMPLATES}/draw/bpmn.otg")
+    assert MimeSniffer()(path.read_bytes(), path.as_uri()) in odf.MIME_TYPES
+    prepared = prepare_odf(path.read_bytes(), path.as_uri(), "application/vnd.oasis.opendocument.graphics", {})
+    assert prepared.title == "BPMN" and "Collection Data Object" in prepared.content
+
+
+def test_every_opendocument_file_libreoffice_ships_is_prepared_without_failure():
+    """Every file the sniffer calls OpenDocument goes through the built-in chain: its text, or a clean
+    metadata-only document for types no preparator reads (a database); never a failure."""
+    root = package_file(_LIBREOFFICE, f"{_TEMPLATES}/styles/Default.ott").parents[5]
+    sniff, read = MimeSniffer(), {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+        data = path.read_bytes()
+        mimetype = sniff(data, path.as_uri())
+        if mimetype.startswith("application/vnd.oasis.opendocument."):
+            prepared, errors = run_chain(BUILTIN, data, path.as_uri(), mimetype, sniff)
+            assert (errors, prepared is not None) == ([], True), path
+            read[path.suffix] = read.get(path.suffix, 0) + bool(prepared.content)
+    assert {".ott", ".ots", ".otp", ".otg", ".odt", ".ods"} <= read.keys()
+    assert read[".ott"] > 60 and read[".otg"] == 1
 
 
 # -- RTF -------------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import re
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from debian_files import package_file
 
 from transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
 from transforms.preparators.isolation import MAX_IN_FLIGHT
@@ -63,6 +64,27 @@ def test_oversize_document_is_metadata_only():
     reason = "larger than max_file_size (…): indexed by metadata only"  # _Read reports it, stage "read"
     docs, events = run(BUILTIN, raw("file:///d/huge.txt", b"first bytes only", oversize=reason))
     assert docs[0].content == "" and docs[0].preparation_error == reason and events == []
+
+
+def png() -> bytes:
+    return package_file("libpython3.11-testsuite", "usr/lib/python3.11/test/imghdrdata/python.png").read_bytes()
+
+
+def test_type_nothing_reads_is_unsupported_not_failed():
+    """The catch-all indexes it by name: its own count, no report line, no failure."""
+    docs, events = run(BUILTIN, raw("file:///d/python.png", png(), "image/png"))
+    assert docs[0].content == "" and docs[0].preparation_error == "" and docs[0].filename == "python.png"
+    assert sorted((e.kind, e.count, e.reason) for e in events) == [("prepared", 1, ""), ("unsupported", 1, "")]
+
+
+def test_type_nothing_reads_is_no_document_without_the_catch_all():
+    """``{name: metadata_only, enabled: false}``: as in regain, no document and no failure, only a count."""
+    readers = tuple(p for p in BUILTIN if not p.catch_all)
+    for oversize in ("", "larger than max_file_size (…): indexed by metadata only"):
+        docs, events = run(readers, raw("file:///d/python.png", png(), "image/png", oversize))
+        assert docs == [] and [(e.kind, e.count, e.reason) for e in events] == [("skipped_unread", 1, "")]
+    docs, events = run(readers, raw("file:///d/a.txt", b"still read", "text/plain"))
+    assert docs[0].content == "still read"
 
 
 def test_summary_cut_at_last_space():

@@ -14,7 +14,9 @@ overlap the preparation of the other.
 
 Each family is its own ParDo. Inside it the accepting preparators are tried by priority; if all
 fail, a substitute document (name, size, date, ``preparation_error``) is indexed instead, as
-regain's createSubstituteDocument did. A document larger than ``max_file_size`` is not read beyond
+regain's createSubstituteDocument did. A document of a type no preparator reads is *unsupported*: the
+catch-all ``metadata_only`` indexes it by name (counted, not a failure), or, switched off, no document
+is made (counted as ``skipped_unread``). A document larger than ``max_file_size`` is not read beyond
 its first bytes and is indexed by metadata only. Every document with a line in the report (failed,
 oversize, truncated, fallback, metadata only) carries it in ``preparation_error``, so a searcher sees
 why a document is thin. The preparators run in child processes
@@ -164,13 +166,15 @@ class _PrepareFamily(beam.DoFn):
         return timed(self.us, self._hand_over(raw, window, timestamp))
 
     def _hand_over(self, raw, window, timestamp):
-        chain = [] if raw.oversize else chain_for(self.preparators, raw.mimetype, raw.entry.url)
-        if chain:
+        chain = chain_for(self.preparators, raw.mimetype, raw.entry.url)
+        if not chain:  # a type nothing reads and no catch-all: no document, as regain made none
+            self.tally.count("skipped_unread")
+        elif not raw.oversize:
             ticket = self.runner.submit(raw.data, raw.entry.url, raw.mimetype)
             self.pending.append((raw, chain, ticket, window, timestamp))
         while self.pending and (len(self.pending) > MAX_IN_FLIGHT or self.pending[0][2].value is not None):
             yield from self._windowed(*self.pending.popleft())
-        if not chain:
+        if chain and raw.oversize:
             yield from self._windowed(raw, chain, None, window, timestamp)
 
     def _windowed(self, raw, chain, ticket, window, timestamp):
@@ -208,6 +212,8 @@ class _PrepareFamily(beam.DoFn):
             misnamed = self._misnamed(entry.url, mimetype) if all(p.catch_all for p in chain) else ""
             if misnamed:
                 problems.append(event("metadata_only", entry.url, "prepare", misnamed))
+            elif all(p.catch_all for p in chain):  # a type no preparator supports: found by name, not a failure
+                self.tally.count("unsupported")
             yield make_document(entry, mimetype, data, prepared, self.fingerprint, self.max_summary_length,
                                 error="; ".join(p.reason for p in problems), aux_fields=self.aux_fields)
             self.tally.count("prepared")

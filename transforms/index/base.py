@@ -9,6 +9,7 @@ retried bundle leaves no duplicate.
 from __future__ import annotations
 
 import html
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,19 @@ from typing import Any
 
 from transforms.index.query import Query
 from transforms.records import IndexDoc, SnapshotEntry
+
+#: The fields of a document that decide who may see it. Documents with equal values form one access
+#: partition, seen by exactly the same searchers; both targets rank a search with the statistics of
+#: the partitions the searcher may see only (the embedded index keeps them per partition, OpenSearch
+#: keeps each partition in an index of its own).
+ACCESS_FIELDS = ("groups",)
+
+
+def access_key(doc) -> str:
+    """A document's access partition, canonical: the same for documents the same searchers may see
+    (an object without the fields is public)."""
+    return json.dumps({name: sorted(getattr(doc, name, ())) for name in ACCESS_FIELDS}, sort_keys=True)
+
 
 # Highlight markers from private-use code points: neither HTML nor whitespace, never in real text.
 MARK_ON, MARK_OFF = "\ue000", "\ue001"

@@ -17,6 +17,15 @@
 * **Access groups** are a filter of every search (``_visible``): public documents (no ``groups``)
   or those sharing a group with the searcher. It sits in the query itself, so hits, highlights and
   totals never include a document outside the searcher's groups.
+* **Scores** must not depend on documents a searcher may not see, but BM25 weighs a word by the
+  statistics of the indices searched. So each access partition (``access_key``: documents seen by the
+  same searchers) lives in an index of its own: public documents in the physical index itself, every
+  other partition in ``<physical>-<hash of its key>``, all behind the alias. A search first asks which
+  partitions hold a document the searcher may see (``_visible_partitions``), then searches exactly
+  those with ``dfs_query_then_fetch``, which computes the statistics over all of them: scores equal
+  those of one index holding only the visible documents. A document whose groups change moves to its
+  new partition (``upsert`` deletes the copy in the old one). Each partition is one shard: a corpus with
+  thousands of distinct group sets needs a node allowing that many shards.
 """
 
 from __future__ import annotations
@@ -30,7 +39,16 @@ from opensearchpy import OpenSearch, helpers
 from opensearchpy.exceptions import NotFoundError, OpenSearchException, TransportError
 
 from transforms.enrich.auxfields import tokens
-from transforms.index.base import MARK_OFF, MARK_ON, Hit, IndexTarget, IndexUnavailable, render_snippet
+from transforms.index.base import (
+    ACCESS_FIELDS,
+    MARK_OFF,
+    MARK_ON,
+    Hit,
+    IndexTarget,
+    IndexUnavailable,
+    access_key,
+    render_snippet,
+)
 from transforms.index.query import Query
 from transforms.records import IndexDoc, SnapshotEntry
 
@@ -41,6 +59,10 @@ MAX_REQUEST_BYTES = 10 * 1024 * 1024
 PIT_KEEP_ALIVE = "30m"
 _SNAPSHOT_FIELDS = list(SnapshotEntry._fields)
 _MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": []}
+_PUBLIC = access_key(object())  # the key of a document without groups
+#: Bumped when the layout of the physical indices changes, so a crawl rebuilds them (see ``physical``);
+#: a change of ACCESS_FIELDS does the same.
+_LAYOUT = ["partitions-by-access-1", *ACCESS_FIELDS]
 _SEARCH_FIELDS = ["title^10", "headlines^4", "filename^3", "metadata^2", "content", "location"]
 
 
@@ -83,15 +105,40 @@ class OpenSearchIndex(IndexTarget):
         self.url, self.name, self.analyzer = url, name, analyzer
         self.username, self.password = username, password
         self.ca_file, self.verify_certs, self.timeout, self.compress = ca_file, verify_certs, timeout, compress
-        digest = hashlib.sha256(json.dumps(mapping(analyzer), sort_keys=True).encode()).hexdigest()[:10]
-        self.physical = f"{name}-bt-{digest}"
+        layout = json.dumps([mapping(analyzer), _LAYOUT], sort_keys=True)
+        self.physical = f"{name}-bt-{hashlib.sha256(layout.encode()).hexdigest()[:10]}"
+        self.live = False  # whether the alias points at this physical index (then new partitions join it)
         self.pit_id: str | None = None
         self._client: OpenSearch | None = None
+        self._partitions: set[str] = set()  # partition indices known to exist
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_client"] = None  # clients are not picklable: each worker opens its own
         return state
+
+    @property
+    def _all_partitions(self) -> str:
+        """Every partition index of the physical index this configuration writes."""
+        return f"{self.physical},{self.physical}-*"
+
+    def _partition(self, doc) -> str:
+        """The index holding the documents of ``doc``'s access partition."""
+        key = access_key(doc)
+        return self.physical if key == _PUBLIC else f"{self.physical}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+    def _create_partition(self, index: str) -> None:
+        """Create a partition index (the template gives its mapping), behind the alias if the alias
+        already shows this physical index; otherwise it joins when the crawl succeeds (``finish``)."""
+        if index in self._partitions:
+            return
+        body = {"aliases": {self.name: {}}} if self.live else {}
+        try:
+            self.client.indices.create(index=index, body=body)
+        except TransportError as err:
+            if err.error != "resource_already_exists_exception":
+                raise
+        self._partitions.add(index)
 
     @property
     def client(self) -> OpenSearch:
@@ -138,17 +185,20 @@ class OpenSearchIndex(IndexTarget):
                     raise IndexUnavailable(f"{self._where()}: '{self.name}' is an index, not an alias; "
                                            "choose another index name")
                 self.client.indices.put_alias(index=self.physical, name=self.name)
+            self.live = self.physical in self.client.indices.get_alias(name=self.name)
+            self._partitions.add(self.physical)
         except IndexUnavailable:
             raise
         except (OpenSearchException, OSError) as err:
             raise IndexUnavailable(f"{self._where()} cannot be used: {_short(err)}") from None
 
     def snapshot_splits(self) -> list[dict]:
-        self.client.indices.refresh(index=self.physical)
-        total = self.client.count(index=self.physical)["count"]
+        self.client.indices.refresh(index=self._all_partitions)
+        total = self.client.count(index=self._all_partitions)["count"]
         if not total:
             return []
-        self.pit_id = self.client.create_pit(index=self.physical, params={"keep_alive": PIT_KEEP_ALIVE})["pit_id"]
+        self.pit_id = self.client.create_pit(index=self._all_partitions,
+                                             params={"keep_alive": PIT_KEEP_ALIVE})["pit_id"]
         slices = max(1, -(-total // SLICE_DOCS))
         return [{"pit": self.pit_id, "slice": n, "of": slices} for n in range(slices)]
 
@@ -163,14 +213,15 @@ class OpenSearchIndex(IndexTarget):
             self.pit_id = None
         if not succeeded:
             return
-        self.client.indices.refresh(index=self.physical)
-        current = list(self.client.indices.get_alias(name=self.name))
-        if current == [self.physical]:
+        self.client.indices.refresh(index=self._all_partitions)
+        current = set(self.client.indices.get_alias(name=self.name))
+        wanted = set(self.client.indices.get(index=self._all_partitions))
+        if current == wanted:
             return
-        actions = [{"remove": {"index": old, "alias": self.name}} for old in current]
-        actions.append({"add": {"index": self.physical, "alias": self.name}})
+        actions = [{"remove": {"index": old, "alias": self.name}} for old in sorted(current - wanted)]
+        actions += [{"add": {"index": new, "alias": self.name}} for new in sorted(wanted - current)]
         self.client.indices.update_aliases(body={"actions": actions})
-        for old in current:
+        for old in sorted(current - wanted):
             self.client.indices.delete(index=old, ignore_unavailable=True)
 
     def read_state(self) -> dict | None:
@@ -203,24 +254,36 @@ class OpenSearchIndex(IndexTarget):
 
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
         urls = {doc.id: doc.url for doc in docs}
-        actions = ({"_index": self.physical, "_id": doc.id, "_source": _source(doc)} for doc in docs)
         failures = []
         try:
+            partitions = {doc.id: self._partition(doc) for doc in docs}
+            for index in set(partitions.values()):
+                self._create_partition(index)
+            moved = [(index, i) for i, index in self._locate(list(partitions)).items() if index != partitions[i]]
+            actions = [{"_index": partitions[doc.id], "_id": doc.id, "_source": _source(doc)} for doc in docs]
+            actions += [{"_op_type": "delete", "_index": index, "_id": i} for index, i in moved]
             for ok, item in helpers.streaming_bulk(
                     self.client, actions, chunk_size=500, max_chunk_bytes=MAX_REQUEST_BYTES,
                     max_retries=8, initial_backoff=1, max_backoff=30,
                     raise_on_error=False, raise_on_exception=False):
                 if not ok:
                     result = next(iter(item.values()))
-                    failures.append((urls.get(result.get("_id"), result.get("_id", "?")),
-                                     f"index write failed: {_item_error(result)}"))
+                    if result.get("status") != 404:
+                        failures.append((urls.get(result.get("_id"), result.get("_id", "?")),
+                                         f"index write failed: {_item_error(result)}"))
         except (OpenSearchException, OSError) as err:  # the node went away during the batch
             done = {url for url, _ in failures}
             failures += [(doc.url, f"index write failed: {_short(err)}") for doc in docs if doc.url not in done]
         return failures
 
+    def _locate(self, ids: Sequence[str]) -> dict[str, str]:
+        """{id: partition index} of the documents already indexed (as of the last refresh)."""
+        body = {"query": {"ids": {"values": list(ids)}}, "_source": False, "size": len(ids)}
+        hits = self.client.search(index=self._all_partitions, body=body)["hits"]["hits"]
+        return {hit["_id"]: hit["_index"] for hit in hits}
+
     def delete(self, ids: Sequence[str]) -> None:
-        actions = ({"_op_type": "delete", "_index": self.physical, "_id": i} for i in ids)
+        actions = ({"_op_type": "delete", "_index": index, "_id": i} for i, index in self._locate(ids).items())
         errors = [item for ok, item in helpers.streaming_bulk(
             self.client, actions, chunk_size=1000, max_retries=8, initial_backoff=1, max_backoff=30,
             raise_on_error=False) if not ok and item["delete"].get("status") != 404]
@@ -256,10 +319,23 @@ class OpenSearchIndex(IndexTarget):
             "sort": ["_score", {"url": "asc"}], "track_scores": True,
         }
         try:
-            hits = self.client.search(index=self.name, body=body)["hits"]["hits"]
+            partitions = self._visible_partitions(query.groups)
+            if not partitions:
+                return []
+            hits = self.client.search(index=",".join(partitions), body=body,
+                                      params={"search_type": "dfs_query_then_fetch", "ignore_unavailable": "true"})["hits"]["hits"]
         except (OpenSearchException, OSError) as err:
             raise IndexUnavailable(f"cannot search {self._where()}: {_short(err)}") from None
         return [_hit(hit) for hit in hits]
+
+    def _visible_partitions(self, groups) -> list[str]:
+        """The partition indices behind the alias holding a document the searcher may see: all of
+        their documents are visible (a partition is one access key), so BM25 over exactly them
+        ranks as an index holding only what the searcher may see would."""
+        body = {"size": 0, "query": {"bool": {"filter": [_visible(groups)]}},
+                "aggs": {"partitions": {"terms": {"field": "_index", "size": 10_000}}}}
+        buckets = self.client.search(index=self.name, body=body)["aggregations"]["partitions"]["buckets"]
+        return sorted(bucket["key"] for bucket in buckets)
 
 
 def _source(doc: IndexDoc) -> dict:

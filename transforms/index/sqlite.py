@@ -10,10 +10,21 @@ row per field with its flags (and, for tokenized fields, its words in ``tokens``
 
 Schema version 2 added ``aux``. A version 1 index is migrated when a crawl opens it (the table is
 created); its documents get their auxiliary fields when they are re-prepared, which that crawl does
-because the preparation fingerprint covers the field definitions.
+because the preparation fingerprint covers the field definitions. An index made before ``ranking``
+gets it and ``docs.length`` (from FTS5's own sizes) when a crawl opens it; a search refuses it until
+then, since its scores would leak.
 
-Access groups are enforced inside the one SQL statement of a search (``_visible``), so ranking,
-snippets, exclusions and filters only ever see documents the searcher may read.
+Access groups are enforced inside the one SQL statement of a search (``_visible``), so snippets,
+exclusions and filters only ever see documents the searcher may read. Ranking needs more: FTS5's
+``bm25()`` weighs a word by how many documents of the whole table hold it, so hidden documents would
+move a searcher's scores. A search therefore scores with the statistics of the documents the searcher
+may see (``_score_column``): ``ranking`` keeps the documents and tokens of each access partition
+(one row per distinct value of ``_ACCESS_COLUMNS``, kept by triggers), ``docs.length`` each document's
+tokens, and the score equals what ``bm25()`` gives in an index holding only the visible documents.
+
+Searching needs read access only: a search opens the file read-only (``_open_read_only``). A crawl
+refuses, untouched, a file that is not empty and not a beamtrawl index, and a damaged one
+(``_inspect``), with one line naming the file.
 """
 
 from __future__ import annotations
@@ -21,12 +32,22 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterator, Sequence
 
 from transforms.enrich.auxfields import tokens
-from transforms.index.base import MARK_OFF, MARK_ON, Hit, IndexTarget, IndexUnavailable, render_snippet
+from transforms.index.base import (
+    ACCESS_FIELDS,
+    MARK_OFF,
+    MARK_ON,
+    Hit,
+    IndexTarget,
+    IndexUnavailable,
+    render_snippet,
+)
 from transforms.index.query import Query
 from transforms.records import IndexDoc, SnapshotEntry
 
@@ -55,7 +76,8 @@ CREATE TABLE IF NOT EXISTS docs(
     http_last_modified TEXT NOT NULL,
     prep_fingerprint TEXT NOT NULL,
     outlinks TEXT NOT NULL,
-    indexed_at TEXT NOT NULL
+    indexed_at TEXT NOT NULL,
+    length INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS aux(
     rid INTEGER NOT NULL,
@@ -78,6 +100,8 @@ _STORED = ("id", "url", "root", "title", "mimetype", "extension", "filename", "p
 _UPSERT = (f"INSERT INTO docs({', '.join(_STORED)}) VALUES ({', '.join('?' * len(_STORED))}) "
            f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in _STORED[1:])} RETURNING rid")
 _BM25 = "bm25(docs_fts, 10.0, 1.0, 4.0, 2.0, 3.0, 1.0)"  # title weighs most, then headlines
+_BM25_K1, _BM25_B = 1.2, 0.75  # the constants of FTS5's bm25()
+_ACCESS_COLUMNS = ACCESS_FIELDS  # stored in docs under the same names; ``ranking`` has a row per partition
 
 
 class EmbeddedIndex(IndexTarget):
@@ -86,6 +110,7 @@ class EmbeddedIndex(IndexTarget):
     def __init__(self, path: str):
         self.path = path
         self._db: sqlite3.Connection | None = None
+        self._read_only: sqlite3.Connection | None = None
 
     def __getstate__(self):
         return {"path": self.path}
@@ -102,10 +127,19 @@ class EmbeddedIndex(IndexTarget):
             self._db = db
         return self._db
 
-    def close(self) -> None:
+    def _reader(self) -> sqlite3.Connection:
+        """A connection for searching: the writer's if this object has one, else a read-only one."""
         if self._db is not None:
-            self._db.close()
-            self._db = None
+            return self._db
+        if self._read_only is None:
+            self._read_only = _open_read_only(self.path)
+        return self._read_only
+
+    def close(self) -> None:
+        for db in (self._db, self._read_only):
+            if db is not None:
+                db.close()
+        self._db = self._read_only = None
 
     @contextlib.contextmanager
     def _transaction(self):
@@ -126,31 +160,38 @@ class EmbeddedIndex(IndexTarget):
     def prepare(self) -> None:
         folder = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(folder, exist_ok=True)
-        with self._transaction() as db:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    db.execute(statement)
-        db = self._connect()
-        row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is None:
-            db.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) == 1:  # version 2 only added the aux table, created above
-            db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
-        elif int(row[0]) != SCHEMA_VERSION:
-            raise IndexUnavailable(f"{self.path}: index schema version {row[0]}, this beamtrawl reads version "
-                              f"{SCHEMA_VERSION}; crawl into a new index file")
+        version = _inspect(self.path)
+        if version is not None and version not in (1, SCHEMA_VERSION):
+            raise IndexUnavailable(f"{self.path}: index schema version {version}, this beamtrawl reads version "
+                                   f"{SCHEMA_VERSION}; crawl into a new index file")
+        try:
+            with self._transaction() as db:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                _prepare_ranking(db)
+                if version != SCHEMA_VERSION:  # new, or version 1: version 2 only added the aux table
+                    db.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except sqlite3.DatabaseError as err:
+            raise _unusable(self.path, err) from None
 
     def check(self) -> None:
-        """For searching: the file must exist and be an index."""
+        """For searching: the file must exist and be an index; read access is enough."""
         if not os.path.exists(self.path):
             raise IndexUnavailable(f"{self.path}: no index here yet; run beamtrawl crawl first")
         try:
-            row = self._connect().execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            db = self._reader()
+            row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            ranked = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ranking'").fetchone()
         except sqlite3.DatabaseError as err:
-            raise IndexUnavailable(f"{self.path}: not a beamtrawl index ({err})") from None
-        if row is not None and int(row[0]) != SCHEMA_VERSION:
+            self.close()
+            raise _unusable(self.path, err) from None
+        if row is not None and _schema_version(self.path, row[0]) != SCHEMA_VERSION:
             raise IndexUnavailable(f"{self.path}: index schema version {row[0]}, this beamtrawl searches version "
                                    f"{SCHEMA_VERSION}; run beamtrawl crawl once to upgrade it")
+        if not ranked:
+            raise IndexUnavailable(f"{self.path}: the index has no ranking statistics yet (an older beamtrawl made "
+                                   f"it); run beamtrawl crawl once to upgrade it")
 
     def read_state(self) -> dict | None:
         row = self._connect().execute("SELECT value FROM meta WHERE key = 'crawl_state'").fetchone()
@@ -203,6 +244,8 @@ class EmbeddedIndex(IndexTarget):
         db.execute("INSERT INTO docs_fts(rowid, title, content, headlines, metadata, filename, location) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                    (rid, doc.title, doc.content, doc.headlines, doc.metadata, doc.filename, doc.url))
+        (size,) = db.execute("SELECT sz FROM docs_fts_docsize WHERE id = ?", (rid,)).fetchone()
+        db.execute("UPDATE docs SET length = ? WHERE rid = ?", (_length(size), rid))
         db.execute("DELETE FROM aux WHERE rid = ?", (rid,))
         # A field neither stored nor matched exactly (regain's `location`) keeps only its words.
         db.executemany("INSERT OR REPLACE INTO aux VALUES (?, ?, ?, ?, ?, ?, ?)", [
@@ -219,7 +262,7 @@ class EmbeddedIndex(IndexTarget):
 
     # -- searching ---------------------------------------------------------------------------
     def count(self) -> int:
-        return self._connect().execute("SELECT COUNT(*) FROM docs").fetchone()[0]
+        return self._reader().execute("SELECT COUNT(*) FROM docs").fetchone()[0]
 
     def search(self, query: Query, limit: int) -> list[Hit]:
         where, params = [], []
@@ -236,28 +279,26 @@ class EmbeddedIndex(IndexTarget):
         clause, values = _visible(query.groups)
         where.append(clause)
         params.extend(values)
-        if query.has_text:
-            select = (f"SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
-                      f"docs.last_modified, "
-                      f"snippet(docs_fts, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24), -{_BM25} AS score "
-                      f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid")
-            order = "ORDER BY score DESC, docs.url"
-        else:
-            select = ("SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
-                      "docs.last_modified, substr(docs_fts.content, 1, 200), 0.0 AS score "
-                      "FROM docs JOIN docs_fts ON docs.rid = docs_fts.rowid")
-            order = "ORDER BY docs.url"
-        sql = f"{select} WHERE {' AND '.join(where)} {order} LIMIT ?"
         try:
-            db = self._connect()
-            rows = db.execute(sql, [*params, limit]).fetchall()
+            db = self._reader()
+            if query.has_text:
+                select = (f"SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
+                          f"docs.last_modified, snippet(docs_fts, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24), "
+                          f"{_score_column(db, query)} AS score FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid")
+                order = "ORDER BY score DESC, docs.url"
+            else:
+                select = ("SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
+                          "docs.last_modified, substr(docs_fts.content, 1, 200), 0.0 AS score "
+                          "FROM docs JOIN docs_fts ON docs.rid = docs_fts.rowid")
+                order = "ORDER BY docs.url"
+            rows = db.execute(f"{select} WHERE {' AND '.join(where)} {order} LIMIT ?", [*params, limit]).fetchall()
             stored: dict[int, dict[str, str]] = {}
             rids = [row[0] for row in rows]
             for rid, name, value in db.execute(
                     f"SELECT rid, name, value FROM aux WHERE stored AND rid IN ({', '.join('?' * len(rids))})", rids):
                 stored.setdefault(rid, {})[name] = value
-        except sqlite3.OperationalError as err:
-            raise IndexUnavailable(f"cannot search {self.path}: {err}") from None
+        except sqlite3.DatabaseError as err:
+            raise _unusable(self.path, err, "cannot search") from None
         return [_hit(*row[1:], extra=stored.get(row[0], {})) for row in rows]
 
 
@@ -265,10 +306,14 @@ def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
+def _fts_phrases(words: list[str], phrases: list[str]) -> list[str]:
+    """The FTS5 phrases of a query's text, each a MATCH expression of its own (scoring takes them one
+    by one, as bm25() does)."""
+    return [_quote(w[:-1]) + "*" if w.endswith("*") else _quote(w) for w in words] + [_quote(p) for p in phrases]
+
+
 def _fts_expression(words: list[str], phrases: list[str]) -> str:
-    parts = [_quote(w[:-1]) + "*" if w.endswith("*") else _quote(w) for w in words]
-    parts += [_quote(p) for p in phrases]
-    return " AND ".join(parts)
+    return " AND ".join(_fts_phrases(words, phrases))
 
 
 def _filter(name: str, value: str) -> tuple[str, list]:
@@ -296,6 +341,193 @@ def _visible(groups) -> tuple[str, list]:
     marks = ", ".join("?" * len(groups))
     return (f"(docs.groups = '[]' OR EXISTS (SELECT 1 FROM json_each(docs.groups) AS g WHERE g.value IN ({marks})))",
             list(groups))
+
+
+# -- the index file ------------------------------------------------------------------------------
+
+def _open_read_only(path: str) -> sqlite3.Connection:
+    """Read access is enough to search. A WAL index needs its ``-shm`` file, which a reader who may not
+    write the folder cannot create; when no ``-wal`` file exists (no crawl is writing, or one ended
+    cleanly) nothing can change under the reader, so the file is opened as immutable."""
+    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
+    db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError:
+        db.close()
+        if os.path.exists(path + "-wal"):
+            raise
+    return sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+
+
+def _inspect(path: str) -> int | None:
+    """Before a crawl writes anything: the schema version of the index at ``path`` (None: no file, an
+    empty file or an empty database). Raises :class:`IndexUnavailable`, leaving the file as it is,
+    for a file that is not SQLite, a damaged one, or another program's database."""
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return None
+    try:
+        db = _open_read_only(path)
+    except sqlite3.DatabaseError as err:
+        raise _unusable(path, err) from None
+    try:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            return None
+        if not {"meta", "docs", "docs_fts"} <= tables:
+            raise IndexUnavailable(f"{path}: a SQLite database of another program (tables: "
+                                   f"{', '.join(sorted(tables)[:5])}), left as it is; beamtrawl indexes into "
+                                   f"a new file or its own index")
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        damage = [line for (text,) in db.execute("PRAGMA quick_check(1)") for line in text.splitlines()
+                  if not line.startswith("***")]
+    except sqlite3.DatabaseError as err:
+        raise _unusable(path, err) from None
+    finally:
+        db.close()
+    if damage != ["ok"]:  # the first problem, as one line
+        raise IndexUnavailable(f"{path}: the index is damaged ({damage[0]}); left as it is: restore it from a "
+                               f"backup or crawl into a new index file")
+    if row is None:
+        raise IndexUnavailable(f"{path}: the index has no schema version; left as it is")
+    return _schema_version(path, row[0])
+
+
+def _unusable(path: str, err: sqlite3.DatabaseError, doing: str = "") -> IndexUnavailable:
+    """One line naming the file and what is wrong with it, for an error SQLite raised."""
+    text = str(err)
+    if "file is not a database" in text:
+        why = "not a beamtrawl index (the file is not a SQLite database)"
+    elif "malformed" in text:
+        why = f"the index is damaged ({text}): restore it from a backup or crawl into a new index file"
+    elif "unable to open" in text:
+        why = (f"cannot open the index ({text}); a reader that may not write its folder can search it only "
+               f"while no crawl is writing it")
+    else:
+        why = f"not a beamtrawl index ({text})"
+    return IndexUnavailable(f"{path}: {doing + ': ' if doing else ''}{why}")
+
+
+def _schema_version(path: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise IndexUnavailable(f"{path}: the index schema version {value[:40]!r} is not a number; "
+                               f"left as it is") from None
+
+
+# -- ranking over the documents a searcher may see -------------------------------------------------
+
+def _prepare_ranking(db: sqlite3.Connection) -> None:
+    """Create the per-partition statistics and the triggers that keep them, once for an index and again
+    when ``_ACCESS_COLUMNS`` changed; an index from before them gets ``docs.length`` from FTS5."""
+    key = ",".join(_ACCESS_COLUMNS)
+    row = db.execute("SELECT value FROM meta WHERE key = 'ranking_key'").fetchone()
+    if row is not None and row[0] == key:
+        return
+    for trigger in ("ranking_insert", "ranking_delete", "ranking_update"):
+        db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    db.execute("DROP TABLE IF EXISTS ranking")
+    if "length" not in {row[1] for row in db.execute("PRAGMA table_info(docs)")}:
+        db.execute("ALTER TABLE docs ADD COLUMN length INTEGER NOT NULL DEFAULT 0")
+    db.executemany("UPDATE docs SET length = ? WHERE rid = ?",
+                   [(_length(size), rid) for rid, size in db.execute("SELECT id, sz FROM docs_fts_docsize")])
+    columns = ", ".join(_ACCESS_COLUMNS)
+    same = lambda row: " AND ".join(f"{c} = {row}.{c}" for c in _ACCESS_COLUMNS)
+    add = (f"INSERT INTO ranking({columns}, docs, tokens) VALUES ({', '.join(f'NEW.{c}' for c in _ACCESS_COLUMNS)}, "
+           f"1, NEW.length) ON CONFLICT({columns}) DO UPDATE SET docs = docs + 1, tokens = tokens + excluded.tokens;")
+    remove = (f"UPDATE ranking SET docs = docs - 1, tokens = tokens - OLD.length WHERE {same('OLD')}; "
+              f"DELETE FROM ranking WHERE docs = 0;")
+    db.execute(f"CREATE TABLE ranking({', '.join(f'{c} TEXT NOT NULL' for c in _ACCESS_COLUMNS)}, "
+               f"docs INTEGER NOT NULL, tokens INTEGER NOT NULL, PRIMARY KEY({columns}))")
+    db.execute(f"INSERT INTO ranking SELECT {columns}, count(*), total(length) FROM docs GROUP BY {columns}")
+    db.execute(f"CREATE TRIGGER ranking_insert AFTER INSERT ON docs BEGIN {add} END")
+    db.execute(f"CREATE TRIGGER ranking_delete AFTER DELETE ON docs BEGIN {remove} END")
+    db.execute(f"CREATE TRIGGER ranking_update AFTER UPDATE OF {columns}, length ON docs BEGIN {remove} {add} END")
+    db.execute("INSERT OR REPLACE INTO meta VALUES('ranking_key', ?)", (key,))
+
+
+def _varints(blob: bytes) -> list[int]:
+    """The numbers of an FTS5 record: SQLite varints, big-endian groups of 7 bits, the high bit set on
+    all but the last byte (FTS5's values stay far below the 9-byte form)."""
+    numbers, value = [], 0
+    for byte in blob:
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            numbers.append(value)
+            value = 0
+    return numbers
+
+
+def _length(size: bytes) -> int:
+    """A document's tokens, all columns together, from its FTS5 ``docsize`` row."""
+    return sum(_varints(size))
+
+
+def _fts_totals(db: sqlite3.Connection) -> tuple[int, int]:
+    """(rows, tokens) of the whole FTS5 table, as bm25() reads them: its averages record (id 1)."""
+    row = db.execute("SELECT block FROM docs_fts_data WHERE id = 1").fetchone()
+    numbers = _varints(row[0]) if row else [0]
+    return numbers[0], sum(numbers[1:])
+
+
+def _score_column(db: sqlite3.Connection, query: Query) -> str:
+    """The SQL of a text search's score column: FTS5's bm25() with the document count, average length
+    and per-phrase document counts of the documents the searcher may see only.
+
+    A phrase's weighted frequency in a document is read back from bm25() over the whole table, whose
+    statistics are known (``_fts_totals``, a count per phrase); the score is then computed again with
+    the visible ones (``ranking``). With one phrase that happens in the search's own statement
+    (``visible_bm25``); with more, bm25() sums over them, so each phrase is scored by a statement of
+    its own and the sums are looked up by ``visible_score``."""
+    visible, params = _visible(query.groups)
+    total_docs, total_tokens = _fts_totals(db)
+    seen_docs, seen_tokens = db.execute(
+        f"SELECT total(docs), total(tokens) FROM ranking AS docs WHERE {visible}", params).fetchone()
+    if not seen_docs:
+        return "0.0"
+    averages = (total_tokens / total_docs, seen_tokens / seen_docs)
+    visible_docs = f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid WHERE docs_fts MATCH ? AND {visible}"
+    phrases = _fts_phrases(query.words, query.phrases)
+    if len(phrases) == 1:
+        (seen,) = db.execute(f"SELECT count(*) {visible_docs}", [phrases[0], *params]).fetchone()
+        rescore = _rescorer(_idf(total_docs, _holding(db, phrases[0])), _idf(seen_docs, seen), *averages)
+        db.create_function("visible_bm25", 2, rescore, deterministic=True)
+        return f"visible_bm25(-{_BM25}, docs.length)"
+    scores: dict[int, float] = {}
+    for phrase in phrases:
+        rows = db.execute(f"SELECT docs.rid, -{_BM25}, docs.length {visible_docs}", [phrase, *params]).fetchall()
+        rescore = _rescorer(_idf(total_docs, _holding(db, phrase)), _idf(seen_docs, len(rows)), *averages)
+        for rid, score, length in rows:
+            scores[rid] = scores.get(rid, 0.0) + rescore(score, length)
+    db.create_function("visible_score", 1, lambda rid: scores.get(rid, 0.0), deterministic=True)
+    return "visible_score(docs.rid)"
+
+
+def _holding(db: sqlite3.Connection, phrase: str) -> int:
+    """Documents of the whole table holding a phrase (bm25()'s count)."""
+    return db.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", (phrase,)).fetchone()[0]
+
+
+def _rescorer(idf_all: float, idf_seen: float, average_all: float, average_seen: float):
+    """(bm25() of one phrase over the whole table, document length) → the same with visible statistics."""
+    def rescore(score: float, length: int) -> float:
+        part = score / idf_all  # = f (k1 + 1) / (f + norm): f is the phrase's weighted frequency
+        norm = _norm(length, average_all)
+        frequency = part * norm / max(_BM25_K1 + 1 - part, 1e-12)
+        return idf_seen * frequency * (_BM25_K1 + 1) / (frequency + _norm(length, average_seen))
+    return rescore
+
+
+def _idf(documents: float, holding: int) -> float:
+    """FTS5's inverse document frequency, floored as bm25() floors it."""
+    value = math.log((documents - holding + 0.5) / (holding + 0.5))
+    return value if value > 0 else 1e-6
+
+
+def _norm(length: int, average: float) -> float:
+    return _BM25_K1 * (1 - _BM25_B + _BM25_B * length / average)
 
 
 def _hit(url, title, filename, mimetype, size, last_modified, snippet, score, extra=None) -> Hit:

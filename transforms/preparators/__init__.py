@@ -6,7 +6,20 @@ from __future__ import annotations
 
 import re
 
-from transforms.preparators import archive, audio, epub, external, legacy, mail, odf, office, pdf, rtf, xml
+from transforms.preparators import (
+    archive,
+    audio,
+    epub,
+    external,
+    legacy,
+    mail,
+    man,
+    odf,
+    office,
+    pdf,
+    rtf,
+    xml,
+)
 from transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
 from transforms.preparators.chain import chain_for, prepare_nested, run_chain
 from transforms.preparators.html import prepare_html
@@ -25,6 +38,7 @@ BUILTIN = (
     PreparatorSpec("rtf", rtf.prepare_rtf, rtf.MIME_TYPES, priority=10),
     PreparatorSpec("epub", epub.prepare_epub, epub.MIME_TYPES, priority=10),
     PreparatorSpec("audio", audio.prepare_audio, audio.MIME_TYPES, priority=10),
+    PreparatorSpec("man", man.prepare_man, man.MIME_TYPES, priority=10, params=man.DEFAULTS),
     PreparatorSpec("legacy_office", legacy.prepare_legacy_office, legacy.MIME_TYPES, priority=10),
     PreparatorSpec("text", prepare_text, ("text/*",), priority=0),
     # regain's EmptyPreparator catch-all: every document is at least found by name, path, type, date.

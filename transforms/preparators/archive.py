@@ -1,4 +1,4 @@
-"""ZIP/JAR and TAR archives (plain or compressed): entry names (with their parts split into words, as
+"""ZIP/JAR and TAR archives (plain or compressed with gzip, bzip2, xz or zstd): entry names (with their parts split into words, as
 regain indexed them), then the text of each entry: plain text decoded here, any other format prepared
 with the same configured preparators as a document (a PDF in a ZIP by the PDF preparator).
 
@@ -7,7 +7,9 @@ Nothing is ever written to disk: entries are read into memory through ``ZipFile.
 and zip slip is impossible by construction. Bombs are bounded: at most ``max_entries`` entries, at
 most ``max_bytes`` of uncompressed entry data read in total (reads are size-limited; declared sizes
 are not trusted), and for a compressed TAR, which must be decompressed to be walked, at most
-``max_scan_bytes`` of stream.
+``max_scan_bytes`` of stream. A single compressed file (``.gz``, ``.bz2``, ``.xz``, ``.zst`` that is no
+TAR) is read by ``compressed`` under the same bounds, ``max_bytes`` and ``max_ratio``: one configuration
+bounds everything decompressed.
 """
 
 from __future__ import annotations
@@ -16,23 +18,23 @@ import io
 import re
 import tarfile
 import zipfile
-import zlib
 
 import magic
 
+from transforms.preparators import compressed
 from transforms.preparators.base import PreparationError, Prepared
 from transforms.preparators.chain import prepare_nested
 from transforms.preparators.text import decode_text
 
-MIME_TYPES = ("application/zip", "application/java-archive", "application/x-tar", "application/gzip")
-MiB = 1024 * 1024
-DEFAULTS = (("max_entries", 1000), ("max_bytes", 10 * MiB), ("max_scan_bytes", 1024 * MiB))
+MIME_TYPES = ("application/zip", "application/java-archive", "application/x-tar", "application/x-gtar",
+              *compressed.TAR_MIME_TYPES, *compressed.MIME_TYPES)
+MiB = compressed.MiB
+DEFAULTS = (("max_entries", 1000), ("max_bytes", 10 * MiB), ("max_scan_bytes", 1024 * MiB), ("max_ratio", 100))
 _SNIFF = 8192
 _OPAQUE = ("application/octet-stream", "application/x-empty")
 _CONTAINERS = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1")  # ZIP, OLE2: libmagic may not name them
 _SEPARATORS = re.compile(r"[/._-]")
-_READ_ERRORS = (OSError, EOFError, RuntimeError, NotImplementedError, ValueError, zlib.error,
-                zipfile.BadZipFile, tarfile.TarError)
+_READ_ERRORS = (*compressed.ERRORS, RuntimeError, NotImplementedError, zipfile.BadZipFile, tarfile.TarError)
 
 
 def _entries(data: bytes, max_scan: int):
@@ -46,33 +48,59 @@ def _entries(data: bytes, max_scan: int):
             yield info.filename, None if info.is_dir() else (lambda info=info: archive.open(info))
         return
     try:
-        archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")  # noqa: SIM115 - closed below
-    except tarfile.TarError as err:
-        raise PreparationError(f"not a ZIP or TAR archive: {err}") from None
-    compressed = not isinstance(archive.fileobj, io.BytesIO)
+        archive = _open_tar(data)
+    except _READ_ERRORS as err:
+        raise PreparationError(f"not a ZIP or TAR archive: {' '.join(str(err).split())}") from None
+    packed = not isinstance(archive.fileobj, io.BytesIO)
     with archive:
         while True:
             try:
                 member = archive.next()
-            except tarfile.TarError:
-                return  # a damaged tail: keep what was listed
+            except _READ_ERRORS as err:  # a damaged tail: keep what was listed, and say so
+                raise _Damaged(f"{type(err).__name__}: {err}") from None
             if member is None:
                 return
-            if compressed and member.offset_data + member.size > max_scan:
+            if packed and member.offset_data + member.size > max_scan:
                 raise _ScanLimit
             yield member.name, (lambda m=member: archive.extractfile(m)) if member.isfile() else None
+
+
+def _open_tar(data: bytes) -> tarfile.TarFile:
+    """tarfile reads gzip, bzip2 and xz itself; zstd (not before Python 3.14) is read as a stream, which
+    suits the walk: each entry is read when it is reached."""
+    if data.startswith(compressed.ZSTD.magic):
+        return tarfile.open(fileobj=compressed.ZSTD.reader(io.BytesIO(data)), mode="r|")
+    return tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
+
+
+def _is_tar(data: bytes) -> bool:
+    """Whether the (compressed) bytes begin with a TAR header: a .tar.gz may be misnamed, a .gz may be a TAR."""
+    codec = compressed.codec_of(data)
+    try:
+        head = compressed.decompress(data, codec, tarfile.BLOCKSIZE, 1)[0] if codec else data
+        tarfile.TarInfo.frombuf(head[:tarfile.BLOCKSIZE], "utf-8", "surrogateescape")
+    except (tarfile.HeaderError, PreparationError):  # zeros too (an empty TAR holds nothing to walk)
+        return False
+    return True
 
 
 class _ScanLimit(Exception):
     pass
 
 
+class _Damaged(Exception):
+    """The archive's stream breaks off: the entries before the damage are kept."""
+
+
 def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     params = {**dict(DEFAULTS), **params}
+    if compressed.codec_of(data) is not None and not _is_tar(data):  # what the name says decides nothing here
+        return compressed.prepare_compressed(data, url, params)
     max_entries, budget, max_scan = params["max_entries"], params["max_bytes"], params["max_scan_bytes"]
     names: list[str] = []
     texts: list[str] = []
     limits: list[str] = []  # the bounds reached
+    damaged = ""
     entries = _entries(data, max_scan)
     try:
         for name, opener in entries:
@@ -110,8 +138,11 @@ def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepa
                 texts.append(f"{name}:\n{text}")
     except _ScanLimit:
         limits.append(f"max_scan_bytes ({max_scan})")
+    except _Damaged as err:
+        damaged = f"archive damaged after {len(names)} entries ({err})"
     listing = "\n".join(f"{n}\n{' '.join(_SEPARATORS.sub(' ', n).split())}" for n in names)
     limits = list(dict.fromkeys(limits))
-    fields = {"entries": str(len(names)), "truncated": "true" if limits else "false"}
-    partial = f"archive read partially: reached {', '.join(limits)}" if limits else ""
+    fields = {"entries": str(len(names)), "truncated": "true" if limits or damaged else "false"}
+    partial = "; ".join(filter(None, (f"archive read partially: reached {', '.join(limits)}" if limits else "",
+                                      damaged)))
     return Prepared(content="\n\n".join(s for s in (listing, *texts) if s), fields=fields, partial=partial)

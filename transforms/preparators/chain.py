@@ -58,13 +58,22 @@ def run_chain(preparators, data: bytes, url: str, mimetype: str, sniff: Callable
     return None, errors
 
 
-def prepare_nested(data: bytes, url: str) -> Prepared | None:
+def prepare_part(data: bytes, url: str, text_only: bool = False) -> tuple[Prepared | None, list[str], str]:
     """Prepare a part of the document being prepared (``url`` names the part, e.g. ``…/a.zip!/b.pdf``)
-    with the configured preparators; None when no preparator reads it or nesting is too deep. Called
-    outside a preparation (a preparator tested on its own), it prepares nothing."""
+    with the configured preparators: (the result or None, the preparators' failures, the part's MIME type).
+    None without failures when no preparator reads its type, nesting is too deep, or ``text_only`` and it
+    is not text. Called outside a preparation (a preparator tested on its own), it prepares nothing and
+    knows no type."""
     context = _CONTEXT.get()
-    if context is None or context.depth >= MAX_NESTING or not data:
-        return None
-    prepared, _ = run_chain(context.preparators, data, url, context.sniff(data, url), context.sniff,
-                            depth=context.depth + 1)
-    return prepared
+    if context is None:
+        return None, [], ""
+    mimetype = context.sniff(data, url)
+    if not data or context.depth >= MAX_NESTING or (text_only and not mimetype.startswith("text/")):
+        return None, [], mimetype
+    prepared, errors = run_chain(context.preparators, data, url, mimetype, context.sniff, depth=context.depth + 1)
+    return prepared, errors, mimetype
+
+
+def prepare_nested(data: bytes, url: str) -> Prepared | None:
+    """The part prepared as by :func:`prepare_part`, or None."""
+    return prepare_part(data, url)[0]

@@ -1,6 +1,6 @@
 """An external program as a preparator (regain's ExternalPreparator): the document is written to a
 temporary file, ``${filename}`` in the configured command is replaced by its path, and the program's
-standard output is the content.
+standard output is the content. It runs in an empty temporary folder of its own.
 
 The command is split like a shell would (``shlex``) but runs without a shell, so a file name can never
 inject a command. It runs in its own process group, which is killed as a whole when ``timeout`` passes
@@ -43,25 +43,35 @@ def check_params(params: dict) -> dict:
     return params
 
 
-def prepare_external(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+def run_program(command: str, data: bytes, url: str, timeout: float, check_exit_code: bool,
+                max_output_bytes: int) -> str:
+    """The standard output of ``command`` run on ``data``, written to a file named like ``url``'s in an
+    empty temporary folder, which is also the program's working folder: a relative path in the document
+    (roff's ``.so man1/x.1``) finds nothing."""
     suffix = "." + extension(url) if extension(url) else ""
-    with tempfile.NamedTemporaryFile(prefix="beamtrawl-", suffix=suffix) as handle:
-        handle.write(data)
-        handle.flush()
-        argv = [arg.replace(PLACEHOLDER, handle.name) for arg in shlex.split(params["command"])]
+    with tempfile.TemporaryDirectory(prefix="beamtrawl-") as folder:
+        path = os.path.join(folder, "document" + suffix)
+        with open(path, "wb") as handle:
+            handle.write(data)
+        argv = [arg.replace(PLACEHOLDER, path) for arg in shlex.split(command)]
         try:
             process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, start_new_session=True)
+                                       stderr=subprocess.PIPE, start_new_session=True, cwd=folder)
         except OSError as err:
             raise PreparationError(f"cannot run {argv[0]}: {err.strerror or err}") from None
         try:
-            out, err = process.communicate(timeout=params["timeout"])
+            out, err = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
-            raise PreparationError(f"{argv[0]} timed out after {params['timeout']:g} s") from None
-    if params["check_exit_code"] and process.returncode != 0:
+            raise PreparationError(f"{argv[0]} timed out after {timeout:g} s") from None
+    if check_exit_code and process.returncode != 0:
         first = next((line for line in decode_text(err).splitlines() if line.strip()), "")
         detail = f": {first}"[:200] if first else ""
         raise PreparationError(f"{argv[0]} exited with {process.returncode}{detail}")
-    return Prepared(content=decode_text(out[: params["max_output_bytes"]]).strip())
+    return decode_text(out[:max_output_bytes])
+
+
+def prepare_external(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    return Prepared(content=run_program(params["command"], data, url, params["timeout"], params["check_exit_code"],
+                                        params["max_output_bytes"]).strip())

@@ -1,15 +1,25 @@
-"""MIME type of a document's bytes, by python-magic (libmagic), refined where magic is vague.
+"""MIME type of a document's bytes, by python-magic (libmagic), refined where magic is vague or wrong.
+:class:`MimeSniffer` is the one place that decides a document's type; the rules, in order:
 
 libmagic recognises OOXML, ODF, EPUB and JAR only when the archive's members come in the usual order,
 and says just "Composite Document File" for many legacy Office files. For ZIP and OLE2 containers the
 members themselves decide (``[Content_Types].xml`` and the main part, the ``mimetype`` member,
 ``META-INF/MANIFEST.MF``; the WordDocument, Workbook or PowerPoint Document stream), whatever the
 file's name says.
+
+Compressed bytes (gzip, bzip2, xz, zstd) are a compressed TAR when the name says so (``.tar.gz``,
+``.tgz``, ``.tar.xz``, …), else a single compressed file, whose inner file is typed later by these same
+rules (``compressed``). When the name says a text type and the bytes read as text, the document is
+text, whatever magic finds at some offset (libmagic calls a wiki page with "SEGA PICO" at byte 256 a
+ROM). Text whose first element is an XML root element (after any declaration, comments or DOCTYPE) is
+XML even without ``<?xml``: ``html`` makes it HTML.
 """
 
 from __future__ import annotations
 
 import io
+import mimetypes
+import re
 import struct
 import zipfile
 import zlib
@@ -17,13 +27,22 @@ import zlib
 import magic
 import olefile
 
-from transforms.urls import extension
+from transforms.preparators.compressed import compressed_type
+from transforms.urls import extension, file_name
 
 SNIFF_BYTES = 64 * 1024
 # libmagic calls small or fragmentary HTML, and mail without the usual first headers, text/plain; the
 # extension settles it.
 _TEXT_BY_EXTENSION = {"html": "text/html", "htm": "text/html", "xhtml": "application/xhtml+xml",
                       "eml": "message/rfc822"}
+# Text types named by application/…: the name claims text with these as with text/*.
+_TEXT_APPLICATION = {"application/xml", "application/json", "application/javascript", "application/x-sh",
+                     "application/xhtml+xml", "application/x-tex", "application/x-latex", "application/rtf"}
+_XML_NAMES = {"application/xml", "text/xml", "application/xhtml+xml", "image/svg+xml"}
+# Before the root element: a BOM, whitespace, the declaration or other processing instructions, comments, a DOCTYPE.
+_XML_PROLOG = re.compile(rb"(?:\xef\xbb\xbf)?(?:\s+|<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\])*>)*", re.DOTALL)
+_XML_ROOT = re.compile(rb"<([A-Za-z_][\w.:-]*)[\s/>]")
+_TEXT_CONTROLS = bytes(set(range(32)) - set(b"\t\n\r\f\b\x1b"))
 _ZIP_MAGIC, _OLE_MAGIC = b"PK\x03\x04", olefile.MAGIC
 _OOXML = (
     ("word/document.xml", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
@@ -63,6 +82,56 @@ def ole_container_type(data: bytes) -> str | None:
         return None
 
 
+def claimed_type(url: str) -> str | None:
+    """The type the file's name says (by its extension); None for a name that says nothing or says
+    "compressed" (``notes.txt.gz`` is not text)."""
+    claimed, encoding = mimetypes.guess_type(file_name(url), strict=False)
+    return None if encoding else claimed
+
+
+def reads_as_text(sample: bytes) -> bool:
+    """Whether bytes are text: no NUL, and UTF-8 (a character cut at the end of the sample is fine) or an
+    8-bit charset with hardly any control characters."""
+    if not sample or b"\0" in sample:
+        return False
+    try:
+        sample.decode("utf-8")
+        return True
+    except UnicodeDecodeError as err:
+        if err.reason == "unexpected end of data" and err.start >= len(sample) - 3:
+            return True
+    return len(sample) - len(sample.translate(None, _TEXT_CONTROLS)) <= len(sample) // 100
+
+
+def xml_root(data: bytes) -> str | None:
+    """The name of the first element, when the bytes begin like XML (a prolog, then an element)."""
+    head = data[:SNIFF_BYTES]
+    root = _XML_ROOT.match(head, _XML_PROLOG.match(head).end())
+    return root.group(1).decode("ascii") if root else None
+
+
+def _textual(mimetype: str) -> bool:
+    return (mimetype.startswith(("text/", "message/")) or mimetype in _TEXT_APPLICATION or mimetype in _XML_NAMES
+            or mimetype.endswith(("+xml", "+json")))
+
+
+def _text_type(data: bytes, detected: str, claimed: str | None) -> str:
+    """The type of bytes that read as text: ``detected`` by magic, or ``claimed`` by the name when magic
+    found a binary format at some offset, or a vaguer text type than the name's (``.md`` called
+    JavaScript); a mail named ``.txt`` stays a mail. A root element makes XML of a file named as XML,
+    or of an unnamed one that closes it (``changelog`` holding ``<a>…</a>``); a ``.txt`` or ``.html``
+    holding tags stays what its name says."""
+    if claimed in _XML_NAMES or (claimed is None and detected == "text/plain"):
+        root = xml_root(data)
+        if root is not None and root.lower() == "html" and claimed is None:
+            return "text/html"
+        if root is not None and (claimed is not None or data.rstrip().endswith(f"</{root}>".encode())):
+            return claimed if claimed in ("image/svg+xml", "application/xhtml+xml") else "text/xml"
+    if claimed is None or detected.startswith("text/") or (claimed == "text/plain" and _textual(detected)):
+        return detected
+    return claimed
+
+
 class MimeSniffer:
     """Holds a libmagic handle, which cannot be pickled: create one per worker (``DoFn.setup``)."""
 
@@ -77,6 +146,13 @@ class MimeSniffer:
             return zip_container_type(data) or detected
         if data.startswith(_OLE_MAGIC):
             return ole_container_type(data) or detected
-        if detected in ("text/plain", "text/xml"):
+        packed = compressed_type(data, file_name(url))
+        if packed is not None:
+            return packed
+        claimed = claimed_type(url)
+        if (detected.startswith("text/") or (claimed is not None and _textual(claimed))) and reads_as_text(
+                data[:SNIFF_BYTES]):
+            detected = _text_type(data, detected, claimed)
+        if detected in ("text/plain", "text/xml"):  # libmagic's word for HTML fragments and some mail
             return _TEXT_BY_EXTENSION.get(extension(url), detected)
         return detected

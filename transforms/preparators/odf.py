@@ -1,7 +1,10 @@
-"""OpenDocument text, spreadsheet and presentation (and their templates) with the standard library:
-the text of content.xml in reading order (paragraphs, headings, table rows, slide frames and notes),
-headings as headlines, and meta.xml's title, creator, subject, keywords and description. XML is parsed
-by defusedxml, as these files come from the crawl."""
+"""OpenDocument text, spreadsheet, presentation and drawing (and their templates) with the standard
+library: the text of content.xml in reading order (paragraphs, headings, table rows, slide frames and
+notes), then the master pages' text in styles.xml (headers, footers, shapes), headings as headlines, and
+meta.xml's title, creator, subject, keywords and description. A package without content.xml (a styles
+template such as LibreOffice's Default.ott) is a document all the same; only a package that is not a ZIP,
+has no OpenDocument mimetype member or holds none of those three parts is refused. XML is parsed by
+defusedxml, as these files come from the crawl."""
 
 from __future__ import annotations
 
@@ -22,7 +25,11 @@ MIME_TYPES = (
     "application/vnd.oasis.opendocument.text-template",
     "application/vnd.oasis.opendocument.spreadsheet-template",
     "application/vnd.oasis.opendocument.presentation-template",
+    "application/vnd.oasis.opendocument.graphics",
+    "application/vnd.oasis.opendocument.graphics-template",
 )
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 reads styles.xml and styles-only packages
+_PARTS = ("content.xml", "styles.xml", "meta.xml")  # a package holding none of them is not a document
 
 _NS = {
     "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
@@ -31,6 +38,8 @@ _NS = {
     "meta": "urn:oasis:names:tc:opendocument:xmlns:meta:1.0",
     "dc": "http://purl.org/dc/elements/1.1/",
     "draw": "urn:oasis:names:tc:opendocument:xmlns:drawing:1.0",
+    "presentation": "urn:oasis:names:tc:opendocument:xmlns:presentation:1.0",
+    "style": "urn:oasis:names:tc:opendocument:xmlns:style:1.0",
 }
 
 
@@ -108,15 +117,33 @@ def _walk_children(element, lines: list[str], headlines: list[str]) -> None:
         _walk(child, lines, headlines)
 
 
-def _content(xml: bytes) -> tuple[str, list[str]]:
-    root = fromstring(xml)
-    body = root.find("office:body", _NS)
+def _content(xml: bytes, lines: list[str], headlines: list[str]) -> None:
+    body = fromstring(xml).find("office:body", _NS)
     if body is None:
         raise PreparationError("content.xml has no office:body")
-    lines: list[str] = []
-    headlines: list[str] = []
     _walk_children(body, lines, headlines)
-    return "\n".join(line for line in lines if line), headlines
+
+
+# On a master page these show what the page will say when laid out, not what the author wrote: a page
+# number, a date, a sheet's name or the title ("???" in a template), a placeholder's prompt ("Click to edit
+# the title"); and a header or footer turned off is not shown at all.
+_RENDERED = {_q(f"text:{name}") for name in ("page-number", "page-count", "date", "time", "sheet-name",
+                                              "file-name", "title")} | {_q("presentation:notes")}
+_PLACEHOLDER_CLASS, _DISPLAY = _q("presentation:class"), _q("style:display")
+
+
+def _master_pages(xml: bytes, lines: list[str]) -> None:
+    """The text of styles.xml's master pages: headers, footers and shapes every page shows."""
+    masters = fromstring(xml).find("office:master-styles", _NS)
+    if masters is None:
+        return
+    hidden = [e for e in masters.iter()
+              if e.tag in _RENDERED or e.get(_PLACEHOLDER_CLASS) or e.get(_DISPLAY) == "false"]
+    for element in hidden:
+        tail = element.tail
+        element.clear()
+        element.tail = tail
+    _walk_children(masters, lines, [])
 
 
 def _meta(xml: bytes) -> tuple[str, str]:
@@ -136,14 +163,27 @@ def prepare_odf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = set(archive.namelist())
-            if "mimetype" in names:
-                declared = archive.read("mimetype").decode("ascii", "replace").strip()
-                if not declared.startswith("application/vnd.oasis.opendocument."):
-                    raise PreparationError(f"not an OpenDocument file: mimetype {declared[:80]!r}")
-            if "content.xml" not in names:
-                raise PreparationError("not an OpenDocument file: no content.xml")
-            content, headlines = _content(archive.read("content.xml"))
+            _check_package(archive, names)
+            lines: list[str] = []
+            headlines: list[str] = []
+            if "content.xml" in names:
+                _content(archive.read("content.xml"), lines, headlines)
+            if "styles.xml" in names:
+                _master_pages(archive.read("styles.xml"), lines)
             title, metadata = _meta(archive.read("meta.xml")) if "meta.xml" in names else ("", "")
     except (zipfile.BadZipFile, zlib.error, KeyError, ValueError, EOFError, ParseError, DefusedXmlException) as err:
         raise PreparationError(f"not readable as OpenDocument: {type(err).__name__}: {err}"[:200]) from None
+    content = "\n".join(line for line in lines if line)
     return Prepared(title=title, content=content, headlines=headlines, metadata=metadata)
+
+
+def _check_package(archive: zipfile.ZipFile, names: set[str]) -> None:
+    """An OpenDocument package names its type in a ``mimetype`` member and holds at least one of the
+    parts a document is made of; anything else is another kind of ZIP or a broken package."""
+    if "mimetype" not in names:
+        raise PreparationError("not an OpenDocument file: no mimetype member")
+    declared = archive.open("mimetype").read(200).decode("ascii", "replace").strip()
+    if not declared.startswith("application/vnd.oasis.opendocument."):
+        raise PreparationError(f"not an OpenDocument file: mimetype {declared[:80]!r}")
+    if names.isdisjoint(_PARTS):
+        raise PreparationError(f"broken OpenDocument package: none of {', '.join(_PARTS)}")

@@ -1,0 +1,285 @@
+"""Compressed single files, man pages and the MIME decision, on files Debian packages ship (fetched once
+and cached, see ``debian_files``) and on hostile counterparts made from them with the real compressors:
+a gzip bomb, a cut stream, a PDF in a .gz, a .gz in a .gz, odd names."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import re
+import shutil
+import subprocess
+import tarfile
+
+import pytest
+from debian_files import package_file
+
+from transforms.preparators import BUILTIN, compressed, run_chain
+from transforms.preparators.archive import DEFAULTS
+from transforms.preparators.mime import MimeSniffer
+
+MiB = 1024 * 1024
+SNIFF = MimeSniffer()
+LS_MAN = ("coreutils", "usr/share/man/man1/ls.1.gz")
+CHANGELOG = ("coreutils", "usr/share/doc/coreutils/changelog.Debian.gz")
+needs_mandoc = pytest.mark.skipif(shutil.which("mandoc") is None, reason="mandoc is installed by tests/run.sh")
+
+
+def real(package_path) -> bytes:
+    return package_file(*package_path).read_bytes()
+
+
+def prepare(data: bytes, url: str, preparators=BUILTIN):
+    """(prepared or None, failures, MIME type) as a crawl's preparing process makes them."""
+    mimetype = SNIFF(data, url)
+    prepared, errors = run_chain(preparators, data, url, mimetype, SNIFF)
+    return prepared, errors, mimetype
+
+
+# -- man pages and changelogs as Debian ships them -----------------------------------------------------------
+
+@needs_mandoc
+@pytest.mark.parametrize("package_path, title, heading, phrase", [
+    (LS_MAN, "ls - list directory contents", "DESCRIPTION", "do not ignore entries starting with ."),
+    (("bash", "usr/share/man/man1/bash.1.gz"), "bash - GNU Bourne-Again SHell", "SHELL GRAMMAR",
+     "Bash is an sh-compatible command language interpreter"),
+])
+def test_man_page_is_readable_text_with_title_and_headings(package_path, title, heading, phrase):
+    prepared, errors, mimetype = prepare(real(package_path), "file:///usr/share/man/man1/" +
+                                         package_path[1].rsplit("/", 1)[1])
+    assert errors == [] and mimetype == "application/gzip"
+    assert prepared.title == title and heading in prepared.headlines and prepared.headlines[0] == "NAME"
+    assert phrase in " ".join(prepared.content.split())
+    assert not re.search(r"^\.(TH|SH|B|I)\b|\\f[BIR]|\x08", prepared.content, re.MULTILINE)  # no roff, no overstrikes
+    assert prepared.fields == {"inner_mimetype": "text/troff", "compression": "gzip"}
+
+
+def test_debian_changelog_is_text_of_the_document():
+    prepared, errors, _ = prepare(real(CHANGELOG), "file:///usr/share/doc/coreutils/changelog.Debian.gz")
+    assert errors == [] and prepared.content.startswith("coreutils (") and "urgency=" in prepared.content
+    assert prepared.fields["inner_mimetype"] == "text/plain" and not prepared.partial
+
+
+@needs_mandoc
+@pytest.mark.parametrize("tool, suffix, mimetype", [
+    ("gzip", ".gz", "application/gzip"), ("bzip2", ".bz2", "application/x-bzip2"),
+    ("xz", ".xz", "application/x-xz"), ("zstd", ".zst", "application/zstd")])
+def test_every_codec_made_by_its_own_tool(tool, suffix, mimetype):
+    page = gzip.decompress(real(LS_MAN))
+    packed = subprocess.run([tool, "-c"], input=page, capture_output=True, check=True).stdout
+    prepared, errors, sniffed = prepare(packed, f"file:///m/ls.1{suffix}")
+    assert (errors, sniffed) == ([], mimetype)
+    assert prepared.title == "ls - list directory contents" and prepared.fields["compression"] == tool
+
+
+@pytest.mark.parametrize("suffix, mimetype", [
+    (".tar.gz", "application/x-compressed-tar"), (".tgz", "application/x-compressed-tar"),
+    (".tar.bz2", "application/x-bzip-compressed-tar"), (".tar.xz", "application/x-xz-compressed-tar"),
+    (".tar.zst", "application/x-zstd-compressed-tar")])
+def test_compressed_tarballs_by_name_plus_magic(tmp_path, suffix, mimetype):
+    """Made by GNU tar (-a: the compressor by the suffix) from a package's documentation folder."""
+    docs = package_file(*CHANGELOG).parent
+    archive = tmp_path / f"coreutils-doc{suffix}"
+    subprocess.run(["tar", "-C", str(docs.parent), "-caf", str(archive), docs.name], check=True)
+    prepared, errors, sniffed = prepare(archive.read_bytes(), f"file:///a/{archive.name}")
+    assert (errors, sniffed) == ([], mimetype)
+    assert "coreutils/copyright" in prepared.content and "Free Software Foundation" in prepared.content
+    assert "coreutils (" in prepared.content  # the changelog.Debian.gz inside, decompressed in turn
+    assert SNIFF(archive.read_bytes(), "file:///a/coreutils-doc.gz") in compressed.MIME_TYPES  # magic alone
+
+
+def test_data_tar_xz_of_a_debian_package():
+    """A .deb's data.tar.xz, as Debian's tools made it."""
+    deb = next(package_file(*CHANGELOG).parents[4].parent.glob("coreutils_*.deb"))
+    data = subprocess.run(["ar", "p", str(deb), "data.tar.xz"], capture_output=True, check=True).stdout
+    prepared, errors, mimetype = prepare(data, "file:///deb/data.tar.xz")
+    assert (errors, mimetype) == ([], "application/x-xz-compressed-tar")
+    names = prepared.content.split("\n")
+    assert "./bin/ls" in names and "./usr/share/man/man1/ls.1.gz" in names
+    assert "GNU Free Documentation License" in prepared.content  # read within max_bytes, after the binaries
+
+
+# -- hostile compressed files ---------------------------------------------------------------------------------
+
+def test_gzip_bomb_stops_at_the_ratio_bound():
+    bomb = gzip.compress(bytes(50 * MiB), compresslevel=9)  # ~50 KB, a ratio of ~1000:1
+    prepared, errors, _ = prepare(bomb, "file:///x/bomb.gz")
+    limit = dict(DEFAULTS)["max_ratio"] * len(bomb)
+    assert errors == [] and prepared.content == ""
+    assert prepared.partial == (f"decompressed only {limit} bytes: reached max_ratio (100:1); "
+                                "the application/octet-stream inside was not prepared")
+
+
+def test_size_bound_holds_below_the_ratio():
+    text = b"".join(b"line %d of a long log\n" % i for i in range(1_000_000))  # ~25 MB, ratio ~10:1
+    prepared, errors, _ = prepare(gzip.compress(text), "file:///x/app.log.gz")
+    assert errors == [] and prepared.content.startswith("line 0 of a long log")
+    assert f"reached max_bytes ({10 * MiB})" in prepared.partial  # the text up to the bound is kept
+
+
+def test_truncated_gz_keeps_what_was_readable():
+    whole = real(CHANGELOG)
+    prepared, errors, _ = prepare(whole[: len(whole) // 2], "file:///x/changelog.Debian.gz")
+    full = gzip.decompress(whole).decode()
+    assert errors == [] and prepared.content and full.startswith(prepared.content[:1000])
+    assert len(prepared.content) < len(full) and "the gzip stream is damaged after" in prepared.partial
+
+
+def test_truncated_zstd_is_reported():
+    """zstd gives a block's bytes only once the block is whole: a cut in the first block leaves nothing."""
+    page = gzip.decompress(real(("bash", "usr/share/man/man1/bash.1.gz")))  # ~360 KB: three 128 KiB blocks
+    packed = subprocess.run(["zstd", "-c"], input=page, capture_output=True, check=True).stdout
+    prepared, errors, _ = prepare(packed[: len(packed) * 3 // 4], "file:///x/bash.1.zst")
+    assert errors == [] and "the zstd stream ends early" in prepared.partial
+    assert prepared.content.startswith("NAME") or not shutil.which("mandoc")
+    prepared, errors, _ = prepare(packed[:1000], "file:///x/bash.1.zst")
+    assert prepared is None and errors == ["archive: not a readable zstd file: the stream ends early"]
+
+
+def test_cut_tar_gz_keeps_the_entries_before_the_cut(tmp_path):
+    docs = package_file(*CHANGELOG).parent
+    archive = tmp_path / "coreutils-doc.tar.gz"
+    subprocess.run(["tar", "-C", str(docs.parent), "-czf", str(archive), docs.name], check=True)
+    data = archive.read_bytes()
+    prepared, errors, _ = prepare(data[: len(data) * 3 // 4], "file:///a/coreutils-doc.tar.gz")
+    assert errors == [] and prepared.fields["truncated"] == "true"
+    assert re.fullmatch(r"archive damaged after \d+ entries \(EOFError: Compressed file ended .*\)", prepared.partial)
+    assert "coreutils/copyright" in prepared.content.split("\n")
+
+
+def test_gz_of_a_pdf_is_read_as_the_pdf():
+    pdf = package_file("bash-doc", "usr/share/doc/bash/bash.pdf").read_bytes()
+    prepared, errors, _ = prepare(gzip.compress(pdf), "file:///x/bash.pdf.gz")
+    assert errors == [] and prepared.fields["inner_mimetype"] == "application/pdf"
+    assert "Bourne-Again SHell" in prepared.content
+
+
+def test_gz_of_a_broken_pdf_is_a_failure():
+    pdf = package_file("bash-doc", "usr/share/doc/bash/bash.pdf").read_bytes()
+    prepared, errors, _ = prepare(gzip.compress(pdf[:2000]), "file:///x/bash.pdf.gz")
+    assert prepared is None and len(errors) == 1
+    assert errors[0].startswith("archive: the gzip-compressed application/pdf inside: pdf: ")
+
+
+def test_nested_gz_gz_and_bz2_gz():
+    inner = real(CHANGELOG)
+    for url, data in (("file:///x/changelog.Debian.gz.gz", gzip.compress(inner)),
+                      ("file:///x/changelog.Debian.gz.bz2", bz2.compress(inner))):
+        prepared, errors, _ = prepare(data, url)
+        assert errors == [] and prepared.content.startswith("coreutils (")
+        assert prepared.fields["inner_mimetype"] == "text/plain"  # the innermost type
+    deeper = gzip.compress(gzip.compress(inner))  # text at the nesting bound is still decoded
+    prepared, errors, _ = prepare(deeper, "file:///x/changelog.Debian.gz.gz.gz")
+    assert errors == [] and prepared.content.startswith("coreutils (")
+    prepared, errors, _ = prepare(gzip.compress(deeper), "file:///x/changelog.Debian.gz.gz.gz.gz")
+    assert errors == [] and prepared.content == ""  # past it: found by name, not a failure
+    assert prepared.fields["inner_mimetype"] == "application/gzip"
+
+
+def test_odd_names_inside_and_out():
+    """The name stored in the gzip header is not used (it may be anything); the outer name decides."""
+    text = gzip.decompress(real(CHANGELOG))
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="../../etc/passwd\n.pdf", mode="wb", fileobj=buffer) as handle:
+        handle.write(text)
+    for url in ("file:///x/odd%20name%E2%98%83%3F.txt.gz", "file:///x/.gz", "file:///x/no-suffix"):
+        prepared, errors, mimetype = prepare(buffer.getvalue(), url)
+        assert (errors, mimetype) == ([], "application/gzip") and prepared.content.startswith("coreutils (")
+
+
+def test_gzip_magic_then_garbage_is_a_failure():
+    prepared, errors, _ = prepare(b"\x1f\x8b" + bytes(range(256)) * 4, "file:///x/broken.gz")
+    assert prepared is None and errors[0].startswith("archive: not a readable gzip file")
+
+
+def test_misnamed_tar_gz_is_read_as_a_single_file():
+    prepared, errors, mimetype = prepare(real(CHANGELOG), "file:///x/changelog.tar.gz")
+    assert (errors, mimetype) == ([], "application/x-compressed-tar") and prepared.content.startswith("coreutils (")
+
+
+# -- the MIME decision ---------------------------------------------------------------------------------------
+
+def test_text_named_text_stays_text_whatever_magic_finds_inside():
+    """libmagic calls this Dovecot wiki page a Sega Pico ROM (by what it finds at byte 256)."""
+    page = package_file("dovecot-core", "usr/share/doc/dovecot-core/wiki/MissingMailboxes.txt").read_bytes()
+    assert SNIFF(page, "file:///wiki/MissingMailboxes") == "application/x-sega-pico-rom"  # the name says nothing
+    assert SNIFF(page, "file:///wiki/MissingMailboxes.txt") == "text/plain"
+    prepared, errors, _ = prepare(page, "file:///wiki/MissingMailboxes.txt")
+    assert errors == [] and "mailbox" in prepared.content.lower()
+    assert not SNIFF(bytes(range(1, 256)) * 8, "file:///x/garbage.txt").startswith("text/")  # no NUL, yet not text
+
+
+@pytest.mark.parametrize("path, mimetype", [
+    ("cjkencodings/cp949.txt", "text/plain"),  # libmagic: a DOS executable
+    ("cjkencodings/iso2022_kr.txt", "text/plain"),  # libmagic: application/octet-stream
+    ("test_email/data/msg_29.txt", "message/rfc822"),  # a mail named .txt stays a mail: magic is more precise
+    ("xmltestdata/expat224_utf8_bug.xml", "text/xml"),  # no declaration
+    ("xmltestdata/test.xml", "text/xml"),  # an <html> root, but named .xml
+])
+def test_cpython_test_data_types(path, mimetype):
+    data = package_file("libpython3.11-testsuite", f"usr/lib/python3.11/test/{path}").read_bytes()
+    assert SNIFF(data, f"file:///t/{path}") == mimetype
+
+
+def test_xml_recognised_by_its_root_element():
+    simple = package_file("libpython3.11-testsuite", "usr/lib/python3.11/test/xmltestdata/simple.xml").read_bytes()
+    assert not simple.startswith(b"<?xml")
+    assert SNIFF(simple, "file:///x/simple.xml") == "text/xml"
+    assert SNIFF(simple.strip() + b"\n", "file:///x/simple") == "text/xml"  # closed root, no name
+    prepared, errors, _ = prepare(simple, "file:///x/simple.xml")
+    assert errors == [] and "<element" not in prepared.content and "text" in prepared.content
+    assert SNIFF(b"<p>a <b>bold</b> note</p>", "file:///x/note.txt") == "text/plain"  # the name says text
+    assert SNIFF(b"<html><body><p>hi</p></body></html>", "file:///x/page.xml") == "text/xml"  # as named
+
+
+def test_a_text_named_compressed_file_is_not_text():
+    assert SNIFF(gzip.compress(b"plain words " * 50), "file:///x/notes.txt.gz") == "application/gzip"
+
+
+def test_tar_in_a_plain_gz_is_walked():
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        info = tarfile.TarInfo("notes/razorbill.txt")
+        body = b"a razorbill was seen at dawn\n"
+        info.size = len(body)
+        archive.addfile(info, io.BytesIO(body))
+    prepared, errors, mimetype = prepare(buffer.getvalue(), "file:///x/bundle.gz")
+    assert (errors, mimetype) == ([], "application/gzip") and "razorbill was seen" in prepared.content
+
+
+# -- a real package's documentation, crawled ------------------------------------------------------------------
+
+@needs_mandoc
+def test_crawl_of_a_packages_documentation_and_man_pages(tmp_path, make_config, crawl, search):
+    """coreutils' /usr/share as Debian ships it: 112 .gz (man pages, changelogs, NEWS), 43 gettext
+    catalogues no preparator reads, 3 plain files. Nothing fails; the catalogues are unsupported, not
+    failed; with the catch-all off they are skipped without a document."""
+    root = package_file(*CHANGELOG).parents[2]
+    catalogues = len(list(root.glob("locale/*/LC_MESSAGES/*.mo")))
+    files = sum(1 for path in root.rglob("*") if path.is_file() and not path.is_symlink())
+    config = make_config(root)
+    run = crawl(config)
+    assert run.code == 0, run.stdout + run.stderr
+    assert run.counts["failed"] == 0 and run.report["problems"] == []
+    assert run.counts["unsupported"] == catalogues > 0 and run.report["documents_in_index"] == files
+    assert f"{catalogues} documents of types no preparator reads: indexed by name, not failed" in run.stdout
+    hits = search(config, '"list directory contents"')
+    assert any(h["url"].endswith("/man1/ls.1.gz") and h["title"] == "ls - list directory contents" for h in hits)
+    assert search(config, "urgency")  # the changelog.Debian.gz
+
+    off = make_config(root, name="off.yaml", index={"path": str(tmp_path / "off.sqlite")},
+                      preparators=[{"name": "metadata_only", "enabled": False}])
+    run = crawl(off)
+    assert run.code == 0 and run.counts["failed"] == 0 and run.counts["skipped_unread"] == catalogues
+    assert run.report["documents_in_index"] == files - catalogues
+    assert f"{catalogues} files of types no preparator reads skipped (metadata_only is off)" in run.stdout
+
+
+@needs_mandoc
+def test_man_page_cannot_include_local_files():
+    """roff's ``.so`` reads a file: mandoc refuses absolute paths, and runs where relative ones find nothing."""
+    page = gzip.decompress(real(LS_MAN)) + b".so /etc/passwd\n.so etc/passwd\n.so ../../../../etc/passwd\n"
+    prepared, errors, _ = prepare(gzip.compress(page), "file:///m/ls.1.gz")
+    assert errors == [] and prepared.title == "ls - list directory contents"
+    assert "root:" not in prepared.content and "See the file /etc/passwd" in prepared.content
