@@ -9,6 +9,7 @@ command quietly, with 0.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import json
 import logging
@@ -214,9 +215,11 @@ def _discard_stdout() -> None:
 
 def run() -> None:
     """The ``beamtrawl`` command. It ends without Python's shutdown, which waits half a second for the idle
-    threads of Beam and gRPC; everything a crawl writes is closed by then, and its preparing children ended."""
+    threads of Beam and gRPC; everything a crawl writes is closed by then, and its preparing children ended.
+    The exit handlers still run: Beam stops in them the job servers it started (``--flink_job_server_jar``),
+    which would otherwise outlive the command."""
     code = main()
-    logging.shutdown()
+    atexit._run_exitfuncs()  # what Python's shutdown runs first (logging.shutdown among them)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError):  # e.g. `beamtrawl search … | head` closed the pipe
             stream.flush()

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pipeline import __version__, unchanged
 from pipeline import report as reports
 from plugins.manager import PluginHost
+from runners.options import check_reachable
 from transforms.accept import Rules
 from transforms.index import make_target
 from transforms.records import conform, event
@@ -143,6 +144,7 @@ def crawl(config, runner: str | None, beam_args: list[str], progress: str = "lin
 def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost, progress: str) -> dict:
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    check_reachable(runner, beam_args)  # a cluster that is down: one line, before the index is touched
     target = make_target(config.index)
     preparators = config.preparators
     fingerprint = preparation_fingerprint(preparators, config)

@@ -6,7 +6,9 @@ of a real cluster's JobManager; its Python workers then run EXTERNAL: start
 ``python -m apache_beam.runners.worker.worker_pool_main --service_port=50000`` beside every TaskManager and
 pass ``--environment_config=localhost:50000``. Beam finds the job-server jar
 (``org.apache.beam:beam-runners-flink-<flink>-job-server:<beam version>``) in ``~/.apache_beam/cache/jars``,
-downloads it from Maven Central once, or takes ``--flink_job_server_jar PATH``.
+downloads it from Maven Central once, or takes ``--flink_job_server_jar PATH`` (docs/clusters.md: one built
+from Maven artifacts); the command stops the job server it started before it exits. A job server already
+running is used with ``--runner=PortableRunner --job_endpoint=HOST:PORT``.
 
 File start URLs on a cluster: every TaskManager must see the same paths (a shared mount).
 """

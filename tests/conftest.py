@@ -129,3 +129,14 @@ def opensearch(node_dir):
 
     with running_node(node_dir / "shared") as url:
         yield url
+
+
+@pytest.fixture
+def os_config(tmp_path, make_config, opensearch, request):
+    """Write a crawl configuration for ``root`` into an OpenSearch index named after the test."""
+
+    def make(root: Path, url: str = opensearch, **settings) -> Path:
+        name = request.node.name.lower().replace("_", "-")[:40]
+        return make_config(root, name="os.yaml", index={"url": url, "name": name, **settings.pop("index", {})},
+                           **settings)
+    return make

@@ -26,6 +26,8 @@ fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)
 python -m pip install --quiet --disable-pip-version-check -e ".[test]"
 python tests/servers/opensearch.py install  # once: OpenSearch 2.19.6 from Maven Central, cached
+python tests/servers/flink.py install  # once: Beam's Flink and Spark job servers' classpaths, cached
+python tests/servers/spark.py install
 python tests/real_corpus.py  # once: the real-world corpus, ten Debian packages unpacked, cached
 python -m ruff check pipeline transforms plugins runners tests bench
 python -m pytest "$@"

@@ -15,7 +15,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.conftest import DROP_DAC, beamtrawl, report_path
@@ -54,15 +53,6 @@ def embedded_docs(path: Path) -> dict[str, dict]:
                       "f.content FROM docs d JOIN docs_fts f ON f.rowid = d.rid")
     keys = ("url", "title", "mimetype", "size", "mtime_ns", "preparation_error", "content")
     return {row[0]: dict(zip(keys, row[1:])) for row in rows}
-
-
-@pytest.fixture
-def os_config(tmp_path, make_config, opensearch, request):
-    def make(root: Path, url: str = opensearch, **settings) -> Path:
-        name = request.node.name.lower().replace("_", "-")[:40]
-        return make_config(root, name="os.yaml", index={"url": url, "name": name, **settings.pop("index", {})},
-                           **settings)
-    return make
 
 
 def index_name(config: Path) -> str:

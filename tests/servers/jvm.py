@@ -1,0 +1,95 @@
+"""What the Beam job servers of the tests share: a classpath fetched once from Maven Central by a POM
+(tests/servers/engines/), Java, free loopback ports, and processes started in their own process group
+and stopped with it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+ENGINES = Path(__file__).resolve().parent / "engines"
+CACHE = Path.home() / ".cache" / "beamtrawl"
+MARKER = ".beamtrawl-installed"
+
+
+def ensure_classpath(pom: str, name: str) -> Path:
+    """The folder of jars ``pom`` (a file in tests/servers/engines/) resolves to, fetched once with Maven
+    and cached under ~/.cache/beamtrawl/NAME; a half-done fetch is redone."""
+    lib = CACHE / name / "lib"
+    if (CACHE / name / MARKER).is_file():
+        return lib
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise RuntimeError("Maven (mvn) is needed to fetch the job server: apt-get install maven")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.partial-", dir=CACHE))
+    try:
+        shutil.copy2(ENGINES / pom, staging / "pom.xml")
+        done = subprocess.run([mvn, "-B", "-q", "-f", str(staging / "pom.xml"), "dependency:copy-dependencies",
+                               f"-DoutputDirectory={staging / 'lib'}"], check=False, capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"mvn failed ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+        (staging / MARKER).write_text(pom + "\n")
+        shutil.rmtree(CACHE / name, ignore_errors=True)
+        staging.rename(CACHE / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return lib
+
+
+def java() -> str:
+    """Java 17 (Flink 1.19 and Spark 3.5 run on it; the Temurin 25 beside it is too new for Spark)."""
+    for candidate in (os.environ.get("JAVA_HOME"), "/usr/lib/jvm/java-17-openjdk-amd64"):
+        if candidate and os.access(f"{candidate}/bin/java", os.X_OK):
+            return f"{candidate}/bin/java"
+    return shutil.which("java") or "java"
+
+
+def free_ports(count: int) -> list[int]:
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def start(command: list[str], log: Path, env: dict | None = None, cwd: Path | None = None) -> subprocess.Popen:
+    """A server process in a process group of its own, its output in ``log``."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+def wait_port(port: int, process: subprocess.Popen, log: Path, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return
+        time.sleep(0.3)
+    stop(process)
+    tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:]) if log.exists() else ""
+    raise RuntimeError(f"{log.stem} did not listen on port {port} (exit {process.poll()}):\n{tail}")
+
+
+def stop(process: subprocess.Popen, grace: float = 10.0) -> None:
+    """End the process and everything it started (its group): TERM, then KILL."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -1,0 +1,202 @@
+"""The crawl on real clusters started from Maven artifacts (tests/servers/flink.py, spark.py), into a real
+OpenSearch node: the same documents, counts, report and exit codes as the direct runner, faults that end
+a crawl cleanly, and no process left behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import beamtrawl, report_path
+from tests.servers.flink import job_server_jar, mini_cluster, session_cluster
+from tests.servers.spark import standalone_cluster
+from tests.test_crawl_end_to_end import build_tree
+from tests.test_opensearch import all_docs
+
+#: Fields that say when, not what: they differ between any two crawls.
+WHEN = {"indexed_at"}
+
+
+def _documents(url: str, name: str) -> dict[str, dict]:
+    return {i: {k: v for k, v in doc.items() if k not in WHEN} for i, doc in all_docs(url, name).items()}
+
+
+def _change(root: Path) -> None:
+    """New, modified and deleted files and an unreadable folder, as test_crawl_change_recrawl does."""
+    (root / "new.txt").write_text("newword arrives", encoding="utf-8")
+    mod = root / "mod.txt"
+    stat = mod.stat()
+    mod.write_text("modword second version", encoding="utf-8")
+    os.utime(mod, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1000))
+    (root / "gone.txt").unlink()
+    (root / "keep").chmod(0)
+
+
+def _scenario(tmp_path: Path, make_config, crawl, opensearch: str, cluster_options: list[str]) -> None:
+    """The core scenario on one tree, crawled by the direct runner and by the cluster, each into its own
+    index: after every step both indexes hold the same documents, both reports the same counts and
+    problems, and both crawls the same exit code."""
+    root = tmp_path / "docs"
+    build_tree(root)
+    configs = {name: make_config(root, name=f"{name}.yaml",
+                                 index={"url": opensearch, "name": f"{tmp_path.name[:24]}-{name}".lower()})
+               for name in ("direct", "cluster")}
+
+    def step(expected_code: int) -> dict:
+        reports = {}
+        for name, config in configs.items():
+            done = crawl(config, *(cluster_options if name == "cluster" else ()))
+            assert done.code == expected_code, (name, done.report.get("problems"), done.stderr[-3000:])
+            reports[name] = done.report
+        assert reports["cluster"]["counts"] == reports["direct"]["counts"]
+        assert reports["cluster"]["problems"] == reports["direct"]["problems"]
+        assert reports["cluster"].get("deleted_urls") == reports["direct"].get("deleted_urls")
+        documents = {name: _documents(opensearch, _index_name(config)) for name, config in configs.items()}
+        assert documents["cluster"] == documents["direct"]
+        return reports["cluster"]
+
+    first = step(0)
+    assert first["counts"]["written"] == 11
+    _change(root)
+    try:
+        changed = step(1)
+    finally:
+        (root / "keep").chmod(0o755)
+    assert (changed["counts"]["new"], changed["counts"]["changed"], changed["counts"]["deleted"]) == (1, 1, 1)
+    unchanged = step(0)
+    assert unchanged["counts"]["read"] == 0 and unchanged["counts"]["written"] == 0
+    assert unchanged["counts"]["unchanged"] == 11
+
+
+def _index_name(config: Path) -> str:
+    import yaml
+
+    return yaml.safe_load(config.read_text())["index"]["name"]
+
+
+@pytest.fixture(scope="module")
+def flink(tmp_path_factory):
+    with session_cluster(tmp_path_factory.mktemp("flink")) as cluster:
+        yield cluster
+
+
+def test_core_scenario_on_a_flink_session_cluster_equals_the_direct_runner(tmp_path, make_config, crawl,
+                                                                             opensearch, flink):
+    _scenario(tmp_path, make_config, crawl, opensearch, flink.options)
+
+
+def test_core_scenario_on_a_spark_standalone_cluster_equals_the_direct_runner(tmp_path, make_config, crawl,
+                                                                              opensearch, tmp_path_factory):
+    with standalone_cluster(tmp_path_factory.mktemp("spark")) as spark:
+        _scenario(tmp_path, make_config, crawl, opensearch, spark.options)
+
+
+def test_a_web_crawl_on_flink_equals_the_direct_runner(tmp_path, make_config, crawl, opensearch, flink):
+    from tests.servers.website import Website
+    from tests.test_http_crawl import build
+
+    site = Website()
+    site.start()
+    try:
+        build(site, 1)
+        reports, docs = {}, {}
+        for name, options in (("direct", ()), ("cluster", flink.options)):
+            config = make_config(tmp_path, name=f"{name}.yaml", start=[{"url": site.base + "/"}],
+                                 whitelist=[{"prefix": site.base + "/"}], url_cleaners=["sid=[^&]*"],
+                                 http={"delay": 0, "concurrency_per_host": 2, "read_timeout": 2, "total_timeout": 20,
+                                       "max_body": "100 KiB", "max_cycle_count": 2,
+                                       "max_query_strings_per_path": 5},
+                                 index={"url": opensearch, "name": f"web-{name}"})
+            done = crawl(config, *options)
+            reports[name], docs[name] = done.report, _documents(opensearch, f"web-{name}")
+            assert done.code == 1, done.stderr[-2000:]  # the site has pages that fail on purpose
+        assert reports["cluster"]["counts"] == reports["direct"]["counts"]
+        assert docs["cluster"] == docs["direct"]
+    finally:
+        site.stop()
+
+
+def test_a_taskmanager_killed_mid_crawl_fails_cleanly_and_a_rerun_converges(tmp_path, os_config, crawl, opensearch,
+                                                                           flink):
+    root = tmp_path / "docs"
+    for i in range(1500):
+        (root / f"d{i // 100}").mkdir(parents=True, exist_ok=True)
+        (root / f"d{i // 100}" / f"f{i}.txt").write_text(f"document number{i} about walruses {i % 7}")
+    config = os_config(root)
+    name = _index_name(config)
+    assert crawl(config, *flink.options).code == 0
+    shutil.rmtree(root / "d0")  # 100 documents vanish: a sound crawl would delete them
+    for i in range(1500, 3000):
+        (root / "new").mkdir(exist_ok=True)
+        (root / "new" / f"f{i}.txt").write_text(f"document number{i} about narwhals")
+
+    def kill_when_writing():
+        deadline = time.monotonic() + 600
+        before = len(all_docs(opensearch, name))
+        while time.monotonic() < deadline and len(all_docs(opensearch, name)) == before:
+            time.sleep(0.2)
+        flink.kill("taskmanager")
+
+    killer = threading.Thread(target=kill_when_writing)
+    killer.start()
+    failed = crawl(config, *flink.options)
+    killer.join()
+    flink.restart("taskmanager")
+    assert failed.code == 2, failed.stderr[-3000:]
+    fatal = [line for line in failed.stdout.splitlines() if line.startswith("FAILED:")]
+    assert len(fatal) == 1 and "Traceback" not in failed.stdout, failed.stdout
+    assert failed.report["counts"]["deleted"] == 0
+    assert sum(1 for d in all_docs(opensearch, name).values() if "/d0/" in d["url"]) == 100  # no delete ran
+
+    time.sleep(5)  # the TaskManager registers again
+    rerun = crawl(config, *flink.options)
+    assert rerun.code == 0, rerun.stderr[-3000:]
+    indexed = all_docs(opensearch, name)
+    assert len(indexed) == 2900 and not any("/d0/" in d["url"] for d in indexed.values())
+
+
+def test_an_unreachable_cluster_is_one_line_before_any_work(tmp_path, os_config):
+    root = tmp_path / "docs"
+    build_tree(root)
+    config = os_config(root)
+    for options in (["--runner=PortableRunner", "--job_endpoint=localhost:9", "--environment_type=LOOPBACK"],
+                    ["--runner", "flink", "--flink_master=localhost:9", "--environment_config=localhost:9"],
+                    ["--runner", "spark", "--spark_master_url=spark://localhost:9",
+                     "--environment_config=localhost:9"]):
+        started = time.monotonic()
+        done = beamtrawl("crawl", str(config), *options)
+        assert done.returncode == 2 and time.monotonic() - started < 60
+        lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+        assert len(lines) == 1 and "cannot be reached" in lines[0] and "localhost:9" in lines[0], lines
+        assert not report_path(config).exists()  # nothing was crawled
+
+
+def _jvms() -> set[int]:
+    out = subprocess.run(["pgrep", "-f", "beamtrawl-flink-job-server.jar"], capture_output=True, text=True,
+                         check=False).stdout
+    return {int(pid) for pid in out.split()}
+
+
+def test_the_command_stops_the_job_server_beam_started(tmp_path, os_config, crawl):
+    root = tmp_path / "docs"
+    build_tree(root)
+    config = os_config(root)
+    before = _jvms()
+    done = crawl(config, "--runner", "flink", f"--flink_job_server_jar={job_server_jar()}")
+    assert done.code == 0, done.stderr[-3000:]
+    assert _jvms() - before == set()  # no JVM outlives the command
+    assert "INFO org.apache.flink" not in done.stdout + done.stderr
+
+
+def test_the_job_server_over_a_flink_mini_cluster(tmp_path, os_config, crawl):
+    root = tmp_path / "docs"
+    build_tree(root)
+    with mini_cluster(tmp_path) as flink:
+        done = crawl(os_config(root), *flink.options)
+    assert done.code == 0 and done.counts["written"] == 11, done.stderr[-3000:]
