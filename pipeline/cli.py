@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import difflib
 import json
 import logging
 import os
+import shlex
 import sys
 
 from pipeline import __version__
@@ -123,12 +125,14 @@ def main(argv: list[str] | None = None) -> int:
         return _init(args.start, args.output, args.force)
     if args.command == "search" and extra:
         _parser().error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "crawl" and (unknown := _unknown_beam_options(extra)):
+        _parser().error(unknown)
     try:
         config = load_config(args.config, crawling=args.command == "crawl", overrides=args.overrides)
         if args.command == "crawl" and args.dry_run:
             from pipeline.dry_run import dry_run
 
-            text, code = dry_run(config, args.runner)
+            text, code = dry_run(config, args.runner, args.report)
             print(text)
             return code
         if args.command == "crawl":
@@ -146,6 +150,25 @@ def main(argv: list[str] | None = None) -> int:
             raise
         log.error("beamtrawl: %s", (str(err) or type(err).__name__)[:MAX_MESSAGE])
         return EXIT_FATAL
+
+
+def _unknown_beam_options(extra: list[str]) -> str:
+    """Why ``extra`` (what beamtrawl's own options left, handed to Beam) is refused, or "": an option Beam
+    does not know is a typo (``--dryrun`` would otherwise run a real crawl), never passed on silently."""
+    names = [a[2:].split("=", 1)[0] for a in extra if a.startswith("--") and len(a) > 2]
+    if not names:
+        return ""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    beam = {name.replace("-", "_") for name in PipelineOptions([]).get_all_options(drop_default=False)}
+    ours = [o for a in _parser()._subparsers._group_actions[0].choices["crawl"]._actions for o in a.option_strings]
+    for name in names:
+        if name.replace("-", "_") not in beam:
+            near = (difflib.get_close_matches(f"--{name}", ours, n=1)
+                    or difflib.get_close_matches(f"--{name}", [f"--{b}" for b in beam], n=1))
+            return f"unknown option --{name}" + (f" (did you mean {near[0]}?)" if near else
+                                                  " (neither beamtrawl's nor a Beam pipeline option)")
+    return ""
 
 
 def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | None = None,
@@ -166,7 +189,12 @@ def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | No
     if report_to == "-":
         print(json.dumps(report, indent=2, ensure_ascii=False))
     elif report_to:
-        write_report(report, report_to)
+        try:
+            write_report(report, report_to)
+        except OSError as err:  # the crawl is done (its deletes too): not exit 2, which promises none ran
+            log.error("%s: the report copy could not be written (%s); the report is at %s", report_to,
+                      err.strerror or err, config.report)
+            report["exit_code"] = max(report["exit_code"], 1)
     print(summary(report), file=sys.stderr if report_to == "-" else sys.stdout)
     print(summary_line(report), file=sys.stderr if report_to == "-" else sys.stdout)
     return report["exit_code"]
@@ -180,12 +208,16 @@ def _init(start: list[str], output: str, force: bool) -> int:
         return EXIT_FATAL
     try:
         text = starter_config(start)
+    except ValueError as err:  # a start URL beamtrawl cannot crawl, or a path that is not there
+        log.error("beamtrawl init: %s", err)
+        return EXIT_FATAL
+    try:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(text)
-    except (OSError, ValueError) as err:
-        log.error("%s: cannot write: %s", output, getattr(err, "strerror", None) or err)
+    except OSError as err:
+        log.error("%s: cannot write: %s", output, err.strerror or err)
         return EXIT_FATAL
-    print(f"wrote {output}; crawl with: beamtrawl crawl {output}")
+    print(f"wrote {output}; crawl with: beamtrawl crawl {shlex.quote(output)}")
     return 0
 
 

@@ -137,8 +137,18 @@ def crawl(config, runner: str | None, beam_args: list[str], progress: str = "lin
     if problems:
         report["problems"].extend(problems)
         report["counts"]["plugin_failed"] = report["counts"].get("plugin_failed", 0) + len(problems)
-    reports.write_report(report, config.report)
+    _write_last(report, config.report)
     return report
+
+
+def _write_last(report: dict, path: str) -> None:
+    """Write the final report. Deletes may have run by now, so a failure here must not turn into exit 2
+    (which promises none ran): it is one line, and at least exit 1."""
+    try:
+        reports.write_report(report, path)
+    except OSError as err:
+        log.error("%s: the crawl report could not be written (%s)", path, err.strerror or err)
+        report["exit_code"] = max(report["exit_code"], reports.EXIT_DOCUMENTS_FAILED)
 
 
 def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost, progress: str) -> dict:

@@ -20,6 +20,27 @@ from transforms.index.base import IndexUnavailable
 PEEK = 50
 
 
+def _nearest_folder(path: str) -> str:
+    folder = os.path.abspath(path)
+    while not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    return folder
+
+
+def _unwritable(path: str, is_folder: bool) -> str:
+    """Why a crawl could not write ``path`` (a file, or a folder it creates), or "" — checked as the crawl
+    would, leaving nothing behind; a URL (``s3://``…) is left to the pipeline, as the crawl does."""
+    if "://" in path:
+        return ""
+    if not is_folder and os.path.exists(path):
+        return "" if os.access(path, os.W_OK) and not os.path.isdir(path) else "not writable"
+    try:
+        tempfile.TemporaryFile(dir=_nearest_folder(path if is_folder else os.path.dirname(path) or ".")).close()
+    except OSError as why:
+        return why.strerror or str(why)
+    return ""
+
+
 def _index_line(config) -> tuple[str, int, int | None]:
     """(what the index says, exit code, documents in it)."""
     target = make_target(config.index)
@@ -28,9 +49,7 @@ def _index_line(config) -> tuple[str, int, int | None]:
         return f"index {config.index.label}: reachable", EXIT_OK, target.count()
     except IndexUnavailable as err:
         if config.index.path and not os.path.exists(config.index.path):
-            folder = os.path.dirname(os.path.abspath(config.index.path))
-            while not os.path.isdir(folder):
-                folder = os.path.dirname(folder)
+            folder = _nearest_folder(os.path.dirname(os.path.abspath(config.index.path)))
             try:
                 tempfile.TemporaryFile(dir=folder).close()  # what a crawl would need; leaves nothing
             except OSError as why:
@@ -71,10 +90,15 @@ def _reach(config, url: str) -> str:
     return ""
 
 
-def dry_run(config, runner: str | None) -> tuple[str, int]:
+def dry_run(config, runner: str | None, report_to: str | None = None) -> tuple[str, int]:
     """(the lines to print, the exit code)."""
     index_line, code, documents = _index_line(config)
     lines = [f"configuration {config.source}: valid", index_line]
+    for what, path, is_folder in (("report", config.report, False), ("report copy", report_to, False),
+                                  ("work folder", config.work_dir, True)):
+        if path and path != "-" and (why := _unwritable(path, is_folder)):
+            lines.append(f"{what} {path}: cannot be written ({why})")
+            code = EXIT_FATAL
     for start in config.start:
         try:
             problem = _reach(config, start.url)

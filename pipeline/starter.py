@@ -10,15 +10,31 @@ import os
 import re
 from pathlib import Path
 
-from transforms.urls import normalize_url
+from transforms.urls import normalize_url, url_to_path
 
 _ENV_NAME = re.compile(r"[^A-Z0-9]+")
 
 
+#: Schemes a start URL may have (the sources beamtrawl ships).
+SCHEMES = ("file", "http", "https", "smb", "imap", "imaps")
+
+
 def _url(text: str) -> str:
+    """A start URL for ``text``; a local path must exist. Raises ValueError with the reason."""
     if "://" in text:
+        scheme = text.split("://", 1)[0].lower()
+        if scheme not in SCHEMES:
+            raise ValueError(f"{text}: beamtrawl crawls {', '.join(SCHEMES)} URLs, not {scheme}://")
         return normalize_url(text)
-    return Path(text).resolve().as_uri()
+    path = Path(text).resolve()
+    if not path.exists():
+        raise ValueError(f"{text}: no such file or folder")
+    return path.as_uri()
+
+
+def _indexed(url: str) -> bool:
+    """Whether the start URL itself is a document: a web page or a single file (a folder is not)."""
+    return url.startswith("http") or (url.startswith("file:") and Path(url_to_path(url)).is_file())
 
 
 def _prefix(url: str) -> str:
@@ -41,8 +57,7 @@ def starter_config(start: list[str], index_path: str = "beamtrawl-index.sqlite")
              "# README.md, section 'Configuration'. Paths without a scheme are relative to this file.",
              "# Crawl:  beamtrawl crawl THIS_FILE      Search:  beamtrawl search WORDS --config THIS_FILE",
              "start:                         # parse: follow links / list folders; index: index the start page itself"]
-    lines += [f"  - {{url: \"{u}\", parse: true, index: {'true' if u.startswith('http') else 'false'}}}"
-              for u in urls]
+    lines += [f"  - {{url: \"{u}\", parse: true, index: {'true' if _indexed(u) else 'false'}}}" for u in urls]
     lines += ["whitelist:                     # only URLs under these prefixes are crawled"]
     lines += [f"  - {{prefix: \"{_prefix(u)}\"}}" for u in urls]
     lines += ["blacklist:                     # never crawled (regexes match the whole URL)",

@@ -81,6 +81,17 @@ def test_init_writes_a_configuration_that_crawls_as_written(tmp_path):
     assert hits and all(h["url"].startswith(corpus.as_uri()) for h in hits)
 
 
+def test_init_refuses_what_would_not_crawl_and_indexes_a_single_file(tmp_path):
+    config = tmp_path / "crawl.yaml"
+    for start, reason in (("ftp://example.org/pub", "not ftp://"), (str(tmp_path / "missing"), "no such file")):
+        done = beamtrawl("init", start, "--output", str(config), check_dac=False)
+        assert done.returncode == 2 and reason in done.stderr and not config.exists()
+    single = tmp_path / "notes.txt"
+    single.write_text("a single file start")
+    assert beamtrawl("init", str(single), "--output", str(config), check_dac=False).returncode == 0
+    assert yaml.safe_load(config.read_text())["start"][0] == {"url": single.as_uri(), "parse": True, "index": True}
+
+
 def test_init_for_web_smb_and_imap_takes_logins_from_the_environment(tmp_path, monkeypatch):
     config = tmp_path / "crawl.yaml"
     done = beamtrawl("init", "https://docs.example.org/en/index.html", "smb://files.lab/share",
@@ -119,6 +130,20 @@ def test_dry_run_reaches_index_and_start_urls_and_writes_nothing(tmp_path, make_
     assert gone.returncode == 1 and "gone (followed): unavailable: No such file or directory" in gone.stdout
     nowhere = beamtrawl("crawl", "--dry-run", str(config), "--set", "index.path=/proc/beamtrawl/i.sqlite")
     assert nowhere.returncode == 2 and "cannot be created in /proc" in nowhere.stdout
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    refused = beamtrawl("crawl", "--dry-run", str(config), "--report", str(locked / "r.json"),
+                        "--set", f"work_dir={locked / 'work'}")
+    assert refused.returncode == 2, refused.stdout
+    assert "report copy" in refused.stdout and "work folder" in refused.stdout and "Permission denied" in refused.stdout
+
+
+def test_a_mistyped_option_is_refused_not_passed_to_beam(tmp_path, make_config):
+    config = make_config(tmp_path)
+    for typo, meant in (("--dryrun", "--dry-run"), ("--sett", "--set"), ("--quite", "--quiet")):
+        done = beamtrawl("crawl", str(config), typo)
+        assert done.returncode == 2 and f"unknown option {typo} (did you mean {meant}?)" in done.stderr
+    assert not (tmp_path / "index.sqlite").exists()  # nothing was crawled
 
 
 def test_progress_counts_add_up_across_workers(tmp_path, monkeypatch):
