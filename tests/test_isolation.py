@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_opensearch import all_docs, index_name, os_config  # noqa: F401 - a fixture
+from tests.test_opensearch import all_docs, index_name
 
 HERE = Path(__file__).resolve().parent
 CPYTHON_TESTTAR = "usr/lib/python3.11/test/testtar.tar"
@@ -97,7 +97,7 @@ def test_a_failure_in_one_stage_is_one_report_line(case, tmp_path, make_config, 
     assert "Traceback" not in run.stderr and "Traceback" not in run.stdout
 
 
-def test_a_document_opensearch_rejects_is_one_report_line(tmp_path, os_config, crawl, opensearch,  # noqa: F811
+def test_a_document_opensearch_rejects_is_one_report_line(tmp_path, os_config, crawl, opensearch,
                                                           with_saboteur):
     """A value the mapping cannot take (a keyword over 32 KB) is the document's failure, not the index's."""
     root = tmp_path / "tree"
@@ -175,7 +175,7 @@ def test_latin1_names_are_kept_escaped_in_the_embedded_index(tmp_path, make_conf
     assert crawl(config).counts["unchanged"] == len(docs)  # and a re-crawl finds them unchanged
 
 
-def test_latin1_names_are_kept_escaped_in_opensearch(tmp_path, os_config, crawl, opensearch):  # noqa: F811
+def test_latin1_names_are_kept_escaped_in_opensearch(tmp_path, os_config, crawl, opensearch):
     root = tmp_path / "tree"
     _latin1_tree(root, None)
     config = os_config(root)
