@@ -13,8 +13,8 @@ rules (``compressed``). When the name says a text type and the bytes read as tex
 text, whatever magic finds at some offset (libmagic calls a wiki page with "SEGA PICO" at byte 256 a
 ROM), or a vaguer or wrong text type (a ``.md`` changelog opening with ``<table>`` is not HTML, a
 ``.py`` is not Ruby); only mail keeps magic's word. Text named like a manual page (``pthreads.7``,
-``Carp.3pm``) that begins like roff is a manual page. Text whose first element is an XML root element (after any declaration, comments or DOCTYPE) is
-XML even without ``<?xml``: ``html`` makes it HTML.
+``Carp.3pm``) that begins like roff is a manual page. Text whose first element is an XML root element
+(after any declaration, comments or DOCTYPE) is XML even without ``<?xml``: ``html`` makes it HTML.
 """
 
 from __future__ import annotations
@@ -135,9 +135,9 @@ def _named_text(mimetype: str) -> bool:
 def _text_type(data: bytes, detected: str, claimed: str | None) -> str:
     """The type of bytes that read as text: ``claimed`` by a name that says text, whatever magic found (a
     binary format at some offset; HTML, C, Ruby or JavaScript in a ``.md``, ``.txt`` or ``.py``; HTML in a
-    ``.json``), except that a mail named ``.txt`` stays a mail; else ``detected`` by magic. A root element makes XML of a file named as XML,
-    or of an unnamed one that closes it (``changelog`` holding ``<a>…</a>``); a ``.txt`` or ``.html``
-    holding tags stays what its name says."""
+    ``.json``), except that a mail named ``.txt`` stays a mail; else ``detected`` by magic. A root element
+    makes XML of a file named as XML, or of an unnamed one that closes it (``changelog`` holding
+    ``<a>…</a>``); a ``.txt`` or ``.html`` holding tags stays what its name says."""
     if claimed in _XML_NAMES or (claimed is None and detected == "text/plain"):
         root = xml_root(data)
         if root is not None and root.lower() == "html" and claimed is None:
