@@ -11,12 +11,15 @@ import re
 import shutil
 import subprocess
 import tarfile
+from pathlib import Path
 
+import magic
 import pytest
 
 from tests.package_files import debian_file
 from transforms.preparators import BUILTIN, compressed, run_chain
 from transforms.preparators.archive import DEFAULTS
+from transforms.preparators.html import prepare_html
 from transforms.preparators.mime import MimeSniffer
 
 MiB = 1024 * 1024
@@ -231,6 +234,91 @@ def test_xml_recognised_by_its_root_element():
     assert errors == [] and "<element" not in prepared.content and "text" in prepared.content
     assert SNIFF(b"<p>a <b>bold</b> note</p>", "file:///x/note.txt") == "text/plain"  # the name says text
     assert SNIFF(b"<html><body><p>hi</p></body></html>", "file:///x/page.xml") == "text/xml"  # as named
+
+
+@pytest.mark.parametrize("package, path, magic_says, named", [
+    ("git", "usr/share/doc/git/RelNotes/2.32.0.txt", "text/html", "text/plain"),
+    ("python3-matplotlib", "usr/lib/python3/dist-packages/matplotlib/backends/backend_ps.py", "text/x-ruby",
+     "text/x-python"),
+])
+def test_a_name_that_says_text_wins_over_magics_text_type(package, path, magic_says, named):
+    """Issue 14: when the name says a text type and the bytes decode as text, it is text; the HTML reader
+    would keep a fraction of it."""
+    data = debian_file(package, path).read_bytes()
+    assert magic.from_buffer(data[:65536], mime=True) == magic_says
+    assert SNIFF(data, f"file:///{path}") == named
+    prepared, errors, _ = prepare(data, f"file:///{path}")
+    assert errors == [] and len(prepared.content) >= 0.9 * len(data.decode())
+
+
+@pytest.mark.parametrize("member, magic_says, inner", [
+    ("assert.md", "application/javascript", "text/markdown"),
+    ("buffer.json", "text/html", "application/json"),
+])
+def test_compressed_markdown_and_json_are_read_whole(member, magic_says, inner):
+    packed = debian_file("nodejs-doc", f"usr/share/doc/nodejs/api/{member}.gz").read_bytes()
+    data = gzip.decompress(packed)
+    assert magic.from_buffer(data[:65536], mime=True) == magic_says
+    prepared, errors, _ = prepare(packed, f"file:///usr/share/doc/nodejs/api/{member}.gz")
+    assert errors == [] and prepared.fields["inner_mimetype"] == inner
+    assert len(prepared.content) >= 0.9 * len(data.decode())
+
+
+@pytest.mark.parametrize("package, path, url", [
+    ("shared-mime-info", "usr/share/doc/shared-mime-info/NEWS.gz", "file:///doc/NEWS.gz"),  # magic: JavaScript
+    ("polkitd", "usr/share/polkit-1/rules.d/50-default.rules", "file:///rules.d/50-default.rules"),
+])
+def test_javascript_without_a_code_name_is_read_as_text(package, path, url):
+    data = debian_file(package, path).read_bytes()
+    prepared, errors, mimetype = prepare(data, url)
+    inner = prepared.fields.get("inner_mimetype", mimetype)
+    assert errors == [] and inner == "application/javascript"
+    text = gzip.decompress(data) if path.endswith(".gz") else data
+    assert len(prepared.content) >= 0.9 * len(text.decode().strip())
+
+
+def test_svg_goes_to_the_xml_reader():
+    data = debian_file("nodejs-doc", "usr/share/doc/nodejs/api/assets/js-flavor-esm.svg").read_bytes()
+    url = "file:///assets/js-flavor-esm.svg"
+    assert SNIFF(data, url) == "image/svg+xml"
+    assert next(spec.name for spec in BUILTIN if spec.accepts("image/svg+xml", url)) == "xml"
+    assert prepare(data, url)[1] == []
+
+
+@needs_mandoc
+@pytest.mark.parametrize("package, path, title", [
+    ("manpages", "usr/share/man/man7/pthreads.7.gz", "pthreads - POSIX threads"),  # magic: JavaScript
+    ("manpages", "usr/share/man/man7/aio.7.gz", "aio - POSIX asynchronous I/O overview"),
+    ("manpages", "usr/share/man/man7/feature_test_macros.7.gz", "feature_test_macros - feature test macros"),
+    ("manpages", "usr/share/man/man5/utmp.5.gz", "utmp, wtmp - login records"),  # magic: C
+    ("apt", "usr/share/man/man5/apt.conf.5.gz", "apt.conf - Configuration file for APT"),
+])
+def test_man_pages_named_by_section_are_man_pages(package, path, title):
+    prepared, errors, _ = prepare(debian_file(package, path).read_bytes(), f"file:///{path}")
+    assert errors == [] and prepared.fields["inner_mimetype"] == "text/troff"
+    assert prepared.title == title and "DESCRIPTION" in prepared.headlines and len(prepared.content) > 2000
+
+
+def test_so_redirect_page_is_titled_by_its_name():
+    path = "usr/share/man/man3/siginfo_t.3type.gz"
+    prepared, errors, _ = prepare(debian_file("manpages", path).read_bytes(), f"file:///{path}")
+    assert errors == [] and prepared.fields["inner_mimetype"] == "text/troff"
+    assert prepared.title == "siginfo_t(3type)" and prepared.content == "see man7/system_data_types.7"
+
+
+CHANGELOG_V18 = Path("/usr/share/doc/nodejs/changelogs/CHANGELOG_V18.md")
+
+
+@pytest.mark.skipif(not CHANGELOG_V18.exists(), reason="NodeSource's nodejs ships it; Debian's does not")
+def test_html_reader_says_when_it_reads_a_sliver_of_a_large_page():
+    """Node's changelog opens with a <table>: read as HTML it gives 195 of 400,000 characters."""
+    data = CHANGELOG_V18.read_bytes()
+    assert magic.from_buffer(data[:65536], mime=True) == "text/html"
+    assert SNIFF(data, CHANGELOG_V18.as_uri()) == "text/markdown"
+    as_html = prepare_html(data, CHANGELOG_V18.as_uri(), "text/html", {})
+    assert re.fullmatch(r"read \d+ of \d+ characters", as_html.partial)
+    small = debian_file("git", "usr/share/doc/git/RelNotes/2.32.0.txt").read_bytes()  # under 20 KB: no line
+    assert prepare_html(small, "file:///x.html", "text/html", {}).partial == ""
 
 
 def test_a_text_named_compressed_file_is_not_text():

@@ -25,6 +25,7 @@ from transforms.preparators.base import PreparationError, PreparatorSpec, Prepar
 from transforms.preparators.chain import chain_for, prepare_nested, run_chain
 from transforms.preparators.html import prepare_html
 from transforms.preparators.metadata_only import prepare_metadata_only
+from transforms.preparators.text import MIME_TYPES as TEXT_MIME_TYPES
 from transforms.preparators.text import prepare_text
 
 BUILTIN = (
@@ -43,7 +44,7 @@ BUILTIN = (
     PreparatorSpec("legacy_office", legacy.prepare_legacy_office, legacy.MIME_TYPES, priority=10),
     PreparatorSpec("code", code.prepare_code, code.CODE_MIME_TYPES, priority=5, url_pattern=code.URL_PATTERN,
                    url_and_mime=True),
-    PreparatorSpec("text", prepare_text, ("text/*",), priority=0),
+    PreparatorSpec("text", prepare_text, TEXT_MIME_TYPES, priority=0),
     # regain's EmptyPreparator catch-all: every document is at least found by name, path, type, date.
     PreparatorSpec("metadata_only", prepare_metadata_only, priority=-10, url_pattern=re.compile(""),
                    catch_all=True),

@@ -24,6 +24,8 @@ _FURNITURE_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "
 _FURNITURE_CLASSES = frozenset({"headerlink", "sphinxsidebar"})
 _SPHINX_BARS = frozenset({"related", "footer"})  # <div class="related">, <div class="footer">
 _OWNS_HEADER = frozenset({"article", "main", "section"})  # their header and footer hold a title, a byline
+# A large page whose main text is under this share of its visible text was mostly not read: say so.
+_LARGE_PAGE, _READ_SHARE = 20 * 1024, 0.01
 
 
 def _text(element) -> str:
@@ -73,4 +75,13 @@ def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
     if not content.strip():  # too short for trafilatura's main-text heuristics: take all visible text
         body = tree.find(".//body")
         content = _text(body if body is not None else tree)
-    return Prepared(title=title, content=content, headlines=headlines, links=links)
+    return Prepared(title=title, content=content, headlines=headlines, links=links,
+                    partial=_unread(tree, content) if len(data) > _LARGE_PAGE else "")
+
+
+def _unread(tree, content: str) -> str:
+    """"read N of M characters" when the main text is a sliver of the visible text (a Markdown file
+    opening with ``<table>``, taken for HTML), else ""."""
+    body = tree.find(".//body")
+    visible = len(_text(body if body is not None else tree))
+    return f"read {len(content)} of {visible} characters" if len(content) < _READ_SHARE * visible else ""

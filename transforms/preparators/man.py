@@ -3,6 +3,7 @@ decompressed): rendered to text by mandoc, which was written to format untrusted
 roff request that reads or writes files or runs programs, and refuses absolute ``.so`` paths; it runs in
 an empty folder, so relative ones find nothing). The title is the NAME section ("ls - list directory
 contents") or else the page name from the header; the headlines are the section and subsection headings.
+A page that only redirects (``.so man7/string_copying.7``) is titled by its own name and holds its target.
 
 Without mandoc installed this preparator fails and the text preparator reads the roff source instead
 (a "fallback" line in the report names the cause).
@@ -14,15 +15,31 @@ import re
 
 from transforms.preparators.base import Prepared
 from transforms.preparators.external import run_program
+from transforms.urls import file_name
 
 MIME_TYPES = ("text/troff", "text/x-troff", "text/x-troff-man", "application/x-troff-man")
 DEFAULTS = (("command", "mandoc -T utf8 -O width=200 ${filename}"), ("timeout", 30.0),
             ("max_output_bytes", 64 * 1024**2))
 _OVERSTRIKE = re.compile(r".\x08")  # the terminal's bold and underline: "N\bN", "_\bx"
 _SUBSECTION = "   "  # mandoc indents .SS headings by 3, body text by 7 or more
+_REDIRECT = re.compile(rb'(?:[.\']\\".*\n|\s*\n)*\.so\s+(\S+)\s*\Z')  # comments, then only ".so target"
+_PAGE_NAME = re.compile(r"^(.+)\.([0-9][a-z]*)$")  # "siginfo_t.3type"
+
+
+def _redirect(data: bytes, url: str) -> Prepared | None:
+    """A ``.so`` page as its name and target: mandoc, in its empty folder, cannot follow it."""
+    found = _REDIRECT.match(data)
+    if found is None:
+        return None
+    name = _PAGE_NAME.match(file_name(url))
+    title = f"{name.group(1)}({name.group(2)})" if name else file_name(url)
+    return Prepared(title=title, content=f"see {found.group(1).decode('utf-8', 'replace')}")
 
 
 def prepare_man(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    redirect = _redirect(data, url)
+    if redirect is not None:
+        return redirect
     text = _OVERSTRIKE.sub("", run_program(params["command"], data, url, params["timeout"], False,
                                            params["max_output_bytes"]))
     lines = [line.rstrip() for line in text.splitlines()]

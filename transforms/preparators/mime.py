@@ -11,8 +11,10 @@ Compressed bytes (gzip, bzip2, xz, zstd) are a compressed TAR when the name says
 ``.tgz``, ``.tar.xz``, …), else a single compressed file, whose inner file is typed later by these same
 rules (``compressed``). When the name says a text type and the bytes read as text, the document is
 text, whatever magic finds at some offset (libmagic calls a wiki page with "SEGA PICO" at byte 256 a
-ROM). Text whose first element is an XML root element (after any declaration, comments or DOCTYPE) is
-XML even without ``<?xml``: ``html`` makes it HTML.
+ROM), or a vaguer or wrong text type (a ``.md`` changelog opening with ``<table>`` is not HTML, a
+``.py`` is not Ruby); only mail keeps magic's word. Text named like a manual page (``pthreads.7``,
+``Carp.3pm``) that begins like roff is a manual page. Text whose first element is an XML root element
+(after any declaration, comments or DOCTYPE) is XML even without ``<?xml``: ``html`` makes it HTML.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ _XML_NAMES = {"application/xml", "text/xml", "application/xhtml+xml", "image/svg
 # Before the root element: a BOM, whitespace, the declaration or other processing instructions, comments, a DOCTYPE.
 _XML_PROLOG = re.compile(rb"(?:\xef\xbb\xbf)?(?:\s+|<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\])*>)*", re.DOTALL)
 _XML_ROOT = re.compile(rb"<([A-Za-z_][\w.:-]*)[\s/>]")
+# A manual page's name ends in its section (``ls.1``, ``Carp.3pm``, ``siginfo_t.3type``); roff begins with a
+# comment, a header or a ``.so`` redirect.
+_MAN_NAME = re.compile(r"\.[1-9][a-z]*$")
+_ROFF_START = re.compile(rb"\s*(?:\.\\\"|'\\\"|\.(?:TH|Dd|Dt|so|ig|de)\s)")
 _TEXT_CONTROLS = bytes(set(range(32)) - set(b"\t\n\r\f\b\x1b"))
 _ZIP_MAGIC, _OLE_MAGIC = b"PK\x03\x04", olefile.MAGIC
 _OOXML = (
@@ -110,24 +116,35 @@ def xml_root(data: bytes) -> str | None:
     return root.group(1).decode("ascii") if root else None
 
 
+def man_page(data: bytes, url: str) -> bool:
+    """Whether text is a manual page: named by its section, beginning like roff (libmagic calls many
+    pages C, JavaScript or HTML, and ``mimetypes`` knows no ``.7``)."""
+    return bool(_MAN_NAME.search(file_name(url))) and bool(_ROFF_START.match(data))
+
+
 def _textual(mimetype: str) -> bool:
     return (mimetype.startswith(("text/", "message/")) or mimetype in _TEXT_APPLICATION or mimetype in _XML_NAMES
             or mimetype.endswith(("+xml", "+json")))
 
 
+def _named_text(mimetype: str) -> bool:
+    """Whether a name's type is text some preparator reads as such (not ``application/rss+xml``)."""
+    return mimetype.startswith("text/") or mimetype in _TEXT_APPLICATION or mimetype in _XML_NAMES
+
+
 def _text_type(data: bytes, detected: str, claimed: str | None) -> str:
-    """The type of bytes that read as text: ``detected`` by magic, or ``claimed`` by the name when magic
-    found a binary format at some offset, or a vaguer text type than the name's (``.md`` called
-    JavaScript); a mail named ``.txt`` stays a mail. A root element makes XML of a file named as XML,
-    or of an unnamed one that closes it (``changelog`` holding ``<a>…</a>``); a ``.txt`` or ``.html``
-    holding tags stays what its name says."""
+    """The type of bytes that read as text: ``claimed`` by a name that says text, whatever magic found (a
+    binary format at some offset; HTML, C, Ruby or JavaScript in a ``.md``, ``.txt`` or ``.py``; HTML in a
+    ``.json``), except that a mail named ``.txt`` stays a mail; else ``detected`` by magic. A root element
+    makes XML of a file named as XML, or of an unnamed one that closes it (``changelog`` holding
+    ``<a>…</a>``); a ``.txt`` or ``.html`` holding tags stays what its name says."""
     if claimed in _XML_NAMES or (claimed is None and detected == "text/plain"):
         root = xml_root(data)
         if root is not None and root.lower() == "html" and claimed is None:
             return "text/html"
         if root is not None and (claimed is not None or data.rstrip().endswith(f"</{root}>".encode())):
             return claimed if claimed in ("image/svg+xml", "application/xhtml+xml") else "text/xml"
-    if claimed is None or detected.startswith("text/") or (claimed == "text/plain" and _textual(detected)):
+    if detected.startswith("message/") or not (claimed is not None and _named_text(claimed)):
         return detected
     return claimed
 
@@ -149,6 +166,8 @@ class MimeSniffer:
         packed = compressed_type(data, file_name(url))
         if packed is not None:
             return packed
+        if man_page(data, url) and reads_as_text(data[:SNIFF_BYTES]):
+            return "text/troff"
         claimed = claimed_type(url)
         if (detected.startswith("text/") or (claimed is not None and _textual(claimed))) and reads_as_text(
                 data[:SNIFF_BYTES]):

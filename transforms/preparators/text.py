@@ -6,6 +6,12 @@ import charset_normalizer
 
 from transforms.preparators.base import Prepared
 
+#: Text under an application/… name: script and data read as they are (a ``*.rules`` file, a NEWS file
+#: libmagic calls JavaScript, a ``.json`` or ``.ipynb``, a shell script or TeX under its older names).
+MIME_TYPES = ("text/*", "application/javascript", "application/x-javascript", "application/ecmascript",
+              "application/json", "application/x-ndjson", "application/x-ipynb+json", "application/x-sh",
+              "application/x-tex", "application/x-latex")
+
 
 def decode_text(data: bytes) -> str:
     """UTF-8 when the bytes are UTF-8 (the common case, and cheap to try); else the charset that

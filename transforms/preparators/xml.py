@@ -15,7 +15,7 @@ from defusedxml import DefusedXmlException
 
 from transforms.preparators.base import PreparationError, Prepared
 
-MIME_TYPES = ("text/xml", "application/xml")
+MIME_TYPES = ("text/xml", "application/xml", "image/svg+xml")  # SVG's text is its <text> and <title>
 
 
 def _local(tag) -> str:
