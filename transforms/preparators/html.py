@@ -25,7 +25,7 @@ _FURNITURE_CLASSES = frozenset({"headerlink", "sphinxsidebar"})
 _SPHINX_BARS = frozenset({"related", "footer"})  # <div class="related">, <div class="footer">
 _OWNS_HEADER = frozenset({"article", "main", "section"})  # their header and footer hold a title, a byline
 # A large page whose main text is under this share of its visible text was mostly not read: say so.
-_LARGE_PAGE, _READ_SHARE = 20 * 1024, 0.01
+_LARGE_PAGE, _READ_SHARE = 20 * 1024, 0.1
 
 
 def _text(element) -> str:
