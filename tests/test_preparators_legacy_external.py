@@ -14,6 +14,7 @@ import zipfile
 import format_corpus
 import pytest
 
+from tests.package_files import debian_file
 from transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
 from transforms.preparators.external import DEFAULTS, check_params, prepare_external
 from transforms.preparators.isolation import MAX_IN_FLIGHT, Isolated
@@ -55,6 +56,15 @@ def test_legacy_office_broken(data, reason):
 
 def external(command: str, **params) -> dict:
     return check_params({**dict(DEFAULTS), "command": command, **params})
+
+
+@pytest.mark.parametrize("name", ["bullets.sdv", "diagrams.sdv", "network.sdv"])
+def test_another_programs_ole2_file_is_unsupported_not_broken(name):
+    """LibreOffice's gallery themes are OLE2 files of StarOffice: indexed by their properties with a
+    report line, never a failure that would count toward max_failed_ratio (issue 14, item 2)."""
+    data = debian_file("libreoffice-common", f"usr/lib/libreoffice/share/gallery/{name}").read_bytes()
+    prepared = prepare_legacy_office(data, f"file:///gallery/{name}", "application/x-ole-storage", {})
+    assert prepared.content == "" and prepared.partial.startswith("an OLE2 file of another program")
 
 
 def test_external_command_output_is_the_content():

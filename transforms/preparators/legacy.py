@@ -171,8 +171,9 @@ def prepare_legacy_office(data: bytes, url: str, mimetype: str, params: dict) ->
             content = _ppt_text(ole)
         elif ole.exists("EncryptedPackage"):
             raise PreparationError("encrypted")
-        else:
-            raise PreparationError("an OLE2 file, but not a Word, Excel or PowerPoint document")
+        else:  # another program's OLE2 file (a StarOffice gallery, an MSI): unsupported, not broken
+            return Prepared(title=title, metadata=metadata,
+                            partial="an OLE2 file of another program: indexed by its properties only")
     except (struct.error, OSError, IndexError, ValueError) as err:
         raise PreparationError(f"not readable as legacy Office: {type(err).__name__}: {err}"[:200]) from None
     finally:
