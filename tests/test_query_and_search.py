@@ -10,8 +10,17 @@ import pytest
 
 from tests.conftest import beamtrawl
 from transforms.index import EmbeddedIndex, IndexUnavailable
-from transforms.index.query import (MAX_PREFIX_TERMS, MAX_QUERY_CHARS, MAX_TERMS, Query, QueryError, Term, name_keys,
-                                    parse_query, words)
+from transforms.index.query import (
+    MAX_PREFIX_TERMS,
+    MAX_QUERY_CHARS,
+    MAX_TERMS,
+    Query,
+    QueryError,
+    Term,
+    name_keys,
+    parse_query,
+    words,
+)
 from transforms.preparators import Prepared
 from transforms.prepare import make_document
 from transforms.records import Entry
