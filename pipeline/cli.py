@@ -62,12 +62,26 @@ def _parser() -> argparse.ArgumentParser:
                                  epilog=f"{QUERY_SYNTAX}\n\n{CONFIG_REFERENCE}")
     search.add_argument("query")
     search.add_argument("--config", required=True)
-    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--limit", type=_limit, default=10, help=f"at most this many hits (1 to {MAX_LIMIT:,})")
     search.add_argument("--json", action="store_true", help="print a JSON array of hits")
     search.add_argument("--groups", default="", metavar="A,B",
                         help="the searcher's access groups; without them only public documents are found")
     search.add_argument("--debug", action="store_true")
     return parser
+
+
+MAX_LIMIT = 10_000  # hits one search may return
+
+
+def _limit(text: str) -> int:
+    """``--limit``: a whole number from 1 to MAX_LIMIT (-1 once returned every hit)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
+    if not 1 <= value <= MAX_LIMIT:
+        raise argparse.ArgumentTypeError(f"{text[:40]} is not between 1 and {MAX_LIMIT:,}")
+    return value
 
 
 CONFIG_REFERENCE = "configuration reference: README.md, section 'Configuration'"
@@ -225,10 +239,11 @@ def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:
     from transforms.index import make_target
     from transforms.index.query import parse_query
 
+    fields = [f.name for f in config.auxiliary_fields if f.index]
+    query = parse_query(text, fields, groups)  # a query beyond the bounds is refused before the index is opened
     target = make_target(config.index)
     target.check()
-    fields = [f.name for f in config.auxiliary_fields if f.index]
-    hits = target.search(parse_query(text, fields, groups), limit)
+    hits = target.search(query, limit)
     if as_json:
         print(json.dumps([hit.__dict__ for hit in hits], ensure_ascii=False, indent=2))
         return 0

@@ -114,6 +114,19 @@ def test_version_and_help_say_what_a_person_needs():
     assert "query syntax" in search_help and '"a phrase"' in search_help
 
 
+@pytest.mark.parametrize("limit", ["-1", "0", "10001", "99999999999999999999", "ten"])
+def test_search_limit_is_a_whole_number_from_1_to_10000(tmp_path, make_config, limit):
+    done = beamtrawl("search", "x", "--config", str(make_config(tmp_path)), "--limit", limit, check_dac=False)
+    assert done.returncode == 2 and "--limit" in done.stderr and "Python int" not in done.stderr
+
+
+@pytest.mark.parametrize("query, message", [(" ".join(["x*"] * 20), "too many prefix terms"),
+                                            (" OR ".join(["a*"] * 500), "too long")])
+def test_search_refuses_a_query_beyond_the_bounds_in_one_line(tmp_path, make_config, query, message):
+    done = beamtrawl("search", query, "--config", str(make_config(tmp_path)), check_dac=False, timeout=30)
+    assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
 def test_dry_run_reaches_index_and_start_urls_and_writes_nothing(tmp_path, make_config):
     corpus = tmp_path / "corpus"
     shutil.copytree(EXAMPLES, corpus)

@@ -10,7 +10,17 @@ import pytest
 
 from tests.conftest import beamtrawl
 from transforms.index import EmbeddedIndex, IndexUnavailable
-from transforms.index.query import Query, QueryError, Term, name_keys, parse_query, words
+from transforms.index.query import (
+    MAX_PREFIX_TERMS,
+    MAX_QUERY_CHARS,
+    MAX_TERMS,
+    Query,
+    QueryError,
+    Term,
+    name_keys,
+    parse_query,
+    words,
+)
 from transforms.preparators import Prepared
 from transforms.prepare import make_document
 from transforms.records import Entry
@@ -70,6 +80,28 @@ def test_nothing_to_search_for(text):
 def test_filter_without_value():
     with pytest.raises(QueryError, match="path: needs a value"):
         parse_query('report path:""')
+
+
+@pytest.mark.parametrize("text, message", [
+    (" ".join(["x*"] * 9), "too many prefix terms"),  # 100 of them took 16 s on 2,000 documents
+    (" OR ".join(["a*"] * 500), "too long"),  # took over 120 s
+    (" OR ".join(["a"] * 33), "too many terms"),
+    (" ".join(f"-w{n}" for n in range(3000)) + " select", "too long"),  # once an FTS5 "expression tree too large"
+    (" ".join(f"w{n}" for n in range(33)), "too many terms"),
+    (" ".join(f"-w{n}" for n in range(30)) + " select extension:txt extension:pdf", "too many terms"),
+    ("a" * 1001, "too long"),
+])
+def test_queries_beyond_the_bounds_are_refused(text, message):
+    with pytest.raises(QueryError, match=message):
+        parse_query(text)
+
+
+def test_a_query_at_the_bounds_is_accepted(index):
+    text = " OR ".join([*(f"w{n}*" for n in range(MAX_PREFIX_TERMS)), *(f"w{n}" for n in range(24))])
+    assert len(text) <= MAX_QUERY_CHARS
+    query = parse_query(text)
+    assert sum(len(clause) for clause in query.clauses) == MAX_TERMS
+    assert index.search(query, limit=10) == []
 
 
 # -- the embedded index ----------------------------------------------------------------------------------
@@ -305,6 +337,14 @@ def test_hostile_queries_are_words(index, text):
     except QueryError:
         return
     index.search(query, limit=10)
+
+
+def test_a_query_sqlite_cannot_run_is_too_complex_not_a_broken_index(index):
+    """Past parse_query's bounds (a Query built by hand), SQLite's own limit blames the query."""
+    query = Query(clauses=[(Term("select"),)], excluded=[Term(f"w{n}") for n in range(3000)])
+    with pytest.raises(QueryError, match="the query is too complex .*Expression tree is too large"):
+        index.search(query, limit=10)
+    assert found(index, "spectrometer")  # the index is as it was
 
 
 def test_a_version_2_index_gets_its_name_keys_when_a_crawl_opens_it(tmp_path):

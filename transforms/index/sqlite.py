@@ -53,11 +53,14 @@ from transforms.index.base import (
     IndexUnavailable,
     render_snippet,
 )
-from transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys
+from transforms.index.query import EXACT_NAME_BOOST, Query, QueryError, Term, name_keys
 from transforms.records import EVERYONE, IndexDoc, SnapshotEntry
 
 SCHEMA_VERSION = 3
 SPLIT_ROWS = 50_000
+#: What SQLite says when a query, not the index, is beyond its limits (parse_query bounds queries first).
+_QUERY_TOO_COMPLEX = ("Expression tree is too large", "too many SQL variables", "pattern too complex",
+                      "too many terms in compound", "parser stack overflow")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -322,6 +325,8 @@ class EmbeddedIndex(IndexTarget):
                     f"SELECT rid, name, value FROM aux WHERE stored AND rid IN ({', '.join('?' * len(rids))})", rids):
                 stored.setdefault(rid, {})[name] = value
         except sqlite3.DatabaseError as err:
+            if any(cause in str(err) for cause in _QUERY_TOO_COMPLEX):
+                raise QueryError(f"the query is too complex for the index ({err}); use fewer terms") from None
             raise _unusable(self.path, err, "cannot search") from None
         return [_hit(*row[1:], extra=stored.get(row[0], {})) for row in rows]
 

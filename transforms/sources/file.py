@@ -74,21 +74,12 @@ def _list(folder: FrontierItem, rules, follow_symlinks: bool, stack: list):
     for child in children:
         url = prefix + "/" + quote_segment(child.name)
         try:
-            is_link = child.is_symlink()
-            if is_link and not follow_symlinks:
-                try:
-                    os.stat(child.path)
-                    yield event("symlink_skipped")
-                except OSError:
-                    yield event("failed", url, "discover", "broken symbolic link")
+            if child.is_symlink() and not follow_symlinks:  # dangling or not: it is not followed
+                yield event("symlink_skipped")
                 continue
             st = child.stat(follow_symlinks=True)
-        except FileNotFoundError:
-            yield event("failed", url, "discover",
-                        "broken symbolic link" if child.is_symlink() else "vanished while listing")
-            continue
         except OSError as err:
-            yield event("failed", url, "discover", _reason(err))
+            yield _unlisted(child, url, err)
             continue
         depth = depth_below(url, folder.root)
         if stat.S_ISDIR(st.st_mode):
@@ -110,6 +101,16 @@ def _list(folder: FrontierItem, rules, follow_symlinks: bool, stack: list):
         else:
             yield event("declined", url, "discover", "")
     return len(children)
+
+
+def _unlisted(child: os.DirEntry, url: str, err: OSError):
+    """A followed symbolic link to nothing (or to itself) is a dead link, like a web link answering 404:
+    a report line, not a document that failed (packages ship such links; they must not withhold deletes)."""
+    if err.errno in (errno.ENOENT, errno.ELOOP) and child.is_symlink():
+        return event("dead_link", url, "discover", "broken symbolic link")
+    if isinstance(err, FileNotFoundError):
+        return event("failed", url, "discover", "vanished while listing")
+    return event("failed", url, "discover", _reason(err))
 
 
 def open_document(url: str) -> BinaryIO:
