@@ -16,11 +16,9 @@ Each yields a :class:`Flink` with the Beam options to crawl with, and stops ever
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -33,7 +31,16 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.conftest import DROP_DAC
-from tests.servers.jvm import ENGINES, ensure_classpath, free_ports, java, start, stop, wait_port
+from tests.servers.jvm import (
+    ENGINES,
+    command_line,
+    ensure_classpath,
+    free_ports,
+    java,
+    start,
+    stop,
+    wait_port,
+)
 
 NAME = "flink-1.19-jobserver"
 
@@ -190,24 +197,7 @@ def job_server_jar(folder: Path | None = None) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["install", "run"])
-    parser.add_argument("--workdir", help="where the cluster keeps its configuration and logs")
-    args = parser.parse_args(argv)
-    if args.command == "install":
-        print(install())
-        return 0
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="beamtrawl-flink-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    with session_cluster(workdir) as flink:
-        print(f"Flink session cluster up (logs in {workdir}); crawl with an OpenSearch index:\n"
-              f"  beamtrawl crawl CONFIG {' '.join(flink.options)}\nCtrl-C stops it.", flush=True)
-        signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops the cluster as Ctrl-C does
-        with contextlib.suppress(KeyboardInterrupt):
-            while all(p.poll() is None for p in flink.processes.values()):
-                time.sleep(1)
-    return 0
-
+    return command_line(__doc__, install, session_cluster, "Flink session cluster", argv)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -93,3 +93,29 @@ def stop(process: subprocess.Popen, grace: float = 10.0) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def command_line(doc: str, install, start_cluster, name: str, argv: list[str] | None = None) -> int:
+    """``python tests/servers/<engine>.py install|run [--workdir DIR]``: fetch the classpath, or start the
+    cluster, print the options to crawl with, and run until Ctrl-C or SIGTERM."""
+    import argparse
+    import tempfile
+    import time
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("command", choices=["install", "run"])
+    parser.add_argument("--workdir", help="where the cluster keeps its files and logs")
+    args = parser.parse_args(argv)
+    if args.command == "install":
+        print(install())
+        return 0
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix=f"beamtrawl-{name.split()[0].lower()}-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    with start_cluster(workdir) as cluster:
+        print(f"{name} up (logs in {workdir}); crawl with an OpenSearch index:\n"
+              f"  beamtrawl crawl CONFIG {' '.join(cluster.options)}\nCtrl-C stops it.", flush=True)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops the cluster as Ctrl-C does
+        with contextlib.suppress(KeyboardInterrupt):
+            while all(p.poll() is None for p in cluster.processes.values()):
+                time.sleep(1)
+    return 0

@@ -41,7 +41,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -51,6 +50,10 @@ import urllib.request
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.servers.jvm import free_ports
 
 VERSION = "2.19.6"
 DEFAULT_CACHE = Path.home() / ".cache" / "beamtrawl" / f"opensearch-{VERSION}"
@@ -172,7 +175,7 @@ def running_node(workdir: str | os.PathLike, *, home: str | os.PathLike | None =
         if not (node / "home" / MARKER).exists():  # linked by an earlier start of this node
             _link_tree(home, node / "home")
         home = node / "home"
-    free_http, transport_port = _free_ports(2)
+    free_http, transport_port = free_ports(2)
     http_port = http_port or free_http
     config = node / "config"
     for sub in ("config", "data", "logs", "tmp"):
@@ -273,17 +276,6 @@ def _link_tree(src: Path, dest: Path) -> None:
     shutil.copytree(src, dest, copy_function=link_or_copy, dirs_exist_ok=True)
     for folder in [dest, *(p for p in dest.rglob("*") if p.is_dir())]:
         folder.chmod(0o755)
-
-
-def _free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _wait_ready(url: str, proc: subprocess.Popen, timeout: float, node: Path) -> None:

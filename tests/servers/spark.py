@@ -8,12 +8,8 @@ once), plus a pool of Python workers (``--environment_type=EXTERNAL``); each a p
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import signal
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +17,7 @@ if __package__ in (None, ""):  # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.servers.flink import Flink as Cluster
 from tests.servers.flink import worker_pool
-from tests.servers.jvm import ENGINES, ensure_classpath, free_ports, java, wait_port
+from tests.servers.jvm import ENGINES, command_line, ensure_classpath, free_ports, java, wait_port
 
 NAME = "spark-3.5-jobserver"
 
@@ -76,24 +72,7 @@ def standalone_cluster(workdir: Path) -> Iterator[Cluster]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["install", "run"])
-    parser.add_argument("--workdir", help="where the cluster keeps its files and logs")
-    args = parser.parse_args(argv)
-    if args.command == "install":
-        print(install())
-        return 0
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="beamtrawl-spark-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    with standalone_cluster(workdir) as cluster:
-        print(f"Spark standalone cluster up (logs in {workdir}); crawl with an OpenSearch index:\n"
-              f"  beamtrawl crawl CONFIG {' '.join(cluster.options)}\nCtrl-C stops it.", flush=True)
-        signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops the cluster as Ctrl-C does
-        with contextlib.suppress(KeyboardInterrupt):
-            while all(p.poll() is None for p in cluster.processes.values()):
-                time.sleep(1)
-    return 0
-
+    return command_line(__doc__, install, standalone_cluster, "Spark standalone cluster", argv)
 
 if __name__ == "__main__":
     sys.exit(main())
