@@ -64,7 +64,7 @@ SPOT_PHRASES = [
     ("odt template", '"Put your LOGO here"', f"{_LO_TEMPLATES}/officorr/Modern_business_letter_serif.ott"),
     ("tar member", '"hobby programming project"', f"{_TESTS}/testtar.tar"),
     ("tar member name in Latin-1", "umlauts", f"{_TESTS}/testtar.tar"),
-    ("tar.xz member", '"hobby programming project"', f"{_TESTS}/testtar.tar.xz"),
+    ("tar.xz member", '"test txt" extension:xz', f"{_TESTS}/testtar.tar.xz"),  # its one member: an empty test.txt
     ("Python source", '"complained about a missing flush"', f"{_TESTS}/test_tarfile.py"),
     ("XML in ISO-8859-1", '"Introduction to XSL"', f"{_TESTS}/xmltestdata/test.xml"),
     ("mail", '"Ppp digest"', f"{_TESTS}/test_email/data/msg_02.txt"),

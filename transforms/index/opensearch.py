@@ -73,7 +73,7 @@ _PUBLIC = access_key(object())  # the key of a document without groups
 _LAYOUT = ["partitions-by-access-1", *ACCESS_FIELDS]
 _SEARCH_FIELDS = ["title^10", "headlines^4", "filename^3", "metadata^2", "content", "location"]
 TEXT_ANALYZER = "beamtrawl_text"
-MAX_PREFIX_WORDS = 10_000  # the words a prefix may expand to (FTS5 has no bound)
+MAX_PREFIX_WORDS = 1000  # under OpenSearch's indices.query.bool.max_clause_count (1,024), which DFS statistics meet
 # Each language's stemmer; English uses Porter's, as the embedded index (FTS5's porter tokenizer) does.
 _STEMMERS = {"english": {"type": "porter_stem"}, "german": {"type": "stemmer", "language": "light_german"},
              "french": {"type": "stemmer", "language": "light_french"},
@@ -364,7 +364,10 @@ class OpenSearchIndex(IndexTarget):
             "_source": ["url", "title", "filename", "mimetype", "size", "last_modified", "summary", "aux_stored"],
             "highlight": {"fields": {"content": {}, "title": {}, "headlines": {}},
                           "pre_tags": [MARK_ON], "post_tags": [MARK_OFF], "fragment_size": 160,
-                          "number_of_fragments": 1, "encoder": "default"},
+                          "number_of_fragments": 1, "encoder": "default",
+                          # a document longer than the index may analyse for highlighting (1,000,000
+                          # characters by default) is highlighted in its first part, not refused
+                          "max_analyzer_offset": HIGHLIGHT_CHARACTERS},
             "sort": ["_score", {"url": "asc"}], "track_scores": True,
         }
         try:
@@ -476,8 +479,16 @@ def _item_error(result: dict) -> str:
     return f"{error or 'error'} (status {result.get('status')})"
 
 
+#: Characters of a field the highlighter reads (OpenSearch's index.highlight.max_analyzed_offset default).
+HIGHLIGHT_CHARACTERS = 1_000_000
+
+
 def _short(err: Exception) -> str:
     if isinstance(err, TransportError) and isinstance(err.status_code, int):
-        return f"HTTP {err.status_code} {err.error}"
+        info = err.info.get("error", {}) if isinstance(err.info, dict) else {}
+        causes = info.get("root_cause") or info.get("failed_shards") or [] if isinstance(info, dict) else []
+        cause = causes[0] if causes and isinstance(causes[0], dict) else {}
+        reason = cause.get("reason") or (cause.get("reason", {}) if isinstance(cause.get("reason"), dict) else "")
+        return f"HTTP {err.status_code} {err.error}" + (f" ({str(reason)[:200]})" if reason else "")
     text = str(err).splitlines()[0] if str(err) else type(err).__name__
     return text[:300]
