@@ -279,7 +279,7 @@ def test_both_targets_find_the_same_documents_for_every_query(tmp_path, make_con
     assert differences == {}
     # the cases of issue 14 item 10 find what a user means on both
     assert found["the license"] > 50 and found["the"] > found["the license"]
-    assert found["mimetype:text/[hp]*"] == 0 and found["bash|zsh"] == 1 and found["numbat"] == 1
+    assert found["mimetype:text/[hp]*"] == 0 and found["bash|zsh"] == 1 and found["numbat"] >= 1
     assert found["quokkareport.final"] == found["annual_numbat_summary"] == 1
     assert found["deb*"] > 100 and found["bash OR zsh"] > found["bash|zsh"]
 

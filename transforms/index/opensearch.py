@@ -57,7 +57,7 @@ from transforms.index.base import (
     access_key,
     render_snippet,
 )
-from transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys
+from transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys, words
 from transforms.records import EVERYONE, IndexDoc, SnapshotEntry
 
 ANALYZERS = ("english", "german", "french", "italian", "standard")
@@ -73,7 +73,10 @@ _PUBLIC = access_key(object())  # the key of a document without groups
 _LAYOUT = ["partitions-by-access-1", *ACCESS_FIELDS]
 _SEARCH_FIELDS = ["title^10", "headlines^4", "filename^3", "metadata^2", "content", "location"]
 TEXT_ANALYZER = "beamtrawl_text"
-MAX_PREFIX_WORDS = 1000  # under OpenSearch's indices.query.bool.max_clause_count (1,024), which DFS statistics meet
+# A phrase whose last word is a prefix expands to at most this many words per field: six fields' worth stays
+# under OpenSearch's indices.query.bool.max_clause_count (1,024), which the DFS statistics pass meets. A
+# prefix of one word has no bound: it is a prefix query, which matches without expanding into clauses.
+MAX_PREFIX_WORDS = 100
 # Each language's stemmer; English uses Porter's, as the embedded index (FTS5's porter tokenizer) does.
 _STEMMERS = {"english": {"type": "porter_stem"}, "german": {"type": "stemmer", "language": "light_german"},
              "french": {"type": "stemmer", "language": "light_french"},
@@ -410,6 +413,8 @@ def _source(doc: IndexDoc) -> dict:
 def _term_query(term: Term) -> dict:
     """A term in any searchable field: its words next to each other, the last one a prefix if asked;
     the text goes through the field's analyzer, never through a query parser."""
+    if term.prefix and len(words(term.text)) == 1:
+        return {"multi_match": {"query": term.text, "fields": _SEARCH_FIELDS, "type": "bool_prefix"}}
     match = {"query": term.text, "fields": _SEARCH_FIELDS, "type": "phrase_prefix" if term.prefix else "phrase"}
     if term.prefix:
         match["max_expansions"] = MAX_PREFIX_WORDS
