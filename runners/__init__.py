@@ -1,15 +1,16 @@
-"""What it takes to launch a crawl on each engine; one module per engine."""
+"""What it takes to launch a crawl on each engine; one module per engine. An engine's module (and Beam)
+is loaded only when a pipeline is planned: a crawl that needs none (pipeline/unchanged.py) and the checks
+of ``runners.options`` run without Beam."""
 
 from __future__ import annotations
 
-from apache_beam.options.pipeline_options import PipelineOptions
+import importlib
 
-from runners import dataflow, direct, flink, spark
 from runners.options import RunnerError
 
-_ENGINES = {"direct": direct, "directrunner": direct, "fnapirunner": direct, "flink": flink,
-            "flinkrunner": flink, "spark": spark, "sparkrunner": spark, "dataflow": dataflow,
-            "dataflowrunner": dataflow}
+_ENGINES = {"direct": "direct", "directrunner": "direct", "fnapirunner": "direct", "flink": "flink",
+            "flinkrunner": "flink", "spark": "spark", "sparkrunner": "spark", "dataflow": "dataflow",
+            "dataflowrunner": "dataflow"}
 _REFUSED = {
     # Tried with Beam 2.73 and dask 2026.8: the crawl failed in discovery with an empty index.
     "dask": "DaskRunner loses data: it hands every tagged output to every consumer, drops what "
@@ -19,14 +20,16 @@ _REFUSED = {
 }
 
 
-def pipeline_options(name: str | None, beam_args: list[str], target) -> PipelineOptions:
+def pipeline_options(name: str | None, beam_args: list[str], target):
     """Options for runner ``name`` (default: direct) plus any Beam pipeline options given."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
     key = (name or "direct").lower()
     refusal = _REFUSED.get(key.removesuffix("runner"))
     if refusal:
         raise RunnerError(f"runner {name} is not supported: {refusal}")
-    engine = _ENGINES.get(key)
-    if engine is not direct and target.local_only:
+    engine = importlib.import_module(f"runners.{_ENGINES[key]}") if key in _ENGINES else None
+    if _ENGINES.get(key) != "direct" and target.local_only:
         raise RunnerError(f"the embedded SQLite index can only be written by the direct runner, not "
                           f"{name}: its workers may run on other machines; index into OpenSearch instead")
     if engine is None:
@@ -34,8 +37,10 @@ def pipeline_options(name: str | None, beam_args: list[str], target) -> Pipeline
     return PipelineOptions(engine.arguments(beam_args))
 
 
-def make_runner(options: PipelineOptions):
+def make_runner(options):
     """The runner object for ``beam.Pipeline(runner=…, options=options)``; None lets Beam make it."""
+    from runners import direct
+
     return direct.runner(options)
 
 
