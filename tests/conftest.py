@@ -140,3 +140,13 @@ def os_config(tmp_path, make_config, opensearch, request):
         return make_config(root, name="os.yaml", index={"url": url, "name": name, **settings.pop("index", {})},
                            **settings)
     return make
+
+
+def installed_for_crawls(tmp_path_factory, package: str) -> str:
+    """A folder holding the test distribution ``tests/data/<package>`` (a preparator or plugin registered
+    by entry points), for PYTHONPATH: crawls and their workers run in other processes."""
+    target = tmp_path_factory.mktemp(package)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    "--no-build-isolation", "--no-deps", "--target", str(target),
+                    str(Path(__file__).resolve().parent / "data" / package)], check=True, capture_output=True)
+    return str(target)

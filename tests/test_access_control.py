@@ -242,25 +242,12 @@ def _documents() -> list[IndexDoc]:
             for url, (groups, title, content) in DOCS.items()]
 
 
-@pytest.fixture(scope="module")
-def opensearch_url():
-    from tests.servers.opensearch import running_node
-
-    folder = Path(tempfile.mkdtemp(prefix="beamtrawl-acl-os-", dir="/tmp"))
-    folder.chmod(0o755)
-    try:
-        with running_node(folder / "node") as url:
-            yield url
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 @pytest.fixture(params=["embedded", "opensearch"])
 def filled_target(request, tmp_path):
     if request.param == "embedded":
         target = EmbeddedIndex(str(tmp_path / "index.sqlite"))
     else:
-        target = OpenSearchIndex(request.getfixturevalue("opensearch_url"), "acl-test")
+        target = OpenSearchIndex(request.getfixturevalue("opensearch"), "acl-test")
     target.prepare()
     target.snapshot_splits()
     assert target.upsert(_documents()) == []

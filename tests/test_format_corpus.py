@@ -9,8 +9,6 @@ from __future__ import annotations
 import io
 import os
 import sqlite3
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -18,17 +16,15 @@ import format_corpus
 import pytest
 from pypdf import PdfReader, PdfWriter
 
+from tests.conftest import installed_for_crawls
+
 HERE = Path(__file__).resolve().parent
 MiB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory) -> str:
-    target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    "--no-build-isolation", "--no-deps", "--target", str(target),
-                    str(HERE / "data" / "shout_preparator")], check=True, capture_output=True)
-    return str(target)
+    return installed_for_crawls(tmp_path_factory, "shout_preparator")
 
 
 @pytest.fixture

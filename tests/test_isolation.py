@@ -13,12 +13,12 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import installed_for_crawls
 from tests.test_opensearch import all_docs, index_name
 
 HERE = Path(__file__).resolve().parent
@@ -27,11 +27,7 @@ CPYTHON_TESTTAR = "usr/lib/python3.11/test/testtar.tar"
 
 @pytest.fixture(scope="module")
 def saboteur_path(tmp_path_factory) -> str:
-    target = tmp_path_factory.mktemp("saboteur-site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    "--no-build-isolation", "--no-deps", "--target", str(target),
-                    str(HERE / "data" / "saboteur")], check=True, capture_output=True)
-    return str(target)
+    return installed_for_crawls(tmp_path_factory, "saboteur")
 
 
 @pytest.fixture

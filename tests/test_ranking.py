@@ -5,9 +5,6 @@ documents arrive, and a group searcher's scores equal those of an index holding 
 from __future__ import annotations
 
 import itertools
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -42,19 +39,6 @@ def _docs(named: dict[str, str], groups=()):
     return [_doc(name, content, groups) for name, content in named.items()]
 
 
-@pytest.fixture(scope="module")
-def opensearch_url():
-    from tests.servers.opensearch import running_node
-
-    folder = Path(tempfile.mkdtemp(prefix="beamtrawl-rank-os-", dir="/tmp"))
-    folder.chmod(0o755)
-    try:
-        with running_node(folder / "node") as url:
-            yield url
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 @pytest.fixture(params=["embedded", "opensearch"])
 def new_target(request, tmp_path):
     """A function making empty targets of one kind; every target it made is closed afterwards."""
@@ -66,7 +50,7 @@ def new_target(request, tmp_path):
         else:
             from transforms.index.opensearch import OpenSearchIndex
 
-            target = OpenSearchIndex(request.getfixturevalue("opensearch_url"), f"rank-{next(_names)}")
+            target = OpenSearchIndex(request.getfixturevalue("opensearch"), f"rank-{next(_names)}")
         target.prepare()
         made.append(target)
         return target
