@@ -20,8 +20,8 @@ import sysconfig
 import time
 from pathlib import Path
 
-from transforms.preparators.code import URL_PATTERN, prepare_code
-from transforms.preparators.text import prepare_text
+from beamtrawl.transforms.preparators.code import URL_PATTERN, prepare_code
+from beamtrawl.transforms.preparators.text import prepare_text
 
 
 def _files(paths: list[str], limit: int) -> list[Path]:

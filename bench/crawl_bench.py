@@ -147,14 +147,14 @@ def generate_tree(root: Path, files: int, seed: int) -> int:
 
 def run_loop(config_path: str, index_path: str) -> None:
     """Walk, stat, read, sniff, prepare, build documents and upsert them, in one process."""
-    from pipeline.config import load_config
-    from pipeline.crawl import preparation_fingerprint
-    from transforms.index.sqlite import EmbeddedIndex
-    from transforms.preparators import BUILTIN, chain_for
-    from transforms.preparators.mime import MimeSniffer
-    from transforms.prepare import make_document
-    from transforms.records import Entry
-    from transforms.urls import depth_below, doc_id, path_to_url, url_to_path
+    from beamtrawl.pipeline.config import load_config
+    from beamtrawl.pipeline.crawl import preparation_fingerprint
+    from beamtrawl.transforms.index.sqlite import EmbeddedIndex
+    from beamtrawl.transforms.preparators import BUILTIN, chain_for
+    from beamtrawl.transforms.preparators.mime import MimeSniffer
+    from beamtrawl.transforms.prepare import make_document
+    from beamtrawl.transforms.records import Entry
+    from beamtrawl.transforms.urls import depth_below, doc_id, path_to_url, url_to_path
 
     started = time.perf_counter()
     config = load_config(config_path)
@@ -242,7 +242,7 @@ def time_find(tree: Path, repeats: int = 3) -> float:
 
 
 def index_count(path: Path) -> int:
-    from transforms.index.sqlite import EmbeddedIndex  # imports Beam: only when needed
+    from beamtrawl.transforms.index.sqlite import EmbeddedIndex  # imports Beam: only when needed
 
     index = EmbeddedIndex(str(path))
     try:

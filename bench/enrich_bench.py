@@ -41,14 +41,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from transforms.enrich.access import PosixOwnership
-from transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, AuxFieldSpec
-from transforms.index import EmbeddedIndex
-from transforms.index.query import parse_query
-from transforms.preparators import Prepared
-from transforms.prepare import make_document
-from transforms.records import Entry
-from transforms.urls import doc_id, path_to_url, url_to_path
+from beamtrawl.transforms.enrich.access import PosixOwnership
+from beamtrawl.transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, AuxFieldSpec
+from beamtrawl.transforms.index import EmbeddedIndex
+from beamtrawl.transforms.index.query import parse_query
+from beamtrawl.transforms.preparators import Prepared
+from beamtrawl.transforms.prepare import make_document
+from beamtrawl.transforms.records import Entry
+from beamtrawl.transforms.urls import doc_id, path_to_url, url_to_path
 
 WORDS = ("apple", "banana", "cherry", "delta", "echo", "falcon", "glacier", "harbor", "island", "jungle", "kernel",
          "lantern", "meadow", "nebula", "orchard", "pepper", "quartz", "river", "saddle", "timber", "umbrella",

@@ -55,12 +55,12 @@ SPIDER = textwrap.dedent('''
     from scrapy.crawler import CrawlerProcess
     from scrapy.linkextractors import LinkExtractor
 
-    from transforms.index.sqlite import EmbeddedIndex
-    from transforms.preparators.base import Prepared
-    from transforms.preparators.html import prepare_html
-    from transforms.prepare import make_document
-    from transforms.records import Entry
-    from transforms.urls import doc_id, normalize_url
+    from beamtrawl.transforms.index.sqlite import EmbeddedIndex
+    from beamtrawl.transforms.preparators.base import Prepared
+    from beamtrawl.transforms.preparators.html import prepare_html
+    from beamtrawl.transforms.prepare import make_document
+    from beamtrawl.transforms.records import Entry
+    from beamtrawl.transforms.urls import doc_id, normalize_url
 
     START, INDEX, CONCURRENCY = sys.argv[1], sys.argv[2], int(sys.argv[3])
     BATCH = 500
@@ -138,7 +138,7 @@ def main() -> int:
         config.write_text(yaml.safe_dump({
             "start": [{"url": base + "/"}], "index": {"path": str(tmp / "beamtrawl.sqlite")},
             "http": {"delay": 0, "concurrency_per_host": args.concurrency, "sitemaps": False}}))
-        crawl = [sys.executable, "-m", "pipeline.cli", "crawl", str(config), f"--direct_num_workers={args.workers}"]
+        crawl = [sys.executable, "-m", "beamtrawl.pipeline.cli", "crawl", str(config), f"--direct_num_workers={args.workers}"]
 
         first_s, done = timed(crawl, env)
         report = json.loads((tmp / "beamtrawl.report.json").read_text())

@@ -73,7 +73,7 @@ def _client(server) -> IMAPClient:
 
 def _crawl(config: Path, workers: int) -> tuple[float, dict]:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "crawl", str(config),
+    done = subprocess.run([sys.executable, "-m", "beamtrawl.pipeline.cli", "crawl", str(config),
                            f"--direct_num_workers={workers}"], cwd=REPO, capture_output=True, text=True,
                           check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
     seconds = time.perf_counter() - started
@@ -96,10 +96,10 @@ def _plain_fetch(server) -> float:
 
 
 def _listing(server, config: Path) -> float:
-    from pipeline.config import load_config
-    from transforms.accept import Rules
-    from transforms.records import Entry, FrontierItem
-    from transforms.sources import imap, settings
+    from beamtrawl.pipeline.config import load_config
+    from beamtrawl.transforms.accept import Rules
+    from beamtrawl.transforms.records import Entry, FrontierItem
+    from beamtrawl.transforms.sources import imap, settings
 
     loaded = load_config(str(config))
     settings.use(settings.SourceSettings.from_config(loaded))

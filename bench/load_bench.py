@@ -37,10 +37,10 @@ def write_config(work: Path, tree: Path, name: str, index: dict) -> Path:
 
 def count(index: dict) -> int:
     if "path" in index:
-        from transforms.index.sqlite import EmbeddedIndex
+        from beamtrawl.transforms.index.sqlite import EmbeddedIndex
         target = EmbeddedIndex(index["path"])
     else:
-        from transforms.index.opensearch import OpenSearchIndex
+        from beamtrawl.transforms.index.opensearch import OpenSearchIndex
         target = OpenSearchIndex(index["url"], index["name"])
     try:
         return target.count()

@@ -44,16 +44,22 @@ from pathlib import Path
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
+from beamtrawl.runners import make_runner, pipeline_options
+from beamtrawl.transforms.index.opensearch import (
+    MAX_REQUEST_BYTES,
+    PAGE,
+    SLICE_DOCS,
+    OpenSearchIndex,
+    _source,
+    mapping,
+)
+from beamtrawl.transforms.index.write import BATCH, ReadSnapshot, WriteIndex
+from beamtrawl.transforms.preparators import BUILTIN, chain_for
+from beamtrawl.transforms.prepare import make_document
+from beamtrawl.transforms.records import Entry, IndexDoc, SnapshotEntry, use_row_coders
+from beamtrawl.transforms.urls import doc_id
 from crawl_bench import Row, _html_file, _sentences, _text_file, check, print_table, verdict
 from opensearchpy import OpenSearch, helpers
-
-from runners import make_runner, pipeline_options
-from transforms.index.opensearch import MAX_REQUEST_BYTES, PAGE, SLICE_DOCS, OpenSearchIndex, _source, mapping
-from transforms.index.write import BATCH, ReadSnapshot, WriteIndex
-from transforms.preparators import BUILTIN, chain_for
-from transforms.prepare import make_document
-from transforms.records import Entry, IndexDoc, SnapshotEntry, use_row_coders
-from transforms.urls import doc_id
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -47,14 +47,13 @@ import format_corpus
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
-
-from runners import direct
-from transforms.preparators import BUILTIN, Prepared, run_chain
-from transforms.preparators.isolation import Bounds
-from transforms.preparators.mime import MimeSniffer
-from transforms.prepare import Prepare, make_document
-from transforms.records import Entry, use_row_coders
-from transforms.urls import doc_id, path_to_url
+from beamtrawl.runners import direct
+from beamtrawl.transforms.preparators import BUILTIN, Prepared, run_chain
+from beamtrawl.transforms.preparators.isolation import Bounds
+from beamtrawl.transforms.preparators.mime import MimeSniffer
+from beamtrawl.transforms.prepare import Prepare, make_document
+from beamtrawl.transforms.records import Entry, use_row_coders
+from beamtrawl.transforms.urls import doc_id, path_to_url
 
 MAX_FILE_SIZE = 100 * 1024**2
 MAX_SUMMARY = 250_000

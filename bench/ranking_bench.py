@@ -36,13 +36,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from beamtrawl.transforms.index.base import MARK_OFF, MARK_ON
+from beamtrawl.transforms.index.query import parse_query
+from beamtrawl.transforms.index.sqlite import _BM25, EmbeddedIndex, _fts_expression, _visible
+from beamtrawl.transforms.records import IndexDoc
+from beamtrawl.transforms.urls import doc_id
 from crawl_bench import print_table
-
-from transforms.index.base import MARK_OFF, MARK_ON
-from transforms.index.query import parse_query
-from transforms.index.sqlite import _BM25, EmbeddedIndex, _fts_expression, _visible
-from transforms.records import IndexDoc
-from transforms.urls import doc_id
 
 VOCABULARY = 20_000
 GROUPS = [f"team{n:02d}" for n in range(12)]
@@ -104,8 +103,8 @@ def leaking_embedded(index: EmbeddedIndex, query, limit: int = 10) -> list[tuple
 
 def leaking_opensearch(target, query, limit: int = 10) -> list[tuple[str, float]]:
     """The search as it was: through the alias, every partition, per-index statistics."""
-    from transforms.index.opensearch import _SEARCH_FIELDS
-    from transforms.index.opensearch import _visible as os_visible
+    from beamtrawl.transforms.index.opensearch import _SEARCH_FIELDS
+    from beamtrawl.transforms.index.opensearch import _visible as os_visible
 
     text = " ".join([*query.words, *(f'"{p}"' for p in query.phrases)])
     body = {"size": limit, "query": {"bool": {
@@ -201,7 +200,7 @@ def embedded(args, work: Path, docs: list[IndexDoc]) -> list[tuple[str, ...]]:
 
 
 def opensearch(args, work: Path, docs: list[IndexDoc]) -> list[tuple[str, ...]]:
-    from transforms.index.opensearch import OpenSearchIndex
+    from beamtrawl.transforms.index.opensearch import OpenSearchIndex
 
     with contextlib.ExitStack() as stack:
         url = args.url

@@ -52,7 +52,7 @@ def _read_everything(tree: Path) -> tuple[int, int, float]:
 
 def _crawl(config: Path, workers: int) -> tuple[float, int, dict]:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "crawl", str(config),
+    done = subprocess.run([sys.executable, "-m", "beamtrawl.pipeline.cli", "crawl", str(config),
                            f"--direct_num_workers={workers}"], cwd=REPO, capture_output=True, text=True,
                           check=False)
     seconds = time.perf_counter() - started

@@ -32,10 +32,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pipeline.config import Credential, StartUrl, UrlPattern
+from beamtrawl.pipeline.config import Credential, StartUrl, UrlPattern
+from beamtrawl.transforms.records import Entry, FrontierItem
+from beamtrawl.transforms.sources import settings, smb
+
 from tests.servers.samba import running_samba
-from transforms.records import Entry, FrontierItem
-from transforms.sources import settings, smb
 
 USER, PASSWORD = "btbench", "Bench-Secret-1"
 
@@ -48,7 +49,7 @@ class _Rules:
         self.root = StartUrl(root)
 
     def decide(self, url, depth=0):
-        from transforms.accept import Decision
+        from beamtrawl.transforms.accept import Decision
         return Decision(self.pattern.matches(url), True, True)
 
     def start(self, url):

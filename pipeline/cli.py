@@ -18,10 +18,10 @@ import os
 import shlex
 import sys
 
-from pipeline import __version__
-from pipeline.config import MAX_MESSAGE, ConfigError, load_config
-from pipeline.report import EXIT_FATAL, EXIT_OK, summary, summary_line, terminal_safe, write_report
-from transforms import logs
+from beamtrawl.pipeline import __version__
+from beamtrawl.pipeline.config import MAX_MESSAGE, ConfigError, load_config
+from beamtrawl.pipeline.report import EXIT_FATAL, EXIT_OK, summary, summary_line, terminal_safe, write_report
+from beamtrawl.transforms import logs
 
 log = logging.getLogger("beamtrawl")
 
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config, crawling=args.command == "crawl", overrides=args.overrides)
         if args.command == "crawl" and args.dry_run:
-            from pipeline.dry_run import dry_run
+            from beamtrawl.pipeline.dry_run import dry_run
 
             text, code = dry_run(config, args.runner, args.report)
             print(text)
@@ -187,13 +187,13 @@ def _unknown_beam_options(extra: list[str]) -> str:
 
 def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | None = None,
            quiet: bool = False) -> int:
-    from pipeline.crawl import check_writable, crawl  # Beam loads slowly: only when crawling
-    from transforms.preparators.isolation import end_children
+    from beamtrawl.pipeline.crawl import check_writable, crawl  # Beam loads slowly: only when crawling
+    from beamtrawl.transforms.preparators.isolation import end_children
 
     # A command is no IPython session; without this, Beam imports IPython (0.6 s) to ask if it is one.
     sys.modules.setdefault("IPython", None)
     try:
-        from pipeline.progress import LiveProgress
+        from beamtrawl.pipeline.progress import LiveProgress
 
         if report_to and report_to != "-":
             check_writable(report_to, config.work_dir)  # before the crawl, as the configured report path
@@ -215,7 +215,7 @@ def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | No
 
 
 def _init(start: list[str], output: str, force: bool) -> int:
-    from pipeline.starter import starter_config
+    from beamtrawl.pipeline.starter import starter_config
 
     if os.path.exists(output) and not force:
         log.error("%s: exists; choose another --output or add --force", output)
@@ -236,8 +236,8 @@ def _init(start: list[str], output: str, force: bool) -> int:
 
 
 def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:
-    from transforms.index import make_target
-    from transforms.index.query import parse_query
+    from beamtrawl.transforms.index import make_target
+    from beamtrawl.transforms.index.query import parse_query
 
     fields = [f.name for f in config.auxiliary_fields if f.index]
     query = parse_query(text, fields, groups)  # a query beyond the bounds is refused before the index is opened

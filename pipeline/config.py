@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-
-from pipeline.preparator_config import parse_preparation, parse_preparators
-from plugins.config import parse_plugins
-from transforms.enrich.access import parse_access_control
-from transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, parse_aux_fields
-from transforms.preparators import BUILTIN, PreparatorSpec
-from transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds
-from transforms.urls import is_under, normalize_url, readable_url
+from beamtrawl.pipeline.preparator_config import parse_preparation, parse_preparators
+from beamtrawl.plugins.config import parse_plugins
+from beamtrawl.transforms.enrich.access import parse_access_control
+from beamtrawl.transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, parse_aux_fields
+from beamtrawl.transforms.preparators import BUILTIN, PreparatorSpec
+from beamtrawl.transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds
+from beamtrawl.transforms.urls import is_under, normalize_url, readable_url
 
 #: Every default, spelled as in the YAML file.
 DEFAULTS: dict[str, Any] = {

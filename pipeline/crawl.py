@@ -24,13 +24,13 @@ import time
 import uuid
 from datetime import UTC, datetime
 
-from pipeline import __version__, unchanged
-from pipeline import report as reports
-from plugins.manager import PluginHost
-from runners.options import check_reachable
-from transforms.accept import Rules
-from transforms.index import make_target
-from transforms.records import conform, event
+from beamtrawl.pipeline import __version__, unchanged
+from beamtrawl.pipeline import report as reports
+from beamtrawl.plugins.manager import PluginHost
+from beamtrawl.runners.options import check_reachable
+from beamtrawl.transforms.accept import Rules
+from beamtrawl.transforms.index import make_target
+from beamtrawl.transforms.records import conform, event
 
 log = logging.getLogger("beamtrawl")
 
@@ -71,9 +71,8 @@ def _rules_unmatched(result, config) -> list[str]:
     """Warnings for whitelist, blacklist and url_rules entries that decided no URL in this crawl (a
     rule that silently matches nothing, such as a regex spelled with percent-escapes, is a hole)."""
     from apache_beam.metrics.metric import MetricsFilter
-
-    from transforms.accept import RULES_MATCHED
-    from transforms.enrich.access import UrlRules
+    from beamtrawl.transforms.accept import RULES_MATCHED
+    from beamtrawl.transforms.enrich.access import UrlRules
 
     try:
         counters = result.metrics().query(MetricsFilter().with_namespace(RULES_MATCHED))["counters"]
@@ -166,8 +165,8 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
     if state is not None and unchanged.matches(target.read_state(), state, before):
         return _unchanged_report(target, state, before, context, started)
 
-    from pipeline import graph
-    from runners import make_runner, pipeline_options
+    from beamtrawl.pipeline import graph
+    from beamtrawl.runners import make_runner, pipeline_options
 
     options = pipeline_options(runner, beam_args, target)
     _store_state(target, None)  # a crawl that does not end clean leaves no state behind
@@ -179,8 +178,7 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
     fatal = ""
     try:
         import apache_beam as beam
-
-        from pipeline.progress import LiveProgress
+        from beamtrawl.pipeline.progress import LiveProgress
 
         p = beam.Pipeline(runner=make_runner(options), options=options)
         graph.build(p, config, Rules(config), target, preparators, fingerprint, work_dir)
@@ -232,7 +230,10 @@ def _delete_last(config, target, candidates, totals: dict, problems: list, conte
     """The crawl's deletes, the very last step: only if the guard allows, and only once the report naming
     them is written (a crawl killed during its deletes leaves that report; the next crawl deletes the
     rest). Returns the report with their outcome and ``deleted_urls``."""
-    from transforms.index.write import delete_batches, delete_guard  # Beam: loaded once the pipeline ran
+    from beamtrawl.transforms.index.write import (  # Beam: loaded once the pipeline ran
+        delete_batches,
+        delete_guard,
+    )
 
     refusal = delete_guard(totals, config.max_failed_ratio, config.max_delete_ratio)
     if refusal:

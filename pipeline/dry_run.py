@@ -12,9 +12,9 @@ import itertools
 import os
 import tempfile
 
-from pipeline.report import EXIT_DOCUMENTS_FAILED, EXIT_FATAL, EXIT_OK, terminal_safe
-from transforms.index import make_target
-from transforms.index.base import IndexUnavailable
+from beamtrawl.pipeline.report import EXIT_DOCUMENTS_FAILED, EXIT_FATAL, EXIT_OK, terminal_safe
+from beamtrawl.transforms.index import make_target
+from beamtrawl.transforms.index.base import IndexUnavailable
 
 #: Outputs of a start URL's discovery looked at before it counts as reached.
 PEEK = 50
@@ -65,15 +65,15 @@ def _index_line(config) -> tuple[str, int, int | None]:
 
 def _reach(config, url: str) -> str:
     """'' when ``url`` answered, else why not."""
-    from transforms.accept import Rules
-    from transforms.records import Entry, Event, FrontierItem
-    from transforms.sources import settings, source_for
-    from transforms.sources.http.discover import is_web
+    from beamtrawl.transforms.accept import Rules
+    from beamtrawl.transforms.records import Entry, Event, FrontierItem
+    from beamtrawl.transforms.sources import settings, source_for
+    from beamtrawl.transforms.sources.http.discover import is_web
 
     settings.use(settings.SourceSettings.from_config(config))
     if is_web(url):
-        from transforms.sources.http.crawl import make_fetcher
-        from transforms.sources.http.fetch import FetchError
+        from beamtrawl.transforms.sources.http.crawl import make_fetcher
+        from beamtrawl.transforms.sources.http.fetch import FetchError
 
         try:
             page = make_fetcher(config.http).fetch(url, credential=settings.login_for)

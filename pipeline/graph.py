@@ -18,15 +18,14 @@ import json
 
 import apache_beam as beam
 import smart_open
-
-from transforms.discover import Discover
-from transforms.enrich.assign import AssignGroups
-from transforms.freshness import Freshness
-from transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, UpdateAccess, WriteIndex
-from transforms.prepare import Prepare
-from transforms.records import ACCESS_DENIED, Entry, Event, FrontierItem, event, use_row_coders
-from transforms.sources.http.discover import WebDiscover, is_web
-from transforms.sources.settings import SourceSettings
+from beamtrawl.transforms.discover import Discover
+from beamtrawl.transforms.enrich.assign import AssignGroups
+from beamtrawl.transforms.freshness import Freshness
+from beamtrawl.transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, UpdateAccess, WriteIndex
+from beamtrawl.transforms.prepare import Prepare
+from beamtrawl.transforms.records import ACCESS_DENIED, Entry, Event, FrontierItem, event, use_row_coders
+from beamtrawl.transforms.sources.http.discover import WebDiscover, is_web
+from beamtrawl.transforms.sources.settings import SourceSettings
 
 TOTALS_FILE, PROBLEMS_FILE, DELETES_FILE = "totals.json", "problems", "deletes"
 

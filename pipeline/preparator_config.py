@@ -25,9 +25,9 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from transforms.preparators import PreparatorSpec
-from transforms.preparators.isolation import Bounds
-from transforms.preparators.registry import RegistryError, default_instances, registered
+from beamtrawl.transforms.preparators import PreparatorSpec
+from beamtrawl.transforms.preparators.isolation import Bounds
+from beamtrawl.transforms.preparators.registry import RegistryError, default_instances, registered
 
 _ENTRY_KEYS = {"name", "preparator", "enabled", "priority", "url_pattern", "mime_types", "params"}
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")

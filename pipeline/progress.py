@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Self
 
-from transforms.progress import PROGRESS_DIR_ENV
+from beamtrawl.transforms.progress import PROGRESS_DIR_ENV
 
 #: Seconds between lines when the output is not a terminal.
 LOG_INTERVAL_S = 10.0

@@ -29,7 +29,7 @@ def _read_lines(pattern: str) -> list[str]:
 
 def collect(work_dir: str) -> tuple[dict[str, int], list[dict[str, Any]]]:
     """Read back the totals and problems the pipeline wrote into its work folder."""
-    from pipeline.graph import PROBLEMS_FILE, TOTALS_FILE
+    from beamtrawl.pipeline.graph import PROBLEMS_FILE, TOTALS_FILE
 
     totals: dict[str, int] = {}
     for line in _read_lines(f"{work_dir}/{TOTALS_FILE}"):
@@ -41,8 +41,8 @@ def collect(work_dir: str) -> tuple[dict[str, int], list[dict[str, Any]]]:
 
 def collect_deletes(work_dir: str):
     """The delete candidates the pipeline wrote into its work folder (transforms/index/write.py)."""
-    from pipeline.graph import DELETES_FILE
-    from transforms.index.write import read_candidates
+    from beamtrawl.pipeline.graph import DELETES_FILE
+    from beamtrawl.transforms.index.write import read_candidates
 
     return read_candidates(_read_lines(f"{work_dir}/{DELETES_FILE}*"))
 

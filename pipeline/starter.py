@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from transforms.urls import normalize_url, url_to_path
+from beamtrawl.transforms.urls import normalize_url, url_to_path
 
 _ENV_NAME = re.compile(r"[^A-Z0-9]+")
 

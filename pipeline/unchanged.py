@@ -25,8 +25,8 @@ import json
 import logging
 import re
 
-from transforms.accept import Rules
-from transforms.enrich.access import CustomController
+from beamtrawl.transforms.accept import Rules
+from beamtrawl.transforms.enrich.access import CustomController
 
 log = logging.getLogger("beamtrawl")
 
@@ -43,7 +43,7 @@ def sources_state(config, fingerprint: str) -> dict | None:
             or any(isinstance(c, CustomController) for c in config.access_control)
             or any(rules.plugins.implements(hook) for hook in _URL_HOOKS)):
         return None
-    from transforms.sources import imap, settings
+    from beamtrawl.transforms.sources import imap, settings
 
     settings.use(settings.SourceSettings.from_config(config))
     folders: dict[str, list[int]] = {}

@@ -3,6 +3,6 @@ plugin loader and caller (:mod:`plugins.manager`), the ``plugins:`` configuratio
 (:mod:`plugins.config`), and the plugins that ship with beamtrawl (:mod:`plugins.filesize`,
 :mod:`plugins.link_text_title`)."""
 
-from plugins.hookspecs import hookimpl
+from beamtrawl.plugins.hookspecs import hookimpl
 
 __all__ = ["hookimpl"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plugins.manager import PluginHost, PluginLoadError, PluginSpec
+from beamtrawl.plugins.manager import PluginHost, PluginLoadError, PluginSpec
 
 
 def parse_plugins(r, raw: Any, load: bool = True) -> tuple[PluginSpec, ...]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import stat
 
-from plugins.hookspecs import hookimpl
-from transforms.urls import url_to_path
+from beamtrawl.plugins.hookspecs import hookimpl
+from beamtrawl.transforms.urls import url_to_path
 
 
 def _size(value, name: str, allow_none: bool) -> int | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from plugins.hookspecs import hookimpl
+from beamtrawl.plugins.hookspecs import hookimpl
 
 
 class LinkTextAsTitle:

@@ -29,14 +29,13 @@ from importlib.metadata import entry_points
 from typing import Any
 
 import pluggy
-
-from plugins import hookspecs
+from beamtrawl.plugins import hookspecs
 
 ENTRY_POINT_GROUP = "beamtrawl.plugins"
 #: Plugins that ship with beamtrawl, by the name the configuration uses.
 SHIPPED = {
-    "filesize_filter": "plugins.filesize:FilesizeFilter",
-    "link_text_title": "plugins.link_text_title:LinkTextAsTitle",
+    "filesize_filter": "beamtrawl.plugins.filesize:FilesizeFilter",
+    "link_text_title": "beamtrawl.plugins.link_text_title:LinkTextAsTitle",
 }
 
 log = logging.getLogger("beamtrawl")
@@ -174,7 +173,7 @@ class PluginHost:
             try:
                 result = impl.function(*(kwargs[name] for name in impl.argnames))
             except Exception as err:  # noqa: BLE001 - a plugin's failure must not stop the crawl
-                from transforms.records import event  # Beam's records: only once something failed
+                from beamtrawl.transforms.records import event  # Beam's records: only once something failed
                 reason = f"plugin {label} failed in {hook}: {type(err).__name__}: {err}".splitlines()[0]
                 log.warning("%s (%s)", reason, where or "-")
                 self._problems.append(event("plugin_failed", where, f"plugin:{hook}", reason))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 
-from runners.options import RunnerError
+from beamtrawl.runners.options import RunnerError
 
 _ENGINES = {"direct": "direct", "directrunner": "direct", "fnapirunner": "direct", "flink": "flink",
             "flinkrunner": "flink", "spark": "spark", "sparkrunner": "spark", "dataflow": "dataflow",
@@ -39,7 +39,7 @@ def pipeline_options(name: str | None, beam_args: list[str], target):
 
 def make_runner(options):
     """The runner object for ``beam.Pipeline(runner=…, options=options)``; None lets Beam make it."""
-    from runners import direct
+    from beamtrawl.runners import direct
 
     return direct.runner(options)
 

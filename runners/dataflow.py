@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 
-from runners.options import RunnerError, option, with_defaults
+from beamtrawl.runners.options import RunnerError, option, with_defaults
 
 SETUP_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "setup.py")
 

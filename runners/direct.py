@@ -2,7 +2,7 @@
 
 Beam's own DirectRunner first tries to download the Prism runner, which fails (or hangs) without
 internet; FnApiRunner is named explicitly so that never happens. Its worker processes run
-``runners.local_worker`` (see there why) with ``-P``: ``python -m`` would otherwise put the current folder
+``beamtrawl.runners.local_worker`` (see there why) with ``-P``: ``python -m`` would otherwise put the current folder
 first on the import path, and a ``concurrent.py`` lying there would run inside every worker.
 
 A worker process that dies is heard (:func:`_failing_on_worker_death`): Beam only logs it from the thread
@@ -18,10 +18,9 @@ import sys
 import threading
 
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from beamtrawl.runners.options import with_defaults
 
-from runners.options import with_defaults
-
-WORKER_COMMAND = f"{sys.executable} -P -m runners.local_worker"
+WORKER_COMMAND = f"{sys.executable} -P -m beamtrawl.runners.local_worker"
 
 
 class WorkerDied(Exception):

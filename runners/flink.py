@@ -15,7 +15,7 @@ File start URLs on a cluster: every TaskManager must see the same paths (a share
 
 from __future__ import annotations
 
-from runners.options import RunnerError, option, with_defaults
+from beamtrawl.runners.options import RunnerError, option, with_defaults
 
 
 def arguments(beam_args: list[str]) -> list[str]:

@@ -11,8 +11,7 @@ import os
 import sys
 
 from apache_beam.runners.worker import sdk_worker_main
-
-from transforms.preparators.isolation import end_children
+from beamtrawl.transforms.preparators.isolation import end_children
 
 if __name__ == "__main__":
     sdk_worker_main.main(sys.argv)

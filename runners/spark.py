@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 
-from runners.options import RunnerError, option, with_defaults
+from beamtrawl.runners.options import RunnerError, option, with_defaults
 
 
 def arguments(beam_args: list[str]) -> list[str]:

@@ -39,7 +39,7 @@ class CrawlRun:
 
 
 def beamtrawl_command(*args: str, check_dac: bool = True) -> list[str]:
-    command = [sys.executable, "-m", "pipeline.cli", *args]
+    command = [sys.executable, "-m", "beamtrawl.pipeline.cli", *args]
     return DROP_DAC + command if check_dac and os.geteuid() == 0 else command
 
 

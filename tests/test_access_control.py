@@ -19,21 +19,21 @@ import pytest
 import yaml
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
+from beamtrawl.pipeline.config import ConfigError, parse_config
+from beamtrawl.pipeline.crawl import preparation_fingerprint
+from beamtrawl.transforms.enrich.access import Access, PosixOwnership, UrlRules, access_of
+from beamtrawl.transforms.enrich.assign import AssignGroups
+from beamtrawl.transforms.enrich.auxfields import RESERVED, AuxFieldSpec, aux_values
+from beamtrawl.transforms.index import EmbeddedIndex, IndexUnavailable
+from beamtrawl.transforms.index.opensearch import OpenSearchIndex
+from beamtrawl.transforms.index.query import parse_query
+from beamtrawl.transforms.preparators import BUILTIN, Prepared
+from beamtrawl.transforms.prepare import make_document
+from beamtrawl.transforms.records import EVERYONE, Entry, IndexDoc, use_row_coders
+from beamtrawl.transforms.urls import doc_id
 
-from pipeline.config import ConfigError, parse_config
-from pipeline.crawl import preparation_fingerprint
 from tests.conftest import beamtrawl
 from tests.servers.samba import unix_user
-from transforms.enrich.access import Access, PosixOwnership, UrlRules, access_of
-from transforms.enrich.assign import AssignGroups
-from transforms.enrich.auxfields import RESERVED, AuxFieldSpec, aux_values
-from transforms.index import EmbeddedIndex, IndexUnavailable
-from transforms.index.opensearch import OpenSearchIndex
-from transforms.index.query import parse_query
-from transforms.preparators import BUILTIN, Prepared
-from transforms.prepare import make_document
-from transforms.records import EVERYONE, Entry, IndexDoc, use_row_coders
-from transforms.urls import doc_id
 
 BASE = {"start": [{"url": "/srv/acl"}], "index": {"path": "i.sqlite"}}
 

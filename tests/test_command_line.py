@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from beamtrawl.pipeline.config import ConfigError, load_config
 
-from pipeline.config import ConfigError, load_config
 from tests.conftest import beamtrawl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,8 +160,8 @@ def test_a_mistyped_option_is_refused_not_passed_to_beam(tmp_path, make_config):
 
 
 def test_progress_counts_add_up_across_workers(tmp_path, monkeypatch):
-    from pipeline.progress import line, totals
-    from transforms.progress import PROGRESS_DIR_ENV, Progress
+    from beamtrawl.pipeline.progress import line, totals
+    from beamtrawl.transforms.progress import PROGRESS_DIR_ENV, Progress
 
     monkeypatch.setenv(PROGRESS_DIR_ENV, str(tmp_path))
     for what, n in [("documents found", 7), ("web pages found", 3), ("documents prepared (text)", 5),
@@ -180,7 +180,7 @@ def test_a_terminal_sees_live_progress_and_quiet_sees_only_the_summary(tmp_path,
     outputs = {}
     for name, extra in (("live", ""), ("quiet", " --quiet")):
         typescript = tmp_path / f"{name}.out"
-        command = f"{sys.executable} -m pipeline.cli crawl {config} --direct_num_workers=2{extra}"
+        command = f"{sys.executable} -m beamtrawl.pipeline.cli crawl {config} --direct_num_workers=2{extra}"
         subprocess.run(["script", "-qec", command, str(typescript)], env={**os.environ, "TERM": "xterm"},
                        cwd=ROOT, capture_output=True, timeout=600, check=True)
         outputs[name] = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", typescript.read_text(errors="replace"))

@@ -14,12 +14,12 @@ import tarfile
 
 import magic
 import pytest
+from beamtrawl.transforms.preparators import BUILTIN, compressed, run_chain
+from beamtrawl.transforms.preparators.archive import DEFAULTS
+from beamtrawl.transforms.preparators.html import prepare_html
+from beamtrawl.transforms.preparators.mime import MimeSniffer
 
 from tests.package_files import debian_file
-from transforms.preparators import BUILTIN, compressed, run_chain
-from transforms.preparators.archive import DEFAULTS
-from transforms.preparators.html import prepare_html
-from transforms.preparators.mime import MimeSniffer
 
 MiB = 1024 * 1024
 SNIFF = MimeSniffer()

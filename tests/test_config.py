@@ -6,8 +6,7 @@ import os
 import textwrap
 
 import pytest
-
-from pipeline.config import DEFAULTS, ConfigError, credential_for, load_config
+from beamtrawl.pipeline.config import DEFAULTS, ConfigError, credential_for, load_config
 
 MINIMAL = """\
 start:

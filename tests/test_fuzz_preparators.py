@@ -10,15 +10,15 @@ import pytest
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from beamtrawl.transforms.preparators import BUILTIN
+from beamtrawl.transforms.preparators.mime import MimeSniffer
+from beamtrawl.transforms.prepare import _PrepareFamily
+from beamtrawl.transforms.records import Entry, RawDocument
+from beamtrawl.transforms.urls import doc_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.format_corpus import documents
-from transforms.preparators import BUILTIN
-from transforms.preparators.mime import MimeSniffer
-from transforms.prepare import _PrepareFamily
-from transforms.records import Entry, RawDocument
-from transforms.urls import doc_id
 
 SEEDS = {doc.name: doc.data for doc in documents()}  # one real file of every format (tests/format_corpus.py)
 

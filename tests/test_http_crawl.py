@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from beamtrawl.pipeline.config import ConfigError, load_config
 
-from pipeline.config import ConfigError, load_config
 from tests.conftest import report_path
 from tests.servers.website import Resource, Website, gzip_bomb, html
 

@@ -10,10 +10,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
-from transforms.sources.http.fetch import Fetcher, FetchError, Limits
-from transforms.sources.http.robots import load_robots
-from transforms.sources.http.traps import link_in_scope, too_many_cycles
+from beamtrawl.transforms.sources.http.fetch import Fetcher, FetchError, Limits
+from beamtrawl.transforms.sources.http.robots import load_robots
+from beamtrawl.transforms.sources.http.traps import link_in_scope, too_many_cycles
 
 BOMB = gzip.compress(b"\0" * (64 * 1024 * 1024))  # 64 MiB of zeros in about 64 KiB
 ROBOTS = b"User-agent: *\nDisallow: /private\nCrawl-delay: 2\nSitemap: http://example.org/sitemap.xml\n"

@@ -6,14 +6,14 @@ from __future__ import annotations
 import gzip
 
 import pytest
+from beamtrawl.pipeline.config import Credential, parse_config
+from beamtrawl.transforms.records import FrontierItem
+from beamtrawl.transforms.sources import source_for
+from beamtrawl.transforms.sources.http import charset, links
+from beamtrawl.transforms.sources.http.discover import _other_hosts_possible
+from beamtrawl.transforms.sources.http.fetch import Fetcher
 
-from pipeline.config import Credential, parse_config
 from tests.servers.website import Website, html
-from transforms.records import FrontierItem
-from transforms.sources import source_for
-from transforms.sources.http import charset, links
-from transforms.sources.http.discover import _other_hosts_possible
-from transforms.sources.http.fetch import Fetcher
 
 PAGE = b"""<html><head><base href="http://example.org/docs/">
 <link rel="canonical" href="/docs/main.html"><meta name="ROBOTS" content="NOINDEX">

@@ -9,10 +9,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from beamtrawl.transforms.index import EmbeddedIndex
 
 from tests.conftest import beamtrawl
 from tests.test_ranking import PUBLIC, _docs
-from transforms.index import EmbeddedIndex
 
 
 def _index(path: Path) -> Path:
@@ -118,8 +118,8 @@ def test_a_bad_index_file_is_one_line_naming_it(files, damage, crawl_says, searc
 
 
 def test_an_index_from_before_ranking_statistics_is_upgraded_by_a_crawl(tmp_path):
-    from transforms.index import IndexUnavailable
-    from transforms.index.query import parse_query
+    from beamtrawl.transforms.index import IndexUnavailable
+    from beamtrawl.transforms.index.query import parse_query
 
     old, fresh = tmp_path / "old.sqlite", _index(tmp_path / "fresh.sqlite")
     _index(old)

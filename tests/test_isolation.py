@@ -181,8 +181,8 @@ def test_latin1_names_are_kept_escaped_in_opensearch(tmp_path, os_config, crawl,
 
 
 def test_a_failed_pipeline_says_what_failed_and_that_its_counts_are_unknown():
-    from pipeline.crawl import _cause
-    from pipeline.report import summary
+    from beamtrawl.pipeline.crawl import _cause
+    from beamtrawl.pipeline.report import summary
 
     beam_error = RuntimeError("Traceback (most recent call last):\n  File \"x\", line 1\n"
                               "UnicodeEncodeError: 'utf-8 [while running 'Prepare/Prepare:archive']' codec "

@@ -16,12 +16,12 @@ import urllib.request
 from pathlib import Path
 
 import yaml
+from beamtrawl.transforms.index.opensearch import OpenSearchIndex
 
 from tests.conftest import DROP_DAC, beamtrawl, report_path
 from tests.package_files import python_library_docs
 from tests.servers.opensearch import kill_node, running_node
 from tests.test_crawl_end_to_end import build_tree
-from transforms.index.opensearch import OpenSearchIndex
 
 
 def _get(url: str, body: dict | None = None) -> dict:
@@ -165,7 +165,7 @@ def test_node_killed_mid_crawl_then_rerun_converges(tmp_path, node_dir, os_confi
     with contextlib.ExitStack() as stack:
         url = stack.enter_context(running_node(workdir, http_port=port))
         config = os_config(root, url=url)
-        command = [sys.executable, "-m", "pipeline.cli", "crawl", str(config), "--direct_num_workers=2"]
+        command = [sys.executable, "-m", "beamtrawl.pipeline.cli", "crawl", str(config), "--direct_num_workers=2"]
         if os.geteuid() == 0:
             command = DROP_DAC + command
         crawl_proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -255,9 +255,9 @@ def _tree_of_real_docs(root: Path) -> None:
 
 
 def test_both_targets_find_the_same_documents_for_every_query(tmp_path, make_config, os_config, crawl, opensearch):
-    from pipeline.config import load_config
-    from transforms.index import make_target
-    from transforms.index.query import QueryError, parse_query
+    from beamtrawl.pipeline.config import load_config
+    from beamtrawl.transforms.index import make_target
+    from beamtrawl.transforms.index.query import QueryError, parse_query
 
     root = tmp_path / "docs"
     _tree_of_real_docs(root)

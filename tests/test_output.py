@@ -10,14 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline.report import summary
-from transforms.index.write import delete_guard
+from beamtrawl.pipeline.report import summary
+from beamtrawl.transforms.index.write import delete_guard
 
 HERE = Path(__file__).resolve().parent
 
 
 def _report(**counts) -> dict:
-    from pipeline.report import COUNTS
+    from beamtrawl.pipeline.report import COUNTS
 
     return {"counts": {**dict.fromkeys(COUNTS, 0), **counts}, "documents_in_index": 3, "deletes_withheld": "",
             "problems": [], "timings": {"total_s": 1.0}, "report_path": "r.json"}
@@ -63,7 +63,7 @@ def test_search_into_a_closed_pipe_ends_quietly(tmp_path, make_config, crawl):
         (root / f"page{n}.txt").write_text(f"wombat burrow number {n} " + "tunnel " * 60, encoding="utf-8")
     config = make_config(root)
     assert crawl(config).code == 0
-    command = f"{sys.executable} -m pipeline.cli search wombat --config {config} --json --limit 400 | head -1"
+    command = f"{sys.executable} -m beamtrawl.pipeline.cli search wombat --config {config} --json --limit 400 | head -1"
     done = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, timeout=120,
                           cwd=HERE.parent, env={**os.environ}, check=False)
     assert done.stdout == "[\n"

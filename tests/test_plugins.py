@@ -15,15 +15,15 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from beamtrawl.pipeline.config import ConfigError, parse_config
+from beamtrawl.plugins.filesize import FilesizeFilter
+from beamtrawl.plugins.hookspecs import hookimpl
+from beamtrawl.plugins.link_text_title import LinkTextAsTitle
+from beamtrawl.plugins.manager import PluginHost, PluginSpec
+from beamtrawl.transforms.preparators import Prepared
+from beamtrawl.transforms.records import Entry, RawDocument
 
-from pipeline.config import ConfigError, parse_config
-from plugins.filesize import FilesizeFilter
-from plugins.hookspecs import hookimpl
-from plugins.link_text_title import LinkTextAsTitle
-from plugins.manager import PluginHost, PluginSpec
 from tests.conftest import beamtrawl_command, report_path
-from transforms.preparators import Prepared
-from transforms.records import Entry, RawDocument
 
 PLUGIN_SOURCE = Path(__file__).parent / "data" / "recorder_plugin"
 

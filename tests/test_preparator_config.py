@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
-from pipeline.config import ConfigError, parse_config
-from pipeline.crawl import preparation_fingerprint
-from transforms.preparators import BUILTIN, chain_for
-from transforms.preparators.isolation import Bounds
+from beamtrawl.pipeline.config import ConfigError, parse_config
+from beamtrawl.pipeline.crawl import preparation_fingerprint
+from beamtrawl.transforms.preparators import BUILTIN, chain_for
+from beamtrawl.transforms.preparators.isolation import Bounds
 
 BASE = {"start": [{"url": "file:///srv/docs"}], "index": {"path": "/tmp/x.sqlite"}}
 
@@ -148,7 +147,7 @@ def test_the_fingerprint_follows_the_preparator_configuration():
 
 
 def test_yaml_example_from_the_module_documentation():
-    import pipeline.preparator_config as module
+    import beamtrawl.pipeline.preparator_config as module
 
     example = module.__doc__.split("::", 1)[1].split("\n\n")[1]
     section = yaml.safe_load("\n".join(line[4:] for line in example.splitlines()))

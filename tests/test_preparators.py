@@ -8,13 +8,13 @@ import struct
 import zlib
 
 import pytest
+from beamtrawl.transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared, chain_for
+from beamtrawl.transforms.preparators.html import prepare_html
+from beamtrawl.transforms.preparators.metadata_only import prepare_metadata_only
+from beamtrawl.transforms.preparators.mime import MimeSniffer
+from beamtrawl.transforms.preparators.text import prepare_text
 
 from tests.package_files import python_library_docs
-from transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared, chain_for
-from transforms.preparators.html import prepare_html
-from transforms.preparators.metadata_only import prepare_metadata_only
-from transforms.preparators.mime import MimeSniffer
-from transforms.preparators.text import prepare_text
 
 GERMAN = "Grüße aus Köln! Die zwölf Äpfel über der Straße schmecken süß, und der Bäcker öffnet früh."
 

@@ -10,14 +10,14 @@ import subprocess
 import sys
 
 import pytest
+from beamtrawl.pipeline.config import parse_config
+from beamtrawl.pipeline.crawl import preparation_fingerprint
+from beamtrawl.transforms.preparators import BUILTIN, chain_for, code
+from beamtrawl.transforms.preparators.code import prepare_code
+from beamtrawl.transforms.preparators.mime import MimeSniffer
+from beamtrawl.transforms.preparators.text import decode_text
 
-from pipeline.config import parse_config
-from pipeline.crawl import preparation_fingerprint
 from tests.package_files import debian_file, maven_sources_file
-from transforms.preparators import BUILTIN, chain_for, code
-from transforms.preparators.code import prepare_code
-from transforms.preparators.mime import MimeSniffer
-from transforms.preparators.text import decode_text
 
 REAL = [  # package, path, title, some headlines (in order)
     ("libpython3.11-stdlib", "usr/lib/python3.11/json/decoder.py", "module decoder",

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import magic
 import pytest
+from beamtrawl.transforms.preparators import PreparationError, Prepared, audio, epub
+from beamtrawl.transforms.preparators.audio import prepare_audio
+from beamtrawl.transforms.preparators.epub import prepare_epub
 from mutagen.flac import FLAC
 from mutagen.id3 import COMM, ID3, TALB, TCON, TDRC, TIT2, TPE1
 from mutagen.mp4 import MP4
 from mutagen.oggvorbis import OggVorbis
-
-from transforms.preparators import PreparationError, Prepared, audio, epub
-from transforms.preparators.audio import prepare_audio
-from transforms.preparators.epub import prepare_epub
 
 
 def _mime(data: bytes) -> str:

@@ -13,13 +13,13 @@ import zipfile
 
 import format_corpus
 import pytest
+from beamtrawl.transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
+from beamtrawl.transforms.preparators.external import DEFAULTS, check_params, prepare_external
+from beamtrawl.transforms.preparators.isolation import MAX_IN_FLIGHT, Isolated
+from beamtrawl.transforms.preparators.legacy import prepare_legacy_office
+from beamtrawl.transforms.preparators.mime import MimeSniffer
 
 from tests.package_files import debian_file
-from transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
-from transforms.preparators.external import DEFAULTS, check_params, prepare_external
-from transforms.preparators.isolation import MAX_IN_FLIGHT, Isolated
-from transforms.preparators.legacy import prepare_legacy_office
-from transforms.preparators.mime import MimeSniffer
 
 SAMPLES = format_corpus.SAMPLES
 

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import magic
 import pytest
-
-from transforms.preparators import PreparationError, archive, mail, xml
-from transforms.preparators.archive import prepare_archive
-from transforms.preparators.mail import prepare_mail
-from transforms.preparators.xml import prepare_xml
+from beamtrawl.transforms.preparators import PreparationError, archive, mail, xml
+from beamtrawl.transforms.preparators.archive import prepare_archive
+from beamtrawl.transforms.preparators.mail import prepare_mail
+from beamtrawl.transforms.preparators.xml import prepare_xml
 
 MiB = 1024 * 1024
 PASSWD = Path("/etc/passwd").read_text().splitlines()[0]  # "root:x:0:0:..."

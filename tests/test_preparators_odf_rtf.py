@@ -9,12 +9,12 @@ import zipfile
 
 import magic
 import pytest
+from beamtrawl.transforms.preparators import BUILTIN, PreparationError, odf, rtf, run_chain
+from beamtrawl.transforms.preparators.mime import MimeSniffer
+from beamtrawl.transforms.preparators.odf import prepare_odf
+from beamtrawl.transforms.preparators.rtf import prepare_rtf
 
 from tests.package_files import debian_file
-from transforms.preparators import BUILTIN, PreparationError, odf, rtf, run_chain
-from transforms.preparators.mime import MimeSniffer
-from transforms.preparators.odf import prepare_odf
-from transforms.preparators.rtf import prepare_rtf
 
 
 def _mime(data: bytes) -> str:

@@ -11,16 +11,16 @@ import magic
 import openpyxl
 import pptx
 import pytest
+from beamtrawl.transforms.preparators import PreparationError, office, pdf
+from beamtrawl.transforms.preparators.legacy import prepare_legacy_office
+from beamtrawl.transforms.preparators.mime import MimeSniffer
+from beamtrawl.transforms.preparators.office import prepare_ooxml
+from beamtrawl.transforms.preparators.pdf import prepare_pdf
 from pypdf import PdfReader, PdfWriter
 from pypdf.annotations import Text
 from reportlab.pdfgen import canvas
 
 from tests.package_files import debian_file
-from transforms.preparators import PreparationError, office, pdf
-from transforms.preparators.legacy import prepare_legacy_office
-from transforms.preparators.mime import MimeSniffer
-from transforms.preparators.office import prepare_ooxml
-from transforms.preparators.pdf import prepare_pdf
 
 
 def _mime(data: bytes) -> str:

@@ -7,13 +7,13 @@ import re
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from beamtrawl.transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
+from beamtrawl.transforms.preparators.isolation import MAX_IN_FLIGHT
+from beamtrawl.transforms.prepare import _PrepareFamily, summarize
+from beamtrawl.transforms.records import Entry, RawDocument
+from beamtrawl.transforms.urls import doc_id
 
 from tests.package_files import debian_file
-from transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
-from transforms.preparators.isolation import MAX_IN_FLIGHT
-from transforms.prepare import _PrepareFamily, summarize
-from transforms.records import Entry, RawDocument
-from transforms.urls import doc_id
 
 
 def raw(url: str, data: bytes, mimetype: str = "text/plain", oversize: str = "") -> RawDocument:

@@ -9,12 +9,11 @@ import tempfile
 from urllib.parse import urlsplit
 
 import yaml
+from beamtrawl.pipeline.config import ConfigError, load_config, parse_config
+from beamtrawl.transforms.accept import Rules
+from beamtrawl.transforms.urls import doc_id, is_under, normalize_url, path_to_url, url_to_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from pipeline.config import ConfigError, load_config, parse_config
-from transforms.accept import Rules
-from transforms.urls import doc_id, is_under, normalize_url, path_to_url, url_to_path
 
 PROPERTIES = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

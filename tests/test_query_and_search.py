@@ -7,10 +7,8 @@ import pickle
 import sqlite3
 
 import pytest
-
-from tests.conftest import beamtrawl
-from transforms.index import EmbeddedIndex, IndexUnavailable
-from transforms.index.query import (
+from beamtrawl.transforms.index import EmbeddedIndex, IndexUnavailable
+from beamtrawl.transforms.index.query import (
     MAX_PREFIX_TERMS,
     MAX_QUERY_CHARS,
     MAX_TERMS,
@@ -21,10 +19,12 @@ from transforms.index.query import (
     parse_query,
     words,
 )
-from transforms.preparators import Prepared
-from transforms.prepare import make_document
-from transforms.records import Entry
-from transforms.urls import doc_id
+from beamtrawl.transforms.preparators import Prepared
+from beamtrawl.transforms.prepare import make_document
+from beamtrawl.transforms.records import Entry
+from beamtrawl.transforms.urls import doc_id
+
+from tests.conftest import beamtrawl
 
 # -- parse_query -----------------------------------------------------------------------------------------
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
-from transforms.index import EmbeddedIndex
-from transforms.index.query import parse_query
-from transforms.preparators import Prepared
-from transforms.prepare import make_document
-from transforms.records import Entry
-from transforms.urls import doc_id
+from beamtrawl.transforms.index import EmbeddedIndex
+from beamtrawl.transforms.index.query import parse_query
+from beamtrawl.transforms.preparators import Prepared
+from beamtrawl.transforms.prepare import make_document
+from beamtrawl.transforms.records import Entry
+from beamtrawl.transforms.urls import doc_id
 
 PUBLIC = {
     "public/merger.txt": "The merger was announced to the whole company on Monday",
@@ -48,7 +47,7 @@ def new_target(request, tmp_path):
         if request.param == "embedded":
             target = EmbeddedIndex(str(tmp_path / f"index-{next(_names)}.sqlite"))
         else:
-            from transforms.index.opensearch import OpenSearchIndex
+            from beamtrawl.transforms.index.opensearch import OpenSearchIndex
 
             target = OpenSearchIndex(request.getfixturevalue("opensearch"), f"rank-{next(_names)}")
         target.prepare()

@@ -35,7 +35,7 @@ def build_corpus(root: Path, count: int, seed: int = 7, words_per_file: int = 60
 
 
 def crawl_command(config: Path) -> list[str]:
-    command = [sys.executable, "-m", "pipeline.cli", "crawl", str(config), "--direct_num_workers=2"]
+    command = [sys.executable, "-m", "beamtrawl.pipeline.cli", "crawl", str(config), "--direct_num_workers=2"]
     return DROP_DAC + command if os.geteuid() == 0 else command
 
 

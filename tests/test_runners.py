@@ -11,16 +11,15 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.portability.stager import Stager
 from apache_beam.testing.util import assert_that, equal_to
-
-from pipeline import graph
-from pipeline.config import load_config
-from pipeline.crawl import preparation_fingerprint
-from runners import RunnerError, dataflow, direct, flink, pipeline_options, spark
-from runners.options import option
-from transforms.accept import Rules
-from transforms.index import EmbeddedIndex
-from transforms.index.opensearch import OpenSearchIndex
-from transforms.preparators import BUILTIN
+from beamtrawl.pipeline import graph
+from beamtrawl.pipeline.config import load_config
+from beamtrawl.pipeline.crawl import preparation_fingerprint
+from beamtrawl.runners import RunnerError, dataflow, direct, flink, pipeline_options, spark
+from beamtrawl.runners.options import option
+from beamtrawl.transforms.accept import Rules
+from beamtrawl.transforms.index import EmbeddedIndex
+from beamtrawl.transforms.index.opensearch import OpenSearchIndex
+from beamtrawl.transforms.preparators import BUILTIN
 
 DATAFLOW = ["--project=my-proj-123", "--region=europe-west1", "--temp_location=gs://beamtrawl-temp/tmp"]
 REMOTE = OpenSearchIndex("http://127.0.0.1:9200", "docs")
@@ -35,7 +34,7 @@ def test_direct_defaults_give_way_to_the_command_line():
 def test_direct_workers_are_processes_running_our_worker_command():
     options = PipelineOptions(direct.arguments(["--direct_num_workers=2"]))
     runner = direct.runner(options)
-    assert runner._default_environment.command_string.endswith("-m runners.local_worker")
+    assert runner._default_environment.command_string.endswith("-m beamtrawl.runners.local_worker")
     with beam.Pipeline(runner=runner, options=options) as p:
         here = os.getpid()  # lambdas reach the workers by value, test functions would not
         elsewhere = p | beam.Create(range(50)) | beam.Map(lambda _, test=here: os.getpid() != test)
@@ -48,7 +47,7 @@ def _preparing_processes() -> set[str]:
     found = set()
     for proc in Path("/proc").glob("[0-9]*"):
         try:
-            if b"transforms.preparators.isolation" in (proc / "cmdline").read_bytes():
+            if b"beamtrawl.transforms.preparators.isolation" in (proc / "cmdline").read_bytes():
                 found.add(proc.name)
         except OSError:  # it ended meanwhile
             pass

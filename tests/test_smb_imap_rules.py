@@ -4,14 +4,14 @@ keys ``smb`` and ``imap``, IMAP URLs under their folder, and attachments found i
 from __future__ import annotations
 
 import pytest
+from beamtrawl.pipeline.config import ImapConfig, SmbConfig, load_config
+from beamtrawl.transforms.freshness import _ancestors
+from beamtrawl.transforms.sources.imap import _attachment_name, _attachments, folder_url, message_url
+from beamtrawl.transforms.sources.smb_acl import readers
+from beamtrawl.transforms.urls import is_under
 from imapclient.response_types import BodyData
 
-from pipeline.config import ImapConfig, SmbConfig, load_config
 from tests.test_config import MINIMAL, error_of, with_top, write
-from transforms.freshness import _ancestors
-from transforms.sources.imap import _attachment_name, _attachments, folder_url, message_url
-from transforms.sources.smb_acl import readers
-from transforms.urls import is_under
 
 ALLOW, DENY = 0, 1
 READ, WRITE, INHERIT_ONLY = 0x001200A9, 0x00000002, 0x08

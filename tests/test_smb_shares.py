@@ -9,10 +9,10 @@ import os
 import re
 
 import pytest
+from beamtrawl.transforms.sources import smb_shares
 
 from tests.servers.samba import running_samba
 from tests.test_smb import index_rows
-from transforms.sources import smb_shares
 
 PASSWORDS = {"btcrawl": "Crawl-Secret-4x", "btalice": "Al1ce-Secret-9z"}
 

@@ -7,13 +7,12 @@ import subprocess
 import sys
 
 import pytest
-
-from transforms.sources import source_for
+from beamtrawl.transforms.sources import source_for
 
 
 def test_the_driver_reads_config_index_and_mailboxes_without_beam():
-    code = ("import sys, pipeline.cli, pipeline.crawl, pipeline.unchanged, transforms.sources.imap, "
-            "transforms.index, transforms.records; sys.exit('apache_beam' in sys.modules)")
+    code = ("import sys, beamtrawl.pipeline.cli, beamtrawl.pipeline.crawl, beamtrawl.pipeline.unchanged, beamtrawl.transforms.sources.imap, "
+            "beamtrawl.transforms.index, beamtrawl.transforms.records; sys.exit('apache_beam' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 

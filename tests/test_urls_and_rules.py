@@ -8,10 +8,9 @@ import textwrap
 
 import pytest
 import yaml
-
-from pipeline.config import load_config
-from transforms.accept import Decision, Rules
-from transforms.urls import (
+from beamtrawl.pipeline.config import load_config
+from beamtrawl.transforms.accept import Decision, Rules
+from beamtrawl.transforms.urls import (
     depth_below,
     doc_id,
     extension,

@@ -17,9 +17,9 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from plugins.hookspecs import Job
-from plugins.manager import PluginHost
-from transforms.urls import depth_below, is_under
+from beamtrawl.plugins.hookspecs import Job
+from beamtrawl.plugins.manager import PluginHost
+from beamtrawl.transforms.urls import depth_below, is_under
 
 RULES_MATCHED = "rules_matched"  # Beam metrics namespace: one counter per rule that decided a URL
 

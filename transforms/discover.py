@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
-
-from transforms.guard import isolated
-from transforms.progress import Progress, Tally, timed
-from transforms.records import Entry, Event, FrontierItem, event
-from transforms.sources import settings, source_for
+from beamtrawl.transforms.guard import isolated
+from beamtrawl.transforms.progress import Progress, Tally, timed
+from beamtrawl.transforms.records import Entry, Event, FrontierItem, event
+from beamtrawl.transforms.sources import settings, source_for
 
 ENTRIES, FOLDERS, EVENTS = "entries", "folders", "events"
 

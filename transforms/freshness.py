@@ -27,10 +27,9 @@ so a reader left out is not let in by the old version while it is re-read (or if
 from __future__ import annotations
 
 import apache_beam as beam
-
-from transforms.guard import isolated
-from transforms.progress import Tally
-from transforms.records import EVERYONE, Entry, SnapshotEntry
+from beamtrawl.transforms.guard import isolated
+from beamtrawl.transforms.progress import Tally
+from beamtrawl.transforms.records import EVERYONE, Entry, SnapshotEntry
 
 PREPARE, DELETE, ACCESS, EVENTS = "prepare", "delete", "access", "events"
 

@@ -23,9 +23,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 import apache_beam as beam
 from apache_beam.utils.windowed_value import WindowedValue
-
-from transforms.index.base import IndexUnavailable
-from transforms.records import RECORDS, conform, event, lossless
+from beamtrawl.transforms.index.base import IndexUnavailable
+from beamtrawl.transforms.records import RECORDS, conform, event, lossless
 
 log = logging.getLogger("beamtrawl")
 

@@ -45,17 +45,16 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.utils.shared import Shared
 from apache_beam.utils.windowed_value import WindowedValue
-
-from plugins.manager import PluginHost
-from transforms.enrich.auxfields import aux_values
-from transforms.guard import isolated, stage
-from transforms.preparators import PreparatorSpec, Prepared, chain_for
-from transforms.preparators.isolation import DEFAULT_BOUNDS, MAX_IN_FLIGHT, Bounds, runner_for
-from transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
-from transforms.progress import Progress, Tally, timed
-from transforms.records import AuxValue, Entry, Event, IndexDoc, RawDocument, event
-from transforms.sources import settings, source_for
-from transforms.urls import file_name, name_extension, parent_path
+from beamtrawl.plugins.manager import PluginHost
+from beamtrawl.transforms.enrich.auxfields import aux_values
+from beamtrawl.transforms.guard import isolated, stage
+from beamtrawl.transforms.preparators import PreparatorSpec, Prepared, chain_for
+from beamtrawl.transforms.preparators.isolation import DEFAULT_BOUNDS, MAX_IN_FLIGHT, Bounds, runner_for
+from beamtrawl.transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
+from beamtrawl.transforms.progress import Progress, Tally, timed
+from beamtrawl.transforms.records import AuxValue, Entry, Event, IndexDoc, RawDocument, event
+from beamtrawl.transforms.sources import settings, source_for
+from beamtrawl.transforms.urls import file_name, name_extension, parent_path
 
 EVENTS = "events"
 UNKNOWN_TYPE = "application/octet-stream"  # of a document whose bytes or type could not be had

@@ -20,8 +20,7 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
-
-from transforms.records import event
+from beamtrawl.transforms.records import event
 
 INTERVAL_S = 5.0
 FILE_INTERVAL_S = 0.5

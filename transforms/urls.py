@@ -12,7 +12,7 @@ import posixpath
 import re
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit, urlunsplit
 
-from transforms.records import lossless
+from beamtrawl.transforms.records import lossless
 
 # Characters left unescaped in paths: RFC 3986 unreserved plus the sub-delims and ":@" allowed in a segment.
 _PATH_SAFE = "/!$&'()*+,;=:@~"

@@ -38,9 +38,9 @@ import struct
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from transforms.accept import rule_matched
-from transforms.records import EVERYONE
-from transforms.urls import is_under, url_to_path
+from beamtrawl.transforms.accept import rule_matched
+from beamtrawl.transforms.records import EVERYONE
+from beamtrawl.transforms.urls import is_under, url_to_path
 
 _GROUP = re.compile(r"\S+")
 
@@ -223,7 +223,7 @@ class CustomController:
         self.__init__(state["path"], state["params"])
 
     def build(self):
-        from plugins.manager import PluginSpec, instantiate  # the same loader as plugins
+        from beamtrawl.plugins.manager import PluginSpec, instantiate  # the same loader as plugins
         if self._controller is None:
             self._controller = instantiate(PluginSpec(self.path, 0, tuple(self.params.items())))
             if not callable(getattr(self._controller, "groups", None)):
@@ -253,7 +253,7 @@ def access_of(controllers, entry) -> Access:
 
 def parse_access_control(r, raw: Any) -> tuple:
     """``access_control:`` → controllers (``r`` is pipeline.config's ``_Reader``)."""
-    from pipeline.config import UrlPattern  # the whitelist's own prefix/regex matching
+    from beamtrawl.pipeline.config import UrlPattern  # the whitelist's own prefix/regex matching
 
     controllers = []
     for i, entry in enumerate(r.seq(raw, "access_control")):

@@ -13,10 +13,9 @@ is built in ``setup`` on each worker.
 from __future__ import annotations
 
 import apache_beam as beam
-
-from transforms.enrich.access import CustomController, access_of
-from transforms.guard import isolated
-from transforms.records import Entry
+from beamtrawl.transforms.enrich.access import CustomController, access_of
+from beamtrawl.transforms.guard import isolated
+from beamtrawl.transforms.records import Entry
 
 EVENTS, KEEP = "events", "keep"
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from transforms.urls import url_to_path
+from beamtrawl.transforms.urls import url_to_path
 
 #: Names an auxiliary field cannot take: the standard fields of every document (IndexDoc) but
 #: ``extension``, regain's default auxiliary field (tests check this list against IndexDoc).
@@ -47,7 +47,9 @@ class AuxFieldSpec:
 
     def compute(self, url: str):
         """The field's :class:`transforms.records.AuxValue` for ``url``, or None."""
-        from transforms.records import AuxValue  # records import Beam: not needed to read a configuration
+        from beamtrawl.transforms.records import (
+            AuxValue,  # records import Beam: not needed to read a configuration
+        )
 
         text = url
         if self.source == "path" and url.startswith("file:"):

@@ -5,15 +5,15 @@ OpenSearch index (it costs 0.15 s of every command's start otherwise)."""
 
 from __future__ import annotations
 
-from transforms.index.base import Hit, IndexTarget, IndexUnavailable
-from transforms.index.sqlite import EmbeddedIndex
+from beamtrawl.transforms.index.base import Hit, IndexTarget, IndexUnavailable
+from beamtrawl.transforms.index.sqlite import EmbeddedIndex
 
 
 def make_target(index_config) -> IndexTarget:
     """The target a configuration's ``index`` section names."""
     if index_config.path:
         return EmbeddedIndex(index_config.path)
-    from transforms.index.opensearch import OpenSearchIndex
+    from beamtrawl.transforms.index.opensearch import OpenSearchIndex
 
     c = index_config
     return OpenSearchIndex(c.url, c.name, c.analyzer, c.username, c.password, c.ca_file, c.verify_certs,

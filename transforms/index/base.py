@@ -15,8 +15,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from transforms.index.query import Query
-from transforms.records import IndexDoc, SnapshotEntry
+from beamtrawl.transforms.index.query import Query
+from beamtrawl.transforms.records import IndexDoc, SnapshotEntry
 
 #: The fields of a document that decide who may see it. Documents with equal values form one access
 #: partition, seen by exactly the same searchers; both targets rank a search with the statistics of

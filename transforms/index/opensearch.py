@@ -42,11 +42,8 @@ from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from opensearchpy import OpenSearch, helpers
-from opensearchpy.exceptions import NotFoundError, OpenSearchException, TransportError
-
-from transforms.enrich.auxfields import tokens
-from transforms.index.base import (
+from beamtrawl.transforms.enrich.auxfields import tokens
+from beamtrawl.transforms.index.base import (
     ACCESS_FIELDS,
     MARK_OFF,
     MARK_ON,
@@ -57,8 +54,10 @@ from transforms.index.base import (
     access_key,
     render_snippet,
 )
-from transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys, words
-from transforms.records import EVERYONE, IndexDoc, SnapshotEntry
+from beamtrawl.transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys, words
+from beamtrawl.transforms.records import EVERYONE, IndexDoc, SnapshotEntry
+from opensearchpy import OpenSearch, helpers
+from opensearchpy.exceptions import NotFoundError, OpenSearchException, TransportError
 
 ANALYZERS = ("english", "german", "french", "italian", "standard")
 SLICE_DOCS = 50_000  # documents per snapshot slice

@@ -43,8 +43,8 @@ import sqlite3
 import urllib.parse
 from collections.abc import Iterator, Sequence
 
-from transforms.enrich.auxfields import tokens
-from transforms.index.base import (
+from beamtrawl.transforms.enrich.auxfields import tokens
+from beamtrawl.transforms.index.base import (
     ACCESS_FIELDS,
     MARK_OFF,
     MARK_ON,
@@ -53,8 +53,8 @@ from transforms.index.base import (
     IndexUnavailable,
     render_snippet,
 )
-from transforms.index.query import EXACT_NAME_BOOST, Query, QueryError, Term, name_keys
-from transforms.records import EVERYONE, IndexDoc, SnapshotEntry
+from beamtrawl.transforms.index.query import EXACT_NAME_BOOST, Query, QueryError, Term, name_keys
+from beamtrawl.transforms.records import EVERYONE, IndexDoc, SnapshotEntry
 
 SCHEMA_VERSION = 3
 SPLIT_ROWS = 50_000

@@ -23,12 +23,11 @@ import json
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
-
-from plugins.manager import PluginHost
-from transforms.guard import describe, isolated, stage
-from transforms.index.base import IndexUnavailable, Rejected
-from transforms.progress import Progress, timed
-from transforms.records import Event, IndexDoc, SnapshotEntry, event
+from beamtrawl.plugins.manager import PluginHost
+from beamtrawl.transforms.guard import describe, isolated, stage
+from beamtrawl.transforms.index.base import IndexUnavailable, Rejected
+from beamtrawl.transforms.progress import Progress, timed
+from beamtrawl.transforms.records import Event, IndexDoc, SnapshotEntry, event
 
 BATCH = 500  # documents per upsert call (the OpenSearch target cuts requests at 10 MiB as well)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from transforms.preparators import (
+from beamtrawl.transforms.preparators import (
     archive,
     audio,
     code,
@@ -21,12 +21,12 @@ from transforms.preparators import (
     rtf,
     xml,
 )
-from transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
-from transforms.preparators.chain import chain_for, prepare_nested, run_chain
-from transforms.preparators.html import prepare_html
-from transforms.preparators.metadata_only import prepare_metadata_only
-from transforms.preparators.text import MIME_TYPES as TEXT_MIME_TYPES
-from transforms.preparators.text import prepare_text
+from beamtrawl.transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
+from beamtrawl.transforms.preparators.chain import chain_for, prepare_nested, run_chain
+from beamtrawl.transforms.preparators.html import prepare_html
+from beamtrawl.transforms.preparators.metadata_only import prepare_metadata_only
+from beamtrawl.transforms.preparators.text import MIME_TYPES as TEXT_MIME_TYPES
+from beamtrawl.transforms.preparators.text import prepare_text
 
 BUILTIN = (
     PreparatorSpec("html", prepare_html, ("text/html", "application/xhtml+xml"), priority=10),

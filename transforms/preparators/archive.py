@@ -20,11 +20,10 @@ import tarfile
 import zipfile
 
 import magic
-
-from transforms.preparators import compressed
-from transforms.preparators.base import PreparationError, Prepared
-from transforms.preparators.chain import prepare_nested
-from transforms.preparators.text import decode_text
+from beamtrawl.transforms.preparators import compressed
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.chain import prepare_nested
+from beamtrawl.transforms.preparators.text import decode_text
 
 MIME_TYPES = ("application/zip", "application/java-archive", "application/x-tar", "application/x-gtar",
               *compressed.TAR_MIME_TYPES, *compressed.MIME_TYPES)

@@ -9,13 +9,12 @@ import io
 import re
 
 import mutagen
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from mutagen.flac import FLAC
 from mutagen.mp3 import MP3
 from mutagen.mp4 import MP4
 from mutagen.oggopus import OggOpus
 from mutagen.oggvorbis import OggVorbis
-
-from transforms.preparators.base import PreparationError, Prepared
 
 MIME_TYPES = ("audio/mpeg", "audio/mp3", "audio/x-m4a", "audio/mp4", "audio/ogg", "application/ogg",
               "audio/x-vorbis+ogg", "audio/opus", "audio/flac", "audio/x-flac")

@@ -8,7 +8,7 @@ import contextvars
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
+from beamtrawl.transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
 
 MAX_NESTING = 2  # a mail in a ZIP in a mail is prepared; deeper parts are listed by name only
 

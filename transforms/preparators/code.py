@@ -19,9 +19,9 @@ import logging
 import re
 from collections.abc import Iterator
 
-from transforms.preparators.base import Prepared
-from transforms.preparators.text import decode_text
-from transforms.urls import file_name, name_extension, parent_path
+from beamtrawl.transforms.preparators.base import Prepared
+from beamtrawl.transforms.preparators.text import decode_text
+from beamtrawl.transforms.urls import file_name, name_extension, parent_path
 
 log = logging.getLogger(__name__)
 

@@ -23,10 +23,9 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import zstandard
-
-from transforms.preparators.base import PreparationError, Prepared
-from transforms.preparators.chain import prepare_part
-from transforms.preparators.text import decode_text
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.chain import prepare_part
+from beamtrawl.transforms.preparators.text import decode_text
 
 MiB = 1024 * 1024
 RATIO_FREE = MiB  # output below this is not held to max_ratio: small files of repeated lines compress far better

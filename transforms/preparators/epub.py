@@ -14,11 +14,10 @@ import zipfile
 import zlib
 from urllib.parse import unquote, urlsplit
 
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.html import prepare_html
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import ParseError, fromstring
-
-from transforms.preparators.base import PreparationError, Prepared
-from transforms.preparators.html import prepare_html
 
 MIME_TYPES = ("application/epub+zip",)
 MiB = 1024 * 1024

@@ -17,9 +17,9 @@ import signal
 import subprocess
 import tempfile
 
-from transforms.preparators.base import PreparationError, Prepared
-from transforms.preparators.text import decode_text
-from transforms.urls import extension
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.text import decode_text
+from beamtrawl.transforms.urls import extension
 
 PLACEHOLDER = "${filename}"
 DEFAULTS = (("command", ""), ("timeout", 60.0), ("check_exit_code", True), ("max_output_bytes", 64 * 1024**2))

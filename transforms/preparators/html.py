@@ -12,9 +12,8 @@ from urllib.parse import urljoin
 
 import lxml.html
 import trafilatura
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from trafilatura.utils import load_html
-
-from transforms.preparators.base import PreparationError, Prepared
 
 _SKIP_LINKS = ("mailto:", "javascript:", "tel:", "data:")
 _FURNITURE_TAGS = frozenset({"nav", "script", "style", "noscript", "template"})

@@ -43,9 +43,9 @@ import weakref
 from collections import deque
 from typing import NamedTuple
 
-from transforms import logs
-from transforms.preparators.base import Prepared
-from transforms.preparators.chain import chain_for, run_chain
+from beamtrawl.transforms import logs
+from beamtrawl.transforms.preparators.base import Prepared
+from beamtrawl.transforms.preparators.chain import chain_for, run_chain
 
 _HEADER = struct.Struct("<Q")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -156,7 +156,7 @@ class InProcess:
     owned = True
 
     def __init__(self, preparators):
-        from transforms.preparators.mime import MimeSniffer
+        from beamtrawl.transforms.preparators.mime import MimeSniffer
 
         self.preparators = preparators
         self.sniff = MimeSniffer()
@@ -176,7 +176,7 @@ _RUNNERS: weakref.WeakSet = weakref.WeakSet()
 
 def end_children() -> None:
     """End the preparing children of this process, as its exit would: for a process that ends without
-    Python's shutdown (``runners.local_worker``), so that no child it left preparing lives on."""
+    Python's shutdown (``beamtrawl.runners.local_worker``), so that no child it left preparing lives on."""
     for runner in list(_RUNNERS):
         runner._finalizer()
 
@@ -212,7 +212,7 @@ class Isolated:
         status = self.status.fileno()
         # -P: "python -m" would put the current folder first on the import path (code run by dropping a file).
         self.process = subprocess.Popen(
-            [sys.executable, "-P", "-m", "transforms.preparators.isolation", str(self.memory_limit), str(status)],
+            [sys.executable, "-P", "-m", "beamtrawl.transforms.preparators.isolation", str(self.memory_limit), str(status)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=(status,))
         self.pipe_pages = _widen(self.process.stdin.fileno()) // _PAGE
         _widen(self.process.stdout.fileno())  # the child answers without waiting for the worker to read
@@ -353,7 +353,7 @@ class Isolated:
 def _child(memory_limit: int, status: int) -> None:
     import resource
 
-    from transforms.preparators.mime import MimeSniffer
+    from beamtrawl.transforms.preparators.mime import MimeSniffer
 
     if memory_limit:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))

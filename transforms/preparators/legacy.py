@@ -14,8 +14,7 @@ import re
 import struct
 
 import olefile
-
-from transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 
 DOC_TYPES = ("application/msword", "application/vnd.ms-word")
 XLS_TYPES = ("application/vnd.ms-excel", "application/msexcel")

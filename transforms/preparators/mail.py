@@ -16,10 +16,10 @@ import email.policy
 import json
 from email.message import EmailMessage
 
-from transforms.preparators.base import PreparationError, Prepared
-from transforms.preparators.chain import prepare_nested
-from transforms.preparators.html import prepare_html
-from transforms.preparators.text import decode_text
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.chain import prepare_nested
+from beamtrawl.transforms.preparators.html import prepare_html
+from beamtrawl.transforms.preparators.text import decode_text
 
 MIME_TYPES = ("message/rfc822",)
 REVISION = 1  # part of the preparation fingerprint (base.py): 1 makes a message of headers alone a document

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 
-from transforms.preparators.base import Prepared
-from transforms.preparators.external import run_program
-from transforms.urls import file_name
+from beamtrawl.transforms.preparators.base import Prepared
+from beamtrawl.transforms.preparators.external import run_program
+from beamtrawl.transforms.urls import file_name
 
 MIME_TYPES = ("text/troff", "text/x-troff", "text/x-troff-man", "application/x-troff-man")
 DEFAULTS = (("command", "mandoc -T utf8 -O width=200 ${filename}"), ("timeout", 30.0),

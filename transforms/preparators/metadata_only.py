@@ -3,7 +3,7 @@ type, size and date."""
 
 from __future__ import annotations
 
-from transforms.preparators.base import Prepared
+from beamtrawl.transforms.preparators.base import Prepared
 
 
 def prepare_metadata_only(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:

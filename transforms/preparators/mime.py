@@ -28,9 +28,8 @@ import zlib
 
 import magic
 import olefile
-
-from transforms.preparators.compressed import compressed_type
-from transforms.urls import extension, file_name
+from beamtrawl.transforms.preparators.compressed import compressed_type
+from beamtrawl.transforms.urls import extension, file_name
 
 SNIFF_BYTES = 64 * 1024
 # libmagic calls small or fragmentary HTML, and mail without the usual first headers, text/plain; the

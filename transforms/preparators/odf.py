@@ -13,10 +13,9 @@ import re
 import zipfile
 import zlib
 
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import ParseError, fromstring
-
-from transforms.preparators.base import PreparationError, Prepared
 
 MIME_TYPES = (
     "application/vnd.oasis.opendocument.text",

@@ -10,7 +10,7 @@ import re
 import zipfile
 import zlib
 
-from transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 
 REVISION = 1  # part of the preparation fingerprint (base.py): 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 
-from transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 
 MIME_TYPES = ("application/pdf",)
 

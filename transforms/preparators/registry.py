@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 from importlib.metadata import entry_points
 
-from transforms.preparators import BUILTIN, CONFIGURABLE
-from transforms.preparators.base import PreparatorSpec
+from beamtrawl.transforms.preparators import BUILTIN, CONFIGURABLE
+from beamtrawl.transforms.preparators.base import PreparatorSpec
 
 GROUP = "beamtrawl.preparators"
 

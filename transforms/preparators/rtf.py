@@ -7,9 +7,8 @@ from __future__ import annotations
 import codecs
 import re
 
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from striprtf.striprtf import rtf_to_text
-
-from transforms.preparators.base import PreparationError, Prepared
 
 MIME_TYPES = ("text/rtf", "application/rtf")
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import charset_normalizer
-
-from transforms.preparators.base import Prepared
+from beamtrawl.transforms.preparators.base import Prepared
 
 #: Text under an application/… name: script and data read as they are (a ``*.rules`` file, a NEWS file
 #: libmagic calls JavaScript, a ``.json`` or ``.ipynb``, a shell script or TeX under its older names).

@@ -11,9 +11,8 @@ from __future__ import annotations
 from xml.etree.ElementTree import ParseError
 
 import defusedxml.ElementTree
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from defusedxml import DefusedXmlException
-
-from transforms.preparators.base import PreparationError, Prepared
 
 MIME_TYPES = ("text/xml", "application/xml", "image/svg+xml")  # SVG's text is its <text> and <title>
 

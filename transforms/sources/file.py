@@ -15,10 +15,9 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 import smart_open
-
-from transforms.records import Entry, FrontierItem, event
-from transforms.sources.walk import walk_to_budget
-from transforms.urls import depth_below, doc_id, quote_segment, url_to_path
+from beamtrawl.transforms.records import Entry, FrontierItem, event
+from beamtrawl.transforms.sources.walk import walk_to_budget
+from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment, url_to_path
 
 SCHEMES = ("file",)
 

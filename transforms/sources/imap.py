@@ -33,13 +33,12 @@ from collections.abc import Iterator
 from datetime import UTC
 from urllib.parse import quote, unquote, urlsplit
 
+from beamtrawl.transforms.records import Entry, FrontierItem, event
+from beamtrawl.transforms.sources import settings
+from beamtrawl.transforms.sources.walk import walk_to_budget
+from beamtrawl.transforms.urls import depth_below, doc_id
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError
-
-from transforms.records import Entry, FrontierItem, event
-from transforms.sources import settings
-from transforms.sources.walk import walk_to_budget
-from transforms.urls import depth_below, doc_id
 
 SCHEMES = ("imap", "imaps")
 logging.getLogger("imapclient").setLevel(logging.INFO)  # its DEBUG trace shows commands, LOGIN included

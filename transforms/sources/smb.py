@@ -30,16 +30,15 @@ from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 import smbclient
+from beamtrawl.transforms.records import ACCESS_DENIED, Entry, FrontierItem, event
+from beamtrawl.transforms.sources import settings, smb_acl, smb_shares
+from beamtrawl.transforms.sources.walk import walk_to_budget
+from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment
 from smbclient._io import SMBDirectoryIO, SMBFileTransaction, SMBRawIO
 from smbprotocol.exceptions import AccessDenied, NoMoreFiles, NoSuchFile, NtStatus, SMBException
 from smbprotocol.file_info import FileAttributes, FileInformationClass
 from smbprotocol.open import QueryDirectoryFlags, SMB2QueryDirectoryResponse
 from smbprotocol.security_descriptor import AccessMask
-
-from transforms.records import ACCESS_DENIED, Entry, FrontierItem, event
-from transforms.sources import settings, smb_acl, smb_shares
-from transforms.sources.walk import walk_to_budget
-from transforms.urls import depth_below, doc_id, quote_segment
 
 SCHEMES = ("smb",)
 # Their DEBUG traces dump protocol messages, authentication tokens included: never print them (--debug).

@@ -21,10 +21,10 @@ def expand(item, rules, follow_symlinks: bool, budget: int | None):
 def open_document(url: str) -> BinaryIO:
     """The page's bytes (UTF-8 for HTML), fetched with default limits and the configured login (the
     crawl's source settings); raises OSError."""
-    from transforms.sources import settings
-    from transforms.sources.http import charset
-    from transforms.sources.http.crawl import HTML_TYPES
-    from transforms.sources.http.fetch import Fetcher, FetchError
+    from beamtrawl.transforms.sources import settings
+    from beamtrawl.transforms.sources.http import charset
+    from beamtrawl.transforms.sources.http.crawl import HTML_TYPES
+    from beamtrawl.transforms.sources.http.fetch import Fetcher, FetchError
 
     try:
         page = Fetcher().fetch(url, credential=settings.login_for)

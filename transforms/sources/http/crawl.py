@@ -34,13 +34,13 @@ from email.utils import parsedate_to_datetime
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from transforms.records import Entry, FrontierItem, event
-from transforms.sources import settings
-from transforms.sources.http import charset, links
-from transforms.sources.http.fetch import Fetcher, FetchError, Limits, Page
-from transforms.sources.http.robots import Robots, load_robots
-from transforms.sources.http.traps import link_in_scope, too_many_cycles
-from transforms.urls import doc_id, normalize_url
+from beamtrawl.transforms.records import Entry, FrontierItem, event
+from beamtrawl.transforms.sources import settings
+from beamtrawl.transforms.sources.http import charset, links
+from beamtrawl.transforms.sources.http.fetch import Fetcher, FetchError, Limits, Page
+from beamtrawl.transforms.sources.http.robots import Robots, load_robots
+from beamtrawl.transforms.sources.http.traps import link_in_scope, too_many_cycles
+from beamtrawl.transforms.urls import doc_id, normalize_url
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 _KEEP_STATUSES = (401, 403, 408, 429)  # the page may well exist: keep what is indexed

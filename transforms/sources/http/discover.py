@@ -27,14 +27,13 @@ import time
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
-
-from transforms.guard import isolated
-from transforms.progress import Progress, Tally
-from transforms.records import Entry, Event, FrontierItem, SnapshotEntry, event
-from transforms.sources import settings
-from transforms.sources.http import SCHEMES
-from transforms.sources.http.crawl import HostCrawl, Visited, host_of, make_fetcher
-from transforms.sources.settings import SourceSettings
+from beamtrawl.transforms.guard import isolated
+from beamtrawl.transforms.progress import Progress, Tally
+from beamtrawl.transforms.records import Entry, Event, FrontierItem, SnapshotEntry, event
+from beamtrawl.transforms.sources import settings
+from beamtrawl.transforms.sources.http import SCHEMES
+from beamtrawl.transforms.sources.http.crawl import HostCrawl, Visited, host_of, make_fetcher
+from beamtrawl.transforms.sources.settings import SourceSettings
 
 ENTRIES, FRONTIER, VISITED, EVENTS = "entries", "frontier", "visited", "events"
 

@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
 import urllib3
+from beamtrawl.transforms.sources.http import auth
+from beamtrawl.transforms.urls import normalize_url
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-
-from transforms.sources.http import auth
-from transforms.urls import normalize_url
 
 CHUNK = 64 * 1024
 

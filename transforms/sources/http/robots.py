@@ -6,9 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from beamtrawl.transforms.sources.http.fetch import Fetcher, FetchError
 from protego import Protego
-
-from transforms.sources.http.fetch import Fetcher, FetchError
 
 
 @dataclass

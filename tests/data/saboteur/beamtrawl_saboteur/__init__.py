@@ -15,8 +15,7 @@ import re
 import signal
 
 import pluggy
-
-from transforms.preparators import PreparatorSpec
+from beamtrawl.transforms.preparators import PreparatorSpec
 
 hookimpl = pluggy.HookimplMarker("beamtrawl")
 

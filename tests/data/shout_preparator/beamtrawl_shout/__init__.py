@@ -2,7 +2,7 @@
 
 import re
 
-from transforms.preparators import PreparatorSpec, Prepared
+from beamtrawl.transforms.preparators import PreparatorSpec, Prepared
 
 
 def prepare_shout(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
