@@ -17,4 +17,4 @@ def source_for(url: str) -> ModuleType:
         name = _BY_SCHEME[scheme]
     except KeyError:
         raise ValueError(f"no source handles {scheme}: URLs") from None
-    return importlib.import_module(f"beamtrawl.transforms.sources.{name}")
+    return importlib.import_module(f"{__name__}.{name}")
