@@ -1,0 +1,59 @@
+"""Values the configuration hands to the crawl and that sources, rules and controllers read on workers:
+start URLs, URL patterns and logins. Frozen and picklable; they import nothing of beamtrawl but the URL
+rules they match by (:mod:`transforms.urls`), so both ``pipeline/`` and ``transforms/`` may use them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from beamtrawl.transforms.urls import is_under, readable_url
+
+
+@dataclass(frozen=True)
+class StartUrl:
+    url: str
+    parse: bool = True  # follow its links / list its folder
+    index: bool = True  # put it in the index
+
+
+@dataclass(frozen=True)
+class UrlPattern:
+    """A whitelist, blacklist or ``url_rules`` entry: a prefix (``startswith``; written as a person
+    writes it, it is normalised as URLs are, so ``/srv/résumés`` matches) or a regex matching the whole
+    URL as a person reads it — percent-escapes decoded, ``.*/résumés/.*`` and ``.*/my docs/.*`` —
+    or as it is stored (``r%C3%A9sum%C3%A9s``, what rules written before matched)."""
+
+    prefix: str | None = None
+    regex: re.Pattern | None = None
+    parse: bool = True
+    index: bool = True
+    name: str | None = None
+    where: str = ""  # its place in the configuration (``whitelist[2]``), for the report
+
+    def matches(self, url: str) -> bool:
+        if self.prefix is not None:
+            return url.startswith(self.prefix)
+        return self.regex.fullmatch(url) is not None or (
+            "%" in url and self.regex.fullmatch(readable_url(url)) is not None)
+
+    def describe(self) -> str:
+        return f"{self.where} ({'prefix ' + self.prefix if self.prefix is not None else 'regex ' + self.regex.pattern})"
+
+
+@dataclass(frozen=True)
+class Credential:
+    """A login for every URL under ``url`` (scheme, host and optionally a path). The secret comes from
+    ``${ENV}`` or a file and never appears in URLs, logs or the report: ``repr`` hides it."""
+
+    url: str
+    username: str
+    password: str = field(repr=False)
+    auth: str = "basic"  # HTTP only: basic or digest
+
+
+def credential_for(credentials, url: str) -> Credential | None:
+    """The credential with the longest ``url`` prefix of ``url``, if any. An IMAP folder's login serves its
+    messages too (``Folder;UIDVALIDITY=n/;UID=m`` lies under ``Folder``)."""
+    matching = [c for c in credentials if is_under(url, c.url.rstrip("/"))]
+    return max(matching, key=lambda c: len(c.url)) if matching else None
