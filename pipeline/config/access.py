@@ -16,12 +16,11 @@ from __future__ import annotations
 import inspect
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
-from pydantic_core import PydanticCustomError
-
 from beamtrawl.pipeline.config.fields import Items, OrEmpty, Problem, Regex, Section, Text, Url, fail
 from beamtrawl.transforms.enrich.access import GROUP_NAME, CustomController, PosixOwnership, UrlRules
 from beamtrawl.transforms.values import UrlPattern
+from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 _POSIX = {name: p.default for name, p in inspect.signature(PosixOwnership).parameters.items()}
 
@@ -65,7 +64,7 @@ class PosixSection(Section):
     """prefix of a group's name"""
     world_readable_group: Text | None = _POSIX["world_readable_group"]
     """the group a file anyone may read gets; nothing: public"""
-    rename: Annotated[dict[str, str], OrEmpty] = {}
+    rename: Annotated[dict[str, str], OrEmpty] = Field(default_factory=dict)
     """resulting names mapped to others ({wheel: admins})"""
 
     @field_validator("world_readable_group", mode="before")

@@ -13,10 +13,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
-
 from beamtrawl.pipeline.config.fields import Count, Flag, Problem, Section, Text, fail
 from beamtrawl.transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, RESERVED, AuxFieldSpec
+from pydantic import Field, field_validator, model_validator
 
 
 class AuxFieldEntry(Section):

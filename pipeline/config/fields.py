@@ -10,11 +10,18 @@ import os
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationInfo, WithJsonSchema, \
-    model_validator
-from pydantic_core import PydanticCustomError
-
 from beamtrawl.transforms.urls import normalize_url
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationInfo,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
               "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
@@ -143,7 +150,7 @@ def _ratio(value: Any) -> float:
     return float(value)
 
 
-def _seconds(value: Any) -> float:
+def seconds(value: Any) -> float:
     if not _number(value) or value <= 0:
         raise fail(f"must be a positive number of seconds, got {value!r}")
     return float(value)
@@ -208,9 +215,10 @@ Flag = Annotated[bool, Strict()]
 Count = Annotated[int, Strict()]
 Text = Annotated[str, BeforeValidator(_text), Field(min_length=1)]
 Size = Annotated[int, BeforeValidator(size), WithJsonSchema({"type": ["integer", "string"], "format": "size"})]
-Ratio = Annotated[float, BeforeValidator(_ratio), Field(ge=0, le=1)]
-Seconds = Annotated[float, BeforeValidator(_seconds), Field(gt=0)]
-Delay = Annotated[float, BeforeValidator(_delay), Field(ge=0)]
+Ratio = Annotated[float, BeforeValidator(_ratio), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
+Seconds = Annotated[float, BeforeValidator(seconds),
+                    WithJsonSchema({"type": "number", "format": "seconds", "exclusiveMinimum": 0})]
+Delay = Annotated[float, BeforeValidator(_delay), WithJsonSchema({"type": "number", "format": "seconds", "minimum": 0})]
 Number = Annotated[float, BeforeValidator(_number_type)]
 Regex = Annotated[re.Pattern, BeforeValidator(_regex)]
 Url = Annotated[str, BeforeValidator(_url), WithJsonSchema({"type": "string", "format": "url"})]

@@ -9,11 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
-
 from beamtrawl.pipeline.config.fields import Problem, explain
 from beamtrawl.pipeline.config.model import Config, build
 from beamtrawl.pipeline.config.schema import CrawlFile
+from pydantic import ValidationError
 
 MAX_YAML_VALUES = 100_000  # values a file may expand to through its aliases (a "billion laughs" stops here)
 MAX_MESSAGE = 300  # characters of an error message: a value quoted in it is cut, however large

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import field_validator
-
 from beamtrawl.pipeline.config.fields import Count, Flag, OrEmpty, Problem, Section, Text, expand, fail
 from beamtrawl.plugins.manager import PluginHost, PluginLoadError, PluginSpec
+from pydantic import Field, field_validator
 
 
 class PluginEntry(Section):
@@ -32,7 +31,7 @@ class PluginEntry(Section):
     """false: the plugin is not loaded at all"""
     priority: Count = PluginSpec.priority
     """lower runs first (regain's order)"""
-    params: Annotated[dict[str, Any], OrEmpty] = {}
+    params: Annotated[dict[str, Any], OrEmpty] = Field(default_factory=dict)
     """keyword arguments of the plugin class (strings may hold ${ENV_VAR})"""
 
     @field_validator("params", mode="before")

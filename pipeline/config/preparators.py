@@ -26,12 +26,23 @@ from dataclasses import replace
 from functools import cache
 from typing import Annotated, Any
 
-from pydantic import Field, TypeAdapter, ValidationError, field_validator
-
-from beamtrawl.pipeline.config.fields import Count, Flag, Number, Problem, Regex, Section, Text, explain, fail, size
+from beamtrawl.pipeline.config.fields import (
+    Count,
+    Flag,
+    Number,
+    Problem,
+    Regex,
+    Seconds,
+    Section,
+    Text,
+    explain,
+    fail,
+    size,
+)
 from beamtrawl.transforms.preparators import PreparatorSpec
 from beamtrawl.transforms.preparators.isolation import Bounds
 from beamtrawl.transforms.preparators.registry import RegistryError, default_instances, registered
+from pydantic import Field, TypeAdapter, ValidationError, WithJsonSchema, field_validator
 
 _DEFAULT = Bounds._field_defaults  # the bounds' defaults are written once, in Bounds
 
@@ -39,21 +50,15 @@ _DEFAULT = Bounds._field_defaults  # the bounds' defaults are written once, in B
 class PreparationSection(Section):
     """Bounds of every preparator run."""
 
-    timeout: Annotated[float, Field(gt=0)] = _DEFAULT["timeout"]
+    timeout: Seconds = _DEFAULT["timeout"]
     """seconds per document, hard; anew for the preparators after a killed one"""
-    memory_limit: Annotated[int, Field(ge=0)] = _DEFAULT["memory_limit"]
+    memory_limit: Annotated[int, WithJsonSchema({"type": ["integer", "string"], "format": "size"})] = \
+        _DEFAULT["memory_limit"]
     """address space of the preparing process (a size, at least 256 MiB); 0: no limit"""
     isolate: Flag = _DEFAULT["isolate"]
     """false: run preparators in the worker, without the hard bounds"""
     max_content_length: Count = Field(_DEFAULT["max_content_length"], ge=1)
     """characters of text kept per document"""
-
-    @field_validator("timeout", mode="before")
-    @classmethod
-    def _seconds(cls, value):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise fail(f"must be a positive number of seconds, got {value!r}")
-        return float(value)
 
     @field_validator("memory_limit", mode="before")
     @classmethod

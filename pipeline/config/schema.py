@@ -7,17 +7,32 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
-
 from beamtrawl.pipeline.config.access import AccessEntry
 from beamtrawl.pipeline.config.auxfields import AuxFieldEntry
 from beamtrawl.pipeline.config.fields import (
-    Count, Delay, ExistingFile, FileWhenCrawling, Flag, Items, OrEmpty, Path, Problem, Ratio, Regex, Seconds, Section, Size, Text, Url, fail,
+    Count,
+    Delay,
+    ExistingFile,
+    FileWhenCrawling,
+    Flag,
+    Items,
+    OrEmpty,
+    Path,
+    Problem,
+    Ratio,
+    Regex,
+    Seconds,
+    Section,
+    Size,
+    Text,
+    Url,
+    fail,
 )
 from beamtrawl.pipeline.config.plugins import PluginEntry
 from beamtrawl.pipeline.config.preparators import PreparationSection, PreparatorEntry
 from beamtrawl.transforms.urls import normalize_url
 from beamtrawl.transforms.values import Credential, StartUrl, UrlPattern
+from pydantic import Field, field_validator, model_validator
 
 SUPPORTED_SCHEMES = ("file", "http", "https", "smb", "imap", "imaps")
 
@@ -91,6 +106,7 @@ class CredentialEntry(Section):
     url: Text
     """scheme://host[/path] the login serves"""
     username: Text
+    """the login's user name"""
     password: Text | None = None
     """the password, as ``${ENV_VAR}``"""
     password_file: Path | None = None
@@ -218,7 +234,7 @@ class SmbConfig(Section):
 
     read_acls: Flag = True
     """read each file's Windows ACL into its groups"""
-    sid_names: dict[Annotated[str, Field(pattern=r"^S-1(-\d+)+$")], Text] = {}
+    sid_names: dict[Annotated[str, Field(pattern=r"^S-1(-\d+)+$")], Text] = Field(default_factory=dict)
     """the group name of a SID; others become groups spelled as the SID (S-1-5-21-…-1001)"""
 
     @field_validator("sid_names", mode="before")
@@ -259,8 +275,11 @@ class CrawlFile(Section):
     credentials: Annotated[tuple[CredentialEntry, ...], Items] = ()
     """logins by URL prefix"""
     http: Annotated[HttpConfig, OrEmpty] = HttpConfig()
+    """web crawling: politeness, timeouts, robots.txt, traps"""
     smb: Annotated[SmbConfig, OrEmpty] = SmbConfig()
+    """SMB shares: ACLs and SID names"""
     imap: Annotated[ImapConfig, OrEmpty] = ImapConfig()
+    """mailboxes: TLS"""
     max_depth: Count | None = Field(None, ge=0)
     """folder levels (link hops for the web) below a start URL; nothing: unlimited"""
     max_file_size: Size = 100 * 1024**2

@@ -109,7 +109,8 @@ def _exit_reason(code: int | None) -> str:
 
 
 class Bounds(NamedTuple):
-    """The ``preparation:`` section of the configuration (defaults in ``pipeline.config.DEFAULTS``)."""
+    """The ``preparation:`` section of the configuration; its defaults are written here, once, and the
+    schema (pipeline/config/preparators.py) reads them."""
 
     timeout: float = 60.0  # seconds per document, hard; anew for the preparators after a killed one
     memory_limit: int = 4 * 1024**3  # address space of the preparing process; 0 = no limit

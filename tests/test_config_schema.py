@@ -1,0 +1,106 @@
+"""The configuration's one owner: the schema is the only home of a default, every section refuses unknown
+keys, the reference in the docs is generated from it, and ``transforms/`` never reaches up into ``pipeline/``."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from beamtrawl.pipeline.config import load_config
+from beamtrawl.pipeline.config.fields import Section
+from beamtrawl.pipeline.config.reference import reference
+from beamtrawl.pipeline.config.schema import CrawlFile
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    return names
+
+
+def test_no_module_of_transforms_imports_pipeline():
+    offenders = [f"{path.relative_to(ROOT)}: {name}" for path in sorted((ROOT / "transforms").rglob("*.py"))
+                 for name in _imports(path) if name.split(".")[:2] in (["beamtrawl", "pipeline"], ["pipeline"])]
+    assert offenders == []
+
+
+def test_the_shared_values_import_only_the_url_rules():
+    project = [n for n in _imports(ROOT / "transforms" / "values.py") if n.startswith(("beamtrawl", "pipeline"))]
+    assert project == ["beamtrawl.transforms.urls"]
+
+
+def test_the_committed_reference_is_the_generated_one():
+    committed = (ROOT / "docs" / "configuration-reference.md").read_text(encoding="utf-8")
+    assert committed == reference(), ("docs/configuration-reference.md is stale: run "
+                                      "python -m beamtrawl.pipeline.config.reference > docs/configuration-reference.md")
+
+
+def _sections(model=CrawlFile, seen=None) -> set[type]:
+    seen = set() if seen is None else seen
+    seen.add(model)
+    for field in model.model_fields.values():
+        for kind in _types(field.annotation):
+            if isinstance(kind, type) and issubclass(kind, Section) and kind not in seen:
+                _sections(kind, seen)
+    return seen
+
+
+def _types(annotation) -> list:
+    args = getattr(annotation, "__args__", ()) or getattr(annotation, "__metadata__", ())
+    origin = getattr(annotation, "__origin__", None)
+    return [annotation, *(t for a in (*args, origin) if a is not None for t in _types(a))]
+
+
+def test_every_section_refuses_unknown_keys_and_documents_every_key():
+    sections = _sections()
+    assert len(sections) >= 15  # the top level, http, smb, imap, index, preparators, plugins, access, aux fields…
+    for section in sections:
+        assert section.model_config["extra"] == "forbid" and section.model_config["frozen"], section
+        undocumented = [name for name, field in section.model_fields.items() if not field.description]
+        assert undocumented == [], section
+
+
+def test_the_loader_writes_no_default_of_its_own():
+    """No ``.get(key, literal)`` in the configuration package (the reference reads JSON Schema, not a
+    configuration): a default lives in the schema."""
+    for path in sorted(set((ROOT / "pipeline" / "config").glob("*.py")) - {ROOT / "pipeline/config/reference.py"}):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+                 and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and len(node.args) == 2
+                 and isinstance(node.args[1], ast.Constant) and node.args[1].value not in (None, "")]
+        assert calls == [], f"{path.name}: line {calls[0].lineno}" if calls else ""
+
+
+@pytest.mark.parametrize(("section", "problem"), [
+    ("http: {delay: 1, colour: red}", "http.colour: unknown key (allowed: block_private_addresses, "),
+    ("preparation: {timeout: 5, colour: red}", "preparation.colour: unknown key (allowed: isolate, "),
+    ("access_control: [{posix: {colour: red}}]", "access_control[0].posix.colour: unknown key"),
+    ("auxiliary_fields: [{name: a, regex: b, colour: red}]", "auxiliary_fields[0].colour: unknown key"),
+    ("plugins: [{plugin: filesize_filter, colour: red}]", "plugins[0].colour: unknown key"),
+    ("credentials: [{url: 'https://h/', username: u, password: p, colour: red}]", "credentials[0].colour: unknown key"),
+])
+def test_unknown_keys_are_named_in_every_section(tmp_path, section, problem):
+    path = tmp_path / "crawl.yaml"
+    path.write_text(f'start: [{{url: "/srv"}}]\nindex: {{path: i.sqlite}}\n{section}\n', encoding="utf-8")
+    with pytest.raises(Exception) as caught:
+        load_config(str(path))
+    assert str(caught.value).startswith(f"{path}: {problem}")
+
+
+def test_sections_keep_their_names_types_and_defaults_for_the_stages(tmp_path):
+    path = tmp_path / "crawl.yaml"
+    path.write_text('start: [{url: "/srv"}]\nindex: {path: i.sqlite}\nhttp: {max_body: 2 MiB}\n', encoding="utf-8")
+    config = load_config(str(path))
+    assert config.http.max_body == 2 * 1024**2
+    assert (config.http.delay, config.smb.read_acls, config.imap.starttls, config.preparation.timeout) == (
+        1.0, True, True, 60.0)
+    with pytest.raises(Exception):  # frozen, as the dataclasses were
+        config.http.delay = 5
