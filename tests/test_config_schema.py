@@ -7,10 +7,11 @@ import ast
 from pathlib import Path
 
 import pytest
-from beamtrawl.pipeline.config import load_config
+from beamtrawl.pipeline.config import ConfigError, load_config
 from beamtrawl.pipeline.config.fields import Section
 from beamtrawl.pipeline.config.reference import reference
 from beamtrawl.pipeline.config.schema import CrawlFile
+from pydantic import ValidationError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,7 +91,7 @@ def test_the_loader_writes_no_default_of_its_own():
 def test_unknown_keys_are_named_in_every_section(tmp_path, section, problem):
     path = tmp_path / "crawl.yaml"
     path.write_text(f'start: [{{url: "/srv"}}]\nindex: {{path: i.sqlite}}\n{section}\n', encoding="utf-8")
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(ConfigError) as caught:
         load_config(str(path))
     assert str(caught.value).startswith(f"{path}: {problem}")
 
@@ -102,5 +103,5 @@ def test_sections_keep_their_names_types_and_defaults_for_the_stages(tmp_path):
     assert config.http.max_body == 2 * 1024**2
     assert (config.http.delay, config.smb.read_acls, config.imap.starttls, config.preparation.timeout) == (
         1.0, True, True, 60.0)
-    with pytest.raises(Exception):  # frozen, as the dataclasses were
+    with pytest.raises(ValidationError):  # frozen, as the dataclasses were
         config.http.delay = 5
