@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 from beamtrawl.pipeline.config import ConfigError, load_config
-from beamtrawl.pipeline.config.fields import Section
-from beamtrawl.pipeline.config.reference import reference
-from beamtrawl.pipeline.config.schema import CrawlFile
+from beamtrawl.pipeline.config.reference import field_docs, reference, sections
 from pydantic import ValidationError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,29 +42,12 @@ def test_the_committed_reference_is_the_generated_one():
                                       "python -m beamtrawl.pipeline.config.reference > docs/configuration-reference.md")
 
 
-def _sections(model=CrawlFile, seen=None) -> set[type]:
-    seen = set() if seen is None else seen
-    seen.add(model)
-    for field in model.model_fields.values():
-        for kind in _types(field.annotation):
-            if isinstance(kind, type) and issubclass(kind, Section) and kind not in seen:
-                _sections(kind, seen)
-    return seen
-
-
-def _types(annotation) -> list:
-    args = getattr(annotation, "__args__", ()) or getattr(annotation, "__metadata__", ())
-    origin = getattr(annotation, "__origin__", None)
-    return [annotation, *(t for a in (*args, origin) if a is not None for t in _types(a))]
-
-
 def test_every_section_refuses_unknown_keys_and_documents_every_key():
-    sections = _sections()
-    assert len(sections) >= 15  # the top level, http, smb, imap, index, preparators, plugins, access, aux fields…
-    for section in sections:
+    found = sections()
+    assert len(found) >= 15  # the top level, http, smb, imap, index, preparators, plugins, access, aux fields…
+    for section in found.values():
         assert section.model_config["extra"] == "forbid" and section.model_config["frozen"], section
-        undocumented = [name for name, field in section.model_fields.items() if not field.description]
-        assert undocumented == [], section
+        assert [key for key, line in field_docs(section).items() if not line] == [], section
 
 
 def test_the_loader_writes_no_default_of_its_own():

@@ -85,10 +85,11 @@ def kind(value: Any) -> str:
 
 
 class Section(BaseModel):
-    """A mapping of the file: frozen, each field documented by the docstring below it, unknown keys refused
-    with the list of the known ones (``extra="forbid"`` is the backstop)."""
+    """A mapping of the file: frozen, unknown keys refused with the list of the known ones (``extra="forbid"``
+    is the backstop). Each field is documented by the docstring below it; :mod:`.reference` reads them from
+    the source (pydantic's ``use_attribute_docstrings`` would too, at a cost to every start)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     def __init__(self, *args: Any, **values: Any):
         """Positional arguments in field order too, as the dataclasses the sections replaced took them."""

@@ -4,8 +4,13 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
+import itertools
 import json
+import textwrap
 
+from beamtrawl.pipeline.config.fields import Section
 from beamtrawl.pipeline.config.schema import CrawlFile
 
 _FORMATS = {"size": "size", "regex": "regex", "url": "URL or path", "path": "path"}
@@ -51,13 +56,41 @@ def _default(name: str, prop: dict, required: list) -> str:
     return "nothing" if value is None else f"`{json.dumps(value, ensure_ascii=False)}`"
 
 
-def _rows(schema: dict, defs: dict, prefix: str) -> tuple[list[str], list[tuple[str, dict]]]:
+def sections(model: type[Section] = CrawlFile, found: dict | None = None) -> dict[str, type[Section]]:
+    """Every section of the schema by class name (the names JSON Schema's ``$defs`` use)."""
+    found = {} if found is None else found
+    found[model.__name__] = model
+    for field in model.model_fields.values():
+        for kind in _inner(field.annotation):
+            if isinstance(kind, type) and issubclass(kind, Section) and kind.__name__ not in found:
+                sections(kind, found)
+    return found
+
+
+def _inner(annotation) -> list:
+    args = [*getattr(annotation, "__args__", ()), getattr(annotation, "__origin__", None)]
+    return [annotation, *(kind for arg in args if arg is not None for kind in _inner(arg))]
+
+
+def field_docs(model: type[Section]) -> dict[str, str]:
+    """The docstring under each field of ``model`` (and of the sections it extends), as one line."""
+    docs = {}
+    for cls in reversed([c for c in model.__mro__ if issubclass(c, Section) and c is not Section]):
+        body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+        for field, text in itertools.pairwise(body):
+            if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
+                    and isinstance(text, ast.Expr) and isinstance(text.value, ast.Constant)):
+                docs[field.target.id] = " ".join(text.value.value.split())
+    return {field.alias or name: docs.get(name, "") for name, field in model.model_fields.items()}
+
+
+def _rows(schema: dict, defs: dict, prefix: str, docs: dict) -> tuple[list[str], list[tuple[str, dict]]]:
     """The table rows of one mapping, and the mappings below it (key path, schema) for their own tables."""
     rows, below = [], []
     required = schema.get("required", [])
     for name, prop in schema["properties"].items():
         key = f"{prefix}{name}"
-        line = (prop.get("description") or "").replace("|", "\\|").replace("\n", " ")
+        line = docs.get(name, "").replace("|", "\\|")
         rows.append(f"| `{key}` | {_type(prop, defs)} | {_default(name, prop, required)} | {line} |")
         for ref in (prop, prop.get("items", {}), *prop.get("anyOf", ()), *(p.get("items", {}) for p in prop.get("anyOf", ()))):
             if "$ref" in ref:
@@ -76,10 +109,12 @@ def reference() -> str:
            ("A key path `a.b` is key `b` of mapping `a`; `a[].b` is key `b` of each item of list `a`. "
             "Strings may hold `${ENV_VAR}`; relative paths are relative to the configuration file; "
             "a size is bytes or a string such as `10 MiB` or `2GB`. Unknown keys are errors."), ""]
+    models = sections()
     todo = [("", schema)]
     while todo:
         prefix, section = todo.pop(0)
-        rows, below = _rows(section, defs, f"{prefix}." if prefix else "")
+        docs = field_docs(models[section.get("title", "CrawlFile")])
+        rows, below = _rows(section, defs, f"{prefix}." if prefix else "", docs)
         out += [f"## `{prefix}`" if prefix else "## Top level", "", section.get("description", "").strip(), "",
                 "| key | type | default | meaning |", "|---|---|---|---|", *rows, ""]
         todo += below
