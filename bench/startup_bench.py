@@ -7,7 +7,7 @@ and a search's start counts.
 
 Each checkout is imported as ``beamtrawl.*`` through a folder of links put first on PYTHONPATH, so both
 run with the same interpreter and packages. Runs alternate between the two; the figure is the median
-wall time of one ``python -m beamtrawl.pipeline.cli search`` process, and the in-process import time of
+wall and CPU time of one ``python -m beamtrawl.pipeline.cli search`` process, and the in-process import time of
 the configuration package (``beamtrawl.pipeline.config``, pydantic included).
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -43,13 +44,20 @@ def shim(checkout: Path, folder: Path) -> dict:
     return {**os.environ, "PYTHONPATH": str(folder)}
 
 
-def timed(command: list[str], env: dict) -> float:
-    start = time.perf_counter()
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(command: list[str], env: dict) -> tuple[float, float]:
+    """Wall time and CPU time (user + system) of one process: on a shared machine the CPU time is the
+    steadier figure."""
+    start, cpu = time.perf_counter(), _cpu()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
+    elapsed, used = time.perf_counter() - start, _cpu() - cpu
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
-    return elapsed
+    return elapsed, used
 
 
 def main() -> None:
@@ -72,14 +80,19 @@ def main() -> None:
         for env in envs.values():  # warm the page cache and the bytecode of the standard library
             timed(search, env)
         walls: dict[str, list[float]] = {name: [] for name in envs}
+        cpus: dict[str, list[float]] = {name: [] for name in envs}
         loads: dict[str, list[float]] = {name: [] for name in envs}
         for _ in range(args.runs):
             for name, env in envs.items():
-                walls[name].append(timed(search, env))
+                wall, cpu = timed(search, env)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
                 loads[name].append(float(subprocess.run(imports, env=env, capture_output=True, text=True,
                                                         check=True).stdout))
     print(f"beamtrawl search start-up, median of {args.runs} runs each (baseline: {args.baseline})")
-    for label, figures in (("whole search process", walls), ("import beamtrawl.pipeline.config", loads)):
+    print(f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    for label, figures in (("search process, wall", walls), ("search process, CPU", cpus),
+                           ("import beamtrawl.pipeline.config", loads)):
         old, new = statistics.median(figures["baseline"]), statistics.median(figures["current"])
         print(f"  {label:34s} baseline {old * 1000:7.1f} ms   current {new * 1000:7.1f} ms   "
               f"difference {(new - old) * 1000:+7.1f} ms   ratio {new / old:5.2f}")

@@ -1,11 +1,12 @@
 """Values the configuration hands to the crawl and that sources, rules and controllers read on workers:
-start URLs, URL patterns and logins. Frozen and picklable; they import nothing of beamtrawl but the URL
+start URLs, URL patterns, logins and the bounds of preparation. Frozen and picklable; they import nothing of beamtrawl but the URL
 rules they match by (:mod:`transforms.urls`), so both ``pipeline/`` and ``transforms/`` may use them."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from beamtrawl.transforms.urls import is_under, readable_url
 
@@ -57,3 +58,13 @@ def credential_for(credentials, url: str) -> Credential | None:
     messages too (``Folder;UIDVALIDITY=n/;UID=m`` lies under ``Folder``)."""
     matching = [c for c in credentials if is_under(url, c.url.rstrip("/"))]
     return max(matching, key=lambda c: len(c.url)) if matching else None
+
+
+class Bounds(NamedTuple):
+    """The bounds of every preparator run (the ``preparation:`` section): its defaults are written here,
+    once; the schema (pipeline/config/preparators.py) reads them."""
+
+    timeout: float = 60.0  # seconds per document, hard; anew for the preparators after a killed one
+    memory_limit: int = 4 * 1024**3  # address space of the preparing process; 0 = no limit
+    isolate: bool = True  # False: run preparators in the worker, without the hard bounds
+    max_content_length: int = 10_000_000  # characters of text kept per document

@@ -35,8 +35,8 @@ def _error(source: str, key: str, problem: str) -> ConfigError:
 
 def parse_config(raw: Any, source: str, crawling: bool = True) -> Config:
     """Check parsed YAML against the schema and build the crawl's configuration; ``source`` names the file
-    in errors and anchors relative paths. ``crawling=False`` (searching) does not load the plugins nor ask
-    for files only a crawl opens (``imap.ca_file``)."""
+    in errors and anchors relative paths. ``crawling=False`` (searching) does not load the plugins, build
+    the preparator instances (``preparators`` is empty) nor ask for files only a crawl opens (``imap.ca_file``)."""
     context = {"base": os.path.dirname(os.path.abspath(source)), "crawling": crawling}
     try:
         return build(CrawlFile.model_validate(raw, context=context), source, crawling)

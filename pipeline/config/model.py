@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from beamtrawl.pipeline.config.access import controllers
 from beamtrawl.pipeline.config.auxfields import aux_field_specs
@@ -18,9 +19,10 @@ from beamtrawl.pipeline.config.preparators import preparator_specs
 from beamtrawl.pipeline.config.schema import CrawlFile, HttpConfig, ImapConfig, IndexConfig, SmbConfig
 from beamtrawl.plugins.manager import PluginSpec
 from beamtrawl.transforms.enrich.auxfields import AuxFieldSpec
-from beamtrawl.transforms.preparators import PreparatorSpec
-from beamtrawl.transforms.preparators.isolation import Bounds
-from beamtrawl.transforms.values import Credential, StartUrl, UrlPattern
+from beamtrawl.transforms.values import Bounds, Credential, StartUrl, UrlPattern
+
+if TYPE_CHECKING:
+    from beamtrawl.transforms.preparators import PreparatorSpec
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ class Config:
     plugins: tuple[PluginSpec, ...]  # in configuration order
     auxiliary_fields: tuple[AuxFieldSpec, ...]
     access_control: tuple  # controllers (transforms.enrich.access); none: the sources' groups stay
-    preparators: tuple[PreparatorSpec, ...]
+    preparators: tuple[PreparatorSpec, ...]  # none when searching (crawling=False): a search prepares nothing
     preparation: Bounds
 
 
@@ -61,7 +63,8 @@ DEFAULTS = {name: field.default for name, field in CrawlFile.model_fields.items(
 
 def build(file: CrawlFile, source: str, crawling: bool = True) -> Config:
     """The crawl's configuration from the checked file ``source``; raises :class:`Problem` for what only
-    the whole file can tell (a start URL no whitelist entry accepts) or the registries know."""
+    the whole file can tell (a start URL no whitelist entry accepts) or the registries know. Searching
+    (``crawling=False``) loads no plugin and builds no preparator instance."""
     start = tuple(entry.value() for entry in file.start)
     if "whitelist" in file.model_fields_set:
         whitelist = tuple(entry.value(f"whitelist[{i}]") for i, entry in enumerate(file.whitelist))
@@ -82,7 +85,8 @@ def build(file: CrawlFile, source: str, crawling: bool = True) -> Config:
         url_cleaners=file.url_cleaners, credentials=_credentials(file), http=file.http, smb=file.smb,
         imap=file.imap, plugins=plugin_specs(file.plugins, load=crawling),
         auxiliary_fields=aux_field_specs(file.auxiliary_fields), access_control=controllers(file.access_control),
-        preparators=preparator_specs(file.preparators), preparation=file.preparation.bounds(), **settings)
+        preparators=preparator_specs(file.preparators) if crawling else (), preparation=file.preparation.bounds(),
+        **settings)
 
 
 def _credentials(file: CrawlFile) -> tuple[Credential, ...]:

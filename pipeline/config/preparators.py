@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from functools import cache
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from beamtrawl.pipeline.config.fields import (
     Count,
@@ -39,9 +39,10 @@ from beamtrawl.pipeline.config.fields import (
     fail,
     size,
 )
-from beamtrawl.transforms.preparators import PreparatorSpec
-from beamtrawl.transforms.preparators.isolation import Bounds
-from beamtrawl.transforms.preparators.registry import RegistryError, default_instances, registered
+from beamtrawl.transforms.values import Bounds
+
+if TYPE_CHECKING:
+    from beamtrawl.transforms.preparators import PreparatorSpec
 from pydantic import Field, TypeAdapter, ValidationError, WithJsonSchema, field_validator
 
 _DEFAULT = Bounds._field_defaults  # the bounds' defaults are written once, in Bounds
@@ -145,7 +146,10 @@ def _params(given: dict | None, base: PreparatorSpec, where: str) -> tuple[tuple
 
 
 def preparator_specs(entries: tuple[PreparatorEntry, ...]) -> tuple[PreparatorSpec, ...]:
-    """The instances a crawl runs: the registered preparators' defaults changed and extended by ``entries``."""
+    """The instances a crawl runs: the registered preparators' defaults changed and extended by ``entries``.
+    The registry imports every format library, so only a crawl asks it (a search starts without them)."""
+    from beamtrawl.transforms.preparators.registry import RegistryError, default_instances, registered
+
     try:
         available = registered()
     except RegistryError as err:
