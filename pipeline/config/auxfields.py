@@ -13,15 +13,18 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from beamtrawl.pipeline.config.fields import Count, Flag, Problem, Section, Text, fail
+from beamtrawl.pipeline.config.fields import Count, Flag, Problem, Section, Text, fail, matching
 from beamtrawl.transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, RESERVED, AuxFieldSpec
 from pydantic import Field, field_validator, model_validator
+
+FieldName = matching(r"[a-z][a-z0-9_]*", "must be lower case letters, digits or '_', starting with a letter, got "
+                                         "{value!r}")
 
 
 class AuxFieldEntry(Section):
     """A field computed from the URL (or a file's path): a regex group or a fixed value."""
 
-    name: Text
+    name: FieldName
     """the field's name: lower case letters, digits or '_', starting with a letter"""
     regex: Text
     """searched anywhere in the URL or path"""
@@ -45,8 +48,6 @@ class AuxFieldEntry(Section):
     @field_validator("name")
     @classmethod
     def _name(cls, name: str) -> str:
-        if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
-            raise fail(f"must be lower case letters, digits or '_', starting with a letter, got {name!r}")
         if name in RESERVED:
             raise fail(f"'{name}' is a standard field of every document")
         return name

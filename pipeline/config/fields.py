@@ -62,8 +62,8 @@ _MESSAGES = {
 
 
 def explain(error: dict) -> tuple[str, str]:
-    """One pydantic error as (key path, problem): ``("whitelist[2].regex", "unbalanced parenthesis …")``.
-    The path starts with the error's location (``[0].x`` when that is a list item) so it can follow
+    """One pydantic error as (key path, problem): ``(".whitelist[2].regex", "unbalanced parenthesis …")``.
+    The path starts with a separator (``.whitelist[2].regex``, ``[0].x`` for a list item) so it can follow
     another path; a dict key's own check (``[key]``) is named by the key."""
     ctx = error.get("ctx") or {}
     path = "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
@@ -210,6 +210,18 @@ def _empty_if_none(value: Any) -> Any:
 
 def _none_as_empty_list(value: Any) -> Any:
     return () if value is None else value
+
+
+def matching(pattern: str, problem: str) -> Any:
+    """A non-empty string ``pattern`` matches whole; ``problem`` says what it must be (``{value!r}``: what it is)."""
+    compiled = re.compile(pattern)
+
+    def check(value: Any) -> str:
+        text = _text(value)
+        if not compiled.fullmatch(text):
+            raise fail(problem.format(value=text))
+        return text
+    return Annotated[str, BeforeValidator(check), WithJsonSchema({"type": "string", "pattern": f"^{pattern}$"})]
 
 
 Flag = Annotated[bool, Strict()]

@@ -37,6 +37,7 @@ from beamtrawl.pipeline.config.fields import (
     Text,
     explain,
     fail,
+    matching,
     size,
 )
 from beamtrawl.transforms.values import Bounds
@@ -74,10 +75,13 @@ class PreparationSection(Section):
         return Bounds(self.timeout, self.memory_limit, self.isolate, self.max_content_length)
 
 
+InstanceName = matching(r"[A-Za-z0-9_.-]+", "must be letters, digits, '_', '.' or '-', got {value!r}")
+
+
 class PreparatorEntry(Section):
     """A preparator instance: a built-in one changed, or a new instance of a registered preparator."""
 
-    name: Annotated[Text, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    name: InstanceName
     """the instance: a registered preparator's own name, or a new one (letters, digits, '_', '.', '-')"""
     preparator: Text | None = None
     """for a new instance: the registered preparator it runs"""
@@ -87,17 +91,10 @@ class PreparatorEntry(Section):
     """higher runs first; not given: the preparator's own"""
     url_pattern: Regex | None = None
     """a regex searched in the URL; overrides the MIME types (as in regain)"""
-    mime_types: tuple[Annotated[Text, Field(pattern=r"^[\w.+-]+/([\w.+-]+|\*)$")], ...] | None = None
+    mime_types: tuple[Text, ...] | None = None
     """MIME types such as text/html or text/*; not given: the preparator's own"""
     params: dict[str, Any] | None = None
     """parameters the preparator declares, each of the type of its default"""
-
-    @field_validator("name", mode="before")
-    @classmethod
-    def _name(cls, name):
-        if isinstance(name, str) and name.strip() and not all(c.isalnum() or c in "_.-" for c in name):
-            raise fail(f"must be letters, digits, '_', '.' or '-', got {name!r}")
-        return name
 
     @field_validator("mime_types", mode="before")
     @classmethod

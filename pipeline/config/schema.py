@@ -27,6 +27,7 @@ from beamtrawl.pipeline.config.fields import (
     Text,
     Url,
     fail,
+    matching,
 )
 from beamtrawl.pipeline.config.plugins import PluginEntry
 from beamtrawl.pipeline.config.preparators import PreparationSection, PreparatorEntry
@@ -138,6 +139,9 @@ class CredentialEntry(Section):
         return Credential(self.url, self.username, password, self.auth)
 
 
+IndexName = matching(r"[a-z0-9][a-z0-9_.-]*", "must be lower case letters, digits, '_', '.' or '-', got {value!r}")
+
+
 class IndexConfig(Section):
     """The embedded SQLite/FTS5 index (``path``) or an OpenSearch alias (``url`` and ``name``)."""
 
@@ -145,7 +149,7 @@ class IndexConfig(Section):
     """the embedded index's file (relative to the configuration file)"""
     url: Text | None = None
     """OpenSearch: the node's http(s):// URL"""
-    name: Text | None = None
+    name: IndexName | None = None
     """OpenSearch: the alias (lower case letters, digits, '_', '.' or '-')"""
     analyzer: Literal["english", "german", "french", "italian", "standard"] = "english"
     """OpenSearch: the text analyzer"""
@@ -181,13 +185,6 @@ class IndexConfig(Section):
         if not url.startswith(("http://", "https://")):
             raise fail(f"must start with http:// or https://, got {url!r}")
         return url.rstrip("/")
-
-    @field_validator("name")
-    @classmethod
-    def _lower(cls, name: str) -> str:
-        if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", name):
-            raise fail(f"must be lower case letters, digits, '_', '.' or '-', got {name!r}")
-        return name
 
     @property
     def label(self) -> str:
@@ -229,21 +226,16 @@ class HttpConfig(Section):
     """never fetch private or loopback addresses (set it for public sites)"""
 
 
+Sid = matching(r"S-1(-\d+)+", "must be a SID such as S-1-5-21-1004336348-1177238915-1001")
+
+
 class SmbConfig(Section):
     """SMB shares."""
 
     read_acls: Flag = True
     """read each file's Windows ACL into its groups"""
-    sid_names: dict[Annotated[str, Field(pattern=r"^S-1(-\d+)+$")], Text] = Field(default_factory=dict)
+    sid_names: Annotated[dict[Sid, Text], OrEmpty] = Field(default_factory=dict)
     """the group name of a SID; others become groups spelled as the SID (S-1-5-21-…-1001)"""
-
-    @field_validator("sid_names", mode="before")
-    @classmethod
-    def _sids(cls, names):
-        for sid in names if isinstance(names, dict) else ():
-            if not isinstance(sid, str) or not re.fullmatch(r"S-1(-\d+)+", sid):
-                raise fail("must be a SID such as S-1-5-21-1004336348-1177238915-1001", at=f".{sid}")
-        return {} if names is None else names
 
 
 class ImapConfig(Section):
