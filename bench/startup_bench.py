@@ -32,6 +32,13 @@ blacklist: [{{regex: ".*/\\\\.git/.*"}}]
 auxiliary_fields: [{{name: project, regex: "/projects/([^/]*)/"}}]
 """
 IMPORT = "import time; t = time.perf_counter(); import beamtrawl.pipeline.config; print(time.perf_counter() - t)"
+PARTS = """\
+import time, yaml, beamtrawl.plugins.manager, beamtrawl.transforms.enrich.access
+t0 = time.process_time(); import pydantic, pydantic.main
+t1 = time.process_time(); import beamtrawl.pipeline.config
+t2 = time.process_time(); import beamtrawl.transforms.preparators.registry
+t3 = time.process_time(); print(t1 - t0, t2 - t1, t3 - t2)
+"""
 
 
 def shim(checkout: Path, folder: Path) -> dict:
@@ -89,6 +96,9 @@ def main() -> None:
                 cpus[name].append(cpu)
                 loads[name].append(float(subprocess.run(imports, env=env, capture_output=True, text=True,
                                                         check=True).stdout))
+        parts = [[float(x) for x in subprocess.run([sys.executable, "-c", PARTS], env=envs["current"], check=True,
+                                                   capture_output=True, text=True).stdout.split()]
+                 for _ in range(args.runs)]
     print(f"beamtrawl search start-up, median of {args.runs} runs each (baseline: {args.baseline})")
     print(f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     for label, figures in (("search process, wall", walls), ("search process, CPU", cpus),
@@ -96,6 +106,9 @@ def main() -> None:
         old, new = statistics.median(figures["baseline"]), statistics.median(figures["current"])
         print(f"  {label:34s} baseline {old * 1000:7.1f} ms   current {new * 1000:7.1f} ms   "
               f"difference {(new - old) * 1000:+7.1f} ms   ratio {new / old:5.2f}")
+    pydantic, schema, preparators = (statistics.median(p[i] for p in parts) * 1000 for i in range(3))
+    print(f"  current, CPU: pydantic's import {pydantic:.0f} ms + the schema's models {schema:.0f} ms; the "
+          f"preparators, which a search no longer imports: {preparators:.0f} ms")
 
 
 if __name__ == "__main__":
