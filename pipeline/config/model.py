@@ -56,9 +56,10 @@ class Config:
     preparation: Bounds
 
 
-#: The top-level settings' defaults, read from the schema (for tests and tools).
+#: The top-level limits and switches with their defaults, read from the schema (the report and work folder
+#: default to places beside the index, found in :func:`build`).
 DEFAULTS = {name: field.default for name, field in CrawlFile.model_fields.items()
-            if isinstance(field.default, (int, float, bool)) or name == "max_depth"}
+            if name not in ("report", "work_dir") and (field.default is None or isinstance(field.default, (int, float)))}
 
 
 def build(file: CrawlFile, source: str, crawling: bool = True) -> Config:
