@@ -4,6 +4,8 @@ keys, the reference in the docs is generated from it, and ``transforms/`` never 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,18 @@ def test_no_module_of_transforms_imports_pipeline():
 def test_the_shared_values_import_only_the_url_rules():
     project = [n for n in _imports(ROOT / "transforms" / "values.py") if n.startswith(("beamtrawl", "pipeline"))]
     assert project == ["beamtrawl.transforms.urls"]
+
+
+def test_searching_reads_the_configuration_without_the_preparators(tmp_path):
+    """A search checks the whole file but builds no preparator instance, so it imports no format library:
+    pydantic's cost is more than paid back (bench/startup_bench.py)."""
+    path = tmp_path / "crawl.yaml"
+    path.write_text('start: [{url: "/srv"}]\nindex: {path: i.sqlite}\npreparators: [{name: pdf, priority: 5}]\n')
+    code = ("import sys; from beamtrawl.pipeline.config import load_config; "
+            f"config = load_config({str(path)!r}, crawling=False); "
+            "sys.exit(config.preparators != () or 'beamtrawl.transforms.preparators' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+    assert [p.priority for p in load_config(str(path)).preparators if p.name == "pdf"] == [5]
 
 
 def test_the_committed_reference_is_the_generated_one():

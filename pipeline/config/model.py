@@ -82,13 +82,11 @@ def build(file: CrawlFile, source: str, crawling: bool = True) -> Config:
     return Config(
         source=source, start=start, whitelist=whitelist,
         blacklist=tuple(entry.value(f"blacklist[{i}]") for i, entry in enumerate(file.blacklist)),
+        credentials=tuple(entry.value(f"credentials[{i}]") for i, entry in enumerate(file.credentials)),
         index=index, report=file.report or stem + ".report.json", work_dir=file.work_dir or stem + ".work",
-        url_cleaners=file.url_cleaners, credentials=_credentials(file), http=file.http, smb=file.smb,
+        url_cleaners=file.url_cleaners, http=file.http, smb=file.smb,
         imap=file.imap, plugins=plugin_specs(file.plugins, load=crawling),
         auxiliary_fields=aux_field_specs(file.auxiliary_fields), access_control=controllers(file.access_control),
         preparators=preparator_specs(file.preparators) if crawling else (), preparation=file.preparation.bounds(),
         **settings)
 
-
-def _credentials(file: CrawlFile) -> tuple[Credential, ...]:
-    return tuple(entry.value(f"credentials[{i}]") for i, entry in enumerate(file.credentials))
