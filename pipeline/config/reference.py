@@ -1,6 +1,7 @@
 """The configuration reference, generated from the schema so docs and code cannot drift:
 ``python -m beamtrawl.pipeline.config.reference > docs/configuration-reference.md``
-(tests/test_config_schema.py checks the committed file equals what this prints)."""
+(tests/test_config_schema.py checks the committed file equals what this prints). With ``--json-schema``
+it prints the JSON Schema instead, for editors that check YAML against one."""
 
 from __future__ import annotations
 
@@ -122,4 +123,7 @@ def reference() -> str:
 
 
 if __name__ == "__main__":
-    print(reference(), end="")
+    import sys
+
+    print(json.dumps(CrawlFile.model_json_schema(), indent=2) if "--json-schema" in sys.argv[1:] else reference(),
+          end="")
