@@ -221,7 +221,7 @@ def test_start_url_matched_by_no_whitelist_entry(tmp_path):
 
 
 def test_whitelist_prefix_with_trailing_slash_accepts_its_start_folder(tmp_path):
-    # BUG (pipeline/config.py, parse_config, start/whitelist check): a prefix written with a trailing
+    # BUG (pipeline/config/model.py, build, start/whitelist check): a prefix written with a trailing
     # slash, "file:///…/corpus/", matches every URL under the start URL "file:///…/corpus", yet the
     # configuration is rejected with "… is matched by no whitelist entry, so nothing under it would be
     # crawled", because the check tests the start URL itself with startswith.

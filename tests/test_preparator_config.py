@@ -147,7 +147,7 @@ def test_the_fingerprint_follows_the_preparator_configuration():
 
 
 def test_yaml_example_from_the_module_documentation():
-    import beamtrawl.pipeline.preparator_config as module
+    import beamtrawl.pipeline.config.preparators as module
 
     example = module.__doc__.split("::", 1)[1].split("\n\n")[1]
     section = yaml.safe_load("\n".join(line[4:] for line in example.splitlines()))

@@ -251,7 +251,7 @@ def test_keeps(rules, url, kept):
 
 
 def test_relative_prefix_keeps_its_trailing_slash(tmp_path):
-    # BUG (pipeline/config.py, _Reader.url → transforms/urls.py, path_to_url): a prefix written as a plain
+    # BUG (pipeline/config, the URL check → transforms/urls.py, path_to_url): a prefix written as a plain
     # path loses its trailing slash (os.path.abspath drops it), so blacklisting "docs/tmp/" also rejects
     # docs/tmp.txt and docs/tmp-old/…, which the user never excluded.
     rules = rules_for(tmp_path, """\

@@ -2,7 +2,7 @@
 
 regain's rule: a URL is accepted iff at least one whitelist entry matches and no blacklist entry
 does; the first matching whitelist entry gives the flags. Entries match the URL as a person writes
-it (pipeline.config.UrlPattern); each that decides a URL is counted, and the report warns of an entry
+it (transforms.values.UrlPattern); each that decides a URL is counted, and the report warns of an entry
 that decided nothing in a crawl (a rule that silently matches nothing is a hole, not a rule). beamtrawl adds scope: the URL must lie
 under one of the start URLs (by whole segments) and within ``max_depth``. Plugins then have their
 say (regain's order): ``check_dynamic_blacklist`` may reject what the rules accepted, and every

@@ -7,7 +7,7 @@ an :class:`Access` (groups, and the groups denied whatever else a searcher holds
 is not None wins; if none answers (or none is configured) the groups the source set stay (the SMB
 source sets them from Windows ACLs). Group names are non-empty and hold no whitespace.
 
-Built-ins (``access_control:`` in the crawl YAML)::
+Built-ins (``access_control:`` in the crawl YAML, checked by :mod:`pipeline.config.access`)::
 
     access_control:
       - url_rules:                   # the first rule whose prefix or regex matches decides
@@ -36,13 +36,13 @@ import pwd
 import re
 import struct
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from beamtrawl.transforms.accept import rule_matched
 from beamtrawl.transforms.records import EVERYONE
 from beamtrawl.transforms.urls import is_under, url_to_path
 
-_GROUP = re.compile(r"\S+")
+GROUP_NAME = re.compile(r"\S+")
 
 
 class UrlRules:
@@ -246,65 +246,6 @@ def access_of(controllers, entry) -> Access:
     if not isinstance(answer, Access):
         answer = Access(answer)
     for names in answer:
-        if isinstance(names, str) or not all(isinstance(g, str) and _GROUP.fullmatch(g) for g in names):
+        if isinstance(names, str) or not all(isinstance(g, str) and GROUP_NAME.fullmatch(g) for g in names):
             raise ValueError(f"group names must be non-empty and without spaces, got {list(names)!r}")
     return Access(sorted(set(answer.groups)), sorted(set(answer.denied)))
-
-
-def parse_access_control(r, raw: Any) -> tuple:
-    """``access_control:`` → controllers (``r`` is pipeline.config's ``_Reader``)."""
-    from beamtrawl.pipeline.config import UrlPattern  # the whitelist's own prefix/regex matching
-
-    controllers = []
-    for i, entry in enumerate(r.seq(raw, "access_control")):
-        path = f"access_control[{i}]"
-        entry = r.mapping(entry, path, {"url_rules", "posix", "class", "params"})
-        kinds = [k for k in ("url_rules", "posix", "class") if k in entry]
-        if len(kinds) != 1:
-            raise r.fail(path, "needs exactly one of 'url_rules', 'posix' or 'class'")
-        if "params" in entry and kinds != ["class"]:
-            raise r.fail(f"{path}.params", "applies only to 'class'")
-        if "url_rules" in entry:
-            rules = []
-            for j, rule in enumerate(r.seq(entry["url_rules"], f"{path}.url_rules")):
-                where = f"{path}.url_rules[{j}]"
-                rule = r.mapping(rule, where, {"prefix", "regex", "groups"}, required={"groups"})
-                if ("prefix" in rule) == ("regex" in rule):
-                    raise r.fail(where, "needs exactly one of 'prefix' or 'regex'")
-                pattern = UrlPattern(prefix=r.url(rule["prefix"], f"{where}.prefix") if "prefix" in rule else None,
-                                     regex=r.regex(rule["regex"], f"{where}.regex") if "regex" in rule else None,
-                                     where=where)
-                rules.append((pattern, _group_names(r, rule["groups"], f"{where}.groups")))
-            controllers.append(UrlRules(rules))
-        elif "posix" in entry:
-            where = f"{path}.posix"
-            posix = r.mapping(entry["posix"] or {}, where,
-                              {"user_prefix", "group_prefix", "world_readable_group", "rename"})
-            rename = r.mapping(posix.get("rename") or {}, f"{where}.rename", set(posix.get("rename") or {}))
-            for key, value in rename.items():
-                _group_names(r, [str(key), value], f"{where}.rename.{key}")
-            world = posix.get("world_readable_group")
-            controllers.append(PosixOwnership(
-                user_prefix=str(posix.get("user_prefix", "user:")), group_prefix=str(posix.get("group_prefix", "")),
-                world_readable_group=_group_names(r, [world], f"{where}.world_readable_group")[0] if world else None,
-                rename={str(k): v for k, v in rename.items()}))
-        else:
-            params = entry.get("params") or {}
-            params = r.mapping(params, f"{path}.params", set(params) if isinstance(params, dict) else set())
-            controller = CustomController(r.string(entry["class"], f"{path}.class"), params)
-            try:
-                controller.build()
-            except Exception as err:  # noqa: BLE001 - any failure to build it is a configuration error
-                key = "params" if getattr(err, "key", "") == "params" else "class"
-                raise r.fail(f"{path}.{key}", str(err).splitlines()[0] if str(err) else type(err).__name__) from None
-            controllers.append(controller)
-    return tuple(controllers)
-
-
-def _group_names(r, raw: Any, path: str) -> list[str]:
-    names = r.seq(raw, path)
-    for n, name in enumerate(names):
-        if not isinstance(name, str) or not _GROUP.fullmatch(name):
-            raise r.fail(f"{path}[{n}]" if len(names) > 1 else path,
-                         f"a group name must be a non-empty word without spaces, got {name!r}")
-    return list(names)

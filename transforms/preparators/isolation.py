@@ -41,11 +41,11 @@ import threading
 import time
 import weakref
 from collections import deque
-from typing import NamedTuple
 
 from beamtrawl.transforms import logs
 from beamtrawl.transforms.preparators.base import Prepared
 from beamtrawl.transforms.preparators.chain import chain_for, run_chain
+from beamtrawl.transforms.values import Bounds
 
 _HEADER = struct.Struct("<Q")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -106,15 +106,6 @@ def _exit_reason(code: int | None) -> str:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
         return f"the preparing process was killed by {name}"
     return f"the preparing process exited with {code}"
-
-
-class Bounds(NamedTuple):
-    """The ``preparation:`` section of the configuration (defaults in ``pipeline.config.DEFAULTS``)."""
-
-    timeout: float = 60.0  # seconds per document, hard; anew for the preparators after a killed one
-    memory_limit: int = 4 * 1024**3  # address space of the preparing process; 0 = no limit
-    isolate: bool = True  # False: run preparators in the worker, without the hard bounds
-    max_content_length: int = 10_000_000  # characters of text kept per document
 
 
 DEFAULT_BOUNDS = Bounds()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from beamtrawl.pipeline.config import Credential, credential_for
+from beamtrawl.transforms.values import Credential, credential_for
 
 
 @dataclass(frozen=True)

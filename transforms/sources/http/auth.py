@@ -1,7 +1,7 @@
 """HTTP logins per URL prefix (``credentials:`` in the configuration): Basic sent with the first request,
 Digest (RFC 7616: MD5, SHA-256 and their ``-sess`` forms, ``qop=auth``) in answer to the server's
 challenge. The header is built per request and per URL, so a redirect to another host never carries
-it; the secret lives only in the :class:`pipeline.config.Credential` and in the header sent.
+it; the secret lives only in the :class:`transforms.values.Credential` and in the header sent.
 """
 
 from __future__ import annotations

@@ -1,0 +1,246 @@
+"""The value types a configuration file is written in (a size, a ratio, seconds, a regex, a URL or path
+relative to the file), the base of every section, and the one way a check reports a problem.
+
+Each type carries its own check and its own message, so a section model only names its fields' types;
+the loader turns pydantic's error locations into the ``file: key.path: problem`` line."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Annotated, Any
+
+from beamtrawl.transforms.urls import normalize_url
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationInfo,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
+              "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class Problem(Exception):
+    """A mistake found while a checked file becomes the crawl's configuration (a preparator that is not
+    registered, a plugin that does not load): ``key`` is its path (``preparators[1].name``)."""
+
+    def __init__(self, key: str, problem: str):
+        super().__init__(f"{key}: {problem}")
+        self.key, self.problem = key, problem
+
+
+def fail(problem: str, at: str = "") -> PydanticCustomError:
+    """A problem with the value being checked, or with the key ``at`` below it (``.name``, ``[2].regex``)."""
+    return PydanticCustomError("beamtrawl", "{problem}", {"problem": problem, "at": at})
+
+
+_MESSAGES = {
+    "missing": "is required",
+    "bool_type": "must be true or false, got {input!r}",
+    "int_type": "must be an integer, got {input!r}",
+    "float_type": "must be a number, got {input!r}",
+    "greater_than_equal": "must be at least {ge}, got {input!r}",
+    "greater_than": "must be more than {gt}, got {input!r}",
+    "less_than_equal": "must be at most {le}, got {input!r}",
+    "string_type": "must be a string, got {kind}",
+    "string_too_short": "must be a non-empty string",
+    "string_pattern_mismatch": "must match {pattern}, got {input!r}",
+    "model_type": "must be a mapping, got {kind}",
+    "dict_type": "must be a mapping, got {kind}",
+    "tuple_type": "must be a list, got {kind}",
+    "list_type": "must be a list, got {kind}",
+    "extra_forbidden": "unknown key",
+}
+
+
+def explain(error: dict) -> tuple[str, str]:
+    """One pydantic error as (key path, problem): ``(".whitelist[2].regex", "unbalanced parenthesis …")``.
+    The path starts with a separator (``.whitelist[2].regex``, ``[0].x`` for a list item) so it can follow
+    another path; a dict key's own check (``[key]``) is named by the key."""
+    ctx = error.get("ctx") or {}
+    path = "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
+                   for part in error["loc"] if part != "[key]") + ctx.get("at", "")
+    if error["type"] == "beamtrawl":
+        return path, ctx["problem"]
+    if error["type"] == "literal_error":
+        choices = ctx["expected"].replace("'", "")
+        return path, f"must be {choices if choices.count(',') == 0 else 'one of ' + choices}, got {error['input']!r}"
+    template = _MESSAGES.get(error["type"])
+    if template is None:
+        return path, error["msg"]
+    return path, template.format(input=error["input"], kind=kind(error["input"]), **ctx)
+
+
+def kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", type(None): "nothing"}.get(
+        type(value), type(value).__name__)
+
+
+class Section(BaseModel):
+    """A mapping of the file: frozen, unknown keys refused with the list of the known ones (``extra="forbid"``
+    is the backstop). Each field is documented by the docstring below it; :mod:`.reference` reads them from
+    the source (pydantic's ``use_attribute_docstrings`` would too, at a cost to every start)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def __init__(self, *args: Any, **values: Any):
+        """Positional arguments in field order too, as the dataclasses the sections replaced took them."""
+        super().__init__(**dict(zip(type(self).model_fields, args, strict=False)), **values)
+
+    __init__.__pydantic_base_init__ = True  # validating a file does not call it (and keeps its context)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            allowed = {field.alias or name for name, field in cls.model_fields.items()}
+            for key in data:
+                if key not in allowed:
+                    raise fail(f"unknown key (allowed: {', '.join(sorted(allowed))})", at=f".{key}")
+        return data
+
+
+def context(info: ValidationInfo) -> dict:
+    """What a check needs to know of the file: ``base`` (its folder) and ``crawling``."""
+    return info.context or {"base": os.getcwd(), "crawling": True}
+
+
+def expand(value: str) -> str:
+    """``${NAME}`` replaced by the environment variable NAME, which must be set."""
+    def sub(match: re.Match) -> str:
+        if match.group(1) not in os.environ:
+            raise fail(f"environment variable {match.group(1)} is not set")
+        return os.environ[match.group(1)]
+    return _ENV_REF.sub(sub, value)
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise fail(f"must be a non-empty string, got {kind(value)}")
+    return expand(value)
+
+
+def size(value: Any) -> int:
+    """Bytes from ``1048576``, ``'10 MiB'`` or ``'2GB'``."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(value))
+    if not match or match.group(2).lower() not in SIZE_UNITS or float(match.group(1)) <= 0:
+        raise fail(f"must be a positive size such as 1048576, '10 MiB' or '2GB', got {value!r}")
+    size = int(float(match.group(1)) * SIZE_UNITS[match.group(2).lower()])
+    if size < 1:
+        raise fail(f"must be at least 1 byte, got {value!r}")
+    return size
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _ratio(value: Any) -> float:
+    if not _number(value) or not 0 <= value <= 1:
+        raise fail(f"must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def seconds(value: Any) -> float:
+    if not _number(value) or value <= 0:
+        raise fail(f"must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _delay(value: Any) -> float:
+    if not _number(value) or value < 0:
+        raise fail(f"must be a number of seconds of at least 0, got {value!r}")
+    return float(value)
+
+
+def _number_type(value: Any) -> float:
+    if not _number(value):
+        raise fail(f"must be a number, got {value!r}")
+    return float(value)
+
+
+def _regex(value: Any) -> re.Pattern:
+    try:
+        return re.compile(_text(value))
+    except re.error as err:
+        raise fail(str(err)) from None
+
+
+def _url(value: Any, info: ValidationInfo) -> str:
+    text = _text(value)
+    if "://" not in text and not text.startswith("file:"):
+        text = os.path.join(context(info)["base"], text)  # a plain path, relative to the configuration file
+    if "\\" in text:
+        raise fail("use forward slashes in URLs")
+    try:
+        return normalize_url(text)
+    except ValueError as err:
+        raise fail(f"not a valid URL: {err}") from None
+
+
+def _path(value: Any, info: ValidationInfo) -> str:
+    text = _text(value)
+    return text if "://" in text else os.path.normpath(os.path.join(context(info)["base"], text))
+
+
+def _file(value: Any, info: ValidationInfo) -> str:
+    path = _path(value, info)
+    if not os.path.isfile(path):
+        raise fail(f"no such file: {path}")
+    return path
+
+
+def _file_when_crawling(value: Any, info: ValidationInfo) -> str:
+    return _file(value, info) if context(info)["crawling"] else _path(value, info)
+
+
+def _empty_if_none(value: Any) -> Any:
+    return {} if value is None else value
+
+
+def _none_as_empty_list(value: Any) -> Any:
+    return () if value is None else value
+
+
+def matching(pattern: str, problem: str) -> Any:
+    """A non-empty string ``pattern`` matches whole; ``problem`` says what it must be (``{value!r}``: what it is)."""
+    compiled = re.compile(pattern)
+
+    def check(value: Any) -> str:
+        text = _text(value)
+        if not compiled.fullmatch(text):
+            raise fail(problem.format(value=text))
+        return text
+    return Annotated[str, BeforeValidator(check), WithJsonSchema({"type": "string", "pattern": f"^{pattern}$"})]
+
+
+Flag = Annotated[bool, Strict()]
+Count = Annotated[int, Strict()]
+Text = Annotated[str, BeforeValidator(_text), Field(min_length=1)]
+Size = Annotated[int, BeforeValidator(size), WithJsonSchema({"type": ["integer", "string"], "format": "size"})]
+Ratio = Annotated[float, BeforeValidator(_ratio), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
+Seconds = Annotated[float, BeforeValidator(seconds),
+                    WithJsonSchema({"type": "number", "format": "seconds", "exclusiveMinimum": 0})]
+Delay = Annotated[float, BeforeValidator(_delay), WithJsonSchema({"type": "number", "format": "seconds", "minimum": 0})]
+Number = Annotated[float, BeforeValidator(_number_type)]
+Regex = Annotated[re.Pattern, BeforeValidator(_regex)]
+Url = Annotated[str, BeforeValidator(_url), WithJsonSchema({"type": "string", "format": "url"})]
+Path = Annotated[str, BeforeValidator(_path), WithJsonSchema({"type": "string", "format": "path"})]
+ExistingFile = Annotated[str, BeforeValidator(_file), WithJsonSchema({"type": "string", "format": "path"})]
+FileWhenCrawling = Annotated[str, BeforeValidator(_file_when_crawling),
+                             WithJsonSchema({"type": "string", "format": "path"})]
+"""A file only a crawl opens: searching does not ask for it."""
+OrEmpty = BeforeValidator(_empty_if_none)
+"""A section written as nothing (``http:`` alone) has its defaults."""
+Items = BeforeValidator(_none_as_empty_list)
+"""A list written as nothing is empty."""

@@ -1,0 +1,92 @@
+"""What the crawl reads: :class:`Config`, built from a checked :class:`~pipeline.config.schema.CrawlFile`.
+
+The schema says what a file may hold; :func:`build` turns its entries into the values stages use
+(start URLs, URL patterns, logins, preparator instances, plugin specs, controllers) and fills in what
+depends on other keys (the whitelist from the starts, the report and work folder beside the index)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from beamtrawl.pipeline.config.access import controllers
+from beamtrawl.pipeline.config.auxfields import aux_field_specs
+from beamtrawl.pipeline.config.fields import Problem
+from beamtrawl.pipeline.config.plugins import plugin_specs
+from beamtrawl.pipeline.config.preparators import preparator_specs
+from beamtrawl.pipeline.config.schema import CrawlFile, HttpConfig, ImapConfig, IndexConfig, SmbConfig
+from beamtrawl.plugins.manager import PluginSpec
+from beamtrawl.transforms.enrich.auxfields import AuxFieldSpec
+from beamtrawl.transforms.values import Bounds, Credential, StartUrl, UrlPattern
+
+if TYPE_CHECKING:
+    from beamtrawl.transforms.preparators import PreparatorSpec
+
+
+@dataclass(frozen=True)
+class Config:
+    """One crawl's configuration, as every stage reads it (defaults: :class:`CrawlFile`)."""
+
+    source: str  # the file it was read from
+    start: tuple[StartUrl, ...]
+    whitelist: tuple[UrlPattern, ...]
+    blacklist: tuple[UrlPattern, ...]
+    index: IndexConfig
+    report: str
+    work_dir: str
+    url_cleaners: tuple[re.Pattern, ...]
+    credentials: tuple[Credential, ...]
+    http: HttpConfig
+    smb: SmbConfig
+    imap: ImapConfig
+    max_depth: int | None
+    max_file_size: int
+    max_summary_length: int
+    max_failed_ratio: float
+    max_delete_ratio: float
+    follow_symlinks: bool
+    walk_budget: int
+    discovery_rounds: int
+    plugins: tuple[PluginSpec, ...]  # in configuration order
+    auxiliary_fields: tuple[AuxFieldSpec, ...]
+    access_control: tuple  # controllers (transforms.enrich.access); none: the sources' groups stay
+    preparators: tuple[PreparatorSpec, ...]  # none when searching (crawling=False): a search prepares nothing
+    preparation: Bounds
+
+
+#: The top-level limits and switches with their defaults, read from the schema (the report and work folder
+#: default to places beside the index, found in :func:`build`).
+DEFAULTS = {name: field.default for name, field in CrawlFile.model_fields.items()
+            if name not in ("report", "work_dir") and (field.default is None or isinstance(field.default, (int, float)))}
+
+
+def build(file: CrawlFile, source: str, crawling: bool = True) -> Config:
+    """The crawl's configuration from the checked file ``source``; raises :class:`Problem` for what only
+    the whole file can tell (a start URL no whitelist entry accepts) or the registries know. Searching
+    (``crawling=False``) loads no plugin and builds no preparator instance."""
+    start = tuple(entry.value() for entry in file.start)
+    if "whitelist" in file.model_fields_set:
+        whitelist = tuple(entry.value(f"whitelist[{i}]") for i, entry in enumerate(file.whitelist))
+    else:  # no whitelist: everything under the start URLs
+        whitelist = tuple(UrlPattern(prefix=s.url) for s in start)
+    for i, s in enumerate(start):
+        if not any(p.matches(s.url) or p.matches(s.url.rstrip("/") + "/") for p in whitelist):
+            raise Problem(f"start[{i}].url", f"{s.url} is matched by no whitelist entry, so nothing under it "
+                                             "would be crawled")
+    index = file.index
+    base = os.path.dirname(os.path.abspath(source))
+    stem = os.path.splitext(index.path)[0] if index.path else os.path.join(base, f"beamtrawl-{index.name}")
+    settings = {key: getattr(file, key) for key in DEFAULTS}
+    return Config(
+        source=source, start=start, whitelist=whitelist,
+        blacklist=tuple(entry.value(f"blacklist[{i}]") for i, entry in enumerate(file.blacklist)),
+        credentials=tuple(entry.value(f"credentials[{i}]") for i, entry in enumerate(file.credentials)),
+        index=index, report=file.report or stem + ".report.json", work_dir=file.work_dir or stem + ".work",
+        url_cleaners=file.url_cleaners, http=file.http, smb=file.smb,
+        imap=file.imap, plugins=plugin_specs(file.plugins, load=crawling),
+        auxiliary_fields=aux_field_specs(file.auxiliary_fields), access_control=controllers(file.access_control),
+        preparators=preparator_specs(file.preparators) if crawling else (), preparation=file.preparation.bounds(),
+        **settings)
+

@@ -1,0 +1,129 @@
+"""The configuration reference, generated from the schema so docs and code cannot drift:
+``python -m beamtrawl.pipeline.config.reference > docs/configuration-reference.md``
+(tests/test_config_schema.py checks the committed file equals what this prints). With ``--json-schema``
+it prints the JSON Schema instead, for editors that check YAML against one."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+import json
+import textwrap
+
+from beamtrawl.pipeline.config.fields import Section
+from beamtrawl.pipeline.config.schema import CrawlFile
+
+_FORMATS = {"size": "size", "regex": "regex", "url": "URL or path", "path": "path"}
+_BOUNDS = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤"}
+
+
+def _number(value: float) -> str:
+    return f"{value:,}".replace(",", " ") if float(value).is_integer() else f"{value:g}"
+
+
+def _type(prop: dict, defs: dict) -> str:
+    """One property's type in words: ``integer ≥ 1``, ``list of regex``, ``size``, ``english, german``."""
+    if "$ref" in prop:
+        return "mapping"
+    if "anyOf" in prop:
+        kinds = [_type(p, defs) for p in prop["anyOf"] if p.get("type") != "null"]
+        return " or ".join(kinds) + (" or nothing" if len(kinds) < len(prop["anyOf"]) else "")
+    if "enum" in prop or "const" in prop:
+        return " or ".join(map(str, prop.get("enum", [prop.get("const")])))
+    if prop.get("format") in _FORMATS:
+        return _FORMATS[prop["format"]]
+    kind = prop.get("format") if prop.get("format") == "seconds" else prop.get("type", "any")
+    if kind == "array":
+        items = prop.get("items", {})
+        return "list of mappings" if "$ref" in items else f"list of {_type(items, defs)}"
+    if kind == "object":
+        return "mapping"
+    words = {"seconds": "seconds", "integer": "integer", "number": "number", "string": "string", "boolean": "true or false"}
+    if "minimum" in prop and "maximum" in prop:
+        return f"{words.get(kind, kind)} from {_number(prop['minimum'])} to {_number(prop['maximum'])}"
+    bounds = " ".join(f"{sign} {_number(prop[key])}" for key, sign in _BOUNDS.items() if key in prop)
+    return f"{words.get(kind, kind)} {bounds}".strip()
+
+
+def _default(name: str, prop: dict, required: list) -> str:
+    if name in required:
+        return "required"
+    if "default" not in prop or "$ref" in prop:
+        return ""
+    value = prop["default"]
+    if prop.get("format") == "size" and value % 1024**2 == 0:
+        return f"`{value // 1024**2} MiB`"
+    return "nothing" if value is None else f"`{json.dumps(value, ensure_ascii=False)}`"
+
+
+def sections(model: type[Section] = CrawlFile, found: dict | None = None) -> dict[str, type[Section]]:
+    """Every section of the schema by class name (the names JSON Schema's ``$defs`` use)."""
+    found = {} if found is None else found
+    found[model.__name__] = model
+    for field in model.model_fields.values():
+        for kind in _inner(field.annotation):
+            if isinstance(kind, type) and issubclass(kind, Section) and kind.__name__ not in found:
+                sections(kind, found)
+    return found
+
+
+def _inner(annotation) -> list:
+    args = [*getattr(annotation, "__args__", ()), getattr(annotation, "__origin__", None)]
+    return [annotation, *(kind for arg in args if arg is not None for kind in _inner(arg))]
+
+
+def field_docs(model: type[Section]) -> dict[str, str]:
+    """The docstring under each field of ``model`` (and of the sections it extends), as one line."""
+    docs = {}
+    for cls in reversed([c for c in model.__mro__ if issubclass(c, Section) and c is not Section]):
+        body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+        for field, text in itertools.pairwise(body):
+            if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
+                    and isinstance(text, ast.Expr) and isinstance(text.value, ast.Constant)):
+                docs[field.target.id] = " ".join(text.value.value.split())
+    return {field.alias or name: docs.get(name, "") for name, field in model.model_fields.items()}
+
+
+def _rows(schema: dict, defs: dict, prefix: str, docs: dict) -> tuple[list[str], list[tuple[str, dict]]]:
+    """The table rows of one mapping, and the mappings below it (key path, schema) for their own tables."""
+    rows, below = [], []
+    required = schema.get("required", [])
+    for name, prop in schema["properties"].items():
+        key = f"{prefix}{name}"
+        line = docs.get(name, "").replace("|", "\\|")
+        rows.append(f"| `{key}` | {_type(prop, defs)} | {_default(name, prop, required)} | {line} |")
+        for ref in (prop, prop.get("items", {}), *prop.get("anyOf", ()), *(p.get("items", {}) for p in prop.get("anyOf", ()))):
+            if "$ref" in ref:
+                below.append((key + ("[]" if ref is not prop and "items" in str(prop) else ""),
+                              defs[ref["$ref"].rsplit("/", 1)[1]]))
+                break
+    return rows, below
+
+
+def reference() -> str:
+    schema = CrawlFile.model_json_schema()
+    defs = schema.get("$defs", {})
+    out = ["# Configuration reference", "",
+           ("Generated from the schema (`pipeline/config/schema.py`) by "
+            "`python -m beamtrawl.pipeline.config.reference > docs/configuration-reference.md`; do not edit."),
+           ("A key path `a.b` is key `b` of mapping `a`; `a[].b` is key `b` of each item of list `a`. "
+            "Strings may hold `${ENV_VAR}`; relative paths are relative to the configuration file; "
+            "a size is bytes or a string such as `10 MiB` or `2GB`. Unknown keys are errors."), ""]
+    models = sections()
+    todo = [("", schema)]
+    while todo:
+        prefix, section = todo.pop(0)
+        docs = field_docs(models[section.get("title", "CrawlFile")])
+        rows, below = _rows(section, defs, f"{prefix}." if prefix else "", docs)
+        out += [f"## `{prefix}`" if prefix else "## Top level", "", section.get("description", "").strip(), "",
+                "| key | type | default | meaning |", "|---|---|---|---|", *rows, ""]
+        todo += below
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(json.dumps(CrawlFile.model_json_schema(), indent=2) if "--json-schema" in sys.argv[1:] else reference(),
+          end="")

@@ -1,0 +1,307 @@
+"""The crawl file's schema: every section, every key, its type and its default, each written once here
+(or in the value type a section builds, which the section then names). The reference in
+docs/configuration-reference.md is generated from these models (:mod:`pipeline.config.reference`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from beamtrawl.pipeline.config.access import AccessEntry
+from beamtrawl.pipeline.config.auxfields import AuxFieldEntry
+from beamtrawl.pipeline.config.fields import (
+    Count,
+    Delay,
+    ExistingFile,
+    FileWhenCrawling,
+    Flag,
+    Items,
+    OrEmpty,
+    Path,
+    Problem,
+    Ratio,
+    Regex,
+    Seconds,
+    Section,
+    Size,
+    Text,
+    Url,
+    fail,
+    matching,
+)
+from beamtrawl.pipeline.config.plugins import PluginEntry
+from beamtrawl.pipeline.config.preparators import PreparationSection, PreparatorEntry
+from beamtrawl.transforms.urls import normalize_url
+from beamtrawl.transforms.values import Credential, StartUrl, UrlPattern
+from pydantic import Field, field_validator, model_validator
+
+SUPPORTED_SCHEMES = ("file", "http", "https", "smb", "imap", "imaps")
+
+
+class StartEntry(Section):
+    """A start URL (a plain path is a folder or file relative to the configuration file)."""
+
+    url: Url
+    """where the crawl starts: file, http(s), smb or imap(s) URL, or a path"""
+    parse: Flag = StartUrl.parse
+    """list its folder / follow its links"""
+    index: Flag = StartUrl.index
+    """put it in the index"""
+
+    @field_validator("url", mode="before")
+    @classmethod
+    def _no_login(cls, url):
+        if re.match(r"https?://[^/]*@", str(url)):
+            raise fail("must not hold a user or password; put the login in credentials")
+        return url
+
+    @field_validator("url")
+    @classmethod
+    def _supported(cls, url: str) -> str:
+        scheme = url.split(":", 1)[0]
+        if scheme not in SUPPORTED_SCHEMES:
+            raise fail(f"scheme '{scheme}' is not supported (supported: {', '.join(SUPPORTED_SCHEMES)})")
+        if scheme == "smb" and not re.fullmatch(r"smb://[^/?#]+/[^?#]*", url):
+            raise fail("an smb:// start URL is smb://host[:port]/[share[/folder]]")
+        return url
+
+    def value(self) -> StartUrl:
+        return StartUrl(self.url, self.parse, self.index)
+
+
+class PatternEntry(Section):
+    """A blacklist entry: exactly one of a prefix or a regex."""
+
+    prefix: Url | None = None
+    """URLs starting with this (written as a person writes it; a plain path is relative to the file)"""
+    regex: Regex | None = None
+    """URLs this regex matches whole (as a person reads them, or percent-escaped)"""
+
+    @model_validator(mode="after")
+    def _one_of(self):
+        if (self.prefix is None) == (self.regex is None):
+            raise fail("needs exactly one of 'prefix' or 'regex'")
+        return self
+
+    def value(self, where: str) -> UrlPattern:
+        return UrlPattern(prefix=self.prefix, regex=self.regex, where=where)
+
+
+class WhitelistEntry(PatternEntry):
+    """A whitelist entry: a prefix or a regex, and the flags of the URLs it accepts."""
+
+    parse: Flag = UrlPattern.parse
+    """follow links / list folders of the URLs it accepts"""
+    index: Flag = UrlPattern.index
+    """index the URLs it accepts"""
+    name: Text | None = None
+    """a label for the entry"""
+
+    def value(self, where: str) -> UrlPattern:
+        return UrlPattern(self.prefix, self.regex, self.parse, self.index, self.name, where)
+
+
+class CredentialEntry(Section):
+    """A login for every URL under ``url``; the password from ``${ENV}`` or a file, never in the URL."""
+
+    url: Text
+    """scheme://host[/path] the login serves"""
+    username: Text
+    """the login's user name"""
+    password: Text | None = None
+    """the password, as ``${ENV_VAR}``"""
+    password_file: Path | None = None
+    """a file holding the password (relative to the configuration file)"""
+    auth: Literal["basic", "digest"] = Credential.auth
+    """HTTP only: basic or digest"""
+
+    @field_validator("url")
+    @classmethod
+    def _no_login(cls, url: str) -> str:
+        if "://" not in url or "@" in url.split("://", 1)[1].split("/", 1)[0]:
+            raise fail("must be scheme://host[/path], without user or password in it")
+        return normalize_url(url)
+
+    @model_validator(mode="after")
+    def _one_secret(self):
+        if (self.password is None) == (self.password_file is None):
+            raise fail("needs exactly one of 'password' (use ${ENV}) or 'password_file'")
+        return self
+
+    def value(self, where: str) -> Credential:
+        password = self.password
+        if password is None:
+            try:
+                with open(self.password_file, encoding="utf-8") as handle:
+                    password = handle.read().rstrip("\r\n")
+            except OSError as err:
+                raise Problem(f"{where}.password_file", f"cannot read {self.password_file}: {err.strerror}") from None
+        return Credential(self.url, self.username, password, self.auth)
+
+
+IndexName = matching(r"[a-z0-9][a-z0-9_.-]*", "must be lower case letters, digits, '_', '.' or '-', got {value!r}")
+
+
+class IndexConfig(Section):
+    """The embedded SQLite/FTS5 index (``path``) or an OpenSearch alias (``url`` and ``name``)."""
+
+    path: Path | None = None
+    """the embedded index's file (relative to the configuration file)"""
+    url: Text | None = None
+    """OpenSearch: the node's http(s):// URL"""
+    name: IndexName | None = None
+    """OpenSearch: the alias (lower case letters, digits, '_', '.' or '-')"""
+    analyzer: Literal["english", "german", "french", "italian", "standard"] = "english"
+    """OpenSearch: the text analyzer"""
+    username: Text | None = None
+    """OpenSearch: the login"""
+    password: Text | None = Field(None, repr=False)
+    """OpenSearch: the password, as ``${ENV_VAR}``"""
+    ca_file: ExistingFile | None = None
+    """OpenSearch: certificates to trust instead of the system's"""
+    verify_certs: Flag = True
+    """OpenSearch: check the node's certificate"""
+    timeout: Seconds = 60.0
+    """OpenSearch: seconds one request may take"""
+    compress: Flag = False
+    """OpenSearch: gzip requests"""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_kind(cls, raw):
+        if isinstance(raw, dict):
+            if ("path" in raw) == ("url" in raw):
+                raise fail("needs either 'path' (the embedded index) or 'url' and 'name' (OpenSearch)")
+            extra = sorted(k for k in raw if k != "path" and k in cls.model_fields) if "path" in raw else ()
+            if extra:
+                raise fail("applies only to an OpenSearch index (with 'url')", at=f".{extra[0]}")
+            if "url" in raw and "name" not in raw:
+                raise fail("is required with index.url", at=".name")
+        return raw
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")):
+            raise fail(f"must start with http:// or https://, got {url!r}")
+        return url.rstrip("/")
+
+    @property
+    def label(self) -> str:
+        return self.path or f"{self.url} ({self.name})"
+
+
+class HttpConfig(Section):
+    """Web crawling."""
+
+    user_agent: Text = "beamtrawl/0.1 (+https://github.com/beamtrawl)"
+    """the User-Agent header, also the name robots.txt rules are read for"""
+    delay: Delay = 1.0
+    """seconds between two requests to one host (robots.txt Crawl-delay may ask for more)"""
+    concurrency_per_host: Count = Field(2, ge=1)
+    """requests in flight to one host"""
+    connect_timeout: Seconds = 10.0
+    """seconds to connect"""
+    read_timeout: Seconds = 30.0
+    """seconds between two reads"""
+    total_timeout: Seconds = 120.0
+    """seconds for one page, redirects included"""
+    max_body: Size = 10 * 1024**2
+    """decompressed bytes; a larger page is reported and not indexed"""
+    max_redirects: Count = Field(5, ge=0)
+    """redirects followed for one URL"""
+    max_pages_per_host: Count = Field(100_000, ge=1)
+    """pages of one host; a host cut there keeps all its indexed pages"""
+    max_cycle_count: Count = Field(3, ge=-1)
+    """regain's MaxCycleCount (repeated path segments); -1 switches it off"""
+    max_query_strings_per_path: Count = Field(200, ge=1)
+    """distinct query strings on one path (calendar traps)"""
+    robots_txt: Flag = True
+    """obey robots.txt"""
+    honour_robots_meta: Flag = True
+    """obey <meta name="robots" content="noindex, nofollow">"""
+    sitemaps: Flag = True
+    """read robots.txt Sitemap: lines and /sitemap.xml"""
+    block_private_addresses: Flag = False
+    """never fetch private or loopback addresses (set it for public sites)"""
+
+
+Sid = matching(r"S-1(-\d+)+", "must be a SID such as S-1-5-21-1004336348-1177238915-1001")
+
+
+class SmbConfig(Section):
+    """SMB shares."""
+
+    read_acls: Flag = True
+    """read each file's Windows ACL into its groups"""
+    sid_names: Annotated[dict[Sid, Text], OrEmpty] = Field(default_factory=dict)
+    """the group name of a SID; others become groups spelled as the SID (S-1-5-21-…-1001)"""
+
+
+class ImapConfig(Section):
+    """Mailboxes."""
+
+    starttls: Flag = True
+    """imap:// logs in only after STARTTLS; false: plain text, for trusted networks"""
+    ca_file: FileWhenCrawling | None = None
+    """certificates to trust instead of the system's"""
+
+
+class CrawlFile(Section):
+    """One crawl: where it starts, what it accepts, where it writes, and its limits."""
+
+    start: Annotated[tuple[StartEntry, ...], Items]
+    """the start URLs (at least one)"""
+    whitelist: Annotated[tuple[WhitelistEntry, ...], Items] = ()
+    """URLs to crawl; the first matching entry gives the flags. Not given: everything under the starts"""
+    blacklist: Annotated[tuple[PatternEntry, ...], Items] = ()
+    """URLs never crawled, though whitelisted"""
+    index: IndexConfig
+    """the index written to"""
+    report: Path | None = None
+    """the crawl report's path; not given: beside the index (NAME.report.json)"""
+    work_dir: Path | None = None
+    """the crawl's working folder (a path or URL); not given: beside the index (NAME.work)"""
+    url_cleaners: Annotated[tuple[Regex, ...], Items] = ()
+    """regexes whose matches are removed from URLs (session ids)"""
+    credentials: Annotated[tuple[CredentialEntry, ...], Items] = ()
+    """logins by URL prefix"""
+    http: Annotated[HttpConfig, OrEmpty] = HttpConfig()
+    """web crawling: politeness, timeouts, robots.txt, traps"""
+    smb: Annotated[SmbConfig, OrEmpty] = SmbConfig()
+    """SMB shares: ACLs and SID names"""
+    imap: Annotated[ImapConfig, OrEmpty] = ImapConfig()
+    """mailboxes: TLS"""
+    max_depth: Count | None = Field(None, ge=0)
+    """folder levels (link hops for the web) below a start URL; nothing: unlimited"""
+    max_file_size: Size = 100 * 1024**2
+    """larger documents are indexed by metadata only"""
+    max_summary_length: Count = Field(250_000, ge=1)
+    """characters of a document's summary (regain's MaxSummaryLength)"""
+    max_failed_ratio: Ratio = 0.2
+    """more failed documents than this share: no deletes, exit 2"""
+    max_delete_ratio: Ratio = 0.5
+    """deletes would remove more than this share of the index: none run, exit 2"""
+    follow_symlinks: Flag = False
+    """follow symbolic links in file trees"""
+    walk_budget: Count = Field(5_000, ge=1)
+    """folder entries one discovery step lists before handing sub-folders on"""
+    discovery_rounds: Count = Field(3, ge=1)
+    """rounds unrolled in the graph; the last walks without a budget"""
+    plugins: Annotated[tuple[PluginEntry, ...], Items] = ()
+    """plugins, loaded while the configuration is read"""
+    auxiliary_fields: Annotated[tuple[AuxFieldEntry, ...], Items] = ()
+    """extra index fields from the URL or path; extension and location are always there unless redefined"""
+    access_control: Annotated[tuple[AccessEntry, ...], Items] = ()
+    """controllers deciding each document's groups, first answer wins; none: the sources' groups stay"""
+    preparators: Annotated[tuple[PreparatorEntry, ...], Items] = ()
+    """changes to the built-in preparator instances, and new instances"""
+    preparation: Annotated[PreparationSection, OrEmpty] = PreparationSection()
+    """bounds of every preparator run"""
+
+    @field_validator("start")
+    @classmethod
+    def _some(cls, start):
+        if not start:
+            raise fail("needs at least one start URL")
+        return start

@@ -1,0 +1,70 @@
+"""Values the configuration hands to the crawl and that sources, rules and controllers read on workers:
+start URLs, URL patterns, logins and the bounds of preparation. Frozen and picklable; they import nothing of beamtrawl but the URL
+rules they match by (:mod:`transforms.urls`), so both ``pipeline/`` and ``transforms/`` may use them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from beamtrawl.transforms.urls import is_under, readable_url
+
+
+@dataclass(frozen=True)
+class StartUrl:
+    url: str
+    parse: bool = True  # follow its links / list its folder
+    index: bool = True  # put it in the index
+
+
+@dataclass(frozen=True)
+class UrlPattern:
+    """A whitelist, blacklist or ``url_rules`` entry: a prefix (``startswith``; written as a person
+    writes it, it is normalised as URLs are, so ``/srv/résumés`` matches) or a regex matching the whole
+    URL as a person reads it — percent-escapes decoded, ``.*/résumés/.*`` and ``.*/my docs/.*`` —
+    or as it is stored (``r%C3%A9sum%C3%A9s``, what rules written before matched)."""
+
+    prefix: str | None = None
+    regex: re.Pattern | None = None
+    parse: bool = True
+    index: bool = True
+    name: str | None = None
+    where: str = ""  # its place in the configuration (``whitelist[2]``), for the report
+
+    def matches(self, url: str) -> bool:
+        if self.prefix is not None:
+            return url.startswith(self.prefix)
+        return self.regex.fullmatch(url) is not None or (
+            "%" in url and self.regex.fullmatch(readable_url(url)) is not None)
+
+    def describe(self) -> str:
+        return f"{self.where} ({'prefix ' + self.prefix if self.prefix is not None else 'regex ' + self.regex.pattern})"
+
+
+@dataclass(frozen=True)
+class Credential:
+    """A login for every URL under ``url`` (scheme, host and optionally a path). The secret comes from
+    ``${ENV}`` or a file and never appears in URLs, logs or the report: ``repr`` hides it."""
+
+    url: str
+    username: str
+    password: str = field(repr=False)
+    auth: str = "basic"  # HTTP only: basic or digest
+
+
+def credential_for(credentials, url: str) -> Credential | None:
+    """The credential with the longest ``url`` prefix of ``url``, if any. An IMAP folder's login serves its
+    messages too (``Folder;UIDVALIDITY=n/;UID=m`` lies under ``Folder``)."""
+    matching = [c for c in credentials if is_under(url, c.url.rstrip("/"))]
+    return max(matching, key=lambda c: len(c.url)) if matching else None
+
+
+class Bounds(NamedTuple):
+    """The bounds of every preparator run (the ``preparation:`` section): its defaults are written here,
+    once; the schema (pipeline/config/preparators.py) reads them."""
+
+    timeout: float = 60.0  # seconds per document, hard; anew for the preparators after a killed one
+    memory_limit: int = 4 * 1024**3  # address space of the preparing process; 0 = no limit
+    isolate: bool = True  # False: run preparators in the worker, without the hard bounds
+    max_content_length: int = 10_000_000  # characters of text kept per document
