@@ -36,14 +36,14 @@ def test_readers_follow_windows_ace_order(aces, expected):
 
 
 def test_smb_and_imap_settings(tmp_path):
-    assert load_config(str(write(tmp_path, MINIMAL))).smb == SmbConfig(True, {})
+    assert load_config(str(write(tmp_path, MINIMAL))).smb == SmbConfig(read_acls=True, sid_names={})
     (tmp_path / "ca.pem").write_text("x", encoding="utf-8")
     config = load_config(str(write(tmp_path, with_top(f"""
         smb: {{read_acls: false, sid_names: {{{ALICE}: alice, S-1-1-0: everyone}}}}
         imap: {{starttls: false, ca_file: ca.pem}}
         """))))
-    assert config.smb == SmbConfig(False, {ALICE: "alice", EVERYONE: "everyone"})
-    assert config.imap == ImapConfig(False, str(tmp_path / "ca.pem"))
+    assert config.smb == SmbConfig(read_acls=False, sid_names={ALICE: "alice", EVERYONE: "everyone"})
+    assert config.imap == ImapConfig(starttls=False, ca_file=str(tmp_path / "ca.pem"))
 
 
 @pytest.mark.parametrize(("extra", "expected"), [

@@ -91,12 +91,6 @@ class Section(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    def __init__(self, *args: Any, **values: Any):
-        """Positional arguments in field order too, as the dataclasses the sections replaced took them."""
-        super().__init__(**dict(zip(type(self).model_fields, args, strict=False)), **values)
-
-    __init__.__pydantic_base_init__ = True  # validating a file does not call it (and keeps its context)
-
     @model_validator(mode="before")
     @classmethod
     def _known_keys(cls, data: Any) -> Any:
