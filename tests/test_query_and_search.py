@@ -362,3 +362,13 @@ def test_a_version_2_index_gets_its_name_keys_when_a_crawl_opens_it(tmp_path):
     index.prepare()  # what a crawl does first
     assert index.search(parse_query("subprocess"), 10)[0].url == url_of("subprocess.html")
     index.close()
+
+
+def test_searching_an_index_that_holds_nothing_yet(tmp_path, make_config, crawl):
+    """A crawl of an empty folder prepares the index without writing a row; FTS5's statistics record is
+    then empty, and a search says so instead of failing."""
+    (tmp_path / "empty").mkdir()
+    config = make_config(tmp_path / "empty")
+    assert crawl(config).code == 0
+    found = beamtrawl("search", "wombat", "--config", str(config))
+    assert (found.returncode, found.stdout.strip()) == (0, "no documents found"), found.stderr

@@ -535,7 +535,7 @@ def _length(size: bytes) -> int:
 def _fts_totals(db: sqlite3.Connection) -> tuple[int, int]:
     """(rows, tokens) of the whole FTS5 table, as bm25() reads them: its averages record (id 1)."""
     row = db.execute("SELECT block FROM docs_fts_data WHERE id = 1").fetchone()
-    numbers = _varints(row[0]) if row else [0]
+    numbers = (_varints(row[0]) if row else []) or [0]  # an index never written has an empty record
     return numbers[0], sum(numbers[1:])
 
 
