@@ -34,6 +34,9 @@ DEFAULTS: dict[str, Any] = {
     "discovery_rounds": 3,  # rounds unrolled in the graph; the last walks without a budget
 }
 
+#: The defaults of an open-table index (``index: {table: …}``).
+TABLE_DEFAULTS: dict[str, Any] = {"format": "delta", "storage_options": {}}
+
 SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
               "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -158,9 +161,13 @@ class ImapConfig:
 
 @dataclass(frozen=True)
 class IndexConfig:
-    """The embedded SQLite/FTS5 index (``path``) or an OpenSearch alias (``url`` and ``name``)."""
+    """The embedded SQLite/FTS5 index (``path``), an OpenSearch alias (``url`` and ``name``) or an open
+    table (``table``, ``format``, ``storage_options``: docs/table.md)."""
 
     path: str | None = None
+    table: str | None = None
+    format: str = TABLE_DEFAULTS["format"]
+    storage_options: tuple[tuple[str, str], ...] = ()
     url: str | None = None
     name: str | None = None
     analyzer: str = "english"
@@ -173,7 +180,7 @@ class IndexConfig:
 
     @property
     def label(self) -> str:
-        return self.path or f"{self.url} ({self.name})"
+        return self.path or self.table or f"{self.url} ({self.name})"
 
 
 @dataclass(frozen=True)
@@ -329,12 +336,38 @@ def _patterns(r: _Reader, raw: Any, key: str, with_flags: bool) -> tuple[UrlPatt
 _ANALYZERS = ("english", "german", "french", "italian", "standard")
 
 
+def _table(r: _Reader, raw: dict) -> IndexConfig:
+    """``index: {table: PATH-OR-URL, format: delta, storage_options: {KEY: VALUE}}`` (docs/table.md)."""
+    extra = sorted(set(raw) - set(TABLE_DEFAULTS) - {"table"})
+    if extra:
+        raise r.fail(f"index.{extra[0]}", "does not apply to a table (with 'table')")
+    table = r.string(raw["table"], "index.table")
+    if "://" not in table:
+        table = os.path.normpath(os.path.join(r.base, table))
+    elif not re.match(r"(file|s3|s3a|gs|gcs|az|abfss?)://", table):
+        raise r.fail("index.table", f"must be a path or a file://, s3://, gs:// or abfss:// URL, got {table!r}")
+    fmt = r.string(raw.get("format", TABLE_DEFAULTS["format"]), "index.format")
+    if fmt != "delta":
+        raise r.fail("index.format", f"must be delta (Delta Lake through delta-rs; iceberg is not supported), "
+                                     f"got {fmt!r}")
+    options = raw.get("storage_options") or {}
+    if not isinstance(options, dict):
+        raise r.fail("index.storage_options", f"must be a mapping of strings, got {_kind(options)}")
+    return IndexConfig(table=table, format=fmt, storage_options=tuple(sorted(
+        (str(k), r.string(v, f"index.storage_options.{k}")) for k, v in options.items())))
+
+
 def _index(r: _Reader, raw: Any) -> IndexConfig:
     keys = {"path", "url", "name", "analyzer", "username", "password", "ca_file", "verify_certs", "timeout",
-            "compress"}
+            "compress", "table", *TABLE_DEFAULTS}
     raw = r.mapping(raw, "index", keys)
+    if "table" in raw:
+        if "path" in raw or "url" in raw:
+            raise r.fail("index", "needs one of 'path' (the embedded index), 'url' (OpenSearch) or 'table'")
+        return _table(r, raw)
     if ("path" in raw) == ("url" in raw):
-        raise r.fail("index", "needs either 'path' (the embedded index) or 'url' and 'name' (OpenSearch)")
+        raise r.fail("index", "needs either 'path' (the embedded index), 'url' and 'name' (OpenSearch) or "
+                              "'table' (a Delta table)")
     if "path" in raw:
         extra = sorted(set(raw) - {"path"})
         if extra:
@@ -492,7 +525,9 @@ def parse_config(raw: Any, source: str, crawling: bool = True) -> Config:
                                             "under it would be crawled")
 
     index = _index(r, top["index"])
-    stem = os.path.splitext(index.path)[0] if index.path else os.path.join(r.base, f"beamtrawl-{index.name}")
+    stem = (os.path.splitext(index.path)[0] if index.path
+            else index.table.rstrip("/") if index.table and "://" not in index.table
+            else os.path.join(r.base, f"beamtrawl-{index.name or 'table'}"))
     report = (os.path.normpath(os.path.join(r.base, r.string(top["report"], "report"))) if "report" in top
               else stem + ".report.json")
     work_dir = r.string(top["work_dir"], "work_dir") if "work_dir" in top else stem + ".work"
