@@ -300,6 +300,69 @@ class DeltaIndex(IndexTarget):
                 with contextlib.suppress(OSError):
                     fs.delete_file(info.path)
 
+    # -- maintenance and export (docs/table.md) -----------------------------------------------
+    def leases(self) -> dict[str, tuple[int, float]]:
+        """{crawl id: (the version it reads, when it began)} of the crawls running now (leases younger than LEASE_HOURS)."""
+        fs, _ = self.fs
+        found = {}
+        for info in fs.get_file_info(pafs.FileSelector(self._path(LEASES), allow_not_found=True)):
+            with contextlib.suppress(OSError, ValueError, KeyError), fs.open_input_stream(info.path) as handle:
+                lease = json.loads(handle.read())
+                if time.time() - lease["started"] < LEASE_HOURS * 3600:
+                    found[lease["crawl_id"]] = (lease["version"], lease["started"])
+        return found
+
+    def maintain(self, retention_hours: float = DEFAULT_RETENTION_HOURS) -> dict:
+        """Compact small files, then remove the files no version younger than ``retention_hours`` needs.
+        A running crawl's version is kept whatever its age, and so is every file written since it began
+        (the ones it staged but has not committed)."""
+        from deltalake import WriterProperties
+
+        self._check_table(self.table)
+        leases = self.leases()
+        compacted = self.table.optimize.compact(writer_properties=WriterProperties(compression="ZSTD"),
+                                                commit_properties=self._commit_properties("compact"))
+        self.table.update_incremental()
+        if leases:
+            oldest = min(started for _version, started in leases.values())
+            retention_hours = max(retention_hours, (time.time() - oldest) / 3600 + 1)
+        removed = self.table.vacuum(retention_hours=int(retention_hours + 0.999), dry_run=False,
+                                    enforce_retention_duration=False,
+                                    keep_versions=sorted({version for version, _started in leases.values()}),
+                                    commit_properties=self._commit_properties("vacuum"))
+        return {"version": self.table.version(), "files_compacted": compacted["numFilesRemoved"],
+                "files_written": compacted["numFilesAdded"], "files_removed": len(removed),
+                "retention_hours": int(retention_hours + 0.999),
+                "versions_kept_for_crawls": sorted({v for v, _s in leases.values()})}
+
+    def write_all(self, docs: Iterator[IndexDoc], batch: int = 1000) -> int:
+        """A new table holding ``docs`` (``beamtrawl export``), written in one transaction after its creation;
+        refused where a table or other files are."""
+        from deltalake import DeltaTable, write_deltalake
+
+        if DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
+            raise IndexUnavailable(f"{self._where()}: a Delta table is there already; export into a new folder")
+        self._refuse_foreign_folder()
+        self.crawl_id = f"export-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
+        written = [0]
+
+        def batches():
+            chunk = []
+            for doc in docs:
+                chunk.append(doc)
+                if len(chunk) == batch:
+                    written[0] += len(chunk)
+                    yield from to_arrow(chunk, self.crawl_id).to_batches()
+                    chunk = []
+            written[0] += len(chunk)
+            yield from to_arrow(chunk, self.crawl_id).to_batches()
+
+        table = DeltaTable.create(self.uri, SCHEMA, name="beamtrawl", configuration=PROPERTIES,
+                                  storage_options=self.storage_options or None, raise_if_key_not_exists=False)
+        write_deltalake(table, pa.RecordBatchReader.from_batches(SCHEMA, batches()), mode="append",
+                        commit_properties=self._commit_properties("export"))
+        return written[0]
+
     # -- workers -----------------------------------------------------------------------------
     def read_snapshot(self, split: tuple[int, list[str]]) -> Iterator[SnapshotEntry]:
         _version, names = split
@@ -341,8 +404,10 @@ class DeltaIndex(IndexTarget):
             return 0
 
     def documents(self) -> Iterator[IndexDoc]:
-        for batch in self.table.to_pyarrow_dataset().to_batches():
-            yield from (from_arrow(row) for row in batch.to_pylist())
+        """Every document of the current version. The files are listed now and read with pyarrow alone, so
+        the iterator may feed a write of delta-rs (``export``) without calling into delta-rs again."""
+        files = ds.dataset([self._path(name) for name in _files(self.table)], filesystem=self.fs[0], schema=SCHEMA)
+        return (from_arrow(row) for batch in files.to_batches() for row in batch.to_pylist())
 
 
 def _add_actions(table) -> dict[str, list]:
