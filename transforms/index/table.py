@@ -219,7 +219,17 @@ class DeltaIndex(IndexTarget):
                                   "started": time.time()}).encode())
 
     def check(self) -> None:
-        raise IndexUnavailable(_NOT_SEARCHABLE.format(uri=self.uri))
+        """The table must exist and be one this beamtrawl writes (searching it is refused by :meth:`search`)."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError
+
+        try:
+            if not DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
+                raise IndexUnavailable(f"{self._where()}: no index here yet (no Delta table); run beamtrawl crawl "
+                                       f"first")
+            self._check_table(self.table)
+        except (DeltaError, OSError) as err:
+            raise IndexUnavailable(f"{self._where()}: cannot read the Delta table ({_short(err)})") from None
 
     def snapshot_splits(self) -> list[tuple[int, list[str]]]:
         """The files of the pinned version, in groups of about SPLIT_ROWS rows."""
