@@ -366,8 +366,8 @@ def _index(r: _Reader, raw: Any) -> IndexConfig:
             raise r.fail("index", "needs one of 'path' (the embedded index), 'url' (OpenSearch) or 'table'")
         return _table(r, raw)
     if ("path" in raw) == ("url" in raw):
-        raise r.fail("index", "needs either 'path' (the embedded index), 'url' and 'name' (OpenSearch) or "
-                              "'table' (a Delta table)")
+        raise r.fail("index", "needs either 'path' (the embedded index) or 'url' and 'name' (OpenSearch), "
+                              "or 'table' (a Delta table)")
     if "path" in raw:
         extra = sorted(set(raw) - {"path"})
         if extra:
