@@ -303,12 +303,14 @@ class DeltaIndex(IndexTarget):
         fs, root = self.fs
         with contextlib.suppress(OSError):
             fs.delete_file(self._path(f"{LEASES}/{self.crawl_id}.json"))
-        held = set(_files(self._open()))
-        for info in fs.get_file_info(pafs.FileSelector(root)):
-            name = info.base_name
-            if self.crawl_id in name and name.startswith(("part-", "access-")) and name not in held:
-                with contextlib.suppress(OSError):
+        try:
+            held = set(_files(self._open()))
+            for info in fs.get_file_info(pafs.FileSelector(root)):
+                name = info.base_name
+                if self.crawl_id in name and name.startswith(("part-", "access-")) and name not in held:
                     fs.delete_file(info.path)
+        except Exception as err:  # noqa: BLE001 - what is left is never read; `beamtrawl maintain` removes it
+            log.warning("%s: could not remove the files this crawl left uncommitted (%s)", self._where(), _short(err))
 
     # -- maintenance and export (docs/table.md) -----------------------------------------------
     def leases(self) -> dict[str, tuple[int, float]]:
