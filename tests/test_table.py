@@ -261,3 +261,20 @@ def test_table_configuration(tmp_path):
                                                                         {"AWS_REGION": "eu-west-1"})
     local = parse_config({**raw, "index": {"table": "docs.delta"}}, str(tmp_path / "c.yaml"))
     assert local.index.table == str(tmp_path / "docs.delta") and local.report == str(tmp_path / "docs.delta.report.json")
+
+
+def test_export_of_an_opensearch_index(tmp_path, os_config, crawl, opensearch):
+    from tests.test_opensearch import all_docs, index_name
+
+    root = tmp_path / "docs"
+    build_tree(root)
+    config = os_config(root, index={"analyzer": "standard"})
+    assert crawl(config).code == 0
+    done = beamtrawl("export", str(config), str(tmp_path / "export.delta"))
+    assert done.returncode == 0 and "exported 11 documents" in done.stdout, done.stderr
+    exported = polars_documents(str(tmp_path / "export.delta"))
+    stored = {i: _row({**doc, "headlines": doc["headlines"].split("\n") if doc["headlines"] else []})
+              for i, doc in all_docs(opensearch, index_name(config)).items()}
+    assert exported == stored
+    summaries = {row["id"]: row["summary"] for row in pl.read_delta(str(tmp_path / "export.delta")).to_dicts()}
+    assert all(summaries[i] == doc["summary"] for i, doc in all_docs(opensearch, index_name(config)).items())
