@@ -188,6 +188,29 @@ def test_only_the_files_of_successful_attempts_are_committed(tmp_path):
     assert {p.name for p in Path(uri).glob("part-*")} == _files(uri)
 
 
+def test_documents_and_access_changes_are_one_transaction(tmp_path):
+    uri = str(tmp_path / "t.delta")
+    target = DeltaIndex(uri)
+    target.prepare()
+    target.upsert([_doc(1), _doc(2), _doc(3)])
+    target.commit(target.take_staged())
+    target.finish(succeeded=True)
+    version = DeltaTable(uri).version()
+
+    target = DeltaIndex(uri)
+    target.prepare()
+    target.upsert([_doc(1, "changed"), _doc(4, "new")])
+    target.set_access([(_doc(2).id, ["staff"], []), (_doc(1).id, ["ignored"], []), ("0" * 64, ["absent"], [])])
+    target.commit(target.take_staged())
+    target.finish(succeeded=True)
+    assert DeltaTable(uri).version() == version + 1
+    rows = {row["id"]: row for row in DeltaTable(uri).to_pyarrow_table().to_pylist()}
+    assert sorted(rows) == sorted(_doc(n).id for n in (1, 2, 3, 4))
+    assert rows[_doc(1).id]["content"] == "changed" and rows[_doc(1).id]["groups"] == []
+    assert rows[_doc(2).id]["groups"] == ["staff"] and rows[_doc(2).id]["content"] == "first"
+    assert rows[_doc(4).id]["content"] == "new"
+
+
 def test_maintain_compacts_and_never_removes_the_version_a_running_crawl_reads(tmp_path):
     uri = str(tmp_path / "t.delta")
     for n in range(3):  # three crawls, each a file

@@ -11,7 +11,8 @@ change data feed says per version which ids were inserted, updated and deleted (
     workers  upsert / set_access: each batch → one Parquet file in the table's folder, NOT committed;
              its name goes on as an event of the bundle (a retried bundle's files are never named)
     driver   commit(staged): the named files in ONE transaction — added as they are when no id of
-             them is in the table yet (a first crawl: nothing rewritten), else MERGE by id
+             them is in the table yet (a first crawl: nothing rewritten), else one MERGE by id that
+             also applies the staged access changes
     driver   delete(ids): one MERGE … WHEN MATCHED DELETE transaction, after the commit and the guards
     driver   finish: the lease goes; files of this crawl that no version holds are removed
 
@@ -32,6 +33,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
@@ -244,40 +246,49 @@ class DeltaIndex(IndexTarget):
         return [*splits, (self.version, files)] if files else splits
 
     def commit(self, staged: Sequence[str]) -> None:
-        """Make the upserts visible: the staged files of the bundles that succeeded, in one transaction."""
-        documents = [name for name in staged if name.startswith("part-")]
-        access = [name for name in staged if name.startswith("access-")]
-        if documents:
-            self._commit_documents(documents)
-        if access:  # after the documents: an access change may concern a document written just now
-            self._merge(ds.dataset([self._path(n) for n in access], filesystem=self.fs[0], schema=ACCESS_SCHEMA),
-                        "access", lambda m: m.when_matched_update({"groups": "s.groups", "denied": "s.denied"}))
-
-    def _commit_documents(self, names: list[str]) -> None:
+        """Make the upserts visible: the staged files of the bundles that succeeded, in one transaction —
+        added as they are when no id of them is in the table yet, else one MERGE by id (which also applies
+        the staged access changes)."""
+        documents = [self._path(name) for name in staged if name.startswith("part-")]
+        access = [self._path(name) for name in staged if name.startswith("access-")]
         fs = self.fs[0]
-        files = ds.dataset([self._path(n) for n in names], filesystem=fs, schema=SCHEMA)
-        ids = files.to_table(columns=["id"])["id"]
-        if len(ids) != len(set(ids.to_pylist())):  # a runner that handed on a retried bundle's output too
+        ids = ds.dataset(documents, filesystem=fs, schema=SCHEMA).to_table(columns=["id"])["id"].combine_chunks()
+        if len(ids) != len(pc.unique(ids)):  # a runner that handed on a retried bundle's output too
             raise IndexUnavailable(f"{self._where()}: the staged files hold a document twice; nothing committed")
-        present = self.table.to_pyarrow_dataset().to_table(columns=["id"], filter=ds.field("id").isin(ids))
-        if present.num_rows:  # documents replace rows: delta-rs rewrites the files that hold them
-            self._merge(files, "upsert", lambda m: m.when_matched_update_all().when_not_matched_insert_all())
-            return
+        table = self.table.to_pyarrow_dataset()
+        present = table.to_table(columns=["id"], filter=ds.field("id").isin(ids))
+        changes = ds.dataset(access, filesystem=fs, schema=ACCESS_SCHEMA).to_table()
+        # an access change applies to a document in the table and not staged in full (which carries its access)
+        changes = changes.filter(pc.is_in(changes["id"], value_set=table.to_table(
+            columns=["id"], filter=ds.field("id").isin(changes["id"].combine_chunks()))["id"].combine_chunks()))
+        changes = changes.filter(pc.invert(pc.is_in(changes["id"], value_set=ids)))
+        if changes.num_rows or present.num_rows:  # rows are replaced: delta-rs rewrites the files holding them
+            self._merge(_merge_source(documents, changes, fs), "upsert", lambda m: m
+                        .when_matched_update_all(predicate=f"s.{_KIND} = 'document'", except_cols=[_KIND])
+                        .when_matched_update({"groups": "s.groups", "denied": "s.denied"},
+                                             predicate=f"s.{_KIND} = 'access'")
+                        .when_not_matched_insert_all(predicate=f"s.{_KIND} = 'document'", except_cols=[_KIND]))
+        elif documents:
+            self._append(documents)
+
+    def _append(self, paths: list[str]) -> None:
+        """Commit the staged files themselves: nothing is rewritten."""
         from deltalake.transaction import AddAction
 
+        fs, root = self.fs
         actions = []
-        for name, info in zip(names, fs.get_file_info([self._path(n) for n in names]), strict=True):
-            rows = pq.read_metadata(self._path(name), filesystem=fs).num_rows
-            actions.append(AddAction(name, info.size, {}, int(info.mtime.timestamp() * 1000), True,
+        for path, info in zip(paths, fs.get_file_info(paths), strict=True):
+            rows = pq.read_metadata(path, filesystem=fs).num_rows
+            actions.append(AddAction(path[len(root) + 1:], info.size, {}, int(info.mtime.timestamp() * 1000), True,
                                      json.dumps({"numRecords": rows})))
         self.table.create_write_transaction(actions, "append", SCHEMA,
                                             commit_properties=self._commit_properties("upsert"))
         self.table.update_incremental()
 
-    def _merge(self, source: ds.Dataset, operation: str, clauses) -> None:
+    def _merge(self, source: pa.RecordBatchReader, operation: str, clauses) -> None:
         from deltalake import WriterProperties
 
-        merger = self.table.merge(source.scanner().to_reader(), "t.id = s.id", source_alias="s", target_alias="t",
+        merger = self.table.merge(source, "t.id = s.id", source_alias="s", target_alias="t",
                                   writer_properties=WriterProperties(compression="ZSTD"),
                                   commit_properties=self._commit_properties(operation))
         clauses(merger).execute()
@@ -292,7 +303,8 @@ class DeltaIndex(IndexTarget):
     def delete(self, ids: Sequence[str]) -> None:
         """Driver: one transaction removing ``ids`` (after :meth:`commit`)."""
         if ids:
-            self._merge(ds.dataset(pa.table({"id": pa.array(list(ids), pa.string())})), "delete",
+            source = pa.table({"id": pa.array(list(ids), pa.string())})
+            self._merge(pa.RecordBatchReader.from_batches(source.schema, source.to_batches()), "delete",
                         lambda m: m.when_matched_delete())
 
     def finish(self, succeeded: bool) -> None:
@@ -420,6 +432,25 @@ class DeltaIndex(IndexTarget):
         the iterator may feed a write of delta-rs (``export``) without calling into delta-rs again."""
         files = ds.dataset([self._path(name) for name in _files(self.table)], filesystem=self.fs[0], schema=SCHEMA)
         return (from_arrow(row) for batch in files.to_batches() for row in batch.to_pylist())
+
+
+#: The MERGE source's column saying what a row is: a staged "document" or an "access" change.
+_KIND = "_beamtrawl_kind"
+_SOURCE_SCHEMA = pa.schema([*(f.with_nullable(True) for f in SCHEMA), pa.field(_KIND, pa.string())])
+
+
+def _merge_source(documents: list[str], changes: pa.Table, fs) -> pa.RecordBatchReader:
+    """The staged documents and the access changes as one stream (pyarrow only: delta-rs reads it while it
+    merges)."""
+    def batches():
+        for batch in ds.dataset(documents, filesystem=fs, schema=SCHEMA).to_batches():
+            yield pa.RecordBatch.from_arrays([*batch.columns, pa.array(["document"] * batch.num_rows)],
+                                             schema=_SOURCE_SCHEMA)
+        columns = [changes[f.name] if f.name in ACCESS_SCHEMA.names else pa.nulls(len(changes), f.type)
+                   for f in SCHEMA]
+        yield from pa.Table.from_arrays([*columns, pa.array(["access"] * len(changes), pa.string())],
+                                        schema=_SOURCE_SCHEMA).to_batches()
+    return pa.RecordBatchReader.from_batches(_SOURCE_SCHEMA, batches())
 
 
 def _add_actions(table) -> dict[str, list]:
