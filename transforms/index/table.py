@@ -39,7 +39,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from beamtrawl.transforms.index.base import IndexTarget, IndexUnavailable
 from beamtrawl.transforms.index.query import Query
-from beamtrawl.transforms.records import IndexDoc, SnapshotEntry
+from beamtrawl.transforms.records import AuxValue, IndexDoc, SnapshotEntry
 
 log = logging.getLogger("beamtrawl")
 
@@ -108,8 +108,6 @@ def to_arrow(docs: Sequence[IndexDoc], crawl_id: str) -> pa.Table:
 
 def from_arrow(row: dict) -> IndexDoc:
     """A row of :data:`SCHEMA` (as a dict) as an index document again (auxiliary fields stored, searchable)."""
-    from beamtrawl.transforms.records import AuxValue
-
     values = {name: row[name] for name in IndexDoc._fields if name in row}
     values.update(
         headlines="\n".join(row["headlines"] or ()),
@@ -256,13 +254,12 @@ class DeltaIndex(IndexTarget):
         if len(ids) != len(pc.unique(ids)):  # a runner that handed on a retried bundle's output too
             raise IndexUnavailable(f"{self._where()}: the staged files hold a document twice; nothing committed")
         table = self.table.to_pyarrow_dataset()
-        present = table.to_table(columns=["id"], filter=ds.field("id").isin(ids))
+        present = _ids_in(table, ids)
         changes = ds.dataset(access, filesystem=fs, schema=ACCESS_SCHEMA).to_table()
         # an access change applies to a document in the table and not staged in full (which carries its access)
-        changes = changes.filter(pc.is_in(changes["id"], value_set=table.to_table(
-            columns=["id"], filter=ds.field("id").isin(changes["id"].combine_chunks()))["id"].combine_chunks()))
-        changes = changes.filter(pc.invert(pc.is_in(changes["id"], value_set=ids)))
-        if changes.num_rows or present.num_rows:  # rows are replaced: delta-rs rewrites the files holding them
+        changes = changes.filter(pc.and_(pc.is_in(changes["id"], value_set=_ids_in(table, changes["id"])),
+                                         pc.invert(pc.is_in(changes["id"], value_set=ids))))
+        if changes.num_rows or len(present):  # rows are replaced: delta-rs rewrites the files holding them
             self._merge(_merge_source(documents, changes, fs), "upsert", lambda m: m
                         .when_matched_update_all(predicate=f"s.{_KIND} = 'document'", except_cols=[_KIND])
                         .when_matched_update({"groups": "s.groups", "denied": "s.denied"},
@@ -432,6 +429,12 @@ class DeltaIndex(IndexTarget):
         the iterator may feed a write of delta-rs (``export``) without calling into delta-rs again."""
         files = ds.dataset([self._path(name) for name in _files(self.table)], filesystem=self.fs[0], schema=SCHEMA)
         return (from_arrow(row) for batch in files.to_batches() for row in batch.to_pylist())
+
+
+def _ids_in(table: ds.Dataset, ids) -> pa.Array:
+    """Those of ``ids`` the table holds (its id column only is read)."""
+    ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    return table.to_table(columns=["id"], filter=ds.field("id").isin(ids))["id"].combine_chunks()
 
 
 #: The MERGE source's column saying what a row is: a staged "document" or an "access" change.
