@@ -1,5 +1,8 @@
 """``beamtrawl crawl CONFIG`` and ``beamtrawl search QUERY --config CONFIG``.
 
+``beamtrawl export CONFIG DEST`` writes any index as a Delta table; ``beamtrawl maintain CONFIG`` compacts a
+Delta table and removes old versions (docs/table.md).
+
 Exit codes of ``crawl``: 0 clean, 1 some documents failed, 2 configuration error or fatal failure
 (no deletes ran). Failures print one line; ``--debug`` adds tracebacks and what libraries log
 (transforms/logs.py). A reader that closes the output early (``search … | head -1``) ends the
@@ -67,6 +70,19 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--groups", default="", metavar="A,B",
                         help="the searcher's access groups; without them only public documents are found")
     search.add_argument("--debug", action="store_true")
+
+    export = commands.add_parser("export", parents=[overrides],
+                                 help="write every document of CONFIG's index as a new Delta table at DEST")
+    export.add_argument("config")
+    export.add_argument("dest", help="a new folder or an s3://, gs://, abfss:// URL (docs/table.md)")
+    export.add_argument("--debug", action="store_true")
+    maintain = commands.add_parser("maintain", parents=[overrides],
+                                   help="compact CONFIG's Delta table and remove files of old versions")
+    maintain.add_argument("config")
+    maintain.add_argument("--retention-hours", type=float, default=None, metavar="H",
+                          help="keep every version younger than this (default: a week); a running crawl's "
+                               "version is always kept")
+    maintain.add_argument("--debug", action="store_true")
     return parser
 
 
@@ -137,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("beamtrawl").setLevel(logging.WARNING)
     if args.command == "init":
         return _init(args.start, args.output, args.force)
-    if args.command == "search" and extra:
+    if args.command in ("search", "export", "maintain") and extra:
         _parser().error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "crawl" and (unknown := _unknown_beam_options(extra)):
         _parser().error(unknown)
@@ -151,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
             return code
         if args.command == "crawl":
             return _crawl(config, args.runner, extra, args.report, args.quiet)
+        if args.command == "export":
+            return _export(config, args.dest)
+        if args.command == "maintain":
+            return _maintain(config, args.retention_hours)
         groups = [g.strip() for g in args.groups.split(",") if g.strip()]
         return _search(config, args.query, args.limit, args.json, groups)
     except ConfigError as err:
@@ -251,6 +271,33 @@ def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:
         print("no documents found")
     for n, hit in enumerate(hits, 1):
         print(f"{n}. {terminal_safe(hit.title)}\n   {terminal_safe(hit.url)}\n   {terminal_safe(hit.snippet)}\n")
+    return 0
+
+
+def _export(config, dest: str) -> int:
+    from beamtrawl.transforms.index import make_target
+    from beamtrawl.transforms.index.table import DeltaIndex
+
+    source = make_target(config.index)
+    written = DeltaIndex(dest).write_all(source.documents())
+    print(f"exported {written} documents of {config.index.label} to the Delta table {dest}")
+    return 0
+
+
+def _maintain(config, retention_hours: float | None) -> int:
+    from beamtrawl.transforms.index import make_target
+    from beamtrawl.transforms.index.table import DEFAULT_RETENTION_HOURS, DeltaIndex
+
+    target = make_target(config.index)
+    if not isinstance(target, DeltaIndex):
+        log.error("%s: beamtrawl maintain applies to a Delta table (index.table); this index needs none",
+                  config.index.label)
+        return EXIT_FATAL
+    done = target.maintain(DEFAULT_RETENTION_HOURS if retention_hours is None else retention_hours)
+    print(f"{config.index.label}: compacted {done['files_compacted']} files into {done['files_written']}, removed "
+          f"{done['files_removed']} files older than {done['retention_hours']} hours no version needs; "
+          f"version {done['version']}" + (f"; kept versions {done['versions_kept_for_crawls']} for running crawls"
+                                          if done["versions_kept_for_crawls"] else ""))
     return 0
 
 

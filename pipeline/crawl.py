@@ -191,25 +191,28 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
         fatal, stage_seconds, warnings = f"the pipeline failed: {_cause(err)}", {}, []
     ran = time.perf_counter()
 
-    totals, problems, candidates = {}, [], []
+    totals, problems, candidates, staged = {}, [], [], []
     if not fatal:
         try:
             totals, problems = reports.collect(work_dir)
             candidates = reports.collect_deletes(work_dir)
+            staged = reports.collect_staged(work_dir)
         except Exception as err:
             log.debug("reading the work folder failed", exc_info=True)
             fatal = f"reading the crawl's work folder {work_dir} failed: {type(err).__name__}: {err}".splitlines()[0]
     _remove(work_dir)
     report = reports.build_report(totals, problems, **context, fatal=fatal)
+    if reports.exit_code(report) != reports.EXIT_FATAL and staged:
+        report = _commit(target, staged, totals, problems, context)
     if reports.exit_code(report) != reports.EXIT_FATAL and candidates:
         report = _delete_last(config, target, candidates, totals, problems, context, plugins)
     report["warnings"] = warnings
     try:
         target.finish(succeeded=reports.exit_code(report) != reports.EXIT_FATAL)
     except Exception as err:  # noqa: BLE001 - e.g. the alias could not be swapped
-        ran = f" after {len(report['deleted_urls'])} deletes ran (the report lists them)" \
+        deletes = f" after {len(report['deleted_urls'])} deletes ran (the report lists them)" \
             if report.get("deleted_urls") else ""
-        report["fatal"] = report.get("fatal") or f"finishing the index failed{ran}: {err}"
+        report["fatal"] = report.get("fatal") or f"finishing the index failed{deletes}: {err}"
     try:
         report["documents_in_index"] = target.count()
     except Exception:  # noqa: BLE001 - the index may be what failed; the report says so already
@@ -223,6 +226,20 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
                          "stage_busy_s": stage_seconds}
     report["exit_code"] = reports.exit_code(report)
     return report
+
+
+def _commit(target, staged: list[str], totals: dict, problems: list, context: dict) -> dict:
+    """The upserts the workers staged (an open table's files), committed in one transaction before any delete;
+    if that fails the crawl is fatal and nothing it wrote is visible."""
+    try:
+        target.commit(staged)
+    except Exception as err:
+        log.debug("commit failed", exc_info=True)
+        reason = " ".join(str(err).split())[:300] or type(err).__name__
+        return reports.build_report(totals, problems, **context,
+                                    fatal=f"committing the crawl's documents to {context['index']} failed: {reason}; "
+                                          f"nothing was committed and no deletes ran")
+    return reports.build_report(totals, problems, **context, fatal="")
 
 
 def _delete_last(config, target, candidates, totals: dict, problems: list, context: dict,

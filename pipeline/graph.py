@@ -9,7 +9,8 @@
                                                                  ├─► access changed, revoked ─► UpdateAccess
                                                                  └─► vanished/rejected ─────────► DeleteLast
     all events ─► report files in the work folder (totals, problems); DeleteLast writes the delete candidates
-    there too: the driver deletes them last of all (pipeline/crawl.py)
+    there too: the driver deletes them last of all (pipeline/crawl.py); the names of files a table target's
+    workers staged go there as well, for the driver's commit before the deletes
 """
 
 from __future__ import annotations
@@ -21,13 +22,20 @@ import smart_open
 from beamtrawl.transforms.discover import Discover
 from beamtrawl.transforms.enrich.assign import AssignGroups
 from beamtrawl.transforms.freshness import Freshness
-from beamtrawl.transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, UpdateAccess, WriteIndex
+from beamtrawl.transforms.index.write import (
+    STAGED,
+    DeleteLast,
+    ReadSnapshot,
+    SumByKind,
+    UpdateAccess,
+    WriteIndex,
+)
 from beamtrawl.transforms.prepare import Prepare
 from beamtrawl.transforms.records import ACCESS_DENIED, Entry, Event, FrontierItem, event, use_row_coders
 from beamtrawl.transforms.sources.http.discover import WebDiscover, is_web
 from beamtrawl.transforms.sources.settings import SourceSettings
 
-TOTALS_FILE, PROBLEMS_FILE, DELETES_FILE = "totals.json", "problems", "deletes"
+TOTALS_FILE, PROBLEMS_FILE, DELETES_FILE, STAGED_FILE = "totals.json", "problems", "deletes", "staged"
 
 
 def _roots(rules) -> list[FrontierItem]:
@@ -92,3 +100,7 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
      | "Problems" >> beam.Filter(lambda e: bool(e.reason))
      | "ProblemsJson" >> beam.Map(lambda e: json.dumps(e._asdict()))
      | "WriteProblems" >> beam.io.WriteToText(f"{work_dir}/{PROBLEMS_FILE}"))
+    (events  # files the workers staged, for the driver's commit (an open-table target only)
+     | "Staged" >> beam.Filter(lambda e: e.kind == STAGED)
+     | "StagedNames" >> beam.Map(lambda e: e.url)
+     | "WriteStaged" >> beam.io.WriteToText(f"{work_dir}/{STAGED_FILE}"))

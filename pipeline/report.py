@@ -47,6 +47,13 @@ def collect_deletes(work_dir: str):
     return read_candidates(_read_lines(f"{work_dir}/{DELETES_FILE}*"))
 
 
+def collect_staged(work_dir: str) -> list[str]:
+    """The names of the files the workers staged for the index's commit (transforms/index/write.py)."""
+    from beamtrawl.pipeline.graph import STAGED_FILE
+
+    return sorted(_read_lines(f"{work_dir}/{STAGED_FILE}*"))
+
+
 def build_report(totals: dict[str, int], problems: list[dict], **context: Any) -> dict[str, Any]:
     counts = {kind: totals.get(kind, 0) for kind in COUNTS}
     counts["discovered"] = counts["accepted"] + counts["declined"] + sum(

@@ -49,11 +49,13 @@ def beamtrawl(*args: str, check_dac: bool = True, timeout: int = 600) -> subproc
 
 
 def report_path(config: Path) -> Path:
-    """Where a crawl of ``config`` writes its report: beside the embedded index, or beside the
+    """Where a crawl of ``config`` writes its report: beside the embedded index or the table, or beside the
     configuration for OpenSearch."""
     index = yaml.safe_load(config.read_text(encoding="utf-8"))["index"]
     if "path" in index:
         return (config.parent / index["path"]).with_suffix(".report.json")
+    if "table" in index:  # beside a table in a local folder
+        return Path(str(config.parent / index["table"]).rstrip("/") + ".report.json")
     return config.parent / f"beamtrawl-{index['name']}.report.json"
 
 

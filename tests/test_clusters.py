@@ -97,6 +97,37 @@ def test_core_scenario_on_a_spark_standalone_cluster_equals_the_direct_runner(tm
         _scenario(tmp_path, make_config, crawl, opensearch, spark.options)
 
 
+def test_a_delta_table_written_from_the_flink_session_cluster_equals_the_direct_runner(tmp_path, make_config, crawl,
+                                                                                      flink):
+    """The open-table target on the cluster (no search server): its workers stage the Parquet files, the
+    driver commits them; after every step of the core scenario both tables hold the same documents."""
+    from tests.test_table import change, delta_documents
+
+    root = tmp_path / "docs"
+    build_tree(root)
+    configs = {name: make_config(root, name=f"{name}.yaml", index={"table": f"{name}.delta"})
+               for name in ("direct", "cluster")}
+
+    def step(expected_code: int) -> dict:
+        reports = {}
+        for name, config in configs.items():
+            done = crawl(config, *(flink.options if name == "cluster" else ()))
+            assert done.code == expected_code, (name, done.report.get("problems"), done.stderr[-3000:])
+            reports[name] = done.report
+        assert reports["cluster"]["counts"] == reports["direct"]["counts"]
+        assert delta_documents(str(tmp_path / "cluster.delta")) == delta_documents(str(tmp_path / "direct.delta"))
+        return reports["cluster"]
+
+    assert step(0)["counts"]["written"] == 11
+    change(root)
+    try:
+        changed = step(1)
+    finally:
+        (root / "keep").chmod(0o755)
+    assert (changed["counts"]["new"], changed["counts"]["changed"], changed["counts"]["deleted"]) == (1, 1, 1)
+    assert step(0)["counts"]["unchanged"] == 11
+
+
 def test_a_web_crawl_on_flink_equals_the_direct_runner(tmp_path, make_config, crawl, opensearch, flink):
     from tests.servers.website import Website
     from tests.test_http_crawl import build

@@ -77,7 +77,9 @@ def build(file: CrawlFile, source: str, crawling: bool = True) -> Config:
                                              "would be crawled")
     index = file.index
     base = os.path.dirname(os.path.abspath(source))
-    stem = os.path.splitext(index.path)[0] if index.path else os.path.join(base, f"beamtrawl-{index.name}")
+    stem = (os.path.splitext(index.path)[0] if index.path
+            else index.table.rstrip("/") if index.table and "://" not in index.table
+            else os.path.join(base, f"beamtrawl-{index.name or 'table'}"))
     settings = {key: getattr(file, key) for key in DEFAULTS}
     return Config(
         source=source, start=start, whitelist=whitelist,

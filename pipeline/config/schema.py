@@ -33,7 +33,7 @@ from beamtrawl.pipeline.config.plugins import PluginEntry
 from beamtrawl.pipeline.config.preparators import PreparationSection, PreparatorEntry
 from beamtrawl.transforms.urls import normalize_url
 from beamtrawl.transforms.values import Credential, StartUrl, UrlPattern
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 SUPPORTED_SCHEMES = ("file", "http", "https", "smb", "imap", "imaps")
 
@@ -142,11 +142,25 @@ class CredentialEntry(Section):
 IndexName = matching(r"[a-z0-9][a-z0-9_.-]*", "must be lower case letters, digits, '_', '.' or '-', got {value!r}")
 
 
+def _table_scheme(location: str) -> str:
+    if "://" in location and not re.match(r"(file|s3|s3a|gs|gcs|az|abfss?)://", location):
+        raise fail(f"must be a path or a file://, s3://, gs:// or abfss:// URL, got {location!r}")
+    return location
+
+
 class IndexConfig(Section):
-    """The embedded SQLite/FTS5 index (``path``) or an OpenSearch alias (``url`` and ``name``)."""
+    """The embedded SQLite/FTS5 index (``path``), an OpenSearch alias (``url`` and ``name``) or an open table
+    (``table``: docs/table.md)."""
 
     path: Path | None = None
     """the embedded index's file (relative to the configuration file)"""
+    table: Annotated[Path, AfterValidator(_table_scheme)] | None = None
+    """a Delta table: a folder (relative to the configuration file) or a file/s3/gs/az/abfss URL"""
+    format: Literal["delta"] = "delta"
+    """table: the open table format (Delta Lake through delta-rs; docs/table.md says why not Iceberg)"""
+    storage_options: Annotated[dict[str, Text], OrEmpty,
+                               AfterValidator(lambda options: tuple(sorted(options.items())))] = ()
+    """table: options for delta-rs's object stores (credentials as ``${ENV_VAR}``)"""
     url: Text | None = None
     """OpenSearch: the node's http(s):// URL"""
     name: IndexName | None = None
@@ -170,11 +184,22 @@ class IndexConfig(Section):
     @classmethod
     def _one_kind(cls, raw):
         if isinstance(raw, dict):
+            if "table" in raw:
+                if "path" in raw or "url" in raw:
+                    raise fail("needs one of 'path' (the embedded index), 'url' (OpenSearch) or 'table'")
+                extra = sorted(k for k in raw if k not in _TABLE_KEYS and k in cls.model_fields)
+                if extra:
+                    raise fail("does not apply to a table (with 'table')", at=f".{extra[0]}")
+                return raw
             if ("path" in raw) == ("url" in raw):
-                raise fail("needs either 'path' (the embedded index) or 'url' and 'name' (OpenSearch)")
+                raise fail("needs either 'path' (the embedded index) or 'url' and 'name' (OpenSearch), "
+                           "or 'table' (a Delta table)")
             extra = sorted(k for k in raw if k != "path" and k in cls.model_fields) if "path" in raw else ()
             if extra:
                 raise fail("applies only to an OpenSearch index (with 'url')", at=f".{extra[0]}")
+            extra = sorted(k for k in raw if k in _TABLE_KEYS)
+            if extra:
+                raise fail("applies only to a table (with 'table')", at=f".{extra[0]}")
             if "url" in raw and "name" not in raw:
                 raise fail("is required with index.url", at=".name")
         return raw
@@ -188,7 +213,10 @@ class IndexConfig(Section):
 
     @property
     def label(self) -> str:
-        return self.path or f"{self.url} ({self.name})"
+        return self.path or self.table or f"{self.url} ({self.name})"
+
+
+_TABLE_KEYS = ("table", "format", "storage_options")
 
 
 class HttpConfig(Section):

@@ -1,4 +1,4 @@
-"""Index targets (the embedded SQLite index, OpenSearch) and the transforms that read and write them.
+"""Index targets (the embedded SQLite index, OpenSearch, a Delta table) and the transforms that read and write them.
 
 ``OpenSearchIndex`` lives in ``transforms.index.opensearch``: its client library is loaded only for an
 OpenSearch index (it costs 0.15 s of every command's start otherwise)."""
@@ -13,6 +13,10 @@ def make_target(index_config) -> IndexTarget:
     """The target a configuration's ``index`` section names."""
     if index_config.path:
         return EmbeddedIndex(index_config.path)
+    if index_config.table:
+        from beamtrawl.transforms.index.table import DeltaIndex  # delta-rs loads only for a table
+
+        return DeltaIndex(index_config.table, dict(index_config.storage_options))
     from beamtrawl.transforms.index.opensearch import OpenSearchIndex
 
     c = index_config

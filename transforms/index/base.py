@@ -68,6 +68,8 @@ class Hit:
 class IndexTarget(ABC):
     #: True if only processes on this machine can write to it (the embedded index).
     local_only = False
+    #: Ids per :meth:`delete` call of the delete batch; None: all of them in one call (one transaction).
+    delete_batch: int | None = 500
 
     @abstractmethod
     def prepare(self) -> None:
@@ -83,6 +85,19 @@ class IndexTarget(ABC):
     def finish(self, succeeded: bool) -> None:
         """Driver, after the pipeline (also after a failure): release what :meth:`snapshot_splits`
         holds and, if the crawl succeeded, publish what it wrote."""
+
+    def take_staged(self) -> list[str]:
+        """Worker, after :meth:`upsert` or :meth:`set_access`: what they wrote that is not visible until the
+        driver's :meth:`commit` (the table's Parquet files), and forget it. Others write at once: []."""
+        return []
+
+    def commit(self, staged: Sequence[str]) -> None:
+        """Driver, after the pipeline succeeded and before the deletes: make visible, in one transaction, what
+        the workers' successful bundles staged (their :meth:`take_staged`)."""
+
+    def documents(self) -> Iterator[IndexDoc]:
+        """Every document of the index (``beamtrawl export``)."""
+        raise IndexUnavailable(f"{type(self).__name__} cannot list its documents")
 
     def read_state(self) -> dict | None:
         """Driver: the sources' state the last clean crawl stored with the index (pipeline/unchanged.py)."""

@@ -55,7 +55,7 @@ from beamtrawl.transforms.index.base import (
     render_snippet,
 )
 from beamtrawl.transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys, words
-from beamtrawl.transforms.records import EVERYONE, IndexDoc, SnapshotEntry
+from beamtrawl.transforms.records import EVERYONE, AuxValue, IndexDoc, SnapshotEntry
 from opensearchpy import OpenSearch, helpers
 from opensearchpy.exceptions import NotFoundError, OpenSearchException, TransportError
 
@@ -345,6 +345,14 @@ class OpenSearchIndex(IndexTarget):
         if errors:
             raise IndexUnavailable(f"{len(errors)} deletes failed: {_item_error(errors[0]['delete'])}")
 
+    def documents(self) -> Iterator[IndexDoc]:
+        """Every document behind the alias (``beamtrawl export``), scrolled in pages."""
+        try:
+            for hit in helpers.scan(self.client, index=self.name, query={"query": {"match_all": {}}}, size=1000):
+                yield _document(hit["_source"])
+        except (OpenSearchException, OSError) as err:
+            raise IndexUnavailable(f"cannot read {self._where()}: {_short(err)}") from None
+
     # -- searching ---------------------------------------------------------------------------
     def count(self) -> int:
         try:
@@ -407,6 +415,16 @@ def _source(doc: IndexDoc) -> dict:
         if values:
             source[part] = values
     return source
+
+
+def _document(source: dict) -> IndexDoc:
+    """A stored ``_source`` as the document it was made from (auxiliary fields with the flags it has)."""
+    names = {*source.get("aux", {}), *source.get("aux_text", {}), *source.get("aux_stored", {})}
+    aux = [AuxValue(name, source.get("aux_stored", {}).get(name) or source.get("aux", {}).get(name)
+                    or source.get("aux_text", {}).get(name, ""),
+                    name in source.get("aux_stored", {}), name in source.get("aux", {}) or name in source.get("aux_text", {}),
+                    name in source.get("aux_text", {})) for name in sorted(names)]
+    return IndexDoc(**{f: source.get(f, _MISSING.get(f, "")) for f in IndexDoc._fields if f != "aux"}, aux=aux)
 
 
 def _term_query(term: Term) -> dict:

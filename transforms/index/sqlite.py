@@ -54,7 +54,7 @@ from beamtrawl.transforms.index.base import (
     render_snippet,
 )
 from beamtrawl.transforms.index.query import EXACT_NAME_BOOST, Query, QueryError, Term, name_keys
-from beamtrawl.transforms.records import EVERYONE, IndexDoc, SnapshotEntry
+from beamtrawl.transforms.records import EVERYONE, AuxValue, IndexDoc, SnapshotEntry
 
 SCHEMA_VERSION = 3
 SPLIT_ROWS = 50_000
@@ -283,6 +283,27 @@ class EmbeddedIndex(IndexTarget):
             db.execute(f"DELETE FROM aux WHERE rid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
             db.execute(f"DELETE FROM names WHERE rid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
             db.execute(f"DELETE FROM docs WHERE id IN ({marks})", ids)
+
+    def documents(self) -> Iterator[IndexDoc]:
+        """Every document (``beamtrawl export``); the summary is not stored here, so it is empty."""
+        db = self._reader()
+        columns = [c for c in _STORED if c not in ("groups", "denied", "outlinks")]
+        rows = db.execute(f"SELECT docs.rid, {', '.join('docs.' + c for c in columns)}, docs.groups, docs.denied, "
+                          f"docs.outlinks, f.content, f.headlines, f.metadata "
+                          f"FROM docs JOIN docs_fts AS f ON f.rowid = docs.rid ORDER BY docs.rid")
+        while batch := rows.fetchmany(1000):
+            aux: dict[int, list[AuxValue]] = {}
+            rids = [row[0] for row in batch]
+            for rid, *value in db.execute(
+                    f"SELECT rid, name, value, stored, indexed, tokenized FROM aux WHERE rid IN "
+                    f"({', '.join('?' * len(rids))}) ORDER BY rid, name", rids):
+                aux.setdefault(rid, []).append(AuxValue(*value[:2], *map(bool, value[2:])))
+            for rid, *values in batch:
+                stored = dict(zip(columns, values, strict=False))
+                groups, denied, outlinks, content, headlines, metadata = values[len(columns):]
+                yield IndexDoc(**stored, groups=json.loads(groups), denied=json.loads(denied),
+                               outlinks=json.loads(outlinks), content=content, headlines=headlines,
+                               metadata=metadata, summary="", aux=aux.get(rid, []))
 
     # -- searching ---------------------------------------------------------------------------
     def count(self) -> int:

@@ -77,6 +77,7 @@ class _Upsert(beam.DoFn):
             failures += self._write([_substitute(originals[url], reason) for url, reason in rejected])
         for url, reason in failures:
             yield event("failed", url, "write", reason)
+        yield from staged_events(self.target)
         if failures:
             yield event("write_failed", count=len(failures))
         yield event("written", count=len(docs) - len(failures))
@@ -102,6 +103,16 @@ class _Upsert(beam.DoFn):
 
     def teardown(self):
         self.target.close()
+
+
+#: The Event kind naming a file a worker staged (``url``: its name) for the driver's commit. Only the
+#: outputs of bundles that succeeded reach the driver, so a retried bundle's files are never committed.
+STAGED = "staged"
+
+
+def staged_events(target):
+    """Events for what ``target`` staged since the last call (IndexTarget.take_staged)."""
+    return [event(STAGED, name, "write") for name in target.take_staged()]
 
 
 def _substitute(doc: IndexDoc, reason: str) -> IndexDoc:
@@ -141,6 +152,7 @@ class _AccessBatch(beam.DoFn):
             for entry in batch:
                 yield event("failed", entry.url, "write", f"could not change who may see it: {err}")
             yield event("write_failed", count=len(batch))
+        yield from staged_events(self.target)
 
     def teardown(self):
         self.target.close()
@@ -246,8 +258,9 @@ def delete_batches(target, entries: list[SnapshotEntry], plugins: PluginHost | N
     what was deleted and of batches that failed (those documents stay)."""
     plugins = plugins or PluginHost()
     events: list[Event] = []
-    for start in range(0, len(entries), BATCH):
-        batch = entries[start:start + BATCH]
+    size = target.delete_batch or max(len(entries), 1)
+    for start in range(0, len(entries), size):
+        batch = entries[start:start + size]
         for entry in batch:
             plugins.call("on_delete_index_entry", entry.url, doc=entry, index=target)
         events.extend(plugins.problems())

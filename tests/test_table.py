@@ -1,0 +1,303 @@
+"""The index as a Delta table (transforms/index/table.py, docs/table.md), read by readers that are not ours:
+delta-rs, DuckDB (its own delta extension) and Polars must see exactly the documents an embedded-index crawl
+of the same tree holds, after every step of the core scenario; time travel gives the previous documents; the
+change data feed names what each crawl inserted, changed and deleted; a failed crawl commits nothing and a
+retried bundle's files are never committed."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import duckdb
+import duckdb_extension_delta
+import polars as pl
+import pyarrow as pa
+import pytest
+from beamtrawl.pipeline.config import ConfigError, parse_config
+from beamtrawl.transforms.index.sqlite import EmbeddedIndex
+from beamtrawl.transforms.index.table import LEASES, SCHEMA_PROPERTY, DeltaIndex
+from beamtrawl.transforms.records import IndexDoc
+from deltalake import DeltaTable
+
+from tests.conftest import beamtrawl
+from tests.test_crawl_end_to_end import build_tree
+
+#: What both targets store of a document, compared field by field (the embedded index keeps no summary;
+#: indexed_at says when, not what).
+FIELDS = ("id", "url", "root", "title", "content", "headlines", "metadata", "mimetype", "extension", "filename",
+          "path", "size", "mtime_ns", "groups", "denied", "preparation_error", "content_hash", "prep_fingerprint")
+
+
+def _row(row: dict) -> dict:
+    row = {name: row[name] for name in FIELDS}
+    row["headlines"] = "\n".join(row["headlines"] or ())
+    row["groups"], row["denied"] = list(row["groups"] or ()), list(row["denied"] or ())
+    return row
+
+
+def embedded_documents(path: Path) -> dict[str, dict]:
+    index = EmbeddedIndex(str(path))
+    try:
+        return {doc.id: _row(doc._asdict() | {"headlines": doc.headlines.split("\n") if doc.headlines else []})
+                for doc in index.documents()}
+    finally:
+        index.close()
+
+
+def delta_documents(uri: str, version: int | None = None) -> dict[str, dict]:
+    """The table as delta-rs reads it."""
+    return {row["id"]: _row(row) for row in DeltaTable(uri, version=version).to_pyarrow_table().to_pylist()}
+
+
+def duckdb_documents(uri: str) -> dict[str, dict]:
+    """The table as DuckDB's own delta extension (delta-kernel) reads it."""
+    extension = Path(duckdb_extension_delta.__file__).parent / f"extensions/v{duckdb.__version__}/delta.duckdb_extension"
+    db = duckdb.connect()
+    db.execute(f"LOAD '{extension}'")
+    rows = db.execute(f"SELECT * FROM delta_scan('{uri}')").to_arrow_table().to_pylist()
+    return {row["id"]: _row(row) for row in rows}
+
+
+def polars_documents(uri: str, version: int | None = None) -> dict[str, dict]:
+    return {row["id"]: _row(row) for row in pl.read_delta(uri, version=version).to_dicts()}
+
+
+def change(root: Path) -> None:
+    """A new, a modified and a deleted file, and an unreadable folder (its documents must stay)."""
+    (root / "new.txt").write_text("newword arrives", encoding="utf-8")
+    mod = root / "mod.txt"
+    stat = mod.stat()
+    mod.write_text("modword second version", encoding="utf-8")
+    os.utime(mod, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1000))
+    (root / "gone.txt").unlink()
+    (root / "keep").chmod(0)
+
+
+def _changes(uri: str, since: int) -> dict[str, set[str]]:
+    """{change type: file names} of the change data feed after version ``since``."""
+    feed = pa.table(DeltaTable(uri).load_cdf(starting_version=since + 1)).to_pylist()
+    found: dict[str, set[str]] = {}
+    for row in feed:
+        found.setdefault(row["_change_type"], set()).add(row["url"].rsplit("/", 1)[-1])
+    return found
+
+
+def test_crawl_change_recrawl_into_a_table_equals_the_embedded_index_for_three_readers(tmp_path, make_config,
+                                                                                      crawl):
+    root = tmp_path / "docs"
+    build_tree(root)
+    table = str(tmp_path / "docs.delta")
+    embedded = make_config(root, name="embedded.yaml")
+    delta = make_config(root, name="table.yaml", index={"table": "docs.delta"})
+
+    def step(code: int):
+        done = {name: crawl(config) for name, config in (("embedded", embedded), ("table", delta))}
+        for name, run in done.items():
+            assert run.code == code, (name, run.report.get("problems"), run.stderr[-3000:])
+        assert done["table"].counts == done["embedded"].counts
+        assert done["table"].report["problems"] == done["embedded"].report["problems"]
+        expected = embedded_documents(tmp_path / "index.sqlite")
+        assert delta_documents(table) == expected
+        assert duckdb_documents(table) == expected
+        assert polars_documents(table) == expected
+        return done["table"], expected
+
+    first, first_documents = step(0)
+    assert first.counts["written"] == 11
+    assert DeltaTable(table).metadata().configuration[SCHEMA_PROPERTY] == "1"
+    version = DeltaTable(table).version()
+
+    change(root)
+    try:
+        changed, _ = step(1)
+    finally:
+        (root / "keep").chmod(0o755)
+    assert (changed.counts["new"], changed.counts["changed"], changed.counts["deleted"]) == (1, 1, 1)
+    feed = _changes(table, version)
+    assert feed["insert"] == {"new.txt"} and feed["update_postimage"] == {"mod.txt"} and feed["delete"] == {"gone.txt"}
+    # time travel: the version the first crawl committed holds its documents, for delta-rs and Polars alike
+    assert delta_documents(table, version) == first_documents
+    assert polars_documents(table, version) == first_documents
+
+    before = DeltaTable(table).version()
+    unchanged, _ = step(0)
+    assert unchanged.counts["unchanged"] == 11 and unchanged.counts["written"] == 0
+    assert DeltaTable(table).version() == before  # nothing to commit: no new version
+    staged = {p.name for p in Path(table).iterdir() if re.match(r"part-\d{8}T", p.name)}
+    assert staged == _files(table, version)  # the first crawl's files, committed as they were; none left over
+    assert not list((Path(table) / LEASES).iterdir())  # no lease of a finished crawl
+
+
+def _files(uri: str, version: int | None = None) -> set[str]:
+    return set(pa.table(DeltaTable(uri, version=version).get_add_actions(flatten=True))["path"].to_pylist())
+
+
+def test_a_failed_crawl_commits_nothing_and_readers_keep_the_last_version(tmp_path, make_config, crawl):
+    root = tmp_path / "docs"
+    build_tree(root)
+    config = make_config(root, index={"table": "docs.delta"})
+    table = tmp_path / "docs.delta"
+    assert crawl(config).code == 0
+    before, documents = DeltaTable(str(table)).version(), delta_documents(str(table))
+    change(root)
+    (root / "keep").chmod(0o755)
+    table.chmod(0o555)  # the workers cannot stage their files (the crawl runs without DAC override)
+    try:
+        failed = crawl(config)
+    finally:
+        table.chmod(0o755)
+    assert failed.code == 2, failed.stdout[-3000:]
+    assert failed.counts["deleted"] == 0
+    assert DeltaTable(str(table)).version() == before
+    assert delta_documents(str(table)) == documents  # gone.txt is still there, mod.txt the old one
+    rerun = crawl(config)
+    assert rerun.code == 0 and (rerun.counts["new"], rerun.counts["changed"], rerun.counts["deleted"]) == (1, 1, 1)
+
+
+def _doc(n: int, text: str = "first") -> IndexDoc:
+    return IndexDoc(id=f"{n:064x}", url=f"file:///d/{n}.txt", root="file:///d/", title=f"t{n}", content=text,
+                    summary=text, headlines="", metadata="", mimetype="text/plain", extension="txt",
+                    filename=f"{n}.txt", path="/d/", size=len(text), mtime_ns=n, last_modified="2026-01-01T00:00:00+00:00",
+                    groups=[], preparation_error="", content_hash="", etag="", http_last_modified="",
+                    prep_fingerprint="f", outlinks=[], indexed_at="2026-01-01T00:00:00+00:00")
+
+
+def test_only_the_files_of_successful_attempts_are_committed(tmp_path):
+    """A bundle that failed and was retried staged its batch twice; the driver commits only the file the
+    successful attempt named, so no document is there twice, and the orphan is removed at the end."""
+    uri = str(tmp_path / "t.delta")
+    target = DeltaIndex(uri)
+    target.prepare()
+    target.upsert([_doc(1), _doc(2)])
+    target.take_staged()  # the failed attempt: its output (the file's name) never reaches the driver
+    target.upsert([_doc(1), _doc(2)])
+    named = target.take_staged()
+    target.commit(named)
+    target.finish(succeeded=True)
+    assert sorted(r["id"] for r in DeltaTable(uri).to_pyarrow_table().to_pylist()) == [_doc(1).id, _doc(2).id]
+    assert {p.name for p in Path(uri).glob("part-*")} == _files(uri)
+
+    target = DeltaIndex(uri)  # the next crawl changes one document and fails before its commit
+    target.prepare()
+    target.upsert([_doc(1, "second")])
+    target.take_staged()
+    target.finish(succeeded=False)
+    assert {r["content"] for r in DeltaTable(uri).to_pyarrow_table().to_pylist()} == {"first"}
+    assert {p.name for p in Path(uri).glob("part-*")} == _files(uri)
+
+
+def test_documents_and_access_changes_are_one_transaction(tmp_path):
+    uri = str(tmp_path / "t.delta")
+    target = DeltaIndex(uri)
+    target.prepare()
+    target.upsert([_doc(1), _doc(2), _doc(3)])
+    target.commit(target.take_staged())
+    target.finish(succeeded=True)
+    version = DeltaTable(uri).version()
+
+    target = DeltaIndex(uri)
+    target.prepare()
+    target.upsert([_doc(1, "changed"), _doc(4, "new")])
+    target.set_access([(_doc(2).id, ["staff"], []), (_doc(1).id, ["ignored"], []), ("0" * 64, ["absent"], [])])
+    target.commit(target.take_staged())
+    target.finish(succeeded=True)
+    assert DeltaTable(uri).version() == version + 1
+    rows = {row["id"]: row for row in DeltaTable(uri).to_pyarrow_table().to_pylist()}
+    assert sorted(rows) == sorted(_doc(n).id for n in (1, 2, 3, 4))
+    assert rows[_doc(1).id]["content"] == "changed" and rows[_doc(1).id]["groups"] == []
+    assert rows[_doc(2).id]["groups"] == ["staff"] and rows[_doc(2).id]["content"] == "first"
+    assert rows[_doc(4).id]["content"] == "new"
+
+
+def test_maintain_compacts_and_never_removes_the_version_a_running_crawl_reads(tmp_path):
+    uri = str(tmp_path / "t.delta")
+    for n in range(3):  # three crawls, each a file
+        target = DeltaIndex(uri)
+        target.prepare()
+        target.upsert([_doc(n)] if n != 1 else [_doc(0, "changed")])
+        target.commit(target.take_staged())
+        target.finish(succeeded=True)
+    running = DeltaIndex(uri)
+    running.prepare()  # a crawl reading this version is running
+    leased = running.version
+    done = DeltaIndex(uri).maintain(retention_hours=0)  # beside the running crawl
+    assert done["versions_kept_for_crawls"] == [leased] and done["files_compacted"] >= 2
+    assert len(_files(uri)) == 1
+    assert len(DeltaTable(uri, version=leased).to_pyarrow_table()) == 2  # still readable
+    running.finish(succeeded=True)
+    again = DeltaIndex(uri).maintain(retention_hours=0)
+    assert again["versions_kept_for_crawls"] == [] and again["files_removed"] > 0
+    assert len(DeltaTable(uri).to_pyarrow_table()) == 2
+
+
+def test_export_of_the_embedded_index_and_commands_on_a_table(tmp_path, make_config, crawl):
+    root = tmp_path / "docs"
+    build_tree(root)
+    config = make_config(root)
+    assert crawl(config).code == 0
+    done = beamtrawl("export", str(config), str(tmp_path / "export.delta"))
+    assert done.returncode == 0 and "exported 11 documents" in done.stdout, done.stderr
+    assert polars_documents(str(tmp_path / "export.delta")) == embedded_documents(tmp_path / "index.sqlite")
+    again = beamtrawl("export", str(config), str(tmp_path / "export.delta"))
+    assert again.returncode == 2 and "already" in again.stderr
+
+    table = make_config(root, name="table.yaml", index={"table": "export.delta"})
+    search = beamtrawl("search", "apples", "--config", str(table))
+    lines = [line for line in (search.stdout + search.stderr).splitlines() if line.strip()]
+    assert search.returncode == 2 and len(lines) == 1 and "delta_scan" in lines[0], lines
+    maintain = beamtrawl("maintain", str(table), "--retention-hours", "0")
+    assert maintain.returncode == 0 and "compacted" in maintain.stdout, maintain.stderr
+    assert beamtrawl("maintain", str(config)).returncode == 2  # the embedded index needs none
+
+
+def test_a_table_crawl_refuses_a_folder_that_is_not_its_table(tmp_path, make_config, crawl):
+    root = tmp_path / "docs"
+    build_tree(root)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "precious.txt").write_text("not a table")
+    done = crawl(make_config(root, index={"table": "other"}))
+    assert done.code == 2 and "not a Delta table" in done.stdout + done.stderr
+    assert os.listdir(tmp_path / "other") == ["precious.txt"]
+
+
+@pytest.mark.parametrize("index, problem", [
+    ({"table": "t", "format": "iceberg"}, "index.format: must be delta"),
+    ({"table": "t", "path": "x.sqlite"}, "needs one of"),
+    ({"table": "t", "name": "x"}, "index.name: does not apply to a table"),
+    ({"table": "ftp://host/t"}, "index.table: must be a path"),
+    ({"table": "s3://b/t", "storage_options": ["x"]}, "index.storage_options: must be a mapping"),
+])
+def test_table_configuration_errors_name_the_key(tmp_path, index, problem):
+    raw = {"start": [{"url": f"file://{tmp_path}"}], "index": index}
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw, str(tmp_path / "c.yaml"))
+    assert problem in str(err.value)
+
+
+def test_table_configuration(tmp_path):
+    raw = {"start": [{"url": f"file://{tmp_path}"}],
+           "index": {"table": "s3://bucket/docs", "storage_options": {"AWS_REGION": "eu-west-1"}}}
+    index = parse_config(raw, str(tmp_path / "c.yaml")).index
+    assert (index.table, index.format, dict(index.storage_options)) == ("s3://bucket/docs", "delta",
+                                                                        {"AWS_REGION": "eu-west-1"})
+    local = parse_config({**raw, "index": {"table": "docs.delta"}}, str(tmp_path / "c.yaml"))
+    assert local.index.table == str(tmp_path / "docs.delta") and local.report == str(tmp_path / "docs.delta.report.json")
+
+
+def test_export_of_an_opensearch_index(tmp_path, os_config, crawl, opensearch):
+    from tests.test_opensearch import all_docs, index_name
+
+    root = tmp_path / "docs"
+    build_tree(root)
+    config = os_config(root, index={"analyzer": "standard"})
+    assert crawl(config).code == 0
+    done = beamtrawl("export", str(config), str(tmp_path / "export.delta"))
+    assert done.returncode == 0 and "exported 11 documents" in done.stdout, done.stderr
+    exported = polars_documents(str(tmp_path / "export.delta"))
+    stored = {i: _row({**doc, "headlines": doc["headlines"].split("\n") if doc["headlines"] else []})
+              for i, doc in all_docs(opensearch, index_name(config)).items()}
+    assert exported == stored
+    summaries = {row["id"]: row["summary"] for row in pl.read_delta(str(tmp_path / "export.delta")).to_dicts()}
+    assert all(summaries[i] == doc["summary"] for i, doc in all_docs(opensearch, index_name(config)).items())

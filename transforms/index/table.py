@@ -1,0 +1,472 @@
+"""The index as an open table: Delta Lake on Parquet, through delta-rs (``deltalake``) and pyarrow.
+
+Delta Lake's transaction log gives what a crawl needs without any versioning of our own: a commit is
+atomic, every version stays readable (time travel) until ``beamtrawl maintain`` removes it, and the
+change data feed says per version which ids were inserted, updated and deleted (docs/table.md).
+
+::
+
+    driver   prepare ─► pin the current version (a lease file names it) ─► snapshot_splits: its files
+    workers  read_snapshot: the freshness columns of those files (pyarrow, in parallel)
+    workers  upsert / set_access: each batch → one Parquet file in the table's folder, NOT committed;
+             its name goes on as an event of the bundle (a retried bundle's files are never named)
+    driver   commit(staged): the named files in ONE transaction — added as they are when no id of
+             them is in the table yet (a first crawl: nothing rewritten), else one MERGE by id that
+             also applies the staged access changes
+    driver   delete(ids): one MERGE … WHEN MATCHED DELETE transaction, after the commit and the guards
+    driver   finish: the lease goes; files of this crawl that no version holds are removed
+
+A crawl that fails commits nothing: readers keep the last good version. Workers write into the table's
+own folder (any file system pyarrow and delta-rs know: a local path, ``s3://``, ``gs://``, ``abfss://``),
+so the table works on every runner; on a cluster every worker must reach that folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from beamtrawl.transforms.index.base import IndexTarget, IndexUnavailable
+from beamtrawl.transforms.index.query import Query
+from beamtrawl.transforms.records import AuxValue, IndexDoc, SnapshotEntry
+
+log = logging.getLogger("beamtrawl")
+
+#: Written to the table property ``beamtrawl.schema_version``; bumped when SCHEMA changes.
+SCHEMA_VERSION = 1
+SCHEMA_PROPERTY = "beamtrawl.schema_version"
+#: The table's Arrow schema (docs/table.md describes every column).
+SCHEMA = pa.schema([
+    pa.field("id", pa.string(), nullable=False),  # sha256 of the normalised URL
+    pa.field("url", pa.string(), nullable=False),
+    pa.field("root", pa.string()),  # the start URL it was found under
+    pa.field("title", pa.string()),
+    pa.field("content", pa.string()),
+    pa.field("summary", pa.string()),
+    pa.field("headlines", pa.list_(pa.string())),
+    pa.field("metadata", pa.string()),
+    pa.field("mimetype", pa.string()),
+    pa.field("extension", pa.string()),
+    pa.field("filename", pa.string()),
+    pa.field("path", pa.string()),  # the folder, without scheme
+    pa.field("size", pa.int64()),
+    pa.field("mtime_ns", pa.int64()),  # exact, for freshness (Delta timestamps stop at microseconds)
+    pa.field("last_modified", pa.timestamp("us", tz="UTC")),
+    pa.field("groups", pa.list_(pa.string())),  # who may read it; empty: everyone
+    pa.field("denied", pa.list_(pa.string())),  # who may not ("*": no one)
+    pa.field("aux", pa.map_(pa.string(), pa.string())),  # auxiliary fields, name → value
+    pa.field("preparation_error", pa.string()),
+    pa.field("content_hash", pa.string()),
+    pa.field("etag", pa.string()),
+    pa.field("http_last_modified", pa.string()),
+    pa.field("prep_fingerprint", pa.string()),
+    pa.field("outlinks", pa.list_(pa.string())),
+    pa.field("indexed_at", pa.timestamp("us", tz="UTC")),
+    pa.field("crawl_id", pa.string()),  # the crawl that wrote this row (also in the commit's metadata)
+])
+ACCESS_SCHEMA = pa.schema([SCHEMA.field("id"), SCHEMA.field("groups"), SCHEMA.field("denied")])
+_SNAPSHOT_COLUMNS = list(SnapshotEntry._fields)
+#: Table properties a new table gets: the change data feed on, our schema version.
+PROPERTIES = {"delta.enableChangeDataFeed": "true", SCHEMA_PROPERTY: str(SCHEMA_VERSION)}
+SPLIT_ROWS = 50_000  # rows of the snapshot one worker reads
+LEASES = "_beamtrawl/leases"  # one file per running crawl naming the version it reads (maintenance keeps it)
+LEASE_HOURS = 7 * 24  # a lease older than this is a crawl that died: maintenance ignores it
+DEFAULT_RETENTION_HOURS = 7 * 24  # versions `beamtrawl maintain` keeps (Delta's own default)
+#: Table features we cannot read as plain Parquet files (the snapshot reads the files themselves).
+_UNREADABLE_FEATURES = {"deletionVectors", "columnMapping"}
+_NOT_SEARCHABLE = ("{uri} is a Delta table, which beamtrawl does not search: read it with DuckDB "
+                   "(SELECT url, title FROM delta_scan('{uri}') WHERE content ILIKE '%word%'), Polars or Spark "
+                   "(docs/table.md), or crawl into the embedded index or OpenSearch to search")
+
+
+def _timestamp(text: str) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def to_arrow(docs: Sequence[IndexDoc], crawl_id: str) -> pa.Table:
+    """Index documents as rows of :data:`SCHEMA`."""
+    rows = [{
+        **{name: getattr(doc, name) for name in SCHEMA.names if name in IndexDoc._fields},
+        "headlines": doc.headlines.split("\n") if doc.headlines else [],
+        "last_modified": _timestamp(doc.last_modified), "indexed_at": _timestamp(doc.indexed_at),
+        "groups": list(doc.groups), "denied": list(doc.denied), "outlinks": list(doc.outlinks),
+        "aux": [(a.name, a.value) for a in doc.aux if a.store or a.index], "crawl_id": crawl_id,
+    } for doc in docs]
+    return pa.Table.from_pylist(rows, schema=SCHEMA)
+
+
+def from_arrow(row: dict) -> IndexDoc:
+    """A row of :data:`SCHEMA` (as a dict) as an index document again (auxiliary fields stored, searchable)."""
+    values = {name: row[name] for name in IndexDoc._fields if name in row}
+    values.update(
+        headlines="\n".join(row["headlines"] or ()),
+        last_modified=row["last_modified"].isoformat(timespec="milliseconds") if row["last_modified"] else "",
+        indexed_at=row["indexed_at"].isoformat(timespec="seconds") if row["indexed_at"] else "",
+        aux=[AuxValue(name, value, True, True, False) for name, value in row["aux"] or ()])
+    return IndexDoc(**values)
+
+
+class DeltaIndex(IndexTarget):
+    """A Delta table at ``uri``; ``storage_options`` go to delta-rs for object stores (credentials)."""
+
+    delete_batch = None  # every delete of a crawl in one transaction
+
+    def __init__(self, uri: str, storage_options: dict | None = None):
+        self.uri = uri.rstrip("/")
+        self.storage_options = dict(storage_options or {})
+        self.crawl_id = ""
+        self.version: int | None = None  # the version this crawl reads (pinned by prepare)
+        self._table = None
+        self._fs: tuple[pafs.FileSystem, str] | None = None
+        self._staged: list[str] = []
+
+    def __getstate__(self):
+        return {"uri": self.uri, "storage_options": self.storage_options, "crawl_id": self.crawl_id,
+                "version": self.version}
+
+    def __setstate__(self, state):
+        self.__init__(state["uri"], state["storage_options"])
+        self.crawl_id, self.version = state["crawl_id"], state["version"]
+
+    # -- where the files are -------------------------------------------------------------------
+    @property
+    def fs(self) -> tuple[pafs.FileSystem, str]:
+        """(pyarrow file system, the table's folder in it)."""
+        if self._fs is None:
+            self._fs = pafs.FileSystem.from_uri(self.uri if "://" in self.uri else os.path.abspath(self.uri))
+        return self._fs
+
+    def _path(self, name: str) -> str:
+        return f"{self.fs[1]}/{name}"
+
+    def _open(self, version: int | None = None):
+        from deltalake import DeltaTable
+
+        return DeltaTable(self.uri, version=version, storage_options=self.storage_options or None)
+
+    @property
+    def table(self):
+        """The table at its latest version (the driver's handle; refreshed by every commit)."""
+        if self._table is None:
+            self._table = self._open()
+        return self._table
+
+    def close(self) -> None:
+        self._table = None
+
+    def _where(self) -> str:
+        return f"{self.uri}"
+
+    # -- driver ------------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Create the table (schema, change data feed, schema version) or check it; pin the version this
+        crawl reads and write the lease that keeps it from ``beamtrawl maintain``."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError
+
+        try:
+            if not DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
+                self._refuse_foreign_folder()
+                DeltaTable.create(self.uri, SCHEMA, name="beamtrawl", configuration=PROPERTIES,
+                                  storage_options=self.storage_options or None, raise_if_key_not_exists=False)
+            self._table = None
+            self._check_table(self.table)
+        except IndexUnavailable:
+            raise
+        except (DeltaError, OSError) as err:
+            raise IndexUnavailable(f"{self._where()}: cannot use the Delta table ({_short(err)})") from None
+        self.version = self.table.version()
+        self.crawl_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+        self._write_lease()
+
+    def _refuse_foreign_folder(self) -> None:
+        """A folder with files that is not a Delta table is someone else's: left as it is."""
+        fs, root = self.fs
+        info = fs.get_file_info(root)
+        if info.type == pafs.FileType.File:
+            raise IndexUnavailable(f"{self._where()}: a file, not a Delta table; left as it is")
+        if info.type == pafs.FileType.Directory and fs.get_file_info(pafs.FileSelector(root)):
+            raise IndexUnavailable(f"{self._where()}: a folder with files that is not a Delta table; left as it "
+                                   f"is (name an empty or new folder)")
+
+    def _check_table(self, table) -> None:
+        version = table.metadata().configuration.get(SCHEMA_PROPERTY)
+        if version != str(SCHEMA_VERSION):
+            what = f"schema version {version}" if version else "no beamtrawl schema version"
+            raise IndexUnavailable(f"{self._where()}: a Delta table with {what}, this beamtrawl writes version "
+                                   f"{SCHEMA_VERSION}; crawl into a new table (or `beamtrawl export` the old index)")
+        features = set(table.protocol().reader_features or ()) & _UNREADABLE_FEATURES
+        if features:
+            raise IndexUnavailable(f"{self._where()}: the table uses {', '.join(sorted(features))}, which beamtrawl "
+                                   f"does not write or read; crawl into a new table")
+
+    def _write_lease(self) -> None:
+        fs, _ = self.fs
+        fs.create_dir(self._path(LEASES), recursive=True)
+        with fs.open_output_stream(self._path(f"{LEASES}/{self.crawl_id}.json")) as out:
+            out.write(json.dumps({"version": self.version, "crawl_id": self.crawl_id,
+                                  "started": time.time()}).encode())
+
+    def check(self) -> None:
+        """The table must exist and be one this beamtrawl writes (searching it is refused by :meth:`search`)."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError
+
+        try:
+            if not DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
+                raise IndexUnavailable(f"{self._where()}: no index here yet (no Delta table); run beamtrawl crawl "
+                                       f"first")
+            self._check_table(self.table)
+        except (DeltaError, OSError) as err:
+            raise IndexUnavailable(f"{self._where()}: cannot read the Delta table ({_short(err)})") from None
+
+    def snapshot_splits(self) -> list[tuple[int, list[str]]]:
+        """The files of the pinned version, in groups of about SPLIT_ROWS rows."""
+        actions = _add_actions(self._open(self.version))
+        splits, files, rows = [], [], 0
+        for path, records in zip(actions["path"], actions["num_records"], strict=True):
+            files.append(path)
+            rows += records or 0
+            if rows >= SPLIT_ROWS:
+                splits.append((self.version, files))
+                files, rows = [], 0
+        return [*splits, (self.version, files)] if files else splits
+
+    def commit(self, staged: Sequence[str]) -> None:
+        """Make the upserts visible: the staged files of the bundles that succeeded, in one transaction —
+        added as they are when no id of them is in the table yet, else one MERGE by id (which also applies
+        the staged access changes)."""
+        documents = [self._path(name) for name in staged if name.startswith("part-")]
+        access = [self._path(name) for name in staged if name.startswith("access-")]
+        fs = self.fs[0]
+        ids = ds.dataset(documents, filesystem=fs, schema=SCHEMA).to_table(columns=["id"])["id"].combine_chunks()
+        if len(ids) != len(pc.unique(ids)):  # a runner that handed on a retried bundle's output too
+            raise IndexUnavailable(f"{self._where()}: the staged files hold a document twice; nothing committed")
+        table = self.table.to_pyarrow_dataset()
+        present = _ids_in(table, ids)
+        changes = ds.dataset(access, filesystem=fs, schema=ACCESS_SCHEMA).to_table()
+        # an access change applies to a document in the table and not staged in full (which carries its access)
+        changes = changes.filter(pc.and_(pc.is_in(changes["id"], value_set=_ids_in(table, changes["id"])),
+                                         pc.invert(pc.is_in(changes["id"], value_set=ids))))
+        if changes.num_rows or len(present):  # rows are replaced: delta-rs rewrites the files holding them
+            self._merge(_merge_source(documents, changes, fs), "upsert", lambda m: m
+                        .when_matched_update_all(predicate=f"s.{_KIND} = 'document'", except_cols=[_KIND])
+                        .when_matched_update({"groups": "s.groups", "denied": "s.denied"},
+                                             predicate=f"s.{_KIND} = 'access'")
+                        .when_not_matched_insert_all(predicate=f"s.{_KIND} = 'document'", except_cols=[_KIND]))
+        elif documents:
+            self._append(documents)
+
+    def _append(self, paths: list[str]) -> None:
+        """Commit the staged files themselves: nothing is rewritten."""
+        from deltalake.transaction import AddAction
+
+        fs, root = self.fs
+        actions = []
+        for path, info in zip(paths, fs.get_file_info(paths), strict=True):
+            rows = pq.read_metadata(path, filesystem=fs).num_rows
+            actions.append(AddAction(path[len(root) + 1:], info.size, {}, int(info.mtime.timestamp() * 1000), True,
+                                     json.dumps({"numRecords": rows})))
+        self.table.create_write_transaction(actions, "append", SCHEMA,
+                                            commit_properties=self._commit_properties("upsert"))
+        self.table.update_incremental()
+
+    def _merge(self, source: pa.RecordBatchReader, operation: str, clauses) -> None:
+        from deltalake import WriterProperties
+
+        merger = self.table.merge(source, "t.id = s.id", source_alias="s", target_alias="t",
+                                  writer_properties=WriterProperties(compression="ZSTD"),
+                                  commit_properties=self._commit_properties(operation))
+        clauses(merger).execute()
+        self.table.update_incremental()
+
+    def _commit_properties(self, operation: str):
+        from deltalake import CommitProperties
+
+        return CommitProperties(custom_metadata={"beamtrawl.crawl_id": self.crawl_id,
+                                                 "beamtrawl.operation": operation})
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Driver: one transaction removing ``ids`` (after :meth:`commit`)."""
+        if ids:
+            source = pa.table({"id": pa.array(list(ids), pa.string())})
+            self._merge(pa.RecordBatchReader.from_batches(source.schema, source.to_batches()), "delete",
+                        lambda m: m.when_matched_delete())
+
+    def finish(self, succeeded: bool) -> None:
+        """Remove this crawl's lease and the files it staged that no version holds (retried bundles',
+        a failed crawl's, those a MERGE copied)."""
+        if not self.crawl_id:
+            return
+        fs, root = self.fs
+        with contextlib.suppress(OSError):
+            fs.delete_file(self._path(f"{LEASES}/{self.crawl_id}.json"))
+        try:
+            held = set(_files(self._open()))
+            for info in fs.get_file_info(pafs.FileSelector(root)):
+                name = info.base_name
+                if self.crawl_id in name and name.startswith(("part-", "access-")) and name not in held:
+                    fs.delete_file(info.path)
+        except Exception as err:  # noqa: BLE001 - what is left is never read; `beamtrawl maintain` removes it
+            log.warning("%s: could not remove the files this crawl left uncommitted (%s)", self._where(), _short(err))
+
+    # -- maintenance and export (docs/table.md) -----------------------------------------------
+    def leases(self) -> dict[str, tuple[int, float]]:
+        """{crawl id: (the version it reads, when it began)} of the crawls running now (leases younger than LEASE_HOURS)."""
+        fs, _ = self.fs
+        found = {}
+        for info in fs.get_file_info(pafs.FileSelector(self._path(LEASES), allow_not_found=True)):
+            with contextlib.suppress(OSError, ValueError, KeyError), fs.open_input_stream(info.path) as handle:
+                lease = json.loads(handle.read())
+                if time.time() - lease["started"] < LEASE_HOURS * 3600:
+                    found[lease["crawl_id"]] = (lease["version"], lease["started"])
+        return found
+
+    def maintain(self, retention_hours: float = DEFAULT_RETENTION_HOURS) -> dict:
+        """Compact small files, then remove the files no version younger than ``retention_hours`` needs.
+        A running crawl's version is kept whatever its age, and so is every file written since it began
+        (the ones it staged but has not committed)."""
+        from deltalake import WriterProperties
+
+        self._check_table(self.table)
+        leases = self.leases()
+        compacted = self.table.optimize.compact(writer_properties=WriterProperties(compression="ZSTD"),
+                                                commit_properties=self._commit_properties("compact"))
+        self.table.update_incremental()
+        if leases:
+            oldest = min(started for _version, started in leases.values())
+            retention_hours = max(retention_hours, (time.time() - oldest) / 3600 + 1)
+        removed = self.table.vacuum(retention_hours=int(retention_hours + 0.999), dry_run=False,
+                                    enforce_retention_duration=False,
+                                    keep_versions=sorted({version for version, _started in leases.values()}),
+                                    commit_properties=self._commit_properties("vacuum"))
+        return {"version": self.table.version(), "files_compacted": compacted["numFilesRemoved"],
+                "files_written": compacted["numFilesAdded"], "files_removed": len(removed),
+                "retention_hours": int(retention_hours + 0.999),
+                "versions_kept_for_crawls": sorted({v for v, _s in leases.values()})}
+
+    def write_all(self, docs: Iterator[IndexDoc], batch: int = 1000) -> int:
+        """A new table holding ``docs`` (``beamtrawl export``), written in one transaction after its creation;
+        refused where a table or other files are."""
+        from deltalake import DeltaTable, write_deltalake
+
+        if DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
+            raise IndexUnavailable(f"{self._where()}: a Delta table is there already; export into a new folder")
+        self._refuse_foreign_folder()
+        self.crawl_id = f"export-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
+        written = [0]
+
+        def batches():
+            chunk = []
+            for doc in docs:
+                chunk.append(doc)
+                if len(chunk) == batch:
+                    written[0] += len(chunk)
+                    yield from to_arrow(chunk, self.crawl_id).to_batches()
+                    chunk = []
+            written[0] += len(chunk)
+            yield from to_arrow(chunk, self.crawl_id).to_batches()
+
+        table = DeltaTable.create(self.uri, SCHEMA, name="beamtrawl", configuration=PROPERTIES,
+                                  storage_options=self.storage_options or None, raise_if_key_not_exists=False)
+        write_deltalake(table, pa.RecordBatchReader.from_batches(SCHEMA, batches()), mode="append",
+                        commit_properties=self._commit_properties("export"))
+        return written[0]
+
+    # -- workers -----------------------------------------------------------------------------
+    def read_snapshot(self, split: tuple[int, list[str]]) -> Iterator[SnapshotEntry]:
+        _version, names = split
+        fs = self.fs[0]
+        for name in names:
+            table = pq.read_table(self._path(name), columns=_SNAPSHOT_COLUMNS, filesystem=fs)
+            for row in table.to_pylist():
+                yield SnapshotEntry(**{k: row[k] if row[k] is not None else _MISSING.get(k, "")
+                                       for k in _SNAPSHOT_COLUMNS})
+
+    def _stage(self, prefix: str, table: pa.Table) -> None:
+        name = f"{prefix}-{self.crawl_id}-{uuid.uuid4().hex}.zstd.parquet"
+        pq.write_table(table, self._path(name), filesystem=self.fs[0], compression="zstd")
+        self._staged.append(name)
+
+    def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
+        if docs:
+            self._stage("part", to_arrow(docs, self.crawl_id))
+        return []
+
+    def set_access(self, changes: Sequence[tuple[str, Sequence[str], Sequence[str]]]) -> None:
+        if changes:
+            self._stage("access", pa.Table.from_pylist(
+                [{"id": i, "groups": list(groups), "denied": list(denied)} for i, groups, denied in changes],
+                schema=ACCESS_SCHEMA))
+
+    def take_staged(self) -> list[str]:
+        staged, self._staged = self._staged, []
+        return staged
+
+    # -- reading -----------------------------------------------------------------------------
+    def search(self, query: Query, limit: int):
+        raise IndexUnavailable(_NOT_SEARCHABLE.format(uri=self.uri))
+
+    def count(self) -> int:
+        try:
+            return self.table.count()
+        except Exception:  # noqa: BLE001 - no table yet
+            return 0
+
+    def documents(self) -> Iterator[IndexDoc]:
+        """Every document of the current version. The files are listed now and read with pyarrow alone, so
+        the iterator may feed a write of delta-rs (``export``) without calling into delta-rs again."""
+        files = ds.dataset([self._path(name) for name in _files(self.table)], filesystem=self.fs[0], schema=SCHEMA)
+        return (from_arrow(row) for batch in files.to_batches() for row in batch.to_pylist())
+
+
+def _ids_in(table: ds.Dataset, ids) -> pa.Array:
+    """Those of ``ids`` the table holds (its id column only is read)."""
+    ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    return table.to_table(columns=["id"], filter=ds.field("id").isin(ids))["id"].combine_chunks()
+
+
+#: The MERGE source's column saying what a row is: a staged "document" or an "access" change.
+_KIND = "_beamtrawl_kind"
+_SOURCE_SCHEMA = pa.schema([*(f.with_nullable(True) for f in SCHEMA), pa.field(_KIND, pa.string())])
+
+
+def _merge_source(documents: list[str], changes: pa.Table, fs) -> pa.RecordBatchReader:
+    """The staged documents and the access changes as one stream (pyarrow only: delta-rs reads it while it
+    merges)."""
+    def batches():
+        for batch in ds.dataset(documents, filesystem=fs, schema=SCHEMA).to_batches():
+            yield pa.RecordBatch.from_arrays([*batch.columns, pa.array(["document"] * batch.num_rows)],
+                                             schema=_SOURCE_SCHEMA)
+        columns = [changes[f.name] if f.name in ACCESS_SCHEMA.names else pa.nulls(len(changes), f.type)
+                   for f in SCHEMA]
+        yield from pa.Table.from_arrays([*columns, pa.array(["access"] * len(changes), pa.string())],
+                                        schema=_SOURCE_SCHEMA).to_batches()
+    return pa.RecordBatchReader.from_batches(_SOURCE_SCHEMA, batches())
+
+
+def _add_actions(table) -> dict[str, list]:
+    """The data files of a table version: {"path": [...], "num_records": [...], …}."""
+    return pa.table(table.get_add_actions(flatten=True)).to_pydict()
+
+
+def _files(table) -> list[str]:
+    return _add_actions(table)["path"]
+
+
+_MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": [], "denied": []}
+
+
+def _short(err: Exception) -> str:
+    return " ".join(str(err).split())[:300] or type(err).__name__
