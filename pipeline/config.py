@@ -19,6 +19,7 @@ from beamtrawl.transforms.enrich.access import parse_access_control
 from beamtrawl.transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, parse_aux_fields
 from beamtrawl.transforms.preparators import BUILTIN, PreparatorSpec
 from beamtrawl.transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds
+from beamtrawl.transforms.sources import schemes as source_schemes
 from beamtrawl.transforms.urls import is_under, normalize_url, readable_url
 
 #: Every default, spelled as in the YAML file.
@@ -203,9 +204,6 @@ class Config:
     access_control: tuple = ()  # controllers (transforms.enrich.access); none: the sources' groups stay
     preparators: tuple[PreparatorSpec, ...] = BUILTIN  # pipeline/preparator_config.py
     preparation: Bounds = DEFAULT_BOUNDS
-
-
-SUPPORTED_SCHEMES = ("file", "http", "https", "smb", "imap", "imaps")
 
 
 class _Reader:
@@ -471,9 +469,9 @@ def parse_config(raw: Any, source: str, crawling: bool = True) -> Config:
             raise r.fail(f"{path}.url", "must not hold a user or password; put the login in credentials")
         url = r.url(entry["url"], f"{path}.url")
         scheme = url.split(":", 1)[0]
-        if scheme not in SUPPORTED_SCHEMES:
+        if scheme not in source_schemes():  # the built-in sources and those registered by entry points
             raise r.fail(f"{path}.url", f"scheme '{scheme}' is not supported (supported: "
-                                        f"{', '.join(SUPPORTED_SCHEMES)})")
+                                        f"{', '.join(source_schemes())})")
         if scheme == "smb" and not re.fullmatch(r"smb://[^/?#]+/[^?#]*", url):
             raise r.fail(f"{path}.url", "an smb:// start URL is smb://host[:port]/[share[/folder]]")
         starts.append(StartUrl(url, r.boolean(entry.get("parse", True), f"{path}.parse"),
