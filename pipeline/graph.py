@@ -45,19 +45,19 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
     source_settings = SourceSettings.from_config(config)  # logins travel to workers here, never in records
     snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
     found = []
-    other_roots = [r for r in _roots(rules) if not by_host(r.url)]
-    web_roots = [r for r in _roots(rules) if by_host(r.url)]
+    item_roots = [r for r in _roots(rules) if not by_host(r.url)]
+    host_roots = [r for r in _roots(rules) if by_host(r.url)]
     if rules.declined_starts:
         found.append((p | "EmptyEntries" >> beam.Create([]).with_output_types(Entry),
                       p | "DeclinedStarts" >> beam.Create(
                           [event("declined", url, "discover", "the start URL matches a blacklist entry")
                            for url in rules.declined_starts]).with_output_types(Event)))
-    if other_roots or not web_roots:
-        found.append(p | "Discover" >> Discover(other_roots, rules, config.follow_symlinks, config.walk_budget,
+    if item_roots or not host_roots:
+        found.append(p | "Discover" >> Discover(item_roots, rules, config.follow_symlinks, config.walk_budget,
                                                 config.discovery_rounds, source_settings))
-    if web_roots:  # web pages are found host by host, with the index's state of each page at hand
-        found.append(snapshot | "DiscoverWeb" >> DiscoverByHost(web_roots, rules, config.whitelist,
-                                                                config.discovery_rounds, source_settings))
+    if host_roots:  # web pages are found host by host, with the index's state of each page at hand
+        found.append(snapshot | "DiscoverByHost" >> DiscoverByHost(host_roots, rules, config.whitelist,
+                                                                   config.discovery_rounds, source_settings))
     if len(found) == 1:
         entries, discover_events = found[0]
     else:

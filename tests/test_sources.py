@@ -91,15 +91,3 @@ def test_a_source_from_another_distribution_is_crawled_end_to_end(with_memo, tmp
     assert again.code == 0 and "pipeline_skipped" in again.report, again.stderr[-3000:]
     assert again.counts["unchanged"] == 5
 
-
-def test_a_frontier_left_after_the_last_round_is_kept(with_memo, tmp_path, crawl):
-    """With one round and a walk budget, the folders not reached are incomplete: nothing below them goes."""
-    import yaml
-
-    path = tmp_path / "crawl.yaml"
-    path.write_text(yaml.safe_dump(memo_config(tmp_path, discovery_rounds=3)))
-    assert crawl(path).counts["new"] == 5
-    path.write_text(yaml.safe_dump(memo_config(tmp_path, walk_budget=1, discovery_rounds=1)))
-    run = crawl(path)
-    assert run.code == 0, run.stderr[-3000:]
-    assert (run.counts["unchanged"], run.counts["kept"], run.counts.get("deleted", 0)) == (1, 4, 0)
