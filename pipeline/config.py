@@ -19,6 +19,7 @@ from beamtrawl.transforms.enrich.access import parse_access_control
 from beamtrawl.transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, parse_aux_fields
 from beamtrawl.transforms.preparators import BUILTIN, PreparatorSpec
 from beamtrawl.transforms.preparators.isolation import DEFAULT_BOUNDS, Bounds
+from beamtrawl.transforms.sources import known as known_scheme
 from beamtrawl.transforms.sources import schemes as source_schemes
 from beamtrawl.transforms.urls import is_under, normalize_url, readable_url
 
@@ -469,7 +470,7 @@ def parse_config(raw: Any, source: str, crawling: bool = True) -> Config:
             raise r.fail(f"{path}.url", "must not hold a user or password; put the login in credentials")
         url = r.url(entry["url"], f"{path}.url")
         scheme = url.split(":", 1)[0]
-        if scheme not in source_schemes():  # the built-in sources and those registered by entry points
+        if not known_scheme(scheme):  # the built-in sources and those registered by entry points
             raise r.fail(f"{path}.url", f"scheme '{scheme}' is not supported (supported: "
                                         f"{', '.join(source_schemes())})")
         if scheme == "smb" and not re.fullmatch(r"smb://[^/?#]+/[^?#]*", url):
