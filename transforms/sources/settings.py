@@ -9,9 +9,9 @@ in a URL or a record, so they cannot reach the index, a log or the report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from beamtrawl.pipeline.config import Credential, HttpConfig, credential_for
+from beamtrawl.pipeline.config import Credential, credential_for
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class SourceSettings:
     smb_sid_names: tuple[tuple[str, str], ...] = ()  # SID → group name; unnamed SIDs stay SID strings
     imap_starttls: bool = True  # imap:// upgrades with STARTTLS before logging in
     imap_ca_file: str = ""  # certificates to trust for IMAP TLS; "" = the system's
-    http: HttpConfig = field(default_factory=HttpConfig)  # fetching limits, politeness, robots.txt (the web source)
+    http: object = None  # the configuration's http section (the web source: limits, politeness, robots.txt)
     url_cleaners: tuple = ()  # regexes cut from links before they are normalised (the web source)
 
     @classmethod
