@@ -98,15 +98,16 @@ def _plain_fetch(server) -> float:
 def _listing(server, config: Path) -> float:
     from beamtrawl.pipeline.config import load_config
     from beamtrawl.transforms.accept import Rules
-    from beamtrawl.transforms.records import Entry, FrontierItem
-    from beamtrawl.transforms.sources import imap, settings
+    from beamtrawl.transforms.records import FrontierItem
+    from beamtrawl.transforms.sources.imap import ImapSource
+    from beamtrawl.transforms.sources.settings import SourceSettings
 
     loaded = load_config(str(config))
-    settings.use(settings.SourceSettings.from_config(loaded))
+    source = ImapSource(SourceSettings.from_config(loaded))
     url = loaded.start[0].url
     started = time.perf_counter()
-    found = sum(isinstance(r, Entry) for r in imap.expand(FrontierItem(url, url, 0, url, [], "", ""),
-                                                            Rules(loaded), False, None))
+    found = sum(r.route == "entries" for r in source.expand(FrontierItem(url, url, 0, url, [], "", ""),
+                                                             Rules(loaded), False, None))
     seconds = time.perf_counter() - started
     assert found > 0
     return seconds

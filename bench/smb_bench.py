@@ -33,8 +33,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from beamtrawl.pipeline.config import Credential, StartUrl, UrlPattern
-from beamtrawl.transforms.records import Entry, FrontierItem
-from beamtrawl.transforms.sources import settings, smb
+from beamtrawl.transforms.records import FrontierItem
+from beamtrawl.transforms.sources import smb
+from beamtrawl.transforms.sources.settings import SourceSettings
 
 from tests.servers.samba import running_samba
 
@@ -57,12 +58,12 @@ class _Rules:
 
 
 def _beamtrawl(url: str, read_acls: bool) -> tuple[float, int]:
-    settings.use(settings.SourceSettings((Credential(url, USER, PASSWORD),), read_acls))
     smb._CONNECTIONS.clear()  # fresh connections and logins, as a new worker process has
     smb._ACL_LOCAL = threading.local()
     started = time.perf_counter()
-    found = sum(isinstance(r, Entry) for r in smb.expand(FrontierItem(url, url, 0, url, [], "", ""),
-                                                           _Rules(url), False, None))
+    source = smb.SmbSource(SourceSettings((Credential(url, USER, PASSWORD),), read_acls))
+    found = sum(r.route == "entries" for r in source.expand(FrontierItem(url, url, 0, url, [], "", ""),
+                                                             _Rules(url), False, None))
     return time.perf_counter() - started, found
 
 

@@ -303,13 +303,14 @@ def _store_state(target, state: dict | None) -> None:
 
 def _unchanged_report(target, state: dict, documents: int, context: dict, started: float) -> dict:
     """The report of a crawl whose sources say nothing changed since the last clean crawl."""
-    log.info("every IMAP folder is as the last crawl left it: the index is up to date")
+    log.info("every source is as the last crawl left it: the index is up to date")
     target.close()
     totals = {"listed": unchanged.messages(state), "accepted": documents, "unchanged": documents,
               "in_index": documents}  # what the pipeline would count
     report = reports.build_report(totals, [], **context, fatal="")
-    report["pipeline_skipped"] = ("every IMAP folder has the UIDVALIDITY, UIDNEXT and message count the last "
-                                  "clean crawl saw, and the configuration is the same")
+    report["pipeline_skipped"] = ("every start URL's source reports the state the last clean crawl saw (an IMAP "
+                                  "folder: its UIDVALIDITY, UIDNEXT and message count), and the configuration "
+                                  "is the same")
     report["documents_in_index"] = documents
     report["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     seconds = round(time.perf_counter() - started, 3)

@@ -67,11 +67,11 @@ def _reach(config, url: str) -> str:
     """'' when ``url`` answered, else why not."""
     from beamtrawl.transforms.accept import Rules
     from beamtrawl.transforms.records import Entry, Event, FrontierItem
-    from beamtrawl.transforms.sources import settings, source_for
-    from beamtrawl.transforms.sources.http.discover import is_web
+    from beamtrawl.transforms.sources import Sources, by_host
+    from beamtrawl.transforms.sources.settings import SourceSettings
 
-    settings.use(settings.SourceSettings.from_config(config))
-    if is_web(url):
+    settings = SourceSettings.from_config(config)
+    if by_host(url):  # a host crawl would fetch the whole site: ask for the start page alone
         from beamtrawl.transforms.sources.http.crawl import make_fetcher
         from beamtrawl.transforms.sources.http.fetch import FetchError
 
@@ -80,12 +80,12 @@ def _reach(config, url: str) -> str:
         except FetchError as err:
             return str(err)
         return "" if page.status < 400 else f"HTTP {page.status}"
-    found = source_for(url).expand(FrontierItem(url, url, 0, url, [], "", ""), Rules(config),
-                                   config.follow_symlinks, PEEK)
+    found = Sources(settings)(url).expand(FrontierItem(url, url, 0, url, [], "", ""), Rules(config),
+                                          config.follow_symlinks, PEEK)
     for record in itertools.islice(found, PEEK):
-        if isinstance(record, Event) and record.reason and record.url in (url, url.rstrip("/")):
+        if record.route == Event.route and record.reason and record.url in (url, url.rstrip("/")):
             return record.reason
-        if isinstance(record, Entry | FrontierItem):
+        if record.route in (Entry.route, FrontierItem.route):
             return ""
     return ""
 

@@ -4,7 +4,7 @@
 
     start URLs ─► Discover ─► entries ─┬─► AccessGroups ─┐     (AccessGroups only with access_control)
                           └─► events   │                 │
-    web start URLs (+ snapshot) ─► WebDiscover ─► entries, events (flattened with the above)
+    start URLs of ByHost sources, the web (+ snapshot) ─► DiscoverByHost ─► entries, events (flattened with the above)
     index ─► ReadSnapshot ─► snapshot ───────────────► Freshness ─► new/changed ─► Prepare ─► WriteIndex
                                                                  ├─► access changed, revoked ─► UpdateAccess
                                                                  └─► vanished/rejected ─────────► DeleteLast
@@ -19,7 +19,7 @@ import json
 
 import apache_beam as beam
 import smart_open
-from beamtrawl.transforms.discover import Discover
+from beamtrawl.transforms.discover import Discover, DiscoverByHost
 from beamtrawl.transforms.enrich.assign import AssignGroups
 from beamtrawl.transforms.freshness import Freshness
 from beamtrawl.transforms.index.write import (
@@ -32,7 +32,7 @@ from beamtrawl.transforms.index.write import (
 )
 from beamtrawl.transforms.prepare import Prepare
 from beamtrawl.transforms.records import ACCESS_DENIED, Entry, Event, FrontierItem, event, use_row_coders
-from beamtrawl.transforms.sources.http.discover import WebDiscover, is_web
+from beamtrawl.transforms.sources import by_host
 from beamtrawl.transforms.sources.settings import SourceSettings
 
 TOTALS_FILE, PROBLEMS_FILE, DELETES_FILE, STAGED_FILE = "totals.json", "problems", "deletes", "staged"
@@ -53,18 +53,19 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
     source_settings = SourceSettings.from_config(config)  # logins travel to workers here, never in records
     snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
     found = []
-    other_roots = [r for r in _roots(rules) if not is_web(r.url)]
-    web_roots = [r for r in _roots(rules) if is_web(r.url)]
+    item_roots = [r for r in _roots(rules) if not by_host(r.url)]
+    host_roots = [r for r in _roots(rules) if by_host(r.url)]
     if rules.declined_starts:
         found.append((p | "EmptyEntries" >> beam.Create([]).with_output_types(Entry),
                       p | "DeclinedStarts" >> beam.Create(
                           [event("declined", url, "discover", "the start URL matches a blacklist entry")
                            for url in rules.declined_starts]).with_output_types(Event)))
-    if other_roots or not web_roots:
-        found.append(p | "Discover" >> Discover(other_roots, rules, config.follow_symlinks, config.walk_budget,
+    if item_roots or not host_roots:
+        found.append(p | "Discover" >> Discover(item_roots, rules, config.follow_symlinks, config.walk_budget,
                                                 config.discovery_rounds, source_settings))
-    if web_roots:  # web pages are found host by host, with the index's state of each page at hand
-        found.append(snapshot | "DiscoverWeb" >> WebDiscover(web_roots, config, rules))
+    if host_roots:  # web pages are found host by host, with the index's state of each page at hand
+        found.append(snapshot | "DiscoverByHost" >> DiscoverByHost(host_roots, rules, config.whitelist,
+                                                                   config.discovery_rounds, source_settings))
     if len(found) == 1:
         entries, discover_events = found[0]
     else:

@@ -10,21 +10,18 @@ import os
 import re
 from pathlib import Path
 
+from beamtrawl.transforms.sources import known, schemes
 from beamtrawl.transforms.urls import normalize_url, url_to_path
 
 _ENV_NAME = re.compile(r"[^A-Z0-9]+")
-
-
-#: Schemes a start URL may have (the sources beamtrawl ships).
-SCHEMES = ("file", "http", "https", "smb", "imap", "imaps")
 
 
 def _url(text: str) -> str:
     """A start URL for ``text``; a local path must exist. Raises ValueError with the reason."""
     if "://" in text:
         scheme = text.split("://", 1)[0].lower()
-        if scheme not in SCHEMES:
-            raise ValueError(f"{text}: beamtrawl crawls {', '.join(SCHEMES)} URLs, not {scheme}://")
+        if not known(scheme):
+            raise ValueError(f"{text}: beamtrawl crawls {', '.join(schemes())} URLs, not {scheme}://")
         return normalize_url(text)
     path = Path(text).resolve()
     if not path.exists():

@@ -1,10 +1,10 @@
 """A crawl that needs no pipeline, because nothing it would read can have changed.
 
-Before a crawl the driver asks the sources for a summary of their state. Only IMAP can give one
-cheaply: the folders a crawl lists and, for each, STATUS (UIDVALIDITY, UIDNEXT, MESSAGES). A message
-added or removed changes it (transforms/sources/imap.folder_states). File trees, shares and web sites
-must be listed or asked page by page, which is the pipeline's own work, so a crawl with any other
-start URL always runs it.
+Before a crawl the driver asks the sources for a summary of their state: the UnchangedState capability
+of a source (transforms/sources/base.py). Of the built-in sources only IMAP can give one cheaply: the
+folders a crawl lists and, for each, STATUS (UIDVALIDITY, UIDNEXT, MESSAGES). A message added or removed
+changes it. File trees, shares and web sites must be listed or asked page by page, which is the
+pipeline's own work, so a crawl with a start URL whose source has no such state always runs it.
 
 The summary is taken before the pipeline runs. It is stored in the index only after a crawl that
 ended clean (exit code 0), with a key of the whole configuration and the preparation fingerprint, and
@@ -27,6 +27,9 @@ import re
 
 from beamtrawl.transforms.accept import Rules
 from beamtrawl.transforms.enrich.access import CustomController
+from beamtrawl.transforms.sources import Sources, source_for
+from beamtrawl.transforms.sources.base import UnchangedState, capable
+from beamtrawl.transforms.sources.settings import SourceSettings
 
 log = logging.getLogger("beamtrawl")
 
@@ -34,24 +37,23 @@ _URL_HOOKS = ("check_dynamic_blacklist", "on_accept_url", "on_decline_url")
 
 
 def sources_state(config, fingerprint: str) -> dict | None:
-    """``{"key": …, "folders": {folder URL: [UIDVALIDITY, UIDNEXT, MESSAGES]}}`` now, or None when a
-    start URL's source cannot tell cheaply, an answer may change by itself, or a server fails (the
-    pipeline then runs and reports the failure)."""
+    """``{"key": …, "folders": {container URL: [numbers …, documents]}}`` now (IMAP: [UIDVALIDITY,
+    UIDNEXT, MESSAGES] per folder), or None when a start URL's source cannot tell cheaply, an answer may
+    change by itself, or a server fails (the pipeline then runs and reports the failure)."""
     rules = Rules(config)
     starts = [s.url for s in rules.seeds()]
-    if (not all(url.startswith(("imap://", "imaps://")) for url in starts)
-            or any(isinstance(c, CustomController) for c in config.access_control)
+    if (any(isinstance(c, CustomController) for c in config.access_control)
             or any(rules.plugins.implements(hook) for hook in _URL_HOOKS)):
         return None
-    from beamtrawl.transforms.sources import imap, settings
-
-    settings.use(settings.SourceSettings.from_config(config))
+    sources = Sources(SourceSettings.from_config(config))
     folders: dict[str, list[int]] = {}
     try:
+        if not all(capable(source_for(url), UnchangedState) for url in starts):
+            return None
         for url in starts:
-            folders.update(imap.folder_states(url, rules))
+            folders.update(sources(url).unchanged_state(url, rules))
     except Exception as err:  # noqa: BLE001 - any failure here only means: run the pipeline
-        log.debug("the IMAP state could not be read (%s); the pipeline runs", err)
+        log.debug("the sources' state could not be read (%s); the pipeline runs", err)
         return None
     return {"key": _key(config, fingerprint), "folders": folders}
 
@@ -62,7 +64,8 @@ def matches(stored: dict | None, state: dict, documents: int) -> bool:
 
 
 def messages(state: dict) -> int:
-    return sum(count for _validity, _next, count in state["folders"].values())
+    """How many documents the sources hold (the last number of each container's state)."""
+    return sum(numbers[-1] for numbers in state["folders"].values())
 
 
 def _key(config, fingerprint: str) -> str:

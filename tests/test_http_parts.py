@@ -7,10 +7,10 @@ import gzip
 
 import pytest
 from beamtrawl.pipeline.config import Credential, parse_config
+from beamtrawl.transforms.discover import other_hosts_possible
 from beamtrawl.transforms.records import FrontierItem
-from beamtrawl.transforms.sources import source_for
+from beamtrawl.transforms.sources import Sources
 from beamtrawl.transforms.sources.http import charset, links
-from beamtrawl.transforms.sources.http.discover import _other_hosts_possible
 from beamtrawl.transforms.sources.http.fetch import Fetcher
 
 from tests.servers.website import Website, html
@@ -83,10 +83,11 @@ def test_basic_and_digest_logins(site):
 
 
 def test_open_document_reads_a_page_again_as_utf8(site):
-    with source_for(f"{site.base}/latin.html").open_document(f"{site.base}/latin.html") as stream:
+    web = Sources()(site.base)
+    with web.open_document(f"{site.base}/latin.html") as stream:
         assert stream.read() == "<html><body>Grüße</body></html>".encode()
     with pytest.raises(OSError, match="answered 404"):
-        source_for(f"{site.base}/gone.html").open_document(f"{site.base}/gone.html")
+        web.open_document(f"{site.base}/gone.html")
 
 
 def test_one_round_unless_the_whitelist_reaches_other_hosts(tmp_path):
@@ -95,7 +96,9 @@ def test_one_round_unless_the_whitelist_reaches_other_hosts(tmp_path):
                              **({"whitelist": whitelist} if whitelist else {})}, str(tmp_path / "c.yaml"))
 
     roots = [FrontierItem("http://a.example/", "http://a.example/", 0, "http://a.example/", [], "", "")]
-    assert not _other_hosts_possible(roots, config(None))
-    assert not _other_hosts_possible(roots, config([{"prefix": "http://a.example/"}, {"prefix": "file:///srv/"}]))
-    assert _other_hosts_possible(roots, config([{"prefix": "http://a.example/"}, {"prefix": "http://b.example/"}]))
-    assert _other_hosts_possible(roots, config([{"regex": "http://.*"}]))
+    assert not other_hosts_possible(roots, config(None).whitelist)
+    assert not other_hosts_possible(roots, config([{"prefix": "http://a.example/"},
+                                                   {"prefix": "file:///srv/"}]).whitelist)
+    assert other_hosts_possible(roots, config([{"prefix": "http://a.example/"},
+                                               {"prefix": "http://b.example/"}]).whitelist)
+    assert other_hosts_possible(roots, config([{"regex": "http://.*"}]).whitelist)

@@ -2,17 +2,28 @@
 
 ::
 
-    start URLs ─► round 0 ─► round 1 ─► … ─► round N-1 (no budget: walks what is left)
-    each round:  frontier ─► Expand (list to a budget) ─┬─► entries (documents)
-                                                        ├─► events  (counts, problems)
-                                                        └─► folders ─► DedupeAgainstSeen ─► next frontier
+    start URLs ─► Fixpoint(step) ─► entries, events
+    each round:  frontier ─► step ─┬─► entries  (documents)
+                                   ├─► events   (counts, problems)
+                                   ├─► visited  (URLs the step dealt with that no round may take again)
+                                   └─► frontier ─► DedupeAgainstSeen (every item and visited URL so far) ─► next round
+    after the last round, items still in the frontier are not expanded: each is an ``incomplete`` event,
+    so what it points to stays in the index.
 
-Expansion spreads over workers: a step lists up to ``walk_budget`` entries and hands the folders
-it did not reach to the next round, spread over workers by the join that de-duplicates them: a
-CoGroupByKey of the new frontier with every identity seen in earlier rounds (never an in-memory set
-on one worker).
-Documents found twice (overlapping start URLs, followed symlinks) are collapsed later, by id in
-the freshness join and, with ``follow_symlinks``, by (device, inode) in :func:`_smallest_url`.
+The step is what differs between sources (:mod:`transforms.sources.base`):
+
+* :class:`ItemStep` — each item by itself (folders, shares, mailbox folders). A step lists up to
+  ``walk_budget`` entries and hands the folders it did not reach to the next round, spread over workers by
+  the join that de-duplicates them; the last round has no budget, so nothing is left over.
+* :class:`HostStep` — sources with the ByHost capability (the web): the round's items keyed by host,
+  joined with the index's documents of that host, crawled in one call (politeness needs every request to a
+  host in one place). Rounds exist for links between hosts. The snapshot reaches each host by the join,
+  not as a side input: a worker holds only the stored state of the host it crawls.
+
+De-duplication is a CoGroupByKey of the new frontier with every identity seen in earlier rounds (never an
+in-memory set on one worker); of several new items with one identity the step's ``order`` keeps the first.
+Documents found twice (overlapping start URLs, followed symlinks) are collapsed later, by id in the
+freshness join and, with ``follow_symlinks``, by (device, inode) in :func:`_smallest_url`.
 """
 
 from __future__ import annotations
@@ -20,73 +31,167 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from beamtrawl.transforms.guard import isolated
-from beamtrawl.transforms.progress import Progress, Tally, timed
-from beamtrawl.transforms.records import Entry, Event, FrontierItem, event
-from beamtrawl.transforms.sources import settings, source_for
+from beamtrawl.transforms.progress import Progress, Tally, busy
+from beamtrawl.transforms.records import Entry, Event, FrontierItem, SnapshotEntry, event
+from beamtrawl.transforms.sources import Sources, by_host
+from beamtrawl.transforms.urls import host_of
 
-ENTRIES, FOLDERS, EVENTS = "entries", "folders", "events"
+ENTRIES, FRONTIER, VISITED, EVENTS = Entry.route, FrontierItem.route, "visited", Event.route
+OUTPUTS = (ENTRIES, FRONTIER, VISITED, EVENTS)
+
+
+class Fixpoint(beam.PTransform):
+    """Start URLs → (entries, events): ``rounds`` rounds of ``step``, each new frontier item de-duplicated
+    against everything seen. See the module docstring for the graph."""
+
+    def __init__(self, roots: list[FrontierItem], step, rounds: int):
+        super().__init__()
+        self.roots, self.step, self.rounds = roots, step, rounds
+
+    def expand(self, pbegin):
+        frontier = pbegin | "StartUrls" >> beam.Create(self.roots).with_output_types(FrontierItem)
+        seen, entries, events = [frontier | "KeyStarts" >> beam.Map(_key)], [], []
+        for n in range(self.rounds):
+            last = n == self.rounds - 1
+            out = frontier | f"Expand{n}" >> self.step.round(n, last)
+            entries.append(out[ENTRIES])
+            events.append(out[EVENTS])
+            if last:
+                events.append(out[FRONTIER] | "NotReached" >> beam.Map(
+                    lambda f: event("incomplete", f.url, "discover", "")).with_output_types(Event))
+                break
+            seen.append(out[VISITED] | f"KeyVisited{n}" >> beam.Map(lambda url: (str(url), 0)))
+            frontier = (  # CoGroupByKey pickles values: keep them our own class (see freshness.Freshness)
+                {"new": out[FRONTIER] | f"KeyNew{n}" >> beam.Map(lambda f: (f.identity, FrontierItem(*f))),
+                 "seen": tuple(seen) | f"Seen{n}" >> beam.Flatten()}
+                | f"Dedupe{n}" >> beam.CoGroupByKey()
+                | f"FirstUnseen{n}" >> beam.FlatMap(_first_unseen, self.step.order).with_output_types(FrontierItem))
+            seen.append(frontier | f"KeyFrontier{n}" >> beam.Map(_key))
+        return (tuple(entries) | "AllEntries" >> beam.Flatten().with_output_types(Entry),
+                tuple(events) | "AllEvents" >> beam.Flatten().with_output_types(Event))
+
+
+def _key(item) -> tuple[str, int]:
+    return item.identity, 0
+
+
+def _first_unseen(keyed, order):
+    """Keep one frontier item per identity (the first by ``order``), and none if an earlier round had it."""
+    _identity, groups = keyed
+    if list(groups["seen"]):
+        return
+    candidates = sorted(groups["new"], key=order)
+    if candidates:
+        yield candidates[0]
 
 
 class _Expand(beam.DoFn):
-    """List one frontier item to a budget; route records by type."""
+    """What both steps share: sources made from the crawl's settings, records routed by their ``route``."""
 
-    def __init__(self, rules, follow_symlinks: bool, budget: int | None, source_settings=None):
+    def __init__(self, settings, rules, stage: str, found: str):
+        self.settings = settings
         self.rules = rules
-        self.follow_symlinks = follow_symlinks
-        self.budget = budget
-        self.source_settings = source_settings
-        self.us = Metrics.counter("stage_us", "discover")
+        self.found = found
+        self.us = Metrics.counter("stage_us", stage)
 
     def setup(self):
-        self.progress = Progress("documents found")
+        self.sources = Sources(self.settings)  # logins and settings held by each source, no module state
+        self.progress = Progress(self.found)
         self.tally = Tally(EVENTS)
-        settings.use(self.source_settings)  # logins and source settings for this worker
 
-    def process(self, item):
-        item = FrontierItem(*item)  # workers decode rows into generated classes; routing needs ours
-        # A listing that fails half-way keeps what it listed; the folder is incomplete, so nothing below goes.
-        return timed(self.us, isolated(self._route(item), item.url, "discover", EVENTS, kind="incomplete",
-                                       keep_partial=True))
+    def finish_bundle(self):
+        yield from self.tally.flush()
 
-    def _route(self, item):
-        for record in source_for(item.url).expand(item, self.rules, self.follow_symlinks, self.budget):
-            if isinstance(record, Entry):
-                self.progress.add()
-                yield beam.pvalue.TaggedOutput(ENTRIES, record)
-            elif isinstance(record, FrontierItem):
-                yield beam.pvalue.TaggedOutput(FOLDERS, record)
+    def _route(self, records):
+        for record in records:
+            if record.route != EVENTS:
+                if record.route == ENTRIES:
+                    self.progress.add()
+                yield beam.pvalue.TaggedOutput(record.route, record)
+            elif record.kind == "incomplete" and record.url:  # freshness needs each one, reason or not
+                yield beam.pvalue.TaggedOutput(EVENTS, record)
             elif (problem := self.tally(record)) is not None:
                 yield problem
         for problem in self.rules.plugin_problems():  # plugins that failed in the accept decision
             yield self.tally(problem)
 
-    def finish_bundle(self):
-        yield from self.tally.flush()
+
+class _ExpandItem(_Expand):
+    def __init__(self, settings, rules, follow_symlinks: bool, budget: int | None):
+        super().__init__(settings, rules, "discover", "documents found")
+        self.follow_symlinks = follow_symlinks
+        self.budget = budget
+
+    def process(self, item):
+        item = FrontierItem(*item)  # workers decode rows into generated classes; routing needs ours
+        records = self.sources(item.url).expand(item, self.rules, self.follow_symlinks, self.budget)
+        # A listing that fails half-way keeps what it listed; the folder is incomplete, so nothing below goes.
+        return busy(self.us, isolated(self._route(records), item.url, "discover", EVENTS, kind="incomplete",
+                                      keep_partial=True))
 
 
-def _first_unseen(keyed):
-    """Keep one frontier item per identity, and none if an earlier round already had it."""
-    _identity, groups = keyed
-    if list(groups["seen"]):
-        return
-    candidates = sorted(groups["new"], key=lambda item: item.url)
-    if candidates:
-        yield candidates[0]
+class ItemStep:
+    """One round of item-by-item sources: each frontier item listed to ``walk_budget`` (no budget last)."""
+
+    def __init__(self, settings, rules, follow_symlinks: bool, walk_budget: int):
+        self.settings, self.rules = settings, rules
+        self.follow_symlinks, self.walk_budget = follow_symlinks, walk_budget
+
+    @staticmethod
+    def order(item):
+        return item.url
+
+    def round(self, _n: int, last: bool) -> beam.PTransform:
+        # no Reshuffle needed: the de-duplication join already spread the frontier
+        return beam.ParDo(_ExpandItem(self.settings, self.rules, self.follow_symlinks,
+                                      None if last else self.walk_budget)).with_outputs(*OUTPUTS)
 
 
-class _DedupeAgainstSeen(beam.PTransform):
-    def __init__(self, seen):
+class _ExpandHost(_Expand):
+    def __init__(self, settings, rules):
+        super().__init__(settings, rules, "discover:hosts", "web pages found")
+
+    def process(self, keyed):
+        host, joined = keyed
+        items = [FrontierItem(*i) for i in joined["frontier"]]
+        if not items:
+            return []
+        known = {s.url: SnapshotEntry(*s) for s in joined["indexed"]}
+        records = self.sources(host).expand_host(host, items, known, self.rules)
+
+        # A host whose crawl fails half-way keeps its pages found so far and every indexed one (incomplete:
+        # ``scheme://host/`` is named on its own, see HostCrawl._host_incomplete).
+        def also_root(_reason):
+            yield beam.pvalue.TaggedOutput(EVENTS, event("incomplete", host + "/", "discover"))
+
+        return busy(self.us, isolated(self._route(records), host, "discover", EVENTS, kind="incomplete",
+                                      substitute=also_root, keep_partial=True))
+
+
+class _HostRound(beam.PTransform):
+    def __init__(self, settings, rules, indexed):
         super().__init__()
-        self.seen = seen
+        self.settings, self.rules, self.indexed = settings, rules, indexed
 
-    def expand(self, folders):
-        return (
-            # CoGroupByKey pickles values: keep them our own class (see freshness.Freshness).
-            {"new": folders | "KeyNew" >> beam.Map(lambda f: (f.identity, FrontierItem(*f))),
-             "seen": self.seen | "KeySeen" >> beam.Map(lambda f: (f.identity, 0))}
-            | "Join" >> beam.CoGroupByKey()
-            | "FirstUnseen" >> beam.FlatMap(_first_unseen).with_output_types(FrontierItem)
-        )
+    def expand(self, frontier):
+        return ({"frontier": frontier | "ByHost" >> beam.Map(lambda f: (host_of(f.url), FrontierItem(*f))),
+                 "indexed": self.indexed}
+                | "JoinHost" >> beam.CoGroupByKey()
+                | "CrawlHost" >> beam.ParDo(_ExpandHost(self.settings, self.rules)).with_outputs(*OUTPUTS))
+
+
+class HostStep:
+    """One round of ByHost sources: a round's items grouped by host with the host's indexed documents."""
+
+    def __init__(self, settings, rules, indexed):
+        self.settings, self.rules, self.indexed = settings, rules, indexed
+
+    @staticmethod
+    def order(item):
+        return item.depth, item.source_url
+
+    def round(self, _n: int, _last: bool) -> beam.PTransform:
+        return _HostRound(self.settings, self.rules, self.indexed)
 
 
 def _smallest_url(keyed):
@@ -100,46 +205,52 @@ def _smallest_url(keyed):
 
 
 class Discover(beam.PTransform):
-    """Start URLs → (entries, events). See the module docstring for the graph."""
+    """Start URLs of item-by-item sources → (entries, events). See the module docstring for the graph."""
 
     def __init__(self, roots: list[FrontierItem], rules, follow_symlinks: bool, walk_budget: int,
-                 rounds: int, source_settings=None):
+                 rounds: int, source_settings):
         super().__init__()
-        self.source_settings = source_settings
-        self.roots = roots
-        self.rules = rules
-        self.follow_symlinks = follow_symlinks
-        self.walk_budget = walk_budget
-        self.rounds = rounds
+        self.roots, self.rounds, self.follow_symlinks = roots, rounds, follow_symlinks
+        self.step = ItemStep(source_settings, rules, follow_symlinks, walk_budget)
 
     def expand(self, pbegin):
-        frontier = pbegin | "StartUrls" >> beam.Create(self.roots).with_output_types(FrontierItem)
-        seen, entries, events = [frontier], [], []
-        for n in range(self.rounds):
-            last = n == self.rounds - 1
-            out = (  # no Reshuffle needed: the de-duplication join already spread the frontier
-                frontier
-                | f"Expand{n}" >> beam.ParDo(
-                    _Expand(self.rules, self.follow_symlinks, None if last else self.walk_budget,
-                            self.source_settings)
-                ).with_outputs(ENTRIES, FOLDERS, EVENTS)  # tagged outputs hold our own classes: pickled
-            )
-            entries.append(out[ENTRIES])
-            events.append(out[EVENTS])
-            if last:
-                break
-            frontier = out[FOLDERS] | f"Dedupe{n}" >> _DedupeAgainstSeen(
-                seen[0] if len(seen) == 1 else
-                tuple(seen) | f"Seen{n}" >> beam.Flatten().with_output_types(FrontierItem))
-            seen.append(frontier)
-        entries = tuple(entries) | "AllEntries" >> beam.Flatten().with_output_types(Entry)
-        if self.follow_symlinks:
-            unique = (entries
-                      | "ByFile" >> beam.Map(lambda e: (e.identity, e)).with_output_types(tuple[str, Entry])
-                      | "GroupByFile" >> beam.GroupByKey()
-                      | "SmallestUrl" >> beam.FlatMap(_smallest_url).with_output_types(Entry)
-                      .with_outputs(EVENTS, main=ENTRIES))
-            entries = unique[ENTRIES]
-            events.append(unique[EVENTS])
-        events = tuple(events) | "AllEvents" >> beam.Flatten().with_output_types(Event)
-        return entries, events
+        entries, events = pbegin | "Rounds" >> Fixpoint(self.roots, self.step, self.rounds)
+        if not self.follow_symlinks:
+            return entries, events
+        unique = (entries
+                  | "ByFile" >> beam.Map(lambda e: (e.identity, e)).with_output_types(tuple[str, Entry])
+                  | "GroupByFile" >> beam.GroupByKey()
+                  | "SmallestUrl" >> beam.FlatMap(_smallest_url).with_output_types(Entry)
+                  .with_outputs(EVENTS, main=ENTRIES))
+        return unique[ENTRIES], (events, unique[EVENTS]) | "WithDuplicates" >> beam.Flatten().with_output_types(
+            Event)
+
+
+def other_hosts_possible(roots, whitelist) -> bool:
+    """May a link lead to a host without a start URL? Not when every whitelist entry of a ByHost scheme is a
+    prefix on a start URL's host: then one round crawls everything, and the rounds for links between hosts
+    (a join each, seconds on a local runner) are left out of the graph."""
+    hosts = {host_of(r.url) for r in roots}
+    for entry in whitelist:
+        if entry.prefix is None:
+            return True
+        if by_host(entry.prefix) and not (host_of(entry.prefix) in hosts
+                                          and entry.prefix.startswith(host_of(entry.prefix) + "/")):
+            return True
+    return False
+
+
+class DiscoverByHost(beam.PTransform):
+    """snapshot → (entries, events) for the start URLs of ByHost sources (the web)."""
+
+    def __init__(self, roots: list[FrontierItem], rules, whitelist, rounds: int, source_settings):
+        super().__init__()
+        self.roots, self.rules, self.settings = roots, rules, source_settings
+        self.rounds = rounds if other_hosts_possible(roots, whitelist) else 1
+
+    def expand(self, snapshot):
+        indexed = (snapshot
+                   | "ByHostPages" >> beam.Filter(lambda s: by_host(s.url))
+                   | "IndexedByHost" >> beam.Map(lambda s: (host_of(s.url), SnapshotEntry(*s))))
+        step = HostStep(self.settings, self.rules, indexed)
+        return snapshot.pipeline | "Rounds" >> Fixpoint(self.roots, step, self.rounds)

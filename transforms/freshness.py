@@ -30,6 +30,7 @@ import apache_beam as beam
 from beamtrawl.transforms.guard import isolated
 from beamtrawl.transforms.progress import Tally
 from beamtrawl.transforms.records import EVERYONE, Entry, SnapshotEntry
+from beamtrawl.transforms.sources import parent_urls
 
 PREPARE, DELETE, ACCESS, EVENTS = "prepare", "delete", "access", "events"
 
@@ -38,8 +39,7 @@ def _ancestors(url: str):
     """``url`` and every URL above it, by path segments."""
     while True:
         yield url
-        if url.startswith(("imap:", "imaps:")) and ";" in url.rsplit("/", 1)[-1]:
-            yield url[:url.rfind(";")]  # imap://h/Folder;UIDVALIDITY=n lies in imap://h/Folder
+        yield from parent_urls(url)  # what a source knows beyond path segments (IMAP's ;UIDVALIDITY=n)
         cut = url.rstrip("/").rfind("/")
         if cut <= url.find("://") + 2:
             if not url.endswith("/"):

@@ -53,7 +53,7 @@ from beamtrawl.transforms.preparators.isolation import DEFAULT_BOUNDS, MAX_IN_FL
 from beamtrawl.transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
 from beamtrawl.transforms.progress import Progress, Tally, timed
 from beamtrawl.transforms.records import AuxValue, Entry, Event, IndexDoc, RawDocument, event
-from beamtrawl.transforms.sources import settings, source_for
+from beamtrawl.transforms.sources import Sources
 from beamtrawl.transforms.urls import file_name, name_extension, parent_path
 
 EVENTS = "events"
@@ -108,7 +108,7 @@ class _Read(beam.DoFn):
     def setup(self):
         self.sniff = MimeSniffer()
         self.tally = Tally(EVENTS)
-        settings.use(self.source_settings)  # logins and source settings for this worker
+        self.sources = Sources(self.source_settings)  # logins and settings held by each source
 
     def finish_bundle(self):
         yield from self.tally.flush()
@@ -123,7 +123,7 @@ class _Read(beam.DoFn):
         data = entry.content
         if data is None:
             try:
-                with source_for(entry.url).open_document(entry.url) as stream:
+                with self.sources(entry.url).open_document(entry.url) as stream:
                     data = stream.read(SNIFF_BYTES if oversize else self.max_file_size + 1)
             except OSError as err:  # unreadable or vanished since discovery: the indexed version stays
                 yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "read",

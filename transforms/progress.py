@@ -71,6 +71,17 @@ def timed(counter, outputs) -> list:
     return results
 
 
+def busy(counter, records):
+    """Stream a DoFn's outputs (a large listing or host must not be held in memory, as :func:`timed` would),
+    adding to ``counter`` only the microseconds spent producing them, not those of the stages fused after."""
+    started = time.perf_counter()
+    for record in records:
+        counter.inc(int((time.perf_counter() - started) * 1_000_000))
+        yield record
+        started = time.perf_counter()
+    counter.inc(int((time.perf_counter() - started) * 1_000_000))
+
+
 #: Set by the command (pipeline/progress.py) for workers on its machine: a folder where each stage's
 #: counts are kept for its live display, instead of log lines.
 PROGRESS_DIR_ENV = "BEAMTRAWL_PROGRESS_DIR"

@@ -31,6 +31,8 @@ class FrontierItem(NamedTuple):
     source_url: str
     link_text: str
 
+    route = "frontier"  # not a field: the output a discovery step sends it to (stages never test isinstance)
+
 
 class Entry(NamedTuple):
     """A discovered document. Sources that must fetch to discover (web pages) carry the bytes."""
@@ -52,6 +54,8 @@ class Entry(NamedTuple):
     groups: Sequence[str] = ()  # who may read it (access control); empty: everyone
     name: str = ""  # its file name where the URL does not end in it (an IMAP attachment's is its section)
     denied: Sequence[str] = ()  # who may not, whatever ``groups`` says (EVERYONE: no one)
+
+    route = "entries"  # not a field: the output a discovery step sends it to
 
 
 class SnapshotEntry(NamedTuple):
@@ -127,6 +131,8 @@ class Event(NamedTuple):
     stage: str
     reason: str
     count: int
+
+    route = "events"  # not a field: the output a discovery step sends it to
 
 
 def event(kind: str, url: str = "", stage: str = "", reason: str = "", count: int = 1) -> Event:

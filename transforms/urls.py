@@ -111,6 +111,13 @@ def is_under(url: str, root: str) -> bool:
     return url.startswith(base)
 
 
+def host_of(url: str) -> str:
+    """``scheme://host[:port]`` of a normalised URL: the key a host-by-host source's work is grouped by,
+    and the ancestor of all its pages in freshness' incomplete test."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def readable_url(url: str) -> str:
     """The URL as a person reads and writes it: percent-escapes decoded (``my%20docs`` → ``my docs``,
     ``r%C3%A9sum%C3%A9s`` → ``résumés``); bytes that are not UTF-8 become U+FFFD. What URL rules match."""

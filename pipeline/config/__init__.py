@@ -12,9 +12,9 @@ runs. An error names the file, the key path and the problem in one line, e.g.
 
 from beamtrawl.pipeline.config.loader import MAX_MESSAGE, ConfigError, load_config, parse_config
 from beamtrawl.pipeline.config.model import DEFAULTS, Config
-from beamtrawl.pipeline.config.schema import SUPPORTED_SCHEMES, HttpConfig, ImapConfig, IndexConfig, SmbConfig
+from beamtrawl.pipeline.config.schema import HttpConfig, ImapConfig, IndexConfig, SmbConfig
 from beamtrawl.transforms.values import Credential, StartUrl, UrlPattern, credential_for
 
-__all__ = ["DEFAULTS", "MAX_MESSAGE", "SUPPORTED_SCHEMES", "Config", "ConfigError", "Credential", "HttpConfig",
+__all__ = ["DEFAULTS", "MAX_MESSAGE", "Config", "ConfigError", "Credential", "HttpConfig",
            "ImapConfig", "IndexConfig", "SmbConfig", "StartUrl", "UrlPattern", "credential_for", "load_config",
            "parse_config"]

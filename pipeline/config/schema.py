@@ -31,11 +31,10 @@ from beamtrawl.pipeline.config.fields import (
 )
 from beamtrawl.pipeline.config.plugins import PluginEntry
 from beamtrawl.pipeline.config.preparators import PreparationSection, PreparatorEntry
+from beamtrawl.transforms.sources import known, schemes
 from beamtrawl.transforms.urls import normalize_url
 from beamtrawl.transforms.values import Credential, StartUrl, UrlPattern
 from pydantic import AfterValidator, Field, field_validator, model_validator
-
-SUPPORTED_SCHEMES = ("file", "http", "https", "smb", "imap", "imaps")
 
 
 class StartEntry(Section):
@@ -59,8 +58,8 @@ class StartEntry(Section):
     @classmethod
     def _supported(cls, url: str) -> str:
         scheme = url.split(":", 1)[0]
-        if scheme not in SUPPORTED_SCHEMES:
-            raise fail(f"scheme '{scheme}' is not supported (supported: {', '.join(SUPPORTED_SCHEMES)})")
+        if not known(scheme):  # the built-in sources and those registered by entry points
+            raise fail(f"scheme '{scheme}' is not supported (supported: {', '.join(schemes())})")
         if scheme == "smb" and not re.fullmatch(r"smb://[^/?#]+/[^?#]*", url):
             raise fail("an smb:// start URL is smb://host[:port]/[share[/folder]]")
         return url

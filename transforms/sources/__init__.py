@@ -1,20 +1,123 @@
-"""Where documents live. One module per URL scheme, each with ``SCHEMES``, ``expand`` (discovery)
-and ``open_document`` (reading bytes for preparation). A module is loaded when first asked for, so a
-process pays only for the clients (smbprotocol, urllib3, smart_open …) of the schemes it meets."""
+"""Where documents live: the registry of sources, one per URL scheme.
+
+Each source implements :class:`~beamtrawl.transforms.sources.base.Source` (its schemes, how a frontier
+item expands, how a document is opened, optional capabilities). The registry is :data:`BUILTIN` plus
+what other distributions register under the entry-point group ``beamtrawl.sources``; the entry
+point's name is the scheme, e.g. in a pyproject.toml::
+
+    [project.entry-points."beamtrawl.sources"]
+    memo = "beamtrawl_memo:MemoSource"
+
+Nothing else in beamtrawl names a scheme: the configuration accepts :func:`schemes`, discovery, reading,
+freshness and the driver ask the source of a URL. A source is imported when first asked for, so a
+process pays only for the clients (smbprotocol, urllib3, imapclient …) of the schemes it meets.
+"""
 
 from __future__ import annotations
 
+import functools
 import importlib
-from types import ModuleType
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING
 
-_BY_SCHEME = {"file": "file", "http": "http", "https": "http", "smb": "smb", "imap": "imap", "imaps": "imap"}
+from beamtrawl.transforms.sources.base import ByHost, ParentUrls, Source, capable
+
+if TYPE_CHECKING:
+    from beamtrawl.transforms.sources.settings import SourceSettings
+
+GROUP = "beamtrawl.sources"
+#: The sources beamtrawl ships, by scheme: "module:class" below this package.
+BUILTIN = {"file": "file:FileSource", "http": "http:WebSource", "https": "http:WebSource",
+           "smb": "smb:SmbSource", "imap": "imap:ImapSource", "imaps": "imap:ImapSource"}
 
 
-def source_for(url: str) -> ModuleType:
-    """The source module that handles ``url``'s scheme."""
-    scheme = url.split(":", 1)[0]
+class RegistryError(ValueError):
+    """No source, or a broken one, for a scheme; the message is one line for the user."""
+
+
+def scheme_of(url: str) -> str:
+    return url.split(":", 1)[0].lower()
+
+
+@functools.cache
+def _registered() -> dict[str, str]:
+    """Scheme → where its source is ("module:attribute"): the built-ins, then the entry points."""
+    found = {scheme: f"{__name__}.{where}" for scheme, where in BUILTIN.items()}
+    for point in sorted(entry_points(group=GROUP), key=lambda p: p.name):
+        if point.name in BUILTIN:
+            raise RegistryError(f"entry point {point.name} = {point.value} "
+                                f"({point.dist.name if point.dist else '?'}): the scheme {point.name!r} "
+                                "is served by a built-in source")
+        found[point.name] = point.value
+    return found
+
+
+def schemes() -> tuple[str, ...]:
+    """Every scheme a start URL may have (without importing any source)."""
+    return tuple(_registered())
+
+
+def known(scheme: str) -> bool:
+    """Is there a source for ``scheme``? A built-in one is known without reading the entry points (100 ms
+    of a command's start-up on a full environment)."""
+    return scheme in BUILTIN or scheme in _registered()
+
+
+@functools.cache
+def source_class(scheme: str) -> type[Source]:
+    """The source class serving ``scheme``; raises RegistryError."""
     try:
-        name = _BY_SCHEME[scheme]
+        where = f"{__name__}.{BUILTIN[scheme]}" if scheme in BUILTIN else _registered()[scheme]
     except KeyError:
-        raise ValueError(f"no source handles {scheme}: URLs") from None
-    return importlib.import_module(f"{__name__}.{name}")
+        raise RegistryError(f"no source handles {scheme}: URLs") from None
+    module, _, attribute = where.partition(":")
+    try:
+        loaded = getattr(importlib.import_module(module), attribute)
+    except Exception as err:  # noqa: BLE001 - whatever a broken source raises, say which one
+        raise RegistryError(f"the source of {scheme}: URLs ({where}) cannot be loaded: "
+                            f"{type(err).__name__}: {err}") from None
+    if scheme not in getattr(loaded, "schemes", ()) or not all(
+            callable(getattr(loaded, method, None)) for method in ("expand", "open_document")):
+        raise RegistryError(f"{where} is not a source of {scheme}: URLs (a Source declares the scheme in "
+                            "`schemes` and has `expand` and `open_document`)")
+    return loaded
+
+
+def source_for(url: str) -> type[Source]:
+    """The source class serving ``url``'s scheme; raises RegistryError."""
+    return source_class(scheme_of(url))
+
+
+class Sources:
+    """The sources of one crawl in one process, each made once with the crawl's settings. A DoFn builds
+    one in ``setup`` from the settings it took in its constructor."""
+
+    def __init__(self, settings: SourceSettings | None = None):
+        from beamtrawl.transforms.sources.settings import SourceSettings
+
+        self.settings = settings or SourceSettings()
+        self._made: dict[type, Source] = {}
+
+    def __call__(self, url: str) -> Source:
+        """The source instance for ``url``; raises RegistryError."""
+        kind = source_for(url)
+        if kind not in self._made:
+            self._made[kind] = kind(self.settings)
+        return self._made[kind]
+
+
+def by_host(url: str) -> bool:
+    """Is ``url`` discovered host by host (its source has the ByHost capability)? False for an unknown scheme."""
+    try:
+        return capable(source_for(url), ByHost)
+    except RegistryError:
+        return False
+
+
+def parent_urls(url: str) -> tuple[str, ...]:
+    """What the ParentUrls capability of ``url``'s source says (nothing for a scheme without one)."""
+    try:
+        kind = source_for(url)
+    except RegistryError:
+        return ()
+    return tuple(kind.parent_urls(url)) if capable(kind, ParentUrls) else ()

@@ -19,8 +19,6 @@ from beamtrawl.transforms.records import Entry, FrontierItem, event
 from beamtrawl.transforms.sources.walk import walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment, url_to_path
 
-SCHEMES = ("file",)
-
 
 def _reason(err: OSError) -> str:
     return err.strerror or errno.errorcode.get(err.errno, str(err))
@@ -30,28 +28,6 @@ def _entry(url: str, root: str, st: os.stat_result, identity: str, item: Frontie
     return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=st.st_size,
                  mtime_ns=st.st_mtime_ns, identity=identity, content=None, mimetype="", outlinks=[],
                  etag="", http_last_modified="", source_url=item.url, link_text="")
-
-
-def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
-    """Yield Entry records for files, FrontierItem records for folders left to the next round and
-    Event records for counts and problems."""
-    path = url_to_path(item.url)
-    try:
-        st = os.stat(path)
-    except OSError as err:  # a start URL or folder that is not there: keep everything under it
-        yield event("incomplete", item.url, "discover", f"unavailable: {_reason(err)}")
-        return
-    start = rules.start(item.url)
-    if stat.S_ISREG(st.st_mode):  # a start URL naming a single file
-        if start is not None and start.index:
-            yield _entry(item.url, item.root, st, _identity(st) if follow_symlinks else "", item)
-        return
-    if start is not None and not start.parse:
-        yield event("declined", item.url, "discover", "")
-        return
-
-    yield from walk_to_budget([item._replace(identity=_identity(st))], budget,
-                              lambda folder, stack: _list(folder, rules, follow_symlinks, stack))
 
 
 def _identity(st: os.stat_result) -> str:
@@ -112,6 +88,35 @@ def _unlisted(child: os.DirEntry, url: str, err: OSError):
     return event("failed", url, "discover", _reason(err))
 
 
-def open_document(url: str) -> BinaryIO:
-    """A binary stream of the document's bytes (through smart_open, like every file-like source)."""
-    return smart_open.open(url_to_path(url), "rb", compression="disable")
+class FileSource:
+    """``file://`` URLs: a start URL names a folder or a single file."""
+
+    schemes = ("file",)
+
+    def __init__(self, settings=None):
+        self.settings = settings
+
+    def expand(self, item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
+        """Yield Entry records for files, FrontierItem records for folders left to the next round and
+        Event records for counts and problems."""
+        path = url_to_path(item.url)
+        try:
+            st = os.stat(path)
+        except OSError as err:  # a start URL or folder that is not there: keep everything under it
+            yield event("incomplete", item.url, "discover", f"unavailable: {_reason(err)}")
+            return
+        start = rules.start(item.url)
+        if stat.S_ISREG(st.st_mode):  # a start URL naming a single file
+            if start is not None and start.index:
+                yield _entry(item.url, item.root, st, _identity(st) if follow_symlinks else "", item)
+            return
+        if start is not None and not start.parse:
+            yield event("declined", item.url, "discover", "")
+            return
+
+        yield from walk_to_budget([item._replace(identity=_identity(st))], budget,
+                                  lambda folder, stack: _list(folder, rules, follow_symlinks, stack))
+
+    def open_document(self, url: str) -> BinaryIO:
+        """A binary stream of the document's bytes (through smart_open, like every file-like source)."""
+        return smart_open.open(url_to_path(url), "rb", compression="disable")

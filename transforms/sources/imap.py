@@ -34,13 +34,12 @@ from datetime import UTC
 from urllib.parse import quote, unquote, urlsplit
 
 from beamtrawl.transforms.records import Entry, FrontierItem, event
-from beamtrawl.transforms.sources import settings
+from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError
 
-SCHEMES = ("imap", "imaps")
 logging.getLogger("imapclient").setLevel(logging.INFO)  # its DEBUG trace shows commands, LOGIN included
 _FAILURES = (OSError, IMAPClientError, ssl.SSLError)  # IMAPClientError covers imaplib's errors
 _MESSAGE = re.compile(r"^(?P<folder>imaps?://[^/]+/.*?);UIDVALIDITY=(?P<validity>\d+)/;UID=(?P<uid>\d+)"
@@ -64,8 +63,9 @@ def message_url(folder: str, uidvalidity: int, uid: int, section: str = "") -> s
 class _Server:
     """Scheme, host, port and login of a URL; the key of the connection pool."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, settings: SourceSettings):
         parts = urlsplit(url)
+        self.settings = settings
         self.scheme = parts.scheme
         self.host = parts.hostname or ""
         self.port = parts.port or (993 if self.scheme == "imaps" else 143)
@@ -76,12 +76,11 @@ class _Server:
         self.key = (self.scheme, self.host, self.port, login.username if login else "")
 
     def connect(self) -> IMAPClient:
-        current = settings.current()
-        context = ssl.create_default_context(cafile=current.imap_ca_file or None)
+        context = ssl.create_default_context(cafile=self.settings.imap_ca_file or None)
         client = IMAPClient(self.host, self.port, ssl=self.scheme == "imaps", ssl_context=context, timeout=60)
         client.normalise_times = False  # INTERNALDATE with its zone: one instant whatever the worker's zone
         try:
-            if self.scheme == "imap" and current.imap_starttls:
+            if self.scheme == "imap" and self.settings.imap_starttls:
                 client.starttls(context)
             if self.login:
                 client.login(*self.login)
@@ -153,44 +152,6 @@ def _entry(url: str, root: str, size: int, mtime_ns: int, mimetype: str, source:
     return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=size,
                  mtime_ns=mtime_ns, identity="", content=None, mimetype=mimetype, outlinks=[], etag="",
                  http_last_modified="", source_url=source, link_text="", name=name)
-
-
-def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
-    """A start URL: list its folder tree, then its folders' messages to the budget (the rest goes to
-    the next round). A folder handed on: list its messages."""
-    server = _Server(item.url)
-    try:
-        delimiter, folders = _call(server, lambda client: _folder_tree(client, item.url, rules))
-    except _FAILURES as err:  # server down, bad login, no such folder: keep everything under it
-        yield event("incomplete", item.url.rstrip("/"), "discover", f"unavailable: {_reason(err)}")
-        return
-    chosen, declined = _choose(server, delimiter, folders, item.url, item.root, rules)
-    for url in declined:
-        yield event("declined", url, "discover", "")
-    names = {url: name for name, url in chosen}
-    stack = [FrontierItem(url, item.root, depth_below(url, item.root), url, [], item.url, "")
-             for url in reversed(names)]  # listed in order; past the budget, handed to the next round
-    yield from walk_to_budget(stack, budget, lambda folder, _stack: _messages(
-        server, names[folder.url], folder.url, item, rules))
-
-
-def folder_states(url: str, rules) -> dict[str, list[int]]:
-    """``[UIDVALIDITY, UIDNEXT, MESSAGES]`` by folder URL, for every folder a crawl of start URL ``url``
-    lists, from STATUS (which opens no folder). Messages never change and UIDs are never reused, so
-    equal answers mean the same messages; only flags may differ, and they are not indexed. Raises
-    what the connection or the server raise."""
-    server = _Server(url)
-    client = server.connect()
-    try:
-        delimiter, folders = _folder_tree(client, url, rules)
-        states = {}
-        for name, folder in _choose(server, delimiter, folders, url, url, rules)[0]:
-            status = client.folder_status(name, [b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES"])
-            states[folder] = [int(status[b"UIDVALIDITY"]), int(status[b"UIDNEXT"]), int(status[b"MESSAGES"])]
-        return states
-    finally:
-        with contextlib.suppress(Exception):
-            client.logout()
 
 
 def _folder_tree(client: IMAPClient, url: str, rules) -> tuple[str, list[str]]:
@@ -332,11 +293,11 @@ def _leaf(part, section: str) -> Iterator[tuple[str, int, str, str]]:
         yield section, int(part[6] or 0), "message/rfc822" if is_attached_message else "", name
 
 
-def _fetch(url: str) -> bytes:
+def _fetch(url: str, settings: SourceSettings) -> bytes:
     match = _MESSAGE.match(url)
     if not match:
         raise OSError("not an IMAP message URL")
-    server = _Server(url)
+    server = _Server(url, settings)
     uid, section = int(match["uid"]), match["section"]
     items = ["BODY.PEEK[]"] if not section else [f"BODY.PEEK[{section}.MIME]", f"BODY.PEEK[{section}]"]
 
@@ -359,9 +320,61 @@ def _fetch(url: str) -> bytes:
     return part.get_payload(decode=True) or b""
 
 
-def open_document(url: str) -> io.BytesIO:
-    """The message (RFC 822 bytes) or the attachment (decoded), fetched with BODY.PEEK."""
-    try:
-        return io.BytesIO(_fetch(url))
-    except _FAILURES as err:
-        raise OSError(f"IMAP fetch failed: {_reason(err)}") from None
+class ImapSource:
+    """``imap://`` and ``imaps://`` URLs (RFC 5092): a server, a folder, a message or an attachment."""
+
+    schemes = ("imap", "imaps")
+
+    def __init__(self, settings: SourceSettings):
+        self.settings = settings
+
+    def expand(self, item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
+        """A start URL: list its folder tree, then its folders' messages to the budget (the rest goes to
+        the next round). A folder handed on: list its messages."""
+        server = _Server(item.url, self.settings)
+        try:
+            delimiter, folders = _call(server, lambda client: _folder_tree(client, item.url, rules))
+        except _FAILURES as err:  # server down, bad login, no such folder: keep everything under it
+            yield event("incomplete", item.url.rstrip("/"), "discover", f"unavailable: {_reason(err)}")
+            return
+        chosen, declined = _choose(server, delimiter, folders, item.url, item.root, rules)
+        for url in declined:
+            yield event("declined", url, "discover", "")
+        names = {url: name for name, url in chosen}
+        stack = [FrontierItem(url, item.root, depth_below(url, item.root), url, [], item.url, "")
+                 for url in reversed(names)]  # listed in order; past the budget, handed to the next round
+        yield from walk_to_budget(stack, budget, lambda folder, _stack: _messages(
+            server, names[folder.url], folder.url, item, rules))
+
+
+    def unchanged_state(self, url: str, rules) -> dict[str, list[int]]:
+        """``[UIDVALIDITY, UIDNEXT, MESSAGES]`` by folder URL, for every folder a crawl of start URL ``url``
+        lists, from STATUS (which opens no folder). Messages never change and UIDs are never reused, so
+        equal answers mean the same messages; only flags may differ, and they are not indexed. Raises
+        what the connection or the server raise."""
+        server = _Server(url, self.settings)
+        client = server.connect()
+        try:
+            delimiter, folders = _folder_tree(client, url, rules)
+            states = {}
+            for name, folder in _choose(server, delimiter, folders, url, url, rules)[0]:
+                status = client.folder_status(name, [b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES"])
+                states[folder] = [int(status[b"UIDVALIDITY"]), int(status[b"UIDNEXT"]), int(status[b"MESSAGES"])]
+            return states
+        finally:
+            with contextlib.suppress(Exception):
+                client.logout()
+
+    def open_document(self, url: str) -> io.BytesIO:
+        """The message (RFC 822 bytes) or the attachment (decoded), fetched with BODY.PEEK."""
+        try:
+            return io.BytesIO(_fetch(url, self.settings))
+        except _FAILURES as err:
+            raise OSError(f"IMAP fetch failed: {_reason(err)}") from None
+
+    @staticmethod
+    def parent_urls(url: str) -> tuple[str, ...]:
+        """``imap://h/Folder;UIDVALIDITY=n`` lies in ``imap://h/Folder``: a folder reported incomplete keeps
+        its messages whatever their UIDVALIDITY."""
+        last = url.rsplit("/", 1)[-1]
+        return (url[:url.rfind(";")],) if ";" in last else ()

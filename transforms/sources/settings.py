@@ -1,8 +1,10 @@
 """What sources need from the configuration on workers: logins and per-protocol settings.
 
-The DoFns that call sources (discovery, reading) receive a :class:`SourceSettings` and install it
-with :func:`use` in ``setup``; sources then ask :func:`login_for` for the login of a URL. Secrets
-travel only here, never in a URL or a record, so they cannot reach the index, a log or the report.
+The driver builds one :class:`SourceSettings` from the configuration (:meth:`SourceSettings.from_config`);
+each DoFn that calls sources (discovery, reading) takes it in its constructor and builds its
+:class:`~beamtrawl.transforms.sources.Sources` from it in ``setup``, so every source instance holds
+the settings it was made with — no module state to remember to set. Secrets travel only here, never
+in a URL or a record, so they cannot reach the index, a log or the report.
 """
 
 from __future__ import annotations
@@ -19,26 +21,14 @@ class SourceSettings:
     smb_sid_names: tuple[tuple[str, str], ...] = ()  # SID → group name; unnamed SIDs stay SID strings
     imap_starttls: bool = True  # imap:// upgrades with STARTTLS before logging in
     imap_ca_file: str = ""  # certificates to trust for IMAP TLS; "" = the system's
+    http: object = None  # the configuration's http section (the web source: limits, politeness, robots.txt)
+    url_cleaners: tuple = ()  # regexes cut from links before they are normalised (the web source)
 
     @classmethod
     def from_config(cls, config) -> SourceSettings:
         return cls(config.credentials, config.smb.read_acls, tuple(sorted(config.smb.sid_names.items())),
-                   config.imap.starttls, config.imap.ca_file or "")
+                   config.imap.starttls, config.imap.ca_file or "", config.http, tuple(config.url_cleaners))
 
-
-_current = SourceSettings()
-
-
-def use(settings: SourceSettings | None) -> None:
-    """Install the settings of this crawl in this worker process."""
-    global _current
-    _current = settings or SourceSettings()
-
-
-def current() -> SourceSettings:
-    return _current
-
-
-def login_for(url: str) -> Credential | None:
-    """The configured login for ``url`` (longest prefix), if any."""
-    return credential_for(_current.credentials, url)
+    def login_for(self, url: str) -> Credential | None:
+        """The configured login for ``url`` (longest prefix), if any."""
+        return credential_for(self.credentials, url)

@@ -31,7 +31,8 @@ from urllib.parse import unquote, urlsplit
 
 import smbclient
 from beamtrawl.transforms.records import ACCESS_DENIED, Entry, FrontierItem, event
-from beamtrawl.transforms.sources import settings, smb_acl, smb_shares
+from beamtrawl.transforms.sources import smb_acl, smb_shares
+from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment
 from smbclient._io import SMBDirectoryIO, SMBFileTransaction, SMBRawIO
@@ -40,7 +41,6 @@ from smbprotocol.file_info import FileAttributes, FileInformationClass
 from smbprotocol.open import QueryDirectoryFlags, SMB2QueryDirectoryResponse
 from smbprotocol.security_descriptor import AccessMask
 
-SCHEMES = ("smb",)
 # Their DEBUG traces dump protocol messages, authentication tokens included: never print them (--debug).
 for _name in ("smbprotocol", "smbclient", "spnego"):
     logging.getLogger(_name).setLevel(logging.INFO)
@@ -56,8 +56,9 @@ STATUS_NETWORK_ACCESS_DENIED = 0xC00000CA  # a share refusing the user (smbproto
 class _Location:
     """Where a URL points: server, port, share and the UNC path smbclient takes, plus the login."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, settings: SourceSettings):
         parts = urlsplit(url)
+        self.settings = settings
         self.host = parts.hostname or ""
         self.port = parts.port or 445
         segments = [unquote(s, errors="surrogateescape") for s in parts.path.split("/") if s]
@@ -109,35 +110,6 @@ def _entry(url: str, root: str, size: int, mtime_ns: int, access, source: str) -
                  groups=list(access.groups) if access else [], denied=list(access.denied) if access else [])
 
 
-def expand(item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
-    """Yield Entry records for files, FrontierItem records for folders left to the next round and
-    Event records for counts and problems (``follow_symlinks`` does not apply: the server resolves links)."""
-    location = _Location(item.url)
-    if not location.share:
-        start = rules.start(item.url)
-        if start is not None and not start.parse:
-            yield event("declined", item.url, "discover", "")
-        else:
-            yield from _shares(item, rules, location)
-        return
-    try:
-        location.session()
-        st = smbclient.stat(location.unc, **location.kwargs)
-    except _FAILURES as err:  # server down, share offline, no access: keep everything under it
-        yield from _unavailable(item.url, "unavailable", err)
-        return
-    start = rules.start(item.url)
-    if not st.st_file_attributes & FileAttributes.FILE_ATTRIBUTE_DIRECTORY:  # a start URL naming one file
-        if start is not None and start.index:
-            access = _access_groups([location.unc], location)[0]
-            yield from _file(item.url, item.root, st.st_size, st.st_mtime_ns, access, item.url)
-        return
-    if start is not None and not start.parse:
-        yield event("declined", item.url, "discover", "")
-        return
-    yield from walk_to_budget([item], budget, lambda folder, stack: _list(folder, rules, location, stack))
-
-
 def _shares(item: FrontierItem, rules, location: _Location) -> Iterator:
     """A server: its disk shares go to the next round, each judged by the accept rules as a folder is;
     hidden ones (``name$``) only when a whitelist entry names them."""
@@ -165,10 +137,9 @@ def _access_groups(uncs: list[str], location: _Location) -> list:
     """Access of each file (or the exception that stopped reading it), or None per file when ACLs are
     not read. Descriptors are queried by ``ACL_CONNECTIONS`` threads, each over its own pooled
     connection: Samba serves one connection in one process, so one connection would serialise them."""
-    current = settings.current()
-    if not current.smb_read_acls:
+    if not location.settings.smb_read_acls:
         return [None] * len(uncs)
-    names = dict(current.smb_sid_names)
+    names = dict(location.settings.smb_sid_names)
 
     def one(unc: str):
         caches = _ACL_LOCAL.__dict__.setdefault("caches", {})  # this thread's connection per server
@@ -250,7 +221,7 @@ def _scan(unc: str, location: _Location) -> list[_Child]:
 
 def _list(folder: FrontierItem, rules, location: _Location, stack: list):
     """List one folder: files become entries, sub-folders go on ``stack``; returns entries listed."""
-    unc = _Location(folder.url).unc
+    unc = _Location(folder.url, location.settings).unc
     try:
         children = _scan(unc, location)
     except _FAILURES as err:  # unreadable or vanished: its documents stay in the index, hidden if denied
@@ -303,13 +274,49 @@ class _Stream(io.RawIOBase):
         super().close()
 
 
-def open_document(url: str) -> io.BufferedReader:
-    """A binary stream of the file's bytes, read in chunks as the reader asks for them."""
-    location = _Location(url)
-    try:
-        location.session()
-        handle = smbclient.open_file(location.unc, mode="rb", buffering=0, share_access="rwd",
-                                     **location.kwargs)
-    except _FAILURES as err:
-        raise OSError(f"cannot open: {_reason(err)}") from None
-    return io.BufferedReader(_Stream(handle), buffer_size=1024 * 1024)
+class SmbSource:
+    """``smb://host[:port]/[share[/path]]`` URLs: a server, a share, a folder or a file."""
+
+    schemes = ("smb",)
+
+    def __init__(self, settings: SourceSettings):
+        self.settings = settings
+
+    def expand(self, item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
+        """Yield Entry records for files, FrontierItem records for folders left to the next round and
+        Event records for counts and problems (``follow_symlinks`` does not apply: the server resolves links)."""
+        location = _Location(item.url, self.settings)
+        if not location.share:
+            start = rules.start(item.url)
+            if start is not None and not start.parse:
+                yield event("declined", item.url, "discover", "")
+            else:
+                yield from _shares(item, rules, location)
+            return
+        try:
+            location.session()
+            st = smbclient.stat(location.unc, **location.kwargs)
+        except _FAILURES as err:  # server down, share offline, no access: keep everything under it
+            yield from _unavailable(item.url, "unavailable", err)
+            return
+        start = rules.start(item.url)
+        if not st.st_file_attributes & FileAttributes.FILE_ATTRIBUTE_DIRECTORY:  # a start URL naming one file
+            if start is not None and start.index:
+                access = _access_groups([location.unc], location)[0]
+                yield from _file(item.url, item.root, st.st_size, st.st_mtime_ns, access, item.url)
+            return
+        if start is not None and not start.parse:
+            yield event("declined", item.url, "discover", "")
+            return
+        yield from walk_to_budget([item], budget, lambda folder, stack: _list(folder, rules, location, stack))
+
+    def open_document(self, url: str) -> io.BufferedReader:
+        """A binary stream of the file's bytes, read in chunks as the reader asks for them."""
+        location = _Location(url, self.settings)
+        try:
+            location.session()
+            handle = smbclient.open_file(location.unc, mode="rb", buffering=0, share_access="rwd",
+                                         **location.kwargs)
+        except _FAILURES as err:
+            raise OSError(f"cannot open: {_reason(err)}") from None
+        return io.BufferedReader(_Stream(handle), buffer_size=1024 * 1024)

@@ -32,31 +32,19 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import NamedTuple
-from urllib.parse import urlsplit
 
 from beamtrawl.transforms.records import Entry, FrontierItem, event
-from beamtrawl.transforms.sources import settings
+from beamtrawl.transforms.sources.base import Visited
 from beamtrawl.transforms.sources.http import charset, links
 from beamtrawl.transforms.sources.http.fetch import Fetcher, FetchError, Limits, Page
 from beamtrawl.transforms.sources.http.robots import Robots, load_robots
 from beamtrawl.transforms.sources.http.traps import link_in_scope, too_many_cycles
-from beamtrawl.transforms.urls import doc_id, normalize_url
+from beamtrawl.transforms.urls import doc_id, host_of, normalize_url
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 _KEEP_STATUSES = (401, 403, 408, 429)  # the page may well exist: keep what is indexed
 _UNREACHABLE = ("connection refused", "cannot connect", "connect timeout")
 MAX_SITEMAPS = 50
-
-
-class Visited(str):
-    """A URL this crawl has fetched: later rounds must not fetch it again."""
-
-
-def host_of(url: str) -> str:
-    """``scheme://host[:port]`` of a normalised URL: the key all of a host's work is grouped by, and the
-    ancestor of all its pages in freshness' incomplete test."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
 
 
 def make_fetcher(http) -> Fetcher:
@@ -113,12 +101,13 @@ def _mtime_ns(last_modified: str, fallback_ns: int) -> int:
 
 
 class HostCrawl:
-    """One host's share of a discovery round. Picklable settings; the fetcher is the caller's (one per
-    worker, made in ``DoFn.setup``)."""
+    """One host's share of a discovery round. The fetcher is the caller's (one per worker process, see
+    :class:`~beamtrawl.transforms.sources.http.WebSource`)."""
 
-    def __init__(self, config, rules, fetcher: Fetcher):
-        self.http = config.http
-        self.cleaners = config.url_cleaners
+    def __init__(self, settings, rules, fetcher: Fetcher):
+        self.http = settings.http
+        self.cleaners = settings.url_cleaners
+        self.login_for = settings.login_for
         self.rules = rules
         self.fetcher = fetcher
 
@@ -189,7 +178,7 @@ class HostCrawl:
             page = self.fetcher.fetch(
                 task.url, validators=self._validators,
                 allow=lambda target: self._redirect_allowed(target, task),
-                credential=settings.login_for, pace=self.pacer.wait)
+                credential=self.login_for, pace=self.pacer.wait)
         except FetchError as err:
             return _Outcome(task, error=str(err))
         outcome = _Outcome(task, page, mimetype=page.headers.get("content-type", "").split(";")[0].strip().lower())
@@ -362,7 +351,7 @@ class HostCrawl:
             sitemap = pending.pop(0)
             read += 1
             try:
-                page = self.fetcher.fetch(sitemap, credential=settings.login_for,
+                page = self.fetcher.fetch(sitemap, credential=self.login_for,
                                           pace=self.pacer.wait)
             except FetchError:
                 yield event("sitemap_failed")

@@ -1,0 +1,93 @@
+"""The Source registry: the built-in sources and one from another distribution, registered under the
+entry-point group ``beamtrawl.sources`` (tests/data/memo_source, a ``memo://`` source of in-memory notes,
+installed with ``pip install --target`` and put on PYTHONPATH as a user would install it beside beamtrawl),
+crawled end to end through discovery rounds, reading and the driver's "nothing changed" check."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from beamtrawl.pipeline.config import ConfigError, parse_config
+from beamtrawl.transforms import sources
+from beamtrawl.transforms.accept import Rules
+from beamtrawl.transforms.records import FrontierItem
+from beamtrawl.transforms.sources.base import ByHost, ParentUrls, UnchangedState, capable
+
+from tests.conftest import installed_for_crawls
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def memo_path(tmp_path_factory) -> str:
+    return installed_for_crawls(tmp_path_factory, "memo_source")
+
+
+@pytest.fixture
+def with_memo(memo_path, monkeypatch):
+    """The memo source visible here (sys.path, fresh registry) and to crawl subprocesses (PYTHONPATH)."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([memo_path, str(HERE.parent)]))
+    monkeypatch.syspath_prepend(memo_path)
+    sources._registered.cache_clear()
+    sources.source_class.cache_clear()
+    yield
+    sys.modules.pop("beamtrawl_memo", None)
+    sources._registered.cache_clear()
+    sources.source_class.cache_clear()
+
+
+def memo_config(tmp_path: Path, **settings) -> dict:
+    return {"start": [{"url": "memo://book/", "parse": True, "index": False}],
+            "index": {"path": str(tmp_path / "index.sqlite")}, "max_delete_ratio": 1.0, **settings}
+
+
+def test_the_capabilities_of_the_built_in_sources():
+    assert sources.schemes()[:6] == ("file", "http", "https", "smb", "imap", "imaps")
+    assert [s for s in sources.schemes() if sources.by_host(f"{s}://h/")] == ["http", "https"]
+    assert capable(sources.source_for("imap://h/"), UnchangedState)
+    assert not capable(sources.source_for("file:///x"), UnchangedState)
+    assert capable(sources.source_for("imaps://h/"), ParentUrls) and not capable(sources.source_for("smb://h/"), ParentUrls)
+    assert capable(sources.source_for("https://h/"), ByHost)
+    assert sources.parent_urls("imap://h/In%20box;UIDVALIDITY=7") == ("imap://h/In%20box",)
+    assert sources.parent_urls("file:///srv/a;b") == ()
+
+
+def test_an_unknown_scheme_is_one_line_naming_the_schemes(tmp_path):
+    with pytest.raises(sources.RegistryError, match="no source handles gopher: URLs"):
+        sources.source_for("gopher://h/")
+    raw = {"start": [{"url": "gopher://h/"}], "index": {"path": str(tmp_path / "i.sqlite")}}
+    with pytest.raises(ConfigError, match=r"start\[0\]\.url: scheme 'gopher' is not supported \(supported: file, http"):
+        parse_config(raw, str(tmp_path / "c.yaml"))
+
+
+def test_a_source_from_another_distribution_registers_its_scheme(with_memo, tmp_path):
+    assert "memo" in sources.schemes()
+    config = parse_config(memo_config(tmp_path), str(tmp_path / "c.yaml"))  # its start URL is valid
+    memo = sources.Sources()("memo://book/")
+    assert type(memo).__name__ == "MemoSource" and capable(memo, UnchangedState)
+    found = list(memo.expand(FrontierItem("memo://book/", "memo://book/", 0, "memo://book/", [], "", ""),
+                             Rules(config), False, None))
+    assert sorted(r.url for r in found if r.route == "entries") == [
+        "memo://book/birds/puffin.txt", "memo://book/birds/seabirds/fulmar.txt",
+        "memo://book/birds/seabirds/gannet.txt", "memo://book/readme.txt", "memo://book/sea/tides.txt"]
+    assert memo.open_document("memo://book/sea/tides.txt").read() == b"Spring tides follow the new moon.\n"
+
+
+def test_a_source_from_another_distribution_is_crawled_end_to_end(with_memo, tmp_path, crawl, search):
+    """Three discovery rounds (a walk budget of one entry hands every folder on), reading through the
+    source, and on the second crawl the source's unchanged state spares the pipeline."""
+    import yaml
+
+    path = tmp_path / "crawl.yaml"
+    path.write_text(yaml.safe_dump(memo_config(tmp_path, walk_budget=1, discovery_rounds=3)))
+    run = crawl(path)
+    assert run.code == 0, run.stderr[-3000:]
+    assert (run.counts["new"], run.counts["written"]) == (5, 5)
+    assert [hit["url"] for hit in search(path, "gannet")] == ["memo://book/birds/seabirds/gannet.txt"]
+    again = crawl(path)
+    assert again.code == 0 and "pipeline_skipped" in again.report, again.stderr[-3000:]
+    assert again.counts["unchanged"] == 5
+

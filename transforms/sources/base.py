@@ -1,0 +1,86 @@
+"""The contract every source keeps: :class:`Source`, and the optional capabilities beside it.
+
+A source serves one or more URL schemes. Discovery hands it frontier items (a start URL, a folder, a
+share, a mailbox folder) to expand; the read stage asks it for a document's bytes. Anything else a
+source can do is an optional capability, a method the pipeline or the driver looks for by name
+(:func:`capable`):
+
+* :class:`ParentUrls` (freshness): containers a URL lies in beyond its path segments;
+* :class:`UnchangedState` (the driver, pipeline/unchanged.py): a cheap summary of a start URL's state;
+* :class:`ByHost` (discovery): crawl all of a round's items of one host in one call, with the index's
+  state of that host's documents at hand — politeness needs every request to a host in one place.
+
+A source is made once per worker process and settings (:class:`~beamtrawl.transforms.sources.Sources`)
+with the crawl's :class:`~beamtrawl.transforms.sources.settings.SourceSettings`; it opens its clients
+itself, on first use. Its methods run on workers, possibly more than once for one item when a bundle is
+retried. A problem with one item or document is an Event (``expand``) or an OSError (``open_document``),
+never anything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, BinaryIO, ClassVar, Protocol
+
+from beamtrawl.transforms.records import Entry, Event, FrontierItem
+
+if TYPE_CHECKING:  # settings read the configuration's value types; the contract needs none of it at run time
+    from beamtrawl.transforms.sources.settings import SourceSettings
+
+
+class Visited(str):
+    """A URL a :class:`ByHost` source has fetched: later discovery rounds must not fetch it again."""
+
+    route = "visited"
+
+
+class Source(Protocol):
+    """A kind of place documents live in, reached by URL."""
+
+    #: The URL schemes it serves; its registration (built-in table or entry point) names each one.
+    schemes: ClassVar[tuple[str, ...]]
+
+    def __init__(self, settings: SourceSettings) -> None: ...
+
+    def expand(self, item: FrontierItem, rules, follow_symlinks: bool,
+               budget: int | None) -> Iterator[Entry | FrontierItem | Event]:
+        """Expand one frontier item: Entry records for documents, FrontierItem records for containers left
+        to the next discovery round (those not reached once ``budget`` entries are listed; with ``budget``
+        None, none), Event records for counts and problems. Every URL passes ``rules.decide`` first. A
+        container that cannot be listed is an ``incomplete`` event with its URL, which keeps its documents."""
+        ...
+
+    def open_document(self, url: str) -> BinaryIO:
+        """A binary stream of the document's bytes; raises OSError with a one-line reason."""
+        ...
+
+
+class ParentUrls(Protocol):
+    @staticmethod
+    def parent_urls(url: str) -> Iterable[str]:
+        """The containers ``url`` lies in that its path segments do not show, so freshness keeps a document
+        when one of them was not listed completely (IMAP: ``imap://h/F;UIDVALIDITY=n/;UID=1`` is in
+        ``imap://h/F``). A static method: freshness asks without settings."""
+        ...
+
+
+class UnchangedState(Protocol):
+    def unchanged_state(self, url: str, rules) -> dict[str, list[int]]:
+        """For start URL ``url``: per container URL, numbers that change whenever a document the crawl would
+        find in it changes, the last being how many documents it holds; cheap (no listing). Raises on any
+        failure (the pipeline then runs)."""
+        ...
+
+
+class ByHost(Protocol):
+    def expand_host(self, host: str, items: list[FrontierItem], known: dict, rules) -> Iterator:
+        """Crawl ``host`` (``scheme://netloc``) from a round's ``items`` on it; ``known`` maps URL →
+        SnapshotEntry of its indexed documents. Yields what ``expand`` yields plus :class:`Visited` URLs.
+        Discovery then never calls ``expand`` for this source's URLs."""
+        ...
+
+
+def capable(source, capability: type) -> bool:
+    """Does ``source`` (a class or an instance) offer ``capability``, one of the one-method protocols above?"""
+    name = next(n for n in vars(capability) if not n.startswith("_"))
+    return callable(getattr(source, name, None))
