@@ -52,6 +52,8 @@ def make_site(folder: Path) -> Site:
                                        f"&lt;b&gt;bold&lt;/b&gt; <script>alert(2)</script></p></body></html>",
                                        encoding="utf-8")
     _pdf(root / "numbat-guide.pdf")
+    for other in (root / "hr" / "salaries.txt", root / HOSTILE_NAME, root / "hostile.html", root / "numbat-guide.pdf"):
+        os.utime(other, (1_600_000_000,) * 2)  # older than the reports: the newest hit is the last report
     url = f"file://{root}"
     config = folder / "crawl.yaml"
     config.write_text(yaml.safe_dump({

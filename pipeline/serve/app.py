@@ -176,6 +176,11 @@ def human_size(size: int) -> str:
     return ""
 
 
+def shown_url(url: str) -> str:
+    """A URL as a person reads it: percent-escapes decoded (the page escapes it as text)."""
+    return urllib.parse.unquote(url, errors="replace")
+
+
 def shown_date(iso: str) -> str:
     return iso[:16].replace("T", " ") if iso else ""
 
@@ -183,7 +188,7 @@ def shown_date(iso: str) -> str:
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined)
-    env.filters.update(size=human_size, date=shown_date, hit_link=hit_link)
+    env.filters.update(size=human_size, date=shown_date, hit_link=hit_link, url=shown_url)
     env.globals.update(version=__version__, MAX_QUERY_CHARS=MAX_QUERY_CHARS, ORDER_LABELS=ORDER_LABELS)
     return env
 
