@@ -266,3 +266,38 @@ def test_password_lines_from_standard_input(tmp_path):
                           input=PASSWORD + "\n", text=True, capture_output=True, check=False)
     assert done.returncode == 0 and "added erin" in done.stdout
     assert password_matches(PASSWORD, read_users(str(users))["erin"].hash)
+
+
+# -- OpenSearch -----------------------------------------------------------------------------------
+
+def test_opensearch_serves_the_same_pages(site, opensearch, tmp_path):
+    """The same corpus crawled into OpenSearch: every page, total, facet and document answer equals the
+    embedded index's, for an anonymous searcher and for one in hr."""
+    import yaml
+    from beamtrawl.transforms.index.opensearch import OpenSearchIndex
+
+    config = yaml.safe_load(site.config.read_text())
+    config["index"] = {"url": opensearch, "name": "serve-pages"}
+    os_config = tmp_path / "os.yaml"
+    os_config.write_text(yaml.safe_dump(config))
+    done = beamtrawl("crawl", str(os_config), "--direct_num_workers=1", "-q", check_dac=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    embedded, remote = EmbeddedIndex(str(site.config.parent / "index.sqlite")), OpenSearchIndex(opensearch, "serve-pages")
+    for groups in ((), ("hr",)):
+        for text in ("numbat", "numbat extension:txt", "salary OR survey", "survey -walk", "path:" + str(site.root)):
+            for order in ("relevance", "date"):
+                query = parse_query(text, (), groups)
+                mine, theirs = embedded.search_page(query, 7, 3, order), remote.search_page(query, 7, 3, order)
+                assert (mine.total, mine.facets) == (theirs.total, theirs.facets), (text, groups)
+                if order == "date":
+                    assert [h.id for h in mine.hits] == [h.id for h in theirs.hits], (text, groups)
+                else:
+                    assert len(mine.hits) == len(theirs.hits)
+    [secret] = embedded.search(parse_query("salary", (), ["hr"]), 5)
+    assert remote.document(secret.id, ["hr"]).url == secret.url
+    assert remote.document(secret.id, []) is None and remote.document("0" * 32, ["hr"]) is None
+    with served(site.__class__(site.root, os_config, site.users)) as url:
+        assert api(url, "salary")["total"] == 0
+        assert api(url, "salary", user="alice")["hits"][0]["id"] == secret.id
+        status, _, body = get(f"{url}/document/{secret.id}", user="alice")
+        assert status == 200 and body.startswith(b"Salary review")
