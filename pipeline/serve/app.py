@@ -32,7 +32,7 @@ from pathlib import Path
 import jinja2
 from beamtrawl.pipeline import __version__
 from beamtrawl.pipeline.serve import documents
-from beamtrawl.pipeline.serve.people import Doorkeeper, Searcher
+from beamtrawl.pipeline.serve.people import ANONYMOUS, Doorkeeper, Searcher
 from beamtrawl.transforms.index import make_target
 from beamtrawl.transforms.index.base import FACET_FIELDS, ORDERS, RELEVANCE, IndexUnavailable, Page
 from beamtrawl.transforms.index.query import MAX_QUERY_CHARS, QueryError, parse_query
@@ -227,8 +227,10 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
     async def who(request: Request) -> Searcher:
         """The searcher, or HTTPException 401 (after the failure delay) for wrong credentials."""
         peer = request.client.host if request.client else ""
-        found = await run_in_threadpool(doorkeeper.searcher, request.headers.get("authorization", ""),
-                                        request.headers, peer)
+        authorization = request.headers.get("authorization", "")
+        if not authorization and not doorkeeper.trusted_header:
+            return ANONYMOUS  # most requests: no thread needed
+        found = await run_in_threadpool(doorkeeper.searcher, authorization, request.headers, peer)
         if found is None:
             await asyncio.sleep(doorkeeper.failures.delay(peer))
             raise HTTPException(401, "The user name or password is wrong.", headers={"WWW-Authenticate": REALM})
