@@ -233,6 +233,7 @@ def main() -> int:
     parser.add_argument("--url", help="an OpenSearch node to use instead of starting one")
     parser.add_argument("--skip-opensearch", action="store_true")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # each figure as it is measured, also into a file
     ok = True
     with tempfile.TemporaryDirectory(prefix="serve-bench-") as work:
         folder = Path(work)

@@ -16,6 +16,7 @@ import hmac
 import ipaddress
 import os
 import re
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -137,6 +138,7 @@ class Verified:
     def __init__(self):
         self._key = os.urandom(32)
         self._seen: OrderedDict[bytes, tuple[float, Searcher]] = OrderedDict()
+        self._lock = threading.Lock()  # sign-ins are checked in worker threads
 
     def _digest(self, header: str) -> bytes:
         return hmac.new(self._key, header.encode(), hashlib.sha256).digest()
@@ -146,9 +148,10 @@ class Verified:
         return entry[1] if entry and time.monotonic() - entry[0] < VERIFIED_SECONDS else None
 
     def put(self, header: str, searcher: Searcher) -> None:
-        self._seen[self._digest(header)] = (time.monotonic(), searcher)
-        while len(self._seen) > VERIFIED_ENTRIES:
-            self._seen.popitem(last=False)
+        with self._lock:
+            self._seen[self._digest(header)] = (time.monotonic(), searcher)
+            while len(self._seen) > VERIFIED_ENTRIES:
+                self._seen.popitem(last=False)
 
 
 class Failures:
