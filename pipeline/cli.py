@@ -77,7 +77,7 @@ def _serve_parsers(commands, overrides) -> None:
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=QUERY_SYNTAX)
     serve.add_argument("--config", required=True)
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8080, help="the port to listen on (default: 8080)")
+    serve.add_argument("--port", type=_port, default=8080, help="the port to listen on (default: 8080)")
     serve.add_argument("--users", metavar="PATH", help="the users file (beamtrawl user add): people sign in with "
                                                         "HTTP Basic and see their groups' documents too")
     serve.add_argument("--trusted-header", metavar="NAME",
@@ -109,6 +109,13 @@ def _limit(text: str) -> int:
     if not 1 <= value <= MAX_LIMIT:
         raise argparse.ArgumentTypeError(f"{text[:40]} is not between 1 and {MAX_LIMIT:,}")
     return value
+
+
+def _port(text: str) -> int:
+    """``--port``: a TCP port number."""
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a port number (1 to 65535)")
+    return int(text)
 
 
 CONFIG_REFERENCE = "configuration reference: README.md, section 'Configuration'"
@@ -299,8 +306,13 @@ def _serve(config, args) -> int:
     make_target(config.index).check()  # a missing or unreachable index stops the start with one line
     print(f"beamtrawl serve: searching {config.index.label} at http://{args.host}:{args.port}/", flush=True)
     # proxy_headers off: the client address is the TCP peer, which the trusted-header check relies on
-    uvicorn.run(make_app(config, doorkeeper), host=args.host, port=args.port, proxy_headers=False,
-                server_header=False, log_level="debug" if args.debug else "warning", access_log=args.debug)
+    try:
+        uvicorn.run(make_app(config, doorkeeper), host=args.host, port=args.port, proxy_headers=False,
+                    server_header=False, log_level="debug" if args.debug else "warning", access_log=args.debug)
+    except SystemExit as stop:  # uvicorn exits when it cannot listen (it logged why)
+        if stop.code:
+            log.error("beamtrawl serve: cannot listen on %s:%s", args.host, args.port)
+            return EXIT_FATAL
     return 0
 
 
