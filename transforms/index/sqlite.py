@@ -374,8 +374,9 @@ def _counts(db: sqlite3.Connection, query: Query, facet_size: int) -> tuple[int,
     for name in FACET_FIELDS:
         parts.append(f"SELECT * FROM (SELECT '{name}', {name}, count(*) AS n FROM matched WHERE {name} != '' "
                      f"GROUP BY {name} ORDER BY n DESC, {name} LIMIT {int(facet_size)})")
+    source = "docs_fts JOIN docs ON docs.rid = docs_fts.rowid" if query.has_text else "docs"  # filters: no text
     rows = db.execute(f"WITH matched AS MATERIALIZED (SELECT {', '.join(f'docs.{n}' for n in FACET_FIELDS)} "
-                      f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid WHERE {' AND '.join(where)}) "
+                      f"FROM {source} WHERE {' AND '.join(where)}) "
                       + " UNION ALL ".join(parts), params).fetchall()
     facets: dict[str, list[tuple[str, int]]] = {name: [] for name in FACET_FIELDS}
     for name, value, n in rows[1:]:
