@@ -2,7 +2,7 @@
 
 Run from the repository root (beamtrawl installed; Java and Maven for the OpenSearch node)::
 
-    python bench/serve_bench.py [--docs 100000] [--requests 120] [--url OPENSEARCH_URL] [--skip-opensearch]
+    python bench/serve_bench.py [--docs 100000] [--requests 120] [--url OPENSEARCH_URL] [--only embedded|opensearch]
 
 1. N generated documents (a Zipf vocabulary of made-up words, 60-150 words each, 300 folders, five types,
    a tenth of them in the group ``hr``; a few fixed phrases spread over 2% of them) are written
@@ -231,17 +231,18 @@ def main() -> int:
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=120, help="requests per kind, concurrency and side")
     parser.add_argument("--url", help="an OpenSearch node to use instead of starting one")
-    parser.add_argument("--skip-opensearch", action="store_true")
+    parser.add_argument("--only", choices=("embedded", "opensearch"), help="measure one index only")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # each figure as it is measured, also into a file
     ok = True
     with tempfile.TemporaryDirectory(prefix="serve-bench-") as work:
         folder = Path(work)
         path = str(folder / "index.sqlite")
-        seconds = write(EmbeddedIndex(path), args.docs)
-        print(f"embedded index: {args.docs:,} documents written through EmbeddedIndex.upsert in {seconds:.1f} s")
-        ok &= measure("embedded", {"path": path}, lambda: EmbeddedIndex(path), args.requests, folder)
-        if not args.skip_opensearch:
+        if args.only != "opensearch":
+            seconds = write(EmbeddedIndex(path), args.docs)
+            print(f"embedded index: {args.docs:,} documents written through EmbeddedIndex.upsert in {seconds:.1f} s")
+            ok &= measure("embedded", {"path": path}, lambda: EmbeddedIndex(path), args.requests, folder)
+        if args.only != "embedded":
             ok &= _opensearch(args, folder)
     return 0 if ok else 1
 
