@@ -14,7 +14,8 @@ Run from the repository root (beamtrawl installed; Java and Maven for the OpenSe
    (20 hits, facets, total) as an anonymous searcher.
 3. The baseline runs in the same run and process: the same queries through ``parse_query`` and the
    target's ``search_page`` with the same arguments, from the same number of threads, each thread with
-   a target of its own (as the server's pool gives).
+   a target of its own (as the server's pool gives). Each side runs twice, half the requests each time,
+   in the order web, direct, direct, web, so that caches warmed by one side favour neither.
 4. Three kinds of query, ten of each in rotation: one word (a word of rank 40-60), a phrase, and a
    word with a filter (``extension:pdf`` or ``path:``). 1 and 8 concurrent clients. Printed: p50 and
    p95 latency in ms of both, and web/direct at p50 (target <= 1.5).
@@ -194,8 +195,12 @@ def compare(port: int, texts: list[str], clients: int, requests: int, make_targe
     for t in range(len(texts)):  # warm both: the first search of a query reads cold pages
         web(0, t)
         direct(0, t)
-    try:
-        return (*percentiles(run_threads(clients, requests, web)), *percentiles(run_threads(clients, requests, direct)))
+    try:  # in the order web, direct, direct, web: caches warmed by one side's run favour neither
+        half = max(1, requests // 2)
+        web_times, direct_times = run_threads(clients, half, web), run_threads(clients, half, direct)
+        direct_times += run_threads(clients, half, direct)
+        web_times += run_threads(clients, half, web)
+        return (*percentiles(web_times), *percentiles(direct_times))
     finally:
         for connection in connections:
             connection.close()
