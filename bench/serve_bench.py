@@ -178,8 +178,15 @@ def measure(name: str, index_config: dict, make_target, requests: int, folder: P
 def compare(port: int, texts: list[str], clients: int, requests: int, make_target) -> tuple[float, ...]:
     """(web p50, web p95, direct p50, direct p95) in ms of ``requests`` searches of ``texts`` in rotation
     from ``clients`` threads: through /api/search, then through ``search_page`` in this process."""
-    connections = [http.client.HTTPConnection("127.0.0.1", port, timeout=120) for _ in range(clients)]
+    connections: list[http.client.HTTPConnection] = []
     targets = [make_target() for _ in range(clients)]
+
+    def connect() -> None:
+        """One new keep-alive connection per client: the server closes those idle for 5 s (uvicorn's
+        keep-alive), as they are while the direct side runs."""
+        for connection in connections:
+            connection.close()
+        connections[:] = [http.client.HTTPConnection("127.0.0.1", port, timeout=120) for _ in range(clients)]
 
     def web(c: int, k: int) -> None:
         path = "/api/search?" + urllib.parse.urlencode({"q": texts[k % len(texts)]})
@@ -192,14 +199,19 @@ def compare(port: int, texts: list[str], clients: int, requests: int, make_targe
     def direct(c: int, k: int) -> None:
         targets[c].search_page(parse_query(texts[k % len(texts)]), PAGE, 0, "relevance", 10)
 
+    connect()
     for t in range(len(texts)):  # warm both: the first search of a query reads cold pages
         web(0, t)
         direct(0, t)
     try:  # in the order web, direct, direct, web: caches warmed by one side's run favour neither
         half = max(1, requests // 2)
+        connect()
         web_times, direct_times = run_threads(clients, half, web), run_threads(clients, half, direct)
         direct_times += run_threads(clients, half, direct)
+        connect()
         web_times += run_threads(clients, half, web)
+        if len(web_times) != len(direct_times):
+            raise SystemExit(f"only {len(web_times)} of {len(direct_times)} web requests were answered")
         return (*percentiles(web_times), *percentiles(direct_times))
     finally:
         for connection in connections:
