@@ -83,7 +83,34 @@ def _parser() -> argparse.ArgumentParser:
                           help="keep every version younger than this (default: a week); a running crawl's "
                                "version is always kept")
     maintain.add_argument("--debug", action="store_true")
+    _serve_parsers(commands, overrides)
     return parser
+
+
+def _serve_parsers(commands, overrides) -> None:
+    """``beamtrawl serve`` and ``beamtrawl user add`` (pipeline/serve, docs/serve.md)."""
+    serve = commands.add_parser("serve", parents=[overrides], help="a search page and JSON API over the index of CONFIG",
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=QUERY_SYNTAX)
+    serve.add_argument("--config", required=True)
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=_port, default=8080, help="the port to listen on (default: 8080)")
+    serve.add_argument("--users", metavar="PATH", help="the users file (beamtrawl user add): people sign in with "
+                                                        "HTTP Basic and see their groups' documents too")
+    serve.add_argument("--trusted-header", metavar="NAME",
+                       help="a header naming the signed-in user, set by a reverse proxy (off by default); "
+                            "needs --trusted-proxy; the user's groups come from --users")
+    serve.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
+                       help="the reverse proxy's address or network (repeatable); only its requests may carry "
+                            "--trusted-header")
+    serve.add_argument("--debug", action="store_true")
+    user = commands.add_parser("user", help="manage the users who may sign in to beamtrawl serve")
+    user_commands = user.add_subparsers(dest="user_command", required=True)
+    add = user_commands.add_parser("add", help="add a user, or change their password and groups; the password is "
+                                               "asked twice on a terminal, else read as one line from standard input")
+    add.add_argument("name")
+    add.add_argument("--groups", default="", metavar="A,B", help="the user's access groups")
+    add.add_argument("--users", required=True, metavar="PATH", help="the users file (created if missing)")
+    add.add_argument("--debug", action="store_true")
 
 
 MAX_LIMIT = 10_000  # hits one search may return
@@ -98,6 +125,13 @@ def _limit(text: str) -> int:
     if not 1 <= value <= MAX_LIMIT:
         raise argparse.ArgumentTypeError(f"{text[:40]} is not between 1 and {MAX_LIMIT:,}")
     return value
+
+
+def _port(text: str) -> int:
+    """``--port``: a TCP port number."""
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a port number (1 to 65535)")
+    return int(text)
 
 
 CONFIG_REFERENCE = "configuration reference: README.md, section 'Configuration'"
@@ -153,7 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("beamtrawl").setLevel(logging.WARNING)
     if args.command == "init":
         return _init(args.start, args.output, args.force)
-    if args.command in ("search", "export", "maintain") and extra:
+    if args.command == "user":
+        return _user_add(args.users, args.name, args.groups)
+    if args.command in ("search", "export", "maintain", "serve") and extra:
         _parser().error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "crawl" and (unknown := _unknown_beam_options(extra)):
         _parser().error(unknown)
@@ -171,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
             return _export(config, args.dest)
         if args.command == "maintain":
             return _maintain(config, args.retention_hours)
+        if args.command == "serve":
+            return _serve(config, args)
         groups = [g.strip() for g in args.groups.split(",") if g.strip()]
         return _search(config, args.query, args.limit, args.json, groups)
     except ConfigError as err:
@@ -298,6 +336,58 @@ def _maintain(config, retention_hours: float | None) -> int:
           f"{done['files_removed']} files older than {done['retention_hours']} hours no version needs; "
           f"version {done['version']}" + (f"; kept versions {done['versions_kept_for_crawls']} for running crawls"
                                           if done["versions_kept_for_crawls"] else ""))
+    return 0
+
+
+def _serve(config, args) -> int:
+    import uvicorn
+    from beamtrawl.pipeline.serve.app import make_app
+    from beamtrawl.pipeline.serve.people import Doorkeeper, UsersError
+    from beamtrawl.transforms.index import make_target
+
+    try:
+        doorkeeper = Doorkeeper(args.users, args.trusted_header, tuple(args.trusted_proxy))
+    except UsersError as err:
+        log.error("beamtrawl serve: %s", err)
+        return EXIT_FATAL
+    target = make_target(config.index)
+    target.check()  # a missing or unreachable index stops the start with one line
+    if target.pages_unavailable():
+        log.error("beamtrawl serve: %s", target.pages_unavailable())
+        return EXIT_FATAL
+    print(f"beamtrawl serve: searching {config.index.label} at http://{args.host}:{args.port}/", flush=True)
+    # proxy_headers off: the client address is the TCP peer, which the trusted-header check relies on
+    try:
+        uvicorn.run(make_app(config, doorkeeper), host=args.host, port=args.port, proxy_headers=False,
+                    server_header=False, log_level="debug" if args.debug else "warning", access_log=args.debug)
+    except SystemExit as stop:  # uvicorn exits when it cannot listen (it logged why)
+        if stop.code:
+            log.error("beamtrawl serve: cannot listen on %s:%s", args.host, args.port)
+            return EXIT_FATAL
+    return 0
+
+
+def _user_add(path: str, name: str, groups: str) -> int:
+    import getpass
+
+    from beamtrawl.pipeline.serve.people import UsersError, add_user
+
+    if sys.stdin.isatty():
+        password = getpass.getpass(f"password for {name}: ")
+        if getpass.getpass("again: ") != password:
+            log.error("beamtrawl user add: the two passwords differ; nothing changed")
+            return EXIT_FATAL
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    try:
+        new = add_user(path, name, password, [g.strip() for g in groups.split(",") if g.strip()])
+    except UsersError as err:
+        log.error("beamtrawl user add: %s", err)
+        return EXIT_FATAL
+    except OSError as err:
+        log.error("beamtrawl user add: %s: cannot write the users file (%s)", path, err.strerror or err)
+        return EXIT_FATAL
+    print(f"{'added' if new else 'changed'} {name} in {path}")
     return 0
 
 

@@ -8,20 +8,21 @@ cd "$(dirname "$0")/.."
 # Maven and a JDK fetch and run the OpenSearch node the tests start (tests/servers/opensearch.py);
 # sox writes the MP3, Ogg and FLAC files of the audio preparator's tests; Samba (smbd, smbclient) and
 # Dovecot serve the SMB and IMAP tests on loopback (tests/servers/; the system services are not started);
-# mandoc renders man pages for the man preparator.
+# mandoc renders man pages for the man preparator; chromium and chromium-driver run the search page's
+# browser tests (tests/test_serve_browser.py).
 if ! ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/null || ! command -v mvn >/dev/null \
    || ! command -v sox >/dev/null || ! dpkg -s libsox-fmt-mp3 >/dev/null 2>&1 \
    || ! command -v smbd >/dev/null || ! command -v smbclient >/dev/null || ! command -v dovecot >/dev/null \
    || [ ! -x /usr/libexec/samba/samba-dcerpcd ] \
    || ! command -v openssl >/dev/null || ! command -v mandoc >/dev/null \
-   || ! command -v setfacl >/dev/null; then
+   || ! command -v setfacl >/dev/null || ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   apt-get update -qq
   if [ ! -e /usr/sbin/policy-rc.d ]; then  # install the servers without starting their system services
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
   fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 util-linux maven openjdk-17-jdk-headless \
-    sox libsox-fmt-mp3 samba smbclient dovecot-imapd openssl mandoc acl
+    sox libsox-fmt-mp3 samba smbclient dovecot-imapd openssl mandoc acl chromium chromium-driver
 fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)
 python -m pip install --quiet --disable-pip-version-check -e ".[test]"

@@ -63,6 +63,37 @@ class Hit:
     size: int = 0
     last_modified: str = ""
     extra: dict = field(default_factory=dict)
+    id: str = ""  # the document id, for opening it through ``beamtrawl serve`` (/document/<id>)
+
+
+#: The orders a page of hits can be sorted in: best first, or most recently modified first.
+RELEVANCE, NEWEST = "relevance", "date"
+ORDERS = (RELEVANCE, NEWEST)
+#: The fields a search page counts hits by (facets), each also a filter field of the query language,
+#: so a facet value narrows a search as ``field:value``: type, extension and folder (or host and folder).
+FACET_FIELDS = ("mimetype", "extension", "path")
+
+
+@dataclass
+class Page:
+    """One page of a search: its hits, how many documents match in all, and the facets of all of them.
+    Every number counts documents the searcher may see only."""
+
+    hits: list[Hit]
+    total: int
+    facets: dict[str, list[tuple[str, int]]]  # FACET_FIELDS name → (value, documents), most first
+
+
+@dataclass
+class Stored:
+    """What opening a document needs: where it lives and what it is."""
+
+    id: str
+    url: str
+    title: str
+    filename: str
+    mimetype: str
+    size: int
 
 
 class IndexTarget(ABC):
@@ -135,3 +166,19 @@ class IndexTarget(ABC):
     @abstractmethod
     def count(self) -> int:
         """Documents in the index."""
+
+    def search_page(self, query: Query, limit: int, offset: int = 0, order: str = RELEVANCE,
+                    facet_size: int = 10) -> Page:
+        """Hits ``offset`` to ``offset + limit`` in ``order``, the number of matches, and the
+        ``facet_size`` most frequent values of each of FACET_FIELDS among the matches — all limited to
+        what ``query.groups`` may see (``beamtrawl serve``). A target that cannot serve pages says so."""
+        raise IndexUnavailable(f"{type(self).__name__} cannot serve search pages")
+
+    def pages_unavailable(self) -> str | None:
+        """Why this target cannot serve search pages (``beamtrawl serve`` refuses to start), or None."""
+        return None
+
+    def document(self, doc_id: str, groups: Sequence[str]) -> Stored | None:
+        """The document with this id if a searcher holding ``groups`` may see it, else None (as for an
+        id that is not in the index: the answer tells nothing about documents the searcher may not see)."""
+        raise IndexUnavailable(f"{type(self).__name__} cannot open documents")

@@ -45,12 +45,17 @@ from typing import Any
 from beamtrawl.transforms.enrich.auxfields import tokens
 from beamtrawl.transforms.index.base import (
     ACCESS_FIELDS,
+    FACET_FIELDS,
     MARK_OFF,
     MARK_ON,
+    NEWEST,
+    RELEVANCE,
     Hit,
     IndexTarget,
     IndexUnavailable,
+    Page,
     Rejected,
+    Stored,
     access_key,
     render_snippet,
 )
@@ -361,34 +366,47 @@ class OpenSearchIndex(IndexTarget):
             return 0
 
     def search(self, query: Query, limit: int) -> list[Hit]:
-        must = [_clause_query(clause) for clause in query.clauses]
-        must_not = [_term_query(term) for term in query.excluded]
-        filters = []
-        for name, value, negated in query.filters:
-            (must_not if negated else filters).append(_filter(name, value))
-        filters.append(_visible(query.groups))
-        body = {
-            "size": limit,
-            "query": {"bool": {"must": must or [{"match_all": {}}], "must_not": must_not, "filter": filters,
-                               "should": _exact_name_boost(query)}},
-            "_source": ["url", "title", "filename", "mimetype", "size", "last_modified", "summary", "aux_stored"],
-            "highlight": {"fields": {"content": {}, "title": {}, "headlines": {}},
-                          "pre_tags": [MARK_ON], "post_tags": [MARK_OFF], "fragment_size": 160,
-                          "number_of_fragments": 1, "encoder": "default",
-                          # a document longer than the index may analyse for highlighting (1,000,000
-                          # characters by default) is highlighted in its first part, not refused
-                          "max_analyzer_offset": HIGHLIGHT_CHARACTERS},
-            "sort": ["_score", {"url": "asc"}], "track_scores": True,
-        }
+        body = {"size": limit, "query": _bool_query(query), **_HIGHLIGHT, "sort": ["_score", {"url": "asc"}],
+                "track_scores": True}
+        return [_hit(hit) for hit in self._search(query.groups, body).get("hits", {}).get("hits", [])]
+
+    def search_page(self, query: Query, limit: int, offset: int = 0, order: str = RELEVANCE,
+                    facet_size: int = 10) -> Page:
+        sort = [{"last_modified": {"order": "desc", "missing": "_last"}}] if order == NEWEST else ["_score"]
+        body = {"from": offset, "size": limit, "query": _bool_query(query), **_HIGHLIGHT,
+                "sort": [*sort, {"url": "asc"}], "track_scores": True, "track_total_hits": True,
+                "aggs": {name: {"terms": {"field": name, "size": facet_size}} for name in FACET_FIELDS}}
+        answer = self._search(query.groups, body)
+        if not answer:
+            return Page([], 0, {name: [] for name in FACET_FIELDS})
+        facets = {name: [(b["key"], b["doc_count"]) for b in answer["aggregations"][name]["buckets"] if b["key"]]
+                  for name in FACET_FIELDS}
+        return Page([_hit(hit) for hit in answer["hits"]["hits"]], answer["hits"]["total"]["value"], facets)
+
+    def document(self, doc_id: str, groups: Sequence[str]) -> Stored | None:
+        body = {"size": 1, "query": {"bool": {"filter": [{"ids": {"values": [doc_id]}}, _visible(groups)]}},
+                "_source": ["id", "url", "title", "filename", "mimetype", "size"]}
         try:
-            partitions = self._visible_partitions(query.groups)
-            if not partitions:
-                return []
-            hits = self.client.search(index=",".join(partitions), body=body,
-                                      params={"search_type": "dfs_query_then_fetch", "ignore_unavailable": "true"})["hits"]["hits"]
+            hits = self.client.search(index=self.name, body=body)["hits"]["hits"]
         except (OpenSearchException, OSError) as err:
             raise IndexUnavailable(f"cannot search {self._where()}: {_short(err)}") from None
-        return [_hit(hit) for hit in hits]
+        if not hits:
+            return None
+        source = hits[0]["_source"]
+        return Stored(hits[0]["_id"], source["url"], source.get("title", ""), source.get("filename", ""),
+                      source.get("mimetype", ""), source.get("size", 0))
+
+    def _search(self, groups, body: dict) -> dict:
+        """One search over exactly the partitions ``groups`` may see (``_visible_partitions``); {} when
+        there are none."""
+        try:
+            partitions = self._visible_partitions(groups)
+            if not partitions:
+                return {}
+            return self.client.search(index=",".join(partitions), body=body,
+                                      params={"search_type": "dfs_query_then_fetch", "ignore_unavailable": "true"})
+        except (OpenSearchException, OSError) as err:
+            raise IndexUnavailable(f"cannot search {self._where()}: {_short(err)}") from None
 
     def _visible_partitions(self, groups) -> list[str]:
         """The partition indices behind the alias holding a document the searcher may see: all of
@@ -398,6 +416,19 @@ class OpenSearchIndex(IndexTarget):
                 "aggs": {"partitions": {"terms": {"field": "_index", "size": 10_000}}}}
         buckets = self.client.search(index=self.name, body=body)["aggregations"]["partitions"]["buckets"]
         return sorted(bucket["key"] for bucket in buckets)
+
+
+def _bool_query(query: Query) -> dict:
+    """The query as one bool query: its text, exclusions and filters, and who may see a document
+    (``_visible``), so hits, highlights, totals and aggregations all see the same documents."""
+    must = [_clause_query(clause) for clause in query.clauses]
+    must_not = [_term_query(term) for term in query.excluded]
+    filters = []
+    for name, value, negated in query.filters:
+        (must_not if negated else filters).append(_filter(name, value))
+    filters.append(_visible(query.groups))
+    return {"bool": {"must": must or [{"match_all": {}}], "must_not": must_not, "filter": filters,
+                     "should": _exact_name_boost(query)}}
 
 
 def _source(doc: IndexDoc) -> dict:
@@ -481,6 +512,18 @@ def _filter(name: str, value: str) -> dict:
                      "minimum_should_match": 1}}
 
 
+#: Characters of a field the highlighter reads (OpenSearch's index.highlight.max_analyzed_offset default).
+HIGHLIGHT_CHARACTERS = 1_000_000
+#: What a hit returns and how it is highlighted. A document longer than the index may analyse for
+#: highlighting is highlighted in its first part, not refused.
+_HIGHLIGHT = {
+    "_source": ["url", "title", "filename", "mimetype", "size", "last_modified", "summary", "aux_stored"],
+    "highlight": {"fields": {"content": {}, "title": {}, "headlines": {}},
+                  "pre_tags": [MARK_ON], "post_tags": [MARK_OFF], "fragment_size": 160,
+                  "number_of_fragments": 1, "encoder": "default", "max_analyzer_offset": HIGHLIGHT_CHARACTERS},
+}
+
+
 def _hit(hit: dict) -> Hit:
     source, marked = hit["_source"], hit.get("highlight", {})
     fragment = next((marked[f][0] for f in ("content", "headlines", "title") if marked.get(f)), None)
@@ -491,7 +534,7 @@ def _hit(hit: dict) -> Hit:
                snippet=plain, snippet_html=marked,
                score=round(hit.get("_score") or 0.0, 4), mimetype=source.get("mimetype", ""),
                size=source.get("size", 0), last_modified=source.get("last_modified", ""),
-               extra=dict(source.get("aux_stored") or {}))
+               extra=dict(source.get("aux_stored") or {}), id=hit["_id"])
 
 
 def _item_error(result: dict) -> str:
@@ -499,10 +542,6 @@ def _item_error(result: dict) -> str:
     if isinstance(error, dict):
         return f"{error.get('type', 'error')}: {error.get('reason', '')} (status {result.get('status')})"
     return f"{error or 'error'} (status {result.get('status')})"
-
-
-#: Characters of a field the highlighter reads (OpenSearch's index.highlight.max_analyzed_offset default).
-HIGHLIGHT_CHARACTERS = 1_000_000
 
 
 def _short(err: Exception) -> str:

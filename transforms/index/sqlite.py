@@ -46,11 +46,16 @@ from collections.abc import Iterator, Sequence
 from beamtrawl.transforms.enrich.auxfields import tokens
 from beamtrawl.transforms.index.base import (
     ACCESS_FIELDS,
+    FACET_FIELDS,
     MARK_OFF,
     MARK_ON,
+    NEWEST,
+    RELEVANCE,
     Hit,
     IndexTarget,
     IndexUnavailable,
+    Page,
+    Stored,
     render_snippet,
 )
 from beamtrawl.transforms.index.query import EXACT_NAME_BOOST, Query, QueryError, Term, name_keys
@@ -310,46 +315,94 @@ class EmbeddedIndex(IndexTarget):
         return self._reader().execute("SELECT COUNT(*) FROM docs").fetchone()[0]
 
     def search(self, query: Query, limit: int) -> list[Hit]:
-        where, params = [], []
-        if query.has_text:
-            where.append("docs_fts MATCH ?")
-            params.append(_fts_match(query.clauses))
-        for excluded in query.excluded:
-            where.append("docs.rid NOT IN (SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?)")
-            params.append(_fts_match([(excluded,)]))
-        for name, value, negated in query.filters:
-            clause, values = _filter(name, value)
-            where.append(f"NOT ({clause})" if negated else clause)
-            params.extend(values)
-        clause, values = _visible(query.groups)
-        where.append(clause)
-        params.extend(values)
+        return self._searching(lambda db: self._hits(db, query, limit, 0, RELEVANCE))
+
+    def search_page(self, query: Query, limit: int, offset: int = 0, order: str = RELEVANCE,
+                    facet_size: int = 10) -> Page:
+        def page(db: sqlite3.Connection) -> Page:
+            total, facets = _counts(db, query, facet_size)
+            hits = self._hits(db, query, limit, offset, order) if total > offset else []
+            return Page(hits, total, facets)
+        return self._searching(page)
+
+    def document(self, doc_id: str, groups: Sequence[str]) -> Stored | None:
+        visible, params = _visible(groups)
+        row = self._searching(lambda db: db.execute(
+            f"SELECT id, url, title, filename, mimetype, size FROM docs WHERE id = ? AND {visible}",
+            [doc_id, *params]).fetchone())
+        return Stored(*row) if row else None
+
+    def _searching(self, work):
+        """``work(connection)``, with SQLite's errors as a query too complex or an unusable index."""
         try:
-            db = self._reader()
-            if query.has_text:
-                boost, boost_params = _exact_name_boost(query)
-                select = (f"SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
-                          f"docs.last_modified, snippet(docs_fts, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24), "
-                          f"{_score_column(db, query)} + {boost} AS score "
-                          f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid")
-                params = boost_params + params
-                order = "ORDER BY score DESC, docs.url"
-            else:
-                select = ("SELECT docs.rid, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
-                          "docs.last_modified, substr(docs_fts.content, 1, 200), 0.0 AS score "
-                          "FROM docs JOIN docs_fts ON docs.rid = docs_fts.rowid")
-                order = "ORDER BY docs.url"
-            rows = db.execute(f"{select} WHERE {' AND '.join(where)} {order} LIMIT ?", [*params, limit]).fetchall()
-            stored: dict[int, dict[str, str]] = {}
-            rids = [row[0] for row in rows]
-            for rid, name, value in db.execute(
-                    f"SELECT rid, name, value FROM aux WHERE stored AND rid IN ({', '.join('?' * len(rids))})", rids):
-                stored.setdefault(rid, {})[name] = value
+            return work(self._reader())
         except sqlite3.DatabaseError as err:
             if any(cause in str(err) for cause in _QUERY_TOO_COMPLEX):
                 raise QueryError(f"the query is too complex for the index ({err}); use fewer terms") from None
             raise _unusable(self.path, err, "cannot search") from None
+
+    @staticmethod
+    def _hits(db: sqlite3.Connection, query: Query, limit: int, offset: int, order: str) -> list[Hit]:
+        where, params = _conditions(query)
+        columns = "docs.rid, docs.id, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, docs.last_modified"
+        if query.has_text:
+            boost, boost_params = _exact_name_boost(query)
+            select = (f"SELECT {columns}, snippet(docs_fts, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24), "
+                      f"{_score_column(db, query)} + {boost} AS score "
+                      f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid")
+            params = boost_params + params
+            best = "score DESC, docs.url"
+        else:
+            select = (f"SELECT {columns}, substr(docs_fts.content, 1, 200), 0.0 AS score "
+                      f"FROM docs JOIN docs_fts ON docs.rid = docs_fts.rowid")
+            best = "docs.url"
+        order_by = "docs.last_modified DESC, docs.url" if order == NEWEST else best
+        rows = db.execute(f"{select} WHERE {' AND '.join(where)} ORDER BY {order_by} LIMIT ? OFFSET ?",
+                          [*params, limit, offset]).fetchall()
+        stored: dict[int, dict[str, str]] = {}
+        rids = [row[0] for row in rows]
+        for rid, name, value in db.execute(
+                f"SELECT rid, name, value FROM aux WHERE stored AND rid IN ({', '.join('?' * len(rids))})", rids):
+            stored.setdefault(rid, {})[name] = value
         return [_hit(*row[1:], extra=stored.get(row[0], {})) for row in rows]
+
+
+def _conditions(query: Query) -> tuple[list[str], list]:
+    """The WHERE conditions of a query (text, exclusions, filters, and who may see a document), for a
+    statement over ``docs_fts JOIN docs``: every hit, count and facet of a search goes through them."""
+    where, params = [], []
+    if query.has_text:
+        where.append("docs_fts MATCH ?")
+        params.append(_fts_match(query.clauses))
+    for excluded in query.excluded:
+        where.append("docs.rid NOT IN (SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?)")
+        params.append(_fts_match([(excluded,)]))
+    for name, value, negated in query.filters:
+        clause, values = _filter(name, value)
+        where.append(f"NOT ({clause})" if negated else clause)
+        params.extend(values)
+    clause, values = _visible(query.groups)
+    where.append(clause)
+    params.extend(values)
+    return where, params
+
+
+def _counts(db: sqlite3.Connection, query: Query, facet_size: int) -> tuple[int, dict[str, list[tuple[str, int]]]]:
+    """(matching documents, the most frequent values of each FACET_FIELDS among them), in one pass
+    over the matches: they are collected once, then counted and grouped."""
+    where, params = _conditions(query)
+    parts = ["SELECT '', '', count(*) FROM matched"]
+    for name in FACET_FIELDS:
+        parts.append(f"SELECT * FROM (SELECT '{name}', {name}, count(*) AS n FROM matched WHERE {name} != '' "
+                     f"GROUP BY {name} ORDER BY n DESC, {name} LIMIT {int(facet_size)})")
+    source = "docs_fts JOIN docs ON docs.rid = docs_fts.rowid" if query.has_text else "docs"  # filters: no text
+    rows = db.execute(f"WITH matched AS MATERIALIZED (SELECT {', '.join(f'docs.{n}' for n in FACET_FIELDS)} "
+                      f"FROM {source} WHERE {' AND '.join(where)}) "
+                      + " UNION ALL ".join(parts), params).fetchall()
+    facets: dict[str, list[tuple[str, int]]] = {name: [] for name in FACET_FIELDS}
+    for name, value, n in rows[1:]:
+        facets[name].append((value, n))
+    return rows[0][2], facets
 
 
 def _quote(text: str) -> str:
@@ -618,7 +671,7 @@ def _norm(length: int, average: float) -> float:
     return _BM25_K1 * (1 - _BM25_B + _BM25_B * length / average)
 
 
-def _hit(url, title, filename, mimetype, size, last_modified, snippet, score, extra=None) -> Hit:
+def _hit(doc_id, url, title, filename, mimetype, size, last_modified, snippet, score, extra=None) -> Hit:
     plain, marked = render_snippet(snippet or "")
     return Hit(url=url, title=title or filename, snippet=plain, snippet_html=marked, score=round(score, 4),
-               mimetype=mimetype, size=size, last_modified=last_modified, extra=extra or {})
+               mimetype=mimetype, size=size, last_modified=last_modified, extra=extra or {}, id=doc_id)

@@ -418,6 +418,9 @@ class DeltaIndex(IndexTarget):
     def search(self, query: Query, limit: int):
         raise IndexUnavailable(_NOT_SEARCHABLE.format(uri=self.uri))
 
+    def pages_unavailable(self) -> str:
+        return _NOT_SEARCHABLE.format(uri=self.uri)
+
     def count(self) -> int:
         try:
             return self.table.count()

@@ -1,0 +1,372 @@
+"""The web application of ``beamtrawl serve``: the search page, the JSON API, documents, sign-in and
+health, as one Starlette application run by uvicorn.
+
+Routes::
+
+    GET /                    the search page (q, page, per_page, order); server-rendered, no JavaScript
+    GET /api/search          the same search as JSON: the hits of ``beamtrawl search --json``, total, facets
+    GET /document/<id>       a hit's document, from its source, after the search's access check
+    GET /signin              asks for HTTP Basic credentials, then goes back to the search
+    GET /health              200 when the index answers, 503 when it does not
+    GET /static/…            the style sheet
+
+Every search runs the parsed query (transforms/index/query.py) with the searcher's groups
+(people.Doorkeeper) through the index target's ``search_page``, which counts, facets and ranks only
+what those groups may see. Index work is blocking, so it runs in worker threads, each with a target
+of its own from :class:`Targets` (a SQLite connection must not be shared by concurrent searches).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import queue
+import re
+import urllib.parse
+from dataclasses import dataclass
+from http import HTTPStatus
+from pathlib import Path
+
+import jinja2
+from beamtrawl.pipeline import __version__
+from beamtrawl.pipeline.serve import documents
+from beamtrawl.pipeline.serve.people import ANONYMOUS, Doorkeeper, Searcher
+from beamtrawl.transforms.index import make_target
+from beamtrawl.transforms.index.base import FACET_FIELDS, ORDERS, RELEVANCE, IndexUnavailable, Page
+from beamtrawl.transforms.index.query import MAX_QUERY_CHARS, QueryError, parse_query
+from beamtrawl.transforms.sources import Sources
+from beamtrawl.transforms.sources.settings import SourceSettings
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+log = logging.getLogger("beamtrawl.serve")
+
+PER_PAGE = 20  # hits on a page unless per_page says otherwise
+MAX_PER_PAGE = 100
+MAX_DEPTH = 10_000  # hits one can page to (OpenSearch's max_result_window): narrow the search beyond
+FACET_SIZE = 10  # values shown per facet
+SEARCH_THREADS = 8  # index connections, so searches at once
+REALM = 'Basic realm="beamtrawl", charset="UTF-8"'
+FACET_LABELS = {"mimetype": "Type", "extension": "Extension", "path": "Folder"}
+ORDER_LABELS = {"relevance": "Best match", "date": "Newest first"}
+#: The page's own policy: its style sheet and nothing else; forms post only here; no frames.
+PAGE_CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
+            "frame-ancestors 'none'")
+SECURITY_HEADERS = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
+                    (b"x-frame-options", b"DENY")]
+_HERE = Path(__file__).parent
+
+
+class Targets:
+    """SEARCH_THREADS index targets of one configuration, each used by one search at a time."""
+
+    def __init__(self, index_config, size: int = SEARCH_THREADS):
+        self._free: queue.Queue = queue.Queue()
+        for _ in range(size):
+            self._free.put(make_target(index_config))
+
+    @contextlib.contextmanager
+    def take(self):
+        target = self._free.get()
+        try:
+            yield target
+        finally:
+            self._free.put(target)
+
+    def close(self) -> None:
+        while not self._free.empty():
+            self._free.get().close()
+
+
+class BadRequest(ValueError):
+    """A request the search cannot answer as asked (a page number that is no number…); one sentence."""
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A search as the request asks for it, checked against the bounds."""
+
+    q: str
+    page: int
+    per_page: int
+    order: str
+
+    @property
+    def offset(self) -> int:
+        return (self.page - 1) * self.per_page
+
+
+def asked(params) -> Asked:
+    """The search a request's parameters ask for; raises BadRequest for values out of bounds."""
+    q = params.get("q", "").strip()
+    if len(q) > MAX_QUERY_CHARS:
+        raise BadRequest(f"the query is too long ({len(q):,} characters; at most {MAX_QUERY_CHARS:,})")
+    page = _whole(params.get("page", "1"), "page", 1, MAX_DEPTH)
+    per_page = _whole(params.get("per_page", str(PER_PAGE)), "per_page", 1, MAX_PER_PAGE)
+    order = params.get("order", RELEVANCE) or RELEVANCE
+    if order not in ORDERS:
+        raise BadRequest(f"order is {' or '.join(ORDERS)}")
+    found = Asked(q, page, per_page, order)
+    if found.offset + per_page > MAX_DEPTH:
+        raise BadRequest(f"only the first {MAX_DEPTH:,} hits can be paged through; narrow the search")
+    return found
+
+
+def _whole(text: str, name: str, low: int, high: int) -> int:
+    if not re.fullmatch(r"\d{1,6}", text) or not low <= int(text) <= high:
+        raise BadRequest(f"{name} is a whole number from {low} to {high:,}")
+    return int(text)
+
+
+def facet_term(name: str, value: str) -> str | None:
+    """The query term that narrows a search to a facet value (None when the language cannot say it)."""
+    if '"' in value:
+        return None
+    return f'{name}:"{value}"' if re.search(r"\s", value) else f"{name}:{value}"
+
+
+def link(a: Asked, **changes) -> str:
+    """The search page's address for ``a`` with some parameters changed (a relative URL: no redirect
+    or link the page builds can lead off this site)."""
+    params = {"q": a.q, "order": a.order, "page": a.page, "per_page": a.per_page, **changes}
+    defaults = {"order": RELEVANCE, "page": 1, "per_page": PER_PAGE}
+    return "/?" + urllib.parse.urlencode({k: v for k, v in params.items() if defaults.get(k) != v})
+
+
+def facet_view(a: Asked, page: Page) -> list[dict]:
+    """The facets as the page shows them: each value with its count and the link that narrows (or, when
+    chosen already, widens) the search."""
+    shown = []
+    for name in FACET_FIELDS:
+        values = []
+        for value, count in page.facets.get(name, []):
+            term = facet_term(name, value)
+            chosen = term is not None and term in a.q.split()
+            if term is None:
+                href = None
+            elif chosen:
+                href = link(a, q=" ".join(t for t in a.q.split() if t != term), page=1)
+            else:
+                href = link(a, q=f"{a.q} {term}", page=1)
+            values.append({"value": value, "count": count, "href": href, "chosen": chosen})
+        if values:
+            shown.append({"name": name, "label": FACET_LABELS[name], "choices": values})
+    return shown
+
+
+def hit_link(hit) -> str:
+    """Where a hit opens: a web page at its address, anything else through /document/<id>."""
+    if hit.url.split(":", 1)[0].lower() in documents.WEB_SCHEMES:
+        return hit.url
+    return f"/document/{hit.id}"
+
+
+def human_size(size: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:,} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return ""
+
+
+def shown_url(url: str) -> str:
+    """A URL as a person reads it: percent-escapes decoded (the page escapes it as text)."""
+    return urllib.parse.unquote(url, errors="replace")
+
+
+def shown_date(iso: str) -> str:
+    return iso[:16].replace("T", " ") if iso else ""
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    env.filters.update(size=human_size, date=shown_date, hit_link=hit_link, url=shown_url)
+    env.globals.update(version=__version__, MAX_QUERY_CHARS=MAX_QUERY_CHARS, ORDER_LABELS=ORDER_LABELS)
+    return env
+
+
+class SecurityHeaders:
+    """ASGI middleware: every answer carries SECURITY_HEADERS, and a page without a policy of its own
+    (documents bring theirs) gets PAGE_CSP."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def sending(message):
+            if message["type"] == "http.response.start":
+                present = {name.lower() for name, _ in message.get("headers", [])}
+                extra = [h for h in SECURITY_HEADERS if h[0] not in present]
+                if b"content-security-policy" not in present:
+                    extra.append((b"content-security-policy", PAGE_CSP.encode()))
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+        await self.app(scope, receive, sending)
+
+
+def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
+    """The application over ``config``'s index; ``doorkeeper`` says who is searching (default: everyone
+    is anonymous)."""
+    doorkeeper = doorkeeper or Doorkeeper()
+    targets = Targets(config.index)
+    fields = [f.name for f in config.auxiliary_fields if f.index]
+    templates = Jinja2Templates(env=_environment())
+    sources = Sources(SourceSettings.from_config(config))  # with the logins of SMB and IMAP sources
+
+    async def who(request: Request) -> Searcher:
+        """The searcher, or HTTPException 401 (after the failure delay) for wrong credentials."""
+        peer = request.client.host if request.client else ""
+        authorization = request.headers.get("authorization", "")
+        if not authorization and not doorkeeper.trusted_header:
+            return ANONYMOUS  # most requests: no thread needed
+        found = await run_in_threadpool(doorkeeper.searcher, authorization, request.headers, peer)
+        if found is None:
+            await asyncio.sleep(doorkeeper.failures.delay(peer))
+            raise HTTPException(401, "The user name or password is wrong.", headers={"WWW-Authenticate": REALM})
+        return found
+
+    def run_search(a: Asked, searcher: Searcher) -> Page:
+        query = parse_query(a.q, fields, searcher.groups)
+        with targets.take() as target:
+            return target.search_page(query, a.per_page, a.offset, a.order, FACET_SIZE)
+
+    def page(request: Request, code: int = 200, **values) -> Response:
+        values.setdefault("error", "")
+        values.setdefault("searcher", Searcher())
+        values.setdefault("can_sign_in", doorkeeper.can_sign_in)
+        return templates.TemplateResponse(request, values.pop("template", "search.html"), values,
+                                          status_code=code)
+
+    async def search_page(request: Request) -> Response:
+        searcher = await who(request)
+        try:
+            a = asked(request.query_params)
+        except BadRequest as err:
+            return page(request, 400, a=Asked("", 1, PER_PAGE, RELEVANCE), searcher=searcher, error=str(err))
+        if not a.q:
+            return page(request, a=a, searcher=searcher, result=None)
+        try:
+            result = await run_in_threadpool(run_search, a, searcher)
+        except QueryError as err:
+            return page(request, 400, a=a, searcher=searcher, error=f"This search cannot be run: {err}.")
+        except IndexUnavailable as err:
+            log.error("%s", err)
+            return page(request, 503, a=a, searcher=searcher,
+                        error="The search index cannot be reached right now. Please try again later.")
+        pages = max(1, math.ceil(min(result.total, MAX_DEPTH) / a.per_page))
+        return page(request, a=a, searcher=searcher, result=result, facets=facet_view(a, result), pages=pages,
+                    previous=link(a, page=a.page - 1) if a.page > 1 else "",
+                    next=link(a, page=a.page + 1) if a.page < pages else "",
+                    orders={o: link(a, order=o, page=1) for o in ORDERS})
+
+    async def api_search(request: Request) -> Response:
+        searcher = await who(request)
+        try:
+            a = asked(request.query_params)
+            if not a.q:
+                raise BadRequest("q is the query; it is empty")
+            result = await run_in_threadpool(run_search, a, searcher)
+        except (BadRequest, QueryError) as err:
+            return JSONResponse({"error": str(err)}, 400)
+        except IndexUnavailable as err:
+            log.error("%s", err)
+            return JSONResponse({"error": "the search index cannot be reached"}, 503)
+        return JSONResponse({
+            "query": a.q, "order": a.order, "page": a.page, "per_page": a.per_page, "total": result.total,
+            "hits": [hit.__dict__ for hit in result.hits],
+            "facets": {name: [{"value": v, "count": n} for v, n in values] for name, values in result.facets.items()},
+        })
+
+    async def document(request: Request) -> Response:
+        searcher = await who(request)
+        doc_id = request.path_params["doc_id"]
+        if not documents.DOCUMENT_ID.fullmatch(doc_id):
+            raise HTTPException(404)
+
+        def find():
+            with targets.take() as target:
+                return target.document(doc_id, searcher.groups)
+        try:
+            stored = await run_in_threadpool(find)
+        except IndexUnavailable as err:
+            log.error("%s", err)
+            raise HTTPException(503, "The search index cannot be reached right now.") from None
+        if stored is None:
+            raise HTTPException(404)
+        if documents.is_web(stored):
+            return RedirectResponse(stored.url, 303)  # an address from the index, never from the request
+        try:
+            stream = await run_in_threadpool(documents.open_stream, sources, stored)
+        except Exception as err:  # noqa: BLE001 - the source's own errors (OSError, SMB, IMAP): one log line
+            log.warning("%s: cannot open for a searcher: %s", stored.url, str(err)[:300] or type(err).__name__)
+            raise HTTPException(502, "The document could not be read from where it is stored. It may have "
+                                     "moved, or its server may be down.") from None
+        return StreamingResponse(documents.chunks(stream), headers=documents.headers(stored))
+
+    async def signin(request: Request) -> Response:
+        searcher = await who(request)
+        if not doorkeeper.can_sign_in:
+            raise HTTPException(404, "This search has no users to sign in as.")
+        if not searcher.signed_in:
+            raise HTTPException(401, "Sign in with your user name and password.", headers={"WWW-Authenticate": REALM})
+        try:
+            back = asked(request.query_params)
+        except BadRequest:
+            back = Asked("", 1, PER_PAGE, RELEVANCE)
+        return RedirectResponse(link(back), 303)
+
+    async def health(request: Request) -> Response:
+        def check():
+            with targets.take() as target:
+                target.check()
+        try:
+            await run_in_threadpool(check)
+        except IndexUnavailable as err:
+            log.error("health: %s", err)
+            return JSONResponse({"status": "unavailable"}, 503)
+        return JSONResponse({"status": "ok"})
+
+    async def failed(request: Request, exc: HTTPException) -> Response:
+        messages = {404: "There is no such page or document, or you may not open it.",
+                    405: "This address only answers GET."}
+        detail = exc.detail if exc.detail and exc.detail != HTTPStatus(exc.status_code).phrase else ""
+        text = detail or messages.get(exc.status_code, "The request could not be answered.")
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": text}, exc.status_code, headers=exc.headers)
+        response = page(request, exc.status_code, template="error.html", status=exc.status_code, message=text)
+        for name, value in (exc.headers or {}).items():
+            response.headers[name] = value
+        return response
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        targets.close()
+
+    async def broken(request: Request, exc: Exception) -> Response:
+        """A bug: one line in the log, a plain answer without details (outside the security middleware,
+        so it carries the headers itself)."""
+        log.error("%s %s: %s", request.method, request.url.path, str(exc)[:300] or type(exc).__name__)
+        headers = {name.decode(): value.decode() for name, value in SECURITY_HEADERS}
+        return PlainTextResponse("The search failed unexpectedly.", 500,
+                                 headers={**headers, "content-security-policy": PAGE_CSP})
+
+    app = Starlette(routes=[
+        Route("/", search_page), Route("/api/search", api_search), Route("/document/{doc_id}", document),
+        Route("/signin", signin), Route("/health", health),
+        Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
+    ], exception_handlers={HTTPException: failed, Exception: broken}, lifespan=lifespan)
+    app.add_middleware(SecurityHeaders)
+    return app

@@ -1,0 +1,75 @@
+"""Opening a document of a hit (regain's file servlet): only by an id the index holds, after the same
+access check as the search, read from its source with the source's own reading code
+(transforms/sources), and sent with its content type and file name.
+
+Web pages are not fetched for the searcher: the page links to them. A document that a browser could
+run as a page of this site (HTML, SVG, XML…) is sent as a download, and every document carries a
+Content-Security-Policy of its own, so an indexed file can never script the search page's origin.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from collections.abc import Iterator
+
+from beamtrawl.transforms.index.base import Stored
+from beamtrawl.transforms.sources import Sources
+
+CHUNK = 256 * 1024
+DOCUMENT_ID = re.compile(r"[0-9a-f]{32}")  # transforms.urls.doc_id: anything else is no id of ours
+WEB_SCHEMES = ("http", "https")
+#: Shown in the browser rather than downloaded: types a browser displays without running them.
+INLINE_TYPES = re.compile(r"text/plain|application/pdf|image/(png|jpeg|gif|webp|bmp)|audio/[\w.+-]+|video/[\w.+-]+")
+FALLBACK_TYPE = "application/octet-stream"
+#: Sent with every document: nothing in it may load or run anything (a PDF keeps its viewer).
+DOCUMENT_CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"
+DOCUMENT_SANDBOX = DOCUMENT_CSP + "; sandbox"
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]")
+_MIMETYPE = re.compile(r"[\w.+-]+/[\w.+-]+")
+
+
+def is_web(stored: Stored) -> bool:
+    """Web pages open at their own address; everything else through the search page."""
+    return stored.url.split(":", 1)[0].lower() in WEB_SCHEMES
+
+
+def content_type(stored: Stored) -> str:
+    """The stored MIME type if it is one, else the generic type for bytes."""
+    return stored.mimetype if _MIMETYPE.fullmatch(stored.mimetype or "") else FALLBACK_TYPE
+
+
+def file_name(stored: Stored) -> str:
+    """The document's file name, or the last segment of its URL."""
+    if stored.filename:
+        return stored.filename
+    tail = urllib.parse.unquote(urllib.parse.urlsplit(stored.url).path.rstrip("/").rsplit("/", 1)[-1])
+    return tail or "document"
+
+
+def headers(stored: Stored) -> dict[str, str]:
+    """Content type, disposition (inline for INLINE_TYPES, else a download) with the file name in plain
+    ASCII and in UTF-8 (RFC 6266), and the document's own security policy."""
+    kind = content_type(stored)
+    name = file_name(stored)
+    inline = bool(INLINE_TYPES.fullmatch(kind))
+    ascii_name = _SAFE_NAME.sub("_", name)[:200] or "document"
+    disposition = (f"{'inline' if inline else 'attachment'}; filename=\"{ascii_name}\"; "
+                   f"filename*=UTF-8''{urllib.parse.quote(name, safe='')}")
+    return {"content-type": kind, "content-disposition": disposition,
+            "content-security-policy": DOCUMENT_CSP if kind == "application/pdf" else DOCUMENT_SANDBOX,
+            "x-content-type-options": "nosniff"}
+
+
+def open_stream(sources: Sources, stored: Stored):
+    """The document's bytes as an open binary stream, from its source (raises what the source raises)."""
+    return sources(stored.url).open_document(stored.url)
+
+
+def chunks(stream) -> Iterator[bytes]:
+    """The stream's bytes in CHUNK-sized pieces; the stream is closed at the end or when the reader leaves."""
+    try:
+        while chunk := stream.read(CHUNK):
+            yield chunk
+    finally:
+        stream.close()

@@ -1,0 +1,233 @@
+"""Who is searching: anonymous (public documents only), a user of the users file signed in with HTTP
+Basic, or a user a trusted reverse proxy names in a header.
+
+The users file has one line per user, ``name:hash:group,group``, written by ``beamtrawl user add``.
+A hash is ``scrypt$N$r$p$salt$key`` (hashlib.scrypt, a fresh 16-byte salt per user, base64), so a
+stolen file gives no password without a brute force that scrypt makes slow. Sign-in failures are
+slowed per client address (:class:`Failures`), and a password is verified once per
+``VERIFIED_SECONDS`` only (:class:`Verified`), since scrypt costs ~50 ms of a core by design.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import ipaddress
+import os
+import re
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1  # 16 MiB and ~50 ms per hash: OWASP's minimum for scrypt
+SALT_BYTES = 16
+NAME = re.compile(r"[^\s:,]{1,64}")  # a user or group name: no whitespace, colons or commas
+#: A failed sign-in waits FAILURE_DELAY seconds, doubled for each further failure from the same address
+#: within FAILURE_WINDOW seconds, at most MAX_FAILURE_DELAY.
+FAILURE_DELAY, MAX_FAILURE_DELAY, FAILURE_WINDOW = 1.0, 16.0, 300.0
+VERIFIED_SECONDS = 300.0
+VERIFIED_ENTRIES = 1024
+
+
+class UsersError(ValueError):
+    """The users file or a user's entry is not usable; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Searcher:
+    """Who is searching: ``name`` "" is anonymous; ``groups`` decide what they may see."""
+
+    name: str = ""
+    groups: tuple[str, ...] = ()
+
+    @property
+    def signed_in(self) -> bool:
+        return bool(self.name)
+
+
+ANONYMOUS = Searcher()
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    hash: str
+    groups: tuple[str, ...]
+
+
+def hash_password(password: str) -> str:
+    """A salted scrypt hash of ``password``, as the users file stores it."""
+    salt = os.urandom(SALT_BYTES)
+    key = hashlib.scrypt(password.encode(), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P)
+    return "$".join(["scrypt", str(SCRYPT_N), str(SCRYPT_R), str(SCRYPT_P),
+                     base64.b64encode(salt).decode(), base64.b64encode(key).decode()])
+
+
+def password_matches(password: str, stored: str) -> bool:
+    """Whether ``password`` gives ``stored`` (a :func:`hash_password` hash), compared in constant time."""
+    try:
+        kind, n, r, p, salt, key = stored.split("$")
+        if kind != "scrypt":
+            return False
+        wanted = base64.b64decode(key)
+        got = hashlib.scrypt(password.encode(), salt=base64.b64decode(salt), n=int(n), r=int(r), p=int(p),
+                             dklen=len(wanted), maxmem=256 * int(n) * int(r))
+    except ValueError:  # a damaged hash matches nothing
+        return False
+    return hmac.compare_digest(got, wanted)
+
+
+def read_users(path: str) -> dict[str, User]:
+    """The users of a users file (none if it does not exist yet)."""
+    if not os.path.exists(path):
+        return {}
+    users = {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsersError(f"{path}: cannot read the users file ({getattr(err, 'strerror', None) or err})") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split(":")
+        if len(parts) != 3 or not NAME.fullmatch(parts[0]):
+            raise UsersError(f"{path}:{number}: not a line of a users file (name:hash:groups)")
+        users[parts[0]] = User(parts[0], parts[1], tuple(g for g in parts[2].split(",") if g))
+    return users
+
+
+def add_user(path: str, name: str, password: str, groups: list[str]) -> bool:
+    """Add a user to the users file, or replace their password and groups; True if they are new. The file
+    is written whole to a temporary file and renamed, readable by its owner only."""
+    for value in (name, *groups):
+        if not NAME.fullmatch(value):
+            raise UsersError(f"{value[:64]!r}: a user or group name is 1 to 64 characters without spaces, "
+                             f"colons or commas")
+    if not password:
+        raise UsersError("the password is empty")
+    users = read_users(path)
+    new = name not in users
+    users[name] = User(name, hash_password(password), tuple(groups))
+    text = "".join(f"{u.name}:{u.hash}:{','.join(u.groups)}\n" for u in users.values())
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(temporary, path)
+    return new
+
+
+def basic_credentials(header: str) -> tuple[str, str] | None:
+    """(name, password) of an ``Authorization: Basic …`` header, None for any other or a malformed one."""
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        name, colon, password = base64.b64decode(value.strip(), validate=True).decode("utf-8").partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return (name, password) if colon else None
+
+
+class Verified:
+    """Passwords verified in the last VERIFIED_SECONDS, by a keyed digest of the header (never the
+    password itself), so a signed-in person's every page does not cost a scrypt hash."""
+
+    def __init__(self):
+        self._key = os.urandom(32)
+        self._seen: OrderedDict[bytes, tuple[float, Searcher]] = OrderedDict()
+        self._lock = threading.Lock()  # sign-ins are checked in worker threads
+
+    def _digest(self, header: str) -> bytes:
+        return hmac.new(self._key, header.encode(), hashlib.sha256).digest()
+
+    def get(self, header: str) -> Searcher | None:
+        entry = self._seen.get(self._digest(header))
+        return entry[1] if entry and time.monotonic() - entry[0] < VERIFIED_SECONDS else None
+
+    def put(self, header: str, searcher: Searcher) -> None:
+        with self._lock:
+            self._seen[self._digest(header)] = (time.monotonic(), searcher)
+            while len(self._seen) > VERIFIED_ENTRIES:
+                self._seen.popitem(last=False)
+
+
+class Failures:
+    """Recent sign-in failures per client address: how long the next answer to a failure waits."""
+
+    def __init__(self):
+        self._recent: dict[str, list[float]] = {}
+
+    def delay(self, address: str) -> float:
+        """Record a failure from ``address``; the seconds to wait before answering it."""
+        now = time.monotonic()
+        recent = [t for t in self._recent.get(address, []) if now - t < FAILURE_WINDOW][-8:] + [now]
+        self._recent[address] = recent
+        if len(self._recent) > VERIFIED_ENTRIES:  # forget the oldest addresses
+            for stale in list(self._recent)[: len(self._recent) - VERIFIED_ENTRIES]:
+                del self._recent[stale]
+        return min(FAILURE_DELAY * 2 ** (len(recent) - 1), MAX_FAILURE_DELAY)
+
+
+class Doorkeeper:
+    """Decides who is searching, from a request's ``Authorization`` header, the trusted proxy header
+    and the address the request came from."""
+
+    def __init__(self, users_file: str | None = None, trusted_header: str | None = None,
+                 trusted_proxies: tuple[str, ...] = ()):
+        if trusted_header and not trusted_proxies:
+            raise UsersError("--trusted-header needs the reverse proxy's address (--trusted-proxy)")
+        self.users_file, self.trusted_header = users_file, (trusted_header or "").lower()
+        try:
+            self.trusted_proxies = tuple(ipaddress.ip_network(p, strict=False) for p in trusted_proxies)
+        except ValueError as err:
+            raise UsersError(f"--trusted-proxy: {err}") from None
+        self.verified, self.failures = Verified(), Failures()
+        self._users: dict[str, User] = {}
+        self._read_at: float | None = None
+        self.users()  # a broken users file stops the server at its start, not at the first sign-in
+
+    @property
+    def can_sign_in(self) -> bool:
+        return bool(self.users_file)
+
+    def users(self) -> dict[str, User]:
+        """The users file, read again whenever it changed (``beamtrawl user add`` while serving)."""
+        if not self.users_file:
+            return {}
+        try:
+            stamp = os.stat(self.users_file).st_mtime_ns
+        except OSError:
+            stamp = None
+        if stamp != self._read_at:
+            self._users, self._read_at = read_users(self.users_file), stamp
+            self.verified = Verified()  # a changed password or group takes effect at once
+        return self._users
+
+    def searcher(self, authorization: str, headers, peer: str) -> Searcher | None:
+        """Who sends a request; None for credentials that are wrong (the caller answers 401, slowed)."""
+        if self.trusted_header and self._from_proxy(peer) and headers.get(self.trusted_header):
+            name = headers[self.trusted_header]
+            user = self.users().get(name)
+            return Searcher(name, user.groups if user else ())
+        if not authorization:
+            return ANONYMOUS
+        known = self.verified.get(authorization)
+        if known is not None:
+            return known
+        credentials = basic_credentials(authorization)
+        user = self.users().get(credentials[0]) if credentials else None
+        if user is None or not password_matches(credentials[1], user.hash):
+            return None
+        searcher = Searcher(user.name, user.groups)
+        self.verified.put(authorization, searcher)
+        return searcher
+
+    def _from_proxy(self, peer: str) -> bool:
+        try:
+            address = ipaddress.ip_address(peer)
+        except ValueError:
+            return False
+        return any(address in network for network in self.trusted_proxies)
