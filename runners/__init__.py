@@ -28,7 +28,7 @@ def pipeline_options(name: str | None, beam_args: list[str], target):
     refusal = _REFUSED.get(key.removesuffix("runner"))
     if refusal:
         raise RunnerError(f"runner {name} is not supported: {refusal}")
-    engine = importlib.import_module(f"runners.{_ENGINES[key]}") if key in _ENGINES else None
+    engine = importlib.import_module(f"beamtrawl.runners.{_ENGINES[key]}") if key in _ENGINES else None
     if _ENGINES.get(key) != "direct" and target.local_only:
         raise RunnerError(f"the embedded SQLite index can only be written by the direct runner, not "
                           f"{name}: its workers may run on other machines; index into OpenSearch instead")
