@@ -3,6 +3,7 @@
 Run from the repository root (beamtrawl installed, psutil present)::
 
     python bench/crawl_bench.py [--files 20000] [--workers 2] [--keep DIR] [--seed 7]
+    python bench/crawl_bench.py --baseline-code DIR [--rounds 3] [--files 20000] [--workers 2]
 
 It generates a deterministic tree of small text and HTML files (1-4 KB, about 100 per folder, three
 folder levels; generation is not timed), then measures in one run:
@@ -16,6 +17,13 @@ folder levels; generation is not timed), then measures in one run:
     ``find TREE -type f -printf '%T@ %s\\n'``; the report must say read 0, unchanged N.
 (c) peak RSS of the full crawl and of the re-crawl, summed over the beamtrawl process tree (driver
     and worker processes, sampled every 0.1 s with psutil), and of the loop.
+
+With ``--baseline-code DIR`` (a checkout of an earlier commit: ``git worktree add /tmp/old COMMIT``) it
+measures instead whether this checkout got slower: on the same tree, in the same run, it crawls with
+the code in DIR, with this checkout and with the plain loop, one after the other, for ``--rounds``
+rounds (baseline, current, loop, baseline, current, loop, …: a machine whose load changes during the
+run weighs on both alike), each into a fresh index, and prints each figure, the medians, and the ratio
+current/baseline (the median of the rounds' ratios) beside current/loop.
 
 Exit code 0 when the figures were measured (targets may be missed), 1 when a check fails.
 """
@@ -32,6 +40,7 @@ import os
 import random
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -205,7 +214,7 @@ def _tree_rss(proc: psutil.Process) -> tuple[int, int]:
     return total, seen
 
 
-def run_measured(cmd: list[str], log: Path) -> dict:
+def run_measured(cmd: list[str], log: Path, env: dict | None = None, cwd: Path = REPO) -> dict:
     """Run ``cmd`` (output to ``log``); wall seconds and peak process-tree RSS sampled every 0.1 s."""
     peak = {"rss": 0, "procs": 0}
     done = threading.Event()
@@ -218,7 +227,7 @@ def run_measured(cmd: list[str], log: Path) -> dict:
 
     with open(log, "w") as out:
         started = time.perf_counter()
-        child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=env)
         sampler = threading.Thread(target=sample, args=(psutil.Process(child.pid),), daemon=True)
         sampler.start()
         code = child.wait()
@@ -302,15 +311,37 @@ def write_config(work: Path, tree: Path) -> Path:
     return config
 
 
-def crawl(config: Path, workers: int, log: Path) -> dict:
-    beamtrawl = shutil.which("beamtrawl")
-    if beamtrawl is None:
-        fail("the beamtrawl command is not on PATH (pip install -e .)")
-    run = run_measured([beamtrawl, "crawl", str(config), f"--direct_num_workers={workers}"], log)
+def crawl(config: Path, workers: int, log: Path, code: Path | None = None) -> dict:
+    """``beamtrawl crawl`` as installed, or as the checkout ``code`` has it (see :func:`baseline`)."""
+    if code is not None:
+        command, env, cwd = baseline(code)
+    else:
+        command, env, cwd = [shutil.which("beamtrawl") or fail("the beamtrawl command is not on PATH "
+                                                                "(pip install -e .)")], None, REPO
+    run = run_measured([*command, "crawl", str(config), f"--direct_num_workers={workers}"], log, env, cwd)
     report = config.parent / "beamtrawl.report.json"
     shutil.copy(report, log.with_suffix(".report.json"))  # the next crawl overwrites it
     run["report"] = json.loads(report.read_text())
     return run
+
+
+FOLDERS = ("pipeline", "transforms", "plugins", "runners")
+
+
+def baseline(code: Path) -> tuple[list[str], dict, Path]:
+    """The command line, environment and folder that run ``beamtrawl`` from the checkout ``code``, with this
+    interpreter and its packages. Code from before issue 17 imports the four folders by their own names;
+    later code imports ``beamtrawl.pipeline`` and the like, which a folder of links named beamtrawl (a
+    namespace package, found before this checkout's editable install) provides."""
+    if "from beamtrawl." not in (code / "pipeline" / "cli.py").read_text(encoding="utf-8"):
+        module, path = "pipeline.cli", code
+    else:
+        module, path = "beamtrawl.pipeline.cli", Path(tempfile.mkdtemp(prefix="beamtrawl-baseline-"))
+        (path / "beamtrawl").mkdir()
+        for folder in FOLDERS:
+            (path / "beamtrawl" / folder).symlink_to(code / folder)
+    command = [sys.executable, "-P", "-c", f"import sys; sys.argv[0] = 'beamtrawl'; from {module} import run; run()"]
+    return command, {**os.environ, "PYTHONPATH": str(path)}, code
 
 
 def check(name: str, figure: str, target: str, ok: bool) -> Row:
@@ -402,6 +433,45 @@ def benchmark(work: Path, files: int, workers: int, seed: int) -> list[Row]:
     return rows + more + memory(full, again, loop)
 
 
+def fresh_index(work: Path) -> None:
+    shutil.rmtree(work / "beamtrawl.work", ignore_errors=True)
+    for suffix in (".sqlite", ".sqlite-wal", ".sqlite-shm"):
+        (work / f"beamtrawl{suffix}").unlink(missing_ok=True)
+        (work / f"loop{suffix}").unlink(missing_ok=True)
+
+
+def compare(work: Path, code: Path, files: int, workers: int, seed: int, rounds: int) -> list[Row]:
+    """Full crawls of one tree by the code in ``code``, by this checkout and by the plain loop, interleaved."""
+    prepare_workdir(work)
+    commit = subprocess.run(["git", "-C", str(code), "log", "-1", "--format=%h %cs"], check=False,
+                            capture_output=True, text=True).stdout.strip() or "not a git checkout"
+    print(f"beamtrawl crawl A/B: {files:,} files, {workers} workers, {os.cpu_count()} CPUs, {rounds} rounds, "
+          f"in {work}\n  baseline: {code} ({commit})\n  current:  {REPO}")
+    config = generate(work, files, seed)
+    rates: dict[str, list[float]] = {"baseline": [], "current": [], "loop": []}
+    for n in range(1, rounds + 1):
+        for name in ("baseline", "current"):
+            fresh_index(work)
+            run = crawl(config, workers, work / "logs" / f"{name}-{n}.log", code if name == "baseline" else None)
+            if index_count(work / "beamtrawl.sqlite") != files:
+                fail(f"the {name} crawl indexed {index_count(work / 'beamtrawl.sqlite')} of {files} files")
+            rates[name].append(files / run["seconds"])
+        loop = run_measured([sys.executable, __file__, "--loop", str(config), str(work / "loop.sqlite")],
+                            work / "logs" / f"loop-{n}.log")
+        rates["loop"].append(files / loop["seconds"])
+        print(f"  round {n}: " + "   ".join(f"{k} {v[-1]:5,.0f} docs/s" for k, v in rates.items()))
+    median = {k: statistics.median(v) for k, v in rates.items()}
+    ratio = statistics.median(c / b for c, b in zip(rates["current"], rates["baseline"]))
+    print("  medians:  " + "   ".join(f"{k} {v:5,.0f} docs/s" for k, v in median.items()))
+    print(f"  current/baseline {ratio:.2f}x (median of the rounds' ratios; no regression: >= 0.95)   "
+          f"current/loop {median['current'] / median['loop']:.2f}x   baseline/loop "
+          f"{median['baseline'] / median['loop']:.2f}x")
+    return [(f"full crawl, {k} (median)", f"{v:,.0f} docs/s", "", "") for k, v in median.items()] + [
+        check("current / baseline (docs/s)", f"{ratio:.2f}x", ">= 0.95", ratio >= 0.95),
+        ("current / loop (docs/s)", f"{median['current'] / median['loop']:.2f}x", "", ""),
+        ("baseline / loop (docs/s)", f"{median['baseline'] / median['loop']:.2f}x", "", "")]
+
+
 def print_table(rows: list[Row]) -> None:
     header = ("measure", "figure", "target", "result")
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(4)]
@@ -418,15 +488,23 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="beamtrawl's --direct_num_workers (default 2)")
     parser.add_argument("--keep", metavar="DIR", help="generate into DIR and keep tree and indexes there")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated tree (default 7)")
+    parser.add_argument("--baseline-code", metavar="DIR", type=Path,
+                        help="compare with the code of this checkout of an earlier commit (see above)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the comparison (default 3)")
     parser.add_argument("--loop", nargs=2, metavar=("CONFIG", "INDEX"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.loop:
         return run_loop(*args.loop)
+    if args.baseline_code:
+        code = args.baseline_code.resolve()
+        measure = lambda work: compare(work, code, args.files, args.workers, args.seed, args.rounds)
+    else:
+        measure = lambda work: benchmark(work, args.files, args.workers, args.seed)
     if args.keep:
-        rows = benchmark(Path(args.keep).resolve(), args.files, args.workers, args.seed)
+        rows = measure(Path(args.keep).resolve())
     else:
         with tempfile.TemporaryDirectory(prefix="beamtrawl-bench-") as work:
-            rows = benchmark(Path(work), args.files, args.workers, args.seed)
+            rows = measure(Path(work))
     print_table(rows)
 
 
