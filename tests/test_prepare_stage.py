@@ -16,10 +16,10 @@ from beamtrawl.transforms.urls import doc_id
 from tests.package_files import debian_file
 
 
-def raw(url: str, data: bytes, mimetype: str = "text/plain", oversize: str = "") -> RawDocument:
+def raw(url: str, data: bytes, mimetype: str = "text/plain", metadata_only_reason: str = "") -> RawDocument:
     entry = Entry(doc_id(url), url, "file:///d", 0, len(data), 1_700_000_000_123_456_789, "", None, "", [],
                   "", "", "", "")
-    return RawDocument(entry, mimetype, data, oversize)
+    return RawDocument(entry, mimetype, data, metadata_only_reason)
 
 
 def run(preparators, document):
@@ -62,7 +62,7 @@ def test_substitute_document_when_every_preparator_fails():
 
 def test_oversize_document_is_metadata_only():
     reason = "larger than max_file_size (…): indexed by metadata only"  # _Read reports it, stage "read"
-    docs, events = run(BUILTIN, raw("file:///d/huge.txt", b"first bytes only", oversize=reason))
+    docs, events = run(BUILTIN, raw("file:///d/huge.txt", b"first bytes only", metadata_only_reason=reason))
     assert docs[0].content == "" and docs[0].preparation_error == reason and events == []
 
 

@@ -187,12 +187,12 @@ class _PrepareFamily(beam.DoFn):
         chain = chain_for(self.preparators, raw.mimetype, raw.entry.url)
         if not chain:  # a type nothing reads and no catch-all: no document, as regain made none
             self.tally.count("skipped_unread")
-        elif not raw.oversize:  # one the preparing process cannot take (it does not start) gets its substitute
+        elif not raw.metadata_only_reason:  # one the preparing process cannot take (it does not start) gets its substitute
             yield from isolated(self._submit(raw, chain, window, timestamp), raw.entry.url, "prepare", EVENTS,
                                 substitute=lambda reason: [self._substitute(raw, reason)])
         while self.pending and (len(self.pending) > MAX_IN_FLIGHT or self.pending[0][2].value is not None):
             yield from self._windowed(*self.pending.popleft())
-        if chain and raw.oversize:
+        if chain and raw.metadata_only_reason:
             yield from self._windowed(raw, chain, None, window, timestamp)
 
     def _submit(self, raw, chain, window, timestamp):
@@ -210,10 +210,10 @@ class _PrepareFamily(beam.DoFn):
 
     def _outputs(self, raw, chain, ticket):
         entry, mimetype, data = Entry(*raw.entry), raw.mimetype, raw.data
-        raw = RawDocument(entry, mimetype, data, raw.oversize)  # plugins see our own record classes
-        if raw.oversize:
+        raw = RawDocument(entry, mimetype, data, raw.metadata_only_reason)  # plugins see our own record classes
+        if raw.metadata_only_reason:
             yield make_document(entry, mimetype, b"", Prepared(), self.fingerprint, self.max_summary_length,
-                                error=raw.oversize, aux_fields=self.aux_fields)
+                                error=raw.metadata_only_reason, aux_fields=self.aux_fields)
             return
         prepared, errors = ticket.result() if ticket is not None else (None, [])
         tried = chain[:len(errors) + (prepared is not None)]  # the child tries the chain in order

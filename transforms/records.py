@@ -76,7 +76,7 @@ class RawDocument(NamedTuple):
     entry: Entry
     mimetype: str
     data: bytes
-    oversize: str  # why it is indexed by metadata only (larger than max_file_size, unreadable), else ""
+    metadata_only_reason: str  # why it is indexed by metadata only (larger than max_file_size, unreadable), else ""
 
 
 class AuxValue(NamedTuple):
