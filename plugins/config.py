@@ -5,7 +5,7 @@
     plugins:
       - plugin: filesize_filter      # shipped name, entry point in group beamtrawl.plugins, or pkg.mod:Class
         enabled: true                # default true; a disabled entry is not loaded at all
-        priority: 0                  # default 0; lower runs first (regain's order)
+        priority: 0                  # default 0; higher runs first, as for preparators
         params: {min_bytes: 1}       # keyword arguments of the plugin class
 
 Every enabled plugin is loaded once while the configuration is read, so a missing plugin, a bad
