@@ -22,7 +22,8 @@ With ``--baseline-code DIR`` (a checkout of an earlier commit: ``git worktree ad
 measures instead whether this checkout got slower: on the same tree, in the same run, it crawls with
 the code in DIR, with this checkout and with the plain loop, one after the other, for ``--rounds``
 rounds (baseline, current, loop, baseline, current, loop, …: a machine whose load changes during the
-run weighs on both alike), each into a fresh index, and prints each figure, the medians, and the ratio
+run weighs on both alike), each into a fresh index (``--current-code DIR``: the current code from a
+checkout of its own, so that editing this one while it runs changes nothing), and prints each figure, the medians, and the ratio
 current/baseline (the median of the rounds' ratios) beside current/loop.
 
 Exit code 0 when the figures were measured (targets may be missed), 1 when a check fails.
@@ -440,19 +441,21 @@ def fresh_index(work: Path) -> None:
         (work / f"loop{suffix}").unlink(missing_ok=True)
 
 
-def compare(work: Path, code: Path, files: int, workers: int, seed: int, rounds: int) -> list[Row]:
-    """Full crawls of one tree by the code in ``code``, by this checkout and by the plain loop, interleaved."""
+def compare(work: Path, code: Path, files: int, workers: int, seed: int, rounds: int,
+            current: Path | None = None) -> list[Row]:
+    """Full crawls of one tree by the code in ``code``, by this checkout (or ``current``) and by the plain
+    loop, interleaved."""
     prepare_workdir(work)
     commit = subprocess.run(["git", "-C", str(code), "log", "-1", "--format=%h %cs"], check=False,
                             capture_output=True, text=True).stdout.strip() or "not a git checkout"
     print(f"beamtrawl crawl A/B: {files:,} files, {workers} workers, {os.cpu_count()} CPUs, {rounds} rounds, "
-          f"in {work}\n  baseline: {code} ({commit})\n  current:  {REPO}")
+          f"in {work}\n  baseline: {code} ({commit})\n  current:  {current or REPO}")
     config = generate(work, files, seed)
     rates: dict[str, list[float]] = {"baseline": [], "current": [], "loop": []}
     for n in range(1, rounds + 1):
         for name in ("baseline", "current"):
             fresh_index(work)
-            run = crawl(config, workers, work / "logs" / f"{name}-{n}.log", code if name == "baseline" else None)
+            run = crawl(config, workers, work / "logs" / f"{name}-{n}.log", code if name == "baseline" else current)
             if index_count(work / "beamtrawl.sqlite") != files:
                 fail(f"the {name} crawl indexed {index_count(work / 'beamtrawl.sqlite')} of {files} files")
             rates[name].append(files / run["seconds"])
@@ -490,14 +493,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated tree (default 7)")
     parser.add_argument("--baseline-code", metavar="DIR", type=Path,
                         help="compare with the code of this checkout of an earlier commit (see above)")
+    parser.add_argument("--current-code", metavar="DIR", type=Path,
+                        help="with --baseline-code: crawl with this checkout instead of the installed one")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the comparison (default 3)")
     parser.add_argument("--loop", nargs=2, metavar=("CONFIG", "INDEX"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.loop:
         return run_loop(*args.loop)
     if args.baseline_code:
-        code = args.baseline_code.resolve()
-        measure = lambda work: compare(work, code, args.files, args.workers, args.seed, args.rounds)
+        code, current = args.baseline_code.resolve(), args.current_code and args.current_code.resolve()
+        measure = lambda work: compare(work, code, args.files, args.workers, args.seed, args.rounds, current)
     else:
         measure = lambda work: benchmark(work, args.files, args.workers, args.seed)
     if args.keep:
