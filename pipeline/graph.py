@@ -6,6 +6,7 @@
                           └─► events   │                 │
     web start URLs (+ snapshot) ─► WebDiscover ─► entries, events (flattened with the above)
     index ─► ReadSnapshot ─► snapshot ───────────────► Freshness ─► new/changed ─► Prepare ─► WriteIndex
+                                                                 │                    └─► no longer read ─┐
                                                                  ├─► access changed, revoked ─► UpdateAccess
                                                                  └─► vanished/rejected ─────────► DeleteLast
     all events ─► report files in the work folder (totals, problems); DeleteLast writes the delete candidates
@@ -23,7 +24,15 @@ from beamtrawl.transforms.enrich.assign import AssignGroups
 from beamtrawl.transforms.freshness import Freshness
 from beamtrawl.transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, UpdateAccess, WriteIndex
 from beamtrawl.transforms.prepare import Prepare
-from beamtrawl.transforms.records import ACCESS_DENIED, Entry, Event, FrontierItem, event, use_row_coders
+from beamtrawl.transforms.records import (
+    ACCESS_DENIED,
+    Entry,
+    Event,
+    FrontierItem,
+    SnapshotEntry,
+    event,
+    use_row_coders,
+)
 from beamtrawl.transforms.sources.http.discover import WebDiscover, is_web
 from beamtrawl.transforms.sources.settings import SourceSettings
 
@@ -76,12 +85,13 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
     to_prepare, to_delete, access_changes, freshness_events = (entries, snapshot, incomplete, denied) | (
         "Freshness" >> Freshness(rules, fingerprint))
     access_events = [*access_events, access_changes | "UpdateAccess" >> UpdateAccess(target)]
-    docs, prepare_events = to_prepare | "Prepare" >> Prepare(
+    docs, prepare_events, no_longer_read = to_prepare | "Prepare" >> Prepare(
         preparators, fingerprint, config.max_file_size, config.max_summary_length, config.preparation,
         rules.plugins, config.auxiliary_fields, source_settings)
     write_events = docs | "WriteIndex" >> WriteIndex(target, rules.plugins)
 
-    _ = to_delete | "DeleteLast" >> DeleteLast(f"{work_dir}/{DELETES_FILE}")
+    _ = (to_delete, no_longer_read) | "AllDeletes" >> beam.Flatten().with_output_types(SnapshotEntry) | (
+        "DeleteLast" >> DeleteLast(f"{work_dir}/{DELETES_FILE}"))
 
     events = (discover_events, *access_events, freshness_events, prepare_events, write_events) | (
         "AllEvents" >> beam.Flatten().with_output_types(Event))

@@ -10,7 +10,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from beamtrawl.transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
 from beamtrawl.transforms.preparators.isolation import MAX_IN_FLIGHT
 from beamtrawl.transforms.prepare import _PrepareFamily, summarize
-from beamtrawl.transforms.records import Entry, RawDocument
+from beamtrawl.transforms.records import Entry, Event, RawDocument, SnapshotEntry
 from beamtrawl.transforms.urls import doc_id
 
 from tests.package_files import debian_file
@@ -85,6 +85,17 @@ def test_type_nothing_reads_is_no_document_without_the_catch_all():
         assert docs == [] and [(e.kind, e.count, e.reason) for e in events] == [("skipped_unread", 1, "")]
     docs, events = run(readers, raw("file:///d/a.txt", b"still read", "text/plain"))
     assert docs[0].content == "still read"
+
+
+def test_type_nothing_reads_any_more_is_a_delete_candidate():
+    """One the index holds (the catch-all indexed it before it was switched off) goes, as the deletes go."""
+    readers = tuple(p for p in BUILTIN if not p.catch_all)
+    indexed = raw("file:///d/python.png", png(), "image/png")
+    docs, outputs = run(readers, indexed._replace(entry=indexed.entry._replace(in_index=True)))
+    [candidate] = [o for o in outputs if isinstance(o, SnapshotEntry)]
+    assert docs == [] and (candidate.id, candidate.url) == (indexed.entry.id, "file:///d/python.png")
+    assert sorted((e.kind, e.count) for e in outputs if isinstance(e, Event)) == [
+        ("no_longer_read", 1), ("skipped_unread", 1)]
 
 
 def test_summary_cut_at_last_space():

@@ -16,7 +16,8 @@ Each family is its own ParDo. Inside it the accepting preparators are tried by p
 fail, a substitute document (name, size, date, ``preparation_error``) is indexed instead, as
 regain's createSubstituteDocument did. A document of a type no preparator reads is *unsupported*: the
 catch-all ``metadata_only`` indexes it by name (counted, not a failure), or, switched off, no document
-is made (counted as ``skipped_unread``). A document larger than ``max_file_size`` is not read beyond
+is made (counted as ``skipped_unread``) and one the index holds from before goes to the delete
+candidates (``no_longer_read``), so switching the catch-all off leaves the index as a first crawl would. A document larger than ``max_file_size`` is not read beyond
 its first bytes and is indexed by metadata only. Every document with a line in the report (failed,
 oversize, truncated, fallback, metadata only) carries it in ``preparation_error``, so a searcher sees
 why a document is thin. The preparators run in child processes
@@ -52,11 +53,11 @@ from beamtrawl.transforms.preparators import PreparatorSpec, Prepared, chain_for
 from beamtrawl.transforms.preparators.isolation import DEFAULT_BOUNDS, MAX_IN_FLIGHT, Bounds, runner_for
 from beamtrawl.transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
 from beamtrawl.transforms.progress import Progress, Tally, timed
-from beamtrawl.transforms.records import AuxValue, Entry, Event, IndexDoc, RawDocument, event
+from beamtrawl.transforms.records import AuxValue, Entry, Event, IndexDoc, RawDocument, SnapshotEntry, event
 from beamtrawl.transforms.sources import settings, source_for
 from beamtrawl.transforms.urls import file_name, name_extension, parent_path
 
-EVENTS = "events"
+EVENTS, DELETE = "events", "delete"
 UNKNOWN_TYPE = "application/octet-stream"  # of a document whose bytes or type could not be had
 
 
@@ -186,7 +187,7 @@ class _PrepareFamily(beam.DoFn):
     def _hand_over(self, raw, window, timestamp):
         chain = chain_for(self.preparators, raw.mimetype, raw.entry.url)
         if not chain:  # a type nothing reads and no catch-all: no document, as regain made none
-            self.tally.count("skipped_unread")
+            yield from self._unread(raw.entry, window, timestamp)
         elif not raw.metadata_only_reason:  # one the preparing process cannot take (it does not start) gets its substitute
             yield from isolated(self._submit(raw, chain, window, timestamp), raw.entry.url, "prepare", EVENTS,
                                 substitute=lambda reason: [self._substitute(raw, reason)])
@@ -194,6 +195,15 @@ class _PrepareFamily(beam.DoFn):
             yield from self._windowed(*self.pending.popleft())
         if chain and raw.metadata_only_reason:
             yield from self._windowed(raw, chain, None, window, timestamp)
+
+    def _unread(self, entry, window, timestamp):
+        """Counted; and if the index holds it from before (the catch-all indexed it), a delete candidate."""
+        self.tally.count("skipped_unread")
+        if entry.in_index:
+            self.tally.count("no_longer_read")
+            yield beam.pvalue.TaggedOutput(DELETE, WindowedValue(SnapshotEntry(
+                entry.id, entry.url, entry.size, entry.mtime_ns, "", "", entry.etag, entry.http_last_modified),
+                timestamp, [window]))
 
     def _submit(self, raw, chain, window, timestamp):
         ticket = self.runner.submit(raw.data, raw.entry.url, raw.mimetype)
@@ -269,7 +279,8 @@ class _PrepareFamily(beam.DoFn):
 
 
 class Prepare(beam.PTransform):
-    """Entries to prepare → (index documents, one PCollection per preparator family; events)."""
+    """Entries to prepare → (index documents, one PCollection per preparator family; events; delete
+    candidates: documents of a type nothing reads any more)."""
 
     def __init__(self, preparators: tuple[PreparatorSpec, ...], fingerprint: str, max_file_size: int,
                  max_summary_length: int, bounds: Bounds = DEFAULT_BOUNDS, plugins: PluginHost | None = None,
@@ -296,12 +307,14 @@ class Prepare(beam.PTransform):
 
         parts = read["raw"] | "ByPreparator" >> beam.Partition(route, len(families))
         shared = Shared()  # the families of one worker process share its preparing children
-        docs, events = [], [read[EVENTS]]
+        docs, events, deletes = [], [read[EVENTS]], []
         for family, part in zip(families, parts):
             prepare = _PrepareFamily(family, preparators, self.fingerprint, self.max_summary_length, self.bounds,
                                      shared, self.plugins, self.aux_fields)
             out = part | f"Prepare:{family}" >> beam.ParDo(prepare).with_output_types(
-                IndexDoc).with_outputs(EVENTS, main="docs")
+                IndexDoc).with_outputs(EVENTS, DELETE, main="docs")
             docs.append(out["docs"])
             events.append(out[EVENTS])
-        return tuple(docs), tuple(events) | "AllPrepareEvents" >> beam.Flatten().with_output_types(Event)
+            deletes.append(out[DELETE])
+        return (tuple(docs), tuple(events) | "AllPrepareEvents" >> beam.Flatten().with_output_types(Event),
+                tuple(deletes) | "AllNoLongerRead" >> beam.Flatten().with_output_types(SnapshotEntry))

@@ -52,6 +52,7 @@ class Entry(NamedTuple):
     groups: Sequence[str] = ()  # who may read it (access control); empty: everyone
     name: str = ""  # its file name where the URL does not end in it (an IMAP attachment's is its section)
     denied: Sequence[str] = ()  # who may not, whatever ``groups`` says (EVERYONE: no one)
+    in_index: bool = False  # the index holds an earlier version of it (set by Freshness for a changed one)
 
 
 class SnapshotEntry(NamedTuple):
