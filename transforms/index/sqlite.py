@@ -328,7 +328,7 @@ class EmbeddedIndex(IndexTarget):
             if any(cause in str(err) for cause in _QUERY_TOO_COMPLEX):
                 raise QueryError(f"the query is too complex for the index ({err}); use fewer terms") from None
             raise _unusable(self.path, err, "cannot search") from None
-        return [_hit(*row[1:], extra=stored.get(row[0], {})) for row in rows]
+        return [_hit(row[1:], stored.get(row[0], {})) for row in rows]
 
 
 def _quote(text: str) -> str:
@@ -597,7 +597,9 @@ def _norm(length: int, average: float) -> float:
     return _BM25_K1 * (1 - _BM25_B + _BM25_B * length / average)
 
 
-def _hit(url, title, filename, mimetype, size, last_modified, snippet, score, extra=None) -> Hit:
+def _hit(row: Sequence, extra: dict) -> Hit:
+    """A hit from a search's row (url, title, file name, MIME type, size, date, snippet, score)."""
+    url, title, filename, mimetype, size, last_modified, snippet, score = row
     plain, marked = render_snippet(snippet or "")
     return Hit(url=url, title=title or filename, snippet=plain, snippet_html=marked, score=round(score, 4),
-               mimetype=mimetype, size=size, last_modified=last_modified, extra=extra or {})
+               mimetype=mimetype, size=size, last_modified=last_modified, extra=extra)
