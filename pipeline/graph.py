@@ -23,7 +23,7 @@ from beamtrawl.transforms.discover import Discover
 from beamtrawl.transforms.enrich.assign import AssignGroups
 from beamtrawl.transforms.freshness import Freshness
 from beamtrawl.transforms.index.write import DeleteLast, ReadSnapshot, SumByKind, UpdateAccess, WriteIndex
-from beamtrawl.transforms.prepare import Prepare
+from beamtrawl.transforms.prepare import Prepare, PrepareOptions
 from beamtrawl.transforms.records import (
     ACCESS_DENIED,
     Entry,
@@ -86,8 +86,7 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
         "Freshness" >> Freshness(rules, fingerprint))
     access_events = [*access_events, access_changes | "UpdateAccess" >> UpdateAccess(target)]
     docs, prepare_events, no_longer_read = to_prepare | "Prepare" >> Prepare(
-        preparators, fingerprint, config.max_file_size, config.max_summary_length, config.preparation,
-        rules.plugins, config.auxiliary_fields, source_settings)
+        PrepareOptions.from_config(config, preparators, fingerprint), rules.plugins, source_settings)
     write_events = docs | "WriteIndex" >> WriteIndex(target, rules.plugins)
 
     _ = (to_delete, no_longer_read) | "AllDeletes" >> beam.Flatten().with_output_types(SnapshotEntry) | (

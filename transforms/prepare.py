@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 from collections import deque
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import apache_beam as beam
@@ -98,6 +99,24 @@ def _document(entry, mimetype, data, prepared, fingerprint, max_summary_length, 
     )
 
 
+@dataclass(frozen=True)
+class PrepareOptions:
+    """What the preparation of a document takes from the crawl configuration, built once
+    (:meth:`from_config`) and handed to the stage's DoFns whole."""
+
+    preparators: tuple[PreparatorSpec, ...]  # by configuration order; a document's chain: chain_for
+    fingerprint: str  # the preparation fingerprint every document carries (pipeline/crawl.py)
+    max_file_size: int  # larger documents are read only to sniff their type, and indexed by metadata
+    max_summary_length: int
+    bounds: Bounds = DEFAULT_BOUNDS  # time, memory and text bounds of the preparing processes
+    aux_fields: tuple = ()  # transforms.enrich.auxfields.AuxFieldSpec
+
+    @classmethod
+    def from_config(cls, config, preparators: tuple[PreparatorSpec, ...], fingerprint: str) -> PrepareOptions:
+        return cls(preparators, fingerprint, config.max_file_size, config.max_summary_length, config.preparation,
+                   config.auxiliary_fields)
+
+
 class _Read(beam.DoFn):
     """Bytes of a document (carried by web sources, else read through its source) and its MIME type."""
 
@@ -151,23 +170,18 @@ class _PrepareFamily(beam.DoFn):
     the next one at hand when it finishes one. What is held is what is in flight (a few documents, or one
     larger than the pipe)."""
 
-    def __init__(self, family: str, preparators: tuple[PreparatorSpec, ...], fingerprint: str,
-                 max_summary_length: int, bounds: Bounds = DEFAULT_BOUNDS, shared: Shared | None = None,
-                 plugins: PluginHost | None = None, aux_fields=()):
+    def __init__(self, family: str, options: PrepareOptions, shared: Shared | None = None,
+                 plugins: PluginHost | None = None):
         self.family = family
+        self.options = options
         self.shared = shared
-        self.preparators = preparators
-        self.fingerprint = fingerprint
-        self.max_summary_length = max_summary_length
-        self.bounds = bounds
         self.plugins = plugins or PluginHost()
-        self.aux_fields = aux_fields
         self.us = Metrics.counter("stage_us", f"prepare:{family}")
 
     def setup(self):
         self.progress = Progress(f"documents prepared ({self.family})")
         self.tally = Tally(EVENTS)
-        self.runner = runner_for(self.preparators, self.bounds, self.shared)
+        self.runner = runner_for(self.options.preparators, self.options.bounds, self.shared)
         self.plugins.load()
         self.pending = deque()  # (document, chain, ticket, window, timestamp) handed over, not yet emitted
 
@@ -185,7 +199,7 @@ class _PrepareFamily(beam.DoFn):
         return timed(self.us, self._hand_over(raw, window, timestamp))
 
     def _hand_over(self, raw, window, timestamp):
-        chain = chain_for(self.preparators, raw.mimetype, raw.entry.url)
+        chain = chain_for(self.options.preparators, raw.mimetype, raw.entry.url)
         if not chain:  # a type nothing reads and no catch-all: no document, as regain made none
             yield from self._unread(raw.entry, window, timestamp)
         elif not raw.metadata_only_reason:  # one the preparing process cannot take (it does not start) gets its substitute
@@ -222,8 +236,7 @@ class _PrepareFamily(beam.DoFn):
         entry, mimetype, data = Entry(*raw.entry), raw.mimetype, raw.data
         raw = RawDocument(entry, mimetype, data, raw.metadata_only_reason)  # plugins see our own record classes
         if raw.metadata_only_reason:
-            yield make_document(entry, mimetype, b"", Prepared(), self.fingerprint, self.max_summary_length,
-                                error=raw.metadata_only_reason, aux_fields=self.aux_fields)
+            yield self._document(entry, mimetype, b"", Prepared(), raw.metadata_only_reason)
             return
         prepared, errors = ticket.result() if ticket is not None else (None, [])
         tried = chain[:len(errors) + (prepared is not None)]  # the child tries the chain in order
@@ -234,7 +247,7 @@ class _PrepareFamily(beam.DoFn):
                 prepared = self.plugins.chain("on_after_prepare", "prepared", prepared, entry.url,
                                               raw_document=raw, preparator=tried[-1])
         if prepared is not None:
-            limit = self.bounds.max_content_length
+            limit = self.options.bounds.max_content_length
             partial = [prepared.partial] if prepared.partial else []
             if len(prepared.content) > limit:
                 prepared.content = prepared.content[:limit]
@@ -250,30 +263,33 @@ class _PrepareFamily(beam.DoFn):
                 problems.append(event("metadata_only", entry.url, "prepare", misnamed))
             elif all(p.catch_all for p in chain):  # a type no preparator supports: found by name, not a failure
                 self.tally.count("unsupported")
-            yield make_document(entry, mimetype, data, prepared, self.fingerprint, self.max_summary_length,
-                                error="; ".join(p.reason for p in problems), aux_fields=self.aux_fields)
+            yield self._document(entry, mimetype, data, prepared, "; ".join(p.reason for p in problems))
             self.tally.count("prepared")
             for problem in problems:
                 yield beam.pvalue.TaggedOutput(EVENTS, problem)
         else:
             reason = "; ".join(errors) or f"no preparator accepts {mimetype}"
-            yield make_document(entry, mimetype, data, Prepared(), self.fingerprint, self.max_summary_length,
-                                error=reason, aux_fields=self.aux_fields)
+            yield self._document(entry, mimetype, data, Prepared(), reason)
             yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "prepare", reason))
         for problem in self.plugins.problems():
             yield beam.pvalue.TaggedOutput(EVENTS, problem)
 
+    def _document(self, entry, mimetype: str, data: bytes, prepared: Prepared, error: str) -> IndexDoc:
+        options = self.options
+        return make_document(entry, mimetype, data, prepared, options.fingerprint, options.max_summary_length,
+                             error=error, aux_fields=options.aux_fields)
+
     def _substitute(self, raw, reason: str) -> IndexDoc:
         """regain's substitute document: URL, name, size, date and why it has nothing more."""
-        return make_document(Entry(*raw.entry), raw.mimetype, b"", Prepared(), self.fingerprint,
-                             self.max_summary_length, error=reason)
+        return make_document(Entry(*raw.entry), raw.mimetype, b"", Prepared(), self.options.fingerprint,
+                             self.options.max_summary_length, error=reason)
 
     def _misnamed(self, url: str, mimetype: str) -> str:
         """Why a document whose name promises a readable format (an empty ``.pdf``, garbage named ``.txt``)
         got only its metadata; nothing for files no preparator would read anyway (images, binaries)."""
         claimed = mimetypes.guess_type(url, strict=False)[0]
         if claimed and claimed != mimetype and any(
-                not p.catch_all and p.accepts(claimed, url) for p in self.preparators):
+                not p.catch_all and p.accepts(claimed, url) for p in self.options.preparators):
             return f"the name says {claimed} but the content is {mimetype}: indexed by metadata only"
         return ""
 
@@ -282,23 +298,16 @@ class Prepare(beam.PTransform):
     """Entries to prepare → (index documents, one PCollection per preparator family; events; delete
     candidates: documents of a type nothing reads any more)."""
 
-    def __init__(self, preparators: tuple[PreparatorSpec, ...], fingerprint: str, max_file_size: int,
-                 max_summary_length: int, bounds: Bounds = DEFAULT_BOUNDS, plugins: PluginHost | None = None,
-                 aux_fields=(), source_settings=None):
+    def __init__(self, options: PrepareOptions, plugins: PluginHost | None = None, source_settings=None):
         super().__init__()
-        self.source_settings = source_settings
-        self.preparators = preparators
-        self.bounds = bounds
-        self.fingerprint = fingerprint
-        self.max_file_size = max_file_size
-        self.max_summary_length = max_summary_length
+        self.options = options
         self.plugins = plugins
-        self.aux_fields = aux_fields
+        self.source_settings = source_settings
 
     def expand(self, entries):
-        read = entries | "Read" >> beam.ParDo(_Read(self.max_file_size, self.source_settings)
+        read = entries | "Read" >> beam.ParDo(_Read(self.options.max_file_size, self.source_settings)
                                               ).with_output_types(RawDocument).with_outputs(EVENTS, main="raw")
-        preparators = self.preparators
+        preparators = self.options.preparators
         families = [p.name for p in preparators] + ["unprepared"]
 
         def route(raw, _count):
@@ -309,8 +318,7 @@ class Prepare(beam.PTransform):
         shared = Shared()  # the families of one worker process share its preparing children
         docs, events, deletes = [], [read[EVENTS]], []
         for family, part in zip(families, parts):
-            prepare = _PrepareFamily(family, preparators, self.fingerprint, self.max_summary_length, self.bounds,
-                                     shared, self.plugins, self.aux_fields)
+            prepare = _PrepareFamily(family, self.options, shared, self.plugins)
             out = part | f"Prepare:{family}" >> beam.ParDo(prepare).with_output_types(
                 IndexDoc).with_outputs(EVENTS, DELETE, main="docs")
             docs.append(out["docs"])
