@@ -199,8 +199,9 @@ def run_loop(config_path: str, index_path: str) -> None:
 # Measuring
 # ---------------------------------------------------------------------------------------------
 
-def _tree_rss(proc: psutil.Process) -> tuple[int, int]:
-    """RSS summed over a process and all its descendants, and how many processes that is."""
+def _tree_rss(proc: psutil.Process, cpu: dict[int, float]) -> tuple[int, int]:
+    """RSS summed over a process and all its descendants, and how many processes that is; ``cpu`` gets
+    each one's CPU seconds so far (user and system) by process id."""
     total, seen = 0, 0
     try:
         family = [proc, *proc.children(recursive=True)]
@@ -208,7 +209,10 @@ def _tree_rss(proc: psutil.Process) -> tuple[int, int]:
         return 0, 0
     for member in family:
         try:
-            total += member.memory_info().rss
+            with member.oneshot():
+                total += member.memory_info().rss
+                times = member.cpu_times()
+            cpu[member.pid] = max(cpu.get(member.pid, 0.0), times.user + times.system)
             seen += 1
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
@@ -216,13 +220,16 @@ def _tree_rss(proc: psutil.Process) -> tuple[int, int]:
 
 
 def run_measured(cmd: list[str], log: Path, env: dict | None = None, cwd: Path = REPO) -> dict:
-    """Run ``cmd`` (output to ``log``); wall seconds and peak process-tree RSS sampled every 0.1 s."""
+    """Run ``cmd`` (output to ``log``); wall seconds, and peak RSS and CPU seconds of its process tree
+    (sampled every 0.1 s: the last tenth of a second of each process is not counted). CPU seconds
+    depend far less than wall seconds on what else the machine runs."""
     peak = {"rss": 0, "procs": 0}
+    cpu: dict[int, float] = {}
     done = threading.Event()
 
     def sample(proc: psutil.Process) -> None:
         while not done.is_set():
-            rss, procs = _tree_rss(proc)
+            rss, procs = _tree_rss(proc, cpu)
             peak["rss"], peak["procs"] = max(peak["rss"], rss), max(peak["procs"], procs)
             done.wait(0.1)
 
@@ -237,7 +244,7 @@ def run_measured(cmd: list[str], log: Path, env: dict | None = None, cwd: Path =
         sampler.join()
     if code != 0:
         fail(f"{' '.join(cmd)} exited with {code}; its output:\n{log.read_text()}")
-    return {"seconds": seconds, "peak_rss": peak["rss"], "procs": peak["procs"]}
+    return {"seconds": seconds, "peak_rss": peak["rss"], "procs": peak["procs"], "cpu": sum(cpu.values())}
 
 
 def time_find(tree: Path, repeats: int = 3) -> float:
@@ -452,6 +459,7 @@ def compare(work: Path, code: Path, files: int, workers: int, seed: int, rounds:
           f"in {work}\n  baseline: {code} ({commit})\n  current:  {current or REPO}")
     config = generate(work, files, seed)
     rates: dict[str, list[float]] = {"baseline": [], "current": [], "loop": []}
+    cpu_rates: dict[str, list[float]] = {"baseline": [], "current": [], "loop": []}  # documents per CPU second
     for n in range(1, rounds + 1):
         for name in ("baseline", "current"):
             fresh_index(work)
@@ -459,18 +467,27 @@ def compare(work: Path, code: Path, files: int, workers: int, seed: int, rounds:
             if index_count(work / "beamtrawl.sqlite") != files:
                 fail(f"the {name} crawl indexed {index_count(work / 'beamtrawl.sqlite')} of {files} files")
             rates[name].append(files / run["seconds"])
+            cpu_rates[name].append(files / run["cpu"])
         loop = run_measured([sys.executable, __file__, "--loop", str(config), str(work / "loop.sqlite")],
                             work / "logs" / f"loop-{n}.log")
         rates["loop"].append(files / loop["seconds"])
-        print(f"  round {n}: " + "   ".join(f"{k} {v[-1]:5,.0f} docs/s" for k, v in rates.items()))
+        cpu_rates["loop"].append(files / loop["cpu"])
+        print(f"  round {n}: " + "   ".join(f"{k} {v[-1]:5,.0f} docs/s" for k, v in rates.items())
+              + "   (per CPU second: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in cpu_rates.items()) + ")")
     median = {k: statistics.median(v) for k, v in rates.items()}
     ratio = statistics.median(c / b for c, b in zip(rates["current"], rates["baseline"]))
     print("  medians:  " + "   ".join(f"{k} {v:5,.0f} docs/s" for k, v in median.items()))
     print(f"  current/baseline {ratio:.2f}x (median of the rounds' ratios; no regression: >= 0.95)   "
           f"current/loop {median['current'] / median['loop']:.2f}x   baseline/loop "
           f"{median['baseline'] / median['loop']:.2f}x")
+    cpu = {k: statistics.median(v) for k, v in cpu_rates.items()}
+    cpu_ratio = statistics.median(c / b for c, b in zip(cpu_rates["current"], cpu_rates["baseline"]))
+    print("  documents per CPU second of the process tree (medians; less sensitive to the machine's load): "
+          + "   ".join(f"{k} {v:,.0f}" for k, v in cpu.items())
+          + f"\n  current/baseline per CPU second {cpu_ratio:.2f}x")
     return [(f"full crawl, {k} (median)", f"{v:,.0f} docs/s", "", "") for k, v in median.items()] + [
         check("current / baseline (docs/s)", f"{ratio:.2f}x", ">= 0.95", ratio >= 0.95),
+        check("current / baseline (docs per CPU s)", f"{cpu_ratio:.2f}x", ">= 0.95", cpu_ratio >= 0.95),
         ("current / loop (docs/s)", f"{median['current'] / median['loop']:.2f}x", "", ""),
         ("baseline / loop (docs/s)", f"{median['baseline'] / median['loop']:.2f}x", "", "")]
 
