@@ -3,6 +3,7 @@
 Run from the repository root (beamtrawl installed, psutil present)::
 
     python bench/crawl_bench.py [--files 20000] [--workers 2] [--keep DIR] [--seed 7]
+    python bench/crawl_bench.py --baseline-code DIR [--rounds 3] [--files 20000] [--workers 2]
 
 It generates a deterministic tree of small text and HTML files (1-4 KB, about 100 per folder, three
 folder levels; generation is not timed), then measures in one run:
@@ -16,6 +17,14 @@ folder levels; generation is not timed), then measures in one run:
     ``find TREE -type f -printf '%T@ %s\\n'``; the report must say read 0, unchanged N.
 (c) peak RSS of the full crawl and of the re-crawl, summed over the beamtrawl process tree (driver
     and worker processes, sampled every 0.1 s with psutil), and of the loop.
+
+With ``--baseline-code DIR`` (a checkout of an earlier commit: ``git worktree add /tmp/old COMMIT``) it
+measures instead whether this checkout got slower: on the same tree, in the same run, it crawls with
+the code in DIR, with this checkout and with the plain loop, one after the other, for ``--rounds``
+rounds (baseline, current, loop, baseline, current, loop, …: a machine whose load changes during the
+run weighs on both alike), each into a fresh index (``--current-code DIR``: the current code from a
+checkout of its own, so that editing this one while it runs changes nothing), and prints each figure, the medians, and the ratio
+current/baseline (the median of the rounds' ratios) beside current/loop.
 
 Exit code 0 when the figures were measured (targets may be missed), 1 when a check fails.
 """
@@ -32,6 +41,7 @@ import os
 import random
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -189,8 +199,9 @@ def run_loop(config_path: str, index_path: str) -> None:
 # Measuring
 # ---------------------------------------------------------------------------------------------
 
-def _tree_rss(proc: psutil.Process) -> tuple[int, int]:
-    """RSS summed over a process and all its descendants, and how many processes that is."""
+def _tree_rss(proc: psutil.Process, cpu: dict[int, float]) -> tuple[int, int]:
+    """RSS summed over a process and all its descendants, and how many processes that is; ``cpu`` gets
+    each one's CPU seconds so far (user and system) by process id."""
     total, seen = 0, 0
     try:
         family = [proc, *proc.children(recursive=True)]
@@ -198,27 +209,33 @@ def _tree_rss(proc: psutil.Process) -> tuple[int, int]:
         return 0, 0
     for member in family:
         try:
-            total += member.memory_info().rss
+            with member.oneshot():
+                total += member.memory_info().rss
+                times = member.cpu_times()
+            cpu[member.pid] = max(cpu.get(member.pid, 0.0), times.user + times.system)
             seen += 1
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
     return total, seen
 
 
-def run_measured(cmd: list[str], log: Path) -> dict:
-    """Run ``cmd`` (output to ``log``); wall seconds and peak process-tree RSS sampled every 0.1 s."""
+def run_measured(cmd: list[str], log: Path, env: dict | None = None, cwd: Path = REPO) -> dict:
+    """Run ``cmd`` (output to ``log``); wall seconds, and peak RSS and CPU seconds of its process tree
+    (sampled every 0.1 s: the last tenth of a second of each process is not counted). CPU seconds
+    depend far less than wall seconds on what else the machine runs."""
     peak = {"rss": 0, "procs": 0}
+    cpu: dict[int, float] = {}
     done = threading.Event()
 
     def sample(proc: psutil.Process) -> None:
         while not done.is_set():
-            rss, procs = _tree_rss(proc)
+            rss, procs = _tree_rss(proc, cpu)
             peak["rss"], peak["procs"] = max(peak["rss"], rss), max(peak["procs"], procs)
             done.wait(0.1)
 
     with open(log, "w") as out:
         started = time.perf_counter()
-        child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=env)
         sampler = threading.Thread(target=sample, args=(psutil.Process(child.pid),), daemon=True)
         sampler.start()
         code = child.wait()
@@ -227,7 +244,7 @@ def run_measured(cmd: list[str], log: Path) -> dict:
         sampler.join()
     if code != 0:
         fail(f"{' '.join(cmd)} exited with {code}; its output:\n{log.read_text()}")
-    return {"seconds": seconds, "peak_rss": peak["rss"], "procs": peak["procs"]}
+    return {"seconds": seconds, "peak_rss": peak["rss"], "procs": peak["procs"], "cpu": sum(cpu.values())}
 
 
 def time_find(tree: Path, repeats: int = 3) -> float:
@@ -302,15 +319,37 @@ def write_config(work: Path, tree: Path) -> Path:
     return config
 
 
-def crawl(config: Path, workers: int, log: Path) -> dict:
-    beamtrawl = shutil.which("beamtrawl")
-    if beamtrawl is None:
-        fail("the beamtrawl command is not on PATH (pip install -e .)")
-    run = run_measured([beamtrawl, "crawl", str(config), f"--direct_num_workers={workers}"], log)
+def crawl(config: Path, workers: int, log: Path, code: Path | None = None) -> dict:
+    """``beamtrawl crawl`` as installed, or as the checkout ``code`` has it (see :func:`baseline`)."""
+    if code is not None:
+        command, env, cwd = baseline(code)
+    else:
+        command, env, cwd = [shutil.which("beamtrawl") or fail("the beamtrawl command is not on PATH "
+                                                                "(pip install -e .)")], None, REPO
+    run = run_measured([*command, "crawl", str(config), f"--direct_num_workers={workers}"], log, env, cwd)
     report = config.parent / "beamtrawl.report.json"
     shutil.copy(report, log.with_suffix(".report.json"))  # the next crawl overwrites it
     run["report"] = json.loads(report.read_text())
     return run
+
+
+FOLDERS = ("pipeline", "transforms", "plugins", "runners")
+
+
+def baseline(code: Path) -> tuple[list[str], dict, Path]:
+    """The command line, environment and folder that run ``beamtrawl`` from the checkout ``code``, with this
+    interpreter and its packages. Code from before issue 17 imports the four folders by their own names;
+    later code imports ``beamtrawl.pipeline`` and the like, which a folder of links named beamtrawl (a
+    namespace package, found before this checkout's editable install) provides."""
+    if "from beamtrawl." not in (code / "pipeline" / "cli.py").read_text(encoding="utf-8"):
+        module, path = "pipeline.cli", code
+    else:
+        module, path = "beamtrawl.pipeline.cli", Path(tempfile.mkdtemp(prefix="beamtrawl-baseline-"))
+        (path / "beamtrawl").mkdir()
+        for folder in FOLDERS:
+            (path / "beamtrawl" / folder).symlink_to(code / folder)
+    command = [sys.executable, "-P", "-c", f"import sys; sys.argv[0] = 'beamtrawl'; from {module} import run; run()"]
+    return command, {**os.environ, "PYTHONPATH": str(path)}, code
 
 
 def check(name: str, figure: str, target: str, ok: bool) -> Row:
@@ -402,6 +441,57 @@ def benchmark(work: Path, files: int, workers: int, seed: int) -> list[Row]:
     return rows + more + memory(full, again, loop)
 
 
+def fresh_index(work: Path) -> None:
+    shutil.rmtree(work / "beamtrawl.work", ignore_errors=True)
+    for suffix in (".sqlite", ".sqlite-wal", ".sqlite-shm"):
+        (work / f"beamtrawl{suffix}").unlink(missing_ok=True)
+        (work / f"loop{suffix}").unlink(missing_ok=True)
+
+
+def compare(work: Path, code: Path, files: int, workers: int, seed: int, rounds: int,
+            current: Path | None = None) -> list[Row]:
+    """Full crawls of one tree by the code in ``code``, by this checkout (or ``current``) and by the plain
+    loop, interleaved."""
+    prepare_workdir(work)
+    commit = subprocess.run(["git", "-C", str(code), "log", "-1", "--format=%h %cs"], check=False,
+                            capture_output=True, text=True).stdout.strip() or "not a git checkout"
+    print(f"beamtrawl crawl A/B: {files:,} files, {workers} workers, {os.cpu_count()} CPUs, {rounds} rounds, "
+          f"in {work}\n  baseline: {code} ({commit})\n  current:  {current or REPO}")
+    config = generate(work, files, seed)
+    rates: dict[str, list[float]] = {"baseline": [], "current": [], "loop": []}
+    cpu_rates: dict[str, list[float]] = {"baseline": [], "current": [], "loop": []}  # documents per CPU second
+    for n in range(1, rounds + 1):
+        for name in ("baseline", "current"):
+            fresh_index(work)
+            run = crawl(config, workers, work / "logs" / f"{name}-{n}.log", code if name == "baseline" else current)
+            if index_count(work / "beamtrawl.sqlite") != files:
+                fail(f"the {name} crawl indexed {index_count(work / 'beamtrawl.sqlite')} of {files} files")
+            rates[name].append(files / run["seconds"])
+            cpu_rates[name].append(files / run["cpu"])
+        loop = run_measured([sys.executable, __file__, "--loop", str(config), str(work / "loop.sqlite")],
+                            work / "logs" / f"loop-{n}.log")
+        rates["loop"].append(files / loop["seconds"])
+        cpu_rates["loop"].append(files / loop["cpu"])
+        print(f"  round {n}: " + "   ".join(f"{k} {v[-1]:5,.0f} docs/s" for k, v in rates.items())
+              + "   (per CPU second: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in cpu_rates.items()) + ")")
+    median = {k: statistics.median(v) for k, v in rates.items()}
+    ratio = statistics.median(c / b for c, b in zip(rates["current"], rates["baseline"]))
+    print("  medians:  " + "   ".join(f"{k} {v:5,.0f} docs/s" for k, v in median.items()))
+    print(f"  current/baseline {ratio:.2f}x (median of the rounds' ratios; no regression: >= 0.95)   "
+          f"current/loop {median['current'] / median['loop']:.2f}x   baseline/loop "
+          f"{median['baseline'] / median['loop']:.2f}x")
+    cpu = {k: statistics.median(v) for k, v in cpu_rates.items()}
+    cpu_ratio = statistics.median(c / b for c, b in zip(cpu_rates["current"], cpu_rates["baseline"]))
+    print("  documents per CPU second of the process tree (medians; less sensitive to the machine's load): "
+          + "   ".join(f"{k} {v:,.0f}" for k, v in cpu.items())
+          + f"\n  current/baseline per CPU second {cpu_ratio:.2f}x")
+    return [(f"full crawl, {k} (median)", f"{v:,.0f} docs/s", "", "") for k, v in median.items()] + [
+        check("current / baseline (docs/s)", f"{ratio:.2f}x", ">= 0.95", ratio >= 0.95),
+        check("current / baseline (docs per CPU s)", f"{cpu_ratio:.2f}x", ">= 0.95", cpu_ratio >= 0.95),
+        ("current / loop (docs/s)", f"{median['current'] / median['loop']:.2f}x", "", ""),
+        ("baseline / loop (docs/s)", f"{median['baseline'] / median['loop']:.2f}x", "", "")]
+
+
 def print_table(rows: list[Row]) -> None:
     header = ("measure", "figure", "target", "result")
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(4)]
@@ -418,15 +508,25 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="beamtrawl's --direct_num_workers (default 2)")
     parser.add_argument("--keep", metavar="DIR", help="generate into DIR and keep tree and indexes there")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated tree (default 7)")
+    parser.add_argument("--baseline-code", metavar="DIR", type=Path,
+                        help="compare with the code of this checkout of an earlier commit (see above)")
+    parser.add_argument("--current-code", metavar="DIR", type=Path,
+                        help="with --baseline-code: crawl with this checkout instead of the installed one")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the comparison (default 3)")
     parser.add_argument("--loop", nargs=2, metavar=("CONFIG", "INDEX"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.loop:
         return run_loop(*args.loop)
+    if args.baseline_code:
+        code, current = args.baseline_code.resolve(), args.current_code and args.current_code.resolve()
+        measure = lambda work: compare(work, code, args.files, args.workers, args.seed, args.rounds, current)
+    else:
+        measure = lambda work: benchmark(work, args.files, args.workers, args.seed)
     if args.keep:
-        rows = benchmark(Path(args.keep).resolve(), args.files, args.workers, args.seed)
+        rows = measure(Path(args.keep).resolve())
     else:
         with tempfile.TemporaryDirectory(prefix="beamtrawl-bench-") as work:
-            rows = benchmark(Path(work), args.files, args.workers, args.seed)
+            rows = measure(Path(work))
     print_table(rows)
 
 

@@ -51,7 +51,7 @@ from beamtrawl.runners import direct
 from beamtrawl.transforms.preparators import BUILTIN, Prepared, run_chain
 from beamtrawl.transforms.preparators.isolation import Bounds
 from beamtrawl.transforms.preparators.mime import MimeSniffer
-from beamtrawl.transforms.prepare import Prepare, make_document
+from beamtrawl.transforms.prepare import Prepare, PrepareOptions, make_document
 from beamtrawl.transforms.records import Entry, use_row_coders
 from beamtrawl.transforms.urls import doc_id, path_to_url
 
@@ -111,7 +111,7 @@ def run_beam(entries: list[Entry], workers: int) -> tuple[float, int]:
     options = PipelineOptions(direct.arguments([f"--direct_num_workers={workers}"]))
     p = beam.Pipeline(runner=direct.runner(options), options=options)
     docs, _events = (p | beam.Create(entries, reshuffle=True).with_output_types(Entry)
-                     | Prepare(BUILTIN, FINGERPRINT, MAX_FILE_SIZE, MAX_SUMMARY, Bounds()))
+                     | Prepare(PrepareOptions(BUILTIN, FINGERPRINT, MAX_FILE_SIZE, MAX_SUMMARY, Bounds())))
     for i, family_docs in enumerate(docs):
         _ = family_docs | f"Count{i}" >> beam.ParDo(_Count())
     started = time.perf_counter()

@@ -47,8 +47,8 @@ def preparation_fingerprint(preparators, config) -> str:
         "max_summary_length": config.max_summary_length,
         "max_file_size": config.max_file_size,
         "auxiliary_fields": [[f.name, f.regex.pattern, f.regex.flags, f.group, f.value, f.source, f.lower_case,
-                              f.store, f.index, f.tokenize] for f in getattr(config, "auxiliary_fields", ())],
-        "plugins": PluginHost(getattr(config, "plugins", ())).fingerprint(),
+                              f.store, f.index, f.tokenize] for f in config.auxiliary_fields],
+        "plugins": PluginHost(config.plugins).fingerprint(),
     }
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -6,6 +6,7 @@
                           └─► events   │                 │
     start URLs of ByHost sources, the web (+ snapshot) ─► DiscoverByHost ─► entries, events (flattened with the above)
     index ─► ReadSnapshot ─► snapshot ───────────────► Freshness ─► new/changed ─► Prepare ─► WriteIndex
+                                                                 │                    └─► no longer read ─┐
                                                                  ├─► access changed, revoked ─► UpdateAccess
                                                                  └─► vanished/rejected ─────────► DeleteLast
     all events ─► report files in the work folder (totals, problems); DeleteLast writes the delete candidates
@@ -30,8 +31,16 @@ from beamtrawl.transforms.index.write import (
     UpdateAccess,
     WriteIndex,
 )
-from beamtrawl.transforms.prepare import Prepare
-from beamtrawl.transforms.records import ACCESS_DENIED, Entry, Event, FrontierItem, event, use_row_coders
+from beamtrawl.transforms.prepare import Prepare, PrepareOptions
+from beamtrawl.transforms.records import (
+    ACCESS_DENIED,
+    Entry,
+    Event,
+    FrontierItem,
+    SnapshotEntry,
+    event,
+    use_row_coders,
+)
 from beamtrawl.transforms.sources import by_host
 from beamtrawl.transforms.sources.settings import SourceSettings
 
@@ -85,12 +94,12 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
     to_prepare, to_delete, access_changes, freshness_events = (entries, snapshot, incomplete, denied) | (
         "Freshness" >> Freshness(rules, fingerprint))
     access_events = [*access_events, access_changes | "UpdateAccess" >> UpdateAccess(target)]
-    docs, prepare_events = to_prepare | "Prepare" >> Prepare(
-        preparators, fingerprint, config.max_file_size, config.max_summary_length, config.preparation,
-        rules.plugins, config.auxiliary_fields, source_settings)
+    docs, prepare_events, no_longer_read = to_prepare | "Prepare" >> Prepare(
+        PrepareOptions.from_config(config, preparators, fingerprint), rules.plugins, source_settings)
     write_events = docs | "WriteIndex" >> WriteIndex(target, rules.plugins)
 
-    _ = to_delete | "DeleteLast" >> DeleteLast(f"{work_dir}/{DELETES_FILE}")
+    _ = (to_delete, no_longer_read) | "AllDeletes" >> beam.Flatten().with_output_types(SnapshotEntry) | (
+        "DeleteLast" >> DeleteLast(f"{work_dir}/{DELETES_FILE}"))
 
     events = (discover_events, *access_events, freshness_events, prepare_events, write_events) | (
         "AllEvents" >> beam.Flatten().with_output_types(Event))

@@ -1,11 +1,12 @@
-"""Loading plugins and calling their hooks, with regain's ordering and error rules.
+"""Loading plugins and calling their hooks, in priority order, each failure isolated.
 
 * **Where a plugin comes from** (``plugin:`` in the crawl YAML): a shipped plugin by name
   (``filesize_filter``, ``link_text_title``), a name in the entry-point group ``beamtrawl.plugins``
   (so a plugin distribution is installed with pip and named in the configuration), or a dotted path
   ``package.module:Name`` / ``package.module.Name``. A class is instantiated with the entry's
   ``params`` as keyword arguments; a module or other object takes no params.
-* **Order**: lower ``priority`` runs first, as in regain (ties keep configuration order). pluggy
+* **Order**: higher ``priority`` runs first, as for preparators (ties keep configuration order; regain
+  ran plugins the other way round). pluggy
   would call plugins in reverse registration order; we keep our own order instead, so
   ``tryfirst``/``trylast`` on an implementation are ignored.
 * **Errors**: every hook implementation is called under its own ``try``: one that raises is logged,
@@ -114,7 +115,7 @@ def _manager(specs: tuple[PluginSpec, ...]) -> tuple[pluggy.PluginManager, list[
     pm = pluggy.PluginManager("beamtrawl")
     pm.add_hookspecs(hookspecs)
     plugins = []
-    for n, spec in sorted(enumerate(specs), key=lambda pair: (pair[1].priority, pair[0])):
+    for n, spec in sorted(enumerate(specs), key=lambda pair: (-pair[1].priority, pair[0])):
         plugin = instantiate(spec)
         try:
             pm.register(plugin, name=f"{n}:{spec.label}")

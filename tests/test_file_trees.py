@@ -176,6 +176,25 @@ def test_unreadable_new_file_and_oversize(tmp_path, make_config, crawl, search):
     assert names(search(config, "big")) == ["big.txt"]  # but is found by its name
 
 
+def test_switching_the_catch_all_off_deletes_what_it_indexed(tmp_path, make_config, crawl, search):
+    """A type nothing reads keeps no document once metadata_only is off: the index ends as a first crawl
+    with that configuration would leave it (issue 14 item 5)."""
+    root = tmp_path / "docs"
+    write(root, {"notes.txt": "catchword kept"})
+    (root / "blob.bin").write_bytes(bytes(range(256)) * 8)
+    config = make_config(root)
+    first = crawl(config)
+    assert first.code == 0 and first.counts["unsupported"] == 1, first.stderr
+    assert names(search(config, "blob")) == ["blob.bin"]
+
+    config = make_config(root, preparators=[{"name": "metadata_only", "enabled": False}])
+    run = crawl(config)
+    assert run.code == 0, run.stderr
+    assert (run.counts["skipped_unread"], run.counts["no_longer_read"], run.counts["deleted"]) == (1, 1, 1)
+    assert run.report["deleted_urls"] == [f"file://{root}/blob.bin"]
+    assert search(config, "blob") == [] and names(search(config, "catchword")) == ["notes.txt"]
+
+
 def test_configuration_error_is_one_line_and_exit_2(tmp_path):
     config = tmp_path / "bad.yaml"
     config.write_text(yaml.safe_dump({"start": [{"url": "file:///srv"}], "whitelist": [{"regex": "(a"}],

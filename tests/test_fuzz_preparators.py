@@ -12,7 +12,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from beamtrawl.transforms.preparators import BUILTIN
 from beamtrawl.transforms.preparators.mime import MimeSniffer
-from beamtrawl.transforms.prepare import _PrepareFamily
+from beamtrawl.transforms.prepare import PrepareOptions, _PrepareFamily
 from beamtrawl.transforms.records import Entry, RawDocument
 from beamtrawl.transforms.urls import doc_id
 from hypothesis import HealthCheck, given, settings
@@ -59,7 +59,7 @@ def prepare_once(stage: _PrepareFamily, name: str, data: bytes, sniff: MimeSniff
 
 @pytest.fixture(scope="module")
 def stage():
-    stage = _PrepareFamily("fuzz", BUILTIN, "fp", 10_000)
+    stage = _PrepareFamily("fuzz", PrepareOptions(BUILTIN, "fp", 2**20, 10_000))
     stage.setup()
     yield stage
     stage.teardown()

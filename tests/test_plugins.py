@@ -72,9 +72,9 @@ def test_hooks_of_two_crawls_in_order_with_exact_counts(tmp_path, make_config, c
         (root / name).write_text(text, encoding="utf-8")
     log = tmp_path / "hooks.jsonl"
     config = make_config(root, blacklist=[{"regex": r".*\.log"}], plugins=[
-        # listed first but runs last: lower priority runs first, as in regain
-        recorder(log, "late", 5, fail_in="on_create_index_entry,on_finish_crawling", fail_url=r"/d\.txt$"),
-        recorder(log, "early", -1, reject="secret", title_prefix="Recorded: "),
+        # listed first but runs last: higher priority runs first, as for preparators
+        recorder(log, "late", -1, fail_in="on_create_index_entry,on_finish_crawling", fail_url=r"/d\.txt$"),
+        recorder(log, "early", 5, reject="secret", title_prefix="Recorded: "),
         {"plugin": "filesize_filter", "params": {"min_bytes": 1}},
     ])
 
@@ -224,11 +224,11 @@ def _host(*plugins) -> PluginHost:
     return PluginHost(specs).load()
 
 
-def test_lower_priority_first_ties_in_configuration_order_and_a_failing_plugin_is_isolated():
+def test_higher_priority_first_ties_in_configuration_order_and_a_failing_plugin_is_isolated():
     trace: list = []
     host = _host(("c", 7, trace), ("a", -3, trace, ("fail", True)), ("b", 0, trace), ("b2", 0, trace))
     host.call("on_decline_url", "file:///x", url="file:///x")
-    assert trace == ["a", "b", "b2", "c"]  # "a" raised and the others still ran
+    assert trace == ["c", "b", "b2", "a"]  # "a" raised and the others still ran
     [problem] = host.problems()
     assert (problem.kind, problem.url, problem.stage) == ("plugin_failed", "file:///x", "plugin:on_decline_url")
     assert problem.reason == "plugin tests.test_plugins:Trace failed in on_decline_url: ValueError: boom"
@@ -236,7 +236,7 @@ def test_lower_priority_first_ties_in_configuration_order_and_a_failing_plugin_i
 
 
 def test_chained_results_each_plugin_sees_the_one_before():
-    host = _host(("x", 1, [], ("title", "+1")), ("y", 2, [], ("title", "+2")))
+    host = _host(("x", 2, [], ("title", "+1")), ("y", 1, [], ("title", "+2")))
     result = host.chain("on_after_prepare", "prepared", Prepared(title="t"), "u",
                         raw_document=None, preparator=None)
     assert result.title == "t+1+2"

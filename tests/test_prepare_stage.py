@@ -9,21 +9,21 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from beamtrawl.transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
 from beamtrawl.transforms.preparators.isolation import MAX_IN_FLIGHT
-from beamtrawl.transforms.prepare import _PrepareFamily, summarize
-from beamtrawl.transforms.records import Entry, RawDocument
+from beamtrawl.transforms.prepare import PrepareOptions, _PrepareFamily, summarize
+from beamtrawl.transforms.records import Entry, Event, RawDocument, SnapshotEntry
 from beamtrawl.transforms.urls import doc_id
 
 from tests.package_files import debian_file
 
 
-def raw(url: str, data: bytes, mimetype: str = "text/plain", oversize: str = "") -> RawDocument:
+def raw(url: str, data: bytes, mimetype: str = "text/plain", metadata_only_reason: str = "") -> RawDocument:
     entry = Entry(doc_id(url), url, "file:///d", 0, len(data), 1_700_000_000_123_456_789, "", None, "", [],
                   "", "", "", "")
-    return RawDocument(entry, mimetype, data, oversize)
+    return RawDocument(entry, mimetype, data, metadata_only_reason)
 
 
 def run(preparators, document):
-    fn = _PrepareFamily("test", tuple(preparators), "fp", 250_000)
+    fn = _PrepareFamily("test", PrepareOptions(tuple(preparators), "fp", 2**20, 250_000))
     fn.setup()
     # outputs come when more documents wait than are in flight, or at the end of the bundle
     out = list(fn.process(document, GlobalWindow(), MIN_TIMESTAMP)) + list(fn.finish_bundle())
@@ -62,7 +62,7 @@ def test_substitute_document_when_every_preparator_fails():
 
 def test_oversize_document_is_metadata_only():
     reason = "larger than max_file_size (…): indexed by metadata only"  # _Read reports it, stage "read"
-    docs, events = run(BUILTIN, raw("file:///d/huge.txt", b"first bytes only", oversize=reason))
+    docs, events = run(BUILTIN, raw("file:///d/huge.txt", b"first bytes only", metadata_only_reason=reason))
     assert docs[0].content == "" and docs[0].preparation_error == reason and events == []
 
 
@@ -87,6 +87,17 @@ def test_type_nothing_reads_is_no_document_without_the_catch_all():
     assert docs[0].content == "still read"
 
 
+def test_type_nothing_reads_any_more_is_a_delete_candidate():
+    """One the index holds (the catch-all indexed it before it was switched off) goes, as the deletes go."""
+    readers = tuple(p for p in BUILTIN if not p.catch_all)
+    indexed = raw("file:///d/python.png", png(), "image/png")
+    docs, outputs = run(readers, indexed._replace(entry=indexed.entry._replace(in_index=True)))
+    [candidate] = [o for o in outputs if isinstance(o, SnapshotEntry)]
+    assert docs == [] and (candidate.id, candidate.url) == (indexed.entry.id, "file:///d/python.png")
+    assert sorted((e.kind, e.count) for e in outputs if isinstance(e, Event)) == [
+        ("no_longer_read", 1), ("skipped_unread", 1)]
+
+
 def test_summary_cut_at_last_space():
     assert summarize("one two three", 100) == "one two three"
     assert summarize("one two three", 9) == "one two..."
@@ -99,7 +110,7 @@ def test_prepared_defaults():
 
 def test_documents_are_emitted_in_order_once_more_than_max_in_flight_wait():
     """The worker reads the next documents while the child prepares; the child has the next one at hand."""
-    fn = _PrepareFamily("test", BUILTIN, "fp", 250_000)
+    fn = _PrepareFamily("test", PrepareOptions(BUILTIN, "fp", 2**20, 250_000))
     fn.setup()
     try:
         outputs = [[o.value.content for o in fn.process(raw(f"file:///d/{i}.txt", f"text {i}".encode()),

@@ -53,7 +53,7 @@ class Rules:
         self.starts = {s.url: s for s in config.start if s.url not in self.declined_starts}
         self.roots = tuple(self.starts)
         self.max_depth = config.max_depth
-        self.plugins = PluginHost(getattr(config, "plugins", ()))
+        self.plugins = PluginHost(config.plugins)
 
     def decide(self, url: str, depth: int = 0, source_url: str = "", link_text: str = "") -> Decision:
         """The flags for ``url`` found ``depth`` levels below its start URL (folder levels for files, link

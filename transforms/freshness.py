@@ -93,7 +93,7 @@ class _Classify(beam.DoFn):
             elif (old.size, old.mtime_ns, old.prep_fingerprint, sorted(old.groups), sorted(old.denied)) != (
                     entry.size, entry.mtime_ns, self.fingerprint, sorted(entry.groups), sorted(entry.denied)):
                 self.tally.count("changed")
-                yield entry
+                yield entry._replace(in_index=True)
                 if (sorted(old.groups), sorted(old.denied)) != (sorted(entry.groups), sorted(entry.denied)):
                     yield beam.pvalue.TaggedOutput(ACCESS, SnapshotEntry(*old)._replace(
                         groups=sorted(entry.groups), denied=sorted(entry.denied)))

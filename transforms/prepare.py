@@ -16,7 +16,8 @@ Each family is its own ParDo. Inside it the accepting preparators are tried by p
 fail, a substitute document (name, size, date, ``preparation_error``) is indexed instead, as
 regain's createSubstituteDocument did. A document of a type no preparator reads is *unsupported*: the
 catch-all ``metadata_only`` indexes it by name (counted, not a failure), or, switched off, no document
-is made (counted as ``skipped_unread``). A document larger than ``max_file_size`` is not read beyond
+is made (counted as ``skipped_unread``) and one the index holds from before goes to the delete
+candidates (``no_longer_read``), so switching the catch-all off leaves the index as a first crawl would. A document larger than ``max_file_size`` is not read beyond
 its first bytes and is indexed by metadata only. Every document with a line in the report (failed,
 oversize, truncated, fallback, metadata only) carries it in ``preparation_error``, so a searcher sees
 why a document is thin. The preparators run in child processes
@@ -39,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 from collections import deque
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import apache_beam as beam
@@ -52,11 +54,11 @@ from beamtrawl.transforms.preparators import PreparatorSpec, Prepared, chain_for
 from beamtrawl.transforms.preparators.isolation import DEFAULT_BOUNDS, MAX_IN_FLIGHT, Bounds, runner_for
 from beamtrawl.transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
 from beamtrawl.transforms.progress import Progress, Tally, timed
-from beamtrawl.transforms.records import AuxValue, Entry, Event, IndexDoc, RawDocument, event
+from beamtrawl.transforms.records import AuxValue, Entry, Event, IndexDoc, RawDocument, SnapshotEntry, event
 from beamtrawl.transforms.sources import Sources
 from beamtrawl.transforms.urls import file_name, name_extension, parent_path
 
-EVENTS = "events"
+EVENTS, DELETE = "events", "delete"
 UNKNOWN_TYPE = "application/octet-stream"  # of a document whose bytes or type could not be had
 
 
@@ -95,6 +97,24 @@ def _document(entry, mimetype, data, prepared, fingerprint, max_summary_length, 
              *(AuxValue(name, value, True, False, False) for name, value in sorted(prepared.fields.items()))],
         denied=sorted(entry.denied),
     )
+
+
+@dataclass(frozen=True)
+class PrepareOptions:
+    """What the preparation of a document takes from the crawl configuration, built once
+    (:meth:`from_config`) and handed to the stage's DoFns whole."""
+
+    preparators: tuple[PreparatorSpec, ...]  # by configuration order; a document's chain: chain_for
+    fingerprint: str  # the preparation fingerprint every document carries (pipeline/crawl.py)
+    max_file_size: int  # larger documents are read only to sniff their type, and indexed by metadata
+    max_summary_length: int
+    bounds: Bounds = DEFAULT_BOUNDS  # time, memory and text bounds of the preparing processes
+    aux_fields: tuple = ()  # transforms.enrich.auxfields.AuxFieldSpec
+
+    @classmethod
+    def from_config(cls, config, preparators: tuple[PreparatorSpec, ...], fingerprint: str) -> PrepareOptions:
+        return cls(preparators, fingerprint, config.max_file_size, config.max_summary_length, config.preparation,
+                   config.auxiliary_fields)
 
 
 class _Read(beam.DoFn):
@@ -150,23 +170,18 @@ class _PrepareFamily(beam.DoFn):
     the next one at hand when it finishes one. What is held is what is in flight (a few documents, or one
     larger than the pipe)."""
 
-    def __init__(self, family: str, preparators: tuple[PreparatorSpec, ...], fingerprint: str,
-                 max_summary_length: int, bounds: Bounds = DEFAULT_BOUNDS, shared: Shared | None = None,
-                 plugins: PluginHost | None = None, aux_fields=()):
+    def __init__(self, family: str, options: PrepareOptions, shared: Shared | None = None,
+                 plugins: PluginHost | None = None):
         self.family = family
+        self.options = options
         self.shared = shared
-        self.preparators = preparators
-        self.fingerprint = fingerprint
-        self.max_summary_length = max_summary_length
-        self.bounds = bounds
         self.plugins = plugins or PluginHost()
-        self.aux_fields = aux_fields
         self.us = Metrics.counter("stage_us", f"prepare:{family}")
 
     def setup(self):
         self.progress = Progress(f"documents prepared ({self.family})")
         self.tally = Tally(EVENTS)
-        self.runner = runner_for(self.preparators, self.bounds, self.shared)
+        self.runner = runner_for(self.options.preparators, self.options.bounds, self.shared)
         self.plugins.load()
         self.pending = deque()  # (document, chain, ticket, window, timestamp) handed over, not yet emitted
 
@@ -184,16 +199,25 @@ class _PrepareFamily(beam.DoFn):
         return timed(self.us, self._hand_over(raw, window, timestamp))
 
     def _hand_over(self, raw, window, timestamp):
-        chain = chain_for(self.preparators, raw.mimetype, raw.entry.url)
+        chain = chain_for(self.options.preparators, raw.mimetype, raw.entry.url)
         if not chain:  # a type nothing reads and no catch-all: no document, as regain made none
-            self.tally.count("skipped_unread")
-        elif not raw.oversize:  # one the preparing process cannot take (it does not start) gets its substitute
+            yield from self._unread(raw.entry, window, timestamp)
+        elif not raw.metadata_only_reason:  # one the preparing process cannot take (it does not start) gets its substitute
             yield from isolated(self._submit(raw, chain, window, timestamp), raw.entry.url, "prepare", EVENTS,
                                 substitute=lambda reason: [self._substitute(raw, reason)])
         while self.pending and (len(self.pending) > MAX_IN_FLIGHT or self.pending[0][2].value is not None):
             yield from self._windowed(*self.pending.popleft())
-        if chain and raw.oversize:
+        if chain and raw.metadata_only_reason:
             yield from self._windowed(raw, chain, None, window, timestamp)
+
+    def _unread(self, entry, window, timestamp):
+        """Counted; and if the index holds it from before (the catch-all indexed it), a delete candidate."""
+        self.tally.count("skipped_unread")
+        if entry.in_index:
+            self.tally.count("no_longer_read")
+            yield beam.pvalue.TaggedOutput(DELETE, WindowedValue(SnapshotEntry(
+                entry.id, entry.url, entry.size, entry.mtime_ns, "", "", entry.etag, entry.http_last_modified),
+                timestamp, [window]))
 
     def _submit(self, raw, chain, window, timestamp):
         ticket = self.runner.submit(raw.data, raw.entry.url, raw.mimetype)
@@ -210,10 +234,9 @@ class _PrepareFamily(beam.DoFn):
 
     def _outputs(self, raw, chain, ticket):
         entry, mimetype, data = Entry(*raw.entry), raw.mimetype, raw.data
-        raw = RawDocument(entry, mimetype, data, raw.oversize)  # plugins see our own record classes
-        if raw.oversize:
-            yield make_document(entry, mimetype, b"", Prepared(), self.fingerprint, self.max_summary_length,
-                                error=raw.oversize, aux_fields=self.aux_fields)
+        raw = RawDocument(entry, mimetype, data, raw.metadata_only_reason)  # plugins see our own record classes
+        if raw.metadata_only_reason:
+            yield self._document(entry, mimetype, b"", Prepared(), raw.metadata_only_reason)
             return
         prepared, errors = ticket.result() if ticket is not None else (None, [])
         tried = chain[:len(errors) + (prepared is not None)]  # the child tries the chain in order
@@ -224,7 +247,7 @@ class _PrepareFamily(beam.DoFn):
                 prepared = self.plugins.chain("on_after_prepare", "prepared", prepared, entry.url,
                                               raw_document=raw, preparator=tried[-1])
         if prepared is not None:
-            limit = self.bounds.max_content_length
+            limit = self.options.bounds.max_content_length
             partial = [prepared.partial] if prepared.partial else []
             if len(prepared.content) > limit:
                 prepared.content = prepared.content[:limit]
@@ -240,54 +263,51 @@ class _PrepareFamily(beam.DoFn):
                 problems.append(event("metadata_only", entry.url, "prepare", misnamed))
             elif all(p.catch_all for p in chain):  # a type no preparator supports: found by name, not a failure
                 self.tally.count("unsupported")
-            yield make_document(entry, mimetype, data, prepared, self.fingerprint, self.max_summary_length,
-                                error="; ".join(p.reason for p in problems), aux_fields=self.aux_fields)
+            yield self._document(entry, mimetype, data, prepared, "; ".join(p.reason for p in problems))
             self.tally.count("prepared")
             for problem in problems:
                 yield beam.pvalue.TaggedOutput(EVENTS, problem)
         else:
             reason = "; ".join(errors) or f"no preparator accepts {mimetype}"
-            yield make_document(entry, mimetype, data, Prepared(), self.fingerprint, self.max_summary_length,
-                                error=reason, aux_fields=self.aux_fields)
+            yield self._document(entry, mimetype, data, Prepared(), reason)
             yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "prepare", reason))
         for problem in self.plugins.problems():
             yield beam.pvalue.TaggedOutput(EVENTS, problem)
 
+    def _document(self, entry, mimetype: str, data: bytes, prepared: Prepared, error: str) -> IndexDoc:
+        options = self.options
+        return make_document(entry, mimetype, data, prepared, options.fingerprint, options.max_summary_length,
+                             error=error, aux_fields=options.aux_fields)
+
     def _substitute(self, raw, reason: str) -> IndexDoc:
         """regain's substitute document: URL, name, size, date and why it has nothing more."""
-        return make_document(Entry(*raw.entry), raw.mimetype, b"", Prepared(), self.fingerprint,
-                             self.max_summary_length, error=reason)
+        return make_document(Entry(*raw.entry), raw.mimetype, b"", Prepared(), self.options.fingerprint,
+                             self.options.max_summary_length, error=reason)
 
     def _misnamed(self, url: str, mimetype: str) -> str:
         """Why a document whose name promises a readable format (an empty ``.pdf``, garbage named ``.txt``)
         got only its metadata; nothing for files no preparator would read anyway (images, binaries)."""
         claimed = mimetypes.guess_type(url, strict=False)[0]
         if claimed and claimed != mimetype and any(
-                not p.catch_all and p.accepts(claimed, url) for p in self.preparators):
+                not p.catch_all and p.accepts(claimed, url) for p in self.options.preparators):
             return f"the name says {claimed} but the content is {mimetype}: indexed by metadata only"
         return ""
 
 
 class Prepare(beam.PTransform):
-    """Entries to prepare → (index documents, one PCollection per preparator family; events)."""
+    """Entries to prepare → (index documents, one PCollection per preparator family; events; delete
+    candidates: documents of a type nothing reads any more)."""
 
-    def __init__(self, preparators: tuple[PreparatorSpec, ...], fingerprint: str, max_file_size: int,
-                 max_summary_length: int, bounds: Bounds = DEFAULT_BOUNDS, plugins: PluginHost | None = None,
-                 aux_fields=(), source_settings=None):
+    def __init__(self, options: PrepareOptions, plugins: PluginHost | None = None, source_settings=None):
         super().__init__()
-        self.source_settings = source_settings
-        self.preparators = preparators
-        self.bounds = bounds
-        self.fingerprint = fingerprint
-        self.max_file_size = max_file_size
-        self.max_summary_length = max_summary_length
+        self.options = options
         self.plugins = plugins
-        self.aux_fields = aux_fields
+        self.source_settings = source_settings
 
     def expand(self, entries):
-        read = entries | "Read" >> beam.ParDo(_Read(self.max_file_size, self.source_settings)
+        read = entries | "Read" >> beam.ParDo(_Read(self.options.max_file_size, self.source_settings)
                                               ).with_output_types(RawDocument).with_outputs(EVENTS, main="raw")
-        preparators = self.preparators
+        preparators = self.options.preparators
         families = [p.name for p in preparators] + ["unprepared"]
 
         def route(raw, _count):
@@ -296,12 +316,13 @@ class Prepare(beam.PTransform):
 
         parts = read["raw"] | "ByPreparator" >> beam.Partition(route, len(families))
         shared = Shared()  # the families of one worker process share its preparing children
-        docs, events = [], [read[EVENTS]]
+        docs, events, deletes = [], [read[EVENTS]], []
         for family, part in zip(families, parts):
-            prepare = _PrepareFamily(family, preparators, self.fingerprint, self.max_summary_length, self.bounds,
-                                     shared, self.plugins, self.aux_fields)
+            prepare = _PrepareFamily(family, self.options, shared, self.plugins)
             out = part | f"Prepare:{family}" >> beam.ParDo(prepare).with_output_types(
-                IndexDoc).with_outputs(EVENTS, main="docs")
+                IndexDoc).with_outputs(EVENTS, DELETE, main="docs")
             docs.append(out["docs"])
             events.append(out[EVENTS])
-        return tuple(docs), tuple(events) | "AllPrepareEvents" >> beam.Flatten().with_output_types(Event)
+            deletes.append(out[DELETE])
+        return (tuple(docs), tuple(events) | "AllPrepareEvents" >> beam.Flatten().with_output_types(Event),
+                tuple(deletes) | "AllNoLongerRead" >> beam.Flatten().with_output_types(SnapshotEntry))

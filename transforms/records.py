@@ -54,6 +54,7 @@ class Entry(NamedTuple):
     groups: Sequence[str] = ()  # who may read it (access control); empty: everyone
     name: str = ""  # its file name where the URL does not end in it (an IMAP attachment's is its section)
     denied: Sequence[str] = ()  # who may not, whatever ``groups`` says (EVERYONE: no one)
+    in_index: bool = False  # the index holds an earlier version of it (set by Freshness for a changed one)
 
     route = "entries"  # not a field: the output a discovery step sends it to
 
@@ -80,7 +81,7 @@ class RawDocument(NamedTuple):
     entry: Entry
     mimetype: str
     data: bytes
-    oversize: str  # why it is indexed by metadata only (larger than max_file_size, unreadable), else ""
+    metadata_only_reason: str  # why it is indexed by metadata only (larger than max_file_size, unreadable), else ""
 
 
 class AuxValue(NamedTuple):
@@ -165,23 +166,38 @@ def lossless(text: str) -> str:
 _TYPES = {"str": str, "int": int, "bool": bool, "bytes": bytes, "bytes | None": (bytes, type(None))}
 
 
+def _check_str(value, where):
+    if type(value) is str and value.isascii():  # nearly every value: no surrogate can be in it
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"{where} is {type(value).__name__}, not str")
+    return lossless(value) if type(value) is str else value
+
+
 def _checker(hint: str):
-    """A function (value, where) → the value conformed to ``hint``, or TypeError naming ``where``."""
+    """A function (value, where) → the value conformed to ``hint``, or TypeError naming ``where``. Each
+    runs for every field of every record a stage hands on: the common case is kept short."""
+    if hint == "str":
+        return _check_str
     if hint in _TYPES:
         wanted = _TYPES[hint]
 
         def check(value, where):
             if not isinstance(value, wanted):
                 raise TypeError(f"{where} is {type(value).__name__}, not {hint}")
-            return lossless(value) if type(value) is str else value
+            return value
         return check
     if hint.startswith("Sequence["):
         inner = _checker(hint[len("Sequence["):-1])
 
         def check_all(value, where):
-            if isinstance(value, str | bytes) or not isinstance(value, Sequence | set | frozenset):
+            if type(value) not in (list, tuple) and (
+                    isinstance(value, str | bytes) or not isinstance(value, Sequence | set | frozenset)):
                 raise TypeError(f"{where} is {type(value).__name__}, not a sequence")
-            return [inner(v, f"{where}[{n}]") for n, v in enumerate(value)]
+            try:
+                return [inner(v, where) for v in value]
+            except TypeError:  # again, item by item, so the message names the item at fault
+                return [inner(v, f"{where}[{n}]") for n, v in enumerate(value)]
         return check_all
     return lambda value, where: conform(RECORDS[hint](*value))
 

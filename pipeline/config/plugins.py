@@ -5,7 +5,7 @@
     plugins:
       - plugin: filesize_filter      # shipped name, entry point in group beamtrawl.plugins, or pkg.mod:Class
         enabled: true                # a disabled entry is not loaded at all
-        priority: 0                  # lower runs first (regain's order)
+        priority: 0                  # higher runs first, as for preparators
         params: {min_bytes: 1}       # keyword arguments of the plugin class
 
 Every enabled plugin is loaded once while the configuration is read (not for searching), so a missing
@@ -30,7 +30,7 @@ class PluginEntry(Section):
     enabled: Flag = True
     """false: the plugin is not loaded at all"""
     priority: Count = PluginSpec.priority
-    """lower runs first (regain's order)"""
+    """higher runs first, as for preparators"""
     params: Annotated[dict[str, Any], OrEmpty] = Field(default_factory=dict)
     """keyword arguments of the plugin class (strings may hold ${ENV_VAR})"""
 

@@ -64,7 +64,6 @@ from beamtrawl.transforms.records import EVERYONE, AuxValue, IndexDoc, SnapshotE
 from opensearchpy import OpenSearch, helpers
 from opensearchpy.exceptions import NotFoundError, OpenSearchException, TransportError
 
-ANALYZERS = ("english", "german", "french", "italian", "standard")
 SLICE_DOCS = 50_000  # documents per snapshot slice
 PAGE = 5_000
 MAX_REQUEST_BYTES = 10 * 1024 * 1024

@@ -86,10 +86,6 @@ class Query:
     filters: list[tuple[str, str, bool]] = field(default_factory=list)  # (field, value, negated)
     groups: tuple[str, ...] = ()  # the searcher's groups; () = public documents only
 
-    def aux_filters(self) -> list[tuple[str, str, bool]]:
-        """The filters on auxiliary fields (every field that is not one of FILTER_FIELDS)."""
-        return [f for f in self.filters if f[0] not in FILTER_FIELDS]
-
     @property
     def has_text(self) -> bool:
         return bool(self.clauses)

@@ -364,7 +364,7 @@ class EmbeddedIndex(IndexTarget):
         for rid, name, value in db.execute(
                 f"SELECT rid, name, value FROM aux WHERE stored AND rid IN ({', '.join('?' * len(rids))})", rids):
             stored.setdefault(rid, {})[name] = value
-        return [_hit(*row[1:], extra=stored.get(row[0], {})) for row in rows]
+        return [_hit(row[1:], stored.get(row[0], {})) for row in rows]
 
 
 def _conditions(query: Query) -> tuple[list[str], list]:
@@ -671,7 +671,9 @@ def _norm(length: int, average: float) -> float:
     return _BM25_K1 * (1 - _BM25_B + _BM25_B * length / average)
 
 
-def _hit(doc_id, url, title, filename, mimetype, size, last_modified, snippet, score, extra=None) -> Hit:
+def _hit(row: Sequence, extra: dict) -> Hit:
+    """A hit from a search's row (id, url, title, file name, MIME type, size, date, snippet, score)."""
+    doc_id, url, title, filename, mimetype, size, last_modified, snippet, score = row
     plain, marked = render_snippet(snippet or "")
     return Hit(url=url, title=title or filename, snippet=plain, snippet_html=marked, score=round(score, 4),
-               mimetype=mimetype, size=size, last_modified=last_modified, extra=extra or {}, id=doc_id)
+               mimetype=mimetype, size=size, last_modified=last_modified, extra=extra, id=doc_id)

@@ -221,7 +221,7 @@ def delete_guard(totals: dict, max_failed_ratio: float, max_delete_ratio: float)
         return (f"{failed} of the {documents} documents this crawl considered failed ({failed / documents:.1%}; "
                 f"considered: the accepted ones and those that failed before they could be), more than "
                 f"max_failed_ratio {max_failed_ratio:.1%}")
-    deletes = totals.get("vanished", 0) + totals.get("no_longer_accepted", 0)
+    deletes = sum(totals.get(kind, 0) for kind in ("vanished", "no_longer_accepted", "no_longer_read"))
     indexed = totals.get("in_index", 0)
     if indexed and deletes / indexed > max_delete_ratio:
         return (f"the crawl would delete {deletes} of {indexed} indexed documents ({deletes / indexed:.1%}), "

@@ -43,11 +43,12 @@ def check_params(params: dict) -> dict:
     return params
 
 
-def run_program(command: str, data: bytes, url: str, timeout: float, check_exit_code: bool,
-                max_output_bytes: int) -> str:
-    """The standard output of ``command`` run on ``data``, written to a file named like ``url``'s in an
-    empty temporary folder, which is also the program's working folder: a relative path in the document
-    (roff's ``.so man1/x.1``) finds nothing."""
+def run_program(data: bytes, url: str, params: dict) -> str:
+    """The standard output of ``params["command"]`` run on ``data``, written to a file named like ``url``'s
+    in an empty temporary folder, which is also the program's working folder: a relative path in the
+    document (roff's ``.so man1/x.1``) finds nothing. ``params`` as :data:`DEFAULTS` has them (timeout,
+    check_exit_code, max_output_bytes)."""
+    command, timeout = params["command"], params["timeout"]
     suffix = "." + extension(url) if extension(url) else ""
     with tempfile.TemporaryDirectory(prefix="beamtrawl-") as folder:
         path = os.path.join(folder, "document" + suffix)
@@ -65,13 +66,12 @@ def run_program(command: str, data: bytes, url: str, timeout: float, check_exit_
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
             raise PreparationError(f"{argv[0]} timed out after {timeout:g} s") from None
-    if check_exit_code and process.returncode != 0:
+    if params["check_exit_code"] and process.returncode != 0:
         first = next((line for line in decode_text(err).splitlines() if line.strip()), "")
         detail = f": {first}"[:200] if first else ""
         raise PreparationError(f"{argv[0]} exited with {process.returncode}{detail}")
-    return decode_text(out[:max_output_bytes])
+    return decode_text(out[:params["max_output_bytes"]])
 
 
 def prepare_external(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
-    return Prepared(content=run_program(params["command"], data, url, params["timeout"], params["check_exit_code"],
-                                        params["max_output_bytes"]).strip())
+    return Prepared(content=run_program(data, url, params).strip())

@@ -40,8 +40,7 @@ def prepare_man(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     redirect = _redirect(data, url)
     if redirect is not None:
         return redirect
-    text = _OVERSTRIKE.sub("", run_program(params["command"], data, url, params["timeout"], False,
-                                           params["max_output_bytes"]))
+    text = _OVERSTRIKE.sub("", run_program(data, url, {**params, "check_exit_code": False}))
     lines = [line.rstrip() for line in text.splitlines()]
     filled = [i for i, line in enumerate(lines) if line.strip()]
     if not filled:
