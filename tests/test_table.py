@@ -301,3 +301,18 @@ def test_export_of_an_opensearch_index(tmp_path, os_config, crawl, opensearch):
     assert exported == stored
     summaries = {row["id"]: row["summary"] for row in pl.read_delta(str(tmp_path / "export.delta")).to_dicts()}
     assert all(summaries[i] == doc["summary"] for i, doc in all_docs(opensearch, index_name(config)).items())
+
+
+def test_a_change_after_a_merge_commits(tmp_path):
+    """The third crawl changes documents that the second crawl's MERGE rewrote: delta-rs writes those files
+    itself (their statistics read as string_view), and the commit must still find the ids in them."""
+    uri = str(tmp_path / "t.delta")
+    for text in ("first", "second", "third", "fourth"):
+        target = DeltaIndex(uri)
+        target.prepare()
+        target.upsert([_doc(1, text), _doc(2, text)])
+        target.set_access([(_doc(2).id, [text], [])])
+        target.commit(target.take_staged())
+        target.finish(succeeded=True)
+        rows = DeltaTable(uri).to_pyarrow_table().to_pylist()
+        assert sorted((r["id"], r["content"]) for r in rows) == [(_doc(1).id, text), (_doc(2).id, text)]

@@ -253,7 +253,7 @@ class DeltaIndex(IndexTarget):
         ids = ds.dataset(documents, filesystem=fs, schema=SCHEMA).to_table(columns=["id"])["id"].combine_chunks()
         if len(ids) != len(pc.unique(ids)):  # a runner that handed on a retried bundle's output too
             raise IndexUnavailable(f"{self._where()}: the staged files hold a document twice; nothing committed")
-        table = self.table.to_pyarrow_dataset()
+        table = self._dataset()
         present = _ids_in(table, ids)
         changes = ds.dataset(access, filesystem=fs, schema=ACCESS_SCHEMA).to_table()
         # an access change applies to a document in the table and not staged in full (which carries its access)
@@ -427,14 +427,21 @@ class DeltaIndex(IndexTarget):
     def documents(self) -> Iterator[IndexDoc]:
         """Every document of the current version. The files are listed now and read with pyarrow alone, so
         the iterator may feed a write of delta-rs (``export``) without calling into delta-rs again."""
-        files = ds.dataset([self._path(name) for name in _files(self.table)], filesystem=self.fs[0], schema=SCHEMA)
-        return (from_arrow(row) for batch in files.to_batches() for row in batch.to_pylist())
+        return (from_arrow(row) for batch in self._dataset().to_batches() for row in batch.to_pylist())
+
+    def _dataset(self) -> ds.Dataset:
+        """The files of the current version as a pyarrow dataset of our own (delta-rs's ``to_pyarrow_dataset``
+        turns the statistics of the files it writes into string_view guarantees no filter can compare)."""
+        return ds.dataset([self._path(name) for name in _files(self.table)], filesystem=self.fs[0], schema=SCHEMA)
 
 
 def _ids_in(table: ds.Dataset, ids) -> pa.Array:
     """Those of ``ids`` the table holds (its id column only is read)."""
     ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
-    return table.to_table(columns=["id"], filter=ds.field("id").isin(ids))["id"].combine_chunks()
+    # filtered after reading, not by a scan filter: pyarrow prunes row groups by their statistics, which
+    # the files delta-rs writes (a MERGE's) store as string_view, and it cannot compare those with strings
+    column = table.to_table(columns=["id"])["id"]
+    return column.filter(pc.is_in(column, value_set=ids)).combine_chunks()
 
 
 #: The MERGE source's column saying what a row is: a staged "document" or an "access" change.
