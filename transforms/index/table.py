@@ -27,6 +27,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -42,6 +43,9 @@ from beamtrawl.transforms.index.query import Query
 from beamtrawl.transforms.records import AuxValue, IndexDoc, SnapshotEntry
 
 log = logging.getLogger("beamtrawl")
+#: delta-rs logs its own warnings to stderr (each probe of an object store's credential chain, several lines
+#: each) unless RUST_LOG says otherwise; what fails reaches the user as our one-line error instead.
+os.environ.setdefault("RUST_LOG", "error")
 
 #: Written to the table property ``beamtrawl.schema_version``; bumped when SCHEMA changes.
 SCHEMA_VERSION = 1
@@ -177,6 +181,7 @@ class DeltaIndex(IndexTarget):
 
         try:
             if not DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
+                self._refuse_inside_a_table()
                 self._refuse_foreign_folder()
                 DeltaTable.create(self.uri, SCHEMA, name="beamtrawl", configuration=PROPERTIES,
                                   storage_options=self.storage_options or None, raise_if_key_not_exists=False)
@@ -199,6 +204,16 @@ class DeltaIndex(IndexTarget):
         if info.type == pafs.FileType.Directory and fs.get_file_info(pafs.FileSelector(root)):
             raise IndexUnavailable(f"{self._where()}: a folder with files that is not a Delta table; left as it "
                                    f"is (name an empty or new folder)")
+
+    def _refuse_inside_a_table(self) -> None:
+        """A folder inside another Delta table is refused: that table's vacuum would remove its files."""
+        fs, root = self.fs
+        parent = root.rstrip("/").rpartition("/")[0]
+        while parent and parent not in ("/", root):
+            if fs.get_file_info(f"{parent}/_delta_log").type == pafs.FileType.Directory:
+                raise IndexUnavailable(f"{self._where()}: inside the Delta table {parent}, whose maintenance would "
+                                       f"remove it; name a folder outside it")
+            parent = parent.rpartition("/")[0]
 
     def _check_table(self, table) -> None:
         version = table.metadata().configuration.get(SCHEMA_PROPERTY)
@@ -337,6 +352,14 @@ class DeltaIndex(IndexTarget):
         """Compact small files, then remove the files no version younger than ``retention_hours`` needs.
         A running crawl's version is kept whatever its age, and so is every file written since it began
         (the ones it staged but has not committed)."""
+        from deltalake.exceptions import DeltaError
+
+        try:
+            return self._maintain(retention_hours)
+        except (DeltaError, OSError) as err:
+            raise IndexUnavailable(f"{self._where()}: cannot maintain the Delta table ({_short(err)})") from None
+
+    def _maintain(self, retention_hours: float) -> dict:
         from deltalake import WriterProperties
 
         self._check_table(self.table)
@@ -359,10 +382,21 @@ class DeltaIndex(IndexTarget):
     def write_all(self, docs: Iterator[IndexDoc], batch: int = 1000) -> int:
         """A new table holding ``docs`` (``beamtrawl export``), written in one transaction after its creation;
         refused where a table or other files are."""
+        from deltalake.exceptions import DeltaError
+
+        try:
+            return self._write_all(docs, batch)
+        except IndexUnavailable:
+            raise
+        except (DeltaError, OSError) as err:
+            raise IndexUnavailable(f"{self._where()}: cannot write the Delta table ({_short(err)})") from None
+
+    def _write_all(self, docs: Iterator[IndexDoc], batch: int) -> int:
         from deltalake import DeltaTable, write_deltalake
 
         if DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
             raise IndexUnavailable(f"{self._where()}: a Delta table is there already; export into a new folder")
+        self._refuse_inside_a_table()
         self._refuse_foreign_folder()
         self.crawl_id = f"export-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
         written = [0]
@@ -475,5 +509,9 @@ def _files(table) -> list[str]:
 _MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": [], "denied": []}
 
 
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # delta-rs colours its chained errors' arrows (↳)
+
+
 def _short(err: Exception) -> str:
-    return " ".join(str(err).split())[:300] or type(err).__name__
+    """An error of delta-rs or pyarrow on one line, without its terminal colours."""
+    return " ".join(_COLOUR.sub("", str(err)).replace("↳", ":").split()).replace(" :", ":")[:300] or type(err).__name__
