@@ -334,3 +334,18 @@ def test_table_failures_are_one_line_and_an_export_never_lands_inside_a_table(tm
         assert done.returncode == 2 and len(lines) == 1 and "\x1b" not in lines[0], (args, done.stderr)
     assert not (table / "sub").exists()
     assert DeltaTable(str(table)).to_pyarrow_table().num_rows == 1
+
+
+def test_a_table_of_another_schema_is_refused_before_the_crawl(tmp_path):
+    """Someone else's table that claims our schema version but holds other columns: one line, untouched
+    (the pipeline would otherwise fail reading the snapshot's columns, with a traceback)."""
+    from beamtrawl.transforms.index.base import IndexUnavailable
+    from deltalake import write_deltalake
+
+    uri = str(tmp_path / "theirs.delta")
+    theirs = DeltaTable.create(uri, pa.schema([("id", pa.string()), ("v", pa.int64())]),
+                               configuration={SCHEMA_PROPERTY: "1"}, raise_if_key_not_exists=False)
+    write_deltalake(theirs, pa.table({"id": ["x"], "v": [1]}), mode="append")
+    with pytest.raises(IndexUnavailable, match="without the columns url, root"):
+        DeltaIndex(uri).prepare()
+    assert DeltaTable(uri).version() == 1 and not (tmp_path / "theirs.delta" / LEASES).exists()

@@ -221,6 +221,11 @@ class DeltaIndex(IndexTarget):
             what = f"schema version {version}" if version else "no beamtrawl schema version"
             raise IndexUnavailable(f"{self._where()}: a Delta table with {what}, this beamtrawl writes version "
                                    f"{SCHEMA_VERSION}; crawl into a new table (or `beamtrawl export` the old index)")
+        missing = [name for name in SCHEMA.names if name not in {field.name for field in table.schema().fields}]
+        if missing:
+            raise IndexUnavailable(f"{self._where()}: a Delta table without the column{'s' * (len(missing) > 1)} "
+                                   f"{', '.join(missing[:5])} of schema version {SCHEMA_VERSION}; left as it is, "
+                                   f"crawl into a new table")
         features = set(table.protocol().reader_features or ()) & _UNREADABLE_FEATURES
         if features:
             raise IndexUnavailable(f"{self._where()}: the table uses {', '.join(sorted(features))}, which beamtrawl "
