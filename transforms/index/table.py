@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import re
+import socket
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -85,7 +86,7 @@ _SNAPSHOT_COLUMNS = list(SnapshotEntry._fields)
 PROPERTIES = {"delta.enableChangeDataFeed": "true", SCHEMA_PROPERTY: str(SCHEMA_VERSION)}
 SPLIT_ROWS = 50_000  # rows of the snapshot one worker reads
 LEASES = "_beamtrawl/leases"  # one file per running crawl naming the version it reads (maintenance keeps it)
-LEASE_HOURS = 7 * 24  # a lease older than this is a crawl that died: maintenance ignores it
+LEASE_HOURS = 7 * 24  # a lease older than this is a crawl that died: maintenance ignores it (sooner on its machine)
 DEFAULT_RETENTION_HOURS = 7 * 24  # versions `beamtrawl maintain` keeps (Delta's own default)
 #: Table features we cannot read as plain Parquet files (the snapshot reads the files themselves).
 _UNREADABLE_FEATURES = {"deletionVectors", "columnMapping"}
@@ -235,8 +236,8 @@ class DeltaIndex(IndexTarget):
         fs, _ = self.fs
         fs.create_dir(self._path(LEASES), recursive=True)
         with fs.open_output_stream(self._path(f"{LEASES}/{self.crawl_id}.json")) as out:
-            out.write(json.dumps({"version": self.version, "crawl_id": self.crawl_id,
-                                  "started": time.time()}).encode())
+            out.write(json.dumps({"version": self.version, "crawl_id": self.crawl_id, "started": time.time(),
+                                  "host": socket.gethostname(), "pid": os.getpid()}).encode())
 
     def check(self) -> None:
         """The table must exist and be one this beamtrawl writes (searching it is refused by :meth:`search`)."""
@@ -349,7 +350,9 @@ class DeltaIndex(IndexTarget):
         for info in fs.get_file_info(pafs.FileSelector(self._path(LEASES), allow_not_found=True)):
             with contextlib.suppress(OSError, ValueError, KeyError), fs.open_input_stream(info.path) as handle:
                 lease = json.loads(handle.read())
-                if time.time() - lease["started"] < LEASE_HOURS * 3600:
+                if _ended(lease):
+                    fs.delete_file(info.path)
+                elif time.time() - lease["started"] < LEASE_HOURS * 3600:
                     found[lease["crawl_id"]] = (lease["version"], lease["started"])
         return found
 
@@ -375,8 +378,8 @@ class DeltaIndex(IndexTarget):
         if leases:
             oldest = min(started for _version, started in leases.values())
             retention_hours = max(retention_hours, (time.time() - oldest) / 3600 + 1)
-        removed = self.table.vacuum(retention_hours=int(retention_hours + 0.999), dry_run=False,
-                                    enforce_retention_duration=False,
+        removed = self.table.vacuum(retention_hours=int(retention_hours + 0.999), dry_run=False, full=True,
+                                    enforce_retention_duration=False,  # full: files never committed go too
                                     keep_versions=sorted({version for version, _started in leases.values()}),
                                     commit_properties=self._commit_properties("vacuum"))
         return {"version": self.table.version(), "files_compacted": compacted["numFilesRemoved"],
@@ -500,6 +503,20 @@ def _merge_source(documents: list[str], changes: pa.Table, fs) -> pa.RecordBatch
         yield from pa.Table.from_arrays([*columns, pa.array(["access"] * len(changes), pa.string())],
                                         schema=_SOURCE_SCHEMA).to_batches()
     return pa.RecordBatchReader.from_batches(_SOURCE_SCHEMA, batches())
+
+
+def _ended(lease: dict) -> bool:
+    """Whether a lease's crawl is known to have ended without removing it (killed): it ran on this machine
+    and its process is gone. A lease from another machine lives until LEASE_HOURS."""
+    if lease.get("host") != socket.gethostname() or not lease.get("pid"):
+        return False
+    try:
+        os.kill(lease["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, someone else's
+        return False
+    return False
 
 
 def _add_actions(table) -> dict[str, list]:
