@@ -380,3 +380,25 @@ os.kill(os.getpid(), signal.SIGKILL)
     done = DeltaIndex(uri).maintain(retention_hours=0)
     assert done["versions_kept_for_crawls"] == [] and not list(Path(uri, LEASES).iterdir())
     assert {p.name for p in Path(uri).glob("part-*")} == _files(uri)
+
+
+def test_two_crawls_at_once_finding_the_same_new_document_leave_it_once(tmp_path):
+    """Two crawls pin the same version and both find a new document; the second commits after the first.
+    Its check of which ids the table holds must see the first's commit (not the version it pinned), or its
+    files are appended as they are and the document is in the table twice."""
+    uri = str(tmp_path / "t.delta")
+    first = DeltaIndex(uri)
+    first.prepare()
+    first.upsert([_doc(1)])
+    first.commit(first.take_staged())
+    first.finish(succeeded=True)
+    one, two = DeltaIndex(uri), DeltaIndex(uri)
+    one.prepare()
+    two.prepare()
+    one.upsert([_doc(5)])
+    two.upsert([_doc(5, "seen later")])
+    for crawl in (one, two):
+        crawl.commit(crawl.take_staged())
+        crawl.finish(succeeded=True)
+    rows = DeltaTable(uri).to_pyarrow_table().to_pylist()
+    assert sorted((r["id"], r["content"]) for r in rows) == [(_doc(1).id, "first"), (_doc(5).id, "seen later")]

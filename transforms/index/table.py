@@ -274,6 +274,7 @@ class DeltaIndex(IndexTarget):
         ids = ds.dataset(documents, filesystem=fs, schema=SCHEMA).to_table(columns=["id"])["id"].combine_chunks()
         if len(ids) != len(pc.unique(ids)):  # a runner that handed on a retried bundle's output too
             raise IndexUnavailable(f"{self._where()}: the staged files hold a document twice; nothing committed")
+        self.table.update_incremental()  # what crawls that ran beside this one committed since it pinned its version
         table = self._dataset()
         present = _ids_in(table, ids)
         changes = ds.dataset(access, filesystem=fs, schema=ACCESS_SCHEMA).to_table()
