@@ -406,3 +406,16 @@ def test_two_crawls_at_once_finding_the_same_new_document_leave_it_once(tmp_path
         crawl.finish(succeeded=True)
     rows = DeltaTable(uri).to_pyarrow_table().to_pylist()
     assert sorted((r["id"], r["content"]) for r in rows) == [(_doc(1).id, "first"), (_doc(5).id, "seen later")]
+
+
+def test_export_of_an_index_not_crawled_yet_and_bad_retention_hours_are_one_line(tmp_path, make_config):
+    root = tmp_path / "docs"
+    build_tree(root)
+    for index in ({"table": "none.delta"}, {"path": "none.sqlite"}):
+        config = make_config(root, name="c.yaml", index=index)
+        done = beamtrawl("export", str(config), str(tmp_path / "out.delta"))
+        assert done.returncode == 2 and done.stderr.strip().count("\n") == 0 and "crawl first" in done.stderr
+        assert not (tmp_path / "out.delta").exists()
+    for hours in ("-5", "nan", "inf", "x"):
+        done = beamtrawl("maintain", str(config), f"--retention-hours={hours}")
+        assert done.returncode == 2 and "--retention-hours" in done.stderr, done.stderr
