@@ -419,3 +419,18 @@ def test_export_of_an_index_not_crawled_yet_and_bad_retention_hours_are_one_line
     for hours in ("-5", "nan", "inf", "x"):
         done = beamtrawl("maintain", str(config), f"--retention-hours={hours}")
         assert done.returncode == 2 and "--retention-hours" in done.stderr, done.stderr
+
+
+def test_an_export_whose_source_fails_midway_leaves_no_table(tmp_path):
+    """The index being exported fails after 1,500 documents (an OpenSearch node going away): the error
+    propagates and DEST holds no empty table that the export's second try would refuse."""
+    def failing():
+        for n in range(1500):
+            yield _doc(n)
+        raise RuntimeError("the index went away")
+
+    dest = tmp_path / "out.delta"
+    with pytest.raises(RuntimeError, match="went away"):
+        DeltaIndex(str(dest)).write_all(failing())
+    assert not dest.exists()
+    assert DeltaIndex(str(dest)).write_all(iter([_doc(1)])) == 1

@@ -408,11 +408,11 @@ class DeltaIndex(IndexTarget):
         self._refuse_inside_a_table()
         self._refuse_foreign_folder()
         self.crawl_id = f"export-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
-        written = [0]
+        written, failed = [0], []
 
         def batches():
             chunk = []
-            for doc in docs:
+            for doc in _noting(docs, failed):
                 chunk.append(doc)
                 if len(chunk) == batch:
                     written[0] += len(chunk)
@@ -421,10 +421,19 @@ class DeltaIndex(IndexTarget):
             written[0] += len(chunk)
             yield from to_arrow(chunk, self.crawl_id).to_batches()
 
+        fs, root = self.fs
+        existed = fs.get_file_info(root).type == pafs.FileType.Directory  # empty: checked above
         table = DeltaTable.create(self.uri, SCHEMA, name="beamtrawl", configuration=PROPERTIES,
                                   storage_options=self.storage_options or None, raise_if_key_not_exists=False)
-        write_deltalake(table, pa.RecordBatchReader.from_batches(SCHEMA, batches()), mode="append",
-                        commit_properties=self._commit_properties("export"))
+        try:
+            write_deltalake(table, pa.RecordBatchReader.from_batches(SCHEMA, batches()), mode="append",
+                            commit_properties=self._commit_properties("export"))
+        except BaseException:  # the source failed midway: no empty table left that a second export would refuse
+            with contextlib.suppress(OSError):
+                fs.delete_dir_contents(root) if existed else fs.delete_dir(root)
+            if failed:  # the source's own error, not delta-rs's wrapping of it
+                raise failed[0] from None
+            raise
         return written[0]
 
     # -- workers -----------------------------------------------------------------------------
@@ -476,6 +485,15 @@ class DeltaIndex(IndexTarget):
         """The files of the current version as a pyarrow dataset of our own (delta-rs's ``to_pyarrow_dataset``
         turns the statistics of the files it writes into string_view guarantees no filter can compare)."""
         return ds.dataset([self._path(name) for name in _files(self.table)], filesystem=self.fs[0], schema=SCHEMA)
+
+
+def _noting(items: Iterator, failed: list) -> Iterator:
+    """``items``, noting in ``failed`` the error that ends them (delta-rs, which reads them, wraps it)."""
+    try:
+        yield from items
+    except Exception as err:
+        failed.append(err)
+        raise
 
 
 def _ids_in(table: ds.Dataset, ids) -> pa.Array:
