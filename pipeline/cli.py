@@ -79,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     maintain = commands.add_parser("maintain", parents=[overrides],
                                    help="compact CONFIG's Delta table and remove files of old versions")
     maintain.add_argument("config")
-    maintain.add_argument("--retention-hours", type=float, default=None, metavar="H",
+    maintain.add_argument("--retention-hours", type=_hours, default=None, metavar="H",
                           help="keep every version younger than this (default: a week); a running crawl's "
                                "version is always kept")
     maintain.add_argument("--debug", action="store_true")
@@ -114,6 +114,17 @@ def _serve_parsers(commands, overrides) -> None:
 
 
 MAX_LIMIT = 10_000  # hits one search may return
+
+
+def _hours(text: str) -> float:
+    """``--retention-hours``: a number of hours, 0 or more (0: keep only the current version and running crawls')."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number") from None
+    if not 0 <= value < 1e6:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"{text[:40]} is not a number of hours from 0 to 1,000,000")
+    return value
 
 
 def _limit(text: str) -> int:
@@ -317,6 +328,7 @@ def _export(config, dest: str) -> int:
     from beamtrawl.transforms.index.table import DeltaIndex
 
     source = make_target(config.index)
+    source.check()  # an index not crawled yet: one line, and no table made at DEST
     written = DeltaIndex(dest).write_all(source.documents())
     print(f"exported {written} documents of {config.index.label} to the Delta table {dest}")
     return 0

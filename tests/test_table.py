@@ -271,6 +271,10 @@ def test_a_table_crawl_refuses_a_folder_that_is_not_its_table(tmp_path, make_con
     ({"table": "t", "name": "x"}, "index.name: does not apply to a table"),
     ({"table": "ftp://host/t"}, "index.table: must be a path"),
     ({"table": "s3://b/t", "storage_options": ["x"]}, "index.storage_options: must be a mapping"),
+    ({"table": None}, "index.table: must be given a value"),
+    ({"path": None}, "index.path: must be given a value"),
+    ({"table": "s3://"}, "index.table: must be a path or a file://, s3://, gs:// or abfss:// URL with its bucket"),
+    ({"table": "gs:///t"}, "index.table: must be a path or a file://"),
 ])
 def test_table_configuration_errors_name_the_key(tmp_path, index, problem):
     raw = {"start": [{"url": f"file://{tmp_path}"}], "index": index}
@@ -304,3 +308,132 @@ def test_export_of_an_opensearch_index(tmp_path, os_config, crawl, opensearch):
     assert exported == stored
     summaries = {row["id"]: row["summary"] for row in pl.read_delta(str(tmp_path / "export.delta")).to_dicts()}
     assert all(summaries[i] == doc["summary"] for i, doc in all_docs(opensearch, index_name(config)).items())
+
+
+def test_a_change_after_a_merge_commits(tmp_path):
+    """The third crawl changes documents that the second crawl's MERGE rewrote: delta-rs writes those files
+    itself (their statistics read as string_view), and the commit must still find the ids in them."""
+    uri = str(tmp_path / "t.delta")
+    for text in ("first", "second", "third", "fourth"):
+        target = DeltaIndex(uri)
+        target.prepare()
+        target.upsert([_doc(1, text), _doc(2, text)])
+        target.set_access([(_doc(2).id, [text], [])])
+        target.commit(target.take_staged())
+        target.finish(succeeded=True)
+        rows = DeltaTable(uri).to_pyarrow_table().to_pylist()
+        assert sorted((r["id"], r["content"]) for r in rows) == [(_doc(1).id, text), (_doc(2).id, text)]
+
+
+def test_table_failures_are_one_line_and_an_export_never_lands_inside_a_table(tmp_path, make_config):
+    """An object store without credentials, an export onto a file or an unwritable place: one line each,
+    exit 2. An export into a folder inside a table is refused (that table's vacuum would remove it)."""
+    root = tmp_path / "docs"
+    build_tree(root)
+    table = tmp_path / "a table ü.delta"
+    DeltaIndex(str(table)).write_all(iter([_doc(1)]))
+    config = make_config(root, name="t.yaml", index={"table": str(table)})
+    s3 = make_config(root, name="s3.yaml", index={"table": "s3://beamtrawl-no-such-bucket/t"})
+    for args in (("crawl", str(s3)), ("maintain", str(s3)), ("export", str(config), str(tmp_path / "t.yaml")),
+                 ("export", str(config), "/proc/no.delta"), ("export", str(config), str(table / "sub"))):
+        done = beamtrawl(*args, timeout=120)
+        lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("crawling")]
+        assert done.returncode == 2 and len(lines) == 1 and "\x1b" not in lines[0], (args, done.stderr)
+    assert not (table / "sub").exists()
+    assert DeltaTable(str(table)).to_pyarrow_table().num_rows == 1
+
+
+def test_a_table_of_another_schema_is_refused_before_the_crawl(tmp_path):
+    """Someone else's table that claims our schema version but holds other columns: one line, untouched
+    (the pipeline would otherwise fail reading the snapshot's columns, with a traceback)."""
+    from beamtrawl.transforms.index.base import IndexUnavailable
+    from deltalake import write_deltalake
+
+    uri = str(tmp_path / "theirs.delta")
+    theirs = DeltaTable.create(uri, pa.schema([("id", pa.string()), ("v", pa.int64())]),
+                               configuration={SCHEMA_PROPERTY: "1"}, raise_if_key_not_exists=False)
+    write_deltalake(theirs, pa.table({"id": ["x"], "v": [1]}), mode="append")
+    with pytest.raises(IndexUnavailable, match="without the columns url, root"):
+        DeltaIndex(uri).prepare()
+    assert DeltaTable(uri).version() == 1 and not (tmp_path / "theirs.delta" / LEASES).exists()
+
+
+def test_a_killed_crawl_neither_blocks_maintenance_nor_leaves_its_files(tmp_path):
+    """A crawl SIGKILLed after staging a file leaves its lease and the file. The table stays at its last
+    version; the lease of a process gone from this machine is dropped by `maintain`, whose vacuum then
+    removes the orphan (before, the dead lease held the retention open for a week)."""
+    import signal
+    import subprocess
+    import sys
+
+    uri = str(tmp_path / "t.delta")
+    target = DeltaIndex(uri)
+    target.prepare()
+    target.upsert([_doc(1)])
+    target.commit(target.take_staged())
+    target.finish(succeeded=True)
+    killed = subprocess.run([sys.executable, "-c", f"""
+import os, signal
+from beamtrawl.transforms.index.table import DeltaIndex
+from tests.test_table import _doc
+target = DeltaIndex({uri!r})
+target.prepare()
+target.upsert([_doc(1, "second"), _doc(2)])
+os.kill(os.getpid(), signal.SIGKILL)
+"""], cwd=Path(__file__).resolve().parent.parent, check=False)
+    assert killed.returncode == -signal.SIGKILL
+    assert len(list(Path(uri, LEASES).iterdir())) == 1 and len(list(Path(uri).glob("part-*"))) == 2
+    assert [r["content"] for r in DeltaTable(uri).to_pyarrow_table().to_pylist()] == ["first"]
+    done = DeltaIndex(uri).maintain(retention_hours=0)
+    assert done["versions_kept_for_crawls"] == [] and not list(Path(uri, LEASES).iterdir())
+    assert {p.name for p in Path(uri).glob("part-*")} == _files(uri)
+
+
+def test_two_crawls_at_once_finding_the_same_new_document_leave_it_once(tmp_path):
+    """Two crawls pin the same version and both find a new document; the second commits after the first.
+    Its check of which ids the table holds must see the first's commit (not the version it pinned), or its
+    files are appended as they are and the document is in the table twice."""
+    uri = str(tmp_path / "t.delta")
+    first = DeltaIndex(uri)
+    first.prepare()
+    first.upsert([_doc(1)])
+    first.commit(first.take_staged())
+    first.finish(succeeded=True)
+    one, two = DeltaIndex(uri), DeltaIndex(uri)
+    one.prepare()
+    two.prepare()
+    one.upsert([_doc(5)])
+    two.upsert([_doc(5, "seen later")])
+    for crawl in (one, two):
+        crawl.commit(crawl.take_staged())
+        crawl.finish(succeeded=True)
+    rows = DeltaTable(uri).to_pyarrow_table().to_pylist()
+    assert sorted((r["id"], r["content"]) for r in rows) == [(_doc(1).id, "first"), (_doc(5).id, "seen later")]
+
+
+def test_export_of_an_index_not_crawled_yet_and_bad_retention_hours_are_one_line(tmp_path, make_config):
+    root = tmp_path / "docs"
+    build_tree(root)
+    for index in ({"table": "none.delta"}, {"path": "none.sqlite"}):
+        config = make_config(root, name="c.yaml", index=index)
+        done = beamtrawl("export", str(config), str(tmp_path / "out.delta"))
+        assert done.returncode == 2 and done.stderr.strip().count("\n") == 0 and "crawl first" in done.stderr
+        assert not (tmp_path / "out.delta").exists()
+    for hours in ("-5", "nan", "inf", "x"):
+        done = beamtrawl("maintain", str(config), f"--retention-hours={hours}")
+        assert done.returncode == 2 and "--retention-hours" in done.stderr, done.stderr
+
+
+def test_an_export_whose_source_fails_midway_leaves_no_table(tmp_path):
+    """The index being exported fails after 1,500 documents (an OpenSearch node going away): the error
+    propagates and DEST holds no empty table that the export's second try would refuse."""
+    def failing():
+        for n in range(1500):
+            yield _doc(n)
+        raise RuntimeError("the index went away")
+
+    dest = tmp_path / "out.delta"
+    with pytest.raises(RuntimeError, match="went away"):
+        DeltaIndex(str(dest)).write_all(failing())
+    assert not dest.exists()
+    assert DeltaIndex(str(dest)).write_all(iter([_doc(1)])) == 1

@@ -142,8 +142,8 @@ IndexName = matching(r"[a-z0-9][a-z0-9_.-]*", "must be lower case letters, digit
 
 
 def _table_scheme(location: str) -> str:
-    if "://" in location and not re.match(r"(file|s3|s3a|gs|gcs|az|abfss?)://", location):
-        raise fail(f"must be a path or a file://, s3://, gs:// or abfss:// URL, got {location!r}")
+    if "://" in location and not re.match(r"(file:///|(s3|s3a|gs|gcs|az|abfss?)://[^/\s])", location):
+        raise fail(f"must be a path or a file://, s3://, gs:// or abfss:// URL with its bucket, got {location!r}")
     return location
 
 
@@ -183,6 +183,9 @@ class IndexConfig(Section):
     @classmethod
     def _one_kind(cls, raw):
         if isinstance(raw, dict):
+            empty = [k for k in ("path", "url", "table") if k in raw and raw[k] is None]
+            if empty:  # `table:` with nothing after it: not the same as leaving the key out
+                raise fail("must be given a value, got nothing", at=f".{empty[0]}")
             if "table" in raw:
                 if "path" in raw or "url" in raw:
                     raise fail("needs one of 'path' (the embedded index), 'url' (OpenSearch) or 'table'")

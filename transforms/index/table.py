@@ -27,6 +27,8 @@ import contextlib
 import json
 import logging
 import os
+import re
+import socket
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -42,6 +44,9 @@ from beamtrawl.transforms.index.query import Query
 from beamtrawl.transforms.records import AuxValue, IndexDoc, SnapshotEntry
 
 log = logging.getLogger("beamtrawl")
+#: delta-rs logs its own warnings to stderr (each probe of an object store's credential chain, several lines
+#: each) unless RUST_LOG says otherwise; what fails reaches the user as our one-line error instead.
+os.environ.setdefault("RUST_LOG", "error")
 
 #: Written to the table property ``beamtrawl.schema_version``; bumped when SCHEMA changes.
 SCHEMA_VERSION = 1
@@ -81,7 +86,7 @@ _SNAPSHOT_COLUMNS = list(SnapshotEntry._fields)
 PROPERTIES = {"delta.enableChangeDataFeed": "true", SCHEMA_PROPERTY: str(SCHEMA_VERSION)}
 SPLIT_ROWS = 50_000  # rows of the snapshot one worker reads
 LEASES = "_beamtrawl/leases"  # one file per running crawl naming the version it reads (maintenance keeps it)
-LEASE_HOURS = 7 * 24  # a lease older than this is a crawl that died: maintenance ignores it
+LEASE_HOURS = 7 * 24  # a lease older than this is a crawl that died: maintenance ignores it (sooner on its machine)
 DEFAULT_RETENTION_HOURS = 7 * 24  # versions `beamtrawl maintain` keeps (Delta's own default)
 #: Table features we cannot read as plain Parquet files (the snapshot reads the files themselves).
 _UNREADABLE_FEATURES = {"deletionVectors", "columnMapping"}
@@ -177,6 +182,7 @@ class DeltaIndex(IndexTarget):
 
         try:
             if not DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
+                self._refuse_inside_a_table()
                 self._refuse_foreign_folder()
                 DeltaTable.create(self.uri, SCHEMA, name="beamtrawl", configuration=PROPERTIES,
                                   storage_options=self.storage_options or None, raise_if_key_not_exists=False)
@@ -200,12 +206,27 @@ class DeltaIndex(IndexTarget):
             raise IndexUnavailable(f"{self._where()}: a folder with files that is not a Delta table; left as it "
                                    f"is (name an empty or new folder)")
 
+    def _refuse_inside_a_table(self) -> None:
+        """A folder inside another Delta table is refused: that table's vacuum would remove its files."""
+        fs, root = self.fs
+        parent = root.rstrip("/").rpartition("/")[0]
+        while parent and parent not in ("/", root):
+            if fs.get_file_info(f"{parent}/_delta_log").type == pafs.FileType.Directory:
+                raise IndexUnavailable(f"{self._where()}: inside the Delta table {parent}, whose maintenance would "
+                                       f"remove it; name a folder outside it")
+            parent = parent.rpartition("/")[0]
+
     def _check_table(self, table) -> None:
         version = table.metadata().configuration.get(SCHEMA_PROPERTY)
         if version != str(SCHEMA_VERSION):
             what = f"schema version {version}" if version else "no beamtrawl schema version"
             raise IndexUnavailable(f"{self._where()}: a Delta table with {what}, this beamtrawl writes version "
                                    f"{SCHEMA_VERSION}; crawl into a new table (or `beamtrawl export` the old index)")
+        missing = [name for name in SCHEMA.names if name not in {field.name for field in table.schema().fields}]
+        if missing:
+            raise IndexUnavailable(f"{self._where()}: a Delta table without the column{'s' * (len(missing) > 1)} "
+                                   f"{', '.join(missing[:5])} of schema version {SCHEMA_VERSION}; left as it is, "
+                                   f"crawl into a new table")
         features = set(table.protocol().reader_features or ()) & _UNREADABLE_FEATURES
         if features:
             raise IndexUnavailable(f"{self._where()}: the table uses {', '.join(sorted(features))}, which beamtrawl "
@@ -215,8 +236,8 @@ class DeltaIndex(IndexTarget):
         fs, _ = self.fs
         fs.create_dir(self._path(LEASES), recursive=True)
         with fs.open_output_stream(self._path(f"{LEASES}/{self.crawl_id}.json")) as out:
-            out.write(json.dumps({"version": self.version, "crawl_id": self.crawl_id,
-                                  "started": time.time()}).encode())
+            out.write(json.dumps({"version": self.version, "crawl_id": self.crawl_id, "started": time.time(),
+                                  "host": socket.gethostname(), "pid": os.getpid()}).encode())
 
     def check(self) -> None:
         """The table must exist and be one this beamtrawl writes (searching it is refused by :meth:`search`)."""
@@ -253,7 +274,8 @@ class DeltaIndex(IndexTarget):
         ids = ds.dataset(documents, filesystem=fs, schema=SCHEMA).to_table(columns=["id"])["id"].combine_chunks()
         if len(ids) != len(pc.unique(ids)):  # a runner that handed on a retried bundle's output too
             raise IndexUnavailable(f"{self._where()}: the staged files hold a document twice; nothing committed")
-        table = self.table.to_pyarrow_dataset()
+        self.table.update_incremental()  # what crawls that ran beside this one committed since it pinned its version
+        table = self._dataset()
         present = _ids_in(table, ids)
         changes = ds.dataset(access, filesystem=fs, schema=ACCESS_SCHEMA).to_table()
         # an access change applies to a document in the table and not staged in full (which carries its access)
@@ -329,7 +351,9 @@ class DeltaIndex(IndexTarget):
         for info in fs.get_file_info(pafs.FileSelector(self._path(LEASES), allow_not_found=True)):
             with contextlib.suppress(OSError, ValueError, KeyError), fs.open_input_stream(info.path) as handle:
                 lease = json.loads(handle.read())
-                if time.time() - lease["started"] < LEASE_HOURS * 3600:
+                if _ended(lease):
+                    fs.delete_file(info.path)
+                elif time.time() - lease["started"] < LEASE_HOURS * 3600:
                     found[lease["crawl_id"]] = (lease["version"], lease["started"])
         return found
 
@@ -337,6 +361,14 @@ class DeltaIndex(IndexTarget):
         """Compact small files, then remove the files no version younger than ``retention_hours`` needs.
         A running crawl's version is kept whatever its age, and so is every file written since it began
         (the ones it staged but has not committed)."""
+        from deltalake.exceptions import DeltaError
+
+        try:
+            return self._maintain(retention_hours)
+        except (DeltaError, OSError) as err:
+            raise IndexUnavailable(f"{self._where()}: cannot maintain the Delta table ({_short(err)})") from None
+
+    def _maintain(self, retention_hours: float) -> dict:
         from deltalake import WriterProperties
 
         self._check_table(self.table)
@@ -347,8 +379,8 @@ class DeltaIndex(IndexTarget):
         if leases:
             oldest = min(started for _version, started in leases.values())
             retention_hours = max(retention_hours, (time.time() - oldest) / 3600 + 1)
-        removed = self.table.vacuum(retention_hours=int(retention_hours + 0.999), dry_run=False,
-                                    enforce_retention_duration=False,
+        removed = self.table.vacuum(retention_hours=int(retention_hours + 0.999), dry_run=False, full=True,
+                                    enforce_retention_duration=False,  # full: files never committed go too
                                     keep_versions=sorted({version for version, _started in leases.values()}),
                                     commit_properties=self._commit_properties("vacuum"))
         return {"version": self.table.version(), "files_compacted": compacted["numFilesRemoved"],
@@ -359,17 +391,28 @@ class DeltaIndex(IndexTarget):
     def write_all(self, docs: Iterator[IndexDoc], batch: int = 1000) -> int:
         """A new table holding ``docs`` (``beamtrawl export``), written in one transaction after its creation;
         refused where a table or other files are."""
+        from deltalake.exceptions import DeltaError
+
+        try:
+            return self._write_all(docs, batch)
+        except IndexUnavailable:
+            raise
+        except (DeltaError, OSError) as err:
+            raise IndexUnavailable(f"{self._where()}: cannot write the Delta table ({_short(err)})") from None
+
+    def _write_all(self, docs: Iterator[IndexDoc], batch: int) -> int:
         from deltalake import DeltaTable, write_deltalake
 
         if DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
             raise IndexUnavailable(f"{self._where()}: a Delta table is there already; export into a new folder")
+        self._refuse_inside_a_table()
         self._refuse_foreign_folder()
         self.crawl_id = f"export-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
-        written = [0]
+        written, failed = [0], []
 
         def batches():
             chunk = []
-            for doc in docs:
+            for doc in _noting(docs, failed):
                 chunk.append(doc)
                 if len(chunk) == batch:
                     written[0] += len(chunk)
@@ -378,10 +421,19 @@ class DeltaIndex(IndexTarget):
             written[0] += len(chunk)
             yield from to_arrow(chunk, self.crawl_id).to_batches()
 
+        fs, root = self.fs
+        existed = fs.get_file_info(root).type == pafs.FileType.Directory  # empty: checked above
         table = DeltaTable.create(self.uri, SCHEMA, name="beamtrawl", configuration=PROPERTIES,
                                   storage_options=self.storage_options or None, raise_if_key_not_exists=False)
-        write_deltalake(table, pa.RecordBatchReader.from_batches(SCHEMA, batches()), mode="append",
-                        commit_properties=self._commit_properties("export"))
+        try:
+            write_deltalake(table, pa.RecordBatchReader.from_batches(SCHEMA, batches()), mode="append",
+                            commit_properties=self._commit_properties("export"))
+        except BaseException:  # the source failed midway: no empty table left that a second export would refuse
+            with contextlib.suppress(OSError):
+                fs.delete_dir_contents(root) if existed else fs.delete_dir(root)
+            if failed:  # the source's own error, not delta-rs's wrapping of it
+                raise failed[0] from None
+            raise
         return written[0]
 
     # -- workers -----------------------------------------------------------------------------
@@ -430,14 +482,30 @@ class DeltaIndex(IndexTarget):
     def documents(self) -> Iterator[IndexDoc]:
         """Every document of the current version. The files are listed now and read with pyarrow alone, so
         the iterator may feed a write of delta-rs (``export``) without calling into delta-rs again."""
-        files = ds.dataset([self._path(name) for name in _files(self.table)], filesystem=self.fs[0], schema=SCHEMA)
-        return (from_arrow(row) for batch in files.to_batches() for row in batch.to_pylist())
+        return (from_arrow(row) for batch in self._dataset().to_batches() for row in batch.to_pylist())
+
+    def _dataset(self) -> ds.Dataset:
+        """The files of the current version as a pyarrow dataset of our own (delta-rs's ``to_pyarrow_dataset``
+        turns the statistics of the files it writes into string_view guarantees no filter can compare)."""
+        return ds.dataset([self._path(name) for name in _files(self.table)], filesystem=self.fs[0], schema=SCHEMA)
+
+
+def _noting(items: Iterator, failed: list) -> Iterator:
+    """``items``, noting in ``failed`` the error that ends them (delta-rs, which reads them, wraps it)."""
+    try:
+        yield from items
+    except Exception as err:
+        failed.append(err)
+        raise
 
 
 def _ids_in(table: ds.Dataset, ids) -> pa.Array:
     """Those of ``ids`` the table holds (its id column only is read)."""
     ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
-    return table.to_table(columns=["id"], filter=ds.field("id").isin(ids))["id"].combine_chunks()
+    # filtered after reading, not by a scan filter: pyarrow prunes row groups by their statistics, which
+    # the files delta-rs writes (a MERGE's) store as string_view, and it cannot compare those with strings
+    column = table.to_table(columns=["id"])["id"]
+    return column.filter(pc.is_in(column, value_set=ids)).combine_chunks()
 
 
 #: The MERGE source's column saying what a row is: a staged "document" or an "access" change.
@@ -459,6 +527,20 @@ def _merge_source(documents: list[str], changes: pa.Table, fs) -> pa.RecordBatch
     return pa.RecordBatchReader.from_batches(_SOURCE_SCHEMA, batches())
 
 
+def _ended(lease: dict) -> bool:
+    """Whether a lease's crawl is known to have ended without removing it (killed): it ran on this machine
+    and its process is gone. A lease from another machine lives until LEASE_HOURS."""
+    if lease.get("host") != socket.gethostname() or not lease.get("pid"):
+        return False
+    try:
+        os.kill(lease["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, someone else's
+        return False
+    return False
+
+
 def _add_actions(table) -> dict[str, list]:
     """The data files of a table version: {"path": [...], "num_records": [...], …}."""
     return pa.table(table.get_add_actions(flatten=True)).to_pydict()
@@ -471,5 +553,9 @@ def _files(table) -> list[str]:
 _MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": [], "denied": []}
 
 
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # delta-rs colours its chained errors' arrows (↳)
+
+
 def _short(err: Exception) -> str:
-    return " ".join(str(err).split())[:300] or type(err).__name__
+    """An error of delta-rs or pyarrow on one line, without its terminal colours."""
+    return " ".join(_COLOUR.sub("", str(err)).replace("↳", ":").split()).replace(" :", ":")[:300] or type(err).__name__
