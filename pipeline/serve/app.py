@@ -308,7 +308,11 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
         if documents.is_web(stored):
             return RedirectResponse(stored.url, 303)  # an address from the index, never from the request
         try:
-            stream = await run_in_threadpool(documents.open_stream, sources, stored)
+            stream = await run_in_threadpool(documents.open_stream, sources, stored, config.follow_symlinks)
+        except documents.NotIndexed as err:
+            log.warning("%s: not sent to a searcher: %s", stored.url, err)
+            raise HTTPException(409, "This document changed after it was indexed; it can be opened again "
+                                     "after the next crawl.") from None
         except Exception as err:  # noqa: BLE001 - the source's own errors (OSError, SMB, IMAP): one log line
             log.warning("%s: cannot open for a searcher: %s", stored.url, str(err)[:300] or type(err).__name__)
             raise HTTPException(502, "The document could not be read from where it is stored. It may have "

@@ -9,12 +9,18 @@ Content-Security-Policy of its own, so an indexed file can never script the sear
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import os
 import re
+import stat
 import urllib.parse
 from collections.abc import Iterator
+from typing import BinaryIO
 
 from beamtrawl.transforms.index.base import Stored
 from beamtrawl.transforms.sources import Sources
+from beamtrawl.transforms.urls import url_to_path
 
 CHUNK = 256 * 1024
 DOCUMENT_ID = re.compile(r"[0-9a-f]{32}")  # transforms.urls.doc_id: anything else is no id of ours
@@ -61,9 +67,57 @@ def headers(stored: Stored) -> dict[str, str]:
             "x-content-type-options": "nosniff"}
 
 
-def open_stream(sources: Sources, stored: Stored):
-    """The document's bytes as an open binary stream, from its source (raises what the source raises)."""
+class NotIndexed(OSError):
+    """The file at a document's place is no longer the file that was indexed (changed, replaced by a
+    symbolic link, a FIFO or a device): its groups were decided for another file, so it is not sent."""
+
+
+def open_stream(sources: Sources, stored: Stored, follow_symlinks: bool = False):
+    """The document's bytes as an open binary stream, from its source (raises what the source raises);
+    a local file through :func:`open_local_file`."""
+    if stored.url.startswith("file:"):
+        return open_local_file(stored, follow_symlinks)
     return sources(stored.url).open_document(stored.url)
+
+
+def open_local_file(stored: Stored, follow_symlinks: bool) -> BinaryIO:
+    """The indexed local file, or NotIndexed. A file is served only if it is still a regular file of the
+    indexed size and modification time, reached as the crawl reached it: below its start folder no
+    symbolic link is followed unless the crawl followed them (each folder is opened relative to the one
+    above it, so a link swapped in during the walk is refused too). Opened non-blocking, so a FIFO put
+    in its place cannot hold a thread."""
+    path = url_to_path(stored.url)
+    root = url_to_path(stored.root) if stored.root.startswith("file:") else path
+    nofollow = 0 if follow_symlinks else os.O_NOFOLLOW
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    below = os.path.relpath(path, root).split(os.sep) if path != root else []
+    if not below or below[0] == os.pardir:  # a start URL naming the file itself: opened as the crawl did
+        fd = os.open(path, flags)
+    else:
+        folder = os.open(root, flags | os.O_DIRECTORY)
+        try:
+            for name in below[:-1]:
+                inner = os.open(name, flags | os.O_DIRECTORY | nofollow, dir_fd=folder)
+                os.close(folder)
+                folder = inner
+            fd = os.open(below[-1], flags | nofollow, dir_fd=folder)
+        except OSError as err:
+            if err.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise NotIndexed("a symbolic link is in its place") from None
+            raise
+        finally:
+            os.close(folder)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotIndexed("it is no longer a regular file")
+        if (st.st_size, st.st_mtime_ns) != (stored.size, stored.mtime_ns):
+            raise NotIndexed("it changed after it was indexed")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def chunks(stream) -> Iterator[bytes]:

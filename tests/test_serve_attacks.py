@@ -1,0 +1,126 @@
+"""``beamtrawl serve`` attacked: files swapped after the crawl (symbolic links to secrets, FIFOs,
+devices, changed files), caching of signed-in pages, the sign-in slow-down's memory and reach, and the
+policy on every answer. Each test has its own crawled site (tests/serve_site.py), since it changes files."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+from beamtrawl.pipeline.serve import documents
+from beamtrawl.transforms.index.base import Stored
+from beamtrawl.transforms.urls import path_to_url
+
+from tests.serve_site import get, make_site, served
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    return make_site(tmp_path_factory.mktemp("attacks"))
+
+
+@pytest.fixture(scope="module")
+def base(site):
+    with served(site) as url:
+        yield url
+
+
+def _indexed(root, path) -> Stored:
+    st = os.stat(path)
+    return Stored("0" * 32, path_to_url(str(path)), "", path.name, "text/plain", st.st_size,
+                  path_to_url(str(root)), st.st_mtime_ns)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "docs" / "sub").mkdir(parents=True)
+    (tmp_path / "secret").write_text("the secret\n")
+    doc = tmp_path / "docs" / "sub" / "note.txt"
+    doc.write_text("a note\n")
+    return tmp_path, doc
+
+
+def test_the_indexed_file_opens(tree):
+    root, doc = tree
+    with documents.open_local_file(_indexed(root / "docs", doc), follow_symlinks=False) as stream:
+        assert stream.read() == b"a note\n"
+
+
+def test_a_symbolic_link_swapped_in_after_the_crawl_is_refused(tree):
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    doc.unlink()
+    doc.symlink_to(root / "secret")
+    with pytest.raises(documents.NotIndexed):
+        documents.open_local_file(stored, follow_symlinks=False)
+
+
+def test_a_folder_swapped_for_a_symbolic_link_is_refused(tree):
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    elsewhere = root / "elsewhere"
+    elsewhere.mkdir()
+    os.link(doc, elsewhere / "note.txt")  # the same size and time: only the way to it differs
+    (root / "docs" / "sub").rename(root / "old")
+    (root / "docs" / "sub").symlink_to(elsewhere)
+    with pytest.raises(documents.NotIndexed):
+        documents.open_local_file(stored, follow_symlinks=False)
+    with documents.open_local_file(stored, follow_symlinks=True) as stream:  # the crawl followed links
+        assert stream.read() == b"a note\n"
+
+
+def test_a_fifo_in_its_place_does_not_hold_a_thread(tree):
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    doc.unlink()
+    os.mkfifo(doc)
+    done = []
+    worker = threading.Thread(target=lambda: done.append(_refused(stored)), daemon=True)
+    worker.start()
+    worker.join(5)
+    assert done == [True]
+
+
+def _refused(stored) -> bool:
+    try:
+        documents.open_local_file(stored, follow_symlinks=False)
+    except documents.NotIndexed:
+        return True
+    return False
+
+
+def test_a_changed_file_is_not_sent_with_the_old_access(tree):
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    doc.write_text("a note, longer now\n")
+    with pytest.raises(documents.NotIndexed):
+        documents.open_local_file(stored, follow_symlinks=False)
+
+
+def test_a_deleted_file_is_not_found(tree):
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    doc.unlink()
+    with pytest.raises(FileNotFoundError):
+        documents.open_local_file(stored, follow_symlinks=False)
+
+
+def test_serve_refuses_a_link_to_a_secret_swapped_in_after_the_crawl(site, base):
+    from tests.serve_site import api
+
+    hit = api(base, "survey 0")["hits"][0]
+    path = site.root / "reports" / "report-00.txt"
+    assert hit["url"].endswith("report-00.txt")
+    kept = path.with_suffix(".kept")
+    path.rename(kept)
+    secret = site.root.parent / "secret.txt"
+    secret.write_text("root:the-hash-of-roots-password\n")
+    path.symlink_to(secret)
+    try:
+        status, _, body = get(f"{base}/document/{hit['id']}")
+        assert status == 409 and b"the-hash" not in body and b"changed after it was indexed" in body
+    finally:
+        path.unlink()
+        kept.rename(path)
+    assert get(f"{base}/document/{hit['id']}")[0] == 200
