@@ -12,7 +12,7 @@ from beamtrawl.pipeline.serve import documents
 from beamtrawl.transforms.index.base import Stored
 from beamtrawl.transforms.urls import path_to_url
 
-from tests.serve_site import get, make_site, served
+from tests.serve_site import api, get, make_site, served
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,7 @@ def test_a_deleted_file_is_not_found(tree):
 
 
 def test_serve_refuses_a_link_to_a_secret_swapped_in_after_the_crawl(site, base):
-    from tests.serve_site import api
+
 
     hit = api(base, "survey 0")["hits"][0]
     path = site.root / "reports" / "report-00.txt"
@@ -124,3 +124,22 @@ def test_serve_refuses_a_link_to_a_secret_swapped_in_after_the_crawl(site, base)
         path.unlink()
         kept.rename(path)
     assert get(f"{base}/document/{hit['id']}")[0] == 200
+
+
+@pytest.mark.parametrize("path, user", [("/?q=numbat", "alice"), ("/?q=numbat", None), ("/api/search?q=numbat", "alice"),
+                                        ("/api/search?q=", None), ("/nowhere", None), ("/api/nowhere", None),
+                                        ("/document/0123456789abcdef0123456789abcdef", None), ("/signin", None),
+                                        ("/static/serve.css", None), ("/health", None), ("/?page=-1", None)])
+def test_no_answer_is_kept_by_a_cache_and_every_one_has_a_policy(base, path, user):
+    _, headers, _ = get(base + path, user=user)
+    assert headers["Cache-Control"] == "no-store"
+    assert headers["Content-Security-Policy"].startswith("default-src 'none'")
+    assert headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_a_document_is_not_kept_by_a_cache(site, base):
+
+
+    hit = api(base, "salary", user="alice")["hits"][0]
+    status, headers, _ = get(f"{base}/document/{hit['id']}", user="alice")
+    assert status == 200 and headers["Cache-Control"] == "no-store" and "sandbox" in headers["Content-Security-Policy"]

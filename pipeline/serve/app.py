@@ -61,7 +61,10 @@ ORDER_LABELS = {"relevance": "Best match", "date": "Newest first"}
 PAGE_CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
             "frame-ancestors 'none'")
 SECURITY_HEADERS = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
-                    (b"x-frame-options", b"DENY")]
+                    (b"x-frame-options", b"DENY"),
+                    # no cache (a browser's, a caching proxy's in front of a trusted header) may keep what one
+                    # searcher's groups showed and hand it to the next
+                    (b"cache-control", b"no-store")]
 _HERE = Path(__file__).parent
 
 
