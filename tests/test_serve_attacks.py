@@ -4,15 +4,22 @@ policy on every answer. Each test has its own crawled site (tests/serve_site.py)
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import concurrent.futures
+import http.client
 import os
 import threading
+import time
+import urllib.parse
 
 import pytest
 from beamtrawl.pipeline.serve import documents
+from beamtrawl.pipeline.serve.people import VERIFIED_ENTRIES, Failures
 from beamtrawl.transforms.index.base import Stored
 from beamtrawl.transforms.urls import path_to_url
 
-from tests.serve_site import api, get, make_site, served
+from tests.serve_site import PASSWORD, api, get, make_site, served
 
 
 @pytest.fixture(scope="module")
@@ -107,8 +114,6 @@ def test_a_deleted_file_is_not_found(tree):
 
 
 def test_serve_refuses_a_link_to_a_secret_swapped_in_after_the_crawl(site, base):
-
-
     hit = api(base, "survey 0")["hits"][0]
     path = site.root / "reports" / "report-00.txt"
     assert hit["url"].endswith("report-00.txt")
@@ -137,9 +142,62 @@ def test_no_answer_is_kept_by_a_cache_and_every_one_has_a_policy(base, path, use
     assert headers["X-Content-Type-Options"] == "nosniff"
 
 
-def test_a_document_is_not_kept_by_a_cache(site, base):
-
-
+def test_a_document_is_not_kept_by_a_cache(base):
     hit = api(base, "salary", user="alice")["hits"][0]
     status, headers, _ = get(f"{base}/document/{hit['id']}", user="alice")
     assert status == 200 and headers["Cache-Control"] == "no-store" and "sandbox" in headers["Content-Security-Policy"]
+
+
+# -- guessing passwords ---------------------------------------------------------------------------
+
+def _guess(base: str, password: str, source: str = "127.0.0.1") -> tuple[int, float]:
+    """(status, seconds) of a sign-in as alice from the loopback address ``source``."""
+    host, port = urllib.parse.urlsplit(base).netloc.split(":")
+    token = base64.b64encode(f"alice:{password}".encode()).decode()
+    started = time.monotonic()
+    connection = http.client.HTTPConnection(host, int(port), timeout=120, source_address=(source, 0))
+    try:
+        connection.request("GET", "/api/search?q=numbat", headers={"Authorization": f"Basic {token}"})
+        status = connection.getresponse().status
+    finally:
+        connection.close()
+    return status, time.monotonic() - started
+
+
+def test_guesses_at_once_from_one_address_wait_in_turn_and_others_are_not_locked_out(base):
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        guesses = [pool.submit(_guess, base, f"guess {n}") for n in range(3)]
+        time.sleep(0.5)
+        status, seconds = _guess(base, PASSWORD, source="127.0.0.2")  # alice elsewhere, meanwhile
+        assert status == 200 and seconds < 5
+        answers = [g.result() for g in guesses]
+    assert {s for s, _ in answers} == {401}
+    assert max(t for _, t in answers) >= 1 + 2 + 4 - 0.5  # one after the other, each with its delay
+
+
+def test_failures_forget_the_least_recently_failed_address_first():
+    failures = Failures()
+    failures.delay("10.0.0.1")
+    for n in range(VERIFIED_ENTRIES - 1):
+        failures.delay(f"10.1.{n // 256}.{n % 256}")
+    failures.delay("10.0.0.1")  # failing again makes it the most recent
+    failures.delay("10.0.0.2")  # one address too many: the oldest other one goes
+    assert failures.delay("10.0.0.1") == 4.0
+
+
+def test_one_password_check_at_a_time_per_address():
+    failures, inside, most = Failures(), [0], [0]
+
+    async def check(address):
+        async with failures.turn(address):
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+            await asyncio.sleep(0.01)
+            inside[0] -= 1
+
+    async def main():
+        await asyncio.gather(*(check("10.0.0.1") for _ in range(5)))
+        assert most[0] == 1 and not failures._turns  # a turn no one waits for is forgotten
+        await asyncio.gather(check("10.0.0.1"), check("10.0.0.2"))
+        assert most[0] == 2  # addresses do not wait for each other
+    asyncio.run(main())

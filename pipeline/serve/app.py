@@ -54,6 +54,9 @@ MAX_PER_PAGE = 100
 MAX_DEPTH = 10_000  # hits one can page to (OpenSearch's max_result_window): narrow the search beyond
 FACET_SIZE = 10  # values shown per facet
 SEARCH_THREADS = 8  # index connections, so searches at once
+#: scrypt checks at once (16 MiB and ~50 ms of a core each): guesses from many addresses cannot take
+#: the threads, memory and cores of the searches
+PASSWORD_CHECKS = 2
 REALM = 'Basic realm="beamtrawl", charset="UTF-8"'
 FACET_LABELS = {"mimetype": "Type", "extension": "Extension", "path": "Folder"}
 ORDER_LABELS = {"relevance": "Best match", "date": "Newest first"}
@@ -227,6 +230,7 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
     fields = [f.name for f in config.auxiliary_fields if f.index]
     templates = Jinja2Templates(env=_environment())
     sources = Sources(SourceSettings.from_config(config))  # with the logins of SMB and IMAP sources
+    password_checks = asyncio.Semaphore(PASSWORD_CHECKS)
 
     async def who(request: Request) -> Searcher:
         """The searcher, or HTTPException 401 (after the failure delay) for wrong credentials."""
@@ -234,9 +238,15 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
         authorization = request.headers.get("authorization", "")
         if not authorization and not doorkeeper.trusted_header:
             return ANONYMOUS  # most requests: no thread needed
-        found = await run_in_threadpool(doorkeeper.searcher, authorization, request.headers, peer)
+        if not doorkeeper.checks_password(authorization, request.headers, peer):  # trusted, or verified lately
+            found = await run_in_threadpool(doorkeeper.searcher, authorization, request.headers, peer)
+        else:
+            async with doorkeeper.failures.turn(peer):  # one guess at a time per address, its delay included
+                async with password_checks:
+                    found = await run_in_threadpool(doorkeeper.searcher, authorization, request.headers, peer)
+                if found is None:
+                    await asyncio.sleep(doorkeeper.failures.delay(peer))
         if found is None:
-            await asyncio.sleep(doorkeeper.failures.delay(peer))
             raise HTTPException(401, "The user name or password is wrong.", headers={"WWW-Authenticate": REALM})
         return found
 

@@ -10,7 +10,9 @@ slowed per client address (:class:`Failures`), and a password is verified once p
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import hashlib
 import hmac
 import ipaddress
@@ -155,15 +157,30 @@ class Verified:
 
 
 class Failures:
-    """Recent sign-in failures per client address: how long the next answer to a failure waits."""
+    """Recent sign-in failures per client address: how long the next answer to a failure waits, and a
+    turn per address, so that many connections from one address guess no faster than one."""
 
     def __init__(self):
-        self._recent: dict[str, list[float]] = {}
+        self._recent: OrderedDict[str, list[float]] = OrderedDict()  # least recently failed first
+        self._turns: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # address → lock, requests holding it
+
+    @contextlib.asynccontextmanager
+    async def turn(self, address: str):
+        """Wait until no other password check from ``address`` (or its failure's delay) is under way."""
+        lock, users = self._turns.setdefault(address, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._turns[address]
 
     def delay(self, address: str) -> float:
         """Record a failure from ``address``; the seconds to wait before answering it."""
         now = time.monotonic()
-        recent = [t for t in self._recent.get(address, []) if now - t < FAILURE_WINDOW][-8:] + [now]
+        recent = [t for t in self._recent.pop(address, []) if now - t < FAILURE_WINDOW][-8:] + [now]
         self._recent[address] = recent
         if len(self._recent) > VERIFIED_ENTRIES:  # forget the oldest addresses
             for stale in list(self._recent)[: len(self._recent) - VERIFIED_ENTRIES]:
@@ -205,6 +222,12 @@ class Doorkeeper:
             self._users, self._read_at = read_users(self.users_file), stamp
             self.verified = Verified()  # a changed password or group takes effect at once
         return self._users
+
+    def checks_password(self, authorization: str, headers, peer: str) -> bool:
+        """Whether :meth:`searcher` will verify a password for this request (an scrypt hash)."""
+        if self.trusted_header and self._from_proxy(peer) and headers.get(self.trusted_header):
+            return False
+        return bool(authorization) and self.verified.get(authorization) is None
 
     def searcher(self, authorization: str, headers, peer: str) -> Searcher | None:
         """Who sends a request; None for credentials that are wrong (the caller answers 401, slowed)."""
