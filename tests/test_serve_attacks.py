@@ -201,3 +201,10 @@ def test_one_password_check_at_a_time_per_address():
         await asyncio.gather(check("10.0.0.1"), check("10.0.0.2"))
         assert most[0] == 2  # addresses do not wait for each other
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("params", [{"per_page": "\uff11"}, {"page": "\u0661"}, {"page": "1.0"}, {"per_page": "-5"},
+                                    {"page": " 1"}, {"page": "0x1"}, {"page": "9" * 40}])
+def test_page_numbers_are_ascii_whole_numbers(base, params):
+    status, _, body = get(f"{base}/api/search?" + urllib.parse.urlencode({"q": "numbat", **params}))
+    assert status == 400 and b"whole number" in body

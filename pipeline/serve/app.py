@@ -127,7 +127,7 @@ def asked(params) -> Asked:
 
 
 def _whole(text: str, name: str, low: int, high: int) -> int:
-    if not re.fullmatch(r"\d{1,6}", text) or not low <= int(text) <= high:
+    if not re.fullmatch(r"[0-9]{1,6}", text) or not low <= int(text) <= high:
         raise BadRequest(f"{name} is a whole number from {low} to {high:,}")
     return int(text)
 
