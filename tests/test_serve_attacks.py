@@ -9,16 +9,25 @@ import base64
 import concurrent.futures
 import http.client
 import os
+import subprocess
 import threading
 import time
 import urllib.parse
 
 import pytest
 from beamtrawl.pipeline.serve import documents
-from beamtrawl.pipeline.serve.people import VERIFIED_ENTRIES, Failures
+from beamtrawl.pipeline.serve.people import (
+    VERIFIED_ENTRIES,
+    Doorkeeper,
+    Failures,
+    Searcher,
+    UsersError,
+    add_user,
+)
 from beamtrawl.transforms.index.base import Stored
 from beamtrawl.transforms.urls import path_to_url
 
+from tests.conftest import beamtrawl_command
 from tests.serve_site import PASSWORD, api, get, make_site, served
 
 
@@ -208,3 +217,28 @@ def test_one_password_check_at_a_time_per_address():
 def test_page_numbers_are_ascii_whole_numbers(base, params):
     status, _, body = get(f"{base}/api/search?" + urllib.parse.urlencode({"q": "numbat", **params}))
     assert status == 400 and b"whole number" in body
+
+
+# -- the users file -------------------------------------------------------------------------------
+
+def test_a_users_file_others_may_write_is_refused(tmp_path):
+    users = tmp_path / "users"
+    add_user(str(users), "alice", PASSWORD, ["hr"])
+    users.chmod(0o620)
+    with pytest.raises(UsersError, match=r"other users may write to the users file \(mode 620\); chmod 600"):
+        Doorkeeper(str(users))
+    done = subprocess.run(beamtrawl_command("user", "add", "bob", "--groups", "hr", "--users", str(users),
+                                            check_dac=False), input="pw\n", text=True, capture_output=True, check=False)
+    assert done.returncode != 0 and "chmod 600" in done.stderr
+
+
+def test_a_users_file_broken_while_serving_keeps_the_users_read_before(tmp_path, caplog):
+    users = tmp_path / "users"
+    add_user(str(users), "alice", PASSWORD, ["hr"])
+    doorkeeper = Doorkeeper(str(users))
+    with users.open("a") as handle:
+        handle.write("a line that is no user\n")
+    os.utime(users, ns=(time.time_ns(), time.time_ns() + 10**9))
+    header = "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+    assert doorkeeper.searcher(header, {}, "127.0.0.1") == Searcher("alice", ("hr",))
+    assert "not a line of a users file" in caplog.text

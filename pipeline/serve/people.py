@@ -16,12 +16,16 @@ import contextlib
 import hashlib
 import hmac
 import ipaddress
+import logging
 import os
 import re
+import stat
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+
+log = logging.getLogger("beamtrawl.serve")
 
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1  # 16 MiB and ~50 ms per hash: OWASP's minimum for scrypt
 SALT_BYTES = 16
@@ -88,9 +92,13 @@ def read_users(path: str) -> dict[str, User]:
     users = {}
     try:
         with open(path, encoding="utf-8") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
             lines = handle.read().splitlines()
     except (OSError, UnicodeDecodeError) as err:
         raise UsersError(f"{path}: cannot read the users file ({getattr(err, 'strerror', None) or err})") from None
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):  # whoever may write it may add themselves with any group
+        raise UsersError(f"{path}: other users may write to the users file (mode {stat.S_IMODE(mode):o}); "
+                         f"chmod 600 it")
     for number, line in enumerate(lines, 1):
         if not line.strip() or line.startswith("#"):
             continue
@@ -204,14 +212,15 @@ class Doorkeeper:
         self.verified, self.failures = Verified(), Failures()
         self._users: dict[str, User] = {}
         self._read_at: float | None = None
-        self.users()  # a broken users file stops the server at its start, not at the first sign-in
+        self.users(strict=True)  # a broken users file stops the server at its start
 
     @property
     def can_sign_in(self) -> bool:
         return bool(self.users_file)
 
-    def users(self) -> dict[str, User]:
-        """The users file, read again whenever it changed (``beamtrawl user add`` while serving)."""
+    def users(self, strict: bool = False) -> dict[str, User]:
+        """The users file, read again whenever it changed (``beamtrawl user add`` while serving). A file
+        broken while serving is one log line, and the users read before stay (``strict``: it raises)."""
         if not self.users_file:
             return {}
         try:
@@ -219,7 +228,14 @@ class Doorkeeper:
         except OSError:
             stamp = None
         if stamp != self._read_at:
-            self._users, self._read_at = read_users(self.users_file), stamp
+            self._read_at = stamp
+            try:
+                self._users = read_users(self.users_file)
+            except UsersError as err:
+                if strict:
+                    raise
+                log.error("%s; the users read before still sign in", err)
+                return self._users
             self.verified = Verified()  # a changed password or group takes effect at once
         return self._users
 
