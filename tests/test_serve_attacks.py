@@ -242,3 +242,9 @@ def test_a_users_file_broken_while_serving_keeps_the_users_read_before(tmp_path,
     header = "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
     assert doorkeeper.searcher(header, {}, "127.0.0.1") == Searcher("alice", ("hr",))
     assert "not a line of a users file" in caplog.text
+
+
+@pytest.mark.parametrize("path", ["/api/search/?q=numbat", "/document/0123456789abcdef0123456789abcdef/", "/signin/"])
+def test_no_redirect_leads_to_the_host_a_request_names(base, path):
+    status, headers, _ = get(base + path, headers={"Host": "evil.example"})
+    assert status == 404 and "Location" not in headers

@@ -385,5 +385,6 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
         Route("/signin", signin), Route("/health", health),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ], exception_handlers={HTTPException: failed, Exception: broken}, lifespan=lifespan)
+    app.router.redirect_slashes = False  # its redirect is absolute, to whatever Host the request named
     app.add_middleware(SecurityHeaders)
     return app
