@@ -9,6 +9,7 @@ import base64
 import concurrent.futures
 import http.client
 import os
+import re
 import subprocess
 import threading
 import time
@@ -16,6 +17,7 @@ import urllib.parse
 
 import pytest
 from beamtrawl.pipeline.serve import documents
+from beamtrawl.pipeline.serve.app import plain, shown_url
 from beamtrawl.pipeline.serve.people import (
     VERIFIED_ENTRIES,
     Doorkeeper,
@@ -248,3 +250,24 @@ def test_a_users_file_broken_while_serving_keeps_the_users_read_before(tmp_path,
 def test_no_redirect_leads_to_the_host_a_request_names(base, path):
     status, headers, _ = get(base + path, headers={"Host": "evil.example"})
     assert status == 404 and "Location" not in headers
+
+
+# -- names that show as other names, headers from names ---------------------------------------------
+
+SPOOF = "invoice\u202eFDP.exe"
+
+
+def test_bidirectional_overrides_in_names_are_shown_not_obeyed():
+    assert plain(SPOOF) == "invoice\ufffdFDP.exe"
+    assert shown_url("file:///srv/" + urllib.parse.quote(SPOOF)) == "file:///srv/invoice\ufffdFDP.exe"
+
+
+@pytest.mark.parametrize("name", [SPOOF, 'a"; filename="evil.html', "line\r\nSet-Cookie: x=1", "naïve résumé.pdf",
+                                  "\u2067evil\u2069.txt"])
+def test_file_names_make_one_safe_disposition(name):
+    stored = Stored("0" * 32, "file:///srv/x", "", name, "application/x-msdownload", 1)
+    disposition = documents.headers(stored)["content-disposition"]
+    ascii_name = re.fullmatch(r'attachment; filename="([A-Za-z0-9._ -]+)"; filename\*=UTF-8\'\'([\w.%-]+)',
+                              disposition)
+    assert ascii_name, disposition
+    assert "\u202e" not in urllib.parse.unquote(ascii_name[2]) and "\u2067" not in urllib.parse.unquote(ascii_name[2])

@@ -185,7 +185,13 @@ def human_size(size: int) -> str:
 
 def shown_url(url: str) -> str:
     """A URL as a person reads it: percent-escapes decoded (the page escapes it as text)."""
-    return urllib.parse.unquote(url, errors="replace")
+    return plain(urllib.parse.unquote(url, errors="replace"))
+
+
+def plain(text: str) -> str:
+    """A name as the page shows it: bidirectional overrides and isolates made visible (U+FFFD), so
+    ``invoice\u202eFDP.exe`` cannot pass for ``invoiceexe.PDF``."""
+    return documents.BIDI_CONTROLS.sub("\ufffd", text)
 
 
 def shown_date(iso: str) -> str:
@@ -195,7 +201,7 @@ def shown_date(iso: str) -> str:
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined)
-    env.filters.update(size=human_size, date=shown_date, hit_link=hit_link, url=shown_url)
+    env.filters.update(size=human_size, date=shown_date, hit_link=hit_link, url=shown_url, plain=plain)
     env.globals.update(version=__version__, MAX_QUERY_CHARS=MAX_QUERY_CHARS, ORDER_LABELS=ORDER_LABELS)
     return env
 

@@ -31,6 +31,8 @@ FALLBACK_TYPE = "application/octet-stream"
 #: Sent with every document: nothing in it may load or run anything (a PDF keeps its viewer).
 DOCUMENT_CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"
 DOCUMENT_SANDBOX = DOCUMENT_CSP + "; sandbox"
+#: Bidirectional embeddings, overrides and isolates: a name holding them can show as another name
+BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]")
 _MIMETYPE = re.compile(r"[\w.+-]+/[\w.+-]+")
 
@@ -46,11 +48,9 @@ def content_type(stored: Stored) -> str:
 
 
 def file_name(stored: Stored) -> str:
-    """The document's file name, or the last segment of its URL."""
-    if stored.filename:
-        return stored.filename
-    tail = urllib.parse.unquote(urllib.parse.urlsplit(stored.url).path.rstrip("/").rsplit("/", 1)[-1])
-    return tail or "document"
+    """The document's file name, or the last segment of its URL, without bidirectional controls."""
+    name = stored.filename or urllib.parse.unquote(urllib.parse.urlsplit(stored.url).path.rstrip("/").rsplit("/", 1)[-1])
+    return BIDI_CONTROLS.sub("", name) or "document"
 
 
 def headers(stored: Stored) -> dict[str, str]:
