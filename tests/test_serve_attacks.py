@@ -124,10 +124,14 @@ def test_a_deleted_file_is_not_found(tree):
         documents.open_local_file(stored, follow_symlinks=False)
 
 
+def _report(base: str, name: str) -> dict:
+    (hit,) = [h for h in api(base, "survey", per_page=100)["hits"] if h["url"].endswith("/" + name)]
+    return hit
+
+
 def test_serve_refuses_a_link_to_a_secret_swapped_in_after_the_crawl(site, base):
-    hit = api(base, "survey 0")["hits"][0]
+    hit = _report(base, "report-00.txt")
     path = site.root / "reports" / "report-00.txt"
-    assert hit["url"].endswith("report-00.txt")
     kept = path.with_suffix(".kept")
     path.rename(kept)
     secret = site.root.parent / "secret.txt"
@@ -271,3 +275,15 @@ def test_file_names_make_one_safe_disposition(name):
                               disposition)
     assert ascii_name, disposition
     assert "\u202e" not in urllib.parse.unquote(ascii_name[2]) and "\u2067" not in urllib.parse.unquote(ascii_name[2])
+
+
+def test_a_document_deleted_since_the_crawl_is_gone(site, base):
+    hit = _report(base, "report-01.txt")
+    path = site.root / "reports" / "report-01.txt"
+    kept = path.with_suffix(".kept")
+    path.rename(kept)
+    try:
+        status, _, body = get(f"{base}/document/{hit['id']}")
+        assert status == 410 and b"no longer where it was indexed" in body
+    finally:
+        kept.rename(path)

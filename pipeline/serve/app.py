@@ -328,6 +328,9 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
             return RedirectResponse(stored.url, 303)  # an address from the index, never from the request
         try:
             stream = await run_in_threadpool(documents.open_stream, sources, stored, config.follow_symlinks)
+        except FileNotFoundError:
+            raise HTTPException(410, "This document is no longer where it was indexed; the next crawl takes "
+                                     "it out of the search.") from None
         except documents.NotIndexed as err:
             log.warning("%s: not sent to a searcher: %s", stored.url, err)
             raise HTTPException(409, "This document changed after it was indexed; it can be opened again "
