@@ -17,7 +17,7 @@ import urllib.parse
 
 import pytest
 from beamtrawl.pipeline.serve import documents
-from beamtrawl.pipeline.serve.app import plain, shown_url
+from beamtrawl.pipeline.serve.app import Asked, facet_view, plain, shown_url
 from beamtrawl.pipeline.serve.people import (
     VERIFIED_ENTRIES,
     Doorkeeper,
@@ -26,7 +26,7 @@ from beamtrawl.pipeline.serve.people import (
     UsersError,
     add_user,
 )
-from beamtrawl.transforms.index.base import Stored
+from beamtrawl.transforms.index.base import Page, Stored
 from beamtrawl.transforms.urls import path_to_url
 
 from tests.conftest import beamtrawl_command
@@ -287,3 +287,15 @@ def test_a_document_deleted_since_the_crawl_is_gone(site, base):
         assert status == 410 and b"no longer where it was indexed" in body
     finally:
         kept.rename(path)
+
+
+def test_a_chosen_folder_with_spaces_can_be_removed_again():
+    folder = "/srv/annual reports/"
+    page = Page([], 3, {"path": [(folder, 3), ("/srv/annual/", 1)]})
+    first = facet_view(Asked("numbat", 1, 20, "relevance"), page)[0]["choices"]
+    assert not first[0]["chosen"]
+    narrowed = urllib.parse.parse_qs(urllib.parse.urlsplit(first[0]["href"]).query)["q"][0]
+    assert narrowed == f'numbat path:"{folder}"'
+    again = facet_view(Asked(narrowed, 1, 20, "relevance"), page)[0]["choices"]
+    assert again[0]["chosen"] and not again[1]["chosen"]
+    assert urllib.parse.parse_qs(urllib.parse.urlsplit(again[0]["href"]).query)["q"] == ["numbat"]

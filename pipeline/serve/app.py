@@ -155,11 +155,12 @@ def facet_view(a: Asked, page: Page) -> list[dict]:
         values = []
         for value, count in page.facets.get(name, []):
             term = facet_term(name, value)
-            chosen = term is not None and term in a.q.split()
+            whole = re.compile(rf"(?<!\S){re.escape(term)}(?!\S)") if term else None  # a term of q, quoted or not
+            chosen = bool(whole and whole.search(a.q))
             if term is None:
                 href = None
             elif chosen:
-                href = link(a, q=" ".join(t for t in a.q.split() if t != term), page=1)
+                href = link(a, q=" ".join(whole.sub("", a.q).split()), page=1)
             else:
                 href = link(a, q=f"{a.q} {term}", page=1)
             values.append({"value": value, "count": count, "href": href, "chosen": chosen})
