@@ -299,3 +299,21 @@ def test_a_chosen_folder_with_spaces_can_be_removed_again():
     again = facet_view(Asked(narrowed, 1, 20, "relevance"), page)[0]["choices"]
     assert again[0]["chosen"] and not again[1]["chosen"]
     assert urllib.parse.parse_qs(urllib.parse.urlsplit(again[0]["href"]).query)["q"] == ["numbat"]
+
+
+def test_without_a_start_folder_the_file_itself_must_be_no_link(tree):
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    stored.root = ""  # an index written before the start folder was read back
+    doc.unlink()
+    doc.symlink_to(root / "secret")
+    with pytest.raises(documents.NotIndexed):
+        documents.open_local_file(stored, follow_symlinks=False)
+
+
+def test_a_start_url_naming_the_file_opens_it(tree):
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    stored.root = stored.url
+    with documents.open_local_file(stored, follow_symlinks=False) as stream:
+        assert stream.read() == b"a note\n"

@@ -87,12 +87,14 @@ def open_local_file(stored: Stored, follow_symlinks: bool) -> BinaryIO:
     above it, so a link swapped in during the walk is refused too). Opened non-blocking, so a FIFO put
     in its place cannot hold a thread."""
     path = url_to_path(stored.url)
-    root = url_to_path(stored.root) if stored.root.startswith("file:") else path
+    root = url_to_path(stored.root) if stored.root.startswith("file:") else ""
     nofollow = 0 if follow_symlinks else os.O_NOFOLLOW
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
-    below = os.path.relpath(path, root).split(os.sep) if path != root else []
-    if not below or below[0] == os.pardir:  # a start URL naming the file itself: opened as the crawl did
+    below = os.path.relpath(path, root).split(os.sep) if root and path != root else [os.pardir]
+    if path == root:  # a start URL naming the file itself: opened as the crawl did
         fd = os.open(path, flags)
+    elif below[0] == os.pardir:  # no start folder known (an older index): the file itself is no link at least
+        fd = _open(path, flags | nofollow)
     else:
         folder = os.open(root, flags | os.O_DIRECTORY)
         try:
@@ -100,13 +102,28 @@ def open_local_file(stored: Stored, follow_symlinks: bool) -> BinaryIO:
                 inner = os.open(name, flags | os.O_DIRECTORY | nofollow, dir_fd=folder)
                 os.close(folder)
                 folder = inner
-            fd = os.open(below[-1], flags | nofollow, dir_fd=folder)
+            fd = _open(below[-1], flags | nofollow, dir_fd=folder)
         except OSError as err:
-            if err.errno in (errno.ELOOP, errno.ENOTDIR):
+            if err.errno in (errno.ELOOP, errno.ENOTDIR):  # a folder replaced by a link or by a file
                 raise NotIndexed("a symbolic link is in its place") from None
             raise
         finally:
             os.close(folder)
+    return _checked(fd, stored)
+
+
+def _open(name: str, flags: int, dir_fd: int | None = None) -> int:
+    """os.open, with a symbolic link that O_NOFOLLOW meets as NotIndexed."""
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise NotIndexed("a symbolic link is in its place") from None
+        raise
+
+
+def _checked(fd: int, stored: Stored) -> BinaryIO:
+    """The open ``fd`` as a blocking stream if it is the indexed regular file, else NotIndexed."""
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
