@@ -317,3 +317,17 @@ def test_a_start_url_naming_the_file_opens_it(tree):
     stored.root = stored.url
     with documents.open_local_file(stored, follow_symlinks=False) as stream:
         assert stream.read() == b"a note\n"
+
+
+def test_a_changed_password_or_group_counts_at_once_for_a_signed_in_person(tmp_path):
+    users = tmp_path / "users"
+    add_user(str(users), "alice", PASSWORD, ["hr"])
+    doorkeeper = Doorkeeper(str(users))
+    header = "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+    assert doorkeeper.searcher(header, {}, "127.0.0.1") == Searcher("alice", ("hr",))  # verified, remembered
+    add_user(str(users), "alice", PASSWORD, [])
+    os.utime(users, ns=(time.time_ns(), time.time_ns() + 10**9))
+    assert doorkeeper.searcher(header, {}, "127.0.0.1") == Searcher("alice", ())
+    add_user(str(users), "alice", "a new password", [])
+    os.utime(users, ns=(time.time_ns(), time.time_ns() + 2 * 10**9))
+    assert doorkeeper.searcher(header, {}, "127.0.0.1") is None

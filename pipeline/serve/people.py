@@ -253,11 +253,12 @@ class Doorkeeper:
             return Searcher(name, user.groups if user else ())
         if not authorization:
             return ANONYMOUS
+        users = self.users()  # first: a changed file forgets the passwords verified before it
         known = self.verified.get(authorization)
         if known is not None:
             return known
         credentials = basic_credentials(authorization)
-        user = self.users().get(credentials[0]) if credentials else None
+        user = users.get(credentials[0]) if credentials else None
         if user is None or not password_matches(credentials[1], user.hash):
             return None
         searcher = Searcher(user.name, user.groups)
