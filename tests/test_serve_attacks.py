@@ -10,6 +10,7 @@ import concurrent.futures
 import http.client
 import os
 import re
+import socket
 import subprocess
 import threading
 import time
@@ -331,3 +332,12 @@ def test_a_changed_password_or_group_counts_at_once_for_a_signed_in_person(tmp_p
     add_user(str(users), "alice", "a new password", [])
     os.utime(users, ns=(time.time_ns(), time.time_ns() + 2 * 10**9))
     assert doorkeeper.searcher(header, {}, "127.0.0.1") is None
+
+
+def test_a_huge_request_head_is_refused_early(base):
+    host, port = urllib.parse.urlsplit(base).netloc.split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        # 100 KiB of a header never ended: more than a head may hold, less than the server reads at once
+        connection.sendall(b"GET /?q=numbat HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100 * 1024)
+        assert connection.recv(100).startswith(b"HTTP/1.1 400")
+    assert get(base + "/health")[0] == 200

@@ -58,6 +58,11 @@ SEARCH_THREADS = 8  # index connections, so searches at once
 #: the threads, memory and cores of the searches
 PASSWORD_CHECKS = 2
 REALM = 'Basic realm="beamtrawl", charset="UTF-8"'
+#: uvicorn's options: h11 bounds a request's line and headers (httptools buffers a header of any size: one
+#: client sending a 200 MB header grew the server by 260 MB); the client address is the TCP peer (no
+#: X-Forwarded-For), which the trusted-header check relies on
+SERVER_OPTIONS = {"http": "h11", "h11_max_incomplete_event_size": 64 * 1024, "proxy_headers": False,
+                  "server_header": False}
 FACET_LABELS = {"mimetype": "Type", "extension": "Extension", "path": "Folder"}
 ORDER_LABELS = {"relevance": "Best match", "date": "Newest first"}
 #: The page's own policy: its style sheet and nothing else; forms post only here; no frames.
