@@ -353,7 +353,7 @@ def _maintain(config, retention_hours: float | None) -> int:
 
 def _serve(config, args) -> int:
     import uvicorn
-    from beamtrawl.pipeline.serve.app import make_app
+    from beamtrawl.pipeline.serve.app import SERVER_OPTIONS, make_app
     from beamtrawl.pipeline.serve.people import Doorkeeper, UsersError
     from beamtrawl.transforms.index import make_target
 
@@ -368,10 +368,9 @@ def _serve(config, args) -> int:
         log.error("beamtrawl serve: %s", target.pages_unavailable())
         return EXIT_FATAL
     print(f"beamtrawl serve: searching {config.index.label} at http://{args.host}:{args.port}/", flush=True)
-    # proxy_headers off: the client address is the TCP peer, which the trusted-header check relies on
     try:
-        uvicorn.run(make_app(config, doorkeeper), host=args.host, port=args.port, proxy_headers=False,
-                    server_header=False, log_level="debug" if args.debug else "warning", access_log=args.debug)
+        uvicorn.run(make_app(config, doorkeeper), host=args.host, port=args.port, **SERVER_OPTIONS,
+                    log_level="debug" if args.debug else "warning", access_log=args.debug)
     except SystemExit as stop:  # uvicorn exits when it cannot listen (it logged why)
         if stop.code:
             log.error("beamtrawl serve: cannot listen on %s:%s", args.host, args.port)

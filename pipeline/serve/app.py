@@ -54,14 +54,25 @@ MAX_PER_PAGE = 100
 MAX_DEPTH = 10_000  # hits one can page to (OpenSearch's max_result_window): narrow the search beyond
 FACET_SIZE = 10  # values shown per facet
 SEARCH_THREADS = 8  # index connections, so searches at once
+#: scrypt checks at once (16 MiB and ~50 ms of a core each): guesses from many addresses cannot take
+#: the threads, memory and cores of the searches
+PASSWORD_CHECKS = 2
 REALM = 'Basic realm="beamtrawl", charset="UTF-8"'
+#: uvicorn's options: h11 bounds a request's line and headers (httptools buffers a header of any size: one
+#: client sending a 200 MB header grew the server by 260 MB); the client address is the TCP peer (no
+#: X-Forwarded-For), which the trusted-header check relies on
+SERVER_OPTIONS = {"http": "h11", "h11_max_incomplete_event_size": 64 * 1024, "proxy_headers": False,
+                  "server_header": False}
 FACET_LABELS = {"mimetype": "Type", "extension": "Extension", "path": "Folder"}
 ORDER_LABELS = {"relevance": "Best match", "date": "Newest first"}
 #: The page's own policy: its style sheet and nothing else; forms post only here; no frames.
 PAGE_CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
             "frame-ancestors 'none'")
 SECURITY_HEADERS = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
-                    (b"x-frame-options", b"DENY")]
+                    (b"x-frame-options", b"DENY"),
+                    # no cache (a browser's, a caching proxy's in front of a trusted header) may keep what one
+                    # searcher's groups showed and hand it to the next
+                    (b"cache-control", b"no-store")]
 _HERE = Path(__file__).parent
 
 
@@ -121,7 +132,7 @@ def asked(params) -> Asked:
 
 
 def _whole(text: str, name: str, low: int, high: int) -> int:
-    if not re.fullmatch(r"\d{1,6}", text) or not low <= int(text) <= high:
+    if not re.fullmatch(r"[0-9]{1,6}", text) or not low <= int(text) <= high:
         raise BadRequest(f"{name} is a whole number from {low} to {high:,}")
     return int(text)
 
@@ -149,11 +160,12 @@ def facet_view(a: Asked, page: Page) -> list[dict]:
         values = []
         for value, count in page.facets.get(name, []):
             term = facet_term(name, value)
-            chosen = term is not None and term in a.q.split()
+            whole = re.compile(rf"(?<!\S){re.escape(term)}(?!\S)") if term else None  # a term of q, quoted or not
+            chosen = bool(whole and whole.search(a.q))
             if term is None:
                 href = None
             elif chosen:
-                href = link(a, q=" ".join(t for t in a.q.split() if t != term), page=1)
+                href = link(a, q=" ".join(whole.sub("", a.q).split()), page=1)
             else:
                 href = link(a, q=f"{a.q} {term}", page=1)
             values.append({"value": value, "count": count, "href": href, "chosen": chosen})
@@ -179,7 +191,13 @@ def human_size(size: int) -> str:
 
 def shown_url(url: str) -> str:
     """A URL as a person reads it: percent-escapes decoded (the page escapes it as text)."""
-    return urllib.parse.unquote(url, errors="replace")
+    return plain(urllib.parse.unquote(url, errors="replace"))
+
+
+def plain(text: str) -> str:
+    """A name as the page shows it: bidirectional overrides and isolates made visible (U+FFFD), so
+    ``invoice\u202eFDP.exe`` cannot pass for ``invoiceexe.PDF``."""
+    return documents.BIDI_CONTROLS.sub("\ufffd", text)
 
 
 def shown_date(iso: str) -> str:
@@ -189,7 +207,7 @@ def shown_date(iso: str) -> str:
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined)
-    env.filters.update(size=human_size, date=shown_date, hit_link=hit_link, url=shown_url)
+    env.filters.update(size=human_size, date=shown_date, hit_link=hit_link, url=shown_url, plain=plain)
     env.globals.update(version=__version__, MAX_QUERY_CHARS=MAX_QUERY_CHARS, ORDER_LABELS=ORDER_LABELS)
     return env
 
@@ -224,6 +242,7 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
     fields = [f.name for f in config.auxiliary_fields if f.index]
     templates = Jinja2Templates(env=_environment())
     sources = Sources(SourceSettings.from_config(config))  # with the logins of SMB and IMAP sources
+    password_checks = asyncio.Semaphore(PASSWORD_CHECKS)
 
     async def who(request: Request) -> Searcher:
         """The searcher, or HTTPException 401 (after the failure delay) for wrong credentials."""
@@ -231,9 +250,15 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
         authorization = request.headers.get("authorization", "")
         if not authorization and not doorkeeper.trusted_header:
             return ANONYMOUS  # most requests: no thread needed
-        found = await run_in_threadpool(doorkeeper.searcher, authorization, request.headers, peer)
+        if not doorkeeper.checks_password(authorization, request.headers, peer):  # trusted, or verified lately
+            found = await run_in_threadpool(doorkeeper.searcher, authorization, request.headers, peer)
+        else:
+            async with doorkeeper.failures.turn(peer):  # one guess at a time per address, its delay included
+                async with password_checks:
+                    found = await run_in_threadpool(doorkeeper.searcher, authorization, request.headers, peer)
+                if found is None:
+                    await asyncio.sleep(doorkeeper.failures.delay(peer))
         if found is None:
-            await asyncio.sleep(doorkeeper.failures.delay(peer))
             raise HTTPException(401, "The user name or password is wrong.", headers={"WWW-Authenticate": REALM})
         return found
 
@@ -308,7 +333,14 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
         if documents.is_web(stored):
             return RedirectResponse(stored.url, 303)  # an address from the index, never from the request
         try:
-            stream = await run_in_threadpool(documents.open_stream, sources, stored)
+            stream = await run_in_threadpool(documents.open_stream, sources, stored, config.follow_symlinks)
+        except FileNotFoundError:
+            raise HTTPException(410, "This document is no longer where it was indexed; the next crawl takes "
+                                     "it out of the search.") from None
+        except documents.NotIndexed as err:
+            log.warning("%s: not sent to a searcher: %s", stored.url, err)
+            raise HTTPException(409, "This document changed after it was indexed; it can be opened again "
+                                     "after the next crawl.") from None
         except Exception as err:  # noqa: BLE001 - the source's own errors (OSError, SMB, IMAP): one log line
             log.warning("%s: cannot open for a searcher: %s", stored.url, str(err)[:300] or type(err).__name__)
             raise HTTPException(502, "The document could not be read from where it is stored. It may have "
@@ -368,5 +400,6 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
         Route("/signin", signin), Route("/health", health),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ], exception_handlers={HTTPException: failed, Exception: broken}, lifespan=lifespan)
+    app.router.redirect_slashes = False  # its redirect is absolute, to whatever Host the request named
     app.add_middleware(SecurityHeaders)
     return app

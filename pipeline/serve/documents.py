@@ -9,12 +9,18 @@ Content-Security-Policy of its own, so an indexed file can never script the sear
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import os
 import re
+import stat
 import urllib.parse
 from collections.abc import Iterator
+from typing import BinaryIO
 
 from beamtrawl.transforms.index.base import Stored
 from beamtrawl.transforms.sources import Sources
+from beamtrawl.transforms.urls import url_to_path
 
 CHUNK = 256 * 1024
 DOCUMENT_ID = re.compile(r"[0-9a-f]{32}")  # transforms.urls.doc_id: anything else is no id of ours
@@ -25,6 +31,8 @@ FALLBACK_TYPE = "application/octet-stream"
 #: Sent with every document: nothing in it may load or run anything (a PDF keeps its viewer).
 DOCUMENT_CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"
 DOCUMENT_SANDBOX = DOCUMENT_CSP + "; sandbox"
+#: Bidirectional embeddings, overrides and isolates: a name holding them can show as another name
+BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]")
 _MIMETYPE = re.compile(r"[\w.+-]+/[\w.+-]+")
 
@@ -40,11 +48,9 @@ def content_type(stored: Stored) -> str:
 
 
 def file_name(stored: Stored) -> str:
-    """The document's file name, or the last segment of its URL."""
-    if stored.filename:
-        return stored.filename
-    tail = urllib.parse.unquote(urllib.parse.urlsplit(stored.url).path.rstrip("/").rsplit("/", 1)[-1])
-    return tail or "document"
+    """The document's file name, or the last segment of its URL, without bidirectional controls."""
+    name = stored.filename or urllib.parse.unquote(urllib.parse.urlsplit(stored.url).path.rstrip("/").rsplit("/", 1)[-1])
+    return BIDI_CONTROLS.sub("", name) or "document"
 
 
 def headers(stored: Stored) -> dict[str, str]:
@@ -61,9 +67,74 @@ def headers(stored: Stored) -> dict[str, str]:
             "x-content-type-options": "nosniff"}
 
 
-def open_stream(sources: Sources, stored: Stored):
-    """The document's bytes as an open binary stream, from its source (raises what the source raises)."""
+class NotIndexed(OSError):
+    """The file at a document's place is no longer the file that was indexed (changed, replaced by a
+    symbolic link, a FIFO or a device): its groups were decided for another file, so it is not sent."""
+
+
+def open_stream(sources: Sources, stored: Stored, follow_symlinks: bool = False):
+    """The document's bytes as an open binary stream, from its source (raises what the source raises);
+    a local file through :func:`open_local_file`."""
+    if stored.url.startswith("file:"):
+        return open_local_file(stored, follow_symlinks)
     return sources(stored.url).open_document(stored.url)
+
+
+def open_local_file(stored: Stored, follow_symlinks: bool) -> BinaryIO:
+    """The indexed local file, or NotIndexed. A file is served only if it is still a regular file of the
+    indexed size and modification time, reached as the crawl reached it: below its start folder no
+    symbolic link is followed unless the crawl followed them (each folder is opened relative to the one
+    above it, so a link swapped in during the walk is refused too). Opened non-blocking, so a FIFO put
+    in its place cannot hold a thread."""
+    path = url_to_path(stored.url)
+    root = url_to_path(stored.root) if stored.root.startswith("file:") else ""
+    nofollow = 0 if follow_symlinks else os.O_NOFOLLOW
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    below = os.path.relpath(path, root).split(os.sep) if root and path != root else [os.pardir]
+    if path == root:  # a start URL naming the file itself: opened as the crawl did
+        fd = os.open(path, flags)
+    elif below[0] == os.pardir:  # no start folder known (an older index): the file itself is no link at least
+        fd = _open(path, flags | nofollow)
+    else:
+        folder = os.open(root, flags | os.O_DIRECTORY)
+        try:
+            for name in below[:-1]:
+                inner = os.open(name, flags | os.O_DIRECTORY | nofollow, dir_fd=folder)
+                os.close(folder)
+                folder = inner
+            fd = _open(below[-1], flags | nofollow, dir_fd=folder)
+        except OSError as err:
+            if err.errno in (errno.ELOOP, errno.ENOTDIR):  # a folder replaced by a link or by a file
+                raise NotIndexed("a symbolic link is in its place") from None
+            raise
+        finally:
+            os.close(folder)
+    return _checked(fd, stored)
+
+
+def _open(name: str, flags: int, dir_fd: int | None = None) -> int:
+    """os.open, with a symbolic link that O_NOFOLLOW meets as NotIndexed."""
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise NotIndexed("a symbolic link is in its place") from None
+        raise
+
+
+def _checked(fd: int, stored: Stored) -> BinaryIO:
+    """The open ``fd`` as a blocking stream if it is the indexed regular file, else NotIndexed."""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotIndexed("it is no longer a regular file")
+        if (st.st_size, st.st_mtime_ns) != (stored.size, stored.mtime_ns):
+            raise NotIndexed("it changed after it was indexed")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def chunks(stream) -> Iterator[bytes]:

@@ -10,16 +10,22 @@ slowed per client address (:class:`Failures`), and a password is verified once p
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import hashlib
 import hmac
 import ipaddress
+import logging
 import os
 import re
+import stat
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+
+log = logging.getLogger("beamtrawl.serve")
 
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1  # 16 MiB and ~50 ms per hash: OWASP's minimum for scrypt
 SALT_BYTES = 16
@@ -86,9 +92,13 @@ def read_users(path: str) -> dict[str, User]:
     users = {}
     try:
         with open(path, encoding="utf-8") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
             lines = handle.read().splitlines()
     except (OSError, UnicodeDecodeError) as err:
         raise UsersError(f"{path}: cannot read the users file ({getattr(err, 'strerror', None) or err})") from None
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):  # whoever may write it may add themselves with any group
+        raise UsersError(f"{path}: other users may write to the users file (mode {stat.S_IMODE(mode):o}); "
+                         f"chmod 600 it")
     for number, line in enumerate(lines, 1):
         if not line.strip() or line.startswith("#"):
             continue
@@ -155,15 +165,30 @@ class Verified:
 
 
 class Failures:
-    """Recent sign-in failures per client address: how long the next answer to a failure waits."""
+    """Recent sign-in failures per client address: how long the next answer to a failure waits, and a
+    turn per address, so that many connections from one address guess no faster than one."""
 
     def __init__(self):
-        self._recent: dict[str, list[float]] = {}
+        self._recent: OrderedDict[str, list[float]] = OrderedDict()  # least recently failed first
+        self._turns: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # address → lock, requests holding it
+
+    @contextlib.asynccontextmanager
+    async def turn(self, address: str):
+        """Wait until no other password check from ``address`` (or its failure's delay) is under way."""
+        lock, users = self._turns.setdefault(address, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._turns[address]
 
     def delay(self, address: str) -> float:
         """Record a failure from ``address``; the seconds to wait before answering it."""
         now = time.monotonic()
-        recent = [t for t in self._recent.get(address, []) if now - t < FAILURE_WINDOW][-8:] + [now]
+        recent = [t for t in self._recent.pop(address, []) if now - t < FAILURE_WINDOW][-8:] + [now]
         self._recent[address] = recent
         if len(self._recent) > VERIFIED_ENTRIES:  # forget the oldest addresses
             for stale in list(self._recent)[: len(self._recent) - VERIFIED_ENTRIES]:
@@ -187,14 +212,15 @@ class Doorkeeper:
         self.verified, self.failures = Verified(), Failures()
         self._users: dict[str, User] = {}
         self._read_at: float | None = None
-        self.users()  # a broken users file stops the server at its start, not at the first sign-in
+        self.users(strict=True)  # a broken users file stops the server at its start
 
     @property
     def can_sign_in(self) -> bool:
         return bool(self.users_file)
 
-    def users(self) -> dict[str, User]:
-        """The users file, read again whenever it changed (``beamtrawl user add`` while serving)."""
+    def users(self, strict: bool = False) -> dict[str, User]:
+        """The users file, read again whenever it changed (``beamtrawl user add`` while serving). A file
+        broken while serving is one log line, and the users read before stay (``strict``: it raises)."""
         if not self.users_file:
             return {}
         try:
@@ -202,9 +228,22 @@ class Doorkeeper:
         except OSError:
             stamp = None
         if stamp != self._read_at:
-            self._users, self._read_at = read_users(self.users_file), stamp
+            self._read_at = stamp
+            try:
+                self._users = read_users(self.users_file)
+            except UsersError as err:
+                if strict:
+                    raise
+                log.error("%s; the users read before still sign in", err)
+                return self._users
             self.verified = Verified()  # a changed password or group takes effect at once
         return self._users
+
+    def checks_password(self, authorization: str, headers, peer: str) -> bool:
+        """Whether :meth:`searcher` will verify a password for this request (an scrypt hash)."""
+        if self.trusted_header and self._from_proxy(peer) and headers.get(self.trusted_header):
+            return False
+        return bool(authorization) and self.verified.get(authorization) is None
 
     def searcher(self, authorization: str, headers, peer: str) -> Searcher | None:
         """Who sends a request; None for credentials that are wrong (the caller answers 401, slowed)."""
@@ -214,11 +253,12 @@ class Doorkeeper:
             return Searcher(name, user.groups if user else ())
         if not authorization:
             return ANONYMOUS
+        users = self.users()  # first: a changed file forgets the passwords verified before it
         known = self.verified.get(authorization)
         if known is not None:
             return known
         credentials = basic_credentials(authorization)
-        user = self.users().get(credentials[0]) if credentials else None
+        user = users.get(credentials[0]) if credentials else None
         if user is None or not password_matches(credentials[1], user.hash):
             return None
         searcher = Searcher(user.name, user.groups)

@@ -94,6 +94,8 @@ class Stored:
     filename: str
     mimetype: str
     size: int
+    root: str = ""  # the start URL it was found under, and its size and mtime when indexed: serve opens
+    mtime_ns: int = 0  # a local file only if it is still that file (pipeline/serve/documents.py)
 
 
 class IndexTarget(ABC):

@@ -384,7 +384,7 @@ class OpenSearchIndex(IndexTarget):
 
     def document(self, doc_id: str, groups: Sequence[str]) -> Stored | None:
         body = {"size": 1, "query": {"bool": {"filter": [{"ids": {"values": [doc_id]}}, _visible(groups)]}},
-                "_source": ["id", "url", "title", "filename", "mimetype", "size"]}
+                "_source": ["id", "url", "title", "filename", "mimetype", "size", "root", "mtime_ns"]}
         try:
             hits = self.client.search(index=self.name, body=body)["hits"]["hits"]
         except (OpenSearchException, OSError) as err:
@@ -393,7 +393,8 @@ class OpenSearchIndex(IndexTarget):
             return None
         source = hits[0]["_source"]
         return Stored(hits[0]["_id"], source["url"], source.get("title", ""), source.get("filename", ""),
-                      source.get("mimetype", ""), source.get("size", 0))
+                      source.get("mimetype", ""), source.get("size", 0), source.get("root", ""),
+                      source.get("mtime_ns", 0))
 
     def _search(self, groups, body: dict) -> dict:
         """One search over exactly the partitions ``groups`` may see (``_visible_partitions``); {} when

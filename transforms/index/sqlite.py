@@ -328,7 +328,7 @@ class EmbeddedIndex(IndexTarget):
     def document(self, doc_id: str, groups: Sequence[str]) -> Stored | None:
         visible, params = _visible(groups)
         row = self._searching(lambda db: db.execute(
-            f"SELECT id, url, title, filename, mimetype, size FROM docs WHERE id = ? AND {visible}",
+            f"SELECT id, url, title, filename, mimetype, size, root, mtime_ns FROM docs WHERE id = ? AND {visible}",
             [doc_id, *params]).fetchone())
         return Stored(*row) if row else None
 

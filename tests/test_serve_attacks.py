@@ -1,0 +1,343 @@
+"""``beamtrawl serve`` attacked: files swapped after the crawl (symbolic links to secrets, FIFOs,
+devices, changed files), caching of signed-in pages, the sign-in slow-down's memory and reach, and the
+policy on every answer. Each test has its own crawled site (tests/serve_site.py), since it changes files."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import concurrent.futures
+import http.client
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+
+import pytest
+from beamtrawl.pipeline.serve import documents
+from beamtrawl.pipeline.serve.app import Asked, facet_view, plain, shown_url
+from beamtrawl.pipeline.serve.people import (
+    VERIFIED_ENTRIES,
+    Doorkeeper,
+    Failures,
+    Searcher,
+    UsersError,
+    add_user,
+)
+from beamtrawl.transforms.index.base import Page, Stored
+from beamtrawl.transforms.urls import path_to_url
+
+from tests.conftest import beamtrawl_command
+from tests.serve_site import PASSWORD, api, get, make_site, served
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    return make_site(tmp_path_factory.mktemp("attacks"))
+
+
+@pytest.fixture(scope="module")
+def base(site):
+    with served(site) as url:
+        yield url
+
+
+def _indexed(root, path) -> Stored:
+    st = os.stat(path)
+    return Stored("0" * 32, path_to_url(str(path)), "", path.name, "text/plain", st.st_size,
+                  path_to_url(str(root)), st.st_mtime_ns)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "docs" / "sub").mkdir(parents=True)
+    (tmp_path / "secret").write_text("the secret\n")
+    doc = tmp_path / "docs" / "sub" / "note.txt"
+    doc.write_text("a note\n")
+    return tmp_path, doc
+
+
+def test_the_indexed_file_opens(tree):
+    root, doc = tree
+    with documents.open_local_file(_indexed(root / "docs", doc), follow_symlinks=False) as stream:
+        assert stream.read() == b"a note\n"
+
+
+def test_a_symbolic_link_swapped_in_after_the_crawl_is_refused(tree):
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    doc.unlink()
+    doc.symlink_to(root / "secret")
+    with pytest.raises(documents.NotIndexed):
+        documents.open_local_file(stored, follow_symlinks=False)
+
+
+def test_a_folder_swapped_for_a_symbolic_link_is_refused(tree):
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    elsewhere = root / "elsewhere"
+    elsewhere.mkdir()
+    os.link(doc, elsewhere / "note.txt")  # the same size and time: only the way to it differs
+    (root / "docs" / "sub").rename(root / "old")
+    (root / "docs" / "sub").symlink_to(elsewhere)
+    with pytest.raises(documents.NotIndexed):
+        documents.open_local_file(stored, follow_symlinks=False)
+    with documents.open_local_file(stored, follow_symlinks=True) as stream:  # the crawl followed links
+        assert stream.read() == b"a note\n"
+
+
+def test_a_fifo_in_its_place_does_not_hold_a_thread(tree):
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    doc.unlink()
+    os.mkfifo(doc)
+    done = []
+    worker = threading.Thread(target=lambda: done.append(_refused(stored)), daemon=True)
+    worker.start()
+    worker.join(5)
+    assert done == [True]
+
+
+def _refused(stored) -> bool:
+    try:
+        documents.open_local_file(stored, follow_symlinks=False)
+    except documents.NotIndexed:
+        return True
+    return False
+
+
+def test_a_changed_file_is_not_sent_with_the_old_access(tree):
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    doc.write_text("a note, longer now\n")
+    with pytest.raises(documents.NotIndexed):
+        documents.open_local_file(stored, follow_symlinks=False)
+
+
+def test_a_deleted_file_is_not_found(tree):
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    doc.unlink()
+    with pytest.raises(FileNotFoundError):
+        documents.open_local_file(stored, follow_symlinks=False)
+
+
+def _report(base: str, name: str) -> dict:
+    (hit,) = [h for h in api(base, "survey", per_page=100)["hits"] if h["url"].endswith("/" + name)]
+    return hit
+
+
+def test_serve_refuses_a_link_to_a_secret_swapped_in_after_the_crawl(site, base):
+    hit = _report(base, "report-00.txt")
+    path = site.root / "reports" / "report-00.txt"
+    kept = path.with_suffix(".kept")
+    path.rename(kept)
+    secret = site.root.parent / "secret.txt"
+    secret.write_text("root:the-hash-of-roots-password\n")
+    path.symlink_to(secret)
+    try:
+        status, _, body = get(f"{base}/document/{hit['id']}")
+        assert status == 409 and b"the-hash" not in body and b"changed after it was indexed" in body
+    finally:
+        path.unlink()
+        kept.rename(path)
+    assert get(f"{base}/document/{hit['id']}")[0] == 200
+
+
+@pytest.mark.parametrize("path, user", [("/?q=numbat", "alice"), ("/?q=numbat", None), ("/api/search?q=numbat", "alice"),
+                                        ("/api/search?q=", None), ("/nowhere", None), ("/api/nowhere", None),
+                                        ("/document/0123456789abcdef0123456789abcdef", None), ("/signin", None),
+                                        ("/static/serve.css", None), ("/health", None), ("/?page=-1", None)])
+def test_no_answer_is_kept_by_a_cache_and_every_one_has_a_policy(base, path, user):
+    _, headers, _ = get(base + path, user=user)
+    assert headers["Cache-Control"] == "no-store"
+    assert headers["Content-Security-Policy"].startswith("default-src 'none'")
+    assert headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_a_document_is_not_kept_by_a_cache(base):
+    hit = api(base, "salary", user="alice")["hits"][0]
+    status, headers, _ = get(f"{base}/document/{hit['id']}", user="alice")
+    assert status == 200 and headers["Cache-Control"] == "no-store" and "sandbox" in headers["Content-Security-Policy"]
+
+
+# -- guessing passwords ---------------------------------------------------------------------------
+
+def _guess(base: str, password: str, source: str = "127.0.0.1") -> tuple[int, float]:
+    """(status, seconds) of a sign-in as alice from the loopback address ``source``."""
+    host, port = urllib.parse.urlsplit(base).netloc.split(":")
+    token = base64.b64encode(f"alice:{password}".encode()).decode()
+    started = time.monotonic()
+    connection = http.client.HTTPConnection(host, int(port), timeout=120, source_address=(source, 0))
+    try:
+        connection.request("GET", "/api/search?q=numbat", headers={"Authorization": f"Basic {token}"})
+        status = connection.getresponse().status
+    finally:
+        connection.close()
+    return status, time.monotonic() - started
+
+
+def test_guesses_at_once_from_one_address_wait_in_turn_and_others_are_not_locked_out(base):
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        guesses = [pool.submit(_guess, base, f"guess {n}") for n in range(3)]
+        time.sleep(0.5)
+        status, seconds = _guess(base, PASSWORD, source="127.0.0.2")  # alice elsewhere, meanwhile
+        assert status == 200 and seconds < 5
+        answers = [g.result() for g in guesses]
+    assert {s for s, _ in answers} == {401}
+    assert max(t for _, t in answers) >= 1 + 2 + 4 - 0.5  # one after the other, each with its delay
+
+
+def test_failures_forget_the_least_recently_failed_address_first():
+    failures = Failures()
+    failures.delay("10.0.0.1")
+    for n in range(VERIFIED_ENTRIES - 1):
+        failures.delay(f"10.1.{n // 256}.{n % 256}")
+    failures.delay("10.0.0.1")  # failing again makes it the most recent
+    failures.delay("10.0.0.2")  # one address too many: the oldest other one goes
+    assert failures.delay("10.0.0.1") == 4.0
+
+
+def test_one_password_check_at_a_time_per_address():
+    failures, inside, most = Failures(), [0], [0]
+
+    async def check(address):
+        async with failures.turn(address):
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+            await asyncio.sleep(0.01)
+            inside[0] -= 1
+
+    async def main():
+        await asyncio.gather(*(check("10.0.0.1") for _ in range(5)))
+        assert most[0] == 1 and not failures._turns  # a turn no one waits for is forgotten
+        await asyncio.gather(check("10.0.0.1"), check("10.0.0.2"))
+        assert most[0] == 2  # addresses do not wait for each other
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("params", [{"per_page": "\uff11"}, {"page": "\u0661"}, {"page": "1.0"}, {"per_page": "-5"},
+                                    {"page": " 1"}, {"page": "0x1"}, {"page": "9" * 40}])
+def test_page_numbers_are_ascii_whole_numbers(base, params):
+    status, _, body = get(f"{base}/api/search?" + urllib.parse.urlencode({"q": "numbat", **params}))
+    assert status == 400 and b"whole number" in body
+
+
+# -- the users file -------------------------------------------------------------------------------
+
+def test_a_users_file_others_may_write_is_refused(tmp_path):
+    users = tmp_path / "users"
+    add_user(str(users), "alice", PASSWORD, ["hr"])
+    users.chmod(0o620)
+    with pytest.raises(UsersError, match=r"other users may write to the users file \(mode 620\); chmod 600"):
+        Doorkeeper(str(users))
+    done = subprocess.run(beamtrawl_command("user", "add", "bob", "--groups", "hr", "--users", str(users),
+                                            check_dac=False), input="pw\n", text=True, capture_output=True, check=False)
+    assert done.returncode != 0 and "chmod 600" in done.stderr
+
+
+def test_a_users_file_broken_while_serving_keeps_the_users_read_before(tmp_path, caplog):
+    users = tmp_path / "users"
+    add_user(str(users), "alice", PASSWORD, ["hr"])
+    doorkeeper = Doorkeeper(str(users))
+    with users.open("a") as handle:
+        handle.write("a line that is no user\n")
+    os.utime(users, ns=(time.time_ns(), time.time_ns() + 10**9))
+    header = "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+    assert doorkeeper.searcher(header, {}, "127.0.0.1") == Searcher("alice", ("hr",))
+    assert "not a line of a users file" in caplog.text
+
+
+@pytest.mark.parametrize("path", ["/api/search/?q=numbat", "/document/0123456789abcdef0123456789abcdef/", "/signin/"])
+def test_no_redirect_leads_to_the_host_a_request_names(base, path):
+    status, headers, _ = get(base + path, headers={"Host": "evil.example"})
+    assert status == 404 and "Location" not in headers
+
+
+# -- names that show as other names, headers from names ---------------------------------------------
+
+SPOOF = "invoice\u202eFDP.exe"
+
+
+def test_bidirectional_overrides_in_names_are_shown_not_obeyed():
+    assert plain(SPOOF) == "invoice\ufffdFDP.exe"
+    assert shown_url("file:///srv/" + urllib.parse.quote(SPOOF)) == "file:///srv/invoice\ufffdFDP.exe"
+
+
+@pytest.mark.parametrize("name", [SPOOF, 'a"; filename="evil.html', "line\r\nSet-Cookie: x=1", "naïve résumé.pdf",
+                                  "\u2067evil\u2069.txt"])
+def test_file_names_make_one_safe_disposition(name):
+    stored = Stored("0" * 32, "file:///srv/x", "", name, "application/x-msdownload", 1)
+    disposition = documents.headers(stored)["content-disposition"]
+    ascii_name = re.fullmatch(r'attachment; filename="([A-Za-z0-9._ -]+)"; filename\*=UTF-8\'\'([\w.%-]+)',
+                              disposition)
+    assert ascii_name, disposition
+    assert "\u202e" not in urllib.parse.unquote(ascii_name[2]) and "\u2067" not in urllib.parse.unquote(ascii_name[2])
+
+
+def test_a_document_deleted_since_the_crawl_is_gone(site, base):
+    hit = _report(base, "report-01.txt")
+    path = site.root / "reports" / "report-01.txt"
+    kept = path.with_suffix(".kept")
+    path.rename(kept)
+    try:
+        status, _, body = get(f"{base}/document/{hit['id']}")
+        assert status == 410 and b"no longer where it was indexed" in body
+    finally:
+        kept.rename(path)
+
+
+def test_a_chosen_folder_with_spaces_can_be_removed_again():
+    folder = "/srv/annual reports/"
+    page = Page([], 3, {"path": [(folder, 3), ("/srv/annual/", 1)]})
+    first = facet_view(Asked("numbat", 1, 20, "relevance"), page)[0]["choices"]
+    assert not first[0]["chosen"]
+    narrowed = urllib.parse.parse_qs(urllib.parse.urlsplit(first[0]["href"]).query)["q"][0]
+    assert narrowed == f'numbat path:"{folder}"'
+    again = facet_view(Asked(narrowed, 1, 20, "relevance"), page)[0]["choices"]
+    assert again[0]["chosen"] and not again[1]["chosen"]
+    assert urllib.parse.parse_qs(urllib.parse.urlsplit(again[0]["href"]).query)["q"] == ["numbat"]
+
+
+def test_without_a_start_folder_the_file_itself_must_be_no_link(tree):
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    stored.root = ""  # an index written before the start folder was read back
+    doc.unlink()
+    doc.symlink_to(root / "secret")
+    with pytest.raises(documents.NotIndexed):
+        documents.open_local_file(stored, follow_symlinks=False)
+
+
+def test_a_start_url_naming_the_file_opens_it(tree):
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    stored.root = stored.url
+    with documents.open_local_file(stored, follow_symlinks=False) as stream:
+        assert stream.read() == b"a note\n"
+
+
+def test_a_changed_password_or_group_counts_at_once_for_a_signed_in_person(tmp_path):
+    users = tmp_path / "users"
+    add_user(str(users), "alice", PASSWORD, ["hr"])
+    doorkeeper = Doorkeeper(str(users))
+    header = "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+    assert doorkeeper.searcher(header, {}, "127.0.0.1") == Searcher("alice", ("hr",))  # verified, remembered
+    add_user(str(users), "alice", PASSWORD, [])
+    os.utime(users, ns=(time.time_ns(), time.time_ns() + 10**9))
+    assert doorkeeper.searcher(header, {}, "127.0.0.1") == Searcher("alice", ())
+    add_user(str(users), "alice", "a new password", [])
+    os.utime(users, ns=(time.time_ns(), time.time_ns() + 2 * 10**9))
+    assert doorkeeper.searcher(header, {}, "127.0.0.1") is None
+
+
+def test_a_huge_request_head_is_refused_early(base):
+    host, port = urllib.parse.urlsplit(base).netloc.split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        # 100 KiB of a header never ended: more than a head may hold, less than the server reads at once
+        connection.sendall(b"GET /?q=numbat HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100 * 1024)
+        assert connection.recv(100).startswith(b"HTTP/1.1 400")
+    assert get(base + "/health")[0] == 200
