@@ -371,3 +371,24 @@ def test_a_file_that_is_not_utf8_is_named(tmp_path):
     with pytest.raises(ConfigError) as caught:
         load_config(str(path))
     assert str(caught.value) == f"{path}: not UTF-8 text (byte 0xe9 at offset {len(MINIMAL) + 5})"
+
+
+# -- keys written as nothing (red-team, issue 17) ------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("index: {url: null, name: x}", "index.url: must be a non-empty string, got nothing"),
+    ("index: {path: null}", "index.path: must be a non-empty string, got nothing"),
+    ("index: {url: 'http://h:9200', name: null}", "index.name: must be a non-empty string, got nothing"),
+    ("index: {table: null}", "index.table: must be a non-empty string, got nothing"),
+    ("index: {path: i.sqlite}\naccess_control: [{class: null}]",
+     "access_control[0].class: must be a non-empty string, got nothing"),
+])
+def test_an_index_or_controller_key_written_as_nothing_is_named(tmp_path, text, expected):
+    """Each passed for "not given" (an index with no kind, a traceback for ``url``, a controller failing
+    with "argument of type 'NoneType' is not iterable")."""
+    assert error_of(tmp_path, f'start: [{{url: "corpus"}}]\n{text}\n') == expected
+
+
+def test_url_rules_written_as_nothing_are_no_rules(tmp_path):
+    config = load_config(str(write(tmp_path, with_top("access_control: [{url_rules: null}]\n"))))
+    assert len(config.access_control) == 1

@@ -183,6 +183,9 @@ class IndexConfig(Section):
     @classmethod
     def _one_kind(cls, raw):
         if isinstance(raw, dict):
+            for key in ("path", "table", "url", "name"):  # written as nothing, each would pass for not given
+                if key in raw and raw[key] is None:
+                    raise fail("must be a non-empty string, got nothing", at=f".{key}")
             if "table" in raw:
                 if "path" in raw or "url" in raw:
                     raise fail("needs one of 'path' (the embedded index), 'url' (OpenSearch) or 'table'")
