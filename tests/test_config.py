@@ -392,3 +392,21 @@ def test_an_index_or_controller_key_written_as_nothing_is_named(tmp_path, text, 
 def test_url_rules_written_as_nothing_are_no_rules(tmp_path):
     config = load_config(str(write(tmp_path, with_top("access_control: [{url_rules: null}]\n"))))
     assert len(config.access_control) == 1
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("preparation: {timeout: .nan}", "preparation.timeout: must be a positive number of seconds up to 31536000"),
+    ("preparation: {timeout: .inf}", "preparation.timeout: must be a positive number of seconds up to 31536000"),
+    ("http: {delay: .nan}", "http.delay: must be a number of seconds from 0 to 31536000 (a year), got nan"),
+    ("http: {read_timeout: 1e10}", "http.read_timeout: must be a positive number of seconds up to"),
+    ("index: {url: 'http://h:9200', name: x, timeout: -.inf}", "index.timeout: must be a positive number of seconds"),
+    ("preparation: {memory_limit: 99999999999999999999 GiB}", "preparation.memory_limit: must be at most 8 EiB"),
+    ("max_file_size: 123456789012345678901234567890", "max_file_size: must be at most 8 EiB"),
+    ("discovery_rounds: 1000000", "discovery_rounds: must be at most 100, got 1000000"),
+])
+def test_values_no_wait_limit_or_graph_can_take_are_refused(tmp_path, text, expected):
+    """These passed and broke the crawl: every document failed (NaN timeout: "unpack requires a buffer";
+    infinity: "timestamp out of range for platform time_t"; a memory limit past 2**63: the preparing
+    process never started), and a million discovery rounds built the graph until memory ran out."""
+    index = "" if text.startswith("index:") else "index: {path: i.sqlite}\n"
+    assert error_of(tmp_path, f'start: [{{url: "corpus"}}]\n{index}{text}\n').startswith(expected)

@@ -231,7 +231,7 @@ def test_private_addresses_can_be_blocked(site, web_config, crawl):
 
 
 @pytest.mark.parametrize(("http", "message"), [
-    ({"delay": -1}, "http.delay: must be a number of seconds of at least 0, got -1"),
+    ({"delay": -1}, "http.delay: must be a number of seconds from 0 to 31536000 (a year), got -1"),
     ({"concurrency_per_host": 0}, "http.concurrency_per_host: must be at least 1, got 0"),
     ({"max_body": "lots"}, "http.max_body: must be a positive size"),
     ({"robots": True}, "http.robots: unknown key"),

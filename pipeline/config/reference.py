@@ -42,6 +42,8 @@ def _type(prop: dict, defs: dict) -> str:
     words = {"seconds": "seconds", "integer": "integer", "number": "number", "string": "string", "boolean": "true or false"}
     if "minimum" in prop and "maximum" in prop:
         return f"{words.get(kind, kind)} from {_number(prop['minimum'])} to {_number(prop['maximum'])}"
+    if "exclusiveMinimum" in prop and "maximum" in prop:
+        return f"{words.get(kind, kind)} > {_number(prop['exclusiveMinimum'])}, at most {_number(prop['maximum'])}"
     bounds = " ".join(f"{sign} {_number(prop[key])}" for key, sign in _BOUNDS.items() if key in prop)
     return f"{words.get(kind, kind)} {bounds}".strip()
 
