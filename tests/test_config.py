@@ -122,7 +122,7 @@ def test_settings_override_defaults(tmp_path):
 
 def test_unknown_top_level_key(tmp_path):
     message = error_of(tmp_path, with_top("maxDepth: 3\n"))
-    assert message.startswith("maxDepth: unknown key (allowed: ")
+    assert message.startswith("maxDepth: unknown key, did you mean max_depth? (allowed: ")
     assert "max_depth" in message
 
 
@@ -410,3 +410,30 @@ def test_values_no_wait_limit_or_graph_can_take_are_refused(tmp_path, text, expe
     process never started), and a million discovery rounds built the graph until memory ran out."""
     index = "" if text.startswith("index:") else "index: {path: i.sqlite}\n"
     assert error_of(tmp_path, f'start: [{{url: "corpus"}}]\n{index}{text}\n').startswith(expected)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("report: \"a\x00b\"\n", "line 8, column 11: control character #x0000 is not allowed"),  # PyYAML: two lines
+    ("report: \"a\x07b\"\n", "line 8, column 11: control character #x0007 is not allowed"),
+    ("url_cleaners: " + "[" * 5000 + "]" * 5000 + "\n", "lists or mappings nested too deeply"),  # RecursionError
+    ("url_cleaners: !!set {a, b}\n", "line 8, column 15: a set (!!set) has no order: write a list"),
+    ("whitelists: []\n", "whitelists: unknown key, did you mean whitelist? (allowed: "),  # the list is cut at 300
+])
+def test_yaml_mistakes_are_one_line(tmp_path, text, expected):
+    assert error_of(tmp_path, with_top(text)).startswith(expected)
+
+
+def test_a_long_unknown_key_is_cut_in_the_message(tmp_path):
+    assert len(error_of(tmp_path, with_top("k" * 1000 + ": 1\n"))) < 520
+
+
+def test_a_device_or_huge_file_is_refused_at_once(tmp_path):
+    with pytest.raises(ConfigError, match=r"^/dev/zero: larger than 10485760 characters: not a crawl file$"):
+        load_config("/dev/zero")  # it was read until memory ran out
+
+
+def test_an_override_holding_a_newline_stays_one_line(tmp_path):
+    with pytest.raises(ConfigError) as caught:
+        load_config(str(write(tmp_path, MINIMAL)), overrides=["http.delay=1\n---\n2"])
+    assert str(caught.value) == (r"--set http.delay=1\n---\n2: the value is not YAML: line 2, column 1: "
+                                 "but found another document")

@@ -6,6 +6,7 @@ the loader turns pydantic's error locations into the ``file: key.path: problem``
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from typing import Annotated, Any
@@ -100,7 +101,9 @@ class Section(BaseModel):
             allowed = {field.alias or name for name, field in cls.model_fields.items()}
             for key in data:
                 if key not in allowed:
-                    raise fail(f"unknown key (allowed: {', '.join(sorted(allowed))})", at=f".{key}")
+                    near = difflib.get_close_matches(str(key), allowed, n=1)  # first: the list may be cut
+                    hint = f", did you mean {near[0]}?" if near else ""
+                    raise fail(f"unknown key{hint} (allowed: {', '.join(sorted(allowed))})", at=f".{key}")
         return data
 
 
