@@ -437,3 +437,26 @@ def test_an_override_holding_a_newline_stays_one_line(tmp_path):
         load_config(str(write(tmp_path, MINIMAL)), overrides=["http.delay=1\n---\n2"])
     assert str(caught.value) == (r"--set http.delay=1\n---\n2: the value is not YAML: line 2, column 1: "
                                  "but found another document")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("credentials: [{url: 'http://[::1', username: u, password: p}]",
+     "credentials[0].url: not a valid URL: Invalid IPv6 URL"),  # was "Value error, Invalid IPv6 URL"
+    ("credentials: [{url: 'http://h', username: '${BT_EMPTY}', password: p}]",
+     "credentials[0].username: is empty once ${BT_EMPTY} is expanded"),  # was "Value should have at least 1 item"
+    ("plugins: [{plugin: filesize_filter, params: {min_bytes: '${BT_UNSET}'}}]",
+     "plugins[0].params.min_bytes: environment variable BT_UNSET is not set"),  # the key was lost
+    ("credentials: [{url: 'http://h', username: u, password_file: /dev/zero}]",
+     "credentials[0].password_file: /dev/zero is larger than 65536 bytes: not a password file"),  # MemoryError
+])
+def test_no_raw_pydantic_text_and_no_traceback(tmp_path, monkeypatch, text, expected):
+    monkeypatch.setenv("BT_EMPTY", "")
+    monkeypatch.delenv("BT_UNSET", raising=False)
+    message = error_of(tmp_path, with_top(text + "\n"))
+    assert message == expected and "Input should" not in message and "Value error" not in message
+
+
+def test_a_password_file_that_is_not_text_is_named(tmp_path):
+    (tmp_path / "pw.bin").write_bytes(b"\xff\xfesecret")
+    assert error_of(tmp_path, with_top("credentials: [{url: 'http://h', username: u, password_file: pw.bin}]\n")) == (
+        f"credentials[0].password_file: {tmp_path / 'pw.bin'} is not UTF-8 text (byte 0xff at offset 0)")

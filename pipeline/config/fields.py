@@ -55,6 +55,7 @@ _MESSAGES = {
     "less_than_equal": "must be at most {le}, got {input!r}",
     "string_type": "must be a string, got {kind}",
     "string_too_short": "must be a non-empty string",
+    "too_short": "must be a non-empty string",
     "string_pattern_mismatch": "must match {pattern}, got {input!r}",
     "model_type": "must be a mapping, got {kind}",
     "dict_type": "must be a mapping, got {kind}",
@@ -73,6 +74,8 @@ def explain(error: dict) -> tuple[str, str]:
                    for part in error["loc"] if part != "[key]") + ctx.get("at", "")
     if error["type"] == "beamtrawl":
         return path, ctx["problem"]
+    if error["type"] == "value_error":  # a ValueError a check let through: its text, without pydantic's prefix
+        return path, str(ctx.get("error") or error["msg"])
     if error["type"] == "literal_error":
         choices = ctx["expected"].replace("'", "")
         return path, f"must be {choices if choices.count(',') == 0 else 'one of ' + choices}, got {error['input']!r}"
@@ -124,7 +127,10 @@ def expand(value: str) -> str:
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise fail(f"must be a non-empty string, got {kind(value)}")
-    return expand(value)
+    text = expand(value)
+    if not text.strip():
+        raise fail(f"is empty once {value.strip()} is expanded")
+    return text
 
 
 def size(value: Any) -> int:

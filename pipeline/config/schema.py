@@ -100,6 +100,9 @@ class WhitelistEntry(PatternEntry):
         return UrlPattern(self.prefix, self.regex, self.parse, self.index, self.name, where)
 
 
+MAX_PASSWORD_FILE = 64 * 1024
+
+
 class CredentialEntry(Section):
     """A login for every URL under ``url``; the password from ``${ENV}`` or a file, never in the URL."""
 
@@ -119,7 +122,10 @@ class CredentialEntry(Section):
     def _no_login(cls, url: str) -> str:
         if "://" not in url or "@" in url.split("://", 1)[1].split("/", 1)[0]:
             raise fail("must be scheme://host[/path], without user or password in it")
-        return normalize_url(url)
+        try:
+            return normalize_url(url)
+        except ValueError as err:
+            raise fail(f"not a valid URL: {err}") from None
 
     @model_validator(mode="after")
     def _one_secret(self):
@@ -131,10 +137,17 @@ class CredentialEntry(Section):
         password = self.password
         if password is None:
             try:
-                with open(self.password_file, encoding="utf-8") as handle:
-                    password = handle.read().rstrip("\r\n")
+                with open(self.password_file, "rb") as handle:
+                    data = handle.read(MAX_PASSWORD_FILE + 1)  # a device (/dev/zero) is never read to its end
+                if len(data) > MAX_PASSWORD_FILE:
+                    raise Problem(f"{where}.password_file", f"{self.password_file} is larger than "
+                                                            f"{MAX_PASSWORD_FILE} bytes: not a password file")
+                password = data.decode("utf-8").rstrip("\r\n")
             except OSError as err:
                 raise Problem(f"{where}.password_file", f"cannot read {self.password_file}: {err.strerror}") from None
+            except UnicodeDecodeError as err:
+                raise Problem(f"{where}.password_file", f"{self.password_file} is not UTF-8 text (byte "
+                                                        f"0x{err.object[err.start]:02x} at offset {err.start})") from None
         return Credential(self.url, self.username, password, self.auth)
 
 
