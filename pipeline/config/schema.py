@@ -26,15 +26,16 @@ from beamtrawl.pipeline.config.fields import (
     Size,
     Text,
     Url,
+    context,
     fail,
     matching,
 )
 from beamtrawl.pipeline.config.plugins import PluginEntry
 from beamtrawl.pipeline.config.preparators import PreparationSection, PreparatorEntry
-from beamtrawl.transforms.sources import known, schemes
+from beamtrawl.transforms.sources import BUILTIN, RegistryError, known, schemes, source_class
 from beamtrawl.transforms.urls import normalize_url
 from beamtrawl.transforms.values import Credential, StartUrl, UrlPattern
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 
 class StartEntry(Section):
@@ -56,10 +57,15 @@ class StartEntry(Section):
 
     @field_validator("url")
     @classmethod
-    def _supported(cls, url: str) -> str:
+    def _supported(cls, url: str, info: ValidationInfo) -> str:
         scheme = url.split(":", 1)[0]
-        if not known(scheme):  # the built-in sources and those registered by entry points
-            raise fail(f"scheme '{scheme}' is not supported (supported: {', '.join(schemes())})")
+        try:
+            if not known(scheme):  # the built-in sources and those registered by entry points
+                raise fail(f"scheme '{scheme}' is not supported (supported: {', '.join(schemes())})")
+            if context(info)["crawling"] and scheme not in BUILTIN:
+                source_class(scheme)  # another distribution's source loads now, not on a worker mid-crawl
+        except RegistryError as err:
+            raise fail(str(err)) from None
         if scheme == "smb" and not re.fullmatch(r"smb://[^/?#]+/[^?#]*", url):
             raise fail("an smb:// start URL is smb://host[:port]/[share[/folder]]")
         return url
