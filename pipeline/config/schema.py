@@ -301,7 +301,8 @@ class CrawlFile(Section):
 
     start: Annotated[tuple[StartEntry, ...], Items]
     """the start URLs (at least one)"""
-    whitelist: Annotated[tuple[WhitelistEntry, ...], Items] = ()
+    whitelist: Annotated[tuple[WhitelistEntry, ...], Items] = Field((), json_schema_extra={
+        "default_words": "every start URL's prefix"})
     """URLs to crawl; the first matching entry gives the flags. Not given: everything under the starts"""
     blacklist: Annotated[tuple[PatternEntry, ...], Items] = ()
     """URLs never crawled, though whitelisted"""
