@@ -109,7 +109,7 @@ def test_every_documented_default_is_what_the_loader_gives(tmp_path):
 
     import yaml
 
-    rows = re.findall(r"^\| `([a-z_.]+)` \| [^|]* \| ([^|]*) \|", reference(), re.M)
+    rows = re.findall(r"^\| `([a-z_.]+)` \| [^|]* \| ([^|]*) \|", reference(), re.MULTILINE)
     assert [key for key, default in rows if not default.strip()] == []
     base = {"start": [{"url": "/srv"}], "index": {"path": "i.sqlite"}}
     path = tmp_path / "crawl.yaml"
