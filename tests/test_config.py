@@ -122,7 +122,7 @@ def test_settings_override_defaults(tmp_path):
 
 def test_unknown_top_level_key(tmp_path):
     message = error_of(tmp_path, with_top("maxDepth: 3\n"))
-    assert message.startswith("maxDepth: unknown key (allowed: ")
+    assert message.startswith("maxDepth: unknown key, did you mean max_depth? (allowed: ")
     assert "max_depth" in message
 
 
@@ -371,3 +371,92 @@ def test_a_file_that_is_not_utf8_is_named(tmp_path):
     with pytest.raises(ConfigError) as caught:
         load_config(str(path))
     assert str(caught.value) == f"{path}: not UTF-8 text (byte 0xe9 at offset {len(MINIMAL) + 5})"
+
+
+# -- keys written as nothing (red-team, issue 17) ------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("index: {url: null, name: x}", "index.url: must be a non-empty string, got nothing"),
+    ("index: {path: null}", "index.path: must be a non-empty string, got nothing"),
+    ("index: {url: 'http://h:9200', name: null}", "index.name: must be a non-empty string, got nothing"),
+    ("index: {table: null}", "index.table: must be a non-empty string, got nothing"),
+    ("index: {path: i.sqlite}\naccess_control: [{class: null}]",
+     "access_control[0].class: must be a non-empty string, got nothing"),
+])
+def test_an_index_or_controller_key_written_as_nothing_is_named(tmp_path, text, expected):
+    """Each passed for "not given" (an index with no kind, a traceback for ``url``, a controller failing
+    with "argument of type 'NoneType' is not iterable")."""
+    assert error_of(tmp_path, f'start: [{{url: "corpus"}}]\n{text}\n') == expected
+
+
+def test_url_rules_written_as_nothing_are_no_rules(tmp_path):
+    config = load_config(str(write(tmp_path, with_top("access_control: [{url_rules: null}]\n"))))
+    assert len(config.access_control) == 1
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("preparation: {timeout: .nan}", "preparation.timeout: must be a positive number of seconds up to 31536000"),
+    ("preparation: {timeout: .inf}", "preparation.timeout: must be a positive number of seconds up to 31536000"),
+    ("http: {delay: .nan}", "http.delay: must be a number of seconds from 0 to 31536000 (a year), got nan"),
+    ("http: {read_timeout: 1e10}", "http.read_timeout: must be a positive number of seconds up to"),
+    ("index: {url: 'http://h:9200', name: x, timeout: -.inf}", "index.timeout: must be a positive number of seconds"),
+    ("preparation: {memory_limit: 99999999999999999999 GiB}", "preparation.memory_limit: must be at most 8 EiB"),
+    ("max_file_size: 123456789012345678901234567890", "max_file_size: must be at most 8 EiB"),
+    ("discovery_rounds: 1000000", "discovery_rounds: must be at most 100, got 1000000"),
+])
+def test_values_no_wait_limit_or_graph_can_take_are_refused(tmp_path, text, expected):
+    """These passed and broke the crawl: every document failed (NaN timeout: "unpack requires a buffer";
+    infinity: "timestamp out of range for platform time_t"; a memory limit past 2**63: the preparing
+    process never started), and a million discovery rounds built the graph until memory ran out."""
+    index = "" if text.startswith("index:") else "index: {path: i.sqlite}\n"
+    assert error_of(tmp_path, f'start: [{{url: "corpus"}}]\n{index}{text}\n').startswith(expected)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("report: \"a\x00b\"\n", "line 8, column 11: control character #x0000 is not allowed"),  # PyYAML: two lines
+    ("report: \"a\x07b\"\n", "line 8, column 11: control character #x0007 is not allowed"),
+    ("url_cleaners: " + "[" * 5000 + "]" * 5000 + "\n", "lists or mappings nested too deeply"),  # RecursionError
+    ("url_cleaners: !!set {a, b}\n", "line 8, column 15: a set (!!set) has no order: write a list"),
+    ("whitelists: []\n", "whitelists: unknown key, did you mean whitelist? (allowed: "),  # the list is cut at 300
+])
+def test_yaml_mistakes_are_one_line(tmp_path, text, expected):
+    assert error_of(tmp_path, with_top(text)).startswith(expected)
+
+
+def test_a_long_unknown_key_is_cut_in_the_message(tmp_path):
+    assert len(error_of(tmp_path, with_top("k" * 1000 + ": 1\n"))) < 520
+
+
+def test_a_device_or_huge_file_is_refused_at_once(tmp_path):
+    with pytest.raises(ConfigError, match=r"^/dev/zero: larger than 10485760 characters: not a crawl file$"):
+        load_config("/dev/zero")  # it was read until memory ran out
+
+
+def test_an_override_holding_a_newline_stays_one_line(tmp_path):
+    with pytest.raises(ConfigError) as caught:
+        load_config(str(write(tmp_path, MINIMAL)), overrides=["http.delay=1\n---\n2"])
+    assert str(caught.value) == (r"--set http.delay=1\n---\n2: the value is not YAML: line 2, column 1: "
+                                 "but found another document")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("credentials: [{url: 'http://[::1', username: u, password: p}]",
+     "credentials[0].url: not a valid URL: Invalid IPv6 URL"),  # was "Value error, Invalid IPv6 URL"
+    ("credentials: [{url: 'http://h', username: '${BT_EMPTY}', password: p}]",
+     "credentials[0].username: is empty once ${BT_EMPTY} is expanded"),  # was "Value should have at least 1 item"
+    ("plugins: [{plugin: filesize_filter, params: {min_bytes: '${BT_UNSET}'}}]",
+     "plugins[0].params.min_bytes: environment variable BT_UNSET is not set"),  # the key was lost
+    ("credentials: [{url: 'http://h', username: u, password_file: /dev/zero}]",
+     "credentials[0].password_file: /dev/zero is larger than 65536 bytes: not a password file"),  # MemoryError
+])
+def test_no_raw_pydantic_text_and_no_traceback(tmp_path, monkeypatch, text, expected):
+    monkeypatch.setenv("BT_EMPTY", "")
+    monkeypatch.delenv("BT_UNSET", raising=False)
+    message = error_of(tmp_path, with_top(text + "\n"))
+    assert message == expected and "Input should" not in message and "Value error" not in message
+
+
+def test_a_password_file_that_is_not_text_is_named(tmp_path):
+    (tmp_path / "pw.bin").write_bytes(b"\xff\xfesecret")
+    assert error_of(tmp_path, with_top("credentials: [{url: 'http://h', username: u, password_file: pw.bin}]\n")) == (
+        f"credentials[0].password_file: {tmp_path / 'pw.bin'} is not UTF-8 text (byte 0xff at offset 0)")

@@ -100,3 +100,30 @@ def test_sections_keep_their_names_types_and_defaults_for_the_stages(tmp_path):
         1.0, True, True, 60.0)
     with pytest.raises(ValidationError):  # frozen, as the dataclasses were
         config.http.delay = 5
+
+
+def test_every_documented_default_is_what_the_loader_gives(tmp_path):
+    """Writing a key's documented default changes nothing (``whitelist: []`` was documented and refused every
+    start URL; sections and mappings showed no default at all)."""
+    import re
+
+    import yaml
+
+    rows = re.findall(r"^\| `([a-z_.]+)` \| [^|]* \| ([^|]*) \|", reference(), re.MULTILINE)
+    assert [key for key, default in rows if not default.strip()] == []
+    base = {"start": [{"url": "/srv"}], "index": {"path": "i.sqlite"}}
+    path = tmp_path / "crawl.yaml"
+    path.write_text(yaml.safe_dump(base))
+    plain = load_config(str(path))
+    for key, default in rows:
+        literal = re.fullmatch(r"`(.*)`", default.strip())
+        if key.startswith("index.") or not literal:
+            continue
+        raw = yaml.safe_load(yaml.safe_dump(base))
+        *parents, name = key.split(".")
+        node = raw
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[name] = yaml.safe_load(literal.group(1))
+        path.write_text(yaml.safe_dump(raw))
+        assert load_config(str(path)) == plain, key

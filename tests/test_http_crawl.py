@@ -231,7 +231,7 @@ def test_private_addresses_can_be_blocked(site, web_config, crawl):
 
 
 @pytest.mark.parametrize(("http", "message"), [
-    ({"delay": -1}, "http.delay: must be a number of seconds of at least 0, got -1"),
+    ({"delay": -1}, "http.delay: must be a number of seconds from 0 to 31536000 (a year), got -1"),
     ({"concurrency_per_host": 0}, "http.concurrency_per_host: must be at least 1, got 0"),
     ({"max_body": "lots"}, "http.max_body: must be a positive size"),
     ({"robots": True}, "http.robots: unknown key"),
@@ -248,10 +248,11 @@ def test_http_config_errors_are_one_line(tmp_path, http, message):
     assert "\n" not in str(err.value)
 
 
-def test_a_login_in_a_start_url_is_refused(tmp_path):
+@pytest.mark.parametrize("url", ["https://bob:hunter2@example.org/", "smb://bob:hunter2@fileserver/share/",
+                                 "imap://bob:hunter2@mail.example.org/INBOX"])
+def test_a_login_in_a_start_url_is_refused(tmp_path, url):
     path = tmp_path / "crawl.yaml"
-    path.write_text(yaml.safe_dump({"start": [{"url": "https://bob:hunter2@example.org/"}],
-                                    "index": {"path": "i.sqlite"}}))
+    path.write_text(yaml.safe_dump({"start": [{"url": url}], "index": {"path": "i.sqlite"}}))
     with pytest.raises(ConfigError) as err:
         load_config(str(path))
     assert str(err.value) == f"{path}: start[0].url: must not hold a user or password; put the login in credentials"

@@ -108,12 +108,12 @@ def test_configuration_mistakes_are_one_line(entries, problem):
 
 
 @pytest.mark.parametrize("section, problem", [
-    ({"timeout": 0}, "preparation.timeout: must be a positive number of seconds, got 0"),
+    ({"timeout": 0}, "preparation.timeout: must be a positive number of seconds up to 31536000 (a year), got 0"),
     ({"memory_limit": "1 MiB"}, "preparation.memory_limit: must be 0 (no limit) or at least 256 MiB"),
     ({"memory_limit": "lots"}, "preparation.memory_limit: must be a positive size"),
     ({"isolate": 1}, "preparation.isolate: must be true or false, got 1"),
     ({"max_content_length": 0}, "preparation.max_content_length: must be at least 1, got 0"),
-    ({"timout": 5}, "preparation.timout: unknown key (allowed: isolate, max_content_length, memory_limit, timeout)"),
+    ({"timout": 5}, "preparation.timout: unknown key, did you mean timeout? (allowed: isolate, max_content_length, memory_limit, timeout)"),
 ])
 def test_preparation_mistakes_are_one_line(section, problem):
     assert error(preparation=section).startswith(problem)

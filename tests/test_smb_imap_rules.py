@@ -47,7 +47,7 @@ def test_smb_and_imap_settings(tmp_path):
 
 
 @pytest.mark.parametrize(("extra", "expected"), [
-    ("smb: {acls: true}", "smb.acls: unknown key (allowed: read_acls, sid_names)"),
+    ("smb: {acls: true}", "smb.acls: unknown key, did you mean read_acls? (allowed: read_acls, sid_names)"),
     ("smb: {sid_names: {alice: x}}", "smb.sid_names.alice: must be a SID such as"),
     ("smb: {read_acls: 1}", "smb.read_acls: must be true or false, got 1"),
     ("imap: {ca_file: missing.pem}", "imap.ca_file: no such file: "),

@@ -91,3 +91,61 @@ def test_a_source_from_another_distribution_is_crawled_end_to_end(with_memo, tmp
     assert again.code == 0 and "pipeline_skipped" in again.report, again.stderr[-3000:]
     assert again.counts["unchanged"] == 5
 
+
+
+def _distribution(folder: Path, name: str, entry_point: str, module: str = "") -> None:
+    """A distribution as pip leaves it (a .dist-info folder with METADATA and entry_points.txt)."""
+    info = folder / f"{name}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[beamtrawl.sources]\n{entry_point}\n")
+    if module:
+        (folder / f"{name}_mod.py").write_text(module)
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    """Install distributions into a folder on sys.path, with a fresh registry."""
+    folder = tmp_path / "site"
+    monkeypatch.syspath_prepend(str(folder))
+    sources._registered.cache_clear()
+    sources.source_class.cache_clear()
+    yield folder
+    sources._registered.cache_clear()
+    sources.source_class.cache_clear()
+    for name in [m for m in sys.modules if m.endswith("_mod") and m.startswith("rt")]:
+        sys.modules.pop(name)
+
+
+NOTES = ("class Notes:\n    schemes = ('Notes',)\n    def __init__(self, settings): pass\n"
+         "    def expand(self, *a): return iter(())\n    def open_document(self, url): raise OSError('no')\n"
+         "class Half:\n    schemes = ('half',)\n")
+
+
+@pytest.mark.parametrize(("entry_point", "module", "url", "problem"), [
+    ("gone = rtgone_mod:X", "", "gone://h/",
+     "start[0].url: the source of gone: URLs (rtgone_mod:X) cannot be loaded: ModuleNotFoundError"),
+    ("half = rthalf_mod:Half", NOTES, "half://h/", "start[0].url: rthalf_mod:Half is not a source of half: URLs"),
+    ("exits = rtexits_mod:X", "raise SystemExit('bye')", "exits://h/",
+     "start[0].url: the source of exits: URLs (rtexits_mod:X) cannot be loaded: SystemExit: bye"),
+    ("http = rtclaim_mod:Notes", NOTES, "gopher://h/",
+     "start[0].url: entry point http = rtclaim_mod:Notes (rtclaim): the scheme 'http' is served by a built-in"),
+])
+def test_a_broken_source_from_another_distribution_is_a_configuration_error(installed, tmp_path, entry_point, module,
+                                                                            url, problem):
+    """Before, a crawl's configuration passed and the source failed on a worker mid-crawl (a SystemExit at
+    import ended the process); a built-in scheme claimed read 'Value error, entry point …'."""
+    name = entry_point.split("= ")[1].split("_mod")[0]
+    _distribution(installed, name, entry_point, module)
+    raw = {"start": [{"url": url}], "index": {"path": str(tmp_path / "i.sqlite")}}
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw, str(tmp_path / "c.yaml"))
+    assert str(caught.value).startswith(f"{tmp_path / 'c.yaml'}: {problem}")
+
+
+def test_a_scheme_registered_in_capitals_serves_its_lower_case_urls(installed, tmp_path):
+    """URLs carry the scheme in lower case: an entry point ``Notes = …`` was listed and never matched."""
+    _distribution(installed, "rtnotes", "Notes = rtnotes_mod:Notes", NOTES)
+    raw = {"start": [{"url": "NOTES://h/"}], "index": {"path": str(tmp_path / "i.sqlite")}}
+    assert parse_config(raw, str(tmp_path / "c.yaml")).start[0].url.startswith("notes://")
+    assert "notes" in sources.schemes() and sources.source_for("notes://h/").__name__ == "Notes"

@@ -271,8 +271,8 @@ def test_a_table_crawl_refuses_a_folder_that_is_not_its_table(tmp_path, make_con
     ({"table": "t", "name": "x"}, "index.name: does not apply to a table"),
     ({"table": "ftp://host/t"}, "index.table: must be a path"),
     ({"table": "s3://b/t", "storage_options": ["x"]}, "index.storage_options: must be a mapping"),
-    ({"table": None}, "index.table: must be given a value"),
-    ({"path": None}, "index.path: must be given a value"),
+    ({"table": None}, "index.table: must be a non-empty string, got nothing"),
+    ({"path": None}, "index.path: must be a non-empty string, got nothing"),
     ({"table": "s3://"}, "index.table: must be a path or a file://, s3://, gs:// or abfss:// URL with its bucket"),
     ({"table": "gs:///t"}, "index.table: must be a path or a file://"),
 ])

@@ -101,10 +101,14 @@ class AccessEntry(Section):
         if isinstance(raw, dict):
             if sum(k in raw for k in ("url_rules", "posix", "class")) != 1:
                 raise fail("needs exactly one of 'url_rules', 'posix' or 'class'")
+            if "class" in raw and raw["class"] is None:
+                raise fail("must be a non-empty string, got nothing", at=".class")
             if "params" in raw and "class" not in raw:
                 raise fail("applies only to 'class'", at=".params")
             if "posix" in raw and raw["posix"] is None:
                 raw = {**raw, "posix": {}}
+            if "url_rules" in raw and raw["url_rules"] is None:  # no rules, as a list written as nothing
+                raw = {**raw, "url_rules": []}
         return raw
 
     def controller(self, where: str):

@@ -6,6 +6,7 @@ the loader turns pydantic's error locations into the ``file: key.path: problem``
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from typing import Annotated, Any
@@ -26,6 +27,8 @@ from pydantic_core import PydanticCustomError
 SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
               "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+MAX_SECONDS = 365 * 24 * 3600  # a year: NaN, infinity or 1e10 s would pass "positive" and break every wait (select, sleep)
+MAX_SIZE = 2**63 - 1  # the largest size the system's limits (setrlimit) take
 
 
 class Problem(Exception):
@@ -52,6 +55,7 @@ _MESSAGES = {
     "less_than_equal": "must be at most {le}, got {input!r}",
     "string_type": "must be a string, got {kind}",
     "string_too_short": "must be a non-empty string",
+    "too_short": "must be a non-empty string",
     "string_pattern_mismatch": "must match {pattern}, got {input!r}",
     "model_type": "must be a mapping, got {kind}",
     "dict_type": "must be a mapping, got {kind}",
@@ -70,6 +74,8 @@ def explain(error: dict) -> tuple[str, str]:
                    for part in error["loc"] if part != "[key]") + ctx.get("at", "")
     if error["type"] == "beamtrawl":
         return path, ctx["problem"]
+    if error["type"] == "value_error":  # a ValueError a check let through: its text, without pydantic's prefix
+        return path, str(ctx.get("error") or error["msg"])
     if error["type"] == "literal_error":
         choices = ctx["expected"].replace("'", "")
         return path, f"must be {choices if choices.count(',') == 0 else 'one of ' + choices}, got {error['input']!r}"
@@ -98,7 +104,9 @@ class Section(BaseModel):
             allowed = {field.alias or name for name, field in cls.model_fields.items()}
             for key in data:
                 if key not in allowed:
-                    raise fail(f"unknown key (allowed: {', '.join(sorted(allowed))})", at=f".{key}")
+                    near = difflib.get_close_matches(str(key), allowed, n=1)  # first: the list may be cut
+                    hint = f", did you mean {near[0]}?" if near else ""
+                    raise fail(f"unknown key{hint} (allowed: {', '.join(sorted(allowed))})", at=f".{key}")
         return data
 
 
@@ -119,12 +127,15 @@ def expand(value: str) -> str:
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise fail(f"must be a non-empty string, got {kind(value)}")
-    return expand(value)
+    text = expand(value)
+    if not text.strip():
+        raise fail(f"is empty once {value.strip()} is expanded")
+    return text
 
 
 def size(value: Any) -> int:
     """Bytes from ``1048576``, ``'10 MiB'`` or ``'2GB'``."""
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_SIZE:
         return value
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(value))
     if not match or match.group(2).lower() not in SIZE_UNITS or float(match.group(1)) <= 0:
@@ -132,6 +143,8 @@ def size(value: Any) -> int:
     size = int(float(match.group(1)) * SIZE_UNITS[match.group(2).lower()])
     if size < 1:
         raise fail(f"must be at least 1 byte, got {value!r}")
+    if size > MAX_SIZE:
+        raise fail(f"must be at most 8 EiB, got {value!r}")
     return size
 
 
@@ -146,14 +159,14 @@ def _ratio(value: Any) -> float:
 
 
 def seconds(value: Any) -> float:
-    if not _number(value) or value <= 0:
-        raise fail(f"must be a positive number of seconds, got {value!r}")
+    if not _number(value) or not 0 < value <= MAX_SECONDS:
+        raise fail(f"must be a positive number of seconds up to {MAX_SECONDS} (a year), got {value!r}")
     return float(value)
 
 
 def _delay(value: Any) -> float:
-    if not _number(value) or value < 0:
-        raise fail(f"must be a number of seconds of at least 0, got {value!r}")
+    if not _number(value) or not 0 <= value <= MAX_SECONDS:
+        raise fail(f"must be a number of seconds from 0 to {MAX_SECONDS} (a year), got {value!r}")
     return float(value)
 
 
@@ -223,9 +236,10 @@ Count = Annotated[int, Strict()]
 Text = Annotated[str, BeforeValidator(_text), Field(min_length=1)]
 Size = Annotated[int, BeforeValidator(size), WithJsonSchema({"type": ["integer", "string"], "format": "size"})]
 Ratio = Annotated[float, BeforeValidator(_ratio), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
-Seconds = Annotated[float, BeforeValidator(seconds),
-                    WithJsonSchema({"type": "number", "format": "seconds", "exclusiveMinimum": 0})]
-Delay = Annotated[float, BeforeValidator(_delay), WithJsonSchema({"type": "number", "format": "seconds", "minimum": 0})]
+Seconds = Annotated[float, BeforeValidator(seconds), WithJsonSchema(
+    {"type": "number", "format": "seconds", "exclusiveMinimum": 0, "maximum": MAX_SECONDS})]
+Delay = Annotated[float, BeforeValidator(_delay),
+                  WithJsonSchema({"type": "number", "format": "seconds", "minimum": 0, "maximum": MAX_SECONDS})]
 Number = Annotated[float, BeforeValidator(_number_type)]
 Regex = Annotated[re.Pattern, BeforeValidator(_regex)]
 Url = Annotated[str, BeforeValidator(_url), WithJsonSchema({"type": "string", "format": "url"})]

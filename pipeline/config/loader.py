@@ -15,6 +15,7 @@ from beamtrawl.pipeline.config.schema import CrawlFile
 from pydantic import ValidationError
 
 MAX_YAML_VALUES = 100_000  # values a file may expand to through its aliases (a "billion laughs" stops here)
+MAX_FILE_CHARS = 10 * 1024**2  # a crawl file is a few kB; a device or a log given by mistake stops here
 MAX_MESSAGE = 300  # characters of an error message: a value quoted in it is cut, however large
 
 
@@ -30,7 +31,8 @@ class ConfigError(Exception):
 def _error(source: str, key: str, problem: str) -> ConfigError:
     if len(problem) > MAX_MESSAGE:  # a quoted value may be as large as the file allows
         problem = problem[:MAX_MESSAGE] + "…"
-    return ConfigError(f"{source}: {key}: {problem}" if key else f"{source}: {problem}", key, problem)
+    shown = _shown(key, 200)  # so may an unknown key
+    return ConfigError(f"{source}: {shown}: {problem}" if key else f"{source}: {problem}", key, problem)
 
 
 def parse_config(raw: Any, source: str, crawling: bool = True) -> Config:
@@ -56,6 +58,9 @@ class _Loader(yaml.SafeLoader):
         if _expanded_size(node, {}) > MAX_YAML_VALUES:
             raise yaml.YAMLError(f"aliases expand to more than {MAX_YAML_VALUES} values")
         return node
+
+    def construct_set(self, node):
+        raise yaml.MarkedYAMLError(problem="a set (!!set) has no order: write a list", problem_mark=node.start_mark)
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -89,22 +94,39 @@ def _expanded_size(node, sizes: dict) -> int:
     return sizes[id(node)]
 
 
+_Loader.add_constructor("tag:yaml.org,2002:set", _Loader.construct_set)
+
+
+def _yaml_problem(err: yaml.YAMLError, text: str) -> str:
+    """PyYAML's error as ``line L, column C: problem``: one line, whatever PyYAML's own text spans."""
+    mark = getattr(err, "problem_mark", None)
+    if isinstance(err, yaml.reader.ReaderError):  # a control character: PyYAML says where on a second line
+        line = text.count("\n", 0, err.position)
+        return (f"line {line + 1}, column {err.position - text.rfind(chr(10), 0, err.position)}: "
+                f"control character #x{err.character:04x} is not allowed (write it as an escape in double quotes)")
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    return where + " ".join(str(getattr(err, "problem", None) or err).split())
+
+
 def load_config(path: str, crawling: bool = True, overrides: Sequence[str] = ()) -> Config:
     """Read and validate the YAML file at ``path``; raises :class:`ConfigError` with a one-line message.
     ``overrides`` are ``--set key.path=value`` options, applied before validation; an error in a key one
     of them set names that option."""
     try:
         with open(path, encoding="utf-8") as handle:
-            raw = yaml.load(handle, Loader=_Loader)
+            text = handle.read(MAX_FILE_CHARS + 1)
+        if len(text) > MAX_FILE_CHARS:
+            raise ConfigError(f"{path}: larger than {MAX_FILE_CHARS} characters: not a crawl file")
+        raw = yaml.load(text, Loader=_Loader)
     except OSError as err:
         raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
     except UnicodeDecodeError as err:
         raise ConfigError(f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset "
                           f"{err.start})") from None
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise ConfigError(f"{path}: {where}{getattr(err, 'problem', None) or err}"[:MAX_MESSAGE]) from None
+        raise ConfigError(f"{path}: {_yaml_problem(err, text)}"[:MAX_MESSAGE]) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: lists or mappings nested too deeply") from None
     keys = [_override(raw, option) for option in overrides]
     try:
         return parse_config(raw, path, crawling)
@@ -120,6 +142,7 @@ _KEY_PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)")
 
 
 def _shown(option: str, limit: int = MAX_MESSAGE) -> str:
+    option = option.replace("\n", "\\n")  # the message stays one line
     return option if len(option) <= limit else option[:limit] + "…"
 
 
@@ -137,7 +160,7 @@ def _override(raw: Any, option: str) -> str:
     try:
         value = yaml.load(text, Loader=_Loader) if text.strip() else text
     except yaml.YAMLError as err:
-        raise ConfigError(f"--set {_shown(option)}: the value is not YAML: {getattr(err, 'problem', err)}") from None
+        raise ConfigError(f"--set {_shown(option)}: the value is not YAML: {_yaml_problem(err, text)}") from None
     node, path = raw, ""
     for i, step in enumerate(steps):
         if isinstance(step, int):

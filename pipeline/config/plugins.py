@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from beamtrawl.pipeline.config.fields import Count, Flag, OrEmpty, Problem, Section, Text, expand, fail
 from beamtrawl.plugins.manager import PluginHost, PluginLoadError, PluginSpec
 from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 
 
 class PluginEntry(Section):
@@ -40,8 +41,15 @@ class PluginEntry(Section):
         if isinstance(params, dict):
             if any(not isinstance(key, str) or not key.isidentifier() for key in params):
                 raise fail("keys must be names such as min_bytes")
-            return {k: expand(v) if isinstance(v, str) else v for k, v in params.items()}
+            return {k: cls._expanded(k, v) for k, v in params.items()}
         return params
+
+    @staticmethod
+    def _expanded(key: str, value: Any) -> Any:
+        try:
+            return expand(value) if isinstance(value, str) else value
+        except PydanticCustomError as err:  # named by its key
+            raise fail(err.context["problem"], at=f".{key}") from None
 
 
 def plugin_specs(entries: tuple[PluginEntry, ...], load: bool = True) -> tuple[PluginSpec, ...]:

@@ -42,6 +42,8 @@ def _type(prop: dict, defs: dict) -> str:
     words = {"seconds": "seconds", "integer": "integer", "number": "number", "string": "string", "boolean": "true or false"}
     if "minimum" in prop and "maximum" in prop:
         return f"{words.get(kind, kind)} from {_number(prop['minimum'])} to {_number(prop['maximum'])}"
+    if "exclusiveMinimum" in prop and "maximum" in prop:
+        return f"{words.get(kind, kind)} > {_number(prop['exclusiveMinimum'])}, at most {_number(prop['maximum'])}"
     bounds = " ".join(f"{sign} {_number(prop[key])}" for key, sign in _BOUNDS.items() if key in prop)
     return f"{words.get(kind, kind)} {bounds}".strip()
 
@@ -49,7 +51,11 @@ def _type(prop: dict, defs: dict) -> str:
 def _default(name: str, prop: dict, required: list) -> str:
     if name in required:
         return "required"
-    if "default" not in prop or "$ref" in prop:
+    if "default_words" in prop:  # a default that is not a value a user could write (whitelist: the starts)
+        return prop["default_words"]
+    if "$ref" in prop or prop.get("type") == "object":  # a section or a mapping: empty, each key its default
+        return "`{}`"
+    if "default" not in prop:
         return ""
     value = prop["default"]
     if prop.get("format") == "size" and value % 1024**2 == 0:

@@ -26,15 +26,16 @@ from beamtrawl.pipeline.config.fields import (
     Size,
     Text,
     Url,
+    context,
     fail,
     matching,
 )
 from beamtrawl.pipeline.config.plugins import PluginEntry
 from beamtrawl.pipeline.config.preparators import PreparationSection, PreparatorEntry
-from beamtrawl.transforms.sources import known, schemes
+from beamtrawl.transforms.sources import BUILTIN, RegistryError, known, schemes, source_class
 from beamtrawl.transforms.urls import normalize_url
 from beamtrawl.transforms.values import Credential, StartUrl, UrlPattern
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 
 class StartEntry(Section):
@@ -50,16 +51,21 @@ class StartEntry(Section):
     @field_validator("url", mode="before")
     @classmethod
     def _no_login(cls, url):
-        if re.match(r"https?://[^/]*@", str(url)):
+        if re.match(r"[a-z][a-z0-9+.-]*://[^/]*@", str(url), re.IGNORECASE):  # any scheme: the URL is indexed
             raise fail("must not hold a user or password; put the login in credentials")
         return url
 
     @field_validator("url")
     @classmethod
-    def _supported(cls, url: str) -> str:
+    def _supported(cls, url: str, info: ValidationInfo) -> str:
         scheme = url.split(":", 1)[0]
-        if not known(scheme):  # the built-in sources and those registered by entry points
-            raise fail(f"scheme '{scheme}' is not supported (supported: {', '.join(schemes())})")
+        try:
+            if not known(scheme):  # the built-in sources and those registered by entry points
+                raise fail(f"scheme '{scheme}' is not supported (supported: {', '.join(schemes())})")
+            if context(info)["crawling"] and scheme not in BUILTIN:
+                source_class(scheme)  # another distribution's source loads now, not on a worker mid-crawl
+        except RegistryError as err:
+            raise fail(str(err)) from None
         if scheme == "smb" and not re.fullmatch(r"smb://[^/?#]+/[^?#]*", url):
             raise fail("an smb:// start URL is smb://host[:port]/[share[/folder]]")
         return url
@@ -100,6 +106,9 @@ class WhitelistEntry(PatternEntry):
         return UrlPattern(self.prefix, self.regex, self.parse, self.index, self.name, where)
 
 
+MAX_PASSWORD_FILE = 64 * 1024
+
+
 class CredentialEntry(Section):
     """A login for every URL under ``url``; the password from ``${ENV}`` or a file, never in the URL."""
 
@@ -119,7 +128,10 @@ class CredentialEntry(Section):
     def _no_login(cls, url: str) -> str:
         if "://" not in url or "@" in url.split("://", 1)[1].split("/", 1)[0]:
             raise fail("must be scheme://host[/path], without user or password in it")
-        return normalize_url(url)
+        try:
+            return normalize_url(url)
+        except ValueError as err:
+            raise fail(f"not a valid URL: {err}") from None
 
     @model_validator(mode="after")
     def _one_secret(self):
@@ -131,10 +143,17 @@ class CredentialEntry(Section):
         password = self.password
         if password is None:
             try:
-                with open(self.password_file, encoding="utf-8") as handle:
-                    password = handle.read().rstrip("\r\n")
+                with open(self.password_file, "rb") as handle:
+                    data = handle.read(MAX_PASSWORD_FILE + 1)  # a device (/dev/zero) is never read to its end
+                if len(data) > MAX_PASSWORD_FILE:
+                    raise Problem(f"{where}.password_file", f"{self.password_file} is larger than "
+                                                            f"{MAX_PASSWORD_FILE} bytes: not a password file")
+                password = data.decode("utf-8").rstrip("\r\n")
             except OSError as err:
                 raise Problem(f"{where}.password_file", f"cannot read {self.password_file}: {err.strerror}") from None
+            except UnicodeDecodeError as err:
+                raise Problem(f"{where}.password_file", f"{self.password_file} is not UTF-8 text (byte "
+                                                        f"0x{err.object[err.start]:02x} at offset {err.start})") from None
         return Credential(self.url, self.username, password, self.auth)
 
 
@@ -183,9 +202,9 @@ class IndexConfig(Section):
     @classmethod
     def _one_kind(cls, raw):
         if isinstance(raw, dict):
-            empty = [k for k in ("path", "url", "table") if k in raw and raw[k] is None]
-            if empty:  # `table:` with nothing after it: not the same as leaving the key out
-                raise fail("must be given a value, got nothing", at=f".{empty[0]}")
+            for key in ("path", "table", "url", "name"):  # written as nothing, each would pass for not given
+                if key in raw and raw[key] is None:
+                    raise fail("must be a non-empty string, got nothing", at=f".{key}")
             if "table" in raw:
                 if "path" in raw or "url" in raw:
                     raise fail("needs one of 'path' (the embedded index), 'url' (OpenSearch) or 'table'")
@@ -282,7 +301,8 @@ class CrawlFile(Section):
 
     start: Annotated[tuple[StartEntry, ...], Items]
     """the start URLs (at least one)"""
-    whitelist: Annotated[tuple[WhitelistEntry, ...], Items] = ()
+    whitelist: Annotated[tuple[WhitelistEntry, ...], Items] = Field((), json_schema_extra={
+        "default_words": "every start URL's prefix"})
     """URLs to crawl; the first matching entry gives the flags. Not given: everything under the starts"""
     blacklist: Annotated[tuple[PatternEntry, ...], Items] = ()
     """URLs never crawled, though whitelisted"""
@@ -316,8 +336,8 @@ class CrawlFile(Section):
     """follow symbolic links in file trees"""
     walk_budget: Count = Field(5_000, ge=1)
     """folder entries one discovery step lists before handing sub-folders on"""
-    discovery_rounds: Count = Field(3, ge=1)
-    """rounds unrolled in the graph; the last walks without a budget"""
+    discovery_rounds: Count = Field(3, ge=1, le=100)
+    """rounds unrolled in the graph; the last walks without a budget (100 rounds: a minute and 2 GB to build)"""
     plugins: Annotated[tuple[PluginEntry, ...], Items] = ()
     """plugins, loaded while the configuration is read"""
     auxiliary_fields: Annotated[tuple[AuxFieldEntry, ...], Items] = ()

@@ -48,7 +48,7 @@ def _registered() -> dict[str, str]:
             raise RegistryError(f"entry point {point.name} = {point.value} "
                                 f"({point.dist.name if point.dist else '?'}): the scheme {point.name!r} "
                                 "is served by a built-in source")
-        found[point.name] = point.value
+        found[point.name.lower()] = point.value  # a scheme is case-insensitive; URLs carry it in lower case
     return found
 
 
@@ -73,10 +73,10 @@ def source_class(scheme: str) -> type[Source]:
     module, _, attribute = where.partition(":")
     try:
         loaded = getattr(importlib.import_module(module), attribute)
-    except Exception as err:  # noqa: BLE001 - whatever a broken source raises, say which one
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - whatever a broken source raises, say which one
         raise RegistryError(f"the source of {scheme}: URLs ({where}) cannot be loaded: "
                             f"{type(err).__name__}: {err}") from None
-    if scheme not in getattr(loaded, "schemes", ()) or not all(
+    if scheme not in [str(s).lower() for s in getattr(loaded, "schemes", ())] or not all(
             callable(getattr(loaded, method, None)) for method in ("expand", "open_document")):
         raise RegistryError(f"{where} is not a source of {scheme}: URLs (a Source declares the scheme in "
                             "`schemes` and has `expand` and `open_document`)")
