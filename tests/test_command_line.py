@@ -173,6 +173,20 @@ def test_progress_counts_add_up_across_workers(tmp_path, monkeypatch):
     assert line(dict.fromkeys(("found", "prepared", "written"), 0), 3725.0) == "crawling · 1:02:05"
 
 
+def test_progress_ends_at_the_real_count(tmp_path, monkeypatch):
+    """Counts that came within the interval reach the display when the bundle ends (it stopped short)."""
+    from beamtrawl.pipeline.progress import totals
+    from beamtrawl.transforms.progress import PROGRESS_DIR_ENV, Progress
+
+    monkeypatch.setenv(PROGRESS_DIR_ENV, str(tmp_path))
+    progress = Progress("documents written")
+    for _ in range(1000):
+        progress.add()
+    assert totals(str(tmp_path))["written"] < 1000  # the file is written every half second only
+    progress.flush()
+    assert totals(str(tmp_path))["written"] == 1000
+
+
 def test_a_terminal_sees_live_progress_and_quiet_sees_only_the_summary(tmp_path, make_config):
     corpus = tmp_path / "corpus"
     shutil.copytree(EXAMPLES, corpus)

@@ -100,6 +100,7 @@ class _Expand(beam.DoFn):
         self.tally = Tally(EVENTS)
 
     def finish_bundle(self):
+        self.progress.flush()
         yield from self.tally.flush()
 
     def _route(self, records):

@@ -192,6 +192,7 @@ class _PrepareFamily(beam.DoFn):
     def finish_bundle(self):
         while self.pending:
             yield from timed(self.us, self._windowed(*self.pending.popleft()))
+        self.progress.flush()
         yield from self.tally.flush()
 
     def process(self, raw, window=beam.DoFn.WindowParam, timestamp=beam.DoFn.TimestampParam):

@@ -94,6 +94,7 @@ class Progress:
     def __init__(self, what: str):
         self.what = what
         self.total = 0
+        self.written = 0  # the count in this instance's file
         self.folder = os.environ.get(PROGRESS_DIR_ENV, "")
         self.name = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.last = 0.0 if self.folder else time.monotonic()  # a display shows the first count at once
@@ -108,6 +109,12 @@ class Progress:
             else:
                 _logger().info("… %s %d so far (worker %d)", self.what, self.total, os.getpid())
 
+    def flush(self) -> None:
+        """For ``finish_bundle``: the file gets the count the interval held back, so a display ends at the
+        real count (it stopped short: the last documents of a bundle come within the interval)."""
+        if self.folder and self.total != self.written:
+            self._write()
+
     def _write(self) -> None:
         """Replace this instance's file (readers never see half of one); a display is no reason to fail."""
         path = os.path.join(self.folder, self.name)
@@ -115,5 +122,6 @@ class Progress:
             with open(path + ".tmp", "w", encoding="utf-8") as handle:
                 json.dump([self.what, self.total], handle)
             os.replace(path + ".tmp", path + ".json")
+            self.written = self.total
         except OSError:
             self.folder = ""

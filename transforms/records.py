@@ -158,9 +158,13 @@ def _escape(match: re.Match) -> str:
 
 def lossless(text: str) -> str:
     """``text`` with its lone surrogates escaped (see above); any other text unchanged."""
-    if text.isascii() or not _SURROGATE.search(text):
+    if text.isascii():
         return text
-    return _SURROGATE.sub(_escape, text)
+    try:
+        text.encode()  # fails only on a lone surrogate; in C, several times faster than searching for one
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(_escape, text)
+    return text
 
 
 _TYPES = {"str": str, "int": int, "bool": bool, "bytes": bytes, "bytes | None": (bytes, type(None))}

@@ -54,7 +54,9 @@ class QueryError(ValueError):
 
 def words(text: str) -> list[str]:
     """The words of ``text`` as both targets index them: letters and digits, lower case, no accents."""
-    folded = "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
+    folded = text.lower()
+    if not folded.isascii():  # ASCII has no accents to take off: the common case skips the loop over characters
+        folded = "".join(c for c in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(c))
     return _WORD.findall(folded)
 
 

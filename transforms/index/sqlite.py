@@ -113,8 +113,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
 _STORED = ("id", "url", "root", "title", "mimetype", "extension", "filename", "path", "size", "mtime_ns",
            "last_modified", "groups", "denied", "preparation_error", "content_hash", "etag", "http_last_modified",
            "prep_fingerprint", "outlinks", "indexed_at")
-_UPSERT = (f"INSERT INTO docs({', '.join(_STORED)}) VALUES ({', '.join('?' * len(_STORED))}) "
-           f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in _STORED[1:])} RETURNING rid")
+# A document's row is written once, with its length (FTS5's count of its tokens), so the ranking triggers
+# run once per document: the text goes in first, under the rid the row will have (its own, or the next).
+_UPSERT = (f"INSERT INTO docs(rid, {', '.join(_STORED)}, length) VALUES (?, {', '.join('?' * len(_STORED))}, ?) "
+           f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in (*_STORED[1:], 'length'))}")
 _BM25 = "bm25(docs_fts, 10.0, 1.0, 4.0, 2.0, 3.0, 1.0)"  # title weighs most, then headlines
 _BM25_K1, _BM25_B = 1.2, 0.75  # the constants of FTS5's bm25()
 _ACCESS_COLUMNS = ACCESS_FIELDS  # stored in docs under the same names; ``ranking`` has a row per partition
@@ -259,15 +261,19 @@ class EmbeddedIndex(IndexTarget):
         values["groups"] = json.dumps(list(doc.groups))
         values["denied"] = json.dumps(list(doc.denied))
         values["outlinks"] = json.dumps(list(doc.outlinks))
-        (rid,) = db.execute(_UPSERT, [values[c] for c in _STORED]).fetchone()
-        db.execute("DELETE FROM docs_fts WHERE rowid = ?", (rid,))
+        row = db.execute("SELECT rid FROM docs WHERE id = ?", (doc.id,)).fetchone()
+        if row is not None:  # a new document has no text, names or fields yet: the tables hold rows of docs only
+            rid = row[0]
+            db.execute("DELETE FROM docs_fts WHERE rowid = ?", (rid,))
+            db.execute("DELETE FROM aux WHERE rid = ?", (rid,))
+            db.execute("DELETE FROM names WHERE rid = ?", (rid,))
+        else:
+            (rid,) = db.execute("SELECT ifnull(max(rid), 0) + 1 FROM docs").fetchone()  # as SQLite would choose
         db.execute("INSERT INTO docs_fts(rowid, title, content, headlines, metadata, filename, location) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                    (rid, doc.title, doc.content, doc.headlines, doc.metadata, doc.filename, doc.url))
         (size,) = db.execute("SELECT sz FROM docs_fts_docsize WHERE id = ?", (rid,)).fetchone()
-        db.execute("UPDATE docs SET length = ? WHERE rid = ?", (_length(size), rid))
-        db.execute("DELETE FROM aux WHERE rid = ?", (rid,))
-        db.execute("DELETE FROM names WHERE rid = ?", (rid,))
+        db.execute(_UPSERT, [rid, *(values[c] for c in _STORED), _length(size)])
         db.executemany("INSERT OR IGNORE INTO names VALUES (?, ?)",
                        [(key, rid) for key in name_keys(doc.filename, doc.extension, doc.title)])
         # A field neither stored nor matched exactly (regain's `location`) keeps only its words.

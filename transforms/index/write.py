@@ -60,6 +60,9 @@ class _Upsert(beam.DoFn):
     def process(self, batch):
         return timed(self.us, self._upsert(batch))
 
+    def finish_bundle(self):
+        self.progress.flush()
+
     def _upsert(self, batch):
         originals = {doc.url: IndexDoc(*doc) for doc in batch}
         ready = []
