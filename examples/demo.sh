@@ -2,7 +2,7 @@
 # Install beamtrawl, crawl the bundled example corpus into the embedded index, and search it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! ldconfig -p | grep -q libmagic.so.1; then
+if ! /sbin/ldconfig -p | grep -q libmagic.so.1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1
 fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)

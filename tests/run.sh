@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 # Dovecot serve the SMB and IMAP tests on loopback (tests/servers/; the system services are not started);
 # mandoc renders man pages for the man preparator; chromium and chromium-driver run the search page's
 # browser tests (tests/test_serve_browser.py).
-if ! ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/null || ! command -v mvn >/dev/null \
+if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/null || ! command -v mvn >/dev/null \
    || ! command -v sox >/dev/null || ! dpkg -s libsox-fmt-mp3 >/dev/null 2>&1 \
    || ! command -v smbd >/dev/null || ! command -v smbclient >/dev/null || ! command -v dovecot >/dev/null \
    || [ ! -x /usr/libexec/samba/samba-dcerpcd ] \
