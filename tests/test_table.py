@@ -247,7 +247,7 @@ def test_export_of_the_embedded_index_and_commands_on_a_table(tmp_path, make_con
     search = beamtrawl("search", "apples", "--config", str(table))
     lines = [line for line in (search.stdout + search.stderr).splitlines() if line.strip()]
     assert search.returncode == 2 and len(lines) == 1 and "delta_scan" in lines[0], lines
-    serve = beamtrawl("serve", "--config", str(table), "--port", "0")
+    serve = beamtrawl("serve", "--config", str(table), "--port", "8089")  # refused before it listens
     lines = [line for line in (serve.stdout + serve.stderr).splitlines() if line.strip()]
     assert serve.returncode == 2 and len(lines) == 1 and "delta_scan" in lines[0], lines
     maintain = beamtrawl("maintain", str(table), "--retention-hours", "0")
