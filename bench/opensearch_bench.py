@@ -58,6 +58,7 @@ from beamtrawl.transforms.preparators import BUILTIN, chain_for
 from beamtrawl.transforms.prepare import make_document
 from beamtrawl.transforms.records import Entry, IndexDoc, SnapshotEntry, use_row_coders
 from beamtrawl.transforms.urls import doc_id
+from beamtrawl.transforms.values import NodeOptions
 from crawl_bench import Row, _html_file, _sentences, _text_file, check, print_table, verdict
 from opensearchpy import OpenSearch, helpers
 
@@ -167,7 +168,7 @@ def _load_shard(path: str) -> list[IndexDoc]:
 
 def run_sink(url: str, name: str, paths: list[str]) -> tuple[float, dict, str]:
     """Shards loaded in the workers ``| WriteIndex(target)`` on 2 workers; (seconds, event counters, index)."""
-    target = OpenSearchIndex(url, name, ANALYZER)
+    target = OpenSearchIndex(url, name, NodeOptions(analyzer=ANALYZER))
     target.prepare()
     succeeded = False
     try:
@@ -285,7 +286,7 @@ def read_scan(client: OpenSearch, index: str) -> tuple[float, int]:
 
 def snapshot(url: str, client: OpenSearch, name: str, m: int) -> list[Row]:
     print(f"\n(2) snapshot read of {m:,} documents")
-    target = OpenSearchIndex(url, name, ANALYZER)
+    target = OpenSearchIndex(url, name, NodeOptions(analyzer=ANALYZER))
     direct_s, direct_n, splits = read_direct(target)
     beam_s, beam_n = read_beam(target)
     scan_s, scan_n = read_scan(client, target.physical)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 from beamtrawl.transforms.index.opensearch import OpenSearchIndex
+from beamtrawl.transforms.values import NodeOptions
 
 from tests.conftest import DROP_DAC, beamtrawl, report_path
 from tests.package_files import python_library_docs
@@ -125,7 +126,7 @@ def test_crawl_state_lives_in_the_index_it_describes(opensearch):
     state = {"key": "k", "folders": {"imaps://mail/INBOX": [7, 12, 11]}, "documents": 11}
     target.write_state(state)
     assert OpenSearchIndex(opensearch, "state-test").read_state() == state
-    rebuilt = OpenSearchIndex(opensearch, "state-test", analyzer="german")  # another physical index
+    rebuilt = OpenSearchIndex(opensearch, "state-test", NodeOptions(analyzer="german"))  # another physical index
     rebuilt.prepare()
     assert rebuilt.read_state() is None
     target.write_state(None)

@@ -68,3 +68,16 @@ class Bounds(NamedTuple):
     memory_limit: int = 4 * 1024**3  # address space of the preparing process; 0 = no limit
     isolate: bool = True  # False: run preparators in the worker, without the hard bounds
     max_content_length: int = 10_000_000  # characters of text kept per document
+
+
+class NodeOptions(NamedTuple):
+    """How to reach and lay out an OpenSearch index (the ``index:`` section's OpenSearch keys): its defaults
+    are written here, once; the schema (pipeline/config/schema.py) reads them."""
+
+    analyzer: str = "english"  # the text analyzer of the content fields
+    username: str | None = None
+    password: str | None = None
+    ca_file: str | None = None  # certificates to trust instead of the system's
+    verify_certs: bool = True
+    timeout: float = 60.0  # seconds one request may take
+    compress: bool = False  # gzip requests

@@ -34,7 +34,7 @@ from beamtrawl.pipeline.config.plugins import PluginEntry
 from beamtrawl.pipeline.config.preparators import PreparationSection, PreparatorEntry
 from beamtrawl.transforms.sources import BUILTIN, RegistryError, known, schemes, source_class
 from beamtrawl.transforms.urls import normalize_url
-from beamtrawl.transforms.values import Credential, StartUrl, UrlPattern
+from beamtrawl.transforms.values import Credential, NodeOptions, StartUrl, UrlPattern
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 
@@ -183,7 +183,7 @@ class IndexConfig(Section):
     """OpenSearch: the node's http(s):// URL"""
     name: IndexName | None = None
     """OpenSearch: the alias (lower case letters, digits, '_', '.' or '-')"""
-    analyzer: Literal["english", "german", "french", "italian", "standard"] = "english"
+    analyzer: Literal["english", "german", "french", "italian", "standard"] = NodeOptions._field_defaults["analyzer"]
     """OpenSearch: the text analyzer"""
     username: Text | None = None
     """OpenSearch: the login"""
@@ -191,11 +191,11 @@ class IndexConfig(Section):
     """OpenSearch: the password, as ``${ENV_VAR}``"""
     ca_file: ExistingFile | None = None
     """OpenSearch: certificates to trust instead of the system's"""
-    verify_certs: Flag = True
+    verify_certs: Flag = NodeOptions._field_defaults["verify_certs"]
     """OpenSearch: check the node's certificate"""
-    timeout: Seconds = 60.0
+    timeout: Seconds = NodeOptions._field_defaults["timeout"]
     """OpenSearch: seconds one request may take"""
-    compress: Flag = False
+    compress: Flag = NodeOptions._field_defaults["compress"]
     """OpenSearch: gzip requests"""
 
     @model_validator(mode="before")
@@ -235,6 +235,10 @@ class IndexConfig(Section):
     @property
     def label(self) -> str:
         return self.path or self.table or f"{self.url} ({self.name})"
+
+    @property
+    def node_options(self) -> NodeOptions:
+        return NodeOptions(*(getattr(self, key) for key in NodeOptions._fields))
 
 
 _TABLE_KEYS = ("table", "format", "storage_options")

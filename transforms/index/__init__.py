@@ -19,9 +19,7 @@ def make_target(index_config) -> IndexTarget:
         return DeltaIndex(index_config.table, dict(index_config.storage_options))
     from beamtrawl.transforms.index.opensearch import OpenSearchIndex
 
-    c = index_config
-    return OpenSearchIndex(c.url, c.name, c.analyzer, c.username, c.password, c.ca_file, c.verify_certs,
-                           c.timeout, c.compress)
+    return OpenSearchIndex(index_config.url, index_config.name, index_config.node_options)
 
 
 __all__ = ["EmbeddedIndex", "Hit", "IndexTarget", "IndexUnavailable", "make_target"]

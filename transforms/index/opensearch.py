@@ -61,6 +61,7 @@ from beamtrawl.transforms.index.base import (
 )
 from beamtrawl.transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys, words
 from beamtrawl.transforms.records import EVERYONE, AuxValue, IndexDoc, SnapshotEntry
+from beamtrawl.transforms.values import NodeOptions
 from opensearchpy import OpenSearch, helpers
 from opensearchpy.exceptions import NotFoundError, OpenSearchException, TransportError
 
@@ -134,12 +135,10 @@ def mapping(analyzer: str) -> dict:
 
 
 class OpenSearchIndex(IndexTarget):
-    def __init__(self, url: str, name: str, analyzer: str = "english", username: str | None = None,
-                 password: str | None = None, ca_file: str | None = None, verify_certs: bool = True,
-                 timeout: float = 60.0, compress: bool = False):
-        self.url, self.name, self.analyzer = url, name, analyzer
-        self.username, self.password = username, password
-        self.ca_file, self.verify_certs, self.timeout, self.compress = ca_file, verify_certs, timeout, compress
+    def __init__(self, url: str, name: str, options: NodeOptions | None = None):
+        self.url, self.name, self.options = url, name, options or NodeOptions()
+        options = self.options
+        analyzer = options.analyzer
         layout = json.dumps([mapping(analyzer), analysis(analyzer), _LAYOUT], sort_keys=True)
         self.physical = f"{name}-bt-{hashlib.sha256(layout.encode()).hexdigest()[:10]}"
         self.live = False  # whether the alias points at this physical index (then new partitions join it)
@@ -178,11 +177,12 @@ class OpenSearchIndex(IndexTarget):
     @property
     def client(self) -> OpenSearch:
         if self._client is None:
-            auth = (self.username, self.password or "") if self.username else None
+            o = self.options
+            auth = (o.username, o.password or "") if o.username else None
             self._client = OpenSearch(
-                hosts=[self.url], http_auth=auth, verify_certs=self.verify_certs, ca_certs=self.ca_file,
-                timeout=self.timeout, max_retries=5, retry_on_timeout=True,
-                retry_on_status=(502, 503, 504), http_compress=self.compress)
+                hosts=[self.url], http_auth=auth, verify_certs=o.verify_certs, ca_certs=o.ca_file,
+                timeout=o.timeout, max_retries=5, retry_on_timeout=True,
+                retry_on_status=(502, 503, 504), http_compress=o.compress)
         return self._client
 
     def close(self) -> None:
@@ -213,8 +213,8 @@ class OpenSearchIndex(IndexTarget):
                     "index_patterns": [f"{self.name}-bt-*"], "priority": len(self.name),
                     "template": {"settings": {"number_of_shards": 1, "number_of_replicas": 0,
                                               "refresh_interval": "5s",
-                                              "analysis": analysis(self.analyzer)},
-                                 "mappings": mapping(self.analyzer)}})
+                                              "analysis": analysis(self.options.analyzer)},
+                                 "mappings": mapping(self.options.analyzer)}})
                 self.client.indices.create(index=self.physical)
             if not self.client.indices.exists_alias(name=self.name):
                 if self.client.indices.exists(index=self.name):
