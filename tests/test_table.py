@@ -22,6 +22,7 @@ from beamtrawl.transforms.records import IndexDoc
 from deltalake import DeltaTable
 
 from tests.conftest import beamtrawl
+from tests.test_clusters import _change as change
 from tests.test_crawl_end_to_end import build_tree
 
 #: What both targets store of a document, compared field by field (the embedded index keeps no summary;
@@ -62,17 +63,6 @@ def duckdb_documents(uri: str) -> dict[str, dict]:
 
 def polars_documents(uri: str, version: int | None = None) -> dict[str, dict]:
     return {row["id"]: _row(row) for row in pl.read_delta(uri, version=version).to_dicts()}
-
-
-def change(root: Path) -> None:
-    """A new, a modified and a deleted file, and an unreadable folder (its documents must stay)."""
-    (root / "new.txt").write_text("newword arrives", encoding="utf-8")
-    mod = root / "mod.txt"
-    stat = mod.stat()
-    mod.write_text("modword second version", encoding="utf-8")
-    os.utime(mod, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1000))
-    (root / "gone.txt").unlink()
-    (root / "keep").chmod(0)
 
 
 def _changes(uri: str, since: int) -> dict[str, set[str]]:

@@ -7,15 +7,9 @@ an :class:`Access` (groups, and the groups denied whatever else a searcher holds
 is not None wins; if none answers (or none is configured) the groups the source set stay (the SMB
 source sets them from Windows ACLs). Group names are non-empty and hold no whitespace.
 
-Built-ins (``access_control:`` in the crawl YAML, checked by :mod:`pipeline.config.access`)::
-
-    access_control:
-      - url_rules:                   # the first rule whose prefix or regex matches decides
-          - {prefix: /srv/docs/hr, groups: [hr]}
-          - {regex: '.*/public/.*', groups: []}     # [] = public
-      - posix: {}                    # local files: every folder's and the file's mode and ACL
-      - class: mypackage.module:Controller         # your own, built with params
-        params: {...}
+Built-ins, in configuration order under ``access_control:`` (keys: :mod:`pipeline.config.access` and
+docs/configuration-reference.md): ``url_rules`` (the first rule whose prefix or regex matches decides),
+``posix`` (below) and ``class: package.module:Controller`` with ``params`` (your own).
 
 ``posix`` decides with the kernel's rule (:class:`PosixOwnership`): a file whose every folder from
 ``/`` down a stranger may search and that a stranger may read is public (or gets
