@@ -33,6 +33,7 @@ from beamtrawl.pipeline.config.fields import (
 from beamtrawl.pipeline.config.plugins import PluginEntry
 from beamtrawl.pipeline.config.preparators import PreparationSection, PreparatorEntry
 from beamtrawl.transforms.sources import BUILTIN, RegistryError, known, schemes, source_class
+from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.urls import normalize_url
 from beamtrawl.transforms.values import Credential, NodeOptions, StartUrl, UrlPattern
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
@@ -285,7 +286,7 @@ Sid = matching(r"S-1(-\d+)+", "must be a SID such as S-1-5-21-1004336348-1177238
 class SmbConfig(Section):
     """SMB shares."""
 
-    read_acls: Flag = True
+    read_acls: Flag = SourceSettings.smb_read_acls
     """read each file's Windows ACL into its groups"""
     sid_names: Annotated[dict[Sid, Text], OrEmpty] = Field(default_factory=dict)
     """the group name of a SID; others become groups spelled as the SID (S-1-5-21-…-1001)"""
@@ -294,7 +295,7 @@ class SmbConfig(Section):
 class ImapConfig(Section):
     """Mailboxes."""
 
-    starttls: Flag = True
+    starttls: Flag = SourceSettings.imap_starttls
     """imap:// logs in only after STARTTLS; false: plain text, for trusted networks"""
     ca_file: FileWhenCrawling | None = None
     """certificates to trust instead of the system's"""

@@ -18,12 +18,9 @@ from __future__ import annotations
 import functools
 import importlib
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING
 
 from beamtrawl.transforms.sources.base import ByHost, ParentUrls, Source, capable
-
-if TYPE_CHECKING:
-    from beamtrawl.transforms.sources.settings import SourceSettings
+from beamtrawl.transforms.sources.settings import SourceSettings
 
 GROUP = "beamtrawl.sources"
 #: The sources beamtrawl ships, by scheme: "module:class" below this package.
@@ -93,8 +90,6 @@ class Sources:
     one in ``setup`` from the settings it took in its constructor."""
 
     def __init__(self, settings: SourceSettings | None = None):
-        from beamtrawl.transforms.sources.settings import SourceSettings
-
         self.settings = settings or SourceSettings()
         self._made: dict[type, Source] = {}
 

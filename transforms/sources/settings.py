@@ -16,6 +16,8 @@ from beamtrawl.transforms.values import Credential, credential_for
 
 @dataclass(frozen=True)
 class SourceSettings:
+    """Defaults are written here once; the configuration schema reads them."""
+
     credentials: tuple[Credential, ...] = ()
     smb_read_acls: bool = True  # read each file's security descriptor into Entry.groups
     smb_sid_names: tuple[tuple[str, str], ...] = ()  # SID → group name; unnamed SIDs stay SID strings
