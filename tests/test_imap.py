@@ -261,7 +261,7 @@ def test_unchanged_mailbox_needs_no_pipeline(dovecot, tmp_path, make_config, cra
     with sqlite3.connect(tmp_path / "index.sqlite") as db:  # a document lost from the index by other means
         db.execute("DELETE FROM docs WHERE rid = (SELECT MAX(rid) FROM docs)")
     run = crawl(config)
-    assert "pipeline_skipped" not in run.report and run.counts["new"] == 1
+    assert run.code == 0 and "pipeline_skipped" not in run.report and run.counts["new"] == 1
 
     config = make_config(tmp_path, **settings, blacklist=[{"regex": ".*/Spam/.*"}])  # the configuration changed
     run = crawl(config)

@@ -262,13 +262,11 @@ class EmbeddedIndex(IndexTarget):
         values["denied"] = json.dumps(list(doc.denied))
         values["outlinks"] = json.dumps(list(doc.outlinks))
         row = db.execute("SELECT rid FROM docs WHERE id = ?", (doc.id,)).fetchone()
-        if row is not None:  # a new document has no text, names or fields yet: the tables hold rows of docs only
-            rid = row[0]
-            db.execute("DELETE FROM docs_fts WHERE rowid = ?", (rid,))
-            db.execute("DELETE FROM aux WHERE rid = ?", (rid,))
-            db.execute("DELETE FROM names WHERE rid = ?", (rid,))
-        else:
-            (rid,) = db.execute("SELECT ifnull(max(rid), 0) + 1 FROM docs").fetchone()  # as SQLite would choose
+        (rid,) = row or db.execute("SELECT ifnull(max(rid), 0) + 1 FROM docs").fetchone()  # as SQLite would choose
+        # A new document's rid is cleared too: rows left by a docs row deleted by other means would break the write.
+        db.execute("DELETE FROM docs_fts WHERE rowid = ?", (rid,))
+        db.execute("DELETE FROM aux WHERE rid = ?", (rid,))
+        db.execute("DELETE FROM names WHERE rid = ?", (rid,))
         db.execute("INSERT INTO docs_fts(rowid, title, content, headlines, metadata, filename, location) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                    (rid, doc.title, doc.content, doc.headlines, doc.metadata, doc.filename, doc.url))
