@@ -47,6 +47,11 @@ _XML_ROOT = re.compile(rb"<([A-Za-z_][\w.:-]*)[\s/>]")
 # comment, a header or a ``.so`` redirect.
 _MAN_NAME = re.compile(r"\.[1-9][a-z]*$")
 _ROFF_START = re.compile(rb"\s*(?:\.\\\"|'\\\"|\.(?:TH|Dd|Dt|so|ig|de)\s)")
+# libmagic's rules for mail and news (Magdir/mail.news: message/rfc822, message/news) all test the first bytes
+# for a header name and its colon ("From:", "Received:", "return-path:", …) or one of a few phrases. Text
+# that begins otherwise cannot be mail to magic: named as text, it is typed without asking magic (which
+# reads a .txt for about a millisecond), and mail saved as .txt is still magic's to recognise.
+_MAIL_START = re.compile(rb"[A-Za-z][\w-]*:|From |Forward to|Pipe to|N?#! rnews|Article|BABYL", re.IGNORECASE)
 _TEXT_CONTROLS = bytes(set(range(32)) - set(b"\t\n\r\f\b\x1b"))
 _ZIP_MAGIC, _OLE_MAGIC = b"PK\x03\x04", olefile.MAGIC
 _OOXML = (
@@ -157,20 +162,27 @@ class MimeSniffer:
     def __call__(self, data: bytes, url: str) -> str:
         if not data:
             return "application/x-empty"
-        detected = self._magic.from_buffer(data[:SNIFF_BYTES])
+        sample = data[:SNIFF_BYTES]
         if data.startswith(_ZIP_MAGIC):
-            return zip_container_type(data) or detected
+            return zip_container_type(data) or self._magic.from_buffer(sample)
         if data.startswith(_OLE_MAGIC):
-            return ole_container_type(data) or detected
+            return ole_container_type(data) or self._magic.from_buffer(sample)
         packed = compressed_type(data, file_name(url))
         if packed is not None:
             return packed
-        if man_page(data, url) and reads_as_text(data[:SNIFF_BYTES]):
+        if man_page(data, url) and reads_as_text(sample):
             return "text/troff"
         claimed = claimed_type(url)
-        if (detected.startswith("text/") or (claimed is not None and _textual(claimed))) and reads_as_text(
-                data[:SNIFF_BYTES]):
+        if claimed is not None and _named_text(claimed) and not _MAIL_START.match(data) and reads_as_text(sample):
+            return _by_extension(_text_type(data, claimed, claimed), url)  # magic could only have said mail
+        detected = self._magic.from_buffer(sample)
+        if (detected.startswith("text/") or (claimed is not None and _textual(claimed))) and reads_as_text(sample):
             detected = _text_type(data, detected, claimed)
-        if detected in ("text/plain", "text/xml"):  # libmagic's word for HTML fragments and some mail
-            return _TEXT_BY_EXTENSION.get(extension(url), detected)
-        return detected
+        return _by_extension(detected, url)
+
+
+def _by_extension(mimetype: str, url: str) -> str:
+    """libmagic's word for HTML fragments and some mail is text/plain (or text/xml): the extension settles it."""
+    if mimetype in ("text/plain", "text/xml"):
+        return _TEXT_BY_EXTENSION.get(extension(url), mimetype)
+    return mimetype
