@@ -26,7 +26,6 @@ from pydantic_core import PydanticCustomError
 
 SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
               "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MAX_SECONDS = 365 * 24 * 3600  # a year: NaN, infinity or 1e10 s would pass "positive" and break every wait (select, sleep)
 MAX_SIZE = 2**63 - 1  # the largest size the system's limits (setrlimit) take
 
@@ -115,22 +114,10 @@ def context(info: ValidationInfo) -> dict:
     return info.context or {"base": os.getcwd(), "crawling": True}
 
 
-def expand(value: str) -> str:
-    """``${NAME}`` replaced by the environment variable NAME, which must be set."""
-    def sub(match: re.Match) -> str:
-        if match.group(1) not in os.environ:
-            raise fail(f"environment variable {match.group(1)} is not set")
-        return os.environ[match.group(1)]
-    return _ENV_REF.sub(sub, value)
-
-
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise fail(f"must be a non-empty string, got {kind(value)}")
-    text = expand(value)
-    if not text.strip():
-        raise fail(f"is empty once {value.strip()} is expanded")
-    return text
+        raise fail(f"must be a non-empty string, got {kind(value) if not isinstance(value, str) else repr(value)}")
+    return value
 
 
 def size(value: Any) -> int:

@@ -35,13 +35,38 @@ def _error(source: str, key: str, problem: str) -> ConfigError:
     return ConfigError(f"{source}: {shown}: {problem}" if key else f"{source}: {problem}", key, problem)
 
 
+_ENV_REF = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_environment(value: Any, key: str = "") -> Any:
+    """The file's one rule for the environment: in every string value (not keys), at any depth,
+    ``${NAME}`` is the environment variable NAME, which must be set, and ``$${NAME}`` is the literal
+    ``${NAME}`` (an external preparator's ``$${filename}``). ``key`` is the path of ``value``, for errors."""
+    if isinstance(value, dict):
+        return {k: expand_environment(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_environment(v, f"{key}[{i}]") for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def variable(match: re.Match) -> str:
+        escaped, name = match.groups()
+        if escaped:
+            return match.group(0)[1:]
+        if name not in os.environ:
+            raise Problem(key, f"environment variable {name} is not set (a literal ${{{name}}} is written "
+                               f"$${{{name}}})")
+        return os.environ[name]
+    return _ENV_REF.sub(variable, value)
+
+
 def parse_config(raw: Any, source: str, crawling: bool = True) -> Config:
     """Check parsed YAML against the schema and build the crawl's configuration; ``source`` names the file
     in errors and anchors relative paths. ``crawling=False`` (searching) does not load the plugins, build
     the preparator instances (``preparators`` is empty) nor ask for files only a crawl opens (``imap.ca_file``)."""
     context = {"base": os.path.dirname(os.path.abspath(source)), "crawling": crawling}
     try:
-        return build(CrawlFile.model_validate(raw, context=context), source, crawling)
+        return build(CrawlFile.model_validate(expand_environment(raw), context=context), source, crawling)
     except ValidationError as err:
         key, problem = explain(err.errors(include_url=False)[0])
         raise _error(source, key.lstrip("."), problem) from None

@@ -9,7 +9,7 @@
         preparator: external
         url_pattern: '\\.ps$'     # overrides the MIME match, as in regain (a search in the URL)
         priority: 20
-        params: {command: 'ps2ascii ${filename}', timeout: 30}
+        params: {command: 'ps2ascii $${filename}', timeout: 30}  # $$: not the environment's
     preparation: {timeout: 60, memory_limit: 4 GiB, isolate: true, max_content_length: 10000000}
 
 Every registered preparator (the built-ins and those of the entry-point group ``beamtrawl.preparators``)
@@ -114,8 +114,7 @@ def _adapter(kind: type) -> TypeAdapter:
 
 
 def _param(value: Any, default: Any, where: str) -> Any:
-    """``value`` as the type of ``default``; an int is fine where a float is expected, and a string stays
-    as written (``${filename}`` is the preparator's, not the environment's)."""
+    """``value`` as the type of ``default``; an int is fine where a float is expected."""
     kind = next((k for k in _PARAM_TYPES if isinstance(default, k)), None)
     if kind is None:
         raise Problem(where, f"cannot be configured (default {default!r})")

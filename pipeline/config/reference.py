@@ -114,7 +114,9 @@ def reference() -> str:
            ("Generated from the schema (`pipeline/config/schema.py`) by "
             "`python -m beamtrawl.pipeline.config.reference > docs/configuration-reference.md`; do not edit."),
            ("A key path `a.b` is key `b` of mapping `a`; `a[].b` is key `b` of each item of list `a`. "
-            "Strings may hold `${ENV_VAR}`; relative paths are relative to the configuration file; "
+            "`${NAME}` in any string value, at any depth (parameters included, keys not), is the environment "
+            "variable NAME, which must be set; `$${NAME}` is a literal `${NAME}`. "
+            "Relative paths are relative to the configuration file; "
             "a size is bytes or a string such as `10 MiB` or `2GB`. Unknown keys are errors."), ""]
     models = sections()
     todo = [("", schema)]

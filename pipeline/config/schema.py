@@ -38,6 +38,8 @@ from beamtrawl.transforms.urls import normalize_url
 from beamtrawl.transforms.values import Credential, NodeOptions, StartUrl, UrlPattern
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
+
 
 class StartEntry(Section):
     """A start URL (a plain path is a folder or file relative to the configuration file)."""
@@ -51,7 +53,13 @@ class StartEntry(Section):
 
     @field_validator("url", mode="before")
     @classmethod
-    def _no_login(cls, url):
+    def _crawlable(cls, url):
+        """A scheme no source reads (``javascript:``, ``mailto:``, ``gopher://``) is refused here, before a plain
+        path is made of it; one letter is a Windows drive (``C:/docs``), read as a path as any other."""
+        written = _SCHEME.match(url) if isinstance(url, str) else None
+        if written and not known(written.group(1).lower()):  # the built-ins and those of entry points
+            raise fail(f"scheme '{written.group(1).lower()}' is not crawlable; sources: {', '.join(schemes())} "
+                       "(a relative path with ':' in its first folder is written ./folder)")
         if re.match(r"[a-z][a-z0-9+.-]*://[^/]*@", str(url), re.IGNORECASE):  # any scheme: the URL is indexed
             raise fail("must not hold a user or password; put the login in credentials")
         return url
@@ -60,13 +68,11 @@ class StartEntry(Section):
     @classmethod
     def _supported(cls, url: str, info: ValidationInfo) -> str:
         scheme = url.split(":", 1)[0]
-        try:
-            if not known(scheme):  # the built-in sources and those registered by entry points
-                raise fail(f"scheme '{scheme}' is not supported (supported: {', '.join(schemes())})")
-            if context(info)["crawling"] and scheme not in BUILTIN:
+        if context(info)["crawling"] and scheme not in BUILTIN:
+            try:
                 source_class(scheme)  # another distribution's source loads now, not on a worker mid-crawl
-        except RegistryError as err:
-            raise fail(str(err)) from None
+            except RegistryError as err:
+                raise fail(str(err)) from None
         if scheme == "smb" and not re.fullmatch(r"smb://[^/?#]+/[^?#]*", url):
             raise fail("an smb:// start URL is smb://host[:port]/[share[/folder]]")
         return url
