@@ -101,7 +101,7 @@ def test_several_instances_of_one_preparator():
     ([{"name": "ps", "preparator": "external", "params": {"command": "cat $${filename}"}}],
      "preparators[0]: accepts nothing: give url_pattern or mime_types"),
     ([{"name": "pdf", "mime_types": ["pdf"]}],
-     "preparators[0].mime_types: 'pdf' is not a MIME type such as text/html or text/*"),
+     "preparators[0].mime_types[0]: 'pdf' is not a MIME type such as text/html or text/*"),
     ({"name": "pdf"}, "preparators: must be a list, got a mapping"),
 ])
 def test_configuration_mistakes_are_one_line(entries, problem):

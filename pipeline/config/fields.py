@@ -7,6 +7,7 @@ the loader turns pydantic's error locations into the ``file: key.path: problem``
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 from typing import Annotated, Any
@@ -54,7 +55,6 @@ _MESSAGES = {
     "less_than_equal": "must be at most {le}, got {input!r}",
     "string_type": "must be a string, got {kind}",
     "string_too_short": "must be a non-empty string",
-    "too_short": "must be a non-empty string",
     "string_pattern_mismatch": "must match {pattern}, got {input!r}",
     "model_type": "must be a mapping, got {kind}",
     "dict_type": "must be a mapping, got {kind}",
@@ -135,32 +135,14 @@ def size(value: Any) -> int:
     return size
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _ratio(value: Any) -> float:
-    if not _number(value) or not 0 <= value <= 1:
-        raise fail(f"must be a number from 0 to 1, got {value!r}")
-    return float(value)
-
-
-def seconds(value: Any) -> float:
-    if not _number(value) or not 0 < value <= MAX_SECONDS:
-        raise fail(f"must be a positive number of seconds up to {MAX_SECONDS} (a year), got {value!r}")
-    return float(value)
-
-
-def _delay(value: Any) -> float:
-    if not _number(value) or not 0 <= value <= MAX_SECONDS:
-        raise fail(f"must be a number of seconds from 0 to {MAX_SECONDS} (a year), got {value!r}")
-    return float(value)
-
-
-def _number_type(value: Any) -> float:
-    if not _number(value):
-        raise fail(f"must be a number, got {value!r}")
-    return float(value)
+def _number(words: str, low: float = -math.inf, high: float = math.inf, above: bool = False) -> Any:
+    """A number from ``low`` (excluded if ``above``) to ``high``; ``words`` say so in the message (NaN is none)."""
+    def check(value: Any) -> float:
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not ((value > low if above else value >= low) and value <= high)):
+            raise fail(f"must be {words}, got {value!r}")
+        return float(value)
+    return BeforeValidator(check)
 
 
 def _regex(value: Any) -> re.Pattern:
@@ -198,12 +180,13 @@ def _file_when_crawling(value: Any, info: ValidationInfo) -> str:
     return _file(value, info) if context(info)["crawling"] else _path(value, info)
 
 
-def _empty_if_none(value: Any) -> Any:
-    return {} if value is None else value
-
-
-def _none_as_empty_list(value: Any) -> Any:
-    return () if value is None else value
+def exactly_one(*keys: str, hint: str = "") -> Any:
+    """A section's check that exactly one of its ``keys`` is given (``hint``: said after the first)."""
+    def check(model):
+        if sum(getattr(model, key) is not None for key in keys) != 1:
+            raise fail(f"needs exactly one of '{keys[0]}'{hint} or " + " or ".join(f"'{k}'" for k in keys[1:]))
+        return model
+    return model_validator(mode="after")(check)
 
 
 def matching(pattern: str, problem: str) -> Any:
@@ -222,12 +205,13 @@ Flag = Annotated[bool, Strict()]
 Count = Annotated[int, Strict()]
 Text = Annotated[str, BeforeValidator(_text), Field(min_length=1)]
 Size = Annotated[int, BeforeValidator(size), WithJsonSchema({"type": ["integer", "string"], "format": "size"})]
-Ratio = Annotated[float, BeforeValidator(_ratio), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
-Seconds = Annotated[float, BeforeValidator(seconds), WithJsonSchema(
-    {"type": "number", "format": "seconds", "exclusiveMinimum": 0, "maximum": MAX_SECONDS})]
-Delay = Annotated[float, BeforeValidator(_delay),
+Ratio = Annotated[float, _number("a number from 0 to 1", 0, 1),
+                  WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
+Seconds = Annotated[float, _number(f"a positive number of seconds up to {MAX_SECONDS} (a year)", 0, MAX_SECONDS, True),
+                    WithJsonSchema({"type": "number", "format": "seconds", "exclusiveMinimum": 0, "maximum": MAX_SECONDS})]
+Delay = Annotated[float, _number(f"a number of seconds from 0 to {MAX_SECONDS} (a year)", 0, MAX_SECONDS),
                   WithJsonSchema({"type": "number", "format": "seconds", "minimum": 0, "maximum": MAX_SECONDS})]
-Number = Annotated[float, BeforeValidator(_number_type)]
+Number = Annotated[float, _number("a number")]
 Regex = Annotated[re.Pattern, BeforeValidator(_regex)]
 Url = Annotated[str, BeforeValidator(_url), WithJsonSchema({"type": "string", "format": "url"})]
 Path = Annotated[str, BeforeValidator(_path), WithJsonSchema({"type": "string", "format": "path"})]
@@ -235,7 +219,7 @@ ExistingFile = Annotated[str, BeforeValidator(_file), WithJsonSchema({"type": "s
 FileWhenCrawling = Annotated[str, BeforeValidator(_file_when_crawling),
                              WithJsonSchema({"type": "string", "format": "path"})]
 """A file only a crawl opens: searching does not ask for it."""
-OrEmpty = BeforeValidator(_empty_if_none)
+OrEmpty = BeforeValidator(lambda value: {} if value is None else value)
 """A section written as nothing (``http:`` alone) has its defaults."""
-Items = BeforeValidator(_none_as_empty_list)
+Items = BeforeValidator(lambda value: () if value is None else value)
 """A list written as nothing is empty."""

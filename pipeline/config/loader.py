@@ -29,10 +29,8 @@ class ConfigError(Exception):
 
 
 def _error(source: str, key: str, problem: str) -> ConfigError:
-    if len(problem) > MAX_MESSAGE:  # a quoted value may be as large as the file allows
-        problem = problem[:MAX_MESSAGE] + "…"
-    shown = _shown(key, 200)  # so may an unknown key
-    return ConfigError(f"{source}: {shown}: {problem}" if key else f"{source}: {problem}", key, problem)
+    problem = _shown(problem)  # a quoted value may be as large as the file allows, and so may an unknown key
+    return ConfigError(f"{source}: {_shown(key, 200)}: {problem}" if key else f"{source}: {problem}", key, problem)
 
 
 _ENV_REF = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -94,12 +92,12 @@ class _Loader(yaml.SafeLoader):
                 if key_node.tag == "tag:yaml.org,2002:merge":
                     continue  # "<<: *defaults" is overridden by the keys beside it, by design
                 key = self.construct_object(key_node, deep=True)
-                line = key_node.start_mark.line + 1
-                if isinstance(key, (str, int, float, bool)) and key in first_line:
+                if not isinstance(key, (str, int, float, bool)):
+                    continue
+                if key in first_line:
                     raise yaml.MarkedYAMLError(problem=f"duplicate key {str(key)[:80]!r} (first at line "
                                                        f"{first_line[key]})", problem_mark=key_node.start_mark)
-                if isinstance(key, (str, int, float, bool)):
-                    first_line[key] = line
+                first_line[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep)
 
 

@@ -27,6 +27,7 @@ from beamtrawl.pipeline.config.fields import (
     Text,
     Url,
     context,
+    exactly_one,
     fail,
     matching,
 )
@@ -89,11 +90,7 @@ class PatternEntry(Section):
     regex: Regex | None = None
     """URLs this regex matches whole (as a person reads them, or percent-escaped)"""
 
-    @model_validator(mode="after")
-    def _one_of(self):
-        if (self.prefix is None) == (self.regex is None):
-            raise fail("needs exactly one of 'prefix' or 'regex'")
-        return self
+    _one_of = exactly_one("prefix", "regex")
 
     def value(self, where: str) -> UrlPattern:
         return UrlPattern(prefix=self.prefix, regex=self.regex, where=where)
@@ -140,11 +137,7 @@ class CredentialEntry(Section):
         except ValueError as err:
             raise fail(f"not a valid URL: {err}") from None
 
-    @model_validator(mode="after")
-    def _one_secret(self):
-        if (self.password is None) == (self.password_file is None):
-            raise fail("needs exactly one of 'password' (use ${ENV}) or 'password_file'")
-        return self
+    _one_secret = exactly_one("password", "password_file", hint=" (use ${ENV})")
 
     def value(self, where: str) -> Credential:
         password = self.password
