@@ -201,28 +201,23 @@ class IndexConfig(Section):
     @model_validator(mode="before")
     @classmethod
     def _one_kind(cls, raw):
-        if isinstance(raw, dict):
-            for key in ("path", "table", "url", "name"):  # written as nothing, each would pass for not given
-                if key in raw and raw[key] is None:
-                    raise fail("must be a non-empty string, got nothing", at=f".{key}")
-            if "table" in raw:
-                if "path" in raw or "url" in raw:
-                    raise fail("needs one of 'path' (the embedded index), 'url' (OpenSearch) or 'table'")
-                extra = sorted(k for k in raw if k not in _TABLE_KEYS and k in cls.model_fields)
-                if extra:
-                    raise fail("does not apply to a table (with 'table')", at=f".{extra[0]}")
-                return raw
-            if ("path" in raw) == ("url" in raw):
-                raise fail("needs either 'path' (the embedded index) or 'url' and 'name' (OpenSearch), "
-                           "or 'table' (a Delta table)")
-            extra = sorted(k for k in raw if k != "path" and k in cls.model_fields) if "path" in raw else ()
-            if extra:
-                raise fail("applies only to an OpenSearch index (with 'url')", at=f".{extra[0]}")
-            extra = sorted(k for k in raw if k in _TABLE_KEYS)
-            if extra:
-                raise fail("applies only to a table (with 'table')", at=f".{extra[0]}")
-            if "url" in raw and "name" not in raw:
-                raise fail("is required with index.url", at=".name")
+        if not isinstance(raw, dict):
+            return raw
+        for key in ("path", "table", "url", "name"):  # written as nothing, each would pass for not given
+            if key in raw and raw[key] is None:
+                raise fail("must be a non-empty string, got nothing", at=f".{key}")
+        if "table" in raw and ("path" in raw or "url" in raw):
+            raise fail("needs one of 'path' (the embedded index), 'url' (OpenSearch) or 'table'")
+        if "table" not in raw and ("path" in raw) == ("url" in raw):
+            raise fail("needs either 'path' (the embedded index) or 'url' and 'name' (OpenSearch), "
+                       "or 'table' (a Delta table)")
+        kind = next(key for key in ("table", "path", "url") if key in raw)
+        keys = {"table": _TABLE_KEYS, "path": ("path",)}.get(kind) or set(cls.model_fields) - set(_TABLE_KEYS)
+        wrong = sorted(key for key in raw if key in cls.model_fields and key not in keys)
+        if wrong:
+            raise fail(_NOT_FOR[kind], at=f".{wrong[0]}")
+        if kind == "url" and "name" not in raw:
+            raise fail("is required with index.url", at=".name")
         return raw
 
     @field_validator("url")
@@ -242,6 +237,8 @@ class IndexConfig(Section):
 
 
 _TABLE_KEYS = ("table", "format", "storage_options")
+_NOT_FOR = {"table": "does not apply to a table (with 'table')", "path": "applies only to an OpenSearch index (with 'url')",
+            "url": "applies only to a table (with 'table')"}  # a key given beside the kind of index it does not serve
 
 
 class HttpConfig(Section):
