@@ -105,13 +105,16 @@ def test_one_rule_expands_the_environment_in_every_string_value(tmp_path, monkey
         index: {path: "i.sqlite"}
         access_control: [{posix: {user_prefix: "${BT_USERS}", group_prefix: "g$${BT_USERS}$$", rename: {wheel: "${BT_USERS}x"}}}]
         preparators:
-          - {name: notes, preparator: external, url_pattern: '\\.note$', params: {command: 'sed ${BT_SED} $${filename}'}}
+          - {name: notes, preparator: external, url_pattern: '\\.note$', params: {command: 'sed ${BT_SED} ${filename}'}}
+          - {name: marks, preparator: external, url_pattern: '\.mark$', params: {command: 'cat $${filename}'}}
         plugins: [{plugin: filesize_filter, params: {min_bytes: 1}}]
     """)))
     posix = config.access_control[0]
     assert (posix.user_prefix, posix.group_prefix, posix.rename) == ("person:", "g${BT_USERS}$$", {"wheel": "person:x"})
     notes = next(spec for spec in config.preparators if spec.name == "notes")
-    assert dict(notes.params)["command"] == "sed s/tern/TERN/ ${filename}"
+    assert dict(notes.params)["command"] == "sed s/tern/TERN/ ${filename}"  # regain's placeholder, never the environment's
+    marks = next(spec for spec in config.preparators if spec.name == "marks")
+    assert dict(marks.params)["command"] == "cat ${filename}"
     table = load_config(str(write(tmp_path, """\
         start: [{url: "corpus"}]
         index: {table: "s3://bucket/docs", storage_options: {"${NOT_A_KEY}": "${BT_TABLE_KEY}"}}

@@ -57,7 +57,7 @@ def test_every_format_is_indexed_with_title_and_text(tmp_path, make_config, craw
     (root / "loud.shout").write_text("storm petrels everywhere\n")
     config = make_config(root, preparators=[
         {"name": "notes", "preparator": "external", "url_pattern": r"\.note$",
-         "params": {"command": "sed s/razorbill/RAZORBILL/ $${filename}", "timeout": 30}},
+         "params": {"command": "sed s/razorbill/RAZORBILL/ ${filename}", "timeout": 30}},
         {"name": "shout", "priority": 30, "params": {"prefix": "Loud: "}},
     ])
 

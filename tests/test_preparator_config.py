@@ -56,9 +56,9 @@ def test_a_builtin_is_changed_in_place():
 def test_several_instances_of_one_preparator():
     config = load(preparators=[
         {"name": "postscript", "preparator": "external", "url_pattern": r"\.ps$",
-         "params": {"command": "cat $${filename}", "timeout": 5}},
+         "params": {"command": "cat ${filename}", "timeout": 5}},
         {"name": "dvi", "preparator": "external", "mime_types": ["application/x-dvi"],
-         "params": {"command": "cat $${filename}", "check_exit_code": False}},
+         "params": {"command": "cat ${filename}", "check_exit_code": False}},
         {"name": "small_archives", "preparator": "archive", "url_pattern": r"/small/", "priority": 20,
          "params": {"max_entries": 10}},
     ])
@@ -89,16 +89,16 @@ def test_several_instances_of_one_preparator():
     ([{"name": "html", "preparator": "external"}],
      "preparators[0].name: 'html' is the html preparator's instance; give the new instance another name"),
     ([{"name": "ps", "preparator": "external", "url_pattern": "x"}],
-     "preparators[0].params.command: is required, e.g. 'ps2ascii $${filename}' in the configuration"),
+     "preparators[0].params.command: is required, e.g. 'ps2ascii ${filename}' in the configuration"),
     ([{"name": "ps", "preparator": "external", "url_pattern": "x", "params": {"command": "cat a.ps"}}],
-     ("preparators[0].params.command: must contain ${filename} ($${filename} in the configuration), where the "
+     ("preparators[0].params.command: must contain ${filename}, where the "
      "document's path goes")),
     ([{"name": "ps", "preparator": "external", "url_pattern": "x",
-       "params": {"command": "no-such-program-here $${filename}"}}],
+       "params": {"command": "no-such-program-here ${filename}"}}],
      "preparators[0].params.command: program 'no-such-program-here' not found on PATH"),
-    ([{"name": "ps", "preparator": "external", "url_pattern": "x", "params": {"command": "cat '$${filename}"}}],
+    ([{"name": "ps", "preparator": "external", "url_pattern": "x", "params": {"command": "cat '${filename}"}}],
      "preparators[0].params.command: No closing quotation"),
-    ([{"name": "ps", "preparator": "external", "params": {"command": "cat $${filename}"}}],
+    ([{"name": "ps", "preparator": "external", "params": {"command": "cat ${filename}"}}],
      "preparators[0]: accepts nothing: give url_pattern or mime_types"),
     ([{"name": "pdf", "mime_types": ["pdf"]}],
      "preparators[0].mime_types[0]: 'pdf' is not a MIME type such as text/html or text/*"),
@@ -152,6 +152,6 @@ def test_yaml_example_from_the_module_documentation():
 
     example = module.__doc__.split("::", 1)[1].split("\n\n")[1]
     section = yaml.safe_load("\n".join(line[4:] for line in example.splitlines()))
-    section["preparators"][1]["params"]["command"] = "cat $${filename}"  # ps2ascii need not be installed
+    section["preparators"][1]["params"]["command"] = "cat ${filename}"  # ps2ascii need not be installed
     config = load(**section)
     assert "metadata_only" not in names(config) and names(config)[-1] == "postscript"

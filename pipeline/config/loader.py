@@ -39,7 +39,8 @@ _ENV_REF = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 def expand_environment(value: Any, key: str = "") -> Any:
     """The file's one rule for the environment: in every string value (not keys), at any depth,
     ``${NAME}`` is the environment variable NAME, which must be set, and ``$${NAME}`` is the literal
-    ``${NAME}`` (an external preparator's ``$${filename}``). ``key`` is the path of ``value``, for errors."""
+    ``${NAME}``; ``${filename}`` is never the environment's: it is the external preparator's placeholder, as
+    in regain's configurations. ``key`` is the path of ``value``, for errors."""
     if isinstance(value, dict):
         return {k: expand_environment(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
     if isinstance(value, list):
@@ -49,8 +50,8 @@ def expand_environment(value: Any, key: str = "") -> Any:
 
     def variable(match: re.Match) -> str:
         escaped, name = match.groups()
-        if escaped:
-            return match.group(0)[1:]
+        if escaped or name == "filename":
+            return match.group(0)[1:] if escaped else match.group(0)
         if name not in os.environ:
             raise Problem(key, f"environment variable {name} is not set (a literal ${{{name}}} is written "
                                f"$${{{name}}})")

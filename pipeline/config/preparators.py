@@ -9,7 +9,7 @@
         preparator: external
         url_pattern: '\\.ps$'     # overrides the MIME match, as in regain (a search in the URL)
         priority: 20
-        params: {command: 'ps2ascii $${filename}', timeout: 30}  # $$: not the environment's
+        params: {command: 'ps2ascii ${filename}', timeout: 30}
     preparation: {timeout: 60, memory_limit: 4 GiB, isolate: true, max_content_length: 10000000}
 
 Every registered preparator (the built-ins and those of the entry-point group ``beamtrawl.preparators``)
