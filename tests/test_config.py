@@ -106,7 +106,7 @@ def test_one_rule_expands_the_environment_in_every_string_value(tmp_path, monkey
         access_control: [{posix: {user_prefix: "${BT_USERS}", group_prefix: "g$${BT_USERS}$$", rename: {wheel: "${BT_USERS}x"}}}]
         preparators:
           - {name: notes, preparator: external, url_pattern: '\\.note$', params: {command: 'sed ${BT_SED} ${filename}'}}
-          - {name: marks, preparator: external, url_pattern: '\.mark$', params: {command: 'cat $${filename}'}}
+          - {name: marks, preparator: external, url_pattern: '\\.mark$', params: {command: 'cat $${filename}'}}
         plugins: [{plugin: filesize_filter, params: {min_bytes: 1}}]
     """)))
     posix = config.access_control[0]
