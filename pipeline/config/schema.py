@@ -36,7 +36,7 @@ from beamtrawl.pipeline.config.preparators import PreparationSection, Preparator
 from beamtrawl.transforms.sources import BUILTIN, RegistryError, known, schemes, source_class
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.urls import normalize_url
-from beamtrawl.transforms.values import Credential, NodeOptions, StartUrl, UrlPattern
+from beamtrawl.transforms.values import Credential, Limits, NodeOptions, StartUrl, UrlPattern
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
@@ -244,21 +244,21 @@ _NOT_FOR = {"table": "does not apply to a table (with 'table')", "path": "applie
 class HttpConfig(Section):
     """Web crawling."""
 
-    user_agent: Text = "beamtrawl/0.1 (+https://github.com/beamtrawl)"
+    user_agent: Text = Limits._field_defaults["user_agent"]
     """the User-Agent header, also the name robots.txt rules are read for"""
     delay: Delay = 1.0
     """seconds between two requests to one host (robots.txt Crawl-delay may ask for more)"""
     concurrency_per_host: Count = Field(2, ge=1)
     """requests in flight to one host"""
-    connect_timeout: Seconds = 10.0
+    connect_timeout: Seconds = Limits._field_defaults["connect_timeout"]
     """seconds to connect"""
-    read_timeout: Seconds = 30.0
+    read_timeout: Seconds = Limits._field_defaults["read_timeout"]
     """seconds between two reads"""
-    total_timeout: Seconds = 120.0
+    total_timeout: Seconds = Limits._field_defaults["total_timeout"]
     """seconds for one page, redirects included"""
-    max_body: Size = 10 * 1024**2
+    max_body: Size = Limits._field_defaults["max_body"]
     """decompressed bytes; a larger page is reported and not indexed"""
-    max_redirects: Count = Field(5, ge=0)
+    max_redirects: Count = Field(Limits._field_defaults["max_redirects"], ge=0)
     """redirects followed for one URL"""
     max_pages_per_host: Count = Field(100_000, ge=1)
     """pages of one host; a host cut there keeps all its indexed pages"""
@@ -272,7 +272,7 @@ class HttpConfig(Section):
     """obey <meta name="robots" content="noindex, nofollow">"""
     sitemaps: Flag = True
     """read robots.txt Sitemap: lines and /sitemap.xml"""
-    block_private_addresses: Flag = False
+    block_private_addresses: Flag = Limits._field_defaults["block_private_addresses"]
     """never fetch private or loopback addresses (set it for public sites)"""
 
 

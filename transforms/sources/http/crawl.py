@@ -48,10 +48,8 @@ MAX_SITEMAPS = 50
 
 
 def make_fetcher(http) -> Fetcher:
-    limits = Limits(connect_timeout=http.connect_timeout, read_timeout=http.read_timeout,
-                    total_timeout=http.total_timeout, max_body=http.max_body, max_redirects=http.max_redirects,
-                    user_agent=http.user_agent, block_private_addresses=http.block_private_addresses)
-    return Fetcher(limits, connections_per_host=http.concurrency_per_host)
+    """A fetcher with the ``http:`` section's limits."""
+    return Fetcher(Limits(*(getattr(http, key) for key in Limits._fields)), connections_per_host=http.concurrency_per_host)
 
 
 class _Task(NamedTuple):

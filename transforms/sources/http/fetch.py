@@ -24,6 +24,7 @@ from urllib.parse import urljoin, urlsplit
 import urllib3
 from beamtrawl.transforms.sources.http import auth
 from beamtrawl.transforms.urls import normalize_url
+from beamtrawl.transforms.values import Limits
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
@@ -37,17 +38,6 @@ class FetchError(Exception):
     def __init__(self, message: str, unreachable: bool = False):
         super().__init__(message)
         self.unreachable = unreachable
-
-
-@dataclass
-class Limits:
-    connect_timeout: float = 10.0
-    read_timeout: float = 30.0
-    total_timeout: float = 120.0
-    max_body: int = 10 * 1024 * 1024
-    max_redirects: int = 5
-    user_agent: str = "beamtrawl/0.1 (+https://github.com/beamtrawl)"
-    block_private_addresses: bool = False
 
 
 def private_address(host: str) -> str:
