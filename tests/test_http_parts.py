@@ -10,9 +10,9 @@ from beamtrawl.pipeline.config import Credential, parse_config
 from beamtrawl.transforms.discover import other_hosts_possible
 from beamtrawl.transforms.records import FrontierItem
 from beamtrawl.transforms.sources import Sources
-from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.http import charset, links
 from beamtrawl.transforms.sources.http.fetch import Fetcher
+from beamtrawl.transforms.sources.settings import SourceSettings
 
 from tests.servers.website import Website, html
 
