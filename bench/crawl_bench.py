@@ -162,14 +162,14 @@ def run_loop(config_path: str, index_path: str) -> None:
     from beamtrawl.transforms.index.sqlite import EmbeddedIndex
     from beamtrawl.transforms.preparators import BUILTIN, chain_for
     from beamtrawl.transforms.preparators.mime import MimeSniffer
-    from beamtrawl.transforms.prepare import make_document
-    from beamtrawl.transforms.records import Entry
+    from beamtrawl.transforms.prepare import PrepareOptions, make_document
+    from beamtrawl.transforms.records import Entry, RawDocument
     from beamtrawl.transforms.urls import depth_below, doc_id, path_to_url, url_to_path
 
     started = time.perf_counter()
     config = load_config(config_path)
     root, limit = config.start[0].url, config.max_summary_length
-    fingerprint = preparation_fingerprint(BUILTIN, config)
+    options = PrepareOptions(BUILTIN, preparation_fingerprint(BUILTIN, config), config.max_file_size, limit)
     sniff = MimeSniffer()
     index = EmbeddedIndex(index_path)
     index.prepare()
@@ -186,7 +186,7 @@ def run_loop(config_path: str, index_path: str) -> None:
                 data = handle.read(config.max_file_size + 1)
             mimetype = sniff(data, url)
             prepared = chain_for(BUILTIN, mimetype, url)[0](data, url, mimetype)
-            batch.append(make_document(entry, mimetype, data, prepared, fingerprint, limit))
+            batch.append(make_document(RawDocument(entry, mimetype, data, ""), prepared, options))
             if len(batch) == BATCH:
                 count += len(batch) - len(index.upsert(batch))
                 batch = []

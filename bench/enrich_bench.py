@@ -46,8 +46,8 @@ from beamtrawl.transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, AuxFieldSp
 from beamtrawl.transforms.index import EmbeddedIndex
 from beamtrawl.transforms.index.query import parse_query
 from beamtrawl.transforms.preparators import Prepared
-from beamtrawl.transforms.prepare import make_document
-from beamtrawl.transforms.records import Entry
+from beamtrawl.transforms.prepare import PrepareOptions, make_document
+from beamtrawl.transforms.records import Entry, RawDocument
 from beamtrawl.transforms.urls import doc_id, path_to_url, url_to_path
 
 WORDS = ("apple", "banana", "cherry", "delta", "echo", "falcon", "glacier", "harbor", "island", "jungle", "kernel",
@@ -73,9 +73,10 @@ def entries(n: int, seed: int) -> list[tuple[Entry, Prepared]]:
 def write(path: str, docs, fields) -> float:
     index = EmbeddedIndex(path)
     index.prepare()
+    options = PrepareOptions((), "fp", 2**20, 1000, aux_fields=fields)
     started = time.perf_counter()
     for start in range(0, len(docs), 500):
-        batch = [make_document(e, "text/plain", b"x", p, "fp", 1000, aux_fields=fields) for e, p in docs[start:start + 500]]
+        batch = [make_document(RawDocument(e, "text/plain", b"x", ""), p, options) for e, p in docs[start:start + 500]]
         assert index.upsert(batch) == []
     seconds = time.perf_counter() - started
     assert index.count() == len(docs)

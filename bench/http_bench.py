@@ -58,12 +58,13 @@ SPIDER = textwrap.dedent('''
     from beamtrawl.transforms.index.sqlite import EmbeddedIndex
     from beamtrawl.transforms.preparators.base import Prepared
     from beamtrawl.transforms.preparators.html import prepare_html
-    from beamtrawl.transforms.prepare import make_document
-    from beamtrawl.transforms.records import Entry
+    from beamtrawl.transforms.prepare import PrepareOptions, make_document
+    from beamtrawl.transforms.records import Entry, RawDocument
     from beamtrawl.transforms.urls import doc_id, normalize_url
 
     START, INDEX, CONCURRENCY = sys.argv[1], sys.argv[2], int(sys.argv[3])
     BATCH = 500
+    OPTIONS = PrepareOptions((), "bench", 2**30, 250_000)
 
 
     class Site(scrapy.Spider):
@@ -86,7 +87,7 @@ SPIDER = textwrap.dedent('''
                 prepared = prepare_html(response.body, url, "text/html", {})
             except Exception:  # noqa: BLE001
                 prepared = Prepared()
-            self.batch.append(make_document(entry, "text/html", response.body, prepared, "bench", 250_000))
+            self.batch.append(make_document(RawDocument(entry, "text/html", response.body, ""), prepared, OPTIONS))
             if len(self.batch) >= BATCH:
                 self.index.upsert(self.batch)
                 self.batch = []

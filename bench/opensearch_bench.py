@@ -55,8 +55,8 @@ from beamtrawl.transforms.index.opensearch import (
 )
 from beamtrawl.transforms.index.write import BATCH, ReadSnapshot, WriteIndex
 from beamtrawl.transforms.preparators import BUILTIN, chain_for
-from beamtrawl.transforms.prepare import make_document
-from beamtrawl.transforms.records import Entry, IndexDoc, SnapshotEntry, use_row_coders
+from beamtrawl.transforms.prepare import PrepareOptions, make_document
+from beamtrawl.transforms.records import Entry, IndexDoc, RawDocument, SnapshotEntry, use_row_coders
 from beamtrawl.transforms.urls import doc_id
 from beamtrawl.transforms.values import NodeOptions
 from crawl_bench import Row, _html_file, _sentences, _text_file, check, print_table, verdict
@@ -101,7 +101,8 @@ def generate_docs(count: int, seed: int) -> list[IndexDoc]:
                       mimetype=mimetype, outlinks=[], etag="", http_last_modified="", source_url="",
                       link_text="")
         prepared = chain_for(BUILTIN, mimetype, url)[0](data, url, mimetype)
-        docs.append(make_document(entry, mimetype, data, prepared, FINGERPRINT, 250_000))
+        docs.append(make_document(RawDocument(entry, mimetype, data, ""), prepared,
+                                  PrepareOptions(BUILTIN, FINGERPRINT, 2**30, 250_000)))
     return docs
 
 

@@ -11,7 +11,7 @@ plus the LibreOffice samples of tests/data/samples; ``--variants`` copies with t
 documents each, 75 → 2,025 documents; generation is not timed). Then, for the whole corpus and for
 each format family on its own:
 
-- **loop**: one process, no Beam: for each file, read its bytes, ``MimeSniffer``, ``run_chain`` over
+- **loop**: one process, no Beam: for each file, read its bytes, ``MimeSniffer``, ``Chain.run`` over
   the built-in preparators (the same callables, in this process), ``make_document``.
 - **beam×W** for W = 1 and 2: a real Beam pipeline (FnApiRunner, multi-processing, as
   ``runners/direct.py`` sets it up) of ``Create(entries) | Prepare(...)``: the same reading, sniffing,
@@ -48,11 +48,11 @@ from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrawl.runners import direct
-from beamtrawl.transforms.preparators import BUILTIN, Prepared, run_chain
+from beamtrawl.transforms.preparators import BUILTIN, Chain, Prepared
 from beamtrawl.transforms.preparators.isolation import Bounds
 from beamtrawl.transforms.preparators.mime import MimeSniffer
 from beamtrawl.transforms.prepare import Prepare, PrepareOptions, make_document
-from beamtrawl.transforms.records import Entry, use_row_coders
+from beamtrawl.transforms.records import Entry, RawDocument, use_row_coders
 from beamtrawl.transforms.urls import doc_id, path_to_url
 
 MAX_FILE_SIZE = 100 * 1024**2
@@ -85,14 +85,16 @@ def entries_of(paths: list[Path]) -> list[Entry]:
 def run_loop(entries: list[Entry]) -> tuple[float, int]:
     """Seconds and documents made, in this process."""
     sniff = MimeSniffer()
+    chain = Chain(BUILTIN, sniff)
+    options = PrepareOptions(BUILTIN, FINGERPRINT, MAX_FILE_SIZE, MAX_SUMMARY)
     started = time.perf_counter()
     made = 0
     for entry in entries:
         with open(entry.url.removeprefix("file://"), "rb") as handle:
             data = handle.read(MAX_FILE_SIZE + 1)
         mimetype = sniff(data, entry.url)
-        prepared, _errors = run_chain(BUILTIN, data, entry.url, mimetype, sniff)
-        make_document(entry, mimetype, data, prepared or Prepared(), FINGERPRINT, MAX_SUMMARY)
+        prepared, _errors = chain.run(data, entry.url, mimetype)
+        make_document(RawDocument(entry, mimetype, data, ""), prepared or Prepared(), options)
         made += 1
     return time.perf_counter() - started, made
 

@@ -22,15 +22,19 @@ import shutil
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from beamtrawl.pipeline import __version__, unchanged
 from beamtrawl.pipeline import report as reports
 from beamtrawl.plugins.manager import PluginHost
 from beamtrawl.runners.options import check_reachable
-from beamtrawl.transforms.accept import Rules
 from beamtrawl.transforms.index import make_target
 from beamtrawl.transforms.records import conform, event
+
+if TYPE_CHECKING:
+    from beamtrawl.pipeline.config import Config
 
 log = logging.getLogger("beamtrawl")
 
@@ -181,7 +185,7 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
         from beamtrawl.pipeline.progress import LiveProgress
 
         p = beam.Pipeline(runner=make_runner(options), options=options)
-        graph.build(p, config, Rules(config), target, preparators, fingerprint, work_dir)
+        graph.build(p, config, target, fingerprint, work_dir)
         with LiveProgress(progress):
             result = p.run()
             result.wait_until_finish()
@@ -201,11 +205,12 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
             log.debug("reading the work folder failed", exc_info=True)
             fatal = f"reading the crawl's work folder {work_dir} failed: {type(err).__name__}: {err}".splitlines()[0]
     _remove(work_dir)
-    report = reports.build_report(totals, problems, **context, fatal=fatal)
+    run = _Run(config, target, plugins, context)
+    report = run.report(totals, problems, fatal)
     if reports.exit_code(report) != reports.EXIT_FATAL and staged:
-        report = _commit(target, staged, totals, problems, context)
+        report = _commit(run, staged, totals, problems)
     if reports.exit_code(report) != reports.EXIT_FATAL and candidates:
-        report = _delete_last(config, target, candidates, totals, problems, context, plugins)
+        report = _delete_last(run, candidates, totals, problems)
     report["warnings"] = warnings
     try:
         target.finish(succeeded=reports.exit_code(report) != reports.EXIT_FATAL)
@@ -228,22 +233,33 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
     return report
 
 
-def _commit(target, staged: list[str], totals: dict, problems: list, context: dict) -> dict:
+@dataclass(frozen=True)
+class _Run:
+    """What the driver's steps after the pipeline share, made once per crawl."""
+
+    config: Config
+    target: object  # the index (transforms.index)
+    plugins: PluginHost  # the driver's: on_delete_index_entry runs here
+    context: dict  # the report's header (pipeline.report.build_report)
+
+    def report(self, totals: dict, problems: list, fatal: str = "") -> dict:
+        return reports.build_report(totals, problems, **self.context, fatal=fatal)
+
+
+def _commit(run: _Run, staged: list[str], totals: dict, problems: list) -> dict:
     """The upserts the workers staged (an open table's files), committed in one transaction before any delete;
     if that fails the crawl is fatal and nothing it wrote is visible."""
     try:
-        target.commit(staged)
+        run.target.commit(staged)
     except Exception as err:
         log.debug("commit failed", exc_info=True)
         reason = " ".join(str(err).split())[:300] or type(err).__name__
-        return reports.build_report(totals, problems, **context,
-                                    fatal=f"committing the crawl's documents to {context['index']} failed: {reason}; "
-                                          f"nothing was committed and no deletes ran")
-    return reports.build_report(totals, problems, **context, fatal="")
+        return run.report(totals, problems, fatal=f"committing the crawl's documents to {run.context['index']} "
+                                                  f"failed: {reason}; nothing was committed and no deletes ran")
+    return run.report(totals, problems)
 
 
-def _delete_last(config, target, candidates, totals: dict, problems: list, context: dict,
-                 plugins: PluginHost) -> dict:
+def _delete_last(run: _Run, candidates, totals: dict, problems: list) -> dict:
     """The crawl's deletes, the very last step: only if the guard allows, and only once the report naming
     them is written (a crawl killed during its deletes leaves that report; the next crawl deletes the
     rest). Returns the report with their outcome and ``deleted_urls``."""
@@ -252,20 +268,20 @@ def _delete_last(config, target, candidates, totals: dict, problems: list, conte
         delete_guard,
     )
 
+    config = run.config
     refusal = delete_guard(totals, config.max_failed_ratio, config.max_delete_ratio)
     if refusal:
         events = [event("delete_withheld", "", "delete", refusal, count=len(candidates))]
-        return reports.build_report(*_with_events(totals, problems, events), **context, fatal="")
-    pending = reports.build_report(totals, problems, **context, fatal="")
+        return run.report(*_with_events(totals, problems, events))
+    pending = run.report(totals, problems)
     pending["deletes_pending"] = sorted(entry.url for entry in candidates)
     try:
         reports.write_report(pending, config.report)
     except OSError as err:
-        return reports.build_report(totals, problems, **context,
-                                    fatal=f"{config.report}: the report could not be written before the deletes "
-                                          f"({err.strerror}); no deletes ran")
-    events = delete_batches(target, candidates, plugins)
-    report = reports.build_report(*_with_events(totals, problems, events), **context, fatal="")
+        return run.report(totals, problems, fatal=f"{config.report}: the report could not be written before the "
+                                                  f"deletes ({err.strerror}); no deletes ran")
+    events = delete_batches(run.target, candidates, run.plugins)
+    report = run.report(*_with_events(totals, problems, events))
     failed = {e.url for e in events if e.kind == "failed"}
     report["deleted_urls"] = sorted(entry.url for entry in candidates if entry.url not in failed)
     return report

@@ -20,7 +20,8 @@ import json
 
 import apache_beam as beam
 import smart_open
-from beamtrawl.transforms.discover import Discover, DiscoverByHost
+from beamtrawl.transforms.accept import Rules
+from beamtrawl.transforms.discover import Discover, DiscoverByHost, DiscoverOptions
 from beamtrawl.transforms.enrich.assign import AssignGroups
 from beamtrawl.transforms.freshness import Freshness
 from beamtrawl.transforms.index.write import (
@@ -42,7 +43,6 @@ from beamtrawl.transforms.records import (
     use_row_coders,
 )
 from beamtrawl.transforms.sources import by_host
-from beamtrawl.transforms.sources.settings import SourceSettings
 
 TOTALS_FILE, PROBLEMS_FILE, DELETES_FILE, STAGED_FILE = "totals.json", "problems", "deletes", "staged"
 
@@ -57,9 +57,12 @@ def _write_totals(totals: dict, path: str) -> None:
         json.dump(totals, handle)
 
 
-def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str, work_dir: str) -> None:
+def build(p: beam.Pipeline, config, target, fingerprint: str, work_dir: str) -> None:
+    """Wire one crawl of ``config`` into ``p``: writing to ``target``, documents carrying the preparation
+    ``fingerprint``, its counts, problems and delete candidates written to ``work_dir``."""
     use_row_coders()
-    source_settings = SourceSettings.from_config(config)  # logins travel to workers here, never in records
+    rules = Rules(config)
+    discovery = DiscoverOptions.from_config(config, rules)  # logins travel to workers here, never in records
     snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
     found = []
     item_roots = [r for r in _roots(rules) if not by_host(r.url)]
@@ -70,11 +73,9 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
                           [event("declined", url, "discover", "the start URL matches a blacklist entry")
                            for url in rules.declined_starts]).with_output_types(Event)))
     if item_roots or not host_roots:
-        found.append(p | "Discover" >> Discover(item_roots, rules, config.follow_symlinks, config.walk_budget,
-                                                config.discovery_rounds, source_settings))
+        found.append(p | "Discover" >> Discover(item_roots, discovery))
     if host_roots:  # web pages are found host by host, with the index's state of each page at hand
-        found.append(snapshot | "DiscoverByHost" >> DiscoverByHost(host_roots, rules, config.whitelist,
-                                                                   config.discovery_rounds, source_settings))
+        found.append(snapshot | "DiscoverByHost" >> DiscoverByHost(host_roots, discovery))
     if len(found) == 1:
         entries, discover_events = found[0]
     else:
@@ -95,7 +96,7 @@ def build(p: beam.Pipeline, config, rules, target, preparators, fingerprint: str
         "Freshness" >> Freshness(rules, fingerprint))
     access_events = [*access_events, access_changes | "UpdateAccess" >> UpdateAccess(target)]
     docs, prepare_events, no_longer_read = to_prepare | "Prepare" >> Prepare(
-        PrepareOptions.from_config(config, preparators, fingerprint), rules.plugins, source_settings)
+        PrepareOptions.from_config(config, config.preparators, fingerprint), rules.plugins, discovery.sources)
     write_events = docs | "WriteIndex" >> WriteIndex(target, rules.plugins)
 
     _ = (to_delete, no_longer_read) | "AllDeletes" >> beam.Flatten().with_output_types(SnapshotEntry) | (

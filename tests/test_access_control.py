@@ -28,8 +28,8 @@ from beamtrawl.transforms.index import EmbeddedIndex, IndexUnavailable
 from beamtrawl.transforms.index.opensearch import OpenSearchIndex
 from beamtrawl.transforms.index.query import parse_query
 from beamtrawl.transforms.preparators import BUILTIN, Prepared
-from beamtrawl.transforms.prepare import make_document
-from beamtrawl.transforms.records import EVERYONE, Entry, IndexDoc, use_row_coders
+from beamtrawl.transforms.prepare import PrepareOptions, make_document
+from beamtrawl.transforms.records import EVERYONE, Entry, IndexDoc, RawDocument, use_row_coders
 from beamtrawl.transforms.urls import doc_id
 
 from tests.conftest import beamtrawl
@@ -237,8 +237,9 @@ DOCS = {  # url → (groups, title, content)
 
 def _documents() -> list[IndexDoc]:
     fields = _config(auxiliary_fields=AUX).auxiliary_fields
-    return [make_document(_entry(url, groups), "text/plain", content.encode(), Prepared(title=title, content=content),
-                          "fp", 1000, aux_fields=fields)
+    options = PrepareOptions((), "fp", 2**20, 1000, aux_fields=fields)
+    return [make_document(RawDocument(_entry(url, groups), "text/plain", content.encode(), ""),
+                          Prepared(title=title, content=content), options)
             for url, (groups, title, content) in DOCS.items()]
 
 
@@ -298,8 +299,8 @@ def test_denies_win_over_groups_and_hidden_documents_reach_no_one(filled_target)
     user denied in a group that is allowed, and a group denied with a member allowed (issue 15, 5)."""
     denied = {"file:///srv/deny/user.txt": (["staff"], ["bob"]), "file:///srv/deny/group.txt": (["bob"], ["staff"]),
               "file:///srv/deny/hidden.txt": (["staff"], [])}
-    docs = [make_document(_entry(url, groups)._replace(denied=no), "text/plain", b"kestrel",
-                          Prepared(title="Kestrel", content="kestrel nest"), "fp", 1000)
+    docs = [make_document(RawDocument(_entry(url, groups)._replace(denied=no), "text/plain", b"kestrel", ""),
+                          Prepared(title="Kestrel", content="kestrel nest"), PrepareOptions((), "fp", 2**20, 1000))
             for url, (groups, no) in denied.items()]
     assert filled_target.upsert(docs) == []
     filled_target.set_access([(doc_id("file:///srv/deny/hidden.txt"), ["staff"], [EVERYONE])])

@@ -14,7 +14,7 @@ import tarfile
 
 import magic
 import pytest
-from beamtrawl.transforms.preparators import BUILTIN, compressed, run_chain
+from beamtrawl.transforms.preparators import BUILTIN, Chain, compressed
 from beamtrawl.transforms.preparators.archive import DEFAULTS
 from beamtrawl.transforms.preparators.html import prepare_html
 from beamtrawl.transforms.preparators.mime import MimeSniffer
@@ -41,7 +41,7 @@ def real(package_path) -> bytes:
 def prepare(data: bytes, url: str, preparators=BUILTIN):
     """(prepared or None, failures, MIME type) as a crawl's preparing process makes them."""
     mimetype = SNIFF(data, url)
-    prepared, errors = run_chain(preparators, data, url, mimetype, SNIFF)
+    prepared, errors = Chain(preparators, SNIFF).run(data, url, mimetype)
     return prepared, errors, mimetype
 
 

@@ -94,6 +94,45 @@ def test_environment_variables_are_expanded(tmp_path, monkeypatch):
     assert config.index.path == str(tmp_path / "nightly.sqlite")
 
 
+def test_one_rule_expands_the_environment_in_every_string_value(tmp_path, monkeypatch):
+    """Before, ``${NAME}`` was read in some keys and not in others (preparator parameters, posix prefixes,
+    a list inside a plugin's parameters), and nothing could be written as a literal ``${NAME}``."""
+    monkeypatch.setenv("BT_USERS", "person:")
+    monkeypatch.setenv("BT_SED", "s/tern/TERN/")
+    monkeypatch.setenv("BT_TABLE_KEY", "secret")
+    config = load_config(str(write(tmp_path, """\
+        start: [{url: "corpus"}]
+        index: {path: "i.sqlite"}
+        access_control: [{posix: {user_prefix: "${BT_USERS}", group_prefix: "g$${BT_USERS}$$", rename: {wheel: "${BT_USERS}x"}}}]
+        preparators:
+          - {name: notes, preparator: external, url_pattern: '\\.note$', params: {command: 'sed ${BT_SED} ${filename}'}}
+          - {name: marks, preparator: external, url_pattern: '\\.mark$', params: {command: 'cat $${filename}'}}
+        plugins: [{plugin: filesize_filter, params: {min_bytes: 1}}]
+    """)))
+    posix = config.access_control[0]
+    assert (posix.user_prefix, posix.group_prefix, posix.rename) == ("person:", "g${BT_USERS}$$", {"wheel": "person:x"})
+    notes = next(spec for spec in config.preparators if spec.name == "notes")
+    assert dict(notes.params)["command"] == "sed s/tern/TERN/ ${filename}"  # regain's placeholder, never the environment's
+    marks = next(spec for spec in config.preparators if spec.name == "marks")
+    assert dict(marks.params)["command"] == "cat ${filename}"
+    table = load_config(str(write(tmp_path, """\
+        start: [{url: "corpus"}]
+        index: {table: "s3://bucket/docs", storage_options: {"${NOT_A_KEY}": "${BT_TABLE_KEY}"}}
+    """)))
+    assert table.index.storage_options == (("${NOT_A_KEY}", "secret"),)  # keys stay as written
+
+
+@pytest.mark.parametrize("where, text", [
+    ("access_control[0].posix.user_prefix", "access_control: [{posix: {user_prefix: '${BT_UNSET}'}}]"),
+    ("preparators[0].params.command", "preparators: [{name: text, params: {command: 'x ${BT_UNSET}'}}]"),
+    ("plugins[0].params.limits[1]", "plugins: [{plugin: p, params: {limits: [1, '${BT_UNSET}']}}]"),
+])
+def test_an_unset_variable_anywhere_is_one_line_naming_its_key(tmp_path, monkeypatch, where, text):
+    monkeypatch.delenv("BT_UNSET", raising=False)
+    assert error_of(tmp_path, with_top(text + "\n")) == (
+        f"{where}: environment variable BT_UNSET is not set (a literal ${{BT_UNSET}} is written $${{BT_UNSET}})")
+
+
 @pytest.mark.parametrize("raw, expected", [
     ("'10 MiB'", 10 * 1024**2),
     ("2GB", 2 * 1000**3),
@@ -233,12 +272,29 @@ def test_whitelist_prefix_with_trailing_slash_accepts_its_start_folder(tmp_path)
     assert config.whitelist[0].matches(config.start[0].url + "/a.txt")
 
 
-def test_unsupported_scheme(tmp_path):
-    message = error_of(tmp_path, """\
-        start: [{url: "ftp://example.org/"}]
-        index: {path: "i.sqlite"}
+@pytest.mark.parametrize("url", ["ftp://example.org/", "javascript:alert(1)", "JavaScript:void(0)", "mailto:ann@example.org",
+                                 "data:text/plain,hello", "vbscript:msgbox", "notes:2024/minutes"])
+def test_a_start_url_no_source_reads_is_refused(tmp_path, url):
+    """Before, every scheme without "://" was taken for a relative path (``file:///…/javascript:alert(1)``)."""
+    message = error_of(tmp_path, f"""\
+        start: [{{url: "{url}"}}]
+        index: {{path: "i.sqlite"}}
     """)
-    assert message == "start[0].url: scheme 'ftp' is not supported (supported: file, http, https, smb, imap, imaps)"
+    assert message == (f"start[0].url: scheme '{url.split(':')[0].lower()}' is not crawlable; sources: file, http, "
+                       "https, smb, imap, imaps (a relative path with ':' in its first folder is written ./folder)")
+
+
+def test_a_path_with_a_colon_or_a_drive_letter_stays_a_path(tmp_path):
+    config = load_config(str(write(tmp_path, """\
+        start: [{url: "./notes:2024"}, {url: "C:/docs"}, {url: "plain/folder"}]
+        index: {path: "i.sqlite"}
+    """)))
+    assert [s.url for s in config.start] == [f"file://{tmp_path}/notes:2024", f"file://{tmp_path}/C:/docs",
+                                             f"file://{tmp_path}/plain/folder"]
+    assert error_of(tmp_path, """\
+        start: [{url: 'C:\\docs'}]
+        index: {path: "i.sqlite"}
+    """) == "start[0].url: use forward slashes in URLs"
 
 
 def test_missing_environment_variable(tmp_path, monkeypatch):
@@ -247,7 +303,8 @@ def test_missing_environment_variable(tmp_path, monkeypatch):
         start: [{url: "corpus"}]
         index: {path: "${BT_SURELY_UNSET}/i.sqlite"}
     """)
-    assert message == "index.path: environment variable BT_SURELY_UNSET is not set"
+    assert message == ("index.path: environment variable BT_SURELY_UNSET is not set (a literal ${BT_SURELY_UNSET} "
+                       "is written $${BT_SURELY_UNSET})")
 
 
 def test_yaml_syntax_error_names_the_line(tmp_path):
@@ -443,9 +500,10 @@ def test_an_override_holding_a_newline_stays_one_line(tmp_path):
     ("credentials: [{url: 'http://[::1', username: u, password: p}]",
      "credentials[0].url: not a valid URL: Invalid IPv6 URL"),  # was "Value error, Invalid IPv6 URL"
     ("credentials: [{url: 'http://h', username: '${BT_EMPTY}', password: p}]",
-     "credentials[0].username: is empty once ${BT_EMPTY} is expanded"),  # was "Value should have at least 1 item"
+     "credentials[0].username: must be a non-empty string, got ''"),  # was "Value should have at least 1 item"
     ("plugins: [{plugin: filesize_filter, params: {min_bytes: '${BT_UNSET}'}}]",
-     "plugins[0].params.min_bytes: environment variable BT_UNSET is not set"),  # the key was lost
+     ("plugins[0].params.min_bytes: environment variable BT_UNSET is not set (a literal ${BT_UNSET} is written "
+     "$${BT_UNSET})")),  # the key was lost
     ("credentials: [{url: 'http://h', username: u, password_file: /dev/zero}]",
      "credentials[0].password_file: /dev/zero is larger than 65536 bytes: not a password file"),  # MemoryError
 ])

@@ -12,6 +12,7 @@ from beamtrawl.transforms.records import FrontierItem
 from beamtrawl.transforms.sources import Sources
 from beamtrawl.transforms.sources.http import charset, links
 from beamtrawl.transforms.sources.http.fetch import Fetcher
+from beamtrawl.transforms.sources.settings import SourceSettings
 
 from tests.servers.website import Website, html
 
@@ -88,6 +89,13 @@ def test_open_document_reads_a_page_again_as_utf8(site):
         assert stream.read() == "<html><body>Grüße</body></html>".encode()
     with pytest.raises(OSError, match="answered 404"):
         web.open_document(f"{site.base}/gone.html")
+
+
+def test_open_document_keeps_the_configured_limits(site, tmp_path):
+    config = parse_config({"start": [{"url": site.base}], "index": {"path": str(tmp_path / "i.sqlite")},
+                           "http": {"max_body": 8}}, str(tmp_path / "crawl.yaml"))
+    with pytest.raises(OSError, match="larger than the limit"):
+        Sources(SourceSettings.from_config(config))(site.base).open_document(f"{site.base}/latin.html")
 
 
 def test_one_round_unless_the_whitelist_reaches_other_hosts(tmp_path):

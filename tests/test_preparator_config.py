@@ -89,9 +89,10 @@ def test_several_instances_of_one_preparator():
     ([{"name": "html", "preparator": "external"}],
      "preparators[0].name: 'html' is the html preparator's instance; give the new instance another name"),
     ([{"name": "ps", "preparator": "external", "url_pattern": "x"}],
-     "preparators[0].params.command: is required, e.g. 'ps2ascii ${filename}'"),
+     "preparators[0].params.command: is required, e.g. 'ps2ascii ${filename}' in the configuration"),
     ([{"name": "ps", "preparator": "external", "url_pattern": "x", "params": {"command": "cat a.ps"}}],
-     "preparators[0].params.command: must contain ${filename}, where the document's path goes"),
+     ("preparators[0].params.command: must contain ${filename}, where the "
+     "document's path goes")),
     ([{"name": "ps", "preparator": "external", "url_pattern": "x",
        "params": {"command": "no-such-program-here ${filename}"}}],
      "preparators[0].params.command: program 'no-such-program-here' not found on PATH"),
@@ -100,7 +101,7 @@ def test_several_instances_of_one_preparator():
     ([{"name": "ps", "preparator": "external", "params": {"command": "cat ${filename}"}}],
      "preparators[0]: accepts nothing: give url_pattern or mime_types"),
     ([{"name": "pdf", "mime_types": ["pdf"]}],
-     "preparators[0].mime_types: 'pdf' is not a MIME type such as text/html or text/*"),
+     "preparators[0].mime_types[0]: 'pdf' is not a MIME type such as text/html or text/*"),
     ({"name": "pdf"}, "preparators: must be a list, got a mapping"),
 ])
 def test_configuration_mistakes_are_one_line(entries, problem):

@@ -9,7 +9,7 @@ import zipfile
 
 import magic
 import pytest
-from beamtrawl.transforms.preparators import BUILTIN, PreparationError, odf, rtf, run_chain
+from beamtrawl.transforms.preparators import BUILTIN, Chain, PreparationError, odf, rtf
 from beamtrawl.transforms.preparators.mime import MimeSniffer
 from beamtrawl.transforms.preparators.odf import prepare_odf
 from beamtrawl.transforms.preparators.rtf import prepare_rtf
@@ -228,11 +228,12 @@ def test_every_opendocument_file_libreoffice_ships_is_prepared_without_failure()
     metadata-only document for types no preparator reads (a database); never a failure."""
     root = debian_file(_LIBREOFFICE, f"{_TEMPLATES}/styles/Default.ott").parents[5]
     sniff, read = MimeSniffer(), {}
+    chain = Chain(BUILTIN, sniff)
     for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
         data = path.read_bytes()
         mimetype = sniff(data, path.as_uri())
         if mimetype.startswith("application/vnd.oasis.opendocument."):
-            prepared, errors = run_chain(BUILTIN, data, path.as_uri(), mimetype, sniff)
+            prepared, errors = chain.run(data, path.as_uri(), mimetype)
             assert (errors, prepared is not None) == ([], True), path
             read[path.suffix] = read.get(path.suffix, 0) + bool(prepared.content)
     assert {".ott", ".ots", ".otp", ".otg", ".odt", ".ods"} <= read.keys()

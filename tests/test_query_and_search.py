@@ -20,8 +20,8 @@ from beamtrawl.transforms.index.query import (
     words,
 )
 from beamtrawl.transforms.preparators import Prepared
-from beamtrawl.transforms.prepare import make_document
-from beamtrawl.transforms.records import Entry
+from beamtrawl.transforms.prepare import PrepareOptions, make_document
+from beamtrawl.transforms.records import Entry, RawDocument
 from beamtrawl.transforms.urls import doc_id
 
 from tests.conftest import beamtrawl
@@ -128,8 +128,8 @@ def make_doc(name: str, mimetype: str = "text/plain", title: str = "", content: 
     entry = Entry(id=doc_id(url), url=url, root=ROOT, depth=name.count("/"), size=len(content),
                   mtime_ns=1_700_000_000_123_456_789, identity="", content=None, mimetype="", outlinks=[],
                   etag="", http_last_modified="", source_url="", link_text="")
-    return make_document(entry, mimetype, content.encode(), Prepared(title=title, content=content),
-                         "fingerprint-1", 1000)
+    return make_document(RawDocument(entry, mimetype, content.encode(), ""), Prepared(title=title, content=content),
+                         PrepareOptions((), "fingerprint-1", 2**20, 1000))
 
 
 def build_index(path) -> EmbeddedIndex:

@@ -10,8 +10,8 @@ import pytest
 from beamtrawl.transforms.index import EmbeddedIndex
 from beamtrawl.transforms.index.query import parse_query
 from beamtrawl.transforms.preparators import Prepared
-from beamtrawl.transforms.prepare import make_document
-from beamtrawl.transforms.records import Entry
+from beamtrawl.transforms.prepare import PrepareOptions, make_document
+from beamtrawl.transforms.records import Entry, RawDocument
 from beamtrawl.transforms.urls import doc_id
 
 PUBLIC = {
@@ -31,7 +31,8 @@ def _doc(name: str, content: str, groups=()):
     url = f"file:///srv/rank/{name}"
     entry = Entry(doc_id(url), url, "file:///srv/rank", 1, len(content), 0, "", None, "", [], "", "", "", "",
                   list(groups))
-    return make_document(entry, "text/plain", content.encode(), Prepared(title="", content=content), "fp", 1000)
+    return make_document(RawDocument(entry, "text/plain", content.encode(), ""), Prepared(title="", content=content),
+                         PrepareOptions((), "fp", 2**20, 1000))
 
 
 def _docs(named: dict[str, str], groups=()):

@@ -16,10 +16,8 @@ from beamtrawl.pipeline.config import load_config
 from beamtrawl.pipeline.crawl import preparation_fingerprint
 from beamtrawl.runners import RunnerError, dataflow, direct, flink, pipeline_options, spark
 from beamtrawl.runners.options import option
-from beamtrawl.transforms.accept import Rules
 from beamtrawl.transforms.index import EmbeddedIndex
 from beamtrawl.transforms.index.opensearch import OpenSearchIndex
-from beamtrawl.transforms.preparators import BUILTIN
 
 DATAFLOW = ["--project=my-proj-123", "--region=europe-west1", "--temp_location=gs://beamtrawl-temp/tmp"]
 REMOTE = OpenSearchIndex("http://127.0.0.1:9200", "docs")
@@ -114,8 +112,7 @@ def test_dataflow_graph_is_built_and_the_package_staged(tmp_path):
     target.prepare()
     p = beam.Pipeline(options=PipelineOptions(dataflow.arguments(DATAFLOW)))
     assert type(p.runner).__name__ == "DataflowRunner"
-    graph.build(p, config, Rules(config), target, BUILTIN, preparation_fingerprint(BUILTIN, config),
-                "gs://beamtrawl-temp/work")
+    graph.build(p, config, target, preparation_fingerprint(config.preparators, config), "gs://beamtrawl-temp/work")
     transforms = {t.unique_name for t in p.to_runner_api().components.transforms.values()}
     assert {"Discover", "Freshness", "Prepare", "WriteIndex", "DeleteLast"} <= transforms
 

@@ -5,6 +5,7 @@ crawled end to end through discovery rounds, reading and the driver's "nothing c
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -59,7 +60,7 @@ def test_an_unknown_scheme_is_one_line_naming_the_schemes(tmp_path):
     with pytest.raises(sources.RegistryError, match="no source handles gopher: URLs"):
         sources.source_for("gopher://h/")
     raw = {"start": [{"url": "gopher://h/"}], "index": {"path": str(tmp_path / "i.sqlite")}}
-    with pytest.raises(ConfigError, match=r"start\[0\]\.url: scheme 'gopher' is not supported \(supported: file, http"):
+    with pytest.raises(ConfigError, match=r"start\[0\]\.url: scheme 'gopher' is not crawlable; sources: file, http"):
         parse_config(raw, str(tmp_path / "c.yaml"))
 
 
@@ -128,13 +129,11 @@ NOTES = ("class Notes:\n    schemes = ('Notes',)\n    def __init__(self, setting
     ("half = rthalf_mod:Half", NOTES, "half://h/", "start[0].url: rthalf_mod:Half is not a source of half: URLs"),
     ("exits = rtexits_mod:X", "raise SystemExit('bye')", "exits://h/",
      "start[0].url: the source of exits: URLs (rtexits_mod:X) cannot be loaded: SystemExit: bye"),
-    ("http = rtclaim_mod:Notes", NOTES, "gopher://h/",
-     "start[0].url: entry point http = rtclaim_mod:Notes (rtclaim): the scheme 'http' is served by a built-in"),
 ])
 def test_a_broken_source_from_another_distribution_is_a_configuration_error(installed, tmp_path, entry_point, module,
                                                                             url, problem):
     """Before, a crawl's configuration passed and the source failed on a worker mid-crawl (a SystemExit at
-    import ended the process); a built-in scheme claimed read 'Value error, entry point …'."""
+    import ended the process)."""
     name = entry_point.split("= ")[1].split("_mod")[0]
     _distribution(installed, name, entry_point, module)
     raw = {"start": [{"url": url}], "index": {"path": str(tmp_path / "i.sqlite")}}
@@ -149,3 +148,34 @@ def test_a_scheme_registered_in_capitals_serves_its_lower_case_urls(installed, t
     raw = {"start": [{"url": "NOTES://h/"}], "index": {"path": str(tmp_path / "i.sqlite")}}
     assert parse_config(raw, str(tmp_path / "c.yaml")).start[0].url.startswith("notes://")
     assert "notes" in sources.schemes() and sources.source_for("notes://h/").__name__ == "Notes"
+
+
+@pytest.fixture(scope="module")
+def rival_paths(tmp_path_factory) -> list[str]:
+    return [installed_for_crawls(tmp_path_factory, name) for name in ("rival_sources_a", "rival_sources_b")]
+
+
+def test_a_claimed_built_in_or_twice_claimed_scheme_is_skipped_and_every_other_source_loads(
+        with_memo, rival_paths, monkeypatch, caplog, tmp_path):
+    """tests/data/rival_sources_a claims http (built in), quill (its own) and ink, which rival_sources_b claims
+    too. Before, the claim on http made every third-party scheme (memo, quill) a configuration error; which of
+    two claims on ink won depended on the order of sys.path."""
+    for path in rival_paths:
+        monkeypatch.syspath_prepend(path)
+    sources._registered.cache_clear()
+    with caplog.at_level(logging.WARNING, logger="beamtrawl"):
+        assert {"memo", "quill"} <= set(sources.schemes()) and "ink" not in sources.schemes()
+    assert [record.getMessage() for record in caplog.records] == [
+        ("entry point http = beamtrawl_rival_a:Quill (distribution beamtrawl-test-rival-a): skipped: the scheme "
+         "'http' is served by a built-in source"),
+        ("entry point ink = beamtrawl_rival_a:Quill (distribution beamtrawl-test-rival-a) and entry point ink = "
+         "beamtrawl_rival_b:Ink (distribution beamtrawl-test-rival-b) claim the same scheme 'ink': neither is used")]
+    assert sources.source_for("http://h/").__name__ == "WebSource"
+    assert sources.source_for("quill://h/").__name__ == "Quill"
+    config = parse_config({**memo_config(tmp_path), "start": [{"url": "memo://book/"}, {"url": "quill://desk/"}]},
+                          str(tmp_path / "c.yaml"))
+    assert [s.url for s in config.start] == ["memo://book/", "quill://desk/"]
+    with pytest.raises(ConfigError, match=r"start\[0\]\.url: scheme 'ink' is not crawlable; sources: file, http"):
+        parse_config({**memo_config(tmp_path), "start": [{"url": "ink://pot/"}]}, str(tmp_path / "c.yaml"))
+    for module in ("beamtrawl_rival_a", "beamtrawl_rival_b"):
+        sys.modules.pop(module, None)

@@ -28,16 +28,22 @@ freshness join and, with ``follow_symlinks``, by (device, inode) in :func:`_smal
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import apache_beam as beam
 from apache_beam.metrics import Metrics
-from beamtrawl.transforms.guard import isolated
+from beamtrawl.transforms.accept import Rules
+from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.progress import Progress, Tally, busy
 from beamtrawl.transforms.records import Entry, Event, FrontierItem, SnapshotEntry, event
 from beamtrawl.transforms.sources import Sources, by_host
+from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.urls import host_of
 
 ENTRIES, FRONTIER, VISITED, EVENTS = Entry.route, FrontierItem.route, "visited", Event.route
 OUTPUTS = (ENTRIES, FRONTIER, VISITED, EVENTS)
+# A listing that fails half-way keeps what it listed; the folder (host) is incomplete, so nothing below goes.
+_LISTING = Guard("discover", EVENTS, kind="incomplete", keep_partial=True)
 
 
 class Fixpoint(beam.PTransform):
@@ -85,12 +91,29 @@ def _first_unseen(keyed, order):
         yield candidates[0]
 
 
+@dataclass(frozen=True)
+class DiscoverOptions:
+    """What discovery takes from the crawl configuration, built once (:meth:`from_config`) and handed to
+    its steps whole."""
+
+    rules: Rules  # the accept decision (whitelist, blacklist, depth, plugins)
+    sources: SourceSettings  # logins and per-protocol settings the sources are made with on workers
+    rounds: int  # discovery_rounds
+    follow_symlinks: bool
+    walk_budget: int  # folder entries one step lists before handing sub-folders on
+
+    @classmethod
+    def from_config(cls, config, rules: Rules) -> DiscoverOptions:
+        return cls(rules, SourceSettings.from_config(config), config.discovery_rounds, config.follow_symlinks,
+                   config.walk_budget)
+
+
 class _Expand(beam.DoFn):
     """What both steps share: sources made from the crawl's settings, records routed by their ``route``."""
 
-    def __init__(self, settings, rules, stage: str, found: str):
-        self.settings = settings
-        self.rules = rules
+    def __init__(self, options: DiscoverOptions, stage: str, found: str):
+        self.settings = options.sources
+        self.rules = options.rules
         self.found = found
         self.us = Metrics.counter("stage_us", stage)
 
@@ -118,25 +141,22 @@ class _Expand(beam.DoFn):
 
 
 class _ExpandItem(_Expand):
-    def __init__(self, settings, rules, follow_symlinks: bool, budget: int | None):
-        super().__init__(settings, rules, "discover", "documents found")
-        self.follow_symlinks = follow_symlinks
+    def __init__(self, options: DiscoverOptions, budget: int | None):
+        super().__init__(options, "discover", "documents found")
+        self.follow_symlinks = options.follow_symlinks
         self.budget = budget
 
     def process(self, item):
         item = FrontierItem(*item)  # workers decode rows into generated classes; routing needs ours
         records = self.sources(item.url).expand(item, self.rules, self.follow_symlinks, self.budget)
-        # A listing that fails half-way keeps what it listed; the folder is incomplete, so nothing below goes.
-        return busy(self.us, isolated(self._route(records), item.url, "discover", EVENTS, kind="incomplete",
-                                      keep_partial=True))
+        return busy(self.us, isolated(self._route(records), item.url, _LISTING))
 
 
 class ItemStep:
     """One round of item-by-item sources: each frontier item listed to ``walk_budget`` (no budget last)."""
 
-    def __init__(self, settings, rules, follow_symlinks: bool, walk_budget: int):
-        self.settings, self.rules = settings, rules
-        self.follow_symlinks, self.walk_budget = follow_symlinks, walk_budget
+    def __init__(self, options: DiscoverOptions):
+        self.options = options
 
     @staticmethod
     def order(item):
@@ -144,13 +164,13 @@ class ItemStep:
 
     def round(self, _n: int, last: bool) -> beam.PTransform:
         # no Reshuffle needed: the de-duplication join already spread the frontier
-        return beam.ParDo(_ExpandItem(self.settings, self.rules, self.follow_symlinks,
-                                      None if last else self.walk_budget)).with_outputs(*OUTPUTS)
+        return beam.ParDo(_ExpandItem(self.options, None if last else self.options.walk_budget)
+                          ).with_outputs(*OUTPUTS)
 
 
 class _ExpandHost(_Expand):
-    def __init__(self, settings, rules):
-        super().__init__(settings, rules, "discover:hosts", "web pages found")
+    def __init__(self, options: DiscoverOptions):
+        super().__init__(options, "discover:hosts", "web pages found")
 
     def process(self, keyed):
         host, joined = keyed
@@ -165,34 +185,33 @@ class _ExpandHost(_Expand):
         def also_root(_reason):
             yield beam.pvalue.TaggedOutput(EVENTS, event("incomplete", host + "/", "discover"))
 
-        return busy(self.us, isolated(self._route(records), host, "discover", EVENTS, kind="incomplete",
-                                      substitute=also_root, keep_partial=True))
+        return busy(self.us, isolated(self._route(records), host, _LISTING, substitute=also_root))
 
 
 class _HostRound(beam.PTransform):
-    def __init__(self, settings, rules, indexed):
+    def __init__(self, options: DiscoverOptions, indexed):
         super().__init__()
-        self.settings, self.rules, self.indexed = settings, rules, indexed
+        self.options, self.indexed = options, indexed
 
     def expand(self, frontier):
         return ({"frontier": frontier | "ByHost" >> beam.Map(lambda f: (host_of(f.url), FrontierItem(*f))),
                  "indexed": self.indexed}
                 | "JoinHost" >> beam.CoGroupByKey()
-                | "CrawlHost" >> beam.ParDo(_ExpandHost(self.settings, self.rules)).with_outputs(*OUTPUTS))
+                | "CrawlHost" >> beam.ParDo(_ExpandHost(self.options)).with_outputs(*OUTPUTS))
 
 
 class HostStep:
     """One round of ByHost sources: a round's items grouped by host with the host's indexed documents."""
 
-    def __init__(self, settings, rules, indexed):
-        self.settings, self.rules, self.indexed = settings, rules, indexed
+    def __init__(self, options: DiscoverOptions, indexed):
+        self.options, self.indexed = options, indexed
 
     @staticmethod
     def order(item):
         return item.depth, item.source_url
 
     def round(self, _n: int, _last: bool) -> beam.PTransform:
-        return _HostRound(self.settings, self.rules, self.indexed)
+        return _HostRound(self.options, self.indexed)
 
 
 def _smallest_url(keyed):
@@ -208,15 +227,13 @@ def _smallest_url(keyed):
 class Discover(beam.PTransform):
     """Start URLs of item-by-item sources → (entries, events). See the module docstring for the graph."""
 
-    def __init__(self, roots: list[FrontierItem], rules, follow_symlinks: bool, walk_budget: int,
-                 rounds: int, source_settings):
+    def __init__(self, roots: list[FrontierItem], options: DiscoverOptions):
         super().__init__()
-        self.roots, self.rounds, self.follow_symlinks = roots, rounds, follow_symlinks
-        self.step = ItemStep(source_settings, rules, follow_symlinks, walk_budget)
+        self.roots, self.options = roots, options
 
     def expand(self, pbegin):
-        entries, events = pbegin | "Rounds" >> Fixpoint(self.roots, self.step, self.rounds)
-        if not self.follow_symlinks:
+        entries, events = pbegin | "Rounds" >> Fixpoint(self.roots, ItemStep(self.options), self.options.rounds)
+        if not self.options.follow_symlinks:
             return entries, events
         unique = (entries
                   | "ByFile" >> beam.Map(lambda e: (e.identity, e)).with_output_types(tuple[str, Entry])
@@ -244,14 +261,14 @@ def other_hosts_possible(roots, whitelist) -> bool:
 class DiscoverByHost(beam.PTransform):
     """snapshot → (entries, events) for the start URLs of ByHost sources (the web)."""
 
-    def __init__(self, roots: list[FrontierItem], rules, whitelist, rounds: int, source_settings):
+    def __init__(self, roots: list[FrontierItem], options: DiscoverOptions):
         super().__init__()
-        self.roots, self.rules, self.settings = roots, rules, source_settings
-        self.rounds = rounds if other_hosts_possible(roots, whitelist) else 1
+        self.roots, self.options = roots, options
+        self.rounds = options.rounds if other_hosts_possible(roots, options.rules.whitelist) else 1
 
     def expand(self, snapshot):
         indexed = (snapshot
                    | "ByHostPages" >> beam.Filter(lambda s: by_host(s.url))
                    | "IndexedByHost" >> beam.Map(lambda s: (host_of(s.url), SnapshotEntry(*s))))
-        step = HostStep(self.settings, self.rules, indexed)
+        step = HostStep(self.options, indexed)
         return snapshot.pipeline | "Rounds" >> Fixpoint(self.roots, step, self.rounds)

@@ -27,12 +27,13 @@ so a reader left out is not let in by the old version while it is re-read (or if
 from __future__ import annotations
 
 import apache_beam as beam
-from beamtrawl.transforms.guard import isolated
+from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.progress import Tally
 from beamtrawl.transforms.records import EVERYONE, Entry, SnapshotEntry
 from beamtrawl.transforms.sources import parent_urls
 
 PREPARE, DELETE, ACCESS, EVENTS = "prepare", "delete", "access", "events"
+_GUARD = Guard("freshness", EVENTS)
 
 
 def _ancestors(url: str):
@@ -63,7 +64,7 @@ class _Classify(beam.DoFn):
 
     def process(self, keyed, incomplete, denied):
         urls = [e.url for e in keyed[1]["found"]] or [s.url for s in keyed[1]["indexed"]] or [""]
-        return list(isolated(self._classify(keyed, incomplete, denied), min(urls), "freshness", EVENTS))
+        return list(isolated(self._classify(keyed, incomplete, denied), min(urls), _GUARD))
 
     def _classify(self, keyed, incomplete, denied):
         if incomplete is not self._incomplete_source:  # side inputs are fixed per window: cache the set

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 import apache_beam as beam
 from apache_beam.utils.windowed_value import WindowedValue
@@ -70,29 +71,40 @@ def _conformed(output):
     return output
 
 
-def isolated(outputs: Iterable, url: str, where: str, events: str | None = None, kind: str = "failed",
-             substitute: Callable[[str], Iterable] | None = None, keep_partial: bool = False) -> Iterator:
-    """The outputs of one element, conformed; if producing them raises, instead one ``kind`` event (tagged
-    ``events``, else on the main output) naming ``url`` and the stage (``where``, or the name a
-    :func:`stage` block gave), then what ``substitute(reason)`` yields. With ``keep_partial`` the outputs
-    stream on as they come (a listing's entries, a host's pages) and those made before a failure stay;
-    without, they are held until the element is done."""
+@dataclass(frozen=True)
+class Guard:
+    """How a stage guards each of its elements, written once per stage: the stage a failure's report line
+    names (unless a :func:`stage` block names a part of it), the output the line goes to (``events``; None:
+    the main output), its ``kind``, and whether outputs stream on as they come (``keep_partial``: a
+    listing's entries, a host's pages, those made before a failure stay) or are held until the element is
+    done."""
+
+    where: str
+    events: str | None = None
+    kind: str = "failed"
+    keep_partial: bool = False
+
+
+def isolated(outputs: Iterable, url: str, guard: Guard,
+             substitute: Callable[[str], Iterable] | None = None) -> Iterator:
+    """The outputs of one element, conformed; if producing them raises, instead one report line naming
+    ``url``, as ``guard`` says, then what ``substitute(reason)`` yields."""
     held = []
     try:
         for output in outputs:
             output = _conformed(output)
-            if keep_partial:
+            if guard.keep_partial:
                 yield output
             else:
                 held.append(output)
     except IndexUnavailable:
         raise
     except Exception as err:  # the rule of this module: one element's failure is its own
-        name, cause = (err.name, err.error) if isinstance(err, StageFailure) else (where, err)
+        name, cause = (err.name, err.error) if isinstance(err, StageFailure) else (guard.where, err)
         log.debug("%s failed at %s", url, name, exc_info=True)
         reason = f"{name} failed: {describe(cause)}"
-        line = event(kind, lossless(url), name, reason)
-        yield beam.pvalue.TaggedOutput(events, line) if events else line
+        line = event(guard.kind, lossless(url), name, reason)
+        yield beam.pvalue.TaggedOutput(guard.events, line) if guard.events else line
         if substitute is not None:
             try:
                 replacement = [_conformed(output) for output in substitute(reason)]

@@ -40,7 +40,7 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import apache_beam as beam
@@ -49,7 +49,7 @@ from apache_beam.utils.shared import Shared
 from apache_beam.utils.windowed_value import WindowedValue
 from beamtrawl.plugins.manager import PluginHost
 from beamtrawl.transforms.enrich.auxfields import aux_values
-from beamtrawl.transforms.guard import isolated, stage
+from beamtrawl.transforms.guard import Guard, isolated, stage
 from beamtrawl.transforms.preparators import PreparatorSpec, Prepared, chain_for
 from beamtrawl.transforms.preparators.isolation import DEFAULT_BOUNDS, MAX_IN_FLIGHT, Bounds, runner_for
 from beamtrawl.transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
@@ -60,6 +60,7 @@ from beamtrawl.transforms.urls import file_name, name_extension, parent_path
 
 EVENTS, DELETE = "events", "delete"
 UNKNOWN_TYPE = "application/octet-stream"  # of a document whose bytes or type could not be had
+_READING, _PREPARING = Guard("read", EVENTS), Guard("prepare", EVENTS)
 
 
 def summarize(content: str, limit: int) -> str:
@@ -68,35 +69,6 @@ def summarize(content: str, limit: int) -> str:
         return content
     cut = content.rfind(" ", 0, limit)
     return content[: cut if cut > 0 else limit] + "..."
-
-
-def make_document(entry, mimetype: str, data: bytes, prepared: Prepared, fingerprint: str,
-                  max_summary_length: int, error: str = "", aux_fields=()) -> IndexDoc:
-    with stage("auxiliary fields"):
-        aux = aux_values(aux_fields, entry.url)
-    with stage("document"):
-        return _document(entry, mimetype, data, prepared, fingerprint, max_summary_length, error, aux)
-
-
-def _document(entry, mimetype, data, prepared, fingerprint, max_summary_length, error, aux) -> IndexDoc:
-    stamp = datetime.fromtimestamp(entry.mtime_ns / 1e9, UTC)
-    name = entry.name or file_name(entry.url)
-    return IndexDoc(
-        id=entry.id, url=entry.url, root=entry.root,
-        title=" ".join(prepared.title.split()), content=prepared.content,
-        summary=prepared.summary or summarize(prepared.content, max_summary_length),
-        headlines="\n".join(prepared.headlines), metadata=prepared.metadata,
-        mimetype=mimetype, extension=name_extension(name), filename=name,
-        path=parent_path(entry.url), size=entry.size, mtime_ns=entry.mtime_ns,
-        last_modified=stamp.isoformat(timespec="milliseconds"), groups=sorted(entry.groups), preparation_error=error,
-        content_hash=hashlib.sha256(data).hexdigest() if data else "",
-        etag=entry.etag, http_last_modified=entry.http_last_modified, prep_fingerprint=fingerprint,
-        outlinks=list(entry.outlinks), indexed_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        # a preparator's additional fields (regain's getAdditionalFields) are stored and returned with hits
-        aux=[*aux,
-             *(AuxValue(name, value, True, False, False) for name, value in sorted(prepared.fields.items()))],
-        denied=sorted(entry.denied),
-    )
 
 
 @dataclass(frozen=True)
@@ -117,6 +89,37 @@ class PrepareOptions:
                    config.auxiliary_fields)
 
 
+def make_document(raw: RawDocument, prepared: Prepared, options: PrepareOptions, error: str = "") -> IndexDoc:
+    """The index document of ``raw`` as ``prepared`` (empty for a substitute or a metadata-only document),
+    with the reason it is thin, if any, as its ``preparation_error``."""
+    with stage("auxiliary fields"):
+        aux = aux_values(options.aux_fields, raw.entry.url)
+    with stage("document"):
+        return _document(raw, prepared, error, aux, options)
+
+
+def _document(raw: RawDocument, prepared: Prepared, error: str, aux: list, options: PrepareOptions) -> IndexDoc:
+    entry, data = raw.entry, raw.data
+    stamp = datetime.fromtimestamp(entry.mtime_ns / 1e9, UTC)
+    name = entry.name or file_name(entry.url)
+    return IndexDoc(
+        id=entry.id, url=entry.url, root=entry.root,
+        title=" ".join(prepared.title.split()), content=prepared.content,
+        summary=prepared.summary or summarize(prepared.content, options.max_summary_length),
+        headlines="\n".join(prepared.headlines), metadata=prepared.metadata,
+        mimetype=raw.mimetype, extension=name_extension(name), filename=name,
+        path=parent_path(entry.url), size=entry.size, mtime_ns=entry.mtime_ns,
+        last_modified=stamp.isoformat(timespec="milliseconds"), groups=sorted(entry.groups), preparation_error=error,
+        content_hash=hashlib.sha256(data).hexdigest() if data else "",
+        etag=entry.etag, http_last_modified=entry.http_last_modified, prep_fingerprint=options.fingerprint,
+        outlinks=list(entry.outlinks), indexed_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        # a preparator's additional fields (regain's getAdditionalFields) are stored and returned with hits
+        aux=[*aux,
+             *(AuxValue(name, value, True, False, False) for name, value in sorted(prepared.fields.items()))],
+        denied=sorted(entry.denied),
+    )
+
+
 class _Read(beam.DoFn):
     """Bytes of a document (carried by web sources, else read through its source) and its MIME type."""
 
@@ -135,7 +138,7 @@ class _Read(beam.DoFn):
 
     def process(self, entry):
         entry = Entry(*entry)
-        return timed(self.us, isolated(self._read(entry), entry.url, "read", EVENTS,
+        return timed(self.us, isolated(self._read(entry), entry.url, _READING,
                                        substitute=lambda reason: [RawDocument(entry, UNKNOWN_TYPE, b"", reason)]))
 
     def _read(self, entry):
@@ -204,7 +207,7 @@ class _PrepareFamily(beam.DoFn):
         if not chain:  # a type nothing reads and no catch-all: no document, as regain made none
             yield from self._unread(raw.entry, window, timestamp)
         elif not raw.metadata_only_reason:  # one the preparing process cannot take (it does not start) gets its substitute
-            yield from isolated(self._submit(raw, chain, window, timestamp), raw.entry.url, "prepare", EVENTS,
+            yield from isolated(self._submit(raw, chain, window, timestamp), raw.entry.url, _PREPARING,
                                 substitute=lambda reason: [self._substitute(raw, reason)])
         while self.pending and (len(self.pending) > MAX_IN_FLIGHT or self.pending[0][2].value is not None):
             yield from self._windowed(*self.pending.popleft())
@@ -226,8 +229,8 @@ class _PrepareFamily(beam.DoFn):
         yield from ()
 
     def _windowed(self, raw, chain, ticket, window, timestamp):
-        for output in isolated(self._outputs(raw, chain, ticket), raw.entry.url, "prepare",
-                               EVENTS, substitute=lambda reason: [self._substitute(raw, reason)]):
+        for output in isolated(self._outputs(raw, chain, ticket), raw.entry.url, _PREPARING,
+                               substitute=lambda reason: [self._substitute(raw, reason)]):
             if isinstance(output, beam.pvalue.TaggedOutput):
                 yield beam.pvalue.TaggedOutput(output.tag, WindowedValue(output.value, timestamp, [window]))
             else:
@@ -237,7 +240,7 @@ class _PrepareFamily(beam.DoFn):
         entry, mimetype, data = Entry(*raw.entry), raw.mimetype, raw.data
         raw = RawDocument(entry, mimetype, data, raw.metadata_only_reason)  # plugins see our own record classes
         if raw.metadata_only_reason:
-            yield self._document(entry, mimetype, b"", Prepared(), raw.metadata_only_reason)
+            yield make_document(raw._replace(data=b""), Prepared(), self.options, raw.metadata_only_reason)
             return
         prepared, errors = ticket.result() if ticket is not None else (None, [])
         tried = chain[:len(errors) + (prepared is not None)]  # the child tries the chain in order
@@ -264,26 +267,22 @@ class _PrepareFamily(beam.DoFn):
                 problems.append(event("metadata_only", entry.url, "prepare", misnamed))
             elif all(p.catch_all for p in chain):  # a type no preparator supports: found by name, not a failure
                 self.tally.count("unsupported")
-            yield self._document(entry, mimetype, data, prepared, "; ".join(p.reason for p in problems))
+            yield make_document(raw, prepared, self.options, "; ".join(p.reason for p in problems))
             self.tally.count("prepared")
             for problem in problems:
                 yield beam.pvalue.TaggedOutput(EVENTS, problem)
         else:
             reason = "; ".join(errors) or f"no preparator accepts {mimetype}"
-            yield self._document(entry, mimetype, data, Prepared(), reason)
+            yield make_document(raw, Prepared(), self.options, reason)
             yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "prepare", reason))
         for problem in self.plugins.problems():
             yield beam.pvalue.TaggedOutput(EVENTS, problem)
 
-    def _document(self, entry, mimetype: str, data: bytes, prepared: Prepared, error: str) -> IndexDoc:
-        options = self.options
-        return make_document(entry, mimetype, data, prepared, options.fingerprint, options.max_summary_length,
-                             error=error, aux_fields=options.aux_fields)
-
     def _substitute(self, raw, reason: str) -> IndexDoc:
-        """regain's substitute document: URL, name, size, date and why it has nothing more."""
-        return make_document(Entry(*raw.entry), raw.mimetype, b"", Prepared(), self.options.fingerprint,
-                             self.options.max_summary_length, error=reason)
+        """regain's substitute document: URL, name, size, date and why it has nothing more (no auxiliary
+        fields: computing them may be what failed)."""
+        return make_document(RawDocument(Entry(*raw.entry), raw.mimetype, b"", ""), Prepared(),
+                             replace(self.options, aux_fields=()), reason)
 
     def _misnamed(self, url: str, mimetype: str) -> str:
         """Why a document whose name promises a readable format (an empty ``.pdf``, garbage named ``.txt``)

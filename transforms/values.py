@@ -81,3 +81,16 @@ class NodeOptions(NamedTuple):
     verify_certs: bool = True
     timeout: float = 60.0  # seconds one request may take
     compress: bool = False  # gzip requests
+
+
+class Limits(NamedTuple):
+    """What one web request may take (the ``http:`` section's limits): its defaults are written here, once;
+    the schema reads them."""
+
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0
+    total_timeout: float = 120.0  # one page, redirects included
+    max_body: int = 10 * 1024 * 1024  # decompressed bytes
+    max_redirects: int = 5
+    user_agent: str = "beamtrawl/0.1 (+https://github.com/beamtrawl)"
+    block_private_addresses: bool = False

@@ -16,11 +16,20 @@ from __future__ import annotations
 import inspect
 from typing import Annotated, Any
 
-from beamtrawl.pipeline.config.fields import Items, OrEmpty, Problem, Regex, Section, Text, Url, fail
+from beamtrawl.pipeline.config.fields import (
+    Items,
+    OrEmpty,
+    Problem,
+    Regex,
+    Section,
+    Text,
+    Url,
+    exactly_one,
+    fail,
+)
 from beamtrawl.transforms.enrich.access import GROUP_NAME, CustomController, PosixOwnership, UrlRules
 from beamtrawl.transforms.values import UrlPattern
-from pydantic import Field, field_validator, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import BeforeValidator, Field, model_validator
 
 _POSIX = {name: p.default for name, p in inspect.signature(PosixOwnership).parameters.items()}
 
@@ -33,7 +42,8 @@ def _group_names(names: Any) -> Any:
     return names
 
 
-GroupNames = Annotated[tuple[str, ...], Field(json_schema_extra={"format": "group names"})]
+GroupNames = Annotated[tuple[str, ...], BeforeValidator(_group_names), Field(json_schema_extra={"format": "group names"})]
+GroupName = Annotated[str, BeforeValidator(lambda name: _group_names([name])[0])]
 
 
 class UrlRule(Section):
@@ -46,13 +56,7 @@ class UrlRule(Section):
     groups: GroupNames
     """the groups that may read the documents; []: public"""
 
-    _groups = field_validator("groups", mode="before")(_group_names)
-
-    @model_validator(mode="after")
-    def _one_of(self):
-        if (self.prefix is None) == (self.regex is None):
-            raise fail("needs exactly one of 'prefix' or 'regex'")
-        return self
+    _one_of = exactly_one("prefix", "regex")
 
 
 class PosixSection(Section):
@@ -62,25 +66,10 @@ class PosixSection(Section):
     """prefix of a user's group name (user:bob)"""
     group_prefix: str = _POSIX["group_prefix"]
     """prefix of a group's name"""
-    world_readable_group: Text | None = _POSIX["world_readable_group"]
+    world_readable_group: GroupName | None = _POSIX["world_readable_group"]
     """the group a file anyone may read gets; nothing: public"""
-    rename: Annotated[dict[str, str], OrEmpty] = Field(default_factory=dict)
+    rename: Annotated[dict[Annotated[GroupName, BeforeValidator(str)], GroupName], OrEmpty] = Field(default_factory=dict)
     """resulting names mapped to others ({wheel: admins})"""
-
-    @field_validator("world_readable_group", mode="before")
-    @classmethod
-    def _world(cls, name):
-        return None if name is None else _group_names([name])[0]
-
-    @field_validator("rename", mode="before")
-    @classmethod
-    def _renamed(cls, rename):
-        for key, value in rename.items() if isinstance(rename, dict) else ():
-            try:
-                _group_names([str(key), value])
-            except PydanticCustomError as err:  # the pair's problem, named by its key
-                raise fail(err.context["problem"], at=f".{key}") from None
-        return {str(k): v for k, v in rename.items()} if isinstance(rename, dict) else rename
 
 
 class AccessEntry(Section):

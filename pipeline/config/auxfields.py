@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from beamtrawl.pipeline.config.fields import Count, Flag, Problem, Section, Text, fail, matching
+from beamtrawl.pipeline.config.fields import Count, Flag, Problem, Regex, Section, Text, fail, matching
 from beamtrawl.transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, RESERVED, AuxFieldSpec
 from pydantic import Field, field_validator, model_validator
 
@@ -26,7 +26,7 @@ class AuxFieldEntry(Section):
 
     name: FieldName
     """the field's name: lower case letters, digits or '_', starting with a letter"""
-    regex: Text
+    regex: Regex
     """searched anywhere in the URL or path"""
     group: Count | None = Field(None, ge=0)
     """the regex group that is the value; not given: 1, or 0 for a regex without groups"""
@@ -57,26 +57,16 @@ class AuxFieldEntry(Section):
     def _as_text(cls, value):
         return value if value is None else str(value)
 
-    @field_validator("regex")
-    @classmethod
-    def _compiles(cls, regex: str) -> str:
-        try:
-            re.compile(regex)
-        except re.error as err:
-            raise fail(str(err)) from None
-        return regex
-
     @model_validator(mode="after")
     def _group_or_value(self):
         if self.group is not None and self.value is not None:
             raise fail("needs either 'group' (a regex group) or 'value' (a fixed value), not both")
-        groups = re.compile(self.regex).groups
-        if self.value is None and (self.group or 0) > groups:
-            raise fail(f"the regex has {groups} groups, so there is no group {self.group}", at=".group")
+        if self.value is None and (self.group or 0) > self.regex.groups:
+            raise fail(f"the regex has {self.regex.groups} groups, so there is no group {self.group}", at=".group")
         return self
 
     def spec(self) -> AuxFieldSpec:
-        regex = re.compile(self.regex, 0 if self.case_sensitive else re.IGNORECASE)
+        regex = re.compile(self.regex.pattern, 0 if self.case_sensitive else re.IGNORECASE)
         group = self.group if self.group is not None else 1 if regex.groups else 0
         return AuxFieldSpec(self.name, regex, group, self.value, self.source, self.lower_case, self.store,
                             self.index, self.tokenize)

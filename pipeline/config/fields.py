@@ -7,6 +7,7 @@ the loader turns pydantic's error locations into the ``file: key.path: problem``
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 from typing import Annotated, Any
@@ -26,7 +27,6 @@ from pydantic_core import PydanticCustomError
 
 SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
               "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MAX_SECONDS = 365 * 24 * 3600  # a year: NaN, infinity or 1e10 s would pass "positive" and break every wait (select, sleep)
 MAX_SIZE = 2**63 - 1  # the largest size the system's limits (setrlimit) take
 
@@ -49,18 +49,12 @@ _MESSAGES = {
     "missing": "is required",
     "bool_type": "must be true or false, got {input!r}",
     "int_type": "must be an integer, got {input!r}",
-    "float_type": "must be a number, got {input!r}",
     "greater_than_equal": "must be at least {ge}, got {input!r}",
-    "greater_than": "must be more than {gt}, got {input!r}",
     "less_than_equal": "must be at most {le}, got {input!r}",
     "string_type": "must be a string, got {kind}",
-    "string_too_short": "must be a non-empty string",
-    "too_short": "must be a non-empty string",
-    "string_pattern_mismatch": "must match {pattern}, got {input!r}",
     "model_type": "must be a mapping, got {kind}",
     "dict_type": "must be a mapping, got {kind}",
     "tuple_type": "must be a list, got {kind}",
-    "list_type": "must be a list, got {kind}",
     "extra_forbidden": "unknown key",
 }
 
@@ -115,22 +109,10 @@ def context(info: ValidationInfo) -> dict:
     return info.context or {"base": os.getcwd(), "crawling": True}
 
 
-def expand(value: str) -> str:
-    """``${NAME}`` replaced by the environment variable NAME, which must be set."""
-    def sub(match: re.Match) -> str:
-        if match.group(1) not in os.environ:
-            raise fail(f"environment variable {match.group(1)} is not set")
-        return os.environ[match.group(1)]
-    return _ENV_REF.sub(sub, value)
-
-
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise fail(f"must be a non-empty string, got {kind(value)}")
-    text = expand(value)
-    if not text.strip():
-        raise fail(f"is empty once {value.strip()} is expanded")
-    return text
+        raise fail(f"must be a non-empty string, got {kind(value) if not isinstance(value, str) else repr(value)}")
+    return value
 
 
 def size(value: Any) -> int:
@@ -148,32 +130,14 @@ def size(value: Any) -> int:
     return size
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _ratio(value: Any) -> float:
-    if not _number(value) or not 0 <= value <= 1:
-        raise fail(f"must be a number from 0 to 1, got {value!r}")
-    return float(value)
-
-
-def seconds(value: Any) -> float:
-    if not _number(value) or not 0 < value <= MAX_SECONDS:
-        raise fail(f"must be a positive number of seconds up to {MAX_SECONDS} (a year), got {value!r}")
-    return float(value)
-
-
-def _delay(value: Any) -> float:
-    if not _number(value) or not 0 <= value <= MAX_SECONDS:
-        raise fail(f"must be a number of seconds from 0 to {MAX_SECONDS} (a year), got {value!r}")
-    return float(value)
-
-
-def _number_type(value: Any) -> float:
-    if not _number(value):
-        raise fail(f"must be a number, got {value!r}")
-    return float(value)
+def _number(words: str, low: float = -math.inf, high: float = math.inf, above: bool = False) -> Any:
+    """A number from ``low`` (excluded if ``above``) to ``high``; ``words`` say so in the message (NaN is none)."""
+    def check(value: Any) -> float:
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not ((value > low if above else value >= low) and value <= high)):
+            raise fail(f"must be {words}, got {value!r}")
+        return float(value)
+    return BeforeValidator(check)
 
 
 def _regex(value: Any) -> re.Pattern:
@@ -211,12 +175,13 @@ def _file_when_crawling(value: Any, info: ValidationInfo) -> str:
     return _file(value, info) if context(info)["crawling"] else _path(value, info)
 
 
-def _empty_if_none(value: Any) -> Any:
-    return {} if value is None else value
-
-
-def _none_as_empty_list(value: Any) -> Any:
-    return () if value is None else value
+def exactly_one(*keys: str, hint: str = "") -> Any:
+    """A section's check that exactly one of its ``keys`` is given (``hint``: said after the first)."""
+    def check(model):
+        if sum(getattr(model, key) is not None for key in keys) != 1:
+            raise fail(f"needs exactly one of '{keys[0]}'{hint} or " + " or ".join(f"'{k}'" for k in keys[1:]))
+        return model
+    return model_validator(mode="after")(check)
 
 
 def matching(pattern: str, problem: str) -> Any:
@@ -235,12 +200,13 @@ Flag = Annotated[bool, Strict()]
 Count = Annotated[int, Strict()]
 Text = Annotated[str, BeforeValidator(_text), Field(min_length=1)]
 Size = Annotated[int, BeforeValidator(size), WithJsonSchema({"type": ["integer", "string"], "format": "size"})]
-Ratio = Annotated[float, BeforeValidator(_ratio), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
-Seconds = Annotated[float, BeforeValidator(seconds), WithJsonSchema(
-    {"type": "number", "format": "seconds", "exclusiveMinimum": 0, "maximum": MAX_SECONDS})]
-Delay = Annotated[float, BeforeValidator(_delay),
+Ratio = Annotated[float, _number("a number from 0 to 1", 0, 1),
+                  WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
+Seconds = Annotated[float, _number(f"a positive number of seconds up to {MAX_SECONDS} (a year)", 0, MAX_SECONDS, True),
+                    WithJsonSchema({"type": "number", "format": "seconds", "exclusiveMinimum": 0, "maximum": MAX_SECONDS})]
+Delay = Annotated[float, _number(f"a number of seconds from 0 to {MAX_SECONDS} (a year)", 0, MAX_SECONDS),
                   WithJsonSchema({"type": "number", "format": "seconds", "minimum": 0, "maximum": MAX_SECONDS})]
-Number = Annotated[float, BeforeValidator(_number_type)]
+Number = Annotated[float, _number("a number")]
 Regex = Annotated[re.Pattern, BeforeValidator(_regex)]
 Url = Annotated[str, BeforeValidator(_url), WithJsonSchema({"type": "string", "format": "url"})]
 Path = Annotated[str, BeforeValidator(_path), WithJsonSchema({"type": "string", "format": "path"})]
@@ -248,7 +214,7 @@ ExistingFile = Annotated[str, BeforeValidator(_file), WithJsonSchema({"type": "s
 FileWhenCrawling = Annotated[str, BeforeValidator(_file_when_crawling),
                              WithJsonSchema({"type": "string", "format": "path"})]
 """A file only a crawl opens: searching does not ask for it."""
-OrEmpty = BeforeValidator(_empty_if_none)
+OrEmpty = BeforeValidator(lambda value: {} if value is None else value)
 """A section written as nothing (``http:`` alone) has its defaults."""
-Items = BeforeValidator(_none_as_empty_list)
+Items = BeforeValidator(lambda value: () if value is None else value)
 """A list written as nothing is empty."""

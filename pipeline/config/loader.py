@@ -29,10 +29,34 @@ class ConfigError(Exception):
 
 
 def _error(source: str, key: str, problem: str) -> ConfigError:
-    if len(problem) > MAX_MESSAGE:  # a quoted value may be as large as the file allows
-        problem = problem[:MAX_MESSAGE] + "…"
-    shown = _shown(key, 200)  # so may an unknown key
-    return ConfigError(f"{source}: {shown}: {problem}" if key else f"{source}: {problem}", key, problem)
+    problem = _shown(problem)  # a quoted value may be as large as the file allows, and so may an unknown key
+    return ConfigError(f"{source}: {_shown(key, 200)}: {problem}" if key else f"{source}: {problem}", key, problem)
+
+
+_ENV_REF = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_environment(value: Any, key: str = "") -> Any:
+    """The file's one rule for the environment: in every string value (not keys), at any depth,
+    ``${NAME}`` is the environment variable NAME, which must be set, and ``$${NAME}`` is the literal
+    ``${NAME}``; ``${filename}`` is never the environment's: it is the external preparator's placeholder, as
+    in regain's configurations. ``key`` is the path of ``value``, for errors."""
+    if isinstance(value, dict):
+        return {k: expand_environment(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_environment(v, f"{key}[{i}]") for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def variable(match: re.Match) -> str:
+        escaped, name = match.groups()
+        if escaped or name == "filename":
+            return match.group(0)[1:] if escaped else match.group(0)
+        if name not in os.environ:
+            raise Problem(key, f"environment variable {name} is not set (a literal ${{{name}}} is written "
+                               f"$${{{name}}})")
+        return os.environ[name]
+    return _ENV_REF.sub(variable, value)
 
 
 def parse_config(raw: Any, source: str, crawling: bool = True) -> Config:
@@ -41,7 +65,7 @@ def parse_config(raw: Any, source: str, crawling: bool = True) -> Config:
     the preparator instances (``preparators`` is empty) nor ask for files only a crawl opens (``imap.ca_file``)."""
     context = {"base": os.path.dirname(os.path.abspath(source)), "crawling": crawling}
     try:
-        return build(CrawlFile.model_validate(raw, context=context), source, crawling)
+        return build(CrawlFile.model_validate(expand_environment(raw), context=context), source, crawling)
     except ValidationError as err:
         key, problem = explain(err.errors(include_url=False)[0])
         raise _error(source, key.lstrip("."), problem) from None
@@ -69,12 +93,12 @@ class _Loader(yaml.SafeLoader):
                 if key_node.tag == "tag:yaml.org,2002:merge":
                     continue  # "<<: *defaults" is overridden by the keys beside it, by design
                 key = self.construct_object(key_node, deep=True)
-                line = key_node.start_mark.line + 1
-                if isinstance(key, (str, int, float, bool)) and key in first_line:
+                if not isinstance(key, (str, int, float, bool)):
+                    continue
+                if key in first_line:
                     raise yaml.MarkedYAMLError(problem=f"duplicate key {str(key)[:80]!r} (first at line "
                                                        f"{first_line[key]})", problem_mark=key_node.start_mark)
-                if isinstance(key, (str, int, float, bool)):
-                    first_line[key] = line
+                first_line[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep)
 
 

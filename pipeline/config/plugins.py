@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from beamtrawl.pipeline.config.fields import Count, Flag, OrEmpty, Problem, Section, Text, expand, fail
+from beamtrawl.pipeline.config.fields import Count, Flag, OrEmpty, Problem, Section, Text, fail
 from beamtrawl.plugins.manager import PluginHost, PluginLoadError, PluginSpec
 from pydantic import Field, field_validator
-from pydantic_core import PydanticCustomError
 
 
 class PluginEntry(Section):
@@ -33,23 +32,14 @@ class PluginEntry(Section):
     priority: Count = PluginSpec.priority
     """higher runs first, as for preparators"""
     params: Annotated[dict[str, Any], OrEmpty] = Field(default_factory=dict)
-    """keyword arguments of the plugin class (strings may hold ${ENV_VAR})"""
+    """keyword arguments of the plugin class"""
 
     @field_validator("params", mode="before")
     @classmethod
     def _names(cls, params):
-        if isinstance(params, dict):
-            if any(not isinstance(key, str) or not key.isidentifier() for key in params):
-                raise fail("keys must be names such as min_bytes")
-            return {k: cls._expanded(k, v) for k, v in params.items()}
+        if isinstance(params, dict) and any(not isinstance(key, str) or not key.isidentifier() for key in params):
+            raise fail("keys must be names such as min_bytes")
         return params
-
-    @staticmethod
-    def _expanded(key: str, value: Any) -> Any:
-        try:
-            return expand(value) if isinstance(value, str) else value
-        except PydanticCustomError as err:  # named by its key
-            raise fail(err.context["problem"], at=f".{key}") from None
 
 
 def plugin_specs(entries: tuple[PluginEntry, ...], load: bool = True) -> tuple[PluginSpec, ...]:

@@ -21,7 +21,6 @@ values of the type of its default (checked against the registry in :func:`prepar
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any
@@ -75,6 +74,7 @@ class PreparationSection(Section):
         return Bounds(self.timeout, self.memory_limit, self.isolate, self.max_content_length)
 
 
+MimeType = matching(r"[\w.+-]+/([\w.+-]+|\*)", "{value!r} is not a MIME type such as text/html or text/*")
 InstanceName = matching(r"[A-Za-z0-9_.-]+", "must be letters, digits, '_', '.' or '-', got {value!r}")
 
 
@@ -91,18 +91,10 @@ class PreparatorEntry(Section):
     """higher runs first; not given: the preparator's own"""
     url_pattern: Regex | None = None
     """a regex searched in the URL; overrides the MIME types (as in regain)"""
-    mime_types: tuple[Text, ...] | None = None
+    mime_types: tuple[MimeType, ...] | None = None
     """MIME types such as text/html or text/*; not given: the preparator's own"""
     params: dict[str, Any] | None = None
     """parameters the preparator declares, each of the type of its default"""
-
-    @field_validator("mime_types", mode="before")
-    @classmethod
-    def _mime_types(cls, types):
-        for value in types if isinstance(types, list) else ():
-            if isinstance(value, str) and not re.fullmatch(r"[\w.+-]+/([\w.+-]+|\*)", value):
-                raise fail(f"{value!r} is not a MIME type such as text/html or text/*")
-        return types
 
 
 _PARAM_TYPES = {bool: Flag, int: Count, float: Number, str: str, tuple: tuple[Text, ...], list: tuple[Text, ...]}
@@ -114,8 +106,7 @@ def _adapter(kind: type) -> TypeAdapter:
 
 
 def _param(value: Any, default: Any, where: str) -> Any:
-    """``value`` as the type of ``default``; an int is fine where a float is expected, and a string stays
-    as written (``${filename}`` is the preparator's, not the environment's)."""
+    """``value`` as the type of ``default``; an int is fine where a float is expected."""
     kind = next((k for k in _PARAM_TYPES if isinstance(default, k)), None)
     if kind is None:
         raise Problem(where, f"cannot be configured (default {default!r})")

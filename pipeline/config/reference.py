@@ -63,20 +63,14 @@ def _default(name: str, prop: dict, required: list) -> str:
     return "nothing" if value is None else f"`{json.dumps(value, ensure_ascii=False)}`"
 
 
-def sections(model: type[Section] = CrawlFile, found: dict | None = None) -> dict[str, type[Section]]:
+def sections() -> dict[str, type[Section]]:
     """Every section of the schema by class name (the names JSON Schema's ``$defs`` use)."""
-    found = {} if found is None else found
-    found[model.__name__] = model
-    for field in model.model_fields.values():
-        for kind in _inner(field.annotation):
-            if isinstance(kind, type) and issubclass(kind, Section) and kind.__name__ not in found:
-                sections(kind, found)
+    found, todo = {}, [Section]
+    while todo:
+        for section in todo.pop().__subclasses__():
+            found[section.__name__] = section
+            todo.append(section)
     return found
-
-
-def _inner(annotation) -> list:
-    args = [*getattr(annotation, "__args__", ()), getattr(annotation, "__origin__", None)]
-    return [annotation, *(kind for arg in args if arg is not None for kind in _inner(arg))]
 
 
 def field_docs(model: type[Section]) -> dict[str, str]:
@@ -114,7 +108,9 @@ def reference() -> str:
            ("Generated from the schema (`pipeline/config/schema.py`) by "
             "`python -m beamtrawl.pipeline.config.reference > docs/configuration-reference.md`; do not edit."),
            ("A key path `a.b` is key `b` of mapping `a`; `a[].b` is key `b` of each item of list `a`. "
-            "Strings may hold `${ENV_VAR}`; relative paths are relative to the configuration file; "
+            "`${NAME}` in any string value, at any depth (parameters included, keys not), is the environment "
+            "variable NAME, which must be set; `$${NAME}` is a literal `${NAME}`. "
+            "Relative paths are relative to the configuration file; "
             "a size is bytes or a string such as `10 MiB` or `2GB`. Unknown keys are errors."), ""]
     models = sections()
     todo = [("", schema)]

@@ -27,6 +27,7 @@ from beamtrawl.pipeline.config.fields import (
     Text,
     Url,
     context,
+    exactly_one,
     fail,
     matching,
 )
@@ -35,8 +36,10 @@ from beamtrawl.pipeline.config.preparators import PreparationSection, Preparator
 from beamtrawl.transforms.sources import BUILTIN, RegistryError, known, schemes, source_class
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.urls import normalize_url
-from beamtrawl.transforms.values import Credential, NodeOptions, StartUrl, UrlPattern
+from beamtrawl.transforms.values import Credential, Limits, NodeOptions, StartUrl, UrlPattern
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
 
 
 class StartEntry(Section):
@@ -51,7 +54,13 @@ class StartEntry(Section):
 
     @field_validator("url", mode="before")
     @classmethod
-    def _no_login(cls, url):
+    def _crawlable(cls, url):
+        """A scheme no source reads (``javascript:``, ``mailto:``, ``gopher://``) is refused here, before a plain
+        path is made of it; one letter is a Windows drive (``C:/docs``), read as a path as any other."""
+        written = _SCHEME.match(url) if isinstance(url, str) else None
+        if written and not known(written.group(1).lower()):  # the built-ins and those of entry points
+            raise fail(f"scheme '{written.group(1).lower()}' is not crawlable; sources: {', '.join(schemes())} "
+                       "(a relative path with ':' in its first folder is written ./folder)")
         if re.match(r"[a-z][a-z0-9+.-]*://[^/]*@", str(url), re.IGNORECASE):  # any scheme: the URL is indexed
             raise fail("must not hold a user or password; put the login in credentials")
         return url
@@ -60,13 +69,11 @@ class StartEntry(Section):
     @classmethod
     def _supported(cls, url: str, info: ValidationInfo) -> str:
         scheme = url.split(":", 1)[0]
-        try:
-            if not known(scheme):  # the built-in sources and those registered by entry points
-                raise fail(f"scheme '{scheme}' is not supported (supported: {', '.join(schemes())})")
-            if context(info)["crawling"] and scheme not in BUILTIN:
+        if context(info)["crawling"] and scheme not in BUILTIN:
+            try:
                 source_class(scheme)  # another distribution's source loads now, not on a worker mid-crawl
-        except RegistryError as err:
-            raise fail(str(err)) from None
+            except RegistryError as err:
+                raise fail(str(err)) from None
         if scheme == "smb" and not re.fullmatch(r"smb://[^/?#]+/[^?#]*", url):
             raise fail("an smb:// start URL is smb://host[:port]/[share[/folder]]")
         return url
@@ -83,11 +90,7 @@ class PatternEntry(Section):
     regex: Regex | None = None
     """URLs this regex matches whole (as a person reads them, or percent-escaped)"""
 
-    @model_validator(mode="after")
-    def _one_of(self):
-        if (self.prefix is None) == (self.regex is None):
-            raise fail("needs exactly one of 'prefix' or 'regex'")
-        return self
+    _one_of = exactly_one("prefix", "regex")
 
     def value(self, where: str) -> UrlPattern:
         return UrlPattern(prefix=self.prefix, regex=self.regex, where=where)
@@ -134,11 +137,7 @@ class CredentialEntry(Section):
         except ValueError as err:
             raise fail(f"not a valid URL: {err}") from None
 
-    @model_validator(mode="after")
-    def _one_secret(self):
-        if (self.password is None) == (self.password_file is None):
-            raise fail("needs exactly one of 'password' (use ${ENV}) or 'password_file'")
-        return self
+    _one_secret = exactly_one("password", "password_file", hint=" (use ${ENV})")
 
     def value(self, where: str) -> Credential:
         password = self.password
@@ -202,28 +201,23 @@ class IndexConfig(Section):
     @model_validator(mode="before")
     @classmethod
     def _one_kind(cls, raw):
-        if isinstance(raw, dict):
-            for key in ("path", "table", "url", "name"):  # written as nothing, each would pass for not given
-                if key in raw and raw[key] is None:
-                    raise fail("must be a non-empty string, got nothing", at=f".{key}")
-            if "table" in raw:
-                if "path" in raw or "url" in raw:
-                    raise fail("needs one of 'path' (the embedded index), 'url' (OpenSearch) or 'table'")
-                extra = sorted(k for k in raw if k not in _TABLE_KEYS and k in cls.model_fields)
-                if extra:
-                    raise fail("does not apply to a table (with 'table')", at=f".{extra[0]}")
-                return raw
-            if ("path" in raw) == ("url" in raw):
-                raise fail("needs either 'path' (the embedded index) or 'url' and 'name' (OpenSearch), "
-                           "or 'table' (a Delta table)")
-            extra = sorted(k for k in raw if k != "path" and k in cls.model_fields) if "path" in raw else ()
-            if extra:
-                raise fail("applies only to an OpenSearch index (with 'url')", at=f".{extra[0]}")
-            extra = sorted(k for k in raw if k in _TABLE_KEYS)
-            if extra:
-                raise fail("applies only to a table (with 'table')", at=f".{extra[0]}")
-            if "url" in raw and "name" not in raw:
-                raise fail("is required with index.url", at=".name")
+        if not isinstance(raw, dict):
+            return raw
+        for key in ("path", "table", "url", "name"):  # written as nothing, each would pass for not given
+            if key in raw and raw[key] is None:
+                raise fail("must be a non-empty string, got nothing", at=f".{key}")
+        if "table" in raw and ("path" in raw or "url" in raw):
+            raise fail("needs one of 'path' (the embedded index), 'url' (OpenSearch) or 'table'")
+        if "table" not in raw and ("path" in raw) == ("url" in raw):
+            raise fail("needs either 'path' (the embedded index) or 'url' and 'name' (OpenSearch), "
+                       "or 'table' (a Delta table)")
+        kind = next(key for key in ("table", "path", "url") if key in raw)
+        keys = {"table": _TABLE_KEYS, "path": ("path",)}.get(kind) or set(cls.model_fields) - set(_TABLE_KEYS)
+        wrong = sorted(key for key in raw if key in cls.model_fields and key not in keys)
+        if wrong:
+            raise fail(_NOT_FOR[kind], at=f".{wrong[0]}")
+        if kind == "url" and "name" not in raw:
+            raise fail("is required with index.url", at=".name")
         return raw
 
     @field_validator("url")
@@ -243,26 +237,28 @@ class IndexConfig(Section):
 
 
 _TABLE_KEYS = ("table", "format", "storage_options")
+_NOT_FOR = {"table": "does not apply to a table (with 'table')", "path": "applies only to an OpenSearch index (with 'url')",
+            "url": "applies only to a table (with 'table')"}  # a key given beside the kind of index it does not serve
 
 
 class HttpConfig(Section):
     """Web crawling."""
 
-    user_agent: Text = "beamtrawl/0.1 (+https://github.com/beamtrawl)"
+    user_agent: Text = Limits._field_defaults["user_agent"]
     """the User-Agent header, also the name robots.txt rules are read for"""
     delay: Delay = 1.0
     """seconds between two requests to one host (robots.txt Crawl-delay may ask for more)"""
     concurrency_per_host: Count = Field(2, ge=1)
     """requests in flight to one host"""
-    connect_timeout: Seconds = 10.0
+    connect_timeout: Seconds = Limits._field_defaults["connect_timeout"]
     """seconds to connect"""
-    read_timeout: Seconds = 30.0
+    read_timeout: Seconds = Limits._field_defaults["read_timeout"]
     """seconds between two reads"""
-    total_timeout: Seconds = 120.0
+    total_timeout: Seconds = Limits._field_defaults["total_timeout"]
     """seconds for one page, redirects included"""
-    max_body: Size = 10 * 1024**2
+    max_body: Size = Limits._field_defaults["max_body"]
     """decompressed bytes; a larger page is reported and not indexed"""
-    max_redirects: Count = Field(5, ge=0)
+    max_redirects: Count = Field(Limits._field_defaults["max_redirects"], ge=0)
     """redirects followed for one URL"""
     max_pages_per_host: Count = Field(100_000, ge=1)
     """pages of one host; a host cut there keeps all its indexed pages"""
@@ -276,7 +272,7 @@ class HttpConfig(Section):
     """obey <meta name="robots" content="noindex, nofollow">"""
     sitemaps: Flag = True
     """read robots.txt Sitemap: lines and /sitemap.xml"""
-    block_private_addresses: Flag = False
+    block_private_addresses: Flag = Limits._field_defaults["block_private_addresses"]
     """never fetch private or loopback addresses (set it for public sites)"""
 
 

@@ -87,9 +87,19 @@ class _Subject(NamedTuple):
     gids: frozenset[int]
 
 
-def _permits(subject: _Subject, uid: int, gid: int, mode: int, acl: bytes, want: int) -> bool:
+class _Modes(NamedTuple):
+    """What a file says about who may access it: owner, group, mode bits and access ACL."""
+
+    uid: int
+    gid: int
+    mode: int
+    acl: bytes
+
+
+def _permits(subject: _Subject, file: _Modes, want: int) -> bool:
     """POSIX.1e's access check (what getfacl shows): the owner entry, else a named user entry, else
     the group entries (owning group and named groups: any that grants), else other. Root passes."""
+    uid, gid, mode, acl = file
     if subject.uid == 0:
         return True
     if subject.uid == uid:
@@ -135,7 +145,7 @@ class PosixOwnership:
         self.rename = dict(rename or {})
         self._subjects: list[tuple[str, _Subject]] | None = None  # (principal, subject); last: the stranger
         self._folders: dict[str, frozenset[int]] = {}  # folder → subjects that may reach into it
-        self._checks: dict[tuple, frozenset[int]] = {}  # (uid, gid, mode, acl, want) → subjects it permits
+        self._checks: dict[tuple, frozenset[int]] = {}  # (_Modes, want) → subjects it permits
         self._answers: dict[frozenset[int], Access] = {}
 
     def __getstate__(self):
@@ -164,7 +174,7 @@ class PosixOwnership:
 
     def _check(self, path: str, want: int) -> frozenset[int]:
         st = os.stat(path)
-        key = (st.st_uid, st.st_gid, st.st_mode & 0o777, read_acl(path), want)
+        key = (_Modes(st.st_uid, st.st_gid, st.st_mode & 0o777, read_acl(path)), want)
         if key not in self._checks:
             self._checks[key] = frozenset(n for n, (_name, subject) in enumerate(self._all())
                                           if _permits(subject, *key))

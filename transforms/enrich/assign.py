@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import apache_beam as beam
 from beamtrawl.transforms.enrich.access import CustomController, access_of
-from beamtrawl.transforms.guard import isolated
+from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.records import Entry
 
 EVENTS, KEEP = "events", "keep"
+_GUARD = Guard("access", EVENTS)
 
 
 class _AssignGroups(beam.DoFn):
@@ -32,7 +33,7 @@ class _AssignGroups(beam.DoFn):
     def process(self, entry):
         entry = Entry(*entry)
         # A controller that fails for one document keeps that document as indexed (neither re-indexed nor deleted).
-        return isolated(self._assign(entry), entry.url, "access", EVENTS,
+        return isolated(self._assign(entry), entry.url, _GUARD,
                         substitute=lambda _reason: [beam.pvalue.TaggedOutput(KEEP, entry.url)])
 
     def _assign(self, entry):

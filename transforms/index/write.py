@@ -24,11 +24,12 @@ import json
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from beamtrawl.plugins.manager import PluginHost
-from beamtrawl.transforms.guard import describe, isolated, stage
+from beamtrawl.transforms.guard import Guard, describe, isolated, stage
 from beamtrawl.transforms.index.base import IndexUnavailable, Rejected
 from beamtrawl.transforms.progress import Progress, timed
 from beamtrawl.transforms.records import Event, IndexDoc, SnapshotEntry, event
 
+_GUARD = Guard("write")  # a document that cannot be written: its report line, and a substitute written instead
 BATCH = 500  # documents per upsert call (the OpenSearch target cuts requests at 10 MiB as well)
 
 
@@ -67,7 +68,7 @@ class _Upsert(beam.DoFn):
         originals = {doc.url: IndexDoc(*doc) for doc in batch}
         ready = []
         for doc in originals.values():  # each under its own guard: one that cannot be written gets a substitute
-            ready.extend(isolated(self._entry(doc), doc.url, "write",
+            ready.extend(isolated(self._entry(doc), doc.url, _GUARD,
                                   substitute=lambda reason, doc=doc: [_substitute(doc, reason)]))
         yield from (e for e in ready if not isinstance(e, IndexDoc))
         docs = [doc for doc in ready if isinstance(doc, IndexDoc)]

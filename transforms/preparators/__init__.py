@@ -22,7 +22,7 @@ from beamtrawl.transforms.preparators import (
     xml,
 )
 from beamtrawl.transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
-from beamtrawl.transforms.preparators.chain import chain_for, prepare_nested, run_chain
+from beamtrawl.transforms.preparators.chain import Chain, chain_for, prepare_nested
 from beamtrawl.transforms.preparators.html import prepare_html
 from beamtrawl.transforms.preparators.metadata_only import prepare_metadata_only
 from beamtrawl.transforms.preparators.text import MIME_TYPES as TEXT_MIME_TYPES
@@ -56,5 +56,5 @@ CONFIGURABLE = (
 )
 
 
-__all__ = ["BUILTIN", "CONFIGURABLE", "PreparationError", "PreparatorSpec", "Prepared", "chain_for",
-           "prepare_nested", "run_chain"]
+__all__ = ["BUILTIN", "CONFIGURABLE", "Chain", "PreparationError", "PreparatorSpec", "Prepared", "chain_for",
+           "prepare_nested"]

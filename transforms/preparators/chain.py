@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from beamtrawl.transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
 
@@ -28,34 +28,36 @@ def describe(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
 
 
-@dataclass
-class _Context:
+@dataclass(frozen=True)
+class Chain:
+    """The preparators one preparation may run and how it sniffs a part's type; ``depth``: how deep in a
+    container the document being prepared lies (0: the document itself)."""
+
     preparators: tuple
     sniff: Callable[[bytes, str], str]
-    depth: int
+    depth: int = 0
+
+    def run(self, data: bytes, url: str, mimetype: str, start: int = 0,
+            on_try: Callable[[int, list[str]], None] | None = None) -> tuple[Prepared | None, list[str]]:
+        """(the first accepting preparator's result, or None; the failures before it as "name: reason").
+        ``start`` skips the preparators a killed preparing process already tried; ``on_try`` learns the chain
+        position of each preparator before it runs and the failures so far, which the process killing it
+        reports."""
+        errors: list[str] = []
+        for position, spec in enumerate(chain_for(self.preparators, mimetype, url)[start:], start):
+            if on_try is not None:
+                on_try(position, errors)
+            token = _CONTEXT.set(self)
+            try:
+                return spec(data, url, mimetype), errors
+            except Exception as err:  # noqa: BLE001 - a preparator's failure is the document's, not the crawl's
+                errors.append(f"{spec.name}: {describe(err)}")
+            finally:
+                _CONTEXT.reset(token)
+        return None, errors
 
 
-_CONTEXT: contextvars.ContextVar[_Context | None] = contextvars.ContextVar("beamtrawl_prepare", default=None)
-
-
-def run_chain(preparators, data: bytes, url: str, mimetype: str, sniff: Callable[[bytes, str], str],
-              on_try: Callable[[int, list[str]], None] | None = None, start: int = 0,
-              depth: int = 0) -> tuple[Prepared | None, list[str]]:
-    """(the first preparator's result, or None; the failures before it as "name: reason"). ``start`` skips
-    the preparators a killed preparing process already tried; ``on_try`` learns the chain position of each
-    preparator before it runs and the failures so far, which the process killing it reports."""
-    errors: list[str] = []
-    for position, spec in enumerate(chain_for(preparators, mimetype, url)[start:], start):
-        if on_try is not None:
-            on_try(position, errors)
-        token = _CONTEXT.set(_Context(preparators, sniff, depth))
-        try:
-            return spec(data, url, mimetype), errors
-        except Exception as err:  # noqa: BLE001 - a preparator's failure is the document's, not the crawl's
-            errors.append(f"{spec.name}: {describe(err)}")
-        finally:
-            _CONTEXT.reset(token)
-    return None, errors
+_CONTEXT: contextvars.ContextVar[Chain | None] = contextvars.ContextVar("beamtrawl_prepare", default=None)
 
 
 def prepare_part(data: bytes, url: str, text_only: bool = False) -> tuple[Prepared | None, list[str], str]:
@@ -70,7 +72,7 @@ def prepare_part(data: bytes, url: str, text_only: bool = False) -> tuple[Prepar
     mimetype = context.sniff(data, url)
     if not data or context.depth >= MAX_NESTING or (text_only and not mimetype.startswith("text/")):
         return None, [], mimetype
-    prepared, errors = run_chain(context.preparators, data, url, mimetype, context.sniff, depth=context.depth + 1)
+    prepared, errors = replace(context, depth=context.depth + 1).run(data, url, mimetype)
     return prepared, errors, mimetype
 
 

@@ -1,6 +1,6 @@
 """An external program as a preparator (regain's ExternalPreparator): the document is written to a
-temporary file, ``${filename}`` in the configured command is replaced by its path, and the program's
-standard output is the content. It runs in an empty temporary folder of its own.
+temporary file, ``${filename}`` in the configured command (regain's placeholder, which the configuration
+leaves alone while it expands other ``${NAME}``) is replaced by its path, and the program's standard output is the content. It runs in an empty temporary folder of its own.
 
 The command is split like a shell would (``shlex``) but runs without a shell, so a file name can never
 inject a command. It runs in its own process group, which is killed as a whole when ``timeout`` passes
@@ -29,13 +29,14 @@ def check_params(params: dict) -> dict:
     """Refuse what cannot run: an empty command, unbalanced quotes, a program not on PATH."""
     command = params["command"]
     if not command.strip():
-        raise ValueError("command: is required, e.g. 'ps2ascii ${filename}'")
+        raise ValueError("command: is required, e.g. 'ps2ascii ${filename}' in the configuration")
     try:
         argv = shlex.split(command)
     except ValueError as err:
         raise ValueError(f"command: {err}") from None
     if PLACEHOLDER not in command:
-        raise ValueError(f"command: must contain {PLACEHOLDER}, where the document's path goes")
+        raise ValueError(f"command: must contain {PLACEHOLDER}, where the "
+                         "document's path goes")
     if shutil.which(argv[0]) is None:
         raise ValueError(f"command: program {argv[0]!r} not found on PATH")
     if params["timeout"] <= 0:

@@ -44,7 +44,7 @@ from collections import deque
 
 from beamtrawl.transforms import logs
 from beamtrawl.transforms.preparators.base import Prepared
-from beamtrawl.transforms.preparators.chain import chain_for, run_chain
+from beamtrawl.transforms.preparators.chain import Chain, chain_for
 from beamtrawl.transforms.values import Bounds
 
 _HEADER = struct.Struct("<Q")
@@ -149,11 +149,10 @@ class InProcess:
     def __init__(self, preparators):
         from beamtrawl.transforms.preparators.mime import MimeSniffer
 
-        self.preparators = preparators
-        self.sniff = MimeSniffer()
+        self.chain = Chain(preparators, MimeSniffer())
 
     def submit(self, data: bytes, url: str, mimetype: str) -> Ticket:
-        return Ticket(value=run_chain(self.preparators, data, url, mimetype, self.sniff))
+        return Ticket(value=self.chain.run(data, url, mimetype))
 
     def prepare(self, data: bytes, url: str, mimetype: str) -> tuple[Prepared | None, list[str]]:
         return self.submit(data, url, mimetype).result()
@@ -354,18 +353,17 @@ def _child(memory_limit: int, status: int) -> None:
     logs.route()
     os.dup2(2, 1)  # what preparators print goes to stderr, never into the protocol
     sys.stdout = sys.stderr
-    sniff = MimeSniffer()
 
     def at_work(seq: int, position: int, failures: list[str]) -> None:
         body = json.dumps([seq, position, failures]).encode()
         os.pwrite(status, _HEADER.pack(len(body)) + body, 0)
 
     try:
-        preparators = _receive(requests)
+        chain = Chain(_receive(requests), MimeSniffer())
         _write(replies, _frame(("ready", None)))
         while True:
             data, url, mimetype, start, seq = _receive(requests)
-            result = run_chain(preparators, data, url, mimetype, sniff, start=start,
+            result = chain.run(data, url, mimetype, start,
                                on_try=lambda position, failures, seq=seq: at_work(seq, position, failures))
             _write(replies, _frame(("done", result)))
     except EOFError:

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import functools
 import importlib
+import logging
 from importlib.metadata import entry_points
 
 from beamtrawl.transforms.sources.base import ByHost, ParentUrls, Source, capable
 from beamtrawl.transforms.sources.settings import SourceSettings
 
+log = logging.getLogger("beamtrawl")
 GROUP = "beamtrawl.sources"
 #: The sources beamtrawl ships, by scheme: "module:class" below this package.
 BUILTIN = {"file": "file:FileSource", "http": "http:WebSource", "https": "http:WebSource",
@@ -38,15 +40,28 @@ def scheme_of(url: str) -> str:
 
 @functools.cache
 def _registered() -> dict[str, str]:
-    """Scheme → where its source is ("module:attribute"): the built-ins, then the entry points."""
+    """Scheme → where its source is ("module:attribute"): the built-ins, then the entry points. A built-in
+    scheme stays built-in, and a scheme two distributions claim is served by neither (which one would win
+    depends on the order of sys.path): such an entry point is skipped with a warning, the others load."""
     found = {scheme: f"{__name__}.{where}" for scheme, where in BUILTIN.items()}
-    for point in sorted(entry_points(group=GROUP), key=lambda p: p.name):
-        if point.name in BUILTIN:
-            raise RegistryError(f"entry point {point.name} = {point.value} "
-                                f"({point.dist.name if point.dist else '?'}): the scheme {point.name!r} "
-                                "is served by a built-in source")
-        found[point.name.lower()] = point.value  # a scheme is case-insensitive; URLs carry it in lower case
+    claims: dict[str, list] = {}
+    for point in entry_points(group=GROUP):  # a scheme is case-insensitive; URLs carry it in lower case
+        claims.setdefault(point.name.lower(), []).append(point)
+    for scheme, points in sorted(claims.items()):
+        named = " and ".join(sorted(_named(point) for point in points))
+        if scheme in BUILTIN:
+            log.warning("%s: skipped: the scheme %r is served by a built-in source", named, scheme)
+        elif len(points) > 1:
+            log.warning("%s claim the same scheme %r: %s is used", named, scheme,
+                        "neither" if len(points) == 2 else "none")
+        else:
+            found[scheme] = points[0].value
     return found
+
+
+def _named(point) -> str:
+    """An entry point as a warning names it: ``entry point memo = pkg:Memo (distribution pkg-dist)``."""
+    return f"entry point {point.name} = {point.value} (distribution {point.dist.name if point.dist else '?'})"
 
 
 def schemes() -> tuple[str, ...]:
@@ -57,6 +72,7 @@ def schemes() -> tuple[str, ...]:
 def known(scheme: str) -> bool:
     """Is there a source for ``scheme``? A built-in one is known without reading the entry points (100 ms
     of a command's start-up on a full environment)."""
+    scheme = scheme.lower()
     return scheme in BUILTIN or scheme in _registered()
 
 

@@ -31,6 +31,7 @@ import ssl
 import threading
 from collections.abc import Iterator
 from datetime import UTC
+from typing import NamedTuple
 from urllib.parse import quote, unquote, urlsplit
 
 from beamtrawl.transforms.records import Entry, FrontierItem, event
@@ -148,25 +149,33 @@ def _folder_name(url: str, delimiter: str) -> str:
     return delimiter.join(unquote(s) for s in path.split("/")) if path else ""
 
 
-def _entry(url: str, root: str, size: int, mtime_ns: int, mimetype: str, source: str, name: str = "") -> Entry:
-    return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=size,
-                 mtime_ns=mtime_ns, identity="", content=None, mimetype=mimetype, outlinks=[], etag="",
-                 http_last_modified="", source_url=source, link_text="", name=name)
+class _Part(NamedTuple):
+    """A message or one of its attachments, as the folder's listing describes it."""
+
+    size: int
+    mtime_ns: int
+    mimetype: str
+    name: str = ""  # an attachment's file name
 
 
-def _folder_tree(client: IMAPClient, url: str, rules) -> tuple[str, list[str]]:
-    """The delimiter, and the folders to list for ``url``: its tree for a start URL, else itself."""
+def _entry(url: str, root: str, source: str, part: _Part) -> Entry:
+    return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=part.size,
+                 mtime_ns=part.mtime_ns, identity="", content=None, mimetype=part.mimetype, outlinks=[], etag="",
+                 http_last_modified="", source_url=source, link_text="", name=part.name)
+
+
+def _folder_tree(client: IMAPClient, server: _Server, url: str, rules) -> list[tuple[str, str]]:
+    """(name, URL) of the folders to list for ``url``: its tree for a start URL, else itself."""
     delimiter = client.beamtrawl_delimiter
     name = _folder_name(url, delimiter)
-    return delimiter, [name] if rules.start(url) is None else _subtree(client, name, delimiter)
+    names = [name] if rules.start(url) is None else _subtree(client, name, delimiter)
+    return [(folder, folder_url(server.base, folder, delimiter)) for folder in names]
 
 
-def _choose(server: _Server, delimiter: str, folders: list[str], url: str, root: str,
-            rules) -> tuple[list[tuple[str, str]], list[str]]:
+def _choose(folders: list[tuple[str, str]], url: str, root: str, rules) -> tuple[list[tuple[str, str]], list[str]]:
     """(name, URL) of the folders to walk, and the URLs of those the rules decline."""
     chosen, declined = [], []
-    for folder in folders:
-        folder_link = folder_url(server.base, folder, delimiter)
+    for folder, folder_link in folders:
         if folder_link != url.rstrip("/"):  # a folder below the start URL: walked if the rules say so
             decision = rules.decide(folder_link, depth_below(folder_link, root) + 1)
             if not decision.accepted or not decision.parse:
@@ -213,7 +222,7 @@ def _messages(server: _Server, folder: str, url: str, item: FrontierItem, rules)
             continue
         stamp = data.get(b"INTERNALDATE")
         mtime_ns = int(stamp.astimezone(UTC).timestamp()) * 1_000_000_000 if stamp else 0
-        yield _entry(murl, item.root, int(data.get(b"RFC822.SIZE", 0)), mtime_ns, "message/rfc822", url)
+        yield _entry(murl, item.root, url, _Part(int(data.get(b"RFC822.SIZE", 0)), mtime_ns, "message/rfc822"))
         try:
             parts = list(_attachments(data.get(b"BODYSTRUCTURE")))
         except (TypeError, ValueError, IndexError, AttributeError):  # an unreadable structure: no attachments
@@ -221,7 +230,7 @@ def _messages(server: _Server, folder: str, url: str, item: FrontierItem, rules)
             yield event("failed", murl, "discover", "unreadable BODYSTRUCTURE: attachments not indexed")
         for section, size, mimetype, name in parts:
             aurl = message_url(url, validity, uid, section)
-            yield _entry(aurl, item.root, size, mtime_ns, mimetype, murl, name)
+            yield _entry(aurl, item.root, murl, _Part(size, mtime_ns, mimetype, name))
     return len(listing)
 
 
@@ -333,11 +342,11 @@ class ImapSource:
         the next round). A folder handed on: list its messages."""
         server = _Server(item.url, self.settings)
         try:
-            delimiter, folders = _call(server, lambda client: _folder_tree(client, item.url, rules))
+            folders = _call(server, lambda client: _folder_tree(client, server, item.url, rules))
         except _FAILURES as err:  # server down, bad login, no such folder: keep everything under it
             yield event("incomplete", item.url.rstrip("/"), "discover", f"unavailable: {_reason(err)}")
             return
-        chosen, declined = _choose(server, delimiter, folders, item.url, item.root, rules)
+        chosen, declined = _choose(folders, item.url, item.root, rules)
         for url in declined:
             yield event("declined", url, "discover", "")
         names = {url: name for name, url in chosen}
@@ -355,9 +364,8 @@ class ImapSource:
         server = _Server(url, self.settings)
         client = server.connect()
         try:
-            delimiter, folders = _folder_tree(client, url, rules)
             states = {}
-            for name, folder in _choose(server, delimiter, folders, url, url, rules)[0]:
+            for name, folder in _choose(_folder_tree(client, server, url, rules), url, url, rules)[0]:
                 status = client.folder_status(name, [b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES"])
                 states[folder] = [int(status[b"UIDVALIDITY"]), int(status[b"UIDNEXT"]), int(status[b"MESSAGES"])]
             return states

@@ -103,10 +103,17 @@ def _access(unc: str, login: dict, sid_names: dict[str, str]) -> smb_acl.Access:
     return smb_acl.access(transaction.results[0], sid_names)
 
 
-def _entry(url: str, root: str, size: int, mtime_ns: int, access, source: str) -> Entry:
-    return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=size,
-                 mtime_ns=mtime_ns, identity="", content=None, mimetype="", outlinks=[], etag="",
-                 http_last_modified="", source_url=source, link_text="",
+class _Child(NamedTuple):
+    name: str
+    is_dir: bool
+    size: int
+    mtime_ns: int
+
+
+def _entry(url: str, folder: FrontierItem, child: _Child, access) -> Entry:
+    return Entry(id=doc_id(url), url=url, root=folder.root, depth=depth_below(url, folder.root), size=child.size,
+                 mtime_ns=child.mtime_ns, identity="", content=None, mimetype="", outlinks=[], etag="",
+                 http_last_modified="", source_url=folder.url, link_text="",
                  groups=list(access.groups) if access else [], denied=list(access.denied) if access else [])
 
 
@@ -158,8 +165,8 @@ def _access_groups(uncs: list[str], location: _Location) -> list:
     return list(_ACL_THREADS.map(one, uncs))
 
 
-def _file(url: str, root: str, size: int, mtime_ns: int, access, source: str):
-    """An entry, or the events for a file whose readers are unknown (never public: see the module)."""
+def _file(url: str, folder: FrontierItem, child: _Child, access):
+    """The entry of ``child`` of ``folder``, or the events for a file whose readers are unknown (never public: see the module)."""
     if isinstance(access, Exception):
         if _denied(access):  # evidence: its indexed version is hidden, a new one is not indexed
             yield event(ACCESS_DENIED, url, "discover",
@@ -172,14 +179,7 @@ def _file(url: str, root: str, size: int, mtime_ns: int, access, source: str):
         yield event(ACCESS_DENIED, url, "discover", "its access control list lets no one read it; "
                                                       "hidden from every searcher")
         return
-    yield _entry(url, root, size, mtime_ns, access, source)
-
-
-class _Child(NamedTuple):
-    name: str
-    is_dir: bool
-    size: int
-    mtime_ns: int
+    yield _entry(url, folder, child, access)
 
 
 _FULL_INFO = struct.Struct("<II16xq8xq8xIII")  # FILE_FULL_DIR_INFORMATION up to the name (68 bytes)
@@ -247,7 +247,7 @@ def _list(folder: FrontierItem, rules, location: _Location, stack: list):
             files.append((url, child))
     groups = _access_groups([unc + "\\" + child.name for _url, child in files], location)
     for (url, child), readers in zip(files, groups):
-        yield from _file(url, folder.root, child.size, child.mtime_ns, readers, folder.url)
+        yield from _file(url, folder, child, readers)
     return len(children)
 
 

@@ -40,14 +40,14 @@ class WebSource:
         return self.expand_host(host_of(item.url), [item], {}, rules)
 
     def open_document(self, url: str) -> BinaryIO:
-        """The page's bytes (UTF-8 for HTML), fetched with default limits and the configured login; raises
-        OSError."""
+        """The page's bytes (UTF-8 for HTML), fetched with the configured limits and login; raises OSError."""
         from beamtrawl.transforms.sources.http import charset
-        from beamtrawl.transforms.sources.http.crawl import HTML_TYPES
+        from beamtrawl.transforms.sources.http.crawl import HTML_TYPES, make_fetcher
         from beamtrawl.transforms.sources.http.fetch import Fetcher, FetchError
 
         try:
-            page = Fetcher().fetch(url, credential=self.settings.login_for)
+            fetcher = make_fetcher(self.settings.http) if self.settings.http is not None else Fetcher()
+            page = fetcher.fetch(url, credential=self.settings.login_for)
         except FetchError as err:
             raise OSError(f"cannot fetch: {err}") from None
         if page.status != 200 or page.truncated:

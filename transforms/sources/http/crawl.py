@@ -48,10 +48,8 @@ MAX_SITEMAPS = 50
 
 
 def make_fetcher(http) -> Fetcher:
-    limits = Limits(connect_timeout=http.connect_timeout, read_timeout=http.read_timeout,
-                    total_timeout=http.total_timeout, max_body=http.max_body, max_redirects=http.max_redirects,
-                    user_agent=http.user_agent, block_private_addresses=http.block_private_addresses)
-    return Fetcher(limits, connections_per_host=http.concurrency_per_host)
+    """A fetcher with the ``http:`` section's limits."""
+    return Fetcher(Limits(*(getattr(http, key) for key in Limits._fields)), connections_per_host=http.concurrency_per_host)
 
 
 class _Task(NamedTuple):
@@ -72,6 +70,13 @@ class _Outcome:
     content: bytes | None = None
     mimetype: str = ""
     found: links.PageLinks | None = None
+
+
+def _entry(url: str, task: _Task) -> Entry:
+    """The entry of the page ``task`` found at ``url``, before what its answer says (size, date, body, links)."""
+    return Entry(id=doc_id(url), url=url, root=task.root, depth=task.depth, size=0, mtime_ns=0, identity="",
+                 content=None, mimetype="", outlinks=[], etag="", http_last_modified="", source_url=task.source_url,
+                 link_text=task.link_text)
 
 
 class _Pacer:
@@ -243,8 +248,8 @@ class HostCrawl:
             return
         yield event("not_modified")
         if task.index:
-            yield self._entry(url, task, old.size, old.mtime_ns, None, "", list(old.outlinks), old.etag,
-                              old.http_last_modified)
+            yield _entry(url, task)._replace(size=old.size, mtime_ns=old.mtime_ns, outlinks=list(old.outlinks),
+                                             etag=old.etag, http_last_modified=old.http_last_modified)
         if task.parse:
             for link in old.outlinks:
                 yield from self._offer(link, "", task.depth + 1, url, task.root)
@@ -281,13 +286,9 @@ class HostCrawl:
             size, mtime_ns = old.size, old.mtime_ns  # the same bytes: unchanged, whatever the headers say
         else:
             size, mtime_ns = len(content), _mtime_ns(page.last_modified, time.time_ns())
-        yield self._entry(url, task, size, mtime_ns, content, outcome.mimetype, list(dict.fromkeys(outlinks)),
-                          page.etag, page.last_modified)
-
-    def _entry(self, url, task, size, mtime_ns, content, mimetype, outlinks, etag, last_modified) -> Entry:
-        return Entry(id=doc_id(url), url=url, root=task.root, depth=task.depth, size=size, mtime_ns=mtime_ns,
-                     identity="", content=content, mimetype=mimetype, outlinks=outlinks, etag=etag,
-                     http_last_modified=last_modified, source_url=task.source_url, link_text=task.link_text)
+        yield _entry(url, task)._replace(size=size, mtime_ns=mtime_ns, content=content, mimetype=outcome.mimetype,
+                                         outlinks=list(dict.fromkeys(outlinks)), etag=page.etag,
+                                         http_last_modified=page.last_modified)
 
     # -- which URLs get fetched --------------------------------------------------------------
     def _normalise(self, raw: str) -> str | None:

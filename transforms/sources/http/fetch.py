@@ -24,6 +24,7 @@ from urllib.parse import urljoin, urlsplit
 import urllib3
 from beamtrawl.transforms.sources.http import auth
 from beamtrawl.transforms.urls import normalize_url
+from beamtrawl.transforms.values import Limits
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
@@ -37,17 +38,6 @@ class FetchError(Exception):
     def __init__(self, message: str, unreachable: bool = False):
         super().__init__(message)
         self.unreachable = unreachable
-
-
-@dataclass
-class Limits:
-    connect_timeout: float = 10.0
-    read_timeout: float = 30.0
-    total_timeout: float = 120.0
-    max_body: int = 10 * 1024 * 1024
-    max_redirects: int = 5
-    user_agent: str = "beamtrawl/0.1 (+https://github.com/beamtrawl)"
-    block_private_addresses: bool = False
 
 
 def private_address(host: str) -> str:
@@ -172,29 +162,22 @@ class Fetcher:
             self.local.deadline = _Deadline()
         return self.local.deadline
 
-    def fetch(self, url: str, etag: str = "", last_modified: str = "",
-              allow: Callable[[str], bool] = lambda _url: True, headers: dict | None = None,
+    def fetch(self, url: str, allow: Callable[[str], bool] = lambda _url: True,
               credential: Callable[[str], object | None] = lambda _url: None,
               pace: Callable[[], None] = lambda: None,
-              validators: Callable[[str], tuple[str, str]] | None = None) -> Page:
+              validators: Callable[[str], tuple[str, str]] = lambda _url: ("", "")) -> Page:
         """GET ``url``, following redirects that ``allow`` accepts; raises :class:`FetchError`. ``pace()``
         runs before every request (politeness spaces redirect hops and login retries too);
-        ``validators(url)`` gives the stored (ETag, Last-Modified) of each hop, else ``etag`` and
-        ``last_modified`` apply to ``url`` alone."""
+        ``validators(url)`` gives the stored (ETag, Last-Modified) of each hop for a conditional request."""
         self.deadline.start(self.limits.total_timeout)
         try:
-            return self._fetch(url, etag, last_modified, allow, headers, credential, pace, validators)
+            return self._fetch(url, allow, credential, pace, validators)
         finally:
             self.deadline.stop()
 
-    def _fetch(self, url, etag, last_modified, allow, headers, credential, pace, validators) -> Page:
+    def _fetch(self, url, allow, credential, pace, validators) -> Page:
         deadline = self.deadline.ends
-        first = url
-        if validators is None:
-            def validators(hop: str) -> tuple[str, str]:
-                return (etag, last_modified) if hop == first else ("", "")
-        request_headers = {"User-Agent": self.limits.user_agent, "Accept-Encoding": "gzip, deflate",
-                           **(headers or {})}
+        request_headers = {"User-Agent": self.limits.user_agent, "Accept-Encoding": "gzip, deflate"}
         seen, redirects = {url}, []
         while True:
             hop_etag, hop_modified = validators(url)
