@@ -13,7 +13,7 @@ Routes::
 Every search runs the parsed query (transforms/index/query.py) with the searcher's groups
 (people.Doorkeeper) through the index target's ``search_page``, which counts, facets and ranks only
 what those groups may see. Index work is blocking, so it runs in worker threads, each with a target
-of its own from :class:`Targets` (a SQLite connection must not be shared by concurrent searches).
+of its own (:class:`Searches`: a SQLite connection must not be shared by concurrent searches).
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ import asyncio
 import contextlib
 import logging
 import math
-import queue
 import re
+import threading
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
@@ -80,26 +81,35 @@ _PAGE_CSP_HEADER = (b"content-security-policy", PAGE_CSP.encode())
 _HERE = Path(__file__).parent
 
 
-class Targets:
-    """SEARCH_THREADS index targets of one configuration, each used by one search at a time; the one
-    freed last is taken first, so a few searches at a time keep to connections whose caches are warm."""
+class Searches:
+    """SEARCH_THREADS threads for index work, each with an index target of its own, made when the thread
+    first needs it and kept (a SQLite connection must not be shared by concurrent searches, since a search
+    registers its scoring function on it). Run straight on an executor: anyio's general thread pool cost
+    a third more of the server's time per search (its limiter, cancel scope and context copy)."""
 
     def __init__(self, index_config, size: int = SEARCH_THREADS):
-        self._free: queue.LifoQueue = queue.LifoQueue()
-        for _ in range(size):
-            self._free.put(make_target(index_config))
+        self._config = index_config
+        self._pool = ThreadPoolExecutor(size, thread_name_prefix="search")
+        self._mine = threading.local()
+        self._made: list = []
+        self._lock = threading.Lock()
 
-    @contextlib.contextmanager
-    def take(self):
-        target = self._free.get()
-        try:
-            yield target
-        finally:
-            self._free.put(target)
+    async def run(self, work, *args):
+        """``work(target, *args)`` on a search thread, with that thread's target."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._with_target, work, args)
+
+    def _with_target(self, work, args):
+        target = getattr(self._mine, "target", None)
+        if target is None:
+            target = self._mine.target = make_target(self._config)
+            with self._lock:
+                self._made.append(target)
+        return work(target, *args)
 
     def close(self) -> None:
-        while not self._free.empty():
-            self._free.get().close()
+        self._pool.shutdown(wait=True)
+        for target in self._made:
+            target.close()
 
 
 class JSON(JSONResponse):
@@ -250,7 +260,7 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
     """The application over ``config``'s index; ``doorkeeper`` says who is searching (default: everyone
     is anonymous)."""
     doorkeeper = doorkeeper or Doorkeeper()
-    targets = Targets(config.index)
+    searches = Searches(config.index)
     fields = [f.name for f in config.auxiliary_fields if f.index]
     templates = Jinja2Templates(env=_environment())
     sources = Sources(SourceSettings.from_config(config))  # with the logins of SMB and IMAP sources
@@ -274,10 +284,9 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
             raise HTTPException(401, "The user name or password is wrong.", headers={"WWW-Authenticate": REALM})
         return found
 
-    def run_search(a: Asked, searcher: Searcher) -> Page:
+    def run_search(target, a: Asked, searcher: Searcher) -> Page:
         query = parse_query(a.q, fields, searcher.groups)
-        with targets.take() as target:
-            return target.search_page(query, a.per_page, a.offset, a.order, FACET_SIZE)
+        return target.search_page(query, a.per_page, a.offset, a.order, FACET_SIZE)
 
     def page(request: Request, code: int = 200, **values) -> Response:
         values.setdefault("error", "")
@@ -295,7 +304,7 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
         if not a.q:
             return page(request, a=a, searcher=searcher, result=None)
         try:
-            result = await run_in_threadpool(run_search, a, searcher)
+            result = await searches.run(run_search, a, searcher)
         except QueryError as err:
             return page(request, 400, a=a, searcher=searcher, error=f"This search cannot be run: {err}.")
         except IndexUnavailable as err:
@@ -314,7 +323,7 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
             a = asked(request.query_params)
             if not a.q:
                 raise BadRequest("q is the query; it is empty")
-            result = await run_in_threadpool(run_search, a, searcher)
+            result = await searches.run(run_search, a, searcher)
         except (BadRequest, QueryError) as err:
             return JSON({"error": str(err)}, 400)
         except IndexUnavailable as err:
@@ -332,11 +341,8 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
         if not documents.DOCUMENT_ID.fullmatch(doc_id):
             raise HTTPException(404)
 
-        def find():
-            with targets.take() as target:
-                return target.document(doc_id, searcher.groups)
         try:
-            stored = await run_in_threadpool(find)
+            stored = await searches.run(lambda target: target.document(doc_id, searcher.groups))
         except IndexUnavailable as err:
             log.error("%s", err)
             raise HTTPException(503, "The search index cannot be reached right now.") from None
@@ -372,11 +378,8 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
         return RedirectResponse(link(back), 303)
 
     async def health(request: Request) -> Response:
-        def check():
-            with targets.take() as target:
-                target.check()
         try:
-            await run_in_threadpool(check)
+            await searches.run(lambda target: target.check())
         except IndexUnavailable as err:
             log.error("health: %s", err)
             return JSON({"status": "unavailable"}, 503)
@@ -397,7 +400,7 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app):
         yield
-        targets.close()
+        searches.close()
 
     async def broken(request: Request, exc: Exception) -> Response:
         """A bug: one line in the log, a plain answer without details (outside the security middleware,
