@@ -49,6 +49,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
+from beamtrawl.pipeline.serve.app import FACET_SIZE, PER_PAGE
 from beamtrawl.transforms.index import EmbeddedIndex
 from beamtrawl.transforms.index.query import parse_query
 from beamtrawl.transforms.records import IndexDoc
@@ -61,8 +62,8 @@ PHRASES = ["quarterly numbat census", "field station log", "termite mound survey
 TYPES = [("txt", "text/plain"), ("pdf", "application/pdf"), ("html", "text/html"), ("md", "text/markdown"),
          ("csv", "text/csv")]
 FOLDERS = 300
-PAGE = 20
-FACETS = 10  # values per facet: the server's FACET_SIZE
+PAGE = PER_PAGE  # what /api/search answers without per_page
+FACETS = FACET_SIZE
 TARGET = 1.5  # web/direct at p50
 BLOCK_ROUNDS = 3  # requests per client thread in a block of one side before the other side's turn
 IDLE = 4.0  # seconds after which a client opens a new connection (uvicorn closes those idle for 5 s)
