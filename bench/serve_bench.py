@@ -65,7 +65,7 @@ FOLDERS = 300
 PAGE = PER_PAGE  # what /api/search answers without per_page
 FACETS = FACET_SIZE
 TARGET = 1.5  # web/direct at p50
-BLOCK_ROUNDS = 3  # requests per client thread in a block of one side before the other side's turn
+BLOCK_ROUNDS = 2  # requests per client thread in a block of one side before the other side's turn
 IDLE = 4.0  # seconds after which a client opens a new connection (uvicorn closes those idle for 5 s)
 
 
