@@ -10,15 +10,20 @@ Run from the repository root (beamtrawl installed; Java and Maven for the OpenSe
    ``OpenSearchIndex.upsert``), not by a crawl: crawling 100,000 files would take longer than the
    measurement and is measured by bench/crawl_bench.py. Writing time is printed, not the figure.
 2. ``beamtrawl serve`` runs as its own process on loopback (a real uvicorn server); the clients are
-   threads of this process, each with one keep-alive connection, asking ``/api/search`` for page 1
-   (20 hits, facets, total) as an anonymous searcher.
+   threads of this process, each with one keep-alive HTTP/1.1 connection on a plain socket (a request
+   written at once, the answer read by its Content-Length: a few microseconds, where http.client's
+   header parsing costs a tenth of a millisecond that is not the server's), asking ``/api/search`` for
+   page 1 (20 hits, facets, total) as an anonymous searcher.
 3. The baseline runs in the same run and process: the same queries through ``parse_query`` and the
-   target's ``search_page`` with the same arguments, from the same number of threads, each thread with
-   a target of its own (as the server's pool gives). Each side runs twice, half the requests each time,
-   in the order web, direct, direct, web, so that caches warmed by one side favour neither.
-4. Three kinds of query, ten of each in rotation: one word (a word of rank 40-60), a phrase, and a
+   target's ``search_page`` with the arguments the server passes (page size, offset, order, facet
+   size, the anonymous searcher's groups), from the same number of threads, each thread with a target
+   of its own (as the server's pool gives each of its search threads). Both are warmed first.
+4. Web and direct alternate in short blocks (``clients`` x BLOCK_ROUNDS requests each), in the order
+   web, direct, direct, web, ..., so that a change of the machine's load, and caches warmed by one
+   side, hit both alike.
+5. Three kinds of query, ten of each in rotation: one word (a word of rank 40-60), a phrase, and a
    word with a filter (``extension:pdf`` or ``path:``). 1 and 8 concurrent clients. Printed: p50 and
-   p95 latency in ms of both, and web/direct at p50 (target <= 1.5).
+   p95 latency in ms of both, web/direct at p50 (target <= 1.5), the load average, and the verdict.
 
 The same is then done against OpenSearch (a node of tests/servers/opensearch.py, or ``--url``).
 Exit code 0 when the figures were measured (targets may be missed), 1 when a check fails.
@@ -29,7 +34,10 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import random
+import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -41,6 +49,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
+from beamtrawl.pipeline.serve.app import FACET_SIZE, PER_PAGE
 from beamtrawl.transforms.index import EmbeddedIndex
 from beamtrawl.transforms.index.query import parse_query
 from beamtrawl.transforms.records import IndexDoc
@@ -53,7 +62,11 @@ PHRASES = ["quarterly numbat census", "field station log", "termite mound survey
 TYPES = [("txt", "text/plain"), ("pdf", "application/pdf"), ("html", "text/html"), ("md", "text/markdown"),
          ("csv", "text/csv")]
 FOLDERS = 300
-PAGE = 20
+PAGE = PER_PAGE  # what /api/search answers without per_page
+FACETS = FACET_SIZE
+TARGET = 1.5  # web/direct at p50
+BLOCK_ROUNDS = 2  # requests per client thread in a block of one side before the other side's turn
+IDLE = 4.0  # seconds after which a client opens a new connection (uvicorn closes those idle for 5 s)
 
 
 def vocabulary(rng: random.Random, size: int = 5000) -> list[str]:
@@ -120,14 +133,15 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered) * 1000, ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))] * 1000
 
 
-def run_threads(clients: int, requests: int, work) -> list[float]:
-    """``requests`` calls of ``work(client, k)`` spread over ``clients`` threads; the latencies."""
+def run_threads(clients: int, requests: int, work, first: int = 0) -> list[float]:
+    """``requests`` calls of ``work(client, k)``, k from ``first`` on, spread over ``clients`` threads;
+    the latencies."""
     latencies: list[float] = []
     lock = threading.Lock()
 
     def client(c: int) -> None:
         mine = []
-        for k in range(c, requests, clients):
+        for k in range(first + c, first + requests, clients):
             started = time.perf_counter()
             work(c, k)
             mine.append(time.perf_counter() - started)
@@ -151,18 +165,27 @@ def measure(name: str, index_config: dict, make_target, requests: int, folder: P
     ok = True
     try:
         _wait(port, server)
-        print(f"\n{name}: /api/search (page of {PAGE}, facets, total) against search_page directly")
+        print(f"\n{name}: /api/search (page of {PAGE}, facets, total) against search_page directly, in blocks "
+              f"of clients x {BLOCK_ROUNDS} requests alternating web, direct, direct, web; {requests} requests "
+              f"per side and row; client: one keep-alive socket per thread; load average "
+              f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())} (cores: {os.cpu_count()})")
         print(f"{'query':<10} {'clients':>7} {'web p50':>9} {'web p95':>9} {'direct p50':>11} {'direct p95':>11} "
               f"{'ratio p50':>9}")
+        missed = []
         for kind, texts in queries().items():
             for clients in (1, 8):
                 web_p50, web_p95, direct_p50, direct_p95 = compare(port, texts, clients, requests, make_target)
                 ratio = web_p50 / direct_p50
+                if ratio > TARGET:
+                    missed.append(f"{kind}/{clients}")
                 print(f"{kind:<10} {clients:>7} {web_p50:>9.1f} {web_p95:>9.1f} {direct_p50:>11.1f} "
-                      f"{direct_p95:>11.1f} {ratio:>8.2f}x{'' if ratio <= 1.5 else '  (target <= 1.5x missed)'}")
+                      f"{direct_p95:>11.1f} {ratio:>8.2f}x{'' if ratio <= TARGET else f'  (target <= {TARGET}x missed)'}")
+        print(f"{name}: target web/direct <= {TARGET}x at p50 " + (f"missed in {len(missed)} of 6 rows ({', '.join(missed)})"
+                                                            if missed else "met in all 6 rows")
+              + f"; load average now {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
         # The check: the web answer is the direct answer.
         text = queries()["filtered"][0]
-        page = make_target().search_page(parse_query(text), PAGE, 0, "relevance", 10)
+        page = make_target().search_page(parse_query(text), PAGE, 0, "relevance", FACETS)
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         connection.request("GET", "/api/search?" + urllib.parse.urlencode({"q": text}))
         answer = json.loads(connection.getresponse().read())
@@ -177,47 +200,82 @@ def measure(name: str, index_config: dict, make_target, requests: int, folder: P
 
 def compare(port: int, texts: list[str], clients: int, requests: int, make_target) -> tuple[float, ...]:
     """(web p50, web p95, direct p50, direct p95) in ms of ``requests`` searches of ``texts`` in rotation
-    from ``clients`` threads: through /api/search, then through ``search_page`` in this process."""
-    connections: list[http.client.HTTPConnection] = []
+    from ``clients`` threads on each side: through /api/search and through ``search_page`` in this
+    process, in alternating blocks."""
+    connections = [Client(port) for _ in range(clients)]
     targets = [make_target() for _ in range(clients)]
-
-    def connect() -> None:
-        """One new keep-alive connection per client: the server closes those idle for 5 s (uvicorn's
-        keep-alive), as they are while the direct side runs."""
-        for connection in connections:
-            connection.close()
-        connections[:] = [http.client.HTTPConnection("127.0.0.1", port, timeout=120) for _ in range(clients)]
 
     def web(c: int, k: int) -> None:
         path = "/api/search?" + urllib.parse.urlencode({"q": texts[k % len(texts)]})
-        connections[c].request("GET", path)
-        response = connections[c].getresponse()
-        body = response.read()
-        if response.status != 200:
-            raise SystemExit(f"{path}: {response.status} {body[:200]!r}")
+        status, body = connections[c].get(path)
+        if status != 200:
+            raise SystemExit(f"{path}: {status} {body[:200]!r}")
 
-    def direct(c: int, k: int) -> None:
-        targets[c].search_page(parse_query(texts[k % len(texts)]), PAGE, 0, "relevance", 10)
+    def direct(c: int, k: int) -> None:  # what the server's search thread does for an anonymous searcher
+        targets[c].search_page(parse_query(texts[k % len(texts)], (), ()), PAGE, 0, "relevance", FACETS)
 
-    connect()
-    for t in range(len(texts)):  # warm both: the first search of a query reads cold pages
-        web(0, t)
-        direct(0, t)
-    try:  # in the order web, direct, direct, web: caches warmed by one side's run favour neither
-        half = max(1, requests // 2)
-        connect()
-        web_times, direct_times = run_threads(clients, half, web), run_threads(clients, half, direct)
-        direct_times += run_threads(clients, half, direct)
-        connect()
-        web_times += run_threads(clients, half, web)
-        if len(web_times) != len(direct_times):
-            raise SystemExit(f"only {len(web_times)} of {len(direct_times)} web requests were answered")
-        return (*percentiles(web_times), *percentiles(direct_times))
+    block = clients * BLOCK_ROUNDS
+    try:
+        for connection in connections:
+            connection.ready()
+        for side in (web, direct):  # warm both, every connection and target: cold pages are read once
+            run_threads(clients, clients * len(texts), side, 0)
+        times: dict = {web: [], direct: []}
+        for b, first in enumerate(range(0, requests, block)):
+            for side in ((web, direct) if b % 2 == 0 else (direct, web)):
+                if side is web:
+                    for connection in connections:
+                        connection.ready()
+                times[side] += run_threads(clients, min(block, requests - first), side, first)
+        return (*percentiles(times[web]), *percentiles(times[direct]))
     finally:
         for connection in connections:
             connection.close()
         for target in targets:
             target.close()
+
+
+class Client:
+    """One keep-alive HTTP/1.1 connection on a plain socket: a GET written at once, the answer read by its
+    Content-Length (the server's answers to /api/search have one)."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self.sock: socket.socket | None = None
+        self.used = 0.0
+
+    def ready(self) -> None:
+        """A new connection if there is none or it was idle long enough for the server to close it."""
+        if self.sock is None or time.monotonic() - self.used > IDLE:
+            self.close()
+            self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=120)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.used = time.monotonic()
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        self.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += self._recv()
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = re.search(rb"(?im)^content-length:[ \t]*([0-9]+)", head)
+        if not length:
+            raise SystemExit(f"an answer without Content-Length: {head[:200]!r}")
+        while len(body) < int(length[1]):
+            body += self._recv()
+        self.used = time.monotonic()
+        return int(head[9:12]), body
+
+    def _recv(self) -> bytes:
+        chunk = self.sock.recv(1 << 16)
+        if not chunk:
+            raise SystemExit("the server closed a connection during a request")
+        return chunk
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
 
 
 def _free_port() -> int:

@@ -10,6 +10,7 @@ import concurrent.futures
 import http.client
 import os
 import re
+import select
 import socket
 import subprocess
 import threading
@@ -27,6 +28,7 @@ from beamtrawl.pipeline.serve.people import (
     UsersError,
     add_user,
 )
+from beamtrawl.pipeline.serve.protocol import HEAD_SECONDS
 from beamtrawl.transforms.index.base import Page, Stored
 from beamtrawl.transforms.urls import path_to_url
 
@@ -340,4 +342,39 @@ def test_a_huge_request_head_is_refused_early(base):
         # 100 KiB of a header never ended: more than a head may hold, less than the server reads at once
         connection.sendall(b"GET /?q=numbat HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100 * 1024)
         assert connection.recv(100).startswith(b"HTTP/1.1 400")
+    assert get(base + "/health")[0] == 200
+
+
+def _closed_by_server(connection: socket.socket, wait: float) -> bool:
+    """Whether the server closed ``connection`` within ``wait`` seconds (it sends nothing before that)."""
+    if not select.select([connection], [], [], wait)[0]:
+        return False
+    try:
+        return connection.recv(100) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_a_head_sent_slowly_is_dropped_in_time_and_others_are_served(base):
+    host, port = urllib.parse.urlsplit(base).netloc.split(":")
+    started = time.monotonic()
+    with socket.create_connection((host, int(port)), timeout=30) as slow, \
+            socket.create_connection((host, int(port)), timeout=30) as silent:
+        slow.sendall(b"GET /?q=numbat HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        dropped = served = 0.0
+        while time.monotonic() - started < HEAD_SECONDS + 5:
+            try:
+                slow.sendall(b"a")  # a byte every half second: within every per-byte read timeout
+            except OSError:  # closed by the server
+                dropped = time.monotonic() - started
+                break
+            if _closed_by_server(slow, 0.5):
+                dropped = time.monotonic() - started
+                break
+            if not served:
+                assert get(base + "/health")[0] == 200  # others are served meanwhile
+                served = time.monotonic() - started
+        assert HEAD_SECONDS - 1 <= dropped <= HEAD_SECONDS + 3, dropped
+        assert served < HEAD_SECONDS
+        assert _closed_by_server(silent, 2)  # a connection that never sent a byte is dropped as well
     assert get(base + "/health")[0] == 200

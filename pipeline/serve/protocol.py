@@ -1,0 +1,58 @@
+"""uvicorn's h11 protocol with a deadline for a request's head.
+
+uvicorn times out a connection only while it is idle after an answer (its keep-alive): a client that
+sends a head one byte at a time, or opens a connection and sends nothing, holds it (and its memory and
+file descriptor) for ever, and a few hundred such clients take every descriptor (slowloris). Here the
+whole head of a request must arrive within HEAD_SECONDS of the connection opening or of the previous
+answer ending; else the connection is closed. A body is not timed: the search only answers GET.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+#: seconds a client has to send a request's whole head (a browser sends it at once)
+HEAD_SECONDS = 10.0
+
+
+class BoundedHeadProtocol(H11Protocol):
+    """H11Protocol closing a connection whose request head takes longer than HEAD_SECONDS."""
+
+    head_seconds = HEAD_SECONDS
+    _head_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._await_head()
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        if self.conn.their_state is not h11.IDLE:  # the head is in (or the connection is ending)
+            self._stop_waiting()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._await_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_waiting()
+        super().connection_lost(exc)
+
+    def _await_head(self) -> None:
+        """Time the next head, unless one is in already (pipelined) or the connection is ending."""
+        self._stop_waiting()
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self._head_deadline = self.loop.call_later(self.head_seconds, self._head_too_slow)
+
+    def _stop_waiting(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_too_slow(self) -> None:
+        self._head_deadline = None
+        if not self.transport.is_closing():
+            self.transport.close()
