@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import textwrap
 
@@ -282,6 +283,34 @@ def test_a_start_url_no_source_reads_is_refused(tmp_path, url):
     """)
     assert message == (f"start[0].url: scheme '{url.split(':')[0].lower()}' is not crawlable; sources: file, http, "
                        "https, smb, imap, imaps (a relative path with ':' in its first folder is written ./folder)")
+
+
+@pytest.mark.parametrize(("url", "problem"), [
+    (" mailto:ann@example.org", "scheme 'mailto' is not crawlable"),
+    ("\tjavascript:alert(1)", "scheme 'javascript' is not crawlable"),
+    (" http://ann:secret@example.org/", "must not hold a user or password"),
+    ("http:/example.org/", "a http URL is written http://host/…"),
+    ("HTTPS:example.org", "a https URL is written https://host/…"),
+    ("smb:/host/share", "a smb URL is written smb://host/…"),
+])
+def test_a_start_url_is_checked_as_it_is_read(tmp_path, url, problem):
+    """Before, a leading space hid the scheme from the check (" mailto:x" became the folder " mailto:x", and
+    " http://ann:secret@…" passed the login check, its login then silently dropped), and "http:/host" (one
+    slash) became a folder named "http:" beside the configuration file."""
+    message = error_of(tmp_path, f"""\
+        start: [{{url: {json.dumps(url)}}}]
+        index: {{path: "i.sqlite"}}
+    """)
+    assert message.startswith(f"start[0].url: {problem}")
+
+
+def test_a_file_url_in_capitals_is_a_file_url(tmp_path):
+    """Before, ``FILE:/srv`` and ``File:docs`` were taken for relative paths (``file:///<cwd>/FILE:/srv``)."""
+    config = load_config(str(write(tmp_path, """\
+        start: [{url: "FILE:/srv/docs"}, {url: "File:///srv/more"}]
+        index: {path: "i.sqlite"}
+    """)))
+    assert [s.url for s in config.start] == ["file:///srv/docs", "file:///srv/more"]
 
 
 def test_a_path_with_a_colon_or_a_drive_letter_stays_a_path(tmp_path):

@@ -149,7 +149,7 @@ def _regex(value: Any) -> re.Pattern:
 
 def _url(value: Any, info: ValidationInfo) -> str:
     text = _text(value)
-    if "://" not in text and not text.startswith("file:"):
+    if "://" not in text and text[:5].lower() != "file:":
         text = os.path.join(context(info)["base"], text)  # a plain path, relative to the configuration file
     if "\\" in text:
         raise fail("use forward slashes in URLs")
