@@ -336,6 +336,38 @@ def test_missing_environment_variable(tmp_path, monkeypatch):
                        "is written $${BT_SURELY_UNSET})")
 
 
+def test_a_number_or_flag_may_come_from_the_environment(tmp_path, monkeypatch):
+    """The environment holds only text: before, ``max_depth: ${DEPTH}`` with DEPTH=3 was refused as "must be an
+    integer, got '3'", so no number or flag of the file could come from the environment. A value that only
+    contains a reference stays text, and what is not a number is still refused."""
+    monkeypatch.setenv("BT_DEPTH", "3")
+    monkeypatch.setenv("BT_RATIO", "0.25")
+    monkeypatch.setenv("BT_LINKS", "true")
+    monkeypatch.setenv("BT_WORD", "deep")
+    config = load_config(str(write(tmp_path, """\
+        start: [{url: "corpus", parse: "${BT_LINKS}"}]
+        index: {path: "i.sqlite"}
+        max_depth: ${BT_DEPTH}
+        max_delete_ratio: "${BT_RATIO}"
+        follow_symlinks: ${BT_LINKS}
+        preparators: [{name: archive, params: {max_entries: "${BT_DEPTH}"}}]
+        access_control: [{url_rules: [{prefix: "corpus", groups: ["${BT_DEPTH}"]}]}]
+    """)))
+    assert (config.max_depth, config.max_delete_ratio, config.follow_symlinks, config.start[0].parse) == (3, 0.25, True, True)
+    assert tuple(config.access_control[0].rules[0][1]) == ("3",)
+    assert dict(next(p for p in config.preparators if p.name == "archive").params)["max_entries"] == 3
+    assert error_of(tmp_path, """\
+        start: [{url: "corpus"}]
+        index: {path: "i.sqlite"}
+        max_depth: "${BT_DEPTH}0${BT_WORD}"
+    """) == "max_depth: must be an integer, got '30deep'"
+    assert error_of(tmp_path, """\
+        start: [{url: "corpus"}]
+        index: {path: "i.sqlite"}
+        max_depth: "$${BT_DEPTH}"
+    """) == "max_depth: must be an integer, got '${BT_DEPTH}'"
+
+
 def test_yaml_syntax_error_names_the_line(tmp_path):
     message = error_of(tmp_path, """\
         start:

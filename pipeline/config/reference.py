@@ -109,7 +109,8 @@ def reference() -> str:
             "`python -m beamtrawl.pipeline.config.reference > docs/configuration-reference.md`; do not edit."),
            ("A key path `a.b` is key `b` of mapping `a`; `a[].b` is key `b` of each item of list `a`. "
             "`${NAME}` in any string value, at any depth (parameters included, keys not), is the environment "
-            "variable NAME, which must be set; `$${NAME}` is a literal `${NAME}`. "
+            "variable NAME, which must be set; `$${NAME}` is a literal `${NAME}`; a value that is one whole `${NAME}` "
+            "is read as a number or true/false where the key wants one. "
             "Relative paths are relative to the configuration file; "
             "a size is bytes or a string such as `10 MiB` or `2GB`. Unknown keys are errors."), ""]
     models = sections()
