@@ -14,7 +14,6 @@ import re
 from typing import Annotated, Any
 
 import yaml
-
 from beamtrawl.transforms.urls import normalize_url
 from pydantic import (
     BaseModel,
@@ -214,8 +213,8 @@ def matching(pattern: str, problem: str) -> Any:
     return Annotated[str, BeforeValidator(check), WithJsonSchema({"type": "string", "pattern": f"^{pattern}$"})]
 
 
-Flag = Annotated[bool, BeforeValidator(_scalar), Strict()]
-Count = Annotated[int, BeforeValidator(_scalar), Strict()]
+Flag = Annotated[bool, Strict(), BeforeValidator(_scalar)]
+Count = Annotated[int, Strict(), BeforeValidator(_scalar)]
 Text = Annotated[str, BeforeValidator(_text), Field(min_length=1)]
 Size = Annotated[int, BeforeValidator(size), WithJsonSchema({"type": ["integer", "string"], "format": "size"})]
 Ratio = Annotated[float, _number("a number from 0 to 1", 0, 1),
