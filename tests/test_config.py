@@ -123,6 +123,20 @@ def test_one_rule_expands_the_environment_in_every_string_value(tmp_path, monkey
     assert table.index.storage_options == (("${NOT_A_KEY}", "secret"),)  # keys stay as written
 
 
+def test_an_environment_value_is_taken_as_it_is_never_expanded_again(tmp_path, monkeypatch):
+    """A value holding ``${OTHER}`` or ``$${X}`` is the value: expanding it again would read a variable the
+    file never named (a password with ``${`` in it would change)."""
+    monkeypatch.setenv("BT_PASS", "p${BT_OTHER}q$${BT_OTHER}")
+    monkeypatch.setenv("BT_OTHER", "leak")
+    config = load_config(str(write(tmp_path, """\
+        start: [{url: "corpus"}]
+        index: {path: "i.sqlite"}
+        access_control: [{posix: {user_prefix: "${BT_PASS}", group_prefix: "${ BT_OTHER }${1X}"}}]
+    """)))
+    posix = config.access_control[0]
+    assert (posix.user_prefix, posix.group_prefix) == ("p${BT_OTHER}q$${BT_OTHER}", "${ BT_OTHER }${1X}")
+
+
 @pytest.mark.parametrize("where, text", [
     ("access_control[0].posix.user_prefix", "access_control: [{posix: {user_prefix: '${BT_UNSET}'}}]"),
     ("preparators[0].params.command", "preparators: [{name: text, params: {command: 'x ${BT_UNSET}'}}]"),
