@@ -303,9 +303,9 @@ def test_a_start_url_no_source_reads_is_refused(tmp_path, url):
     (" mailto:ann@example.org", "scheme 'mailto' is not crawlable"),
     ("\tjavascript:alert(1)", "scheme 'javascript' is not crawlable"),
     (" http://ann:secret@example.org/", "must not hold a user or password"),
-    ("http:/example.org/", "a http URL is written http://host/…"),
-    ("HTTPS:example.org", "a https URL is written https://host/…"),
-    ("smb:/host/share", "a smb URL is written smb://host/…"),
+    ("http:/example.org/", "http: URLs are written http://host/…"),
+    ("HTTPS:example.org", "https: URLs are written https://host/…"),
+    ("smb:/host/share", "smb: URLs are written smb://host/…"),
 ])
 def test_a_start_url_is_checked_as_it_is_read(tmp_path, url, problem):
     """Before, a leading space hid the scheme from the check (" mailto:x" became the folder " mailto:x", and

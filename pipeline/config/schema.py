@@ -65,7 +65,7 @@ class StartEntry(Section):
                        f"{_PATH_HINT}")
         if written and written.group(1).lower() != "file" and not text[written.end():].startswith("//"):
             scheme = written.group(1).lower()  # "http:/host" is a typo, not a folder named "http:"
-            raise fail(f"a {scheme} URL is written {scheme}://host/… {_PATH_HINT}")
+            raise fail(f"{scheme}: URLs are written {scheme}://host/… {_PATH_HINT}")
         if re.match(r"[a-z][a-z0-9+.-]*://[^/]*@", text, re.IGNORECASE):  # any scheme: the URL is indexed
             raise fail("must not hold a user or password; put the login in credentials")
         return url
