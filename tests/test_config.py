@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import textwrap
 
@@ -120,6 +121,20 @@ def test_one_rule_expands_the_environment_in_every_string_value(tmp_path, monkey
         index: {table: "s3://bucket/docs", storage_options: {"${NOT_A_KEY}": "${BT_TABLE_KEY}"}}
     """)))
     assert table.index.storage_options == (("${NOT_A_KEY}", "secret"),)  # keys stay as written
+
+
+def test_an_environment_value_is_taken_as_it_is_never_expanded_again(tmp_path, monkeypatch):
+    """A value holding ``${OTHER}`` or ``$${X}`` is the value: expanding it again would read a variable the
+    file never named (a password with ``${`` in it would change)."""
+    monkeypatch.setenv("BT_PASS", "p${BT_OTHER}q$${BT_OTHER}")
+    monkeypatch.setenv("BT_OTHER", "leak")
+    config = load_config(str(write(tmp_path, """\
+        start: [{url: "corpus"}]
+        index: {path: "i.sqlite"}
+        access_control: [{posix: {user_prefix: "${BT_PASS}", group_prefix: "${ BT_OTHER }${1X}"}}]
+    """)))
+    posix = config.access_control[0]
+    assert (posix.user_prefix, posix.group_prefix) == ("p${BT_OTHER}q$${BT_OTHER}", "${ BT_OTHER }${1X}")
 
 
 @pytest.mark.parametrize("where, text", [
@@ -284,6 +299,34 @@ def test_a_start_url_no_source_reads_is_refused(tmp_path, url):
                        "https, smb, imap, imaps (a relative path with ':' in its first folder is written ./folder)")
 
 
+@pytest.mark.parametrize(("url", "problem"), [
+    (" mailto:ann@example.org", "scheme 'mailto' is not crawlable"),
+    ("\tjavascript:alert(1)", "scheme 'javascript' is not crawlable"),
+    (" http://ann:secret@example.org/", "must not hold a user or password"),
+    ("http:/example.org/", "http: URLs are written http://host/…"),
+    ("HTTPS:example.org", "https: URLs are written https://host/…"),
+    ("smb:/host/share", "smb: URLs are written smb://host/…"),
+])
+def test_a_start_url_is_checked_as_it_is_read(tmp_path, url, problem):
+    """Before, a leading space hid the scheme from the check (" mailto:x" became the folder " mailto:x", and
+    " http://ann:secret@…" passed the login check, its login then silently dropped), and "http:/host" (one
+    slash) became a folder named "http:" beside the configuration file."""
+    message = error_of(tmp_path, f"""\
+        start: [{{url: {json.dumps(url)}}}]
+        index: {{path: "i.sqlite"}}
+    """)
+    assert message.startswith(f"start[0].url: {problem}")
+
+
+def test_a_file_url_in_capitals_is_a_file_url(tmp_path):
+    """Before, ``FILE:/srv`` and ``File:docs`` were taken for relative paths (``file:///<cwd>/FILE:/srv``)."""
+    config = load_config(str(write(tmp_path, """\
+        start: [{url: "FILE:/srv/docs"}, {url: "File:///srv/more"}]
+        index: {path: "i.sqlite"}
+    """)))
+    assert [s.url for s in config.start] == ["file:///srv/docs", "file:///srv/more"]
+
+
 def test_a_path_with_a_colon_or_a_drive_letter_stays_a_path(tmp_path):
     config = load_config(str(write(tmp_path, """\
         start: [{url: "./notes:2024"}, {url: "C:/docs"}, {url: "plain/folder"}]
@@ -305,6 +348,38 @@ def test_missing_environment_variable(tmp_path, monkeypatch):
     """)
     assert message == ("index.path: environment variable BT_SURELY_UNSET is not set (a literal ${BT_SURELY_UNSET} "
                        "is written $${BT_SURELY_UNSET})")
+
+
+def test_a_number_or_flag_may_come_from_the_environment(tmp_path, monkeypatch):
+    """The environment holds only text: before, ``max_depth: ${DEPTH}`` with DEPTH=3 was refused as "must be an
+    integer, got '3'", so no number or flag of the file could come from the environment. A value that only
+    contains a reference stays text, and what is not a number is still refused."""
+    monkeypatch.setenv("BT_DEPTH", "3")
+    monkeypatch.setenv("BT_RATIO", "0.25")
+    monkeypatch.setenv("BT_LINKS", "true")
+    monkeypatch.setenv("BT_WORD", "deep")
+    config = load_config(str(write(tmp_path, """\
+        start: [{url: "corpus", parse: "${BT_LINKS}"}]
+        index: {path: "i.sqlite"}
+        max_depth: ${BT_DEPTH}
+        max_delete_ratio: "${BT_RATIO}"
+        follow_symlinks: ${BT_LINKS}
+        preparators: [{name: archive, params: {max_entries: "${BT_DEPTH}"}}]
+        access_control: [{url_rules: [{prefix: "corpus", groups: ["${BT_DEPTH}"]}]}]
+    """)))
+    assert (config.max_depth, config.max_delete_ratio, config.follow_symlinks, config.start[0].parse) == (3, 0.25, True, True)
+    assert tuple(config.access_control[0].rules[0][1]) == ("3",)
+    assert dict(next(p for p in config.preparators if p.name == "archive").params)["max_entries"] == 3
+    assert error_of(tmp_path, """\
+        start: [{url: "corpus"}]
+        index: {path: "i.sqlite"}
+        max_depth: "${BT_DEPTH}0${BT_WORD}"
+    """) == "max_depth: must be an integer, got '30deep'"
+    assert error_of(tmp_path, """\
+        start: [{url: "corpus"}]
+        index: {path: "i.sqlite"}
+        max_depth: "$${BT_DEPTH}"
+    """) == "max_depth: must be an integer, got '${BT_DEPTH}'"
 
 
 def test_yaml_syntax_error_names_the_line(tmp_path):

@@ -179,3 +179,20 @@ def test_a_claimed_built_in_or_twice_claimed_scheme_is_skipped_and_every_other_s
         parse_config({**memo_config(tmp_path), "start": [{"url": "ink://pot/"}]}, str(tmp_path / "c.yaml"))
     for module in ("beamtrawl_rival_a", "beamtrawl_rival_b"):
         sys.modules.pop(module, None)
+
+
+def test_an_entry_point_whose_name_is_no_scheme_is_skipped_with_a_warning(installed, caplog):
+    """Before, names such as ``*``, an empty one, ``mail to`` or ``c`` (a Windows drive: ``C:/docs`` is a path)
+    were registered: listed in every "not crawlable" message and answering ``known('*')``."""
+    info = installed / "rtodd-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: rtodd\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[beamtrawl.sources]\n* = rtodd_mod:Notes\n = rtodd_mod:Notes\n"
+                                           "mail to = rtodd_mod:Notes\nc = rtodd_mod:Notes\nx:y = rtodd_mod:Notes\n"
+                                           "Notes = rtodd_mod:Notes\n")
+    (installed / "rtodd_mod.py").write_text(NOTES)
+    with caplog.at_level(logging.WARNING, logger="beamtrawl"):
+        assert sources.schemes() == (*sources.BUILTIN, "notes")
+    assert not any(sources.known(name) for name in ("*", "", "mail to", "c", "x:y"))
+    skipped = sorted(r.getMessage().split(": skipped: ")[1].split(" is not")[0] for r in caplog.records)
+    assert skipped == ["''", "'*'", "'c'", "'mail to'", "'x:y'"]

@@ -78,7 +78,7 @@ def normalize_url(url: str, cleaners: tuple[re.Pattern, ...] = ()) -> str:
     """The one spelling of a URL: scheme and host lower-cased, default port and fragment dropped,
     percent-encoding normalised, dot segments resolved, then the configured cleaners applied."""
     url = url.strip()
-    if "://" not in url and not url.startswith("file:"):
+    if "://" not in url and url[:5].lower() != "file:":  # a scheme is case-insensitive: FILE:/x is a URL
         url = path_to_url(url) + ("/" if url.endswith("/") and len(url) > 1 else "")
     parts = urlsplit(url)
     scheme = parts.scheme.lower()

@@ -6,12 +6,14 @@ the loader turns pydantic's error locations into the ``file: key.path: problem``
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import math
 import os
 import re
 from typing import Annotated, Any
 
+import yaml
 from beamtrawl.transforms.urls import normalize_url
 from pydantic import (
     BaseModel,
@@ -109,6 +111,20 @@ def context(info: ValidationInfo) -> dict:
     return info.context or {"base": os.getcwd(), "crawling": True}
 
 
+class FromEnvironment(str):
+    """A string value that was one whole ``${NAME}``: where the schema wants a number or a flag, its text is read
+    as YAML reads a plain scalar (``max_depth: ${DEPTH}`` with DEPTH=3 is 3), since the environment has only text."""
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, FromEnvironment):
+        with contextlib.suppress(yaml.YAMLError):
+            typed = yaml.safe_load(value)
+            if isinstance(typed, (bool, int, float)):
+                return typed
+    return value
+
+
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise fail(f"must be a non-empty string, got {kind(value) if not isinstance(value, str) else repr(value)}")
@@ -133,6 +149,7 @@ def size(value: Any) -> int:
 def _number(words: str, low: float = -math.inf, high: float = math.inf, above: bool = False) -> Any:
     """A number from ``low`` (excluded if ``above``) to ``high``; ``words`` say so in the message (NaN is none)."""
     def check(value: Any) -> float:
+        value = _scalar(value)
         if (isinstance(value, bool) or not isinstance(value, (int, float))
                 or not ((value > low if above else value >= low) and value <= high)):
             raise fail(f"must be {words}, got {value!r}")
@@ -149,7 +166,7 @@ def _regex(value: Any) -> re.Pattern:
 
 def _url(value: Any, info: ValidationInfo) -> str:
     text = _text(value)
-    if "://" not in text and not text.startswith("file:"):
+    if "://" not in text and text[:5].lower() != "file:":
         text = os.path.join(context(info)["base"], text)  # a plain path, relative to the configuration file
     if "\\" in text:
         raise fail("use forward slashes in URLs")
@@ -196,8 +213,8 @@ def matching(pattern: str, problem: str) -> Any:
     return Annotated[str, BeforeValidator(check), WithJsonSchema({"type": "string", "pattern": f"^{pattern}$"})]
 
 
-Flag = Annotated[bool, Strict()]
-Count = Annotated[int, Strict()]
+Flag = Annotated[bool, Strict(), BeforeValidator(_scalar)]
+Count = Annotated[int, Strict(), BeforeValidator(_scalar)]
 Text = Annotated[str, BeforeValidator(_text), Field(min_length=1)]
 Size = Annotated[int, BeforeValidator(size), WithJsonSchema({"type": ["integer", "string"], "format": "size"})]
 Ratio = Annotated[float, _number("a number from 0 to 1", 0, 1),

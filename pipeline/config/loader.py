@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import yaml
-from beamtrawl.pipeline.config.fields import Problem, explain
+from beamtrawl.pipeline.config.fields import FromEnvironment, Problem, explain
 from beamtrawl.pipeline.config.model import Config, build
 from beamtrawl.pipeline.config.schema import CrawlFile
 from pydantic import ValidationError
@@ -40,7 +40,8 @@ def expand_environment(value: Any, key: str = "") -> Any:
     """The file's one rule for the environment: in every string value (not keys), at any depth,
     ``${NAME}`` is the environment variable NAME, which must be set, and ``$${NAME}`` is the literal
     ``${NAME}``; ``${filename}`` is never the environment's: it is the external preparator's placeholder, as
-    in regain's configurations. ``key`` is the path of ``value``, for errors."""
+    in regain's configurations. A value that is one whole ``${NAME}`` is a :class:`FromEnvironment`, which a
+    number or a flag reads as YAML would. ``key`` is the path of ``value``, for errors."""
     if isinstance(value, dict):
         return {k: expand_environment(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
     if isinstance(value, list):
@@ -56,7 +57,9 @@ def expand_environment(value: Any, key: str = "") -> Any:
             raise Problem(key, f"environment variable {name} is not set (a literal ${{{name}}} is written "
                                f"$${{{name}}})")
         return os.environ[name]
-    return _ENV_REF.sub(variable, value)
+    expanded = _ENV_REF.sub(variable, value)
+    whole = _ENV_REF.fullmatch(value)
+    return FromEnvironment(expanded) if whole and not whole.group(1) and expanded != value else expanded
 
 
 def parse_config(raw: Any, source: str, crawling: bool = True) -> Config:

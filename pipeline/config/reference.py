@@ -18,6 +18,19 @@ _FORMATS = {"size": "size", "regex": "regex", "url": "URL or path", "path": "pat
 _BOUNDS = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤"}
 
 
+_JSON_BOUNDS = {"ge": "minimum", "gt": "exclusiveMinimum", "le": "maximum", "lt": "exclusiveMaximum"}
+
+
+def json_schema() -> dict:
+    """The file's JSON Schema. A bound on a number that reads an environment value first (``Count``) is kept
+    by pydantic under its own name (``ge``): JSON Schema's is ``minimum``."""
+    def spelled(node):
+        if isinstance(node, dict):
+            return {_JSON_BOUNDS.get(k, k) if not isinstance(v, (dict, list)) else k: spelled(v) for k, v in node.items()}
+        return [spelled(v) for v in node] if isinstance(node, list) else node
+    return spelled(CrawlFile.model_json_schema())
+
+
 def _number(value: float) -> str:
     return f"{value:,}".replace(",", " ") if float(value).is_integer() else f"{value:g}"
 
@@ -102,14 +115,15 @@ def _rows(schema: dict, defs: dict, prefix: str, docs: dict) -> tuple[list[str],
 
 
 def reference() -> str:
-    schema = CrawlFile.model_json_schema()
+    schema = json_schema()
     defs = schema.get("$defs", {})
     out = ["# Configuration reference", "",
            ("Generated from the schema (`pipeline/config/schema.py`) by "
             "`python -m beamtrawl.pipeline.config.reference > docs/configuration-reference.md`; do not edit."),
            ("A key path `a.b` is key `b` of mapping `a`; `a[].b` is key `b` of each item of list `a`. "
             "`${NAME}` in any string value, at any depth (parameters included, keys not), is the environment "
-            "variable NAME, which must be set; `$${NAME}` is a literal `${NAME}`. "
+            "variable NAME, which must be set; `$${NAME}` is a literal `${NAME}`; a value that is one whole `${NAME}` "
+            "is read as a number or true/false where the key wants one. "
             "Relative paths are relative to the configuration file; "
             "a size is bytes or a string such as `10 MiB` or `2GB`. Unknown keys are errors."), ""]
     models = sections()
@@ -127,5 +141,5 @@ def reference() -> str:
 if __name__ == "__main__":
     import sys
 
-    print(json.dumps(CrawlFile.model_json_schema(), indent=2) if "--json-schema" in sys.argv[1:] else reference(),
+    print(json.dumps(json_schema(), indent=2) if "--json-schema" in sys.argv[1:] else reference(),
           end="")

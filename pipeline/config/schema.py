@@ -40,6 +40,7 @@ from beamtrawl.transforms.values import Credential, Limits, NodeOptions, StartUr
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
+_PATH_HINT = "(a relative path with ':' in its first folder is written ./folder)"
 
 
 class StartEntry(Section):
@@ -57,11 +58,15 @@ class StartEntry(Section):
     def _crawlable(cls, url):
         """A scheme no source reads (``javascript:``, ``mailto:``, ``gopher://``) is refused here, before a plain
         path is made of it; one letter is a Windows drive (``C:/docs``), read as a path as any other."""
-        written = _SCHEME.match(url) if isinstance(url, str) else None
+        text = url.strip() if isinstance(url, str) else ""  # as the URL is read: " mailto:x" is mailto
+        written = _SCHEME.match(text)
         if written and not known(written.group(1).lower()):  # the built-ins and those of entry points
             raise fail(f"scheme '{written.group(1).lower()}' is not crawlable; sources: {', '.join(schemes())} "
-                       "(a relative path with ':' in its first folder is written ./folder)")
-        if re.match(r"[a-z][a-z0-9+.-]*://[^/]*@", str(url), re.IGNORECASE):  # any scheme: the URL is indexed
+                       f"{_PATH_HINT}")
+        if written and written.group(1).lower() != "file" and not text[written.end():].startswith("//"):
+            scheme = written.group(1).lower()  # "http:/host" is a typo, not a folder named "http:"
+            raise fail(f"{scheme}: URLs are written {scheme}://host/… {_PATH_HINT}")
+        if re.match(r"[a-z][a-z0-9+.-]*://[^/]*@", text, re.IGNORECASE):  # any scheme: the URL is indexed
             raise fail("must not hold a user or password; put the login in credentials")
         return url
 

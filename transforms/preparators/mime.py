@@ -52,7 +52,9 @@ _ROFF_START = re.compile(rb"\s*(?:\.\\\"|'\\\"|\.(?:TH|Dd|Dt|so|ig|de)\s)")
 # libmagic's rules for mail and news (Magdir/mail.news: message/rfc822, message/news) all test the first bytes
 # for a header name and its colon ("From:", "Received:", "return-path:", …) or one of these phrases; text
 # beginning otherwise cannot be mail to magic.
-_MAIL_START = re.compile(rb"[A-Za-z][\w-]*:|From |Forward to|Pipe to|N?#! rnews|Article|BABYL", re.IGNORECASE)
+# libmagic reads past a UTF-8 byte order mark (Notepad's), so a mail saved as UTF-8 .txt is mail to it.
+_MAIL_START = re.compile(rb"(?:\xef\xbb\xbf)?(?:[A-Za-z][\w-]*:|From |Forward to|Pipe to|N?#! rnews|Article|BABYL)",
+                         re.IGNORECASE)
 _TEXT_CONTROLS = bytes(set(range(32)) - set(b"\t\n\r\f\b\x1b"))
 _ZIP_MAGIC, _OLE_MAGIC = b"PK\x03\x04", olefile.MAGIC
 _OOXML = (

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import re
 from importlib.metadata import entry_points
 
 from beamtrawl.transforms.sources.base import ByHost, ParentUrls, Source, capable
@@ -28,6 +29,11 @@ GROUP = "beamtrawl.sources"
 #: The sources beamtrawl ships, by scheme: "module:class" below this package.
 BUILTIN = {"file": "file:FileSource", "http": "http:WebSource", "https": "http:WebSource",
            "smb": "smb:SmbSource", "imap": "imap:ImapSource", "imaps": "imap:ImapSource"}
+
+
+#: What an entry point's name must be to serve URLs: a scheme as RFC 3986 writes one, of two characters at
+#: least (``C:/docs`` is a path on a Windows drive).
+_SCHEME_NAME = re.compile(r"[a-z][a-z0-9+.-]+")
 
 
 class RegistryError(ValueError):
@@ -49,7 +55,10 @@ def _registered() -> dict[str, str]:
         claims.setdefault(point.name.lower(), []).append(point)
     for scheme, points in sorted(claims.items()):
         named = " and ".join(sorted(_named(point) for point in points))
-        if scheme in BUILTIN:
+        if not _SCHEME_NAME.fullmatch(scheme):
+            log.warning("%s: skipped: %r is not a URL scheme (a letter, then letters, digits, +, - or .; one "
+                        "letter alone is a Windows drive)", named, scheme)
+        elif scheme in BUILTIN:
             log.warning("%s: skipped: the scheme %r is served by a built-in source", named, scheme)
         elif len(points) > 1:
             log.warning("%s claim the same scheme %r: %s is used", named, scheme,
