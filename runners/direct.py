@@ -73,9 +73,13 @@ def _failing_on_worker_death():
             return
         previous_hook(args)
 
+    told: list[bool] = []
+
     def interrupt(_signum, _frame):
-        if len(heard) == 1:  # once: the runner's own clean-up is not interrupted again by the next worker
-            heard.append("told")
+        # Once: the runner's own clean-up is not interrupted again by the next worker. Counted apart from
+        # ``heard``: two workers dying at once may both be heard before the first signal is handled.
+        if heard and not told:
+            told.append(True)
             code = heard[0].rsplit(" ", 1)[-1]
             raise WorkerDied(f"a worker process ended unexpectedly (exit code {code}); the crawl stopped")
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import tarfile
+import threading
+import time
 from pathlib import Path
 
 import apache_beam as beam
@@ -120,3 +123,22 @@ def test_dataflow_graph_is_built_and_the_package_staged(tmp_path):
     with tarfile.open(package) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
     assert {"pipeline/cli.py", "transforms/index/opensearch.py", "runners/dataflow.py"} <= names
+
+
+def test_two_workers_dying_at_once_stop_the_crawl():
+    """Both deaths may be heard before the main thread handles the first signal (seen as a crawl hung for 10
+    minutes in the suite, under load): the crawl must still stop, once."""
+    def die():
+        raise RuntimeError("Worker subprocess exited with return code 3")
+
+    with pytest.raises(direct.WorkerDied, match="exit code 3"), direct._failing_on_worker_death():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})  # the main thread busy: signals wait
+        try:
+            for _ in range(2):
+                worker = threading.Thread(target=die, name="run_worker")
+                worker.start()
+                worker.join()
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
+        time.sleep(5)  # the handler runs here, at the latest
+
