@@ -154,6 +154,17 @@ def _doc(n: int, text: str = "first") -> IndexDoc:
                     prep_fingerprint="f", outlinks=[], indexed_at="2026-01-01T00:00:00+00:00")
 
 
+def _crawled(uri: str, docs: list[IndexDoc], access=()) -> None:
+    """One crawl's writes into the table at ``uri``, committed as the driver does."""
+    target = DeltaIndex(uri)
+    target.prepare()
+    target.upsert(docs)
+    if access:
+        target.set_access(access)
+    target.commit(target.take_staged())
+    target.finish(succeeded=True)
+
+
 def test_only_the_files_of_successful_attempts_are_committed(tmp_path):
     """A bundle that failed and was retried staged its batch twice; the driver commits only the file the
     successful attempt named, so no document is there twice, and the orphan is removed at the end."""
@@ -180,19 +191,11 @@ def test_only_the_files_of_successful_attempts_are_committed(tmp_path):
 
 def test_documents_and_access_changes_are_one_transaction(tmp_path):
     uri = str(tmp_path / "t.delta")
-    target = DeltaIndex(uri)
-    target.prepare()
-    target.upsert([_doc(1), _doc(2), _doc(3)])
-    target.commit(target.take_staged())
-    target.finish(succeeded=True)
+    _crawled(uri, [_doc(1), _doc(2), _doc(3)])
     version = DeltaTable(uri).version()
 
-    target = DeltaIndex(uri)
-    target.prepare()
-    target.upsert([_doc(1, "changed"), _doc(4, "new")])
-    target.set_access([(_doc(2).id, ["staff"], []), (_doc(1).id, ["ignored"], []), ("0" * 64, ["absent"], [])])
-    target.commit(target.take_staged())
-    target.finish(succeeded=True)
+    _crawled(uri, [_doc(1, "changed"), _doc(4, "new")],
+             [(_doc(2).id, ["staff"], []), (_doc(1).id, ["ignored"], []), ("0" * 64, ["absent"], [])])
     assert DeltaTable(uri).version() == version + 1
     rows = {row["id"]: row for row in DeltaTable(uri).to_pyarrow_table().to_pylist()}
     assert sorted(rows) == sorted(_doc(n).id for n in (1, 2, 3, 4))
@@ -204,11 +207,7 @@ def test_documents_and_access_changes_are_one_transaction(tmp_path):
 def test_maintain_compacts_and_never_removes_the_version_a_running_crawl_reads(tmp_path):
     uri = str(tmp_path / "t.delta")
     for n in range(3):  # three crawls, each a file
-        target = DeltaIndex(uri)
-        target.prepare()
-        target.upsert([_doc(n)] if n != 1 else [_doc(0, "changed")])
-        target.commit(target.take_staged())
-        target.finish(succeeded=True)
+        _crawled(uri, [_doc(n)] if n != 1 else [_doc(0, "changed")])
     running = DeltaIndex(uri)
     running.prepare()  # a crawl reading this version is running
     leased = running.version
@@ -305,12 +304,7 @@ def test_a_change_after_a_merge_commits(tmp_path):
     itself (their statistics read as string_view), and the commit must still find the ids in them."""
     uri = str(tmp_path / "t.delta")
     for text in ("first", "second", "third", "fourth"):
-        target = DeltaIndex(uri)
-        target.prepare()
-        target.upsert([_doc(1, text), _doc(2, text)])
-        target.set_access([(_doc(2).id, [text], [])])
-        target.commit(target.take_staged())
-        target.finish(succeeded=True)
+        _crawled(uri, [_doc(1, text), _doc(2, text)], [(_doc(2).id, [text], [])])
         rows = DeltaTable(uri).to_pyarrow_table().to_pylist()
         assert sorted((r["id"], r["content"]) for r in rows) == [(_doc(1).id, text), (_doc(2).id, text)]
 
@@ -357,11 +351,7 @@ def test_a_killed_crawl_neither_blocks_maintenance_nor_leaves_its_files(tmp_path
     import sys
 
     uri = str(tmp_path / "t.delta")
-    target = DeltaIndex(uri)
-    target.prepare()
-    target.upsert([_doc(1)])
-    target.commit(target.take_staged())
-    target.finish(succeeded=True)
+    _crawled(uri, [_doc(1)])
     killed = subprocess.run([sys.executable, "-c", f"""
 import os, signal
 from beamtrawl.transforms.index.table import DeltaIndex
@@ -384,11 +374,7 @@ def test_two_crawls_at_once_finding_the_same_new_document_leave_it_once(tmp_path
     Its check of which ids the table holds must see the first's commit (not the version it pinned), or its
     files are appended as they are and the document is in the table twice."""
     uri = str(tmp_path / "t.delta")
-    first = DeltaIndex(uri)
-    first.prepare()
-    first.upsert([_doc(1)])
-    first.commit(first.take_staged())
-    first.finish(succeeded=True)
+    _crawled(uri, [_doc(1)])
     one, two = DeltaIndex(uri), DeltaIndex(uri)
     one.prepare()
     two.prepare()

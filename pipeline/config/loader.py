@@ -51,8 +51,10 @@ def expand_environment(value: Any, key: str = "") -> Any:
 
     def variable(match: re.Match) -> str:
         escaped, name = match.groups()
-        if escaped or name == "filename":
-            return match.group(0)[1:] if escaped else match.group(0)
+        if escaped:
+            return match.group(0)[1:]
+        if name == "filename":  # the external preparator's placeholder
+            return match.group(0)
         if name not in os.environ:
             raise Problem(key, f"environment variable {name} is not set (a literal ${{{name}}} is written "
                                f"$${{{name}}})")
