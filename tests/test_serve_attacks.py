@@ -378,3 +378,24 @@ def test_a_head_sent_slowly_is_dropped_in_time_and_others_are_served(base):
         assert served < HEAD_SECONDS
         assert _closed_by_server(silent, 2)  # a connection that never sent a byte is dropped as well
     assert get(base + "/health")[0] == 200
+
+
+def test_a_body_sent_slowly_is_dropped_in_time(base):
+    """A head announcing a large body, answered at once (the search takes no POST), then the body a byte at a
+    time: the connection is held to the same deadline as a head."""
+    host, port = urllib.parse.urlsplit(base).netloc.split(":")
+    started = time.monotonic()
+    with socket.create_connection((host, int(port)), timeout=30) as slow:
+        slow.sendall(b"POST /api/search HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nab")
+        dropped = 0.0
+        while time.monotonic() - started < HEAD_SECONDS + 5:
+            try:
+                slow.sendall(b"a")
+                if select.select([slow], [], [], 0.5)[0] and slow.recv(65536) == b"":  # the 405 first, then the end
+                    dropped = time.monotonic() - started
+                    break
+            except OSError:  # closed by the server
+                dropped = time.monotonic() - started
+                break
+        assert HEAD_SECONDS - 1 <= dropped <= HEAD_SECONDS + 3, dropped
+    assert get(base + "/health")[0] == 200

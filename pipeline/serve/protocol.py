@@ -3,8 +3,9 @@
 uvicorn times out a connection only while it is idle after an answer (its keep-alive): a client that
 sends a head one byte at a time, or opens a connection and sends nothing, holds it (and its memory and
 file descriptor) for ever, and a few hundred such clients take every descriptor (slowloris). Here the
-whole head of a request must arrive within HEAD_SECONDS of the connection opening or of the previous
-answer ending; else the connection is closed. A body is not timed: the search only answers GET.
+whole request, its head and any body, must arrive within HEAD_SECONDS of the connection opening or of
+the previous answer ending; else the connection is closed. The search answers GET only, so a body is never
+needed: a head announcing a large body that then trickles in is held to the same deadline.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ HEAD_SECONDS = 10.0
 
 
 class BoundedHeadProtocol(H11Protocol):
-    """H11Protocol closing a connection whose request head takes longer than HEAD_SECONDS."""
+    """H11Protocol closing a connection whose request takes longer than HEAD_SECONDS to arrive."""
 
     head_seconds = HEAD_SECONDS
     _head_deadline: asyncio.TimerHandle | None = None
@@ -30,7 +31,7 @@ class BoundedHeadProtocol(H11Protocol):
 
     def handle_events(self) -> None:
         super().handle_events()
-        if self.conn.their_state is not h11.IDLE:  # the head is in (or the connection is ending)
+        if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY):  # the request is in (or the connection ends)
             self._stop_waiting()
 
     def on_response_complete(self) -> None:
@@ -42,7 +43,10 @@ class BoundedHeadProtocol(H11Protocol):
         super().connection_lost(exc)
 
     def _await_head(self) -> None:
-        """Time the next head, unless one is in already (pipelined) or the connection is ending."""
+        """Time the next request, unless one is in already (pipelined) or the connection is ending; a body
+        still arriving after the answer (to a request with a body) keeps its request's deadline."""
+        if self.conn.their_state is h11.SEND_BODY:
+            return
         self._stop_waiting()
         if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
             self._head_deadline = self.loop.call_later(self.head_seconds, self._head_too_slow)
