@@ -11,9 +11,18 @@ from Maven artifacts); the command stops the job server it started before it exi
 running is used with ``--runner=PortableRunner --job_endpoint=HOST:PORT``.
 
 File start URLs on a cluster: every TaskManager must see the same paths (a shared mount).
+
+A job server Beam starts runs in the current folder, where Flink takes ``./plugins`` for its plugin folder:
+in a checkout of beamtrawl that is the project's own ``plugins/`` package, and Flink failed ("Cannot find any
+jar files for plugin in directory [plugins/__pycache__]"). Unless ``FLINK_PLUGINS_DIR`` is set, it is an
+empty folder of beamtrawl's.
 """
 
 from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
 
 from beamtrawl.runners.options import RunnerError, option, with_defaults
 
@@ -28,4 +37,13 @@ def arguments(beam_args: list[str]) -> list[str]:
                           "of the worker pool started beside each TaskManager")
     if not local and ":" not in master:
         raise RunnerError(f"flink: --flink_master must be [local] or HOST:PORT, got {master}")
+    _own_plugin_folder()
     return with_defaults(args, runner="FlinkRunner", flink_master=master, environment_type=environment)
+
+
+def _own_plugin_folder() -> None:
+    """Point the job server Beam starts (it inherits this environment) at an empty plugin folder."""
+    if not os.environ.get("FLINK_PLUGINS_DIR"):
+        folder = Path(tempfile.gettempdir()) / f"beamtrawl-flink-plugins-{os.getuid()}"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        os.environ["FLINK_PLUGINS_DIR"] = str(folder)

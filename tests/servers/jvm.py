@@ -64,10 +64,17 @@ def free_ports(count: int) -> list[int]:
 
 
 def start(command: list[str], log: Path, env: dict | None = None, cwd: Path | None = None) -> subprocess.Popen:
-    """A server process in a process group of its own, its output in ``log``."""
+    """A server process in a process group of its own, its output in ``log``, run in a working folder of
+    its own (``cwd``, else ``<log>.run/`` beside the log) with an empty Flink plugin folder there: Flink
+    takes ``./plugins`` for its plugin folder, and started in a checkout it met the project's own
+    ``plugins/`` package and failed ("Cannot find any jar files for plugin in directory
+    [plugins/__pycache__]")."""
+    folder = cwd or log.with_name(f"{log.name}.run")
+    (folder / "flink-plugins").mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "FLINK_PLUGINS_DIR": str(folder / "flink-plugins"), **(env or {})}
     with open(log, "ab") as out:
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, env={**os.environ, **(env or {})}, cwd=cwd)
+                                start_new_session=True, env=env, cwd=folder)
 
 
 def wait_port(port: int, process: subprocess.Popen, log: Path, timeout: float = 120.0) -> None:
