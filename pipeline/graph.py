@@ -23,6 +23,7 @@ import smart_open
 from beamtrawl.transforms.accept import Rules
 from beamtrawl.transforms.discover import Discover, DiscoverByHost, DiscoverOptions
 from beamtrawl.transforms.enrich.assign import AssignGroups
+from beamtrawl.transforms.faults import DROP_ENTRIES, DROP_LISTINGS, in_transit
 from beamtrawl.transforms.freshness import Freshness
 from beamtrawl.transforms.index.write import (
     STAGED,
@@ -38,6 +39,7 @@ from beamtrawl.transforms.records import (
     Entry,
     Event,
     FrontierItem,
+    Listing,
     SnapshotEntry,
     event,
     use_row_coders,
@@ -71,28 +73,32 @@ def build(p: beam.Pipeline, config, target, fingerprint: str, work_dir: str) -> 
         found.append((p | "EmptyEntries" >> beam.Create([]).with_output_types(Entry),
                       p | "DeclinedStarts" >> beam.Create(
                           [event("declined", url, "discover", "the start URL matches a blacklist entry")
-                           for url in rules.declined_starts]).with_output_types(Event)))
+                           for url in rules.declined_starts]).with_output_types(Event),
+                      p | "NoListings" >> beam.Create([]).with_output_types(Listing)))
     if item_roots or not host_roots:
         found.append(p | "Discover" >> Discover(item_roots, discovery))
     if host_roots:  # web pages are found host by host, with the index's state of each page at hand
         found.append(snapshot | "DiscoverByHost" >> DiscoverByHost(host_roots, discovery))
     if len(found) == 1:
-        entries, discover_events = found[0]
+        entries, discover_events, listings = found[0]
     else:
         entries = tuple(f[0] for f in found) | "AllEntries" >> beam.Flatten().with_output_types(Entry)
         discover_events = tuple(f[1] for f in found) | "AllDiscoverEvents" >> beam.Flatten().with_output_types(
             Event)
+        listings = tuple(f[2] for f in found) | "AllListings" >> beam.Flatten().with_output_types(Listing)
+    entries, listings = in_transit(entries, DROP_ENTRIES), in_transit(listings, DROP_LISTINGS)
     incomplete = discover_events | "IncompleteSubtrees" >> beam.FlatMap(
         lambda e: [e.url] if e.kind == "incomplete" else []).with_output_types(str)
     access_events = []
     if config.access_control:
-        entries, failed_access, keep = entries | "AccessGroups" >> AssignGroups(config.access_control)
+        entries, failed_access, keep, arrived = entries | "AccessGroups" >> AssignGroups(config.access_control)
+        listings = (listings, arrived) | "WithFailedAccess" >> beam.Flatten().with_output_types(Listing)
         access_events.append(failed_access)
         incomplete = (incomplete, keep) | "KeepUnknownGroups" >> beam.Flatten().with_output_types(str)
 
     denied = discover_events | "AccessDeniedSubtrees" >> beam.FlatMap(
         lambda e: [e.url] if e.kind == ACCESS_DENIED else []).with_output_types(str)
-    to_prepare, to_delete, access_changes, freshness_events = (entries, snapshot, incomplete, denied) | (
+    to_prepare, to_delete, access_changes, freshness_events = (entries, snapshot, incomplete, denied, listings) | (
         "Freshness" >> Freshness(rules, fingerprint))
     access_events = [*access_events, access_changes | "UpdateAccess" >> UpdateAccess(target)]
     docs, prepare_events, no_longer_read = to_prepare | "Prepare" >> Prepare(

@@ -445,7 +445,7 @@ def test_a_controller_failure_is_reported_and_keeps_the_indexed_version():
     use_row_coders()
     with BeamTestPipeline() as p:
         entries = p | beam.Create([_entry("file:///srv/acl/a.txt"), _entry("file:///srv/acl/secret.txt")])
-        assigned, events, keep = entries | AssignGroups([FailsOnSecrets()])
+        assigned, events, keep, _arrived = entries | AssignGroups([FailsOnSecrets()])
         assert_that(assigned | "Pairs" >> beam.Map(lambda e: (e.url, list(e.groups))),
                     equal_to([("file:///srv/acl/a.txt", ["staff"])]), label="Assigned")
         assert_that(events | "Reasons" >> beam.Map(lambda e: (e.kind, e.url, e.stage, e.reason)), equal_to([

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from beamtrawl.pipeline.config import ImapConfig, SmbConfig, load_config
-from beamtrawl.transforms.freshness import _ancestors
+from beamtrawl.transforms.sources import ancestors
 from beamtrawl.transforms.sources.imap import _attachment_name, _attachments, folder_url, message_url
 from beamtrawl.transforms.sources.smb_acl import readers
 from beamtrawl.transforms.urls import is_under
@@ -74,8 +74,8 @@ def test_imap_urls_lie_under_their_folder():
     assert message == folder + ";UIDVALIDITY=7/;UID=42"
     assert is_under(message, folder) and is_under(message, "imap://mail/Archive")
     assert not is_under("file:///a/b;c", "file:///a/b")  # only IMAP URLs carry ;parameters
-    assert folder in set(_ancestors(message_url(folder, 7, 42, "2")))  # a failed folder keeps its mail
-    assert "smb://files:4455/" in set(_ancestors("smb://files:4455/docs/a.txt"))  # so does a server that is down
+    assert folder in set(ancestors(message_url(folder, 7, 42, "2")))  # a failed folder keeps its mail
+    assert "smb://files:4455/" in set(ancestors("smb://files:4455/docs/a.txt"))  # so does a server that is down
 
 
 def test_attachments_from_bodystructure():

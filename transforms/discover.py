@@ -2,9 +2,10 @@
 
 ::
 
-    start URLs ─► Fixpoint(step) ─► entries, events
+    start URLs ─► Fixpoint(step) ─► entries, events, listings
     each round:  frontier ─► step ─┬─► entries  (documents)
                                    ├─► events   (counts, problems)
+                                   ├─► listings (what each container's listing saw: the evidence deletes need)
                                    ├─► visited  (URLs the step dealt with that no round may take again)
                                    └─► frontier ─► DedupeAgainstSeen (every item and visited URL so far) ─► next round
     after the last round, items still in the frontier are not expanded: each is an ``incomplete`` event,
@@ -35,20 +36,21 @@ from apache_beam.metrics import Metrics
 from beamtrawl.transforms.accept import Rules
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.progress import Progress, Tally, busy
-from beamtrawl.transforms.records import Entry, Event, FrontierItem, SnapshotEntry, event
+from beamtrawl.transforms.records import Entry, Event, FrontierItem, Listing, SnapshotEntry, event
 from beamtrawl.transforms.sources import Sources, by_host
 from beamtrawl.transforms.sources.settings import SourceSettings
+from beamtrawl.transforms.sources.walk import evidenced
 from beamtrawl.transforms.urls import host_of
 
-ENTRIES, FRONTIER, VISITED, EVENTS = Entry.route, FrontierItem.route, "visited", Event.route
-OUTPUTS = (ENTRIES, FRONTIER, VISITED, EVENTS)
+ENTRIES, FRONTIER, VISITED, EVENTS, LISTINGS = Entry.route, FrontierItem.route, "visited", Event.route, Listing.route
+OUTPUTS = (ENTRIES, FRONTIER, VISITED, EVENTS, LISTINGS)
 # A listing that fails half-way keeps what it listed; the folder (host) is incomplete, so nothing below goes.
 _LISTING = Guard("discover", EVENTS, kind="incomplete", keep_partial=True)
 
 
 class Fixpoint(beam.PTransform):
-    """Start URLs → (entries, events): ``rounds`` rounds of ``step``, each new frontier item de-duplicated
-    against everything seen. See the module docstring for the graph."""
+    """Start URLs → (entries, events, listings): ``rounds`` rounds of ``step``, each new frontier item
+    de-duplicated against everything seen. See the module docstring for the graph."""
 
     def __init__(self, roots: list[FrontierItem], step, rounds: int):
         super().__init__()
@@ -56,12 +58,13 @@ class Fixpoint(beam.PTransform):
 
     def expand(self, pbegin):
         frontier = pbegin | "StartUrls" >> beam.Create(self.roots).with_output_types(FrontierItem)
-        seen, entries, events = [frontier | "KeyStarts" >> beam.Map(_key)], [], []
+        seen, entries, events, listings = [frontier | "KeyStarts" >> beam.Map(_key)], [], [], []
         for n in range(self.rounds):
             last = n == self.rounds - 1
             out = frontier | f"Expand{n}" >> self.step.round(n, last)
             entries.append(out[ENTRIES])
             events.append(out[EVENTS])
+            listings.append(out[LISTINGS])
             if last:
                 events.append(out[FRONTIER] | "NotReached" >> beam.Map(
                     lambda f: event("incomplete", f.url, "discover", "")).with_output_types(Event))
@@ -74,7 +77,8 @@ class Fixpoint(beam.PTransform):
                 | f"FirstUnseen{n}" >> beam.FlatMap(_first_unseen, self.step.order).with_output_types(FrontierItem))
             seen.append(frontier | f"KeyFrontier{n}" >> beam.Map(_key))
         return (tuple(entries) | "AllEntries" >> beam.Flatten().with_output_types(Entry),
-                tuple(events) | "AllEvents" >> beam.Flatten().with_output_types(Event))
+                tuple(events) | "AllEvents" >> beam.Flatten().with_output_types(Event),
+                tuple(listings) | "AllListings" >> beam.Flatten().with_output_types(Listing))
 
 
 def _key(item) -> tuple[str, int]:
@@ -178,7 +182,7 @@ class _ExpandHost(_Expand):
         if not items:
             return []
         known = {s.url: SnapshotEntry(*s) for s in joined["indexed"]}
-        records = self.sources(host).expand_host(host, items, known, self.rules)
+        records = evidenced(host, self.sources(host).expand_host(host, items, known, self.rules), tuple)
 
         # A host whose crawl fails half-way keeps its pages found so far and every indexed one (incomplete:
         # ``scheme://host/`` is named on its own, see HostCrawl._host_incomplete).
@@ -215,33 +219,39 @@ class HostStep:
 
 
 def _smallest_url(keyed):
-    """With followed symlinks one file may appear under several URLs: keep the smallest URL."""
+    """With followed symlinks one file may appear under several URLs: keep the smallest URL. The others
+    arrived all the same, as far as their listings' evidence goes."""
     _identity, entries = keyed
     ordered = sorted(entries, key=lambda e: e.url)
     yield ordered[0]
     for duplicate in ordered[1:]:
         yield beam.pvalue.TaggedOutput(EVENTS, event("duplicate", duplicate.url, "discover",
                                                      f"same file as {ordered[0].url}"))
+        if duplicate.listing:
+            yield beam.pvalue.TaggedOutput(LISTINGS, Listing(duplicate.listing, False, 1, []))
 
 
 class Discover(beam.PTransform):
-    """Start URLs of item-by-item sources → (entries, events). See the module docstring for the graph."""
+    """Start URLs of item-by-item sources → (entries, events, listings). See the module docstring for the
+    graph."""
 
     def __init__(self, roots: list[FrontierItem], options: DiscoverOptions):
         super().__init__()
         self.roots, self.options = roots, options
 
     def expand(self, pbegin):
-        entries, events = pbegin | "Rounds" >> Fixpoint(self.roots, ItemStep(self.options), self.options.rounds)
+        entries, events, listings = pbegin | "Rounds" >> Fixpoint(self.roots, ItemStep(self.options),
+                                                                  self.options.rounds)
         if not self.options.follow_symlinks:
-            return entries, events
+            return entries, events, listings
         unique = (entries
                   | "ByFile" >> beam.Map(lambda e: (e.identity, e)).with_output_types(tuple[str, Entry])
                   | "GroupByFile" >> beam.GroupByKey()
                   | "SmallestUrl" >> beam.FlatMap(_smallest_url).with_output_types(Entry)
-                  .with_outputs(EVENTS, main=ENTRIES))
-        return unique[ENTRIES], (events, unique[EVENTS]) | "WithDuplicates" >> beam.Flatten().with_output_types(
-            Event)
+                  .with_outputs(EVENTS, LISTINGS, main=ENTRIES))
+        return (unique[ENTRIES],
+                (events, unique[EVENTS]) | "WithDuplicates" >> beam.Flatten().with_output_types(Event),
+                (listings, unique[LISTINGS]) | "WithDuplicateArrivals" >> beam.Flatten().with_output_types(Listing))
 
 
 def other_hosts_possible(roots, whitelist) -> bool:
@@ -259,7 +269,7 @@ def other_hosts_possible(roots, whitelist) -> bool:
 
 
 class DiscoverByHost(beam.PTransform):
-    """snapshot → (entries, events) for the start URLs of ByHost sources (the web)."""
+    """snapshot → (entries, events, listings) for the start URLs of ByHost sources (the web)."""
 
     def __init__(self, roots: list[FrontierItem], options: DiscoverOptions):
         super().__init__()

@@ -6,13 +6,15 @@
     snapshot (by id) ──┴► CoGroupByKey ─► Classify ─┬─► new, changed        ─► Prepare
           incomplete subtrees (side input) ─────────┤
           access-denied subtrees (side input) ──────┼─► access changed, revoked ─► access batch (at once)
-                                                    ├─► vanished, rejected  ─► delete batch (last)
+                                                    ├─► rejected            ─► delete batch (last)
+                                                    ├─► vanished ─► CheckListings (+ listings) ─► delete batch
                                                     └─► events (new, changed, unchanged, kept, …)
 
 Unchanged means the same size, the same ``mtime_ns`` (nanoseconds, not regain's days), the same
 preparation fingerprint and the same access groups and denies: such a document is neither read nor
 written. A document in the index that was not found is deleted only if the rules no longer accept
-it, or if every folder above it was listed completely in this crawl; otherwise it is kept and counted.
+it, or if every folder above it was listed completely in this crawl and the evidence of its folder's
+listing arrived whole (transforms/listings.py); otherwise it is kept and counted.
 
 Access fails closed on evidence (DESIGN.md, invariant 7): an indexed document at or below a URL a
 source reports as ACCESS_DENIED (a share or folder that answers "access denied", a file whose ACL the
@@ -26,27 +28,21 @@ so a reader left out is not let in by the old version while it is re-read (or if
 
 from __future__ import annotations
 
+from collections import Counter
+
 import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 from beamtrawl.transforms.guard import Guard, isolated
+from beamtrawl.transforms.listings import CheckListings
 from beamtrawl.transforms.progress import Tally
-from beamtrawl.transforms.records import EVERYONE, Entry, SnapshotEntry
-from beamtrawl.transforms.sources import parent_urls
+from beamtrawl.transforms.records import EVERYONE, Entry, Listing, SnapshotEntry
+from beamtrawl.transforms.sources import ancestors, by_host
+from beamtrawl.transforms.urls import container_key, host_of
 
-PREPARE, DELETE, ACCESS, EVENTS = "prepare", "delete", "access", "events"
+PREPARE, DELETE, ACCESS, EVENTS, VANISHED, ARRIVED = "prepare", "delete", "access", "events", "vanished", "arrived"
 _GUARD = Guard("freshness", EVENTS)
-
-
-def _ancestors(url: str):
-    """``url`` and every URL above it, by path segments."""
-    while True:
-        yield url
-        yield from parent_urls(url)  # what a source knows beyond path segments (IMAP's ;UIDVALIDITY=n)
-        cut = url.rstrip("/").rfind("/")
-        if cut <= url.find("://") + 2:
-            if not url.endswith("/"):
-                yield url + "/"  # the server itself, as a start URL spells it (smb://host/)
-            return
-        url = url[:cut]
 
 
 class _Classify(beam.DoFn):
@@ -58,9 +54,14 @@ class _Classify(beam.DoFn):
 
     def setup(self):
         self.tally = Tally(EVENTS)
+        self.arrived: Counter = Counter()  # entries that reached the join, by the listing that yielded them
 
     def finish_bundle(self):
         yield from self.tally.flush()
+        for key, n in self.arrived.items():
+            yield beam.pvalue.TaggedOutput(
+                ARRIVED, WindowedValue(Listing(key, False, n, []), MIN_TIMESTAMP, [GlobalWindow()]))
+        self.arrived.clear()
 
     def process(self, keyed, incomplete, denied):
         urls = [e.url for e in keyed[1]["found"]] or [s.url for s in keyed[1]["indexed"]] or [""]
@@ -81,6 +82,8 @@ class _Classify(beam.DoFn):
         if found:
             self.tally.count("accepted")
             entry = Entry(*found[0])
+            if entry.listing:
+                self.arrived[entry.listing] += 1
             if len(found) > 1:  # overlapping start URLs found it twice
                 self.tally.count("duplicate", len(found) - 1)
             old = indexed[0] if indexed else None
@@ -102,16 +105,17 @@ class _Classify(beam.DoFn):
                 self.tally.count("unchanged")
             return
         for old in indexed:
-            if any(url in self._denied for url in _ancestors(old.url)):
+            if any(url in self._denied for url in ancestors(old.url)):
                 yield from self._revoke(old)
                 continue
             if not self.rules.keeps(old.url):
                 self.tally.count("no_longer_accepted")
-            elif any(url in self._incomplete for url in _ancestors(old.url)):
+            elif any(url in self._incomplete for url in ancestors(old.url)):
                 self.tally.count("kept")
                 continue
-            else:
-                self.tally.count("vanished")
+            else:  # deleted only on the evidence of its listing (transforms/listings.py)
+                yield beam.pvalue.TaggedOutput(VANISHED, SnapshotEntry(*old))
+                continue
             yield beam.pvalue.TaggedOutput(DELETE, SnapshotEntry(*old))
 
     def _revoke(self, old):
@@ -124,7 +128,7 @@ class _Classify(beam.DoFn):
 
 
 class Freshness(beam.PTransform):
-    """(entries, snapshot, incomplete subtree URLs, access-denied subtree URLs)
+    """(entries, snapshot, incomplete subtree URLs, access-denied subtree URLs, listings)
     → (to_prepare, to_delete, access changes, events)."""
 
     def __init__(self, rules, fingerprint: str):
@@ -133,7 +137,7 @@ class Freshness(beam.PTransform):
         self.fingerprint = fingerprint
 
     def expand(self, inputs):
-        entries, snapshot, incomplete, denied = inputs
+        entries, snapshot, incomplete, denied, listings = inputs
         # CoGroupByKey pickles its values: our own classes pickle by reference, while Beam's generated
         # row classes would be re-created for every element.
         out = (
@@ -143,6 +147,11 @@ class Freshness(beam.PTransform):
             | "Classify" >> beam.ParDo(_Classify(self.rules, self.fingerprint),
                                        incomplete=beam.pvalue.AsList(incomplete),
                                        denied=beam.pvalue.AsList(denied))
-            .with_output_types(Entry).with_outputs(DELETE, ACCESS, EVENTS, main=PREPARE)
+            .with_output_types(Entry).with_outputs(DELETE, ACCESS, EVENTS, VANISHED, ARRIVED, main=PREPARE)
         )
-        return out[PREPARE], out[DELETE], out[ACCESS], out[EVENTS]
+        roots = frozenset(container_key(host_of(s.url) if by_host(s.url) else s.url) for s in self.rules.seeds())
+        evidence = (listings, out[ARRIVED]) | "ListingsAndArrivals" >> beam.Flatten().with_output_types(Listing)
+        vanished, checked = (out[VANISHED], evidence) | "CheckListings" >> CheckListings(roots)
+        deletes = (out[DELETE], vanished) | "AllDeletes" >> beam.Flatten().with_output_types(SnapshotEntry)
+        events = (out[EVENTS], checked) | "AllEvents" >> beam.Flatten()
+        return out[PREPARE], deletes, out[ACCESS], events

@@ -55,8 +55,22 @@ class Entry(NamedTuple):
     name: str = ""  # its file name where the URL does not end in it (an IMAP attachment's is its section)
     denied: Sequence[str] = ()  # who may not, whatever ``groups`` says (EVERYONE: no one)
     in_index: bool = False  # the index holds an earlier version of it (set by Freshness for a changed one)
+    listing: str = ""  # the container whose listing yielded it (:class:`Listing`), else ""
 
     route = "entries"  # not a field: the output a discovery step sends it to
+
+
+class Listing(NamedTuple):
+    """The evidence a delete needs (transforms/listings.py): what one listing of a container (folder, share,
+    mailbox folder, web host) saw, or — ``listed`` false — how many of its entries reached the freshness
+    join. A document is deleted only if such evidence shows its container complete and it absent."""
+
+    url: str  # the container, as :func:`~beamtrawl.transforms.urls.container_key` spells it
+    listed: bool  # a listing's own record (else an arrival count)
+    documents: int  # entries the listing yielded (or, for an arrival count, that arrived)
+    children: Sequence[str] = ()  # containers below it that the listing handed on to be listed
+
+    route = "listings"  # not a field: the output a discovery step sends it to
 
 
 class SnapshotEntry(NamedTuple):
@@ -218,10 +232,11 @@ def use_row_coders() -> None:
     """Encode the records with Beam's RowCoder in pipelines built from now on (idempotent)."""
     import apache_beam as beam  # here, not at the top: see the module's docstring
 
-    for record in (FrontierItem, Entry, SnapshotEntry, RawDocument, AuxValue, IndexDoc, Event):
+    for record in (FrontierItem, Entry, Listing, SnapshotEntry, RawDocument, AuxValue, IndexDoc, Event):
         beam.coders.registry.register_coder(record, beam.coders.RowCoder)
 
 
-RECORDS = {r.__name__: r for r in (FrontierItem, Entry, SnapshotEntry, RawDocument, AuxValue, IndexDoc, Event)}
+RECORDS = {r.__name__: r for r in (FrontierItem, Entry, Listing, SnapshotEntry, RawDocument, AuxValue, IndexDoc,
+                                    Event)}
 _CHECKERS = {r: [(f"{r.__name__}.{name}", _checker(getattr(hint, "__forward_arg__", hint)))
                   for name, hint in r.__annotations__.items()] for r in RECORDS.values()}

@@ -118,6 +118,12 @@ def host_of(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+def container_key(url: str) -> str:
+    """A container's URL as listing evidence names it, with or without its trailing slash
+    (``file:///srv/a/`` and ``file:///srv/a``, ``http://host/`` and ``http://host``)."""
+    return url.rstrip("/")
+
+
 def readable_url(url: str) -> str:
     """The URL as a person reads and writes it: percent-escapes decoded (``my%20docs`` → ``my docs``,
     ``r%C3%A9sum%C3%A9s`` → ``résumés``); bytes that are not UTF-8 become U+FFFD. What URL rules match."""

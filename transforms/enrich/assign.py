@@ -4,7 +4,8 @@
 
     entries ─► AssignGroups ─┬─► entries with groups ─► Freshness (a change of groups re-indexes)
                              ├─► events (a controller failed: a "failed" problem of stage "access")
-                             └─► URLs to keep as indexed (failed ones: neither re-indexed nor deleted)
+                             ├─► URLs to keep as indexed (failed ones: neither re-indexed nor deleted)
+                             └─► arrivals of those at the freshness join, for their listings' evidence
 
 The controllers (transforms/enrich/access.py) are pickled with the DoFn; a custom controller class
 is built in ``setup`` on each worker.
@@ -15,9 +16,9 @@ from __future__ import annotations
 import apache_beam as beam
 from beamtrawl.transforms.enrich.access import CustomController, access_of
 from beamtrawl.transforms.guard import Guard, isolated
-from beamtrawl.transforms.records import Entry
+from beamtrawl.transforms.records import Entry, Listing
 
-EVENTS, KEEP = "events", "keep"
+EVENTS, KEEP, ARRIVED = "events", "keep", "arrived"
 _GUARD = Guard("access", EVENTS)
 
 
@@ -33,8 +34,9 @@ class _AssignGroups(beam.DoFn):
     def process(self, entry):
         entry = Entry(*entry)
         # A controller that fails for one document keeps that document as indexed (neither re-indexed nor deleted).
-        return isolated(self._assign(entry), entry.url, _GUARD,
-                        substitute=lambda _reason: [beam.pvalue.TaggedOutput(KEEP, entry.url)])
+        return isolated(self._assign(entry), entry.url, _GUARD, substitute=lambda _reason: [
+            beam.pvalue.TaggedOutput(KEEP, entry.url),
+            *([beam.pvalue.TaggedOutput(ARRIVED, Listing(entry.listing, False, 1, []))] if entry.listing else [])])
 
     def _assign(self, entry):
         access = access_of(self.controllers, entry)
@@ -42,7 +44,7 @@ class _AssignGroups(beam.DoFn):
 
 
 class AssignGroups(beam.PTransform):
-    """entries → (entries with groups, events, URLs whose indexed version must stay)."""
+    """entries → (entries with groups, events, URLs whose indexed version must stay, their arrivals)."""
 
     def __init__(self, controllers):
         super().__init__()
@@ -50,5 +52,5 @@ class AssignGroups(beam.PTransform):
 
     def expand(self, entries):
         out = entries | "Groups" >> beam.ParDo(_AssignGroups(self.controllers)).with_output_types(
-            Entry).with_outputs(EVENTS, KEEP, main="entries")
-        return out["entries"], out[EVENTS], out[KEEP]
+            Entry).with_outputs(EVENTS, KEEP, ARRIVED, main="entries")
+        return out["entries"], out[EVENTS], out[KEEP], out[ARRIVED]

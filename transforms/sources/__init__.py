@@ -141,3 +141,16 @@ def parent_urls(url: str) -> tuple[str, ...]:
     except RegistryError:
         return ()
     return tuple(kind.parent_urls(url)) if capable(kind, ParentUrls) else ()
+
+
+def ancestors(url: str):
+    """``url`` and every URL above it, by path segments and by what its source knows beyond them."""
+    while True:
+        yield url
+        yield from parent_urls(url)  # what a source knows beyond path segments (IMAP's ;UIDVALIDITY=n)
+        cut = url.rstrip("/").rfind("/")
+        if cut <= url.find("://") + 2:
+            if not url.endswith("/"):
+                yield url + "/"  # the server itself, as a start URL spells it (smb://host/)
+            return
+        url = url[:cut]

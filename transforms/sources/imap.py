@@ -36,7 +36,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from beamtrawl.transforms.records import Entry, FrontierItem, event
 from beamtrawl.transforms.sources.settings import SourceSettings
-from beamtrawl.transforms.sources.walk import walk_to_budget
+from beamtrawl.transforms.sources.walk import evidenced, walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError
@@ -352,6 +352,7 @@ class ImapSource:
         names = {url: name for name, url in chosen}
         stack = [FrontierItem(url, item.root, depth_below(url, item.root), url, [], item.url, "")
                  for url in reversed(names)]  # listed in order; past the budget, handed to the next round
+        yield from evidenced(item.url, iter(()), lambda: stack)  # the folder tree: every folder it chose
         yield from walk_to_budget(stack, budget, lambda folder, _stack: _messages(
             server, names[folder.url], folder.url, item, rules))
 

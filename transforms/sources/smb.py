@@ -33,7 +33,7 @@ import smbclient
 from beamtrawl.transforms.records import ACCESS_DENIED, Entry, FrontierItem, event
 from beamtrawl.transforms.sources import smb_acl, smb_shares
 from beamtrawl.transforms.sources.settings import SourceSettings
-from beamtrawl.transforms.sources.walk import walk_to_budget
+from beamtrawl.transforms.sources.walk import evidenced, walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment
 from smbclient._io import SMBDirectoryIO, SMBFileTransaction, SMBRawIO
 from smbprotocol.exceptions import AccessDenied, NoMoreFiles, NoSuchFile, NtStatus, SMBException
@@ -127,6 +127,7 @@ def _shares(item: FrontierItem, rules, location: _Location) -> Iterator:
         yield from _unavailable(item.url, "unavailable", err)
         return
     yield event("listed", count=len(names))
+    shares = []
     for name in names:
         url = item.url.rstrip("/") + "/" + quote_segment(name.encode("utf-8", "surrogatepass"))
         if smb_shares.hidden(name) and not smb_shares.named_by(url, rules.whitelist):
@@ -137,7 +138,8 @@ def _shares(item: FrontierItem, rules, location: _Location) -> Iterator:
         if not decision.accepted or not decision.parse:
             yield event("declined", url, "discover", "")
             continue
-        yield FrontierItem(url, item.root, depth, url, [], item.url, "")
+        shares.append(FrontierItem(url, item.root, depth, url, [], item.url, ""))
+    yield from evidenced(item.url, iter(shares), lambda: shares)
 
 
 def _access_groups(uncs: list[str], location: _Location) -> list:

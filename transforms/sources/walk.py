@@ -1,18 +1,52 @@
-"""The budgeted depth-first walk that every folder-tree source shares (file, smb, imap)."""
+"""The budgeted depth-first walk that every folder-tree source shares (file, smb, imap), and the listing
+evidence each folder it lists leaves behind (:class:`~beamtrawl.transforms.records.Listing`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+
+from beamtrawl.transforms.records import Listing
+from beamtrawl.transforms.urls import container_key
 
 
 def walk_to_budget(stack: list, budget: int | None, list_folder: Callable[[object, list], Iterator]
                    ) -> Iterator:
     """List folders from ``stack`` depth-first: ``list_folder(folder, stack)`` yields its records, pushes
     its sub-folders and returns how many entries it listed. Past ``budget`` entries the folders not yet
-    listed are yielded as frontier items, so the next discovery round spreads them over workers."""
+    listed are yielded as frontier items, so the next discovery round spreads them over workers. Each folder
+    listed to its end is followed by its :class:`Listing`."""
     listed = 0
     while stack:
         if budget is not None and listed >= budget:
             yield from stack
             return
-        listed += yield from list_folder(stack.pop(), stack)
+        folder = stack.pop()
+        below = len(stack)
+        listed += yield from evidenced(folder.url, list_folder(folder, stack), lambda below=below: stack[below:])
+
+
+def evidenced(url: str, records: Iterator, children: Callable[[], Iterable]) -> Iterator:
+    """``records`` of one listing of container ``url``, its entries marked as the listing's, then the
+    listing's evidence: how many distinct entries it yielded and the containers ``children()`` it handed on.
+    A listing that reports ``url`` incomplete leaves no evidence (its documents are kept as it is). Returns
+    what ``records`` returns."""
+    key = container_key(url)
+    seen: set[str] = set()
+    complete = True
+    result = None
+    while True:
+        try:
+            record = next(records)
+        except StopIteration as done:
+            result = done.value
+            break
+        if record.route == "entries":
+            seen.add(record.url)
+            record = record._replace(listing=key)
+        elif record.route == "events" and record.kind == "incomplete" and container_key(record.url) == key:
+            complete = False
+        yield record
+    if complete:
+        named = sorted({container_key(c.url) for c in children()} - {key})
+        yield Listing(key, True, len(seen), named)
+    return result

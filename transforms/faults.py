@@ -1,0 +1,27 @@
+"""Faults made on purpose, for the tests that show that what is lost in transit deletes nothing
+(tests/test_listings.py).
+
+In the crawl's environment, ``BEAMTRAWL_FAULT_DROP_ENTRIES=REGEX`` drops every entry whose URL the expression
+finds, and ``BEAMTRAWL_FAULT_DROP_LISTINGS=REGEX`` every listing's evidence whose container it finds, between
+discovery and the freshness join, as a runner losing data would. Unset (always, outside those tests) the graph
+is what it is without this module.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import apache_beam as beam
+
+DROP_ENTRIES, DROP_LISTINGS = "BEAMTRAWL_FAULT_DROP_ENTRIES", "BEAMTRAWL_FAULT_DROP_LISTINGS"
+
+
+def in_transit(records, variable: str):
+    """``records`` (entries or listings) as they reach the freshness join: all, unless ``variable`` asks
+    for a fault."""
+    pattern = os.environ.get(variable)
+    if not pattern:
+        return records
+    expression = re.compile(pattern)
+    return records | f"Fault{variable.title()}" >> beam.Filter(lambda r: not expression.search(r.url))

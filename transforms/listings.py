@@ -1,0 +1,116 @@
+"""Deletes need positive evidence: a document that was not found is deleted only if a listing shows it gone.
+
+::
+
+    listings (what each listing saw) ──────┐
+    arrivals (entries that reached the join) ┴► GroupByKey(container) ─► Verdict ─┬─► (container, complete, children)
+                                                                                  └─► "listing of … lost in transit"
+    vanished ─► Decide (verdicts as a side input) ─┬─► delete
+                                                   ├─► kept (counted)
+                                                   └─► why ─► one line per container at fault
+
+A container's verdict is complete when the entries of its listing that reached the freshness join are as
+many as the listing saw. A vanished document is judged by the nearest container above it that has a
+verdict: deleted if that verdict is complete and none of the containers its listing handed on lies above
+the document (else the listing of that one never arrived); kept otherwise. One below a start URL without any
+verdict above it is kept too; a web page reached only through links that this crawl did not find again is
+deleted as before. So entries lost anywhere between a listing and the join (a runner losing data, a bug of
+ours) keep their documents and make the crawl exit 1, instead of deleting them in silence.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from beamtrawl.transforms.guard import Guard, isolated
+from beamtrawl.transforms.progress import Tally
+from beamtrawl.transforms.records import Event, Listing, SnapshotEntry, event
+from beamtrawl.transforms.sources import ancestors
+from beamtrawl.transforms.urls import container_key
+
+EVENTS, LINES = "events", "lines"
+_GUARD = Guard("freshness", EVENTS)
+
+
+def _verdict(keyed):
+    """(container, its listings and arrival counts) → (container, (complete, children)), and a report line
+    when entries were lost; nothing when no listing of it arrived."""
+    key, records = keyed
+    records = [Listing(*r) for r in records]
+    listed = [r for r in records if r.listed]
+    if not listed:
+        return
+    seen = max(r.documents for r in listed)  # listed twice (overlapping start URLs): the same entries
+    arrived = sum(r.documents for r in records if not r.listed)
+    children = sorted({c for r in listed for c in r.children})
+    if arrived != seen:
+        yield beam.pvalue.TaggedOutput(EVENTS, event(
+            "incomplete", key, "freshness", f"listing of {key} lost in transit: {seen} seen, {arrived} arrived; "
+            "nothing in it is deleted"))
+    yield key, (arrived == seen, children)
+
+
+class _Decide(beam.DoFn):
+    def __init__(self, roots: frozenset[str]):
+        self.roots = roots
+
+    def setup(self):
+        self.tally = Tally(EVENTS)
+
+    def finish_bundle(self):
+        yield from self.tally.flush()
+
+    def process(self, old, verdicts):
+        old = SnapshotEntry(*old)
+        return list(isolated(self._decide(old, verdicts), old.url, _GUARD))
+
+    def _decide(self, old, verdicts):
+        above = [container_key(url) for url in ancestors(old.url)][1:]
+        for key in above:
+            if key not in verdicts:
+                continue
+            complete, children = verdicts[key]
+            missing = next((c for c in children if c in above), None)
+            if complete and missing is None:
+                self.tally.count("vanished")
+                yield old
+                return
+            if missing is not None:
+                yield from self._kept(missing, f"the listing of {missing} never arrived (listed in {key})")
+            else:
+                self.tally.count("kept")  # its container's line says why
+            return
+        root = next((key for key in above if key in self.roots), None)
+        if root is None:  # a page reached through links only, none of which was found in this crawl
+            self.tally.count("vanished")
+            yield old
+        else:
+            yield from self._kept(root, "no listing of its start URL or of a folder below it arrived")
+
+    def _kept(self, where: str, why: str):
+        """Count a kept document; its container's line (made once per container: see CheckListings)."""
+        self.tally.count("kept")
+        yield beam.pvalue.TaggedOutput(LINES, event("incomplete", where, "freshness", f"{why}; its documents are kept"))
+
+
+class CheckListings(beam.PTransform):
+    """(vanished documents, listings and arrival counts) → (deletes, events). See the module docstring.
+    ``roots``: the containers of the start URLs (a web start URL's is its host), which every crawl lists."""
+
+    def __init__(self, roots: frozenset[str]):
+        super().__init__()
+        self.roots = roots
+
+    def expand(self, inputs):
+        vanished, listings = inputs
+        verdicts = (listings
+                    | "ByContainer" >> beam.Map(lambda r: (r.url, Listing(*r)))
+                    | "GroupByContainer" >> beam.GroupByKey()
+                    | "Verdict" >> beam.FlatMap(_verdict).with_outputs(EVENTS, main="verdicts"))
+        decided = vanished | "Decide" >> beam.ParDo(
+            _Decide(self.roots), beam.pvalue.AsDict(verdicts["verdicts"])).with_outputs(EVENTS, LINES, main="deletes")
+        lines = (decided[LINES]
+                 | "ByLine" >> beam.Map(lambda e: (f"{e.url}\n{e.reason}", Event(*e)))
+                 | "GroupByLine" >> beam.GroupByKey()
+                 | "OneLineEach" >> beam.Map(lambda keyed: next(iter(keyed[1]))).with_output_types(Event))
+        events = (verdicts[EVENTS], decided[EVENTS], lines) | "ListingEvents" >> beam.Flatten()
+        return decided["deletes"], events
