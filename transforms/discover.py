@@ -39,7 +39,7 @@ from beamtrawl.transforms.progress import Progress, Tally, busy
 from beamtrawl.transforms.records import Entry, Event, FrontierItem, Listing, SnapshotEntry, event
 from beamtrawl.transforms.sources import Sources, by_host
 from beamtrawl.transforms.sources.settings import SourceSettings
-from beamtrawl.transforms.sources.walk import evidenced
+from beamtrawl.transforms.sources.walk import evidenced, item_evidence
 from beamtrawl.transforms.urls import host_of
 
 ENTRIES, FRONTIER, VISITED, EVENTS, LISTINGS = Entry.route, FrontierItem.route, "visited", Event.route, Listing.route
@@ -152,7 +152,8 @@ class _ExpandItem(_Expand):
 
     def process(self, item):
         item = FrontierItem(*item)  # workers decode rows into generated classes; routing needs ours
-        records = self.sources(item.url).expand(item, self.rules, self.follow_symlinks, self.budget)
+        records = item_evidence(item.url, self.sources(item.url).expand(item, self.rules, self.follow_symlinks,
+                                                                         self.budget))
         return busy(self.us, isolated(self._route(records), item.url, _LISTING))
 
 

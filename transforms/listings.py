@@ -65,11 +65,12 @@ class _Decide(beam.DoFn):
 
     def _decide(self, old, verdicts):
         above = [container_key(url) for url in ancestors(old.url)][1:]
+        on_its_path = set(above)
         for key in above:
             if key not in verdicts:
                 continue
             complete, children = verdicts[key]
-            missing = next((c for c in children if c in above), None)
+            missing = next((c for c in children if c in on_its_path), None)
             if complete and missing is None:
                 self.tally.count("vanished")
                 yield old

@@ -25,28 +25,46 @@ def walk_to_budget(stack: list, budget: int | None, list_folder: Callable[[objec
         listed += yield from evidenced(folder.url, list_folder(folder, stack), lambda below=below: stack[below:])
 
 
-def evidenced(url: str, records: Iterator, children: Callable[[], Iterable]) -> Iterator:
-    """``records`` of one listing of container ``url``, its entries marked as the listing's, then the
-    listing's evidence: how many distinct entries it yielded and the containers ``children()`` it handed on.
-    A listing that reports ``url`` incomplete leaves no evidence (its documents are kept as it is). Returns
-    what ``records`` returns."""
-    key = container_key(url)
+def evidenced(url: str, records: Iterable, children: Callable[[], Iterable | None]) -> Iterator:
+    """``records`` of one listing of container ``url``, its entries (those not marked yet) marked as the
+    listing's, then the listing's evidence: how many distinct entries it marked and the containers
+    ``children()`` it handed on (None: no evidence after all). A listing that reports ``url`` incomplete
+    leaves none (its documents are kept as it is). Returns what ``records`` returns."""
+    key, records = container_key(url), iter(records)
     seen: set[str] = set()
     complete = True
-    result = None
     while True:
         try:
             record = next(records)
         except StopIteration as done:
             result = done.value
             break
-        if record.route == "entries":
+        if record.route == "entries" and not record.listing:
             seen.add(record.url)
             record = record._replace(listing=key)
         elif record.route == "events" and record.kind == "incomplete" and container_key(record.url) == key:
             complete = False
         yield record
-    if complete:
-        named = sorted({container_key(c.url) for c in children()} - {key})
-        yield Listing(key, True, len(seen), named)
+    handed_on = children() if complete else None
+    if handed_on is not None:
+        yield Listing(key, True, len(seen), sorted({container_key(c.url) for c in handed_on} - {key}))
     return result
+
+
+def item_evidence(url: str, records: Iterable) -> Iterator:
+    """A whole item's records; if its source left no listing evidence of its own (a third party's that does
+    not use :func:`walk_to_budget`), evidence for the item as one listing: its entries and the containers it
+    handed on to the next round."""
+    handed_on: list = []
+    own = False
+
+    def watched():
+        nonlocal own
+        for record in records:
+            if record.route == "listings":
+                own = True
+            elif record.route == "frontier":
+                handed_on.append(record)
+            yield record
+
+    yield from evidenced(url, watched(), lambda: None if own else handed_on)
