@@ -36,7 +36,7 @@ from apache_beam.metrics import Metrics
 from beamtrawl.transforms.accept import Rules
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.progress import Progress, Tally, busy
-from beamtrawl.transforms.records import Entry, Event, FrontierItem, Listing, SnapshotEntry, event
+from beamtrawl.transforms.records import Entry, Event, FrontierItem, Listing, SnapshotEntry, arrival, event
 from beamtrawl.transforms.sources import Sources, by_host
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import evidenced, item_evidence
@@ -229,7 +229,7 @@ def _smallest_url(keyed):
         yield beam.pvalue.TaggedOutput(EVENTS, event("duplicate", duplicate.url, "discover",
                                                      f"same file as {ordered[0].url}"))
         if duplicate.listing:
-            yield beam.pvalue.TaggedOutput(LISTINGS, Listing(duplicate.listing, False, 1, []))
+            yield beam.pvalue.TaggedOutput(LISTINGS, arrival(duplicate.listing))
 
 
 class Discover(beam.PTransform):

@@ -37,7 +37,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.listings import CheckListings
 from beamtrawl.transforms.progress import Tally
-from beamtrawl.transforms.records import EVERYONE, Entry, Listing, SnapshotEntry
+from beamtrawl.transforms.records import EVERYONE, Entry, Listing, SnapshotEntry, arrival
 from beamtrawl.transforms.sources import ancestors, by_host
 from beamtrawl.transforms.urls import container_key, host_of
 
@@ -58,9 +58,8 @@ class _Classify(beam.DoFn):
 
     def finish_bundle(self):
         yield from self.tally.flush()
-        for key, n in self.arrived.items():
-            yield beam.pvalue.TaggedOutput(
-                ARRIVED, WindowedValue(Listing(key, False, n, []), MIN_TIMESTAMP, [GlobalWindow()]))
+        for listing, n in self.arrived.items():
+            yield beam.pvalue.TaggedOutput(ARRIVED, WindowedValue(arrival(listing, n), MIN_TIMESTAMP, [GlobalWindow()]))
         self.arrived.clear()
 
     def process(self, keyed, incomplete, denied):
@@ -82,8 +81,8 @@ class _Classify(beam.DoFn):
         if found:
             self.tally.count("accepted")
             entry = Entry(*found[0])
-            if entry.listing:
-                self.arrived[entry.listing] += 1
+            for listing in {e.listing for e in found if e.listing}:  # found twice: by two listings
+                self.arrived[listing] += 1
             if len(found) > 1:  # overlapping start URLs found it twice
                 self.tally.count("duplicate", len(found) - 1)
             old = indexed[0] if indexed else None

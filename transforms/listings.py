@@ -3,14 +3,14 @@
 ::
 
     listings (what each listing saw) ──────┐
-    arrivals (entries that reached the join) ┴► GroupByKey(container) ─► Verdict ─┬─► (container, complete, children)
-                                                                                  └─► "listing of … lost in transit"
+    arrivals (entries that reached the join) ┴► GroupByKey(listing) ─► Verdict ─┬─► by container ─► (complete, children)
+                                                                                └─► "listing of … lost in transit"
     vanished ─► Decide (verdicts as a side input) ─┬─► delete
                                                    ├─► kept (counted)
                                                    └─► why ─► one line per container at fault
 
-A container's verdict is complete when the entries of its listing that reached the freshness join are as
-many as the listing saw. A vanished document is judged by the nearest container above it that has a
+A listing is complete when as many of its entries reached the freshness join as it saw; a container is
+complete when each of its listings is (a web host is listed once in every round that reaches it). A vanished document is judged by the nearest container above it that has a
 verdict: deleted if that verdict is complete and none of the containers its listing handed on lies above
 the document (else the listing of that one never arrived); kept otherwise. One below a start URL without any
 verdict above it is kept too; a web page reached only through links that this crawl did not find again is
@@ -32,21 +32,27 @@ _GUARD = Guard("freshness", EVENTS)
 
 
 def _verdict(keyed):
-    """(container, its listings and arrival counts) → (container, (complete, children)), and a report line
-    when entries were lost; nothing when no listing of it arrived."""
-    key, records = keyed
+    """(listing, its own record and arrival counts) → (container, (complete, children)), and a report line
+    when entries were lost; nothing when the listing's own record never arrived (the listing above names
+    the container, which keeps its documents)."""
+    _listing, records = keyed
     records = [Listing(*r) for r in records]
-    listed = [r for r in records if r.listed]
-    if not listed:
+    own = next((r for r in records if r.listed), None)
+    if own is None:
         return
-    seen = max(r.documents for r in listed)  # listed twice (overlapping start URLs): the same entries
     arrived = sum(r.documents for r in records if not r.listed)
-    children = sorted({c for r in listed for c in r.children})
-    if arrived != seen:
+    if arrived != own.documents:
         yield beam.pvalue.TaggedOutput(EVENTS, event(
-            "incomplete", key, "freshness", f"listing of {key} lost in transit: {seen} seen, {arrived} arrived; "
-            "nothing in it is deleted"))
-    yield key, (arrived == seen, children)
+            "incomplete", own.url, "freshness",
+            f"listing of {own.url} lost in transit: {own.documents} seen, {arrived} arrived; nothing in it is deleted"))
+    yield own.url, (arrived == own.documents, list(own.children))
+
+
+def _container(keyed):
+    """A container listed once or more (a web host in several rounds): complete only if every listing was."""
+    key, verdicts = keyed
+    verdicts = list(verdicts)
+    return key, (all(complete for complete, _ in verdicts), sorted({c for _, children in verdicts for c in children}))
 
 
 class _Decide(beam.DoFn):
@@ -104,11 +110,15 @@ class CheckListings(beam.PTransform):
     def expand(self, inputs):
         vanished, listings = inputs
         verdicts = (listings
-                    | "ByContainer" >> beam.Map(lambda r: (r.url, Listing(*r)))
-                    | "GroupByContainer" >> beam.GroupByKey()
-                    | "Verdict" >> beam.FlatMap(_verdict).with_outputs(EVENTS, main="verdicts"))
+                    | "ByListing" >> beam.Map(lambda r: (r.listing, Listing(*r)))
+                    | "GroupByListing" >> beam.GroupByKey()
+                    | "Verdict" >> beam.FlatMap(_verdict).with_output_types(tuple[str, tuple[bool, list[str]]])
+                    .with_outputs(EVENTS, main="verdicts"))
+        containers = (verdicts["verdicts"]
+                      | "GroupByContainer" >> beam.GroupByKey()
+                      | "Container" >> beam.Map(_container))
         decided = vanished | "Decide" >> beam.ParDo(
-            _Decide(self.roots), beam.pvalue.AsDict(verdicts["verdicts"])).with_outputs(EVENTS, LINES, main="deletes")
+            _Decide(self.roots), beam.pvalue.AsDict(containers)).with_outputs(EVENTS, LINES, main="deletes")
         lines = (decided[LINES]
                  | "ByLine" >> beam.Map(lambda e: (f"{e.url}\n{e.reason}", Event(*e)))
                  | "GroupByLine" >> beam.GroupByKey()

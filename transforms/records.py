@@ -55,7 +55,7 @@ class Entry(NamedTuple):
     name: str = ""  # its file name where the URL does not end in it (an IMAP attachment's is its section)
     denied: Sequence[str] = ()  # who may not, whatever ``groups`` says (EVERYONE: no one)
     in_index: bool = False  # the index holds an earlier version of it (set by Freshness for a changed one)
-    listing: str = ""  # the container whose listing yielded it (:class:`Listing`), else ""
+    listing: str = ""  # the listing that yielded it (:attr:`Listing.listing`), else ""
 
     route = "entries"  # not a field: the output a discovery step sends it to
 
@@ -65,12 +65,18 @@ class Listing(NamedTuple):
     mailbox folder, web host) saw, or — ``listed`` false — how many of its entries reached the freshness
     join. A document is deleted only if such evidence shows its container complete and it absent."""
 
-    url: str  # the container, as :func:`~beamtrawl.transforms.urls.container_key` spells it
-    listed: bool  # a listing's own record (else an arrival count)
+    url: str  # the container, as :func:`~beamtrawl.transforms.urls.container_key` spells it ("" in an arrival)
+    listing: str  # which listing: a container may be listed more than once (a web host in several rounds)
+    listed: bool  # the listing's own record (else an arrival count)
     documents: int  # entries the listing yielded (or, for an arrival count, that arrived)
     children: Sequence[str] = ()  # containers below it that the listing handed on to be listed
 
     route = "listings"  # not a field: the output a discovery step sends it to
+
+
+def arrival(listing: str, documents: int = 1) -> Listing:
+    """How many entries of ``listing`` (an :attr:`Entry.listing`) reached the freshness join."""
+    return Listing("", listing, False, documents, [])
 
 
 class SnapshotEntry(NamedTuple):

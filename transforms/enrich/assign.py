@@ -16,7 +16,7 @@ from __future__ import annotations
 import apache_beam as beam
 from beamtrawl.transforms.enrich.access import CustomController, access_of
 from beamtrawl.transforms.guard import Guard, isolated
-from beamtrawl.transforms.records import Entry, Listing
+from beamtrawl.transforms.records import Entry, arrival
 
 EVENTS, KEEP, ARRIVED = "events", "keep", "arrived"
 _GUARD = Guard("access", EVENTS)
@@ -36,7 +36,7 @@ class _AssignGroups(beam.DoFn):
         # A controller that fails for one document keeps that document as indexed (neither re-indexed nor deleted).
         return isolated(self._assign(entry), entry.url, _GUARD, substitute=lambda _reason: [
             beam.pvalue.TaggedOutput(KEEP, entry.url),
-            *([beam.pvalue.TaggedOutput(ARRIVED, Listing(entry.listing, False, 1, []))] if entry.listing else [])])
+            *([beam.pvalue.TaggedOutput(ARRIVED, arrival(entry.listing))] if entry.listing else [])])
 
     def _assign(self, entry):
         access = access_of(self.controllers, entry)

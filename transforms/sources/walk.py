@@ -3,6 +3,7 @@ evidence each folder it lists leaves behind (:class:`~beamtrawl.transforms.recor
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 
 from beamtrawl.transforms.records import Listing
@@ -30,7 +31,7 @@ def evidenced(url: str, records: Iterable, children: Callable[[], Iterable | Non
     listing's, then the listing's evidence: how many distinct entries it marked and the containers
     ``children()`` it handed on (None: no evidence after all). A listing that reports ``url`` incomplete
     leaves none (its documents are kept as it is). Returns what ``records`` returns."""
-    key, records = container_key(url), iter(records)
+    key, records, listing = container_key(url), iter(records), uuid.uuid4().hex[:16]
     seen: set[str] = set()
     complete = True
     while True:
@@ -41,13 +42,13 @@ def evidenced(url: str, records: Iterable, children: Callable[[], Iterable | Non
             break
         if record.route == "entries" and not record.listing:
             seen.add(record.url)
-            record = record._replace(listing=key)
+            record = record._replace(listing=listing)
         elif record.route == "events" and record.kind == "incomplete" and container_key(record.url) == key:
             complete = False
         yield record
     handed_on = children() if complete else None
     if handed_on is not None:
-        yield Listing(key, True, len(seen), sorted({container_key(c.url) for c in handed_on} - {key}))
+        yield Listing(key, listing, True, len(seen), sorted({container_key(c.url) for c in handed_on} - {key}))
     return result
 
 
