@@ -7,6 +7,7 @@ the counts of its summary line, its wall seconds and the peak RSS of its process
 
     python bench/soak_bench.py [--files 1000000] [--rounds 5] [--load 2] [--workdir DIR] [--beamtrawl EXE]
     python bench/soak_bench.py --tiny        # 2,000 files, 2 re-crawls (the test suite runs this)
+    python bench/soak_bench.py --workdir DIR --reuse [--rounds 5]   # re-crawls only, of DIR's index
 
 The tree is folders of 100 small text files, three levels deep (a million files: 10 × 100 × 10 folders),
 made once in the work folder and kept for the next run. ``--load N`` runs N busy loops beside the crawls,
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import re
 import shutil
 import subprocess
@@ -87,14 +89,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, help="where the tree and index live (default: a temporary folder)")
     parser.add_argument("--beamtrawl", default=str(Path(sys.executable).with_name("beamtrawl")))
     parser.add_argument("--tiny", action="store_true", help="2,000 files, 2 re-crawls: that it runs, not a figure")
+    parser.add_argument("--reuse", action="store_true",
+                        help="re-crawl the index an earlier run left in --workdir (no first crawl)")
     args = parser.parse_args(argv)
     if args.tiny:
         args.files, args.rounds = 2_000, 2
     work = args.workdir or Path(tempfile.mkdtemp(prefix="beamtrawl-soak-"))
     work.mkdir(parents=True, exist_ok=True)
-    total = build_tree(work / "tree", args.files)
+    build_tree(work / "tree", args.files)
+    total = sum(len(files) for _, _, files in os.walk(work / "tree"))  # what find counts: every file is expected
     index = work / "soak.sqlite"
-    for stale in work.glob("soak.*"):
+    for stale in () if args.reuse else work.glob("soak.*"):
         stale.unlink() if stale.is_file() else shutil.rmtree(stale)
     config = work / "soak.yaml"
     config.write_text(f'start: [{{url: "{(work / "tree").as_uri()}"}}]\nindex: {{path: {index}}}\n')
@@ -106,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         burner.start()
     bad = []
     try:
-        for n in range(args.rounds + 1):
+        for n in range(1 if args.reuse else 0, args.rounds + 1):
             what = "first crawl" if n == 0 else f"re-crawl {n}"
             result = crawl(args.beamtrawl, config, work / f"crawl-{n}.log")
             c = result["counts"]
