@@ -248,7 +248,7 @@ def filled_target(request, tmp_path):
     if request.param == "embedded":
         target = EmbeddedIndex(str(tmp_path / "index.sqlite"))
     else:
-        target = OpenSearchIndex(request.getfixturevalue("opensearch"), "acl-test")
+        target = OpenSearchIndex(request.getfixturevalue("opensearch"), request.getfixturevalue("fresh_index")())
     target.prepare()
     target.snapshot_splits()
     assert target.upsert(_documents()) == []

@@ -118,15 +118,15 @@ def test_analyzer_change_builds_a_new_index_and_swaps_the_alias(tmp_path, os_con
     assert [h["url"].rsplit("/", 1)[-1] for h in search(german, "haus")] == ["dokument.txt"]
 
 
-def test_crawl_state_lives_in_the_index_it_describes(opensearch):
+def test_crawl_state_lives_in_the_index_it_describes(opensearch, fresh_index):
     """What pipeline/unchanged.py stores: kept in the index's _meta, so a rebuilt index starts without it."""
-    target = OpenSearchIndex(opensearch, "state-test")
+    target = OpenSearchIndex(opensearch, fresh_index())
     target.prepare()
     assert target.read_state() is None
     state = {"key": "k", "folders": {"imaps://mail/INBOX": [7, 12, 11]}, "documents": 11}
     target.write_state(state)
-    assert OpenSearchIndex(opensearch, "state-test").read_state() == state
-    rebuilt = OpenSearchIndex(opensearch, "state-test", NodeOptions(analyzer="german"))  # another physical index
+    assert OpenSearchIndex(opensearch, fresh_index()).read_state() == state
+    rebuilt = OpenSearchIndex(opensearch, fresh_index(), NodeOptions(analyzer="german"))  # another physical index
     rebuilt.prepare()
     assert rebuilt.read_state() is None
     target.write_state(None)

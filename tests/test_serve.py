@@ -270,19 +270,19 @@ def test_password_lines_from_standard_input(tmp_path):
 
 # -- OpenSearch -----------------------------------------------------------------------------------
 
-def test_opensearch_serves_the_same_pages(site, opensearch, tmp_path):
+def test_opensearch_serves_the_same_pages(site, opensearch, fresh_index, tmp_path):
     """The same corpus crawled into OpenSearch: every page, total, facet and document answer equals the
     embedded index's, for an anonymous searcher and for one in hr."""
     import yaml
     from beamtrawl.transforms.index.opensearch import OpenSearchIndex
 
     config = yaml.safe_load(site.config.read_text())
-    config["index"] = {"url": opensearch, "name": "serve-pages"}
+    config["index"] = {"url": opensearch, "name": fresh_index()}
     os_config = tmp_path / "os.yaml"
     os_config.write_text(yaml.safe_dump(config))
     done = beamtrawl("crawl", str(os_config), "--direct_num_workers=1", "-q", check_dac=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    embedded, remote = EmbeddedIndex(str(site.config.parent / "index.sqlite")), OpenSearchIndex(opensearch, "serve-pages")
+    embedded, remote = EmbeddedIndex(str(site.config.parent / "index.sqlite")), OpenSearchIndex(opensearch, fresh_index())
     for groups in ((), ("hr",)):
         for text in ("numbat", "numbat extension:txt", "salary OR survey", "survey -walk", "path:" + str(site.root)):
             for order in ("relevance", "date"):
