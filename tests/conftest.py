@@ -184,6 +184,15 @@ def os_config(tmp_path, make_config, opensearch, fresh_index):
     return make
 
 
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A server speaking S3 on loopback (tests/servers/s3.py): tests that name ``s3://`` address it."""
+    from tests.servers.s3 import running_s3
+
+    with running_s3(tmp_path_factory.mktemp("s3")) as server:
+        yield server
+
+
 def installed_for_crawls(tmp_path_factory, package: str) -> str:
     """A folder holding the test distribution ``tests/data/<package>`` (a preparator or plugin registered
     by entry points), for PYTHONPATH: crawls and their workers run in other processes."""
