@@ -93,6 +93,22 @@ def test_a_failure_in_one_stage_is_one_report_line(case, tmp_path, make_config, 
     assert "Traceback" not in run.stderr and "Traceback" not in run.stdout
 
 
+def test_an_access_controller_failure_keeps_the_indexed_version(tmp_path, make_config, crawl, with_saboteur):
+    """A document the last crawl indexed, changed since, whose access controller now fails: one report
+    line, exit 1, and the index keeps the version it had (neither deleted nor rewritten without groups)."""
+    root = tmp_path / "tree"
+    for name, text in {**GOOD, "victim.txt": "victim text"}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    assert crawl(make_config(root)).code == 0
+    before = indexed(tmp_path / "index.sqlite")["victim.txt"]
+    (root / "victim.txt").write_text("victim text, second version", encoding="utf-8")
+    run = crawl(make_config(root, **CASES["access control"][3]))
+    assert [(p["url"], p["stage"]) for p in run.report["problems"]] == [(f"file://{root}/victim.txt", "access")]
+    assert run.code == 1 and run.counts["deleted"] == 0
+    assert indexed(tmp_path / "index.sqlite")["victim.txt"] == before
+
+
 def test_a_document_opensearch_rejects_is_one_report_line(tmp_path, os_config, crawl, opensearch,
                                                           with_saboteur):
     """A value the mapping cannot take (a keyword over 32 KB) is the document's failure, not the index's."""
