@@ -15,8 +15,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 import yaml
 from beamtrawl.transforms.index.opensearch import OpenSearchIndex
+from beamtrawl.transforms.index.query import parse_query
 from beamtrawl.transforms.values import NodeOptions
 
 from tests.conftest import DROP_DAC, beamtrawl, report_path
@@ -97,6 +99,7 @@ def test_same_documents_as_the_embedded_index(tmp_path, make_config, os_config, 
     assert [h["url"].rsplit("/", 1)[-1] for h in hits] == ["alpha.txt"]
     assert "<mark>apples</mark>" in hits[0]["snippet_html"]
     assert [h["url"].rsplit("/", 1)[-1] for h in search(remote, "kiwi -two extension:txt")] == ["k1.txt"]
+    assert _get(f"{opensearch}/_search/point_in_time/_all")["pits"] == []  # the snapshots' PITs are released
 
 
 def test_analyzer_change_builds_a_new_index_and_swaps_the_alias(tmp_path, os_config, crawl, opensearch, search):
@@ -116,6 +119,26 @@ def test_analyzer_change_builds_a_new_index_and_swaps_the_alias(tmp_path, os_con
     assert new != old
     assert not _exists(f"{opensearch}/{old}")  # the old index is gone
     assert [h["url"].rsplit("/", 1)[-1] for h in search(german, "haus")] == ["dokument.txt"]
+
+
+@pytest.mark.parametrize("analyzer, text, query", [
+    ("french", "Les chevaux du village", "cheval"),
+    ("italian", "I ragazzi della città", "ragazzo"),  # light_italian leaves words under six letters
+])
+def test_french_and_italian_analyzers_stem_their_language(opensearch, fresh_index, analyzer, text, query):
+    """A word found by its other form under the language's analyzer, and not under the default english."""
+    from tests.test_query_and_search import make_doc
+
+    found = {}
+    for name in (analyzer, "english"):
+        target = OpenSearchIndex(opensearch, fresh_index(name), NodeOptions(analyzer=name))
+        target.prepare()
+        target.snapshot_splits()
+        assert target.upsert([make_doc("doc.txt", "text/plain", "", text)]) == []
+        target.finish(succeeded=True)
+        found[name] = [hit.url.rsplit("/", 1)[-1] for hit in target.search(parse_query(query), 10)]
+        target.close()
+    assert found == {analyzer: ["doc.txt"], "english": []}
 
 
 def test_crawl_state_lives_in_the_index_it_describes(opensearch, fresh_index):
