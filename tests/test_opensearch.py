@@ -121,6 +121,34 @@ def test_analyzer_change_builds_a_new_index_and_swaps_the_alias(tmp_path, os_con
     assert [h["url"].rsplit("/", 1)[-1] for h in search(german, "haus")] == ["dokument.txt"]
 
 
+def test_a_node_behind_tls_and_basic_auth_takes_compressed_requests(tmp_path, make_config, crawl, opensearch,
+                                                                     fresh_index, search, monkeypatch):
+    """The README's secured cluster: https with ``ca_file``, basic auth and ``compress`` (nginx in front of
+    the node, tests/servers/tls_proxy.py). The crawl writes every document in gzip-compressed bulk requests
+    and a search reads them; a wrong password, or a certificate not trusted, is one line and exit 2."""
+    from tests.servers.tls_proxy import tls_proxy
+
+    root = tmp_path / "docs"
+    build_tree(root)
+    monkeypatch.setenv("BT_OS_PASSWORD", "s3cret pass")
+    monkeypatch.setenv("BT_WRONG_PASSWORD", "guess")
+    with tls_proxy(tmp_path / "proxy", opensearch, "crawler", "s3cret pass") as proxy:
+        secured = {"url": proxy.url, "name": fresh_index(), "username": "crawler", "password": "${BT_OS_PASSWORD}",
+                   "ca_file": str(proxy.ca_file), "compress": True}
+        config = make_config(root, name="secured.yaml", index=secured)
+        run = crawl(config)
+        assert run.code == 0, run.stderr[-2000:]
+        assert len(all_docs(opensearch, secured["name"])) == 11
+        assert [h["url"].rsplit("/", 1)[-1] for h in search(config, "apples")] == ["alpha.txt"]
+        bulk = [line for line in proxy.log.read_text().splitlines() if line.startswith("POST /_bulk")]
+        assert bulk and all(line == "POST /_bulk 200 encoding=gzip" for line in bulk), bulk
+        for name, index in (("wrong.yaml", {**secured, "password": "${BT_WRONG_PASSWORD}"}),
+                            ("untrusted.yaml", {k: v for k, v in secured.items() if k != "ca_file"})):
+            done = beamtrawl("crawl", str(make_config(root, name=name, index=index)))
+            assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, (name, done.stderr)
+            assert proxy.url in done.stderr and "s3cret" not in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("analyzer, text, query", [
     ("french", "Les chevaux du village", "cheval"),
     ("italian", "I ragazzi della città", "ragazzo"),  # light_italian leaves words under six letters
