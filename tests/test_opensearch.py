@@ -141,12 +141,35 @@ def test_a_node_behind_tls_and_basic_auth_takes_compressed_requests(tmp_path, ma
         assert len(all_docs(opensearch, secured["name"])) == 11
         assert [h["url"].rsplit("/", 1)[-1] for h in search(config, "apples")] == ["alpha.txt"]
         bulk = [line for line in proxy.log.read_text().splitlines() if line.startswith("POST /_bulk")]
-        assert bulk and all(line == "POST /_bulk 200 encoding=gzip" for line in bulk), bulk
+        assert bulk and all(line.startswith("POST /_bulk 200 encoding=gzip ") for line in bulk), bulk
         for name, index in (("wrong.yaml", {**secured, "password": "${BT_WRONG_PASSWORD}"}),
                             ("untrusted.yaml", {k: v for k, v in secured.items() if k != "ca_file"})):
             done = beamtrawl("crawl", str(make_config(root, name=name, index=index)))
             assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, (name, done.stderr)
             assert proxy.url in done.stderr and "s3cret" not in done.stderr, done.stderr
+
+
+def test_bulk_requests_are_at_most_10_mib(tmp_path, opensearch, fresh_index):
+    """30 documents of 1 MiB each reach the node (through nginx, which logs each request's size) in bulk
+    requests of at most 10 MiB, several of them."""
+    from beamtrawl.transforms.index.opensearch import MAX_REQUEST_BYTES
+
+    from tests.servers.tls_proxy import tls_proxy
+    from tests.test_query_and_search import make_doc
+
+    with tls_proxy(tmp_path / "proxy", opensearch, "crawler", "pass") as proxy:
+        target = OpenSearchIndex(proxy.url, fresh_index(), NodeOptions(username="crawler", password="pass",
+                                                                       ca_file=str(proxy.ca_file)))
+        target.prepare()
+        target.snapshot_splits()
+        words = " ".join(f"w{n}" for n in range(200_000))[: 2**20]
+        assert target.upsert([make_doc(f"big{n}.txt", "text/plain", "", words) for n in range(30)]) == []
+        target.finish(succeeded=True)
+        target.close()
+        sizes = [int(line.rsplit("bytes=", 1)[1]) for line in proxy.log.read_text().splitlines()
+                 if line.startswith("POST /_bulk 200")]
+    assert MAX_REQUEST_BYTES == 10 * 2**20
+    assert len(sizes) >= 3 and max(sizes) <= MAX_REQUEST_BYTES + 4096, sizes  # + the request's head
 
 
 @pytest.mark.parametrize("analyzer, text, query", [

@@ -1,7 +1,8 @@
 """OpenSearch as a secured cluster meets its clients: HTTPS with a certificate of its own CA and basic
 auth, from Debian's nginx as a reverse proxy on a free port of 127.0.0.1 in front of the tests' node
 (the node itself runs without the security plugin: Maven Central's needs a node of its exact version).
-Everything lives in one folder; the log names each request's method, path, status, and Content-Encoding.
+Everything lives in one folder; the log names each request's method, path, status, Content-Encoding and
+size (head and body).
 Needs root and ``apt-get install nginx openssl`` (tests/run.sh).
 """
 
@@ -43,7 +44,7 @@ pid {folder}/nginx.pid;
 error_log {folder}/error.log warn;
 events {{ worker_connections 64; }}
 http {{
-  log_format requests '$request_method $uri $status encoding=$http_content_encoding';
+  log_format requests '$request_method $uri $status encoding=$http_content_encoding bytes=$request_length';
   access_log {log} requests;
   client_body_temp_path {folder}/body;
   proxy_temp_path {folder}/proxy;
