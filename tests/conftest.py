@@ -6,12 +6,16 @@ that bypass file permissions, so "unreadable" files and folders are unreadable t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,15 +137,60 @@ def opensearch(node_dir):
         yield url
 
 
+def unique_index_name(node_id: str, label: str = "") -> str:
+    """An OpenSearch index name that no other test uses: the test's name, cut to stay readable, then a hash
+    of its whole node id (module, class, name, parameters) and ``label``. Names cut from the test's name or
+    its folder alone collide: pytest cuts folder names to 30 characters."""
+    name = node_id.rsplit("::", 1)[-1]
+    readable = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40].strip("-")
+    digest = hashlib.sha256(f"{node_id}\0{label}".encode()).hexdigest()[:10]
+    return "-".join(part for part in (readable, digest, label.lower()) if part)
+
+
+def assert_no_index(url: str, name: str) -> None:
+    """Fail unless the node at ``url`` has no index or alias ``name``: a test starts on an empty index."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(f"{url}/{name}", method="HEAD"), timeout=30):
+            pytest.fail(f"the index {name!r} already exists on {url} before the test starts")
+    except urllib.error.HTTPError as err:
+        if err.code != 404:
+            raise
+
+
 @pytest.fixture
-def os_config(tmp_path, make_config, opensearch, request):
-    """Write a crawl configuration for ``root`` into an OpenSearch index named after the test."""
+def fresh_index(request, opensearch):
+    """``fresh_index(label="", url=opensearch)`` → an index name unique to this test (and label), checked
+    absent from the node the first time it is asked for; asking again gives the same name."""
+    checked: set[tuple[str, str]] = set()
+
+    def make(label: str = "", url: str = opensearch) -> str:
+        name = unique_index_name(request.node.nodeid, label)
+        if (url, name) not in checked:
+            assert_no_index(url, name)
+            checked.add((url, name))
+        return name
+
+    return make
+
+
+@pytest.fixture
+def os_config(tmp_path, make_config, opensearch, fresh_index):
+    """Write a crawl configuration for ``root`` into an OpenSearch index of this test's own (fresh_index)."""
 
     def make(root: Path, url: str = opensearch, **settings) -> Path:
-        name = request.node.name.lower().replace("_", "-")[:40]
+        name = fresh_index(url=url)
         return make_config(root, name="os.yaml", index={"url": url, "name": name, **settings.pop("index", {})},
                            **settings)
     return make
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A server speaking S3 on loopback (tests/servers/s3.py): tests that name ``s3://`` address it."""
+    from tests.servers.s3 import running_s3
+
+    with running_s3(tmp_path_factory.mktemp("s3")) as server:
+        yield server
 
 
 def installed_for_crawls(tmp_path_factory, package: str) -> str:

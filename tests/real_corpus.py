@@ -7,9 +7,9 @@ the tree is complete, so a second run costs a stat; a half-made tree (an interru
 again. Versions are not pinned — security updates replace the ones the archive serves — so the test's
 assertions use phrases that stay put across a package's updates.
 
-Run by ``tests/run.sh`` (``python3 tests/real_corpus.py``) and by the test's session fixture; prints
-where the tree is. Needs ``apt-get`` and ``dpkg-deb``; runs ``apt-get update`` when a package is not
-found in the lists (as root).
+Fetched by ``tests/run.sh`` before pytest starts (``python -m tests.real_corpus``, which prints where the
+tree is); the test's fixture only reads it, and fails with that command when the tree is not there. Needs
+``apt-get`` and ``dpkg-deb``; runs ``apt-get update`` when a package is not found in the lists (as root).
 """
 
 from __future__ import annotations
@@ -20,10 +20,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.package_files import PY_DOC, PY_TESTSUITE
+
 # package → what it brings to the corpus
 PACKAGES = {
-    "python3.11-doc": "Python's HTML documentation (Sphinx pages, their .txt sources, .gz changelogs)",
-    "libpython3.11-testsuite": "CPython's test suite: .py, testtar.tar with Latin-1 names, xml, wav, "
+    PY_DOC: "Python's HTML documentation (Sphinx pages, their .txt sources, .gz changelogs)",
+    PY_TESTSUITE: "CPython's test suite: .py, testtar.tar with Latin-1 names, xml, wav, "
                                "aiff, odd encodings, zip, decTest",
     "bash-doc": "PDF manuals, HTML, example scripts, .gz changelogs",
     "coreutils": "man pages (.gz roff), NEWS.gz, ELF binaries, .mo catalogues",
@@ -44,10 +46,15 @@ class CorpusUnavailable(RuntimeError):
     """The machine cannot fetch Debian packages (no apt-get, no network)."""
 
 
-def corpus() -> Path:
-    """The unpacked tree of every package in PACKAGES, fetched on the first call."""
+FETCH = "python -m tests.real_corpus"  # what tests/run.sh runs before pytest
+
+
+def corpus(fetch: bool = False) -> Path:
+    """The unpacked tree of every package in PACKAGES; fetched first if ``fetch``, else it must be there."""
     if _MARKER.exists() and _MARKER.read_text(encoding="utf-8").split("\n")[0] == _manifest():
         return TREE
+    if not fetch:
+        raise CorpusUnavailable(f"the real-world corpus is not fetched: run {FETCH} (tests/run.sh does)")
     if not shutil.which("apt-get") or not shutil.which("dpkg-deb"):
         raise CorpusUnavailable("the real-world corpus needs apt-get and dpkg-deb (Debian or Ubuntu)")
     debs = _download(CACHE / "debs")
@@ -80,6 +87,6 @@ def _download(folder: Path) -> dict[str, Path]:
 
 if __name__ == "__main__":
     try:
-        print(corpus())
+        print(corpus(fetch=True))
     except CorpusUnavailable as error:
         sys.exit(f"real-world corpus: {error}")

@@ -9,26 +9,34 @@ cd "$(dirname "$0")/.."
 # sox writes the MP3, Ogg and FLAC files of the audio preparator's tests; Samba (smbd, smbclient) and
 # Dovecot serve the SMB and IMAP tests on loopback (tests/servers/; the system services are not started);
 # mandoc renders man pages for the man preparator; chromium and chromium-driver run the search page's
-# browser tests (tests/test_serve_browser.py).
+# browser tests (tests/test_serve_browser.py); tests call zstd, bzip2, xz, ar (binutils) and git to make
+# their hostile files and repositories; nginx is the TLS reverse proxy with basic auth in front of the
+# OpenSearch node (tests/servers/tls_proxy.py).
 if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/null || ! command -v mvn >/dev/null \
    || ! command -v sox >/dev/null || ! dpkg -s libsox-fmt-mp3 >/dev/null 2>&1 \
    || ! command -v smbd >/dev/null || ! command -v smbclient >/dev/null || ! command -v dovecot >/dev/null \
    || [ ! -x /usr/libexec/samba/samba-dcerpcd ] \
    || ! command -v openssl >/dev/null || ! command -v mandoc >/dev/null \
-   || ! command -v setfacl >/dev/null || ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+   || ! command -v setfacl >/dev/null || ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null \
+   || ! command -v zstd >/dev/null || ! command -v bzip2 >/dev/null || ! command -v xz >/dev/null \
+   || ! command -v ar >/dev/null || ! command -v git >/dev/null || ! command -v nginx >/dev/null; then
   apt-get update -qq
   if [ ! -e /usr/sbin/policy-rc.d ]; then  # install the servers without starting their system services
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
   fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 util-linux maven openjdk-17-jdk-headless \
-    sox libsox-fmt-mp3 samba smbclient dovecot-imapd openssl mandoc acl chromium chromium-driver
+    sox libsox-fmt-mp3 samba smbclient dovecot-imapd openssl mandoc acl chromium chromium-driver \
+    zstd bzip2 xz-utils binutils git nginx
 fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)
 python -m pip install --quiet --disable-pip-version-check -e ".[test]"
 python tests/servers/opensearch.py install  # once: OpenSearch 2.19.6 from Maven Central, cached
 python tests/servers/flink.py install  # once: Beam's Flink and Spark job servers' classpaths, cached
 python tests/servers/spark.py install
-python tests/real_corpus.py  # once: the real-world corpus, ten Debian packages unpacked, cached
+# Everything the tests read from the registries is fetched here, before pytest starts: the tests never
+# reach a host beyond loopback, and one that finds something missing fails with the command below.
+python -m tests.real_corpus  # once: the real-world corpus, ten Debian packages unpacked, cached
+python -m tests.package_files  # once: the Debian packages and Maven sources single tests read, cached
 python -m ruff check pipeline transforms plugins runners tests bench
 python -m pytest "$@"

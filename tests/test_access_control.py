@@ -248,7 +248,7 @@ def filled_target(request, tmp_path):
     if request.param == "embedded":
         target = EmbeddedIndex(str(tmp_path / "index.sqlite"))
     else:
-        target = OpenSearchIndex(request.getfixturevalue("opensearch"), "acl-test")
+        target = OpenSearchIndex(request.getfixturevalue("opensearch"), request.getfixturevalue("fresh_index")())
     target.prepare()
     target.snapshot_splits()
     assert target.upsert(_documents()) == []
@@ -441,7 +441,9 @@ class FailsOnSecrets:
         return ["staff"]
 
 
-def test_a_controller_failure_is_reported_and_keeps_the_indexed_version():
+def test_a_controller_failure_is_reported_and_names_the_document_to_keep():
+    """AssignGroups alone: the failing document is one report line and goes to the keep output (that the
+    index then keeps its version is the crawl's part: test_isolation.py's failing access controller)."""
     use_row_coders()
     with BeamTestPipeline() as p:
         entries = p | beam.Create([_entry("file:///srv/acl/a.txt"), _entry("file:///srv/acl/secret.txt")])

@@ -83,11 +83,11 @@ def test_github_workflow_passes_warns_and_fails_as_documented(workspace):
     assert failed.returncode == 2 and "::error::" in failed.stdout
 
 
-def test_gitlab_job_crawls_into_opensearch_and_maps_exit_codes(workspace, opensearch):
+def test_gitlab_job_crawls_into_opensearch_and_maps_exit_codes(workspace, opensearch, fresh_index):
     job = yaml.safe_load((ROOT / "docs/ci/gitlab-nightly-crawl.yml").read_text())["nightly-crawl"]
     assert job["allow_failure"] == {"exit_codes": [1]}
     docs = yaml.safe_load((workspace / "crawls" / "docs.yaml").read_text())
-    docs["index"] = {"url": "http://placeholder:9200", "name": "ci-nightly", "username": "crawler",
+    docs["index"] = {"url": "http://placeholder:9200", "name": fresh_index(), "username": "crawler",
                      "password": "${OPENSEARCH_PASSWORD}"}
     (workspace / "crawls" / "docs-opensearch.yaml").write_text(yaml.safe_dump(docs))
     env = {"OPENSEARCH_URL": opensearch, "OPENSEARCH_PASSWORD": "masked", "DOCS_PASSWORD": "x"}

@@ -48,14 +48,14 @@ def _change(root: Path) -> None:
     (root / "keep").chmod(0)
 
 
-def _scenario(tmp_path: Path, make_config, crawl, opensearch: str, cluster_options: list[str]) -> None:
+def _scenario(tmp_path: Path, make_config, crawl, opensearch: str, fresh_index, cluster_options: list[str]) -> None:
     """The core scenario on one tree, crawled by the direct runner and by the cluster, each into its own
     index: after every step both indexes hold the same documents, both reports the same counts and
     problems, and both crawls the same exit code."""
     root = tmp_path / "docs"
     build_tree(root)
     configs = {name: make_config(root, name=f"{name}.yaml",
-                                 index={"url": opensearch, "name": f"{tmp_path.name[:24]}-{name}".lower()})
+                                 index={"url": opensearch, "name": fresh_index(name)})
                for name in ("direct", "cluster")}
 
     def step(expected_code: int) -> dict:
@@ -97,14 +97,14 @@ def flink(tmp_path_factory):
 
 
 def test_core_scenario_on_a_flink_session_cluster_equals_the_direct_runner(tmp_path, make_config, crawl,
-                                                                             opensearch, flink):
-    _scenario(tmp_path, make_config, crawl, opensearch, flink.options)
+                                                                             opensearch, fresh_index, flink):
+    _scenario(tmp_path, make_config, crawl, opensearch, fresh_index, flink.options)
 
 
 def test_core_scenario_on_a_spark_standalone_cluster_equals_the_direct_runner(tmp_path, make_config, crawl,
-                                                                              opensearch, tmp_path_factory):
+                                                                              opensearch, fresh_index, tmp_path_factory):
     with standalone_cluster(tmp_path_factory.mktemp("spark")) as spark:
-        _scenario(tmp_path, make_config, crawl, opensearch, spark.options)
+        _scenario(tmp_path, make_config, crawl, opensearch, fresh_index, spark.options)
 
 
 def test_a_delta_table_written_from_the_flink_session_cluster_equals_the_direct_runner(tmp_path, make_config, crawl,
@@ -138,7 +138,7 @@ def test_a_delta_table_written_from_the_flink_session_cluster_equals_the_direct_
     assert step(0)["counts"]["unchanged"] == 11
 
 
-def test_a_web_crawl_on_flink_equals_the_direct_runner(tmp_path, make_config, crawl, opensearch, flink):
+def test_a_web_crawl_on_flink_equals_the_direct_runner(tmp_path, make_config, crawl, opensearch, fresh_index, flink):
     from tests.servers.website import Website
     from tests.test_http_crawl import build
 
@@ -153,9 +153,9 @@ def test_a_web_crawl_on_flink_equals_the_direct_runner(tmp_path, make_config, cr
                                  http={"delay": 0, "concurrency_per_host": 2, "read_timeout": 2, "total_timeout": 20,
                                        "max_body": "100 KiB", "max_cycle_count": 2,
                                        "max_query_strings_per_path": 5},
-                                 index={"url": opensearch, "name": f"web-{name}"})
+                                 index={"url": opensearch, "name": fresh_index(name)})
             done = crawl(config, *options)
-            reports[name], docs[name] = done.report, _documents(opensearch, f"web-{name}")
+            reports[name], docs[name] = done.report, _documents(opensearch, fresh_index(name))
             assert done.code == 1, done.stderr[-2000:]  # the site has pages that fail on purpose
         assert reports["cluster"]["counts"] == reports["direct"]["counts"]
         assert docs["cluster"] == docs["direct"]

@@ -1,20 +1,23 @@
 """The README's two commands as a newcomer meets them: a fresh clone and the system's own Python only.
 
 Debian's /usr/bin/python3 refuses ``pip install`` outside a virtual environment (PEP 668); both scripts
-create and reuse ``.venv``. Packages come from pip's cache after the suite's own install.
+create and reuse ``.venv``. Packages come from the wheelhouse tests/run.sh made, with no index: the test
+reaches no registry.
 """
 
 import os
 import subprocess
 from pathlib import Path
 
+from tests.package_files import wheelhouse
+
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEM_ENV = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"), "LANG": "C.UTF-8"}
 
 
 def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(command, check=False, cwd=cwd, env=SYSTEM_ENV, capture_output=True, text=True,
-                          timeout=900)
+    env = {**SYSTEM_ENV, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse())}
+    return subprocess.run(command, check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
 def test_demo_and_test_command_work_from_a_fresh_clone_with_the_system_python(tmp_path):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from imapclient import IMAPClient
 
-from tests.package_files import debian_file
+from tests.package_files import PY_LIB, PY_TESTSUITE, debian_file
 from tests.servers.dovecot import running_dovecot
 
 USER, PASSWORD = "mailer", "Imap-Secret-5k"
@@ -325,10 +325,10 @@ def test_attachments_carry_their_file_names(dovecot, tmp_path, make_config, craw
     RFC 2047 decoded), its URL keeps the section; an empty message is a document; searching needs no
     imap.ca_file. Real messages from CPython's test suite (a GIF at section 2.2 and at 2), a real PDF
     (bash's manual) under a long RFC 2231 name, and real GIFs under encoded and missing names."""
-    data = "usr/lib/python3.11/test/test_email/data/"
-    msg_13 = debian_file("libpython3.11-testsuite", data + "msg_13.txt").read_bytes()
-    msg_07 = debian_file("libpython3.11-testsuite", data + "msg_07.txt").read_bytes()
-    gif = debian_file("libpython3.11-testsuite", "usr/lib/python3.11/test/imghdrdata/python.gif").read_bytes()
+    data = f"{PY_LIB}/test/test_email/data/"
+    msg_13 = debian_file(PY_TESTSUITE, data + "msg_13.txt").read_bytes()
+    msg_07 = debian_file(PY_TESTSUITE, data + "msg_07.txt").read_bytes()
+    gif = debian_file(PY_TESTSUITE, f"{PY_LIB}/test/imghdrdata/python.gif").read_bytes()
     bash_pdf = debian_file("bash-doc", "usr/share/doc/bash/bash.pdf").read_bytes()
     long_name = "Größe € Bericht über die Shell, mit einem sehr langen Namen, der umbrochen werden muss.pdf"
     odd = _raw_mail("Lighthouse pictures", [

@@ -12,17 +12,17 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import installed_for_crawls
+from tests.package_files import PY_LIB, PY_TESTSUITE, debian_file
 from tests.test_opensearch import all_docs, index_name
 
 HERE = Path(__file__).resolve().parent
-CPYTHON_TESTTAR = "usr/lib/python3.11/test/testtar.tar"
+CPYTHON_TESTTAR = f"{PY_LIB}/test/testtar.tar"
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +93,22 @@ def test_a_failure_in_one_stage_is_one_report_line(case, tmp_path, make_config, 
     assert "Traceback" not in run.stderr and "Traceback" not in run.stdout
 
 
+def test_an_access_controller_failure_keeps_the_indexed_version(tmp_path, make_config, crawl, with_saboteur):
+    """A document the last crawl indexed, changed since, whose access controller now fails: one report
+    line, exit 1, and the index keeps the version it had (neither deleted nor rewritten without groups)."""
+    root = tmp_path / "tree"
+    for name, text in {**GOOD, "victim.txt": "victim text"}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    assert crawl(make_config(root)).code == 0
+    before = indexed(tmp_path / "index.sqlite")["victim.txt"]
+    (root / "victim.txt").write_text("victim text, second version", encoding="utf-8")
+    run = crawl(make_config(root, **CASES["access control"][3]))
+    assert [(p["url"], p["stage"]) for p in run.report["problems"]] == [(f"file://{root}/victim.txt", "access")]
+    assert run.code == 1 and run.counts["deleted"] == 0
+    assert indexed(tmp_path / "index.sqlite")["victim.txt"] == before
+
+
 def test_a_document_opensearch_rejects_is_one_report_line(tmp_path, os_config, crawl, opensearch,
                                                           with_saboteur):
     """A value the mapping cannot take (a keyword over 32 KB) is the document's failure, not the index's."""
@@ -112,7 +128,7 @@ def test_a_document_opensearch_rejects_is_one_report_line(tmp_path, os_config, c
     assert docs["victim.txt"]["preparation_error"] and not docs["victim.txt"]["content"]
 
 
-def _latin1_tree(root: Path, testtar: Path | None) -> None:
+def _latin1_tree(root: Path, testtar: Path) -> None:
     """A TAR whose member names are Latin-1 bytes, a file whose own name is not UTF-8, CPython's testtar."""
     root.mkdir()
     with tarfile.open(root / "latin.tar", "w", format=tarfile.GNU_FORMAT, encoding="latin-1") as tar:
@@ -123,29 +139,14 @@ def _latin1_tree(root: Path, testtar: Path | None) -> None:
     with open(os.path.join(os.fsencode(root), b"numbat-\xe9t\xe9.txt"), "wb") as odd:  # not UTF-8: Latin-1
         odd.write(b"numbat summary\n")
     (root / "plain.txt").write_text("plain wombat\n", encoding="utf-8")
-    if testtar is not None:
-        (root / "testtar.tar").write_bytes(testtar.read_bytes())
-
-
-def _cpython_testtar(tmp_path_factory) -> Path | None:
-    """CPython's own testtar.tar (Latin-1 member names among others), from Debian's package when at hand."""
-    cached = Path.home() / ".cache" / "beamtrawl" / "debs" / "libpython3.11-testsuite" / CPYTHON_TESTTAR
-    if cached.exists():
-        return cached
-    folder = tmp_path_factory.mktemp("deb")
-    done = subprocess.run(["apt-get", "download", "libpython3.11-testsuite"], cwd=folder, capture_output=True,
-                          check=False)
-    debs = list(folder.glob("*.deb"))
-    if done.returncode or not debs:
-        return None
-    cached.parents[4].mkdir(parents=True, exist_ok=True)
-    subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(cached.parents[4])], check=True)
-    return cached if cached.exists() else None
+    (root / "testtar.tar").write_bytes(testtar.read_bytes())
 
 
 @pytest.fixture(scope="module")
-def testtar(tmp_path_factory):
-    return _cpython_testtar(tmp_path_factory)
+def testtar() -> Path:
+    """CPython's own testtar.tar (Latin-1 member names among others), from Debian's package (fetched by
+    tests/run.sh)."""
+    return debian_file(PY_TESTSUITE, CPYTHON_TESTTAR)
 
 
 def _check_names(run, docs_by_name: dict[str, dict]) -> None:
@@ -156,6 +157,7 @@ def _check_names(run, docs_by_name: dict[str, dict]) -> None:
     odd = docs_by_name["numbat-\\xe9t\\xe9.txt"]
     assert odd["url"].endswith("/numbat-%E9t%E9.txt")  # the exact bytes, percent-encoded
     assert "numbat summary" in odd["content"]
+    assert "ustar/umlauts-\\xc4\\xd6\\xdc\\xe4\\xf6\\xfc\\xdf" in docs_by_name["testtar.tar"]["content"]
 
 
 def test_latin1_names_are_kept_escaped_in_the_embedded_index(tmp_path, make_config, crawl, search, testtar):
@@ -165,15 +167,13 @@ def test_latin1_names_are_kept_escaped_in_the_embedded_index(tmp_path, make_conf
     run = crawl(config)
     docs = indexed(tmp_path / "index.sqlite")
     _check_names(run, docs)
-    if testtar is not None:
-        assert "ustar/umlauts-\\xc4\\xd6\\xdc\\xe4\\xf6\\xfc\\xdf" in docs["testtar.tar"]["content"]
     assert [h["url"] for h in search(config, "numbat")] == [docs["numbat-\\xe9t\\xe9.txt"]["url"]]
     assert crawl(config).counts["unchanged"] == len(docs)  # and a re-crawl finds them unchanged
 
 
-def test_latin1_names_are_kept_escaped_in_opensearch(tmp_path, os_config, crawl, opensearch):
+def test_latin1_names_are_kept_escaped_in_opensearch(tmp_path, os_config, crawl, opensearch, testtar):
     root = tmp_path / "tree"
-    _latin1_tree(root, None)
+    _latin1_tree(root, testtar)
     config = os_config(root)
     run = crawl(config)
     docs = {d["filename"]: d for d in all_docs(opensearch, index_name(config)).values()}

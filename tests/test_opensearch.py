@@ -15,8 +15,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 import yaml
 from beamtrawl.transforms.index.opensearch import OpenSearchIndex
+from beamtrawl.transforms.index.query import parse_query
 from beamtrawl.transforms.values import NodeOptions
 
 from tests.conftest import DROP_DAC, beamtrawl, report_path
@@ -97,6 +99,7 @@ def test_same_documents_as_the_embedded_index(tmp_path, make_config, os_config, 
     assert [h["url"].rsplit("/", 1)[-1] for h in hits] == ["alpha.txt"]
     assert "<mark>apples</mark>" in hits[0]["snippet_html"]
     assert [h["url"].rsplit("/", 1)[-1] for h in search(remote, "kiwi -two extension:txt")] == ["k1.txt"]
+    assert _get(f"{opensearch}/_search/point_in_time/_all")["pits"] == []  # the snapshots' PITs are released
 
 
 def test_analyzer_change_builds_a_new_index_and_swaps_the_alias(tmp_path, os_config, crawl, opensearch, search):
@@ -118,15 +121,86 @@ def test_analyzer_change_builds_a_new_index_and_swaps_the_alias(tmp_path, os_con
     assert [h["url"].rsplit("/", 1)[-1] for h in search(german, "haus")] == ["dokument.txt"]
 
 
-def test_crawl_state_lives_in_the_index_it_describes(opensearch):
+def test_a_node_behind_tls_and_basic_auth_takes_compressed_requests(tmp_path, make_config, crawl, opensearch,
+                                                                     fresh_index, search, monkeypatch):
+    """The README's secured cluster: https with ``ca_file``, basic auth and ``compress`` (nginx in front of
+    the node, tests/servers/tls_proxy.py). The crawl writes every document in gzip-compressed bulk requests
+    and a search reads them; a wrong password, or a certificate not trusted, is one line and exit 2."""
+    from tests.servers.tls_proxy import tls_proxy
+
+    root = tmp_path / "docs"
+    build_tree(root)
+    monkeypatch.setenv("BT_OS_PASSWORD", "s3cret pass")
+    monkeypatch.setenv("BT_WRONG_PASSWORD", "guess")
+    with tls_proxy(tmp_path / "proxy", opensearch, "crawler", "s3cret pass") as proxy:
+        secured = {"url": proxy.url, "name": fresh_index(), "username": "crawler", "password": "${BT_OS_PASSWORD}",
+                   "ca_file": str(proxy.ca_file), "compress": True}
+        config = make_config(root, name="secured.yaml", index=secured)
+        run = crawl(config)
+        assert run.code == 0, run.stderr[-2000:]
+        assert len(all_docs(opensearch, secured["name"])) == 11
+        assert [h["url"].rsplit("/", 1)[-1] for h in search(config, "apples")] == ["alpha.txt"]
+        bulk = [line for line in proxy.log.read_text().splitlines() if line.startswith("POST /_bulk")]
+        assert bulk and all(line.startswith("POST /_bulk 200 encoding=gzip ") for line in bulk), bulk
+        for name, index in (("wrong.yaml", {**secured, "password": "${BT_WRONG_PASSWORD}"}),
+                            ("untrusted.yaml", {k: v for k, v in secured.items() if k != "ca_file"})):
+            done = beamtrawl("crawl", str(make_config(root, name=name, index=index)))
+            assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, (name, done.stderr)
+            assert proxy.url in done.stderr and "s3cret" not in done.stderr, done.stderr
+
+
+def test_bulk_requests_are_at_most_10_mib(tmp_path, opensearch, fresh_index):
+    """30 documents of 1 MiB each reach the node (through nginx, which logs each request's size) in bulk
+    requests of at most 10 MiB, several of them."""
+    from beamtrawl.transforms.index.opensearch import MAX_REQUEST_BYTES
+
+    from tests.servers.tls_proxy import tls_proxy
+    from tests.test_query_and_search import make_doc
+
+    with tls_proxy(tmp_path / "proxy", opensearch, "crawler", "pass") as proxy:
+        target = OpenSearchIndex(proxy.url, fresh_index(), NodeOptions(username="crawler", password="pass",
+                                                                       ca_file=str(proxy.ca_file)))
+        target.prepare()
+        target.snapshot_splits()
+        words = " ".join(f"w{n}" for n in range(200_000))[: 2**20]
+        assert target.upsert([make_doc(f"big{n}.txt", "text/plain", "", words) for n in range(30)]) == []
+        target.finish(succeeded=True)
+        target.close()
+        sizes = [int(line.rsplit("bytes=", 1)[1]) for line in proxy.log.read_text().splitlines()
+                 if line.startswith("POST /_bulk 200")]
+    assert MAX_REQUEST_BYTES == 10 * 2**20
+    assert len(sizes) >= 3 and max(sizes) <= MAX_REQUEST_BYTES + 4096, sizes  # + the request's head
+
+
+@pytest.mark.parametrize("analyzer, text, query", [
+    ("french", "Les chevaux du village", "cheval"),
+    ("italian", "I ragazzi della città", "ragazzo"),  # light_italian leaves words under six letters
+])
+def test_french_and_italian_analyzers_stem_their_language(opensearch, fresh_index, analyzer, text, query):
+    """A word found by its other form under the language's analyzer, and not under the default english."""
+    from tests.test_query_and_search import make_doc
+
+    found = {}
+    for name in (analyzer, "english"):
+        target = OpenSearchIndex(opensearch, fresh_index(name), NodeOptions(analyzer=name))
+        target.prepare()
+        target.snapshot_splits()
+        assert target.upsert([make_doc("doc.txt", "text/plain", "", text)]) == []
+        target.finish(succeeded=True)
+        found[name] = [hit.url.rsplit("/", 1)[-1] for hit in target.search(parse_query(query), 10)]
+        target.close()
+    assert found == {analyzer: ["doc.txt"], "english": []}
+
+
+def test_crawl_state_lives_in_the_index_it_describes(opensearch, fresh_index):
     """What pipeline/unchanged.py stores: kept in the index's _meta, so a rebuilt index starts without it."""
-    target = OpenSearchIndex(opensearch, "state-test")
+    target = OpenSearchIndex(opensearch, fresh_index())
     target.prepare()
     assert target.read_state() is None
     state = {"key": "k", "folders": {"imaps://mail/INBOX": [7, 12, 11]}, "documents": 11}
     target.write_state(state)
-    assert OpenSearchIndex(opensearch, "state-test").read_state() == state
-    rebuilt = OpenSearchIndex(opensearch, "state-test", NodeOptions(analyzer="german"))  # another physical index
+    assert OpenSearchIndex(opensearch, fresh_index()).read_state() == state
+    rebuilt = OpenSearchIndex(opensearch, fresh_index(), NodeOptions(analyzer="german"))  # another physical index
     rebuilt.prepare()
     assert rebuilt.read_state() is None
     target.write_state(None)

@@ -17,16 +17,16 @@ from beamtrawl.transforms.preparators.code import prepare_code
 from beamtrawl.transforms.preparators.mime import MimeSniffer
 from beamtrawl.transforms.preparators.text import decode_text
 
-from tests.package_files import debian_file, maven_sources_file
+from tests.package_files import PY_LIB, PY_STDLIB, PY_TESTSUITE, debian_file, maven_sources_file
 
 REAL = [  # package, path, title, some headlines (in order)
-    ("libpython3.11-stdlib", "usr/lib/python3.11/json/decoder.py", "module decoder",
+    (PY_STDLIB, f"{PY_LIB}/json/decoder.py", "module decoder",
      ["class JSONDecodeError", "JSONDecodeError.__init__", "py_scanstring", "class JSONDecoder",
       "JSONDecoder.raw_decode"]),
-    ("libpython3.11-stdlib", "usr/lib/python3.11/json/__init__.py", "module json", ["dumps", "loads"]),
-    ("libpython3.11-testsuite", "usr/lib/python3.11/distutils/tests/xxmodule.c", "module xxmodule",
+    (PY_STDLIB, f"{PY_LIB}/json/__init__.py", "module json", ["dumps", "loads"]),
+    (PY_TESTSUITE, f"{PY_LIB}/distutils/tests/xxmodule.c", "module xxmodule",
      ["newXxoObject", "Xxo_demo", "PyInit_xx"]),
-    ("libpython3.11-testsuite", "usr/lib/python3.11/test/_testcppext.cpp", "module _testcppext",
+    (PY_TESTSUITE, f"{PY_LIB}/test/_testcppext.cpp", "module _testcppext",
      ["class StrongRef", "StrongRef.~StrongRef", "class VirtualPyObject", "VirtualPyObject.dealloc"]),
     ("golang-github-pkg-errors-dev", "usr/share/gocode/src/github.com/pkg/errors/errors.go", "package errors",
      ["New", "struct fundamental", "fundamental.Error", "struct withStack", "withStack.Format", "Wrapf"]),
@@ -61,7 +61,7 @@ def test_real_java_source():
 
 
 def test_broken_source_keeps_its_text_and_what_parsed():
-    data = debian_file("libpython3.11-stdlib", "usr/lib/python3.11/json/decoder.py").read_bytes()
+    data = debian_file(PY_STDLIB, f"{PY_LIB}/json/decoder.py").read_bytes()
     cut = data[:data.index(b"class JSONDecoder")] + b"class Broken(:\n    def (\x00\n" + data[-400:]
     prepared = prepare_code(cut, "file:///decoder.py", "text/x-script.python", {})
     assert prepared.content == decode_text(cut)
@@ -69,7 +69,7 @@ def test_broken_source_keeps_its_text_and_what_parsed():
 
 
 def test_binary_files_named_as_source_are_not_code():
-    gif = debian_file("libpython3.11-testsuite", "usr/lib/python3.11/test/imghdrdata/python.gif").read_bytes()
+    gif = debian_file(PY_TESTSUITE, f"{PY_LIB}/test/imghdrdata/python.gif").read_bytes()
     sniff = MimeSniffer()
     for url in ("file:///pictures/python.py", "file:///videos/clip.ts"):
         mimetype = sniff(gif, url)
@@ -88,7 +88,7 @@ def test_a_grammar_that_does_not_load_leaves_plain_text(monkeypatch):
 
 
 def test_a_file_too_large_to_parse_is_plain_text(monkeypatch):
-    data = debian_file("libpython3.11-stdlib", "usr/lib/python3.11/json/decoder.py").read_bytes()
+    data = debian_file(PY_STDLIB, f"{PY_LIB}/json/decoder.py").read_bytes()
     monkeypatch.setattr(code, "MAX_PARSE_BYTES", len(data) - 1)
     prepared = prepare_code(data, "file:///decoder.py", "text/x-script.python", {})
     assert (prepared.title, prepared.headlines, prepared.content) == ("", [], decode_text(data))
@@ -111,9 +111,9 @@ def test_crawl_indexes_source_structure(tmp_path, make_config, crawl, search):
     root = tmp_path / "src"
     root.mkdir()
     for name, (package, path) in {
-        "decoder.py": ("libpython3.11-stdlib", "usr/lib/python3.11/json/decoder.py"),
+        "decoder.py": (PY_STDLIB, f"{PY_LIB}/json/decoder.py"),
         "errors.go": ("golang-github-pkg-errors-dev", "usr/share/gocode/src/github.com/pkg/errors/errors.go"),
-        "picture.py": ("libpython3.11-testsuite", "usr/lib/python3.11/test/imghdrdata/python.gif"),
+        "picture.py": (PY_TESTSUITE, f"{PY_LIB}/test/imghdrdata/python.gif"),
     }.items():
         (root / name).write_bytes(debian_file(package, path).read_bytes())
     config = make_config(root)

@@ -13,7 +13,7 @@ from beamtrawl.transforms.prepare import PrepareOptions, _PrepareFamily, summari
 from beamtrawl.transforms.records import Entry, Event, RawDocument, SnapshotEntry
 from beamtrawl.transforms.urls import doc_id
 
-from tests.package_files import debian_file
+from tests.package_files import PY_LIB, PY_TESTSUITE, debian_file
 
 
 def raw(url: str, data: bytes, mimetype: str = "text/plain", metadata_only_reason: str = "") -> RawDocument:
@@ -67,7 +67,7 @@ def test_oversize_document_is_metadata_only():
 
 
 def png() -> bytes:
-    return debian_file("libpython3.11-testsuite", "usr/lib/python3.11/test/imghdrdata/python.png").read_bytes()
+    return debian_file(PY_TESTSUITE, f"{PY_LIB}/test/imghdrdata/python.png").read_bytes()
 
 
 def test_type_nothing_reads_is_unsupported_not_failed():

@@ -328,15 +328,36 @@ def test_an_exact_name_outranks_a_partial_one(tmp_path):
     index.close()
 
 
-@pytest.mark.parametrize("text", ['NEAR(a b)', 'a AND NOT b', '"unterminated', "title:x^3", "bash~2", "col:", "(x",
-                                  "\\", "x'; DROP TABLE docs; --", "\x00", "💥 lamp", "a" * 5000, "* OR *"])
-def test_hostile_queries_are_words(index, text):
-    """Nothing the user types reaches FTS5's own syntax: a query finds documents or nothing, never an error."""
-    try:
-        query = parse_query(text)
-    except QueryError:
-        return
-    index.search(query, limit=10)
+NO_WORDS = "the query has no words or filters to search for"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("NEAR(spectrometer lamp)", set()),  # FTS5's NEAR would find lab/notes.txt; as words, "near" is required
+    ("spectrometer AND NOT calibration", set()),  # FTS5's operators would find budget.csv and manual.pdf
+    ("polar NEAR bear", set()),
+    ("^polar", {"labs/polar.txt", "labs/sighting.html"}),  # FTS5's ^ (first word) would find nothing
+    ("{polar bear}", {"labs/polar.txt", "labs/sighting.html"}),  # not a column set
+    ('"polar bear', {"labs/polar.txt"}),  # an unterminated phrase runs to the end
+    ("(polar", {"labs/polar.txt", "labs/sighting.html"}),
+    ("title:bear^3", set()),  # not a column filter nor a boost: the words title, bear and 3
+    ("lamp~2", set()),  # no fuzziness: the words lamp and 2
+    ("col:", set()),
+    ("lamp'; DROP TABLE docs; --", set()),
+    ("lamp\x00", {"lab/notes.txt"}),  # a NUL ended FTS5's string: "not a beamtrawl index (unterminated string)"
+    ("💥 lamp", {"lab/notes.txt"}),
+    ("\\", NO_WORDS), ("\x00", NO_WORDS), ("* OR *", NO_WORDS),
+    ("a" * 5000, "the query is too long (5,000 characters; at most 1,000)"),
+])
+def test_hostile_queries_are_words(index, text, expected):
+    """Nothing the user types reaches FTS5's own syntax: a query finds what its words find, or is refused
+    with one sentence, and the index is as it was."""
+    if isinstance(expected, str):
+        with pytest.raises(QueryError) as refused:
+            parse_query(text)
+        assert str(refused.value) == expected
+    else:
+        assert found(index, text) == expected
+    assert found(index, "spectrometer") == {"lab/calibration.txt", "lab/notes.txt", "budget.csv", "manual.pdf"}
 
 
 def test_a_query_sqlite_cannot_run_is_too_complex_not_a_broken_index(index):

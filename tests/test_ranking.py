@@ -50,7 +50,8 @@ def new_target(request, tmp_path):
         else:
             from beamtrawl.transforms.index.opensearch import OpenSearchIndex
 
-            target = OpenSearchIndex(request.getfixturevalue("opensearch"), f"rank-{next(_names)}")
+            target = OpenSearchIndex(request.getfixturevalue("opensearch"),
+                                     request.getfixturevalue("fresh_index")(str(next(_names))))
         target.prepare()
         made.append(target)
         return target

@@ -18,26 +18,27 @@ import pytest
 import yaml
 
 from tests.conftest import CrawlRun, beamtrawl, report_path
+from tests.package_files import PY_DOC, PY_LIB, PY_TESTSUITE, PYTHON
 from tests.real_corpus import corpus
 
 # Symbolic links the packages ship whose target is in another package: not followed (the default),
 # so skipped like every link, with no report line and never a failure.
 DANGLING_LINKS = [f"{package}/{path}" for package, path in [
-    ("libpython3.11-testsuite", "usr/share/doc/libpython3.11-testsuite"),
+    (PY_TESTSUITE, f"usr/share/doc/{PY_TESTSUITE}"),
     ("libreoffice-common", "etc/libreoffice/registry/oo-ad-ldap.xcd.sample"),
     ("libreoffice-common", "etc/libreoffice/registry/oo-ldap.xcd.sample"),
     ("libreoffice-common", "usr/lib/libreoffice/share/prereg/bundled"),
     ("libreoffice-common", "usr/lib/libreoffice/share/psprint/psprint.conf"),
     ("libreoffice-common", "usr/lib/libreoffice/share/registry"),
-    ("python3.11-doc", "usr/share/doc/python3.11/html/_static/jquery.js"),
-    ("python3.11-doc", "usr/share/doc/python3.11/html/_static/underscore.js"),
+    (PY_DOC, f"usr/share/doc/{PYTHON}/html/_static/jquery.js"),
+    (PY_DOC, f"usr/share/doc/{PYTHON}/html/_static/underscore.js"),
 ]]
 # Files the packages ship broken, each with the report line it must get: CPython's tar with a zero-length
 # header (bpo-39017: tarfile refuses it). Every other failure is a defect of beamtrawl.
-KNOWN_BROKEN = {"libpython3.11-testsuite/usr/lib/python3.11/test/recursion.tar": "invalid header"}
+KNOWN_BROKEN = {f"{PY_TESTSUITE}/{PY_LIB}/test/recursion.tar": "invalid header"}
 
-_TESTS = "libpython3.11-testsuite/usr/lib/python3.11/test"
-_PYDOC = "python3.11-doc/usr/share/doc/python3.11/html"
+_TESTS = f"{PY_TESTSUITE}/{PY_LIB}/test"
+_PYDOC = f"{PY_DOC}/usr/share/doc/{PYTHON}/html"
 _OFFICER = "r-cran-officer/usr/lib/R/site-library/officer"
 _OFFICER_TESTS = "r-cran-officer/usr/share/doc/r-cran-officer/tests/testthat"
 

@@ -146,10 +146,30 @@ def test_hostile_titles_names_and_snippets_are_escaped_on_the_page(base):
     assert "<mark>numbat</mark>" in page.lower() or "<mark>Numbat</mark>" in page
 
 
-def test_hostile_queries_are_escaped_everywhere(base):
-    query = '"><script>alert(1)</script> numbat'
-    page = get(f"{base}/?" + urllib.parse.urlencode({"q": query}))[2].decode()
-    assert "<script>" not in page and "&lt;script&gt;" in page
+HOSTILE_QUERIES = ['"><script>alert(1)</script>', "'><img src=x onerror=alert(1)>", "</title><svg onload=alert(1)>",
+                   '" autofocus onfocus="alert(1)', "&lt;b&gt; &amp;"]
+
+
+@pytest.mark.parametrize("payload", HOSTILE_QUERIES)
+def test_hostile_queries_are_escaped_everywhere(base, payload):
+    """Every page that echoes the query (hits with paging links, by date, no hits, a refused request) shows
+    it as text in the search box and carries it intact in every link; the JSON API gives it back as sent.
+    A refused request (too long a query, too many per page) does not echo it at all."""
+    hits, none, long = f"{payload} numbat", f"{payload} wombatish", f"{payload} " + "x" * 1001
+    for query, params, status in ((hits, {}, 200), (hits, {"per_page": "1"}, 200), (none, {}, 200),
+                                  (hits, {"order": "date", "per_page": "1"}, 200),
+                                  (hits, {"per_page": "101"}, 400), (long, {}, 400)):
+        answer, _headers, body = get(f"{base}/?" + urllib.parse.urlencode({"q": query, **params}))
+        page = body.decode()
+        assert answer == status, (query, params)
+        assert not re.search(r"<(script|img|svg|/title><)", page), (query, params)  # no tag of theirs
+        boxes = [html.unescape(v) for v in re.findall(r'<input[^>]*name="q"[^>]*value="([^"]*)"', page)]
+        assert boxes and all(value == (query if status == 200 else "") for value in boxes), (query, boxes)
+        links = [html.unescape(h) for h in re.findall(r'href="([^"]*)"', page) if "q=" in h]
+        linked = [urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["q"][0] for link in links]
+        assert all(q == query or q.startswith(query + " ") for q in linked), linked  # facets add a filter
+        assert links or params.get("per_page") != "1", "the paged answers have links to check"
+    assert api(base, hits)["query"] == hits and api(base, none)["query"] == none
 
 
 def test_the_page_has_a_strict_policy_and_no_script(base):
@@ -270,19 +290,19 @@ def test_password_lines_from_standard_input(tmp_path):
 
 # -- OpenSearch -----------------------------------------------------------------------------------
 
-def test_opensearch_serves_the_same_pages(site, opensearch, tmp_path):
+def test_opensearch_serves_the_same_pages(site, opensearch, fresh_index, tmp_path):
     """The same corpus crawled into OpenSearch: every page, total, facet and document answer equals the
     embedded index's, for an anonymous searcher and for one in hr."""
     import yaml
     from beamtrawl.transforms.index.opensearch import OpenSearchIndex
 
     config = yaml.safe_load(site.config.read_text())
-    config["index"] = {"url": opensearch, "name": "serve-pages"}
+    config["index"] = {"url": opensearch, "name": fresh_index()}
     os_config = tmp_path / "os.yaml"
     os_config.write_text(yaml.safe_dump(config))
     done = beamtrawl("crawl", str(os_config), "--direct_num_workers=1", "-q", check_dac=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    embedded, remote = EmbeddedIndex(str(site.config.parent / "index.sqlite")), OpenSearchIndex(opensearch, "serve-pages")
+    embedded, remote = EmbeddedIndex(str(site.config.parent / "index.sqlite")), OpenSearchIndex(opensearch, fresh_index())
     for groups in ((), ("hr",)):
         for text in ("numbat", "numbat extension:txt", "salary OR survey", "survey -walk", "path:" + str(site.root)):
             for order in ("relevance", "date"):

@@ -3,6 +3,7 @@ its scheme, so searching and a crawl that needs no pipeline (pipeline/unchanged.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -10,10 +11,24 @@ import pytest
 from beamtrawl.transforms.sources import schemes, source_for
 
 
-def test_the_driver_reads_config_index_and_mailboxes_without_beam():
-    code = ("import sys, beamtrawl.pipeline.cli, beamtrawl.pipeline.crawl, beamtrawl.pipeline.unchanged, beamtrawl.transforms.sources.imap, "
-            "beamtrawl.transforms.index, beamtrawl.transforms.records; sys.exit('apache_beam' in sys.modules)")
-    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+def test_the_driver_reads_a_config_and_searches_an_index_without_beam(tmp_path):
+    """``beamtrawl search``'s own steps (load the configuration, open the index, search it), in a process
+    that also imports the crawl's driver and the IMAP source: Beam is never loaded."""
+    from tests.test_query_and_search import build_index
+
+    build_index(tmp_path / "index.sqlite").close()
+    config = tmp_path / "crawl.yaml"
+    config.write_text(f"start: [{{url: {tmp_path}}}]\nindex: {{path: {tmp_path / 'index.sqlite'}}}\n")
+    code = f"""import sys
+import beamtrawl.pipeline.cli, beamtrawl.pipeline.crawl, beamtrawl.pipeline.unchanged
+import beamtrawl.transforms.sources.imap, beamtrawl.transforms.records
+from beamtrawl.pipeline.cli import _search
+from beamtrawl.pipeline.config import load_config
+assert _search(load_config({str(config)!r}, crawling=False), "spectrometer lamp", 10, True) == 0
+sys.exit('apache_beam' in sys.modules)"""
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert [hit["url"].rsplit("/", 1)[-1] for hit in json.loads(done.stdout)] == ["notes.txt"]
 
 
 @pytest.mark.parametrize("scheme", ["file", "http", "https", "smb", "imap", "imaps"])

@@ -309,20 +309,23 @@ def test_a_change_after_a_merge_commits(tmp_path):
         assert sorted((r["id"], r["content"]) for r in rows) == [(_doc(1).id, text), (_doc(2).id, text)]
 
 
-def test_table_failures_are_one_line_and_an_export_never_lands_inside_a_table(tmp_path, make_config):
-    """An object store without credentials, an export onto a file or an unwritable place: one line each,
-    exit 2. An export into a folder inside a table is refused (that table's vacuum would remove it)."""
+def test_table_failures_are_one_line_and_an_export_never_lands_inside_a_table(tmp_path, make_config, s3_server):
+    """A bucket the object store does not have (a real S3 server on loopback: no test addresses a cloud),
+    an export onto a file or an unwritable place: one line each, exit 2. An export into a folder inside a
+    table is refused (that table's vacuum would remove it)."""
     root = tmp_path / "docs"
     build_tree(root)
     table = tmp_path / "a table ü.delta"
     DeltaIndex(str(table)).write_all(iter([_doc(1)]))
     config = make_config(root, name="t.yaml", index={"table": str(table)})
-    s3 = make_config(root, name="s3.yaml", index={"table": "s3://beamtrawl-no-such-bucket/t"})
+    s3 = make_config(root, name="s3.yaml", index={"table": "s3://beamtrawl-no-such-bucket/t",
+                                                  "storage_options": s3_server.storage_options()})
     for args in (("crawl", str(s3)), ("maintain", str(s3)), ("export", str(config), str(tmp_path / "t.yaml")),
                  ("export", str(config), "/proc/no.delta"), ("export", str(config), str(table / "sub"))):
         done = beamtrawl(*args, timeout=120)
         lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("crawling")]
         assert done.returncode == 2 and len(lines) == 1 and "\x1b" not in lines[0], (args, done.stderr)
+    assert "/beamtrawl-no-such-bucket" in s3_server.log.read_text()  # the store asked was the one on loopback
     assert not (table / "sub").exists()
     assert DeltaTable(str(table)).to_pyarrow_table().num_rows == 1
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -115,9 +117,16 @@ def test_path_to_url_spellings():
 
 
 def test_doc_id_is_stable_and_distinct():
+    """The same id in every process and every release (a new id makes every indexed document new and
+    deletes the old one), distinct for distinct URLs."""
     url = "file:///srv/docs/a.txt"
-    assert doc_id(url) == doc_id(url)
-    assert len(doc_id(url)) == 32 and re.fullmatch("[0-9a-f]+", doc_id(url))
+    assert doc_id(url) == "ec6bab0647428751322a10c1a5545427"  # SHA-256 of the URL, its first 32 hex digits
+    assert doc_id("http://intranet/Caf%C3%A9?a=1") == "e11c2661817a6c47e3964175bbb75142"
+    code = f"from beamtrawl.transforms.urls import doc_id; print(doc_id({url!r}))"
+    for seed in ("1", "2"):  # not Python's hash(), which changes with every process
+        other = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed},
+                               capture_output=True, text=True, check=True)
+        assert other.stdout.strip() == doc_id(url)
     others = ["file:///srv/docs/A.txt", "file:///srv/docs/a.txt/", "file:///srv/docs/b.txt"]
     assert len({doc_id(u) for u in [url, *others]}) == 4
 

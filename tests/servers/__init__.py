@@ -13,3 +13,10 @@ def require(*programs: str) -> None:
     if missing or os.geteuid() != 0:
         raise RuntimeError(f"these tests need root and {', '.join(programs)} "
                            "(tests/run.sh installs them; run it as root)")
+
+
+def refuse_fetch_in_tests(what: str, command: str) -> None:
+    """Tests never reach a registry: tests/run.sh fetches everything before pytest starts. Called where a
+    server module would fetch ``what``; inside a test it fails with the command that fetches it."""
+    if "PYTEST_CURRENT_TEST" in os.environ:
+        raise RuntimeError(f"{what} is not fetched: run {command} (tests/run.sh does)")

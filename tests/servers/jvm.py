@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.servers import refuse_fetch_in_tests
+
 ENGINES = Path(__file__).resolve().parent / "engines"
 CACHE = Path.home() / ".cache" / "beamtrawl"
 MARKER = ".beamtrawl-installed"
@@ -25,6 +27,7 @@ def ensure_classpath(pom: str, name: str) -> Path:
     lib = CACHE / name / "lib"
     if (CACHE / name / MARKER).is_file():
         return lib
+    refuse_fetch_in_tests(name, f"python tests/servers/{name.split('-')[0]}.py install")
     mvn = shutil.which("mvn")
     if not mvn:
         raise RuntimeError("Maven (mvn) is needed to fetch the job server: apt-get install maven")

@@ -53,6 +53,7 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.servers import refuse_fetch_in_tests
 from tests.servers.jvm import free_ports
 
 VERSION = "2.19.6"
@@ -107,6 +108,7 @@ def ensure_installed(cache_dir: str | os.PathLike | None = None) -> Path:
     home = Path(cache_dir) if cache_dir else DEFAULT_CACHE
     if (home / MARKER).is_file():
         return home
+    refuse_fetch_in_tests(f"OpenSearch {VERSION}", "python tests/servers/opensearch.py install")
     mvn = shutil.which("mvn")
     if not mvn:
         raise RuntimeError("Maven (mvn) is needed to fetch OpenSearch: apt-get install maven")

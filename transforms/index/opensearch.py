@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -550,6 +551,12 @@ def _short(err: Exception) -> str:
         causes = info.get("root_cause") or info.get("failed_shards") or [] if isinstance(info, dict) else []
         cause = causes[0] if causes and isinstance(causes[0], dict) else {}
         reason = cause.get("reason") or (cause.get("reason", {}) if isinstance(cause.get("reason"), dict) else "")
-        return f"HTTP {err.status_code} {err.error}" + (f" ({str(reason)[:200]})" if reason else "")
+        return f"HTTP {err.status_code} {_one_line(str(err.error))}" + (f" ({str(reason)[:200]})" if reason else "")
     text = str(err).splitlines()[0] if str(err) else type(err).__name__
     return text[:300]
+
+
+def _one_line(answer: str) -> str:
+    """A server's error as one short line: an HTML page (a proxy's 401 page) by its title, else its words."""
+    title = re.search(r"<title>(.*?)</title>", answer, re.DOTALL | re.IGNORECASE)
+    return " ".join((title.group(1) if title else answer).split())[:200]

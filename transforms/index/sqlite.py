@@ -410,7 +410,8 @@ def _counts(db: sqlite3.Connection, query: Query, facet_size: int) -> tuple[int,
 
 
 def _quote(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
+    """An FTS5 string of ``text``; a NUL (which ends FTS5's string early: "unterminated string") is a space."""
+    return '"' + text.replace('"', '""').replace("\x00", " ") + '"'
 
 
 def _fts_phrases(query: Query) -> list[str]:
