@@ -9,7 +9,8 @@ from beamtrawl.transforms.preparators.base import Prepared
 #: libmagic calls JavaScript, a ``.json`` or ``.ipynb``, a shell script or TeX under its older names).
 MIME_TYPES = ("text/*", "application/javascript", "application/x-javascript", "application/ecmascript",
               "application/json", "application/x-ndjson", "application/x-ipynb+json", "application/x-sh",
-              "application/x-tex", "application/x-latex")
+              "application/x-tex", "application/x-latex",
+              "application/mbox")  # a mailbox the mbox preparator cannot read is still text
 
 
 def decode_text(data: bytes) -> str:
