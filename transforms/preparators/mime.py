@@ -33,6 +33,7 @@ import zlib
 
 import magic
 import olefile
+from beamtrawl.transforms.preparators import office
 from beamtrawl.transforms.preparators.compressed import compressed_type
 from beamtrawl.transforms.urls import extension, file_name
 
@@ -87,7 +88,7 @@ def zip_container_type(data: bytes) -> str | None:
             if "[Content_Types].xml" in names:
                 for part, mimetype in _OOXML:
                     if part in names:
-                        return mimetype
+                        return office.variant_of(archive.read("[Content_Types].xml")) or mimetype
             if "mimetype" in names:
                 declared = archive.open("mimetype").read(200).decode("ascii", "replace").strip()
                 if declared.startswith(("application/vnd.oasis.opendocument.", "application/epub+zip")):

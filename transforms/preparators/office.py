@@ -12,16 +12,63 @@ import zlib
 
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 
-REVISION = 1  # part of the preparation fingerprint (base.py): 1 reads every row of a sheet, whatever it declares,
+REVISION = 2  # part of the preparation fingerprint (base.py): 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
-# a document read noticeably short of it
+# a document read noticeably short of it; 2 reads templates and macro-enabled variants
 SHORT_READ = 0.9  # a document read to less than this share of the text its XML holds is reported
 
-MIME_TYPES = (
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-)
+_WORD, _PPT = "application/vnd.openxmlformats-officedocument.wordprocessingml", \
+    "application/vnd.openxmlformats-officedocument.presentationml"
+_SHEET = "application/vnd.openxmlformats-officedocument.spreadsheetml"
+#: The templates and macro-enabled variants, by the content type of their main part in [Content_Types].xml:
+#: (their MIME type, as Tika names them; the main part's content type in the plain document). python-docx
+#: and python-pptx refuse any main part but the plain document's ("is not a Word file"): they are handed
+#: a copy whose [Content_Types].xml says the plain one (the parts are the same).
+VARIANTS = {
+    "application/vnd.ms-word.document.macroEnabled.main+xml":
+        ("application/vnd.ms-word.document.macroenabled.12", f"{_WORD}.document.main+xml"),
+    f"{_WORD}.template.main+xml": (f"{_WORD}.template", f"{_WORD}.document.main+xml"),
+    "application/vnd.ms-word.template.macroEnabledTemplate.main+xml":
+        ("application/vnd.ms-word.template.macroenabled.12", f"{_WORD}.document.main+xml"),
+    "application/vnd.ms-excel.sheet.macroEnabled.main+xml":
+        ("application/vnd.ms-excel.sheet.macroenabled.12", f"{_SHEET}.sheet.main+xml"),
+    f"{_SHEET}.template.main+xml": (f"{_SHEET}.template", f"{_SHEET}.sheet.main+xml"),
+    "application/vnd.ms-excel.template.macroEnabled.main+xml":
+        ("application/vnd.ms-excel.template.macroenabled.12", f"{_SHEET}.sheet.main+xml"),
+    "application/vnd.ms-powerpoint.presentation.macroEnabled.main+xml":
+        ("application/vnd.ms-powerpoint.presentation.macroenabled.12", f"{_PPT}.presentation.main+xml"),
+    f"{_PPT}.template.main+xml": (f"{_PPT}.template", f"{_PPT}.presentation.main+xml"),
+    "application/vnd.ms-powerpoint.template.macroEnabled.main+xml":
+        ("application/vnd.ms-powerpoint.template.macroenabled.12", f"{_PPT}.presentation.main+xml"),
+    f"{_PPT}.slideshow.main+xml": (f"{_PPT}.slideshow", f"{_PPT}.presentation.main+xml"),
+    "application/vnd.ms-powerpoint.slideshow.macroEnabled.main+xml":
+        ("application/vnd.ms-powerpoint.slideshow.macroenabled.12", f"{_PPT}.presentation.main+xml"),
+}
+MIME_TYPES = (f"{_WORD}.document", f"{_SHEET}.sheet", f"{_PPT}.presentation",
+              *dict.fromkeys(mimetype for mimetype, _plain in VARIANTS.values()))
+_CONTENT_TYPE = re.compile(r'ContentType="([^"]+)"')
+
+
+def variant_of(content_types: bytes) -> str | None:
+    """The MIME type of a template or macro-enabled variant, from its [Content_Types].xml; None otherwise."""
+    found = (VARIANTS.get(t) for t in _CONTENT_TYPE.findall(content_types.decode("utf-8", "replace")))
+    return next((variant[0] for variant in found if variant), None)
+
+
+def _as_plain(data: bytes) -> io.BytesIO:
+    """The document, with a variant's main part declared as the plain document's (see VARIANTS)."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    declared = source.read("[Content_Types].xml").decode("utf-8", "replace")
+    plain = _CONTENT_TYPE.sub(lambda m: f'ContentType="{VARIANTS.get(m.group(1), (0, m.group(1)))[1]}"', declared)
+    if plain == declared:
+        return io.BytesIO(data)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as copy:
+        for info in source.infolist():
+            body = plain.encode("utf-8") if info.filename == "[Content_Types].xml" else source.read(info)
+            copy.writestr(info, body)
+    out.seek(0)
+    return out
 
 
 def _join(values, separator: str = "\n") -> str:
@@ -183,6 +230,6 @@ def prepare_ooxml(data: bytes, url: str, mimetype: str, params: dict) -> Prepare
         read = next((read for part, read in _KINDS.items() if part in names), None)
         if read is None:
             raise PreparationError("not an Office Open XML document")
-        return read(io.BytesIO(data))
+        return read(_as_plain(data))
     except (zipfile.BadZipFile, zlib.error, KeyError, ValueError, SyntaxError) as err:
         raise PreparationError(f"not readable as Office Open XML: {type(err).__name__}: {err}"[:200]) from None

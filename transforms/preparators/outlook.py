@@ -49,6 +49,11 @@ def _try(read, default=None):
     return default if value is None else value
 
 
+def _get(thing, name: str, default=None):
+    """``thing.name`` (a library's property, computed on access), or ``default`` whatever it raises."""
+    return _try(lambda: getattr(thing, name), default)
+
+
 def _text(value) -> str:
     if isinstance(value, bytes):
         value = decode_text(value)
@@ -72,17 +77,17 @@ def body_text(plain, html, rtf, url: str) -> str:
 
 
 def _msg_document(message, url: str, depth: int) -> Prepared:
-    date = _try(lambda: message.date)
-    headers = {"Subject": _text(_try(lambda: message.subject, "")), "From": _text(_try(lambda: message.sender, "")),
-               "To": _text(_try(lambda: message.to, "")), "Cc": _text(_try(lambda: message.cc, "")),
+    date = _get(message, "date")
+    headers = {"Subject": _text(_get(message, "subject", "")), "From": _text(_get(message, "sender", "")),
+               "To": _text(_get(message, "to", "")), "Cc": _text(_get(message, "cc", "")),
                "Date": email.utils.format_datetime(date) if hasattr(date, "tzinfo") else _text(date or "")}
-    body = body_text(_try(lambda: message.body), _try(lambda: message.htmlBody), _try(lambda: message.rtfBody), url)
+    body = body_text(_get(message, "body"), _get(message, "htmlBody"), _get(message, "rtfBody"), url)
     attachments = []
-    for number, attachment in enumerate(_try(lambda: message.attachments, []), 1):
-        name = _text(_try(lambda: attachment.longFilename) or _try(lambda: attachment.shortFilename) or "")
-        data = _try(lambda: attachment.data)
+    for number, attachment in enumerate(_get(message, "attachments", []), 1):
+        name = _text(_get(attachment, "longFilename") or _get(attachment, "shortFilename") or "")
+        data = _get(attachment, "data")
         if isinstance(data, bytes):
-            attachments.append({"name": name, "mimetype": _text(_try(lambda: attachment.mimetype, "")),
+            attachments.append({"name": name, "mimetype": _text(_get(attachment, "mimetype", "")),
                                 "size": len(data), "body": data})
         elif data is not None and depth < _MAX_DEPTH:  # an attached message
             inner = _msg_document(data, f"{url}!/{name or number}", depth + 1)
@@ -106,41 +111,41 @@ def prepare_msg(data: bytes, url: str) -> Prepared:
 
 def _pst_headers(message) -> dict[str, str]:
     """Headers from the message's internet headers when it came by mail, else from its properties."""
-    raw = _try(lambda: message.transport_headers, "")
+    raw = _get(message, "transport_headers", "")
     parsed = BytesHeaderParser(policy=email.policy.default).parsebytes(
         raw.encode("utf-8", "replace") if isinstance(raw, str) else raw) if raw else None
     headers = {name: mail.header(parsed, name) for name in mail.HEADERS} if parsed is not None else {}
-    headers["Subject"] = headers.get("Subject") or _text(_try(lambda: message.subject, ""))
-    headers["From"] = headers.get("From") or _text(_try(lambda: message.sender_name, ""))
+    headers["Subject"] = headers.get("Subject") or _text(_get(message, "subject", ""))
+    headers["From"] = headers.get("From") or _text(_get(message, "sender_name", ""))
     if not headers.get("Date"):
-        date = _try(lambda: message.delivery_time) or _try(lambda: message.client_submit_time)
+        date = _get(message, "delivery_time") or _get(message, "client_submit_time")
         headers["Date"] = email.utils.format_datetime(date) if hasattr(date, "tzinfo") else ""
     return headers
 
 
 def _pst_document(message, url: str) -> Prepared:
-    body = body_text(_try(lambda: message.plain_text_body), _try(lambda: message.html_body),
-                     _try(lambda: message.rtf_body), url)
+    body = body_text(_get(message, "plain_text_body"), _get(message, "html_body"),
+                     _get(message, "rtf_body"), url)
     attachments = []
-    for number in range(_try(lambda: message.number_of_attachments, 0)):
+    for number in range(_get(message, "number_of_attachments", 0)):
         attachment = _try(lambda n=number: message.get_attachment(n))
-        size = _try(lambda a=attachment: a.size, 0)
+        size = _get(attachment, "size", 0)
         data = _try(lambda a=attachment, s=size: a.read_buffer(s), b"") if size else b""
-        name = _text(_try(lambda a=attachment: a.name, ""))
+        name = _text(_get(attachment, "name", ""))
         attachments.append({"name": name, "mimetype": "", "size": len(data), "body": data})
     return mail.compose(_pst_headers(message), [body] if body else [], attachments, url)
 
 
 def _folder_messages(folder, path: str):
     """(folder path, message) of the folder and every folder below it."""
-    for number in range(_try(lambda: folder.number_of_sub_messages, 0)):
+    for number in range(_get(folder, "number_of_sub_messages", 0)):
         message = _try(lambda n=number: folder.get_sub_message(n))
         if message is not None:
             yield path, number, message
-    for number in range(_try(lambda: folder.number_of_sub_folders, 0)):
+    for number in range(_get(folder, "number_of_sub_folders", 0)):
         sub = _try(lambda n=number: folder.get_sub_folder(n))
         if sub is not None:
-            yield from _folder_messages(sub, f"{path}/{_text(_try(lambda s=sub: s.name, ''))}")
+            yield from _folder_messages(sub, f"{path}/{_text(_get(sub, 'name', ''))}")
 
 
 def prepare_pst(data: bytes, url: str, params: dict) -> Prepared:
