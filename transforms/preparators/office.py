@@ -1,4 +1,6 @@
-"""Office Open XML (DOCX, XLSX, PPTX) by python-docx, openpyxl and python-pptx. The parts inside the
+"""Office Open XML (DOCX, XLSX, PPTX, their templates and macro-enabled variants) by python-docx, openpyxl
+and python-pptx; a Word document's headers, footers, footnotes, endnotes and comments and a presentation's
+notes and comments count as its text, as Tika reads them. The parts inside the
 ZIP, not the MIME type, say which kind it is. (libmagic names some of these files only "Microsoft OOXML",
 application/octet-stream, depending on the order of the archive's members; ``mime.MimeSniffer`` names
 them from their parts, so this preparator need not accept every unknown binary.)"""
@@ -14,7 +16,8 @@ from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 
 REVISION = 2  # part of the preparation fingerprint (base.py): 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
-# a document read noticeably short of it; 2 reads templates and macro-enabled variants
+# a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
+# headers, footers, footnotes, endnotes and comments, and a presentation's comments
 SHORT_READ = 0.9  # a document read to less than this share of the text its XML holds is reported
 
 _WORD, _PPT = "application/vnd.openxmlformats-officedocument.wordprocessingml", \
@@ -121,9 +124,48 @@ def _docx(stream) -> Prepared:
     body = document.element.body
     for box in _visible(body.iter(qn("w:txbxContent"))):  # text boxes, which paragraphs do not show
         blocks.append(_join("".join(t.text or "" for t in p.iter(qn("w:t"))) for p in box.iter(qn("w:p"))))
-    prepared = _prepared(document.core_properties, "author", "comments", _join(blocks), headlines)
+    parts = _word_parts(document.part.package)
+    text = _join([*parts["header"], *blocks, *parts["footer"], *parts["footnotes"], *parts["endnotes"],
+                  *parts["comments"]])
+    prepared = _prepared(document.core_properties, "author", "comments", text, headlines)
     _say_if_short(prepared, _characters(_visible(body.iter(qn("w:t")))), "characters")
     return prepared
+
+
+_WORD_PARTS = re.compile(r"/word/(header|footer|footnotes|endnotes|comments)\d*\.xml")
+
+
+def _word_parts(package) -> dict[str, list[str]]:
+    """The paragraphs of the parts beside the body, as Tika reads them: headers (before the body), footers,
+    footnotes, endnotes and comments (after it); a header repeated by each section is read once."""
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import qn
+
+    found: dict[str, dict[str, None]] = {kind: {} for kind in ("header", "footer", "footnotes", "endnotes",
+                                                                 "comments")}
+    for part in sorted(package.iter_parts(), key=lambda p: str(p.partname)):
+        kind = _WORD_PARTS.fullmatch(str(part.partname))
+        if kind is None:
+            continue
+        for paragraph in parse_xml(part.blob).iter(qn("w:p")):
+            text = "".join(t.text or "" for t in paragraph.iter(qn("w:t"))).strip()
+            if text:
+                found[kind.group(1)][text] = None
+    return {kind: list(texts) for kind, texts in found.items()}
+
+
+def _slide_comments(package) -> list[str]:
+    """The text of the comments on slides (``ppt/comments/``: ``p:text`` in the classic form, ``a:t`` in the
+    modern one), which python-pptx does not read."""
+    from lxml import etree
+
+    texts = []
+    for part in sorted(package.iter_parts(), key=lambda p: str(p.partname)):
+        if str(part.partname).startswith("/ppt/comments/"):
+            root = etree.fromstring(part.blob, etree.XMLParser(resolve_entities=False, no_network=True))
+            texts.extend(e.text for e in root.iter() if isinstance(e.tag, str)
+                         and etree.QName(e).localname in ("text", "t") and e.text)
+    return texts
 
 
 def _characters(texts) -> int:
@@ -216,6 +258,7 @@ def _pptx(stream) -> Prepared:
         if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
             texts.append(slide.notes_slide.notes_text_frame.text)
             held += _characters(slide.notes_slide.notes_text_frame._txBody.iter(qn("a:t")))
+    texts.extend(_slide_comments(presentation.part.package))
     prepared = _prepared(presentation.core_properties, "author", "comments", _join(texts))
     _say_if_short(prepared, held, "characters")
     return prepared
