@@ -291,7 +291,10 @@ def test_compressed_markdown_and_json_are_read_whole(member, magic_says, inner):
     assert magic.from_buffer(data[:65536], mime=True) == magic_says
     prepared, errors, _ = prepare(packed, f"file:///usr/share/doc/nodejs/api/{member}.gz")
     assert errors == [] and prepared.fields["inner_mimetype"] == inner
-    assert len(prepared.content) >= 0.9 * len(data.decode())
+    share = 0.7 if inner == "text/markdown" else 0.9  # rendered Markdown drops its markup and link targets
+    assert len(prepared.content) >= share * len(data.decode())
+    if inner == "text/markdown":  # read to its end
+        assert prepared.content.endswith("avoid a string as the second\nargument.")
 
 
 @pytest.mark.parametrize("package, path, url", [
