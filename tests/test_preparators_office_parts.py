@@ -63,3 +63,51 @@ def test_templates_and_macro_variants_are_typed_and_read(name, mimetype, said):
     prepared, errors, typed = prepare(name)
     assert (errors, typed) == ([], mimetype)
     assert said in prepared.content
+
+
+FORMATTED = ["| Number #,##0.00 1,599.99 -1,599.99",
+             "| Currency $#,##0.00;[Red]($#,##0.00) $1,599.99 ($1,599.99)",
+             "| Percentage (0.025) 3% 2.50%",
+             "| Fraction (2.5) 2 1/2",
+             "| Time Format: h:mm AM/PM 6:15 AM 6:15 PM",
+             "| Date Format: m/d/yy 10/3/09",
+             "| Date Format: d-mmm-yy 17-May-07",
+             "| Custom Number: 19 dollars and .99 cents",
+             "| Custom Date: At 4:20 AM on Thursday May 17, 2007"]
+
+
+@pytest.mark.parametrize("name", ["testEXCEL-formats.xlsx", "testEXCEL-formats.xls"])
+def test_cells_are_shown_as_their_number_formats_display_them(name):
+    """Tika's sheet of number formats: dates were serial numbers, and formats were dropped."""
+    prepared, errors, _ = prepare(name)
+    assert errors == []
+    lines = prepared.content.split("\n")
+    for line in FORMATTED:
+        assert line in lines, line
+
+
+def test_sheet_names_are_headlines():
+    prepared, errors, _ = prepare("testEXCEL.xlsx")
+    assert errors == [] and prepared.headlines == ["Feuil1", "Feuil2", "Feuil3"]
+
+
+def test_crawl_finds_the_variants_and_formatted_cells(tmp_path, make_config, crawl, search):
+    root = tmp_path / "office"
+    root.mkdir()
+    names = ["testWORD_macros.docm", "testDOTM.dotm", "testPPT.ppsx", "testEXCEL_template.xltx",
+             "testEXCEL-formats.xlsx", "testWORD_various.docx"]
+    for name in names:
+        (root / name).write_bytes(tika_test_document("microsoft", name))
+    config = make_config(root)
+    run = crawl(config)
+    assert run.code == 0, (run.stderr, run.report.get("problems"))
+
+    def found(query: str) -> list[str]:
+        return sorted(hit["url"].rsplit("/", 1)[1] for hit in search(config, query))
+
+    assert found('"The quick brown fox"') == ["testWORD_macros.docm"]
+    assert found('"Грегор Мендель"') == ["testDOTM.dotm"]
+    assert found('"this is a template"') == ["testEXCEL_template.xltx"]
+    assert found('"At 4:20 AM on Thursday May 17, 2007"') == ["testEXCEL-formats.xlsx"]
+    assert found('"This is the footer text"') == ["testWORD_various.docx"]
+    assert "testPPT.ppsx" in found('"Attachment Test"')

@@ -13,11 +13,13 @@ import zipfile
 import zlib
 
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.cell_format import displayed
 
 REVISION = 2  # part of the preparation fingerprint (base.py): 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
-# headers, footers, footnotes, endnotes and comments, and a presentation's comments
+# headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
+# number formats display them (cell_format), its name a headline
 SHORT_READ = 0.9  # a document read to less than this share of the text its XML holds is reported
 
 _WORD, _PPT = "application/vnd.openxmlformats-officedocument.wordprocessingml", \
@@ -192,16 +194,18 @@ def _xlsx(stream) -> Prepared:
 
     workbook = openpyxl.load_workbook(stream, read_only=True, data_only=True)
     try:
-        lines, read = [], 0
+        lines, read, sheets = [], 0, []
         for sheet in workbook.worksheets:
             # Read-only mode stops at the size a sheet declares (``<dimension ref="A1"/>`` in files some
             # writers make, readxl's datasets.xlsx among them): forget it and read every row there is.
             sheet.reset_dimensions()
             lines.append(sheet.title)
-            for row in sheet.iter_rows(values_only=True):
-                read += sum(value is not None for value in row)
-                lines.append(_join(row, " "))
-        prepared = _prepared(workbook.properties, "creator", "description", _join(lines))
+            sheets.append(sheet.title)
+            for row in sheet.iter_rows():
+                values = [displayed(cell.value, getattr(cell, "number_format", None)) for cell in row]
+                read += sum(cell.value is not None for cell in row)
+                lines.append(_join(values, " "))
+        prepared = _prepared(workbook.properties, "creator", "description", _join(lines), sheets)
     finally:
         workbook.close()
     held = _cells_held(zipfile.ZipFile(stream))
