@@ -111,3 +111,14 @@ def test_crawl_finds_the_variants_and_formatted_cells(tmp_path, make_config, cra
     assert found('"At 4:20 AM on Thursday May 17, 2007"') == ["testEXCEL-formats.xlsx"]
     assert found('"This is the footer text"') == ["testWORD_various.docx"]
     assert "testPPT.ppsx" in found('"Attachment Test"')
+
+
+def test_xlsb_is_read_by_calamine():
+    """Before, an XLSB was a ZIP of entry names."""
+    prepared, errors, mimetype = prepare("testEXCEL_various.xlsb")
+    assert (errors, mimetype) == ([], "application/vnd.ms-excel.sheet.binary.macroenabled.12")
+    assert prepared.headlines == ["mySheet1"]
+    lines = prepared.content.split("\n")
+    assert "String This is a string" in lines and "date 2017-03-09" in lines
+    prepared, errors, _ = prepare("testEXCEL.xlsb")  # one calamine cannot read: its parts' names, and why
+    assert errors[0].startswith("office: not readable as XLSB") and "xl/workbook.bin" in prepared.content

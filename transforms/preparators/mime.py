@@ -65,6 +65,7 @@ _OOXML = (
     ("word/document.xml", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
     ("xl/workbook.xml", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
     ("ppt/presentation.xml", "application/vnd.openxmlformats-officedocument.presentationml.presentation"),
+    ("xl/workbook.bin", office.XLSB),
 )
 _OLE = (("WordDocument", "application/msword"), ("Workbook", "application/vnd.ms-excel"),
         ("Book", "application/vnd.ms-excel"), ("PowerPoint Document", "application/vnd.ms-powerpoint"),

@@ -49,7 +49,8 @@ VARIANTS = {
     "application/vnd.ms-powerpoint.slideshow.macroEnabled.main+xml":
         ("application/vnd.ms-powerpoint.slideshow.macroenabled.12", f"{_PPT}.presentation.main+xml"),
 }
-MIME_TYPES = (f"{_WORD}.document", f"{_SHEET}.sheet", f"{_PPT}.presentation",
+XLSB = "application/vnd.ms-excel.sheet.binary.macroenabled.12"  # a workbook of binary parts (xl/workbook.bin)
+MIME_TYPES = (f"{_WORD}.document", f"{_SHEET}.sheet", f"{_PPT}.presentation", XLSB,
               *dict.fromkeys(mimetype for mimetype, _plain in VARIANTS.values()))
 _CONTENT_TYPE = re.compile(r'ContentType="([^"]+)"')
 
@@ -268,7 +269,27 @@ def _pptx(stream) -> Prepared:
     return prepared
 
 
-_KINDS = {"word/document.xml": _docx, "xl/workbook.xml": _xlsx, "ppt/presentation.xml": _pptx}
+def _xlsb(stream) -> Prepared:
+    """An XLSB workbook by python-calamine (openpyxl reads no binary parts): each sheet's name, a headline,
+    then its rows; values as calamine types them (dates as dates), without their number formats."""
+    import python_calamine
+
+    try:
+        workbook = python_calamine.CalamineWorkbook.from_filelike(stream)
+        lines, sheets = [], list(workbook.sheet_names)
+        for name in sheets:
+            lines.append(name)
+            lines.extend(_join((displayed(v, None) for v in row), " ")
+                         for row in workbook.get_sheet_by_name(name).to_python())
+    except BaseException as err:  # calamine's Rust panics arrive as BaseException
+        if isinstance(err, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise PreparationError(f"not readable as XLSB: {type(err).__name__}: {err}"[:200]) from None
+    return Prepared(content=_join(lines), headlines=sheets)
+
+
+_KINDS = {"word/document.xml": _docx, "xl/workbook.xml": _xlsx, "ppt/presentation.xml": _pptx,
+          "xl/workbook.bin": _xlsb}
 
 
 def prepare_ooxml(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
