@@ -85,14 +85,16 @@ def pypi_sdist_file(project: str, version: str, member: str) -> bytes:
     """The file ``member`` (a path inside the source distribution, below its top folder) of ``project``
     ``version``'s sdist on PyPI."""
     SDISTS.mkdir(parents=True, exist_ok=True)
-    found = sorted(SDISTS.glob(f"{project.replace('-', '_')}-{version}.tar.gz")) + sorted(
-        SDISTS.glob(f"{project}-{version}.tar.gz"))
+    wanted = f"{project}-{version}.tar.gz".lower().replace("_", "-")
+
+    def cached() -> list[Path]:
+        return [f for f in SDISTS.iterdir() if f.name.lower().replace("_", "-") == wanted]
+
+    found = cached()
     if not found:
         subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                        "-d", str(SDISTS), f"{project}=={version}"],
-                       capture_output=True, check=True)
-        found = sorted(SDISTS.glob(f"*{version}.tar.gz"))
-        found = [f for f in found if f.name.lower().replace("_", "-").startswith(project.lower())]
+                        "-d", str(SDISTS), f"{project}=={version}"], capture_output=True, check=True)
+        found = cached()
     with tarfile.open(found[0]) as sdist:
         top = sdist.getnames()[0].split("/")[0]
         return sdist.extractfile(f"{top}/{member}").read()
