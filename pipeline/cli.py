@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     crawl.add_argument("--dry-run", action="store_true",
                        help="check the configuration, the index and every start URL (logins included), print "
                             "what would be crawled and which guards apply; write nothing")
+    crawl.add_argument("--reprepare", action="store_true",
+                       help="prepare every document again, changed or not (e.g. after installing a helper "
+                            "program by hand); the same as --set reprepare=true")
     crawl.add_argument("--report", metavar="PATH|-",
                        help="also write the JSON report here ('-': standard output, the summary then goes to "
                             "standard error)")
@@ -205,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "crawl" and (unknown := _unknown_beam_options(extra)):
         _parser().error(unknown)
     try:
+        if args.command == "crawl" and args.reprepare:
+            args.overrides.append("reprepare=true")
         config = load_config(args.config, crawling=args.command == "crawl", overrides=args.overrides)
         if args.command == "crawl" and args.dry_run:
             from beamtrawl.pipeline.dry_run import dry_run

@@ -31,6 +31,7 @@ from beamtrawl.pipeline import report as reports
 from beamtrawl.plugins.manager import PluginHost
 from beamtrawl.runners.options import check_reachable
 from beamtrawl.transforms.index import make_target
+from beamtrawl.transforms.preparators import helpers
 from beamtrawl.transforms.records import conform, event
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ def preparation_fingerprint(preparators, config) -> str:
         "auxiliary_fields": [[f.name, f.regex.pattern, f.regex.flags, f.group, f.value, f.source, f.lower_case,
                               f.store, f.index, f.tokenize] for f in config.auxiliary_fields],
         "plugins": PluginHost(config.plugins).fingerprint(),
+        "helpers": helpers.fingerprint(preparators),  # a program installed or upgraded re-prepares
     }
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -165,7 +167,7 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
     before = target.count()
     context = {"config": config.source, "index": config.index.label, "runner": runner or "direct",
                "started_at": started_at, "documents_in_index_before": before, "report_path": config.report}
-    state = unchanged.sources_state(config, fingerprint)
+    state = None if config.reprepare else unchanged.sources_state(config, fingerprint)
     if state is not None and unchanged.matches(target.read_state(), state, before):
         return _unchanged_report(target, state, before, context, started)
 
@@ -211,7 +213,7 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
         report = _commit(run, staged, totals, problems)
     if reports.exit_code(report) != reports.EXIT_FATAL and candidates:
         report = _delete_last(run, candidates, totals, problems)
-    report["warnings"] = warnings
+    report["warnings"] = warnings + helpers.warnings(preparators, problems)
     try:
         target.finish(succeeded=reports.exit_code(report) != reports.EXIT_FATAL)
     except Exception as err:  # noqa: BLE001 - e.g. the alias could not be swapped

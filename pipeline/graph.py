@@ -99,7 +99,7 @@ def build(p: beam.Pipeline, config, target, fingerprint: str, work_dir: str) -> 
     denied = discover_events | "AccessDeniedSubtrees" >> beam.FlatMap(
         lambda e: [e.url] if e.kind == ACCESS_DENIED else []).with_output_types(str)
     to_prepare, to_delete, access_changes, freshness_events = (entries, snapshot, incomplete, denied, listings) | (
-        "Freshness" >> Freshness(rules, fingerprint))
+        "Freshness" >> Freshness(rules, fingerprint, config.reprepare))
     access_events = [*access_events, access_changes | "UpdateAccess" >> UpdateAccess(target)]
     docs, prepare_events, no_longer_read = to_prepare | "Prepare" >> Prepare(
         PrepareOptions.from_config(config, config.preparators, fingerprint), rules.plugins, discovery.sources)

@@ -1,11 +1,13 @@
 """Real files that public packages ship, for tests that must meet input nobody on the project made.
 
 Every package a test reads is named here, once: the Debian packages in DEBIAN_PACKAGES, the Maven
-``-sources.jar`` artifacts (Java source that no Debian package ships in small) in MAVEN_SOURCES.
-``tests/run.sh`` fetches them all before pytest starts (``python tests/package_files.py``): each Debian
-package with ``apt-get download``, unpacked with ``dpkg-deb -x`` into ``~/.cache/beamtrawl/debs``; each
-artifact with ``mvn dependency:get`` into Maven's own repository. Later runs use the caches. Tests never
-fetch: one that finds a package missing fails with the command that fetches it.
+``-sources.jar`` artifacts (Java source that no Debian package ships in small) in MAVEN_SOURCES, Apache
+Tika's own test documents (its modules' ``-tests.jar``) in TIKA_MODULES, and format libraries' source
+distributions on PyPI (their test files) in SDISTS. ``tests/run.sh`` fetches them all before pytest starts
+(``python -m tests.package_files``): each Debian package with ``apt-get download``, unpacked with
+``dpkg-deb -x`` into ``~/.cache/beamtrawl/debs``; each artifact with ``mvn dependency:get`` into Maven's own
+repository; each sdist with ``pip download --no-binary`` into ``~/.cache/beamtrawl/sdists``. Later runs use
+the caches. Tests never fetch: one that finds a package missing fails with the command that fetches it.
 
 The wheels of the project's dependencies (``.[test]``, and setuptools and wheel to build it) are kept in
 a wheelhouse named after pyproject.toml's hash, so that a test installing a fresh clone
@@ -21,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -41,6 +44,10 @@ DEBIAN_PACKAGES = (
     "polkitd", "python3-matplotlib", "r-cran-readxl", "shared-mime-info", PY_DOC, PY_STDLIB, PY_TESTSUITE,
 )
 MAVEN_SOURCES = (("commons-cli", "commons-cli", "1.5.0"),)
+TIKA = "3.3.1"  # the Tika whose test documents the tests read
+TIKA_MODULES = ("microsoft", "pdf")  # org.apache.tika:tika-parser-<module>-module:TIKA:jar:tests
+SDIST_CACHE = Path.home() / ".cache" / "beamtrawl" / "sdists"
+SDISTS = (("perceval", "1.6.1"), ("HyperKitty", "1.3.12"))
 
 
 def _deb(package: str) -> Path | None:
@@ -91,6 +98,43 @@ def maven_sources_file(group: str, artifact: str, version: str, member: str) -> 
         return sources.read(member)
 
 
+def _tika_jar(module: str) -> Path:
+    artifact = f"tika-parser-{module}-module"
+    return MAVEN.joinpath("org", "apache", "tika", artifact, TIKA, f"{artifact}-{TIKA}-tests.jar")
+
+
+def tika_test_document(module: str, name: str) -> bytes:
+    """The file ``test-documents/<name>`` of Apache Tika's ``tika-parser-<module>-module`` test jar (real
+    documents Tika's developers collected: Outlook messages and folders, Office templates, …)."""
+    if module not in TIKA_MODULES:
+        pytest.fail(f"Tika's {module} module is not in tests/package_files.py TIKA_MODULES: add it, then run {FETCH}")
+    jar = _tika_jar(module)
+    if not jar.exists():
+        pytest.fail(f"{jar.name} is not fetched: run {FETCH} (tests/run.sh does)")
+    with zipfile.ZipFile(jar) as tests:
+        return tests.read(f"test-documents/{name}")
+
+
+def _sdist(project: str, version: str) -> Path | None:
+    wanted = f"{project}-{version}.tar.gz".lower().replace("_", "-")
+    found = [f for f in SDIST_CACHE.iterdir() if f.name.lower().replace("_", "-") == wanted] \
+        if SDIST_CACHE.is_dir() else []
+    return found[0] if found else None
+
+
+def pypi_sdist_file(project: str, version: str, member: str) -> bytes:
+    """The file ``member`` (a path inside the source distribution, below its top folder) of ``project``
+    ``version``'s sdist on PyPI."""
+    if (project, version) not in SDISTS:
+        pytest.fail(f"{project}=={version} is not in tests/package_files.py SDISTS: add it, then run {FETCH}")
+    sdist = _sdist(project, version)
+    if sdist is None:
+        pytest.fail(f"the source distribution of {project}=={version} is not fetched: run {FETCH} (tests/run.sh does)")
+    with tarfile.open(sdist) as archive:
+        top = archive.getnames()[0].split("/")[0]
+        return archive.extractfile(f"{top}/{member}").read()
+
+
 def _wheelhouse() -> Path:
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
     return Path.home() / ".cache" / "beamtrawl" / "wheels" / digest
@@ -122,6 +166,15 @@ def fetch() -> None:
         if not _sources_jar(group, artifact, version).exists():
             subprocess.run(["mvn", "-q", "-B", "dependency:get",
                             f"-Dartifact={group}:{artifact}:{version}:jar:sources"], check=True)
+    for module in TIKA_MODULES:
+        if not _tika_jar(module).exists():
+            subprocess.run(["mvn", "-q", "-B", "dependency:get",
+                            f"-Dartifact=org.apache.tika:tika-parser-{module}-module:{TIKA}:jar:tests"], check=True)
+    SDIST_CACHE.mkdir(parents=True, exist_ok=True)
+    for project, version in SDISTS:
+        if _sdist(project, version) is None:
+            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+                            "-d", str(SDIST_CACHE), f"{project}=={version}"], check=True)
     wheels = _wheelhouse()
     if not (wheels / ".complete").exists():
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check",

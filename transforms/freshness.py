@@ -46,9 +46,10 @@ _GUARD = Guard("freshness", EVENTS)
 
 
 class _Classify(beam.DoFn):
-    def __init__(self, rules, fingerprint: str):
+    def __init__(self, rules, fingerprint: str, reprepare: bool = False):
         self.rules = rules
         self.fingerprint = fingerprint
+        self.reprepare = reprepare
         self._incomplete = self._denied = None
         self._incomplete_source = self._denied_source = None
 
@@ -93,8 +94,9 @@ class _Classify(beam.DoFn):
             if old is None:
                 self.tally.count("new")
                 yield entry
-            elif (old.size, old.mtime_ns, old.prep_fingerprint, sorted(old.groups), sorted(old.denied)) != (
-                    entry.size, entry.mtime_ns, self.fingerprint, sorted(entry.groups), sorted(entry.denied)):
+            elif self.reprepare or (old.size, old.mtime_ns, old.prep_fingerprint, sorted(old.groups),
+                                    sorted(old.denied)) != (entry.size, entry.mtime_ns, self.fingerprint,
+                                                            sorted(entry.groups), sorted(entry.denied)):
                 self.tally.count("changed")
                 yield entry._replace(in_index=True)
                 if (sorted(old.groups), sorted(old.denied)) != (sorted(entry.groups), sorted(entry.denied)):
@@ -130,10 +132,12 @@ class Freshness(beam.PTransform):
     """(entries, snapshot, incomplete subtree URLs, access-denied subtree URLs, listings)
     → (to_prepare, to_delete, access changes, events)."""
 
-    def __init__(self, rules, fingerprint: str):
+    def __init__(self, rules, fingerprint: str, reprepare: bool = False):
+        """``reprepare``: every indexed document found is changed (``crawl --reprepare``)."""
         super().__init__()
         self.rules = rules
         self.fingerprint = fingerprint
+        self.reprepare = reprepare
 
     def expand(self, inputs):
         entries, snapshot, incomplete, denied, listings = inputs
@@ -143,7 +147,7 @@ class Freshness(beam.PTransform):
             {"found": entries | "KeyFound" >> beam.Map(lambda e: (e.id, Entry(*e))),
              "indexed": snapshot | "KeyIndexed" >> beam.Map(lambda s: (s.id, SnapshotEntry(*s)))}
             | "JoinById" >> beam.CoGroupByKey()
-            | "Classify" >> beam.ParDo(_Classify(self.rules, self.fingerprint),
+            | "Classify" >> beam.ParDo(_Classify(self.rules, self.fingerprint, self.reprepare),
                                        incomplete=beam.pvalue.AsList(incomplete),
                                        denied=beam.pvalue.AsList(denied))
             .with_output_types(Entry).with_outputs(DELETE, ACCESS, EVENTS, VANISHED, ARRIVED, main=PREPARE)

@@ -49,6 +49,7 @@ class Config:
     follow_symlinks: bool
     walk_budget: int
     discovery_rounds: int
+    reprepare: bool
     plugins: tuple[PluginSpec, ...]  # in configuration order
     auxiliary_fields: tuple[AuxFieldSpec, ...]
     access_control: tuple  # controllers (transforms.enrich.access); none: the sources' groups stay

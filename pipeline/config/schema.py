@@ -342,6 +342,8 @@ class CrawlFile(Section):
     """follow symbolic links in file trees"""
     walk_budget: Count = Field(5_000, ge=1)
     """folder entries one discovery step lists before handing sub-folders on"""
+    reprepare: Flag = False
+    """prepare every document again in this crawl, changed or not (what `crawl --reprepare` sets)"""
     discovery_rounds: Count = Field(3, ge=1, le=100)
     """rounds unrolled in the graph; the last walks without a budget (100 rounds: a minute and 2 GB to build)"""
     plugins: Annotated[tuple[PluginEntry, ...], Items] = ()

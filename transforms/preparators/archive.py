@@ -26,6 +26,7 @@ from beamtrawl.transforms.preparators.chain import prepare_nested
 from beamtrawl.transforms.preparators.text import decode_text
 
 MIME_TYPES = ("application/zip", "application/java-archive", "application/x-tar", "application/x-gtar",
+              "application/vnd.ms-excel.sheet.binary.macroenabled.12",  # an XLSB calamine cannot read: its parts
               *compressed.TAR_MIME_TYPES, *compressed.MIME_TYPES)
 MiB = compressed.MiB
 DEFAULTS = (("max_entries", 1000), ("max_bytes", 10 * MiB), ("max_scan_bytes", 1024 * MiB), ("max_ratio", 100))

@@ -135,6 +135,8 @@ def prepare_compressed(data: bytes, url: str, params: dict) -> Prepared:
         text = decode_text(inner) if mimetype.startswith("text/") else ""
         prepared = Prepared(content=text.strip())
     partial = [p for p in (stopped, prepared.partial) if p]
+    if errors:  # a reader for its type failed and another read it (mandoc missing: the text preparator)
+        partial.append(f"the {mimetype} inside: {'; '.join(errors)}; a lower-priority preparator read it")
     if stopped and not mimetype.startswith("text/"):
         partial.append(f"the {mimetype} inside was not prepared")
     return Prepared(title=prepared.title, content=prepared.content, summary=prepared.summary,

@@ -15,6 +15,9 @@ import struct
 
 import olefile
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.cell_format import displayed
+
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 shows an XLS sheet's cells as their formats do
 
 DOC_TYPES = ("application/msword", "application/vnd.ms-word")
 XLS_TYPES = ("application/vnd.ms-excel", "application/msexcel")
@@ -132,16 +135,19 @@ def _xls_text(data: bytes) -> str:
     import xlrd  # loaded on the first spreadsheet
 
     try:
-        book = xlrd.open_workbook(file_contents=data, on_demand=True)
-    except xlrd.XLRDError as err:
-        raise PreparationError(f"not readable as XLS: {err}"[:200]) from None
+        book = xlrd.open_workbook(file_contents=data, on_demand=True, formatting_info=True)
+    except (xlrd.XLRDError, NotImplementedError):
+        try:  # formats cannot be read (an old BIFF): the values alone
+            book = xlrd.open_workbook(file_contents=data, on_demand=True)
+        except xlrd.XLRDError as err:
+            raise PreparationError(f"not readable as XLS: {err}"[:200]) from None
     try:
         lines = []
         for index in range(book.nsheets):
             sheet = book.sheet_by_index(index)
             lines.append(sheet.name)
             for row in range(sheet.nrows):
-                values = (_cell(v) for v in sheet.row_values(row))
+                values = (_cell(book, cell) for cell in sheet.row(row))
                 line = " ".join(v for v in values if v)
                 if line:
                     lines.append(line)
@@ -151,9 +157,26 @@ def _xls_text(data: bytes) -> str:
         book.release_resources()
 
 
-def _cell(value) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+def _cell(book, cell) -> str:
+    """A cell as its number format displays it (a date, not its serial number 43363)."""
+    import xlrd
+
+    value = cell.value
+    if cell.ctype in (xlrd.XL_CELL_NUMBER, xlrd.XL_CELL_DATE):
+        try:
+            code = book.format_map[book.xf_list[cell.xf_index].format_key].format_str
+        except (IndexError, KeyError, AttributeError, TypeError):  # no formats read
+            code = None
+        if cell.ctype == xlrd.XL_CELL_DATE:
+            try:
+                value = xlrd.xldate.xldate_as_datetime(value, book.datemode)
+            except (xlrd.xldate.XLDateError, ValueError, OverflowError):
+                pass
+        return displayed(value, code).strip()
+    if cell.ctype == xlrd.XL_CELL_BOOLEAN:
+        return "TRUE" if value else "FALSE"
+    if cell.ctype == xlrd.XL_CELL_ERROR:
+        return ""
     return str(value).strip()
 
 

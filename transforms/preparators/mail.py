@@ -4,7 +4,9 @@ Title as in regain: "<subject> from <sender>". Content: a header block, then the
 declared charsets (HTML-only alternatives converted to text), then per attachment an "attachment: <name>"
 line followed by its text, prepared with the same configured preparators as any document (a PDF by the
 PDF preparator, a ZIP by the archive preparator, an attached mail by this one, to a bounded depth).
-``fields["attachments"]`` lists the attachments (name, type, size) as JSON.
+``fields["attachments"]`` lists the attachments (name, type, size) as JSON; ``from``, ``to``, ``cc`` and
+``date`` are fields too. :func:`compose` makes the document of a message read from any store (``outlook``
+for .msg and .pst, ``mbox``), so every message reads alike.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from beamtrawl.transforms.preparators.html import prepare_html
 from beamtrawl.transforms.preparators.text import decode_text
 
 MIME_TYPES = ("message/rfc822",)
-REVISION = 1  # part of the preparation fingerprint (base.py): 1 makes a message of headers alone a document
-_HEADERS = ("Subject", "From", "To", "Cc", "Date")
+REVISION = 2  # part of the preparation fingerprint (base.py): 1 makes a message of headers alone a document,
+# 2 stores From, To, Cc and Date as fields
+HEADERS = ("Subject", "From", "To", "Cc", "Date")
+_FIELDS = ("From", "To", "Cc", "Date")
 _ADDRESSES = ("From", "To", "Cc")
 
 
@@ -36,7 +40,7 @@ def _raw(msg: EmailMessage, name: str) -> str:
     return raw
 
 
-def _header(msg: EmailMessage, name: str) -> str:
+def header(msg: EmailMessage, name: str) -> str:
     """The decoded header; its raw text where the header is too malformed for the parser (an address
     it cannot parse, raw 8-bit bytes, or an exception)."""
     try:
@@ -87,23 +91,35 @@ def _walk(part: EmailMessage, url: str, texts: list[str], attachments: list[dict
                             "body": body})
 
 
+def compose(headers: dict[str, str], texts: list[str], attachments: list[dict], url: str) -> Prepared:
+    """One message as a document, whatever it was stored in (an .eml, an Outlook .msg, a message of an
+    mbox or a PST): ``headers`` by the names of ``HEADERS``, the body's texts, the attachments (name,
+    mimetype, size, body), each prepared by its own type. Title "<subject> from <sender>" as in regain;
+    From, To, Cc and Date are also fields of their own (``from``, ``to``, ``cc``, ``date``)."""
+    subject, sender = headers.get("Subject", ""), headers.get("From", "")
+    block = "\n".join(f"{name}: {headers[name]}" for name in HEADERS if headers.get(name))
+    parts = []
+    for number, attachment in enumerate(attachments, 1):
+        name = attachment["name"] or f"part{number}"
+        if "text" in attachment:  # read already (a message attached to an Outlook message)
+            text = attachment.pop("text").strip()
+        else:
+            prepared = prepare_nested(attachment.pop("body"), f"{url}!/{name}")
+            text = prepared.content.strip() if prepared is not None else ""
+        if attachment["name"] or text:
+            parts.append(f"attachment: {name}" + (f"\n{text}" if text else ""))
+    content = "\n\n".join(s for s in (block, *texts, "\n".join(parts)) if s)
+    fields = {name.lower(): headers[name] for name in _FIELDS if headers.get(name)}
+    return Prepared(title=f"{subject} from {sender}" if sender else subject, content=content,
+                    fields={**fields, "attachments": json.dumps(attachments, ensure_ascii=False)})
+
+
 def prepare_mail(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     msg = email.message_from_bytes(data, policy=email.policy.default)
-    headers = {name: _header(msg, name) for name in _HEADERS}
+    headers = {name: header(msg, name) for name in HEADERS}
     if not msg.keys() and not msg.get_payload():  # headers of any kind and no body still make a message
         raise PreparationError("no mail headers or body")
     texts: list[str] = []
     attachments: list[dict] = []
     _walk(msg, url, texts, attachments)
-    subject, sender = headers["Subject"], headers["From"]
-    block = "\n".join(f"{name}: {value}" for name, value in headers.items() if value)
-    parts = []
-    for number, attachment in enumerate(attachments, 1):
-        name = attachment["name"] or f"part{number}"
-        prepared = prepare_nested(attachment.pop("body"), f"{url}!/{name}")
-        text = prepared.content.strip() if prepared is not None else ""
-        if attachment["name"] or text:
-            parts.append(f"attachment: {name}" + (f"\n{text}" if text else ""))
-    content = "\n\n".join(s for s in (block, *texts, "\n".join(parts)) if s)
-    return Prepared(title=f"{subject} from {sender}" if sender else subject, content=content,
-                    fields={"attachments": json.dumps(attachments, ensure_ascii=False)})
+    return compose(headers, texts, attachments, url)

@@ -5,21 +5,25 @@ an empty folder, so relative ones find nothing). The title is the NAME section (
 contents") or else the page name from the header; the headlines are the section and subsection headings.
 A page that only redirects (``.so man7/string_copying.7``) is titled by its own name and holds its target.
 
-Without mandoc installed this preparator fails and the text preparator reads the roff source instead
-(a "fallback" line in the report names the cause).
+Without mandoc installed this preparator fails ("mandoc is not installed (Debian package mandoc)") and
+the text preparator reads the roff source instead; the report has a "fallback" line per page and the summary
+one warning with their number, and installing mandoc re-prepares them (``helpers``).
 """
 
 from __future__ import annotations
 
 import re
 
-from beamtrawl.transforms.preparators.base import Prepared
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.external import run_program
+from beamtrawl.transforms.preparators.helpers import Helper
 from beamtrawl.transforms.urls import file_name
 
 MIME_TYPES = ("text/troff", "text/x-troff", "text/x-troff-man", "application/x-troff-man")
 DEFAULTS = (("command", "mandoc -T utf8 -O width=200 ${filename}"), ("timeout", 30.0),
             ("max_output_bytes", 64 * 1024**2))
+MANDOC = Helper("mandoc", "mandoc", "manual pages")
+HELPERS = (MANDOC,)
 _OVERSTRIKE = re.compile(r".\x08")  # the terminal's bold and underline: "N\bN", "_\bx"
 _SUBSECTION = "   "  # mandoc indents .SS headings by 3, body text by 7 or more
 _REDIRECT = re.compile(rb'(?:[.\']\\".*\n|\s*\n)*\.so\s+(\S+)\s*\Z')  # comments, then only ".so target"
@@ -40,6 +44,8 @@ def prepare_man(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     redirect = _redirect(data, url)
     if redirect is not None:
         return redirect
+    if params["command"].split()[0] == MANDOC.program and not MANDOC.installed():
+        raise PreparationError(MANDOC.missing())
     text = _OVERSTRIKE.sub("", run_program(data, url, {**params, "check_exit_code": False}))
     lines = [line.rstrip() for line in text.splitlines()]
     filled = [i for i, line in enumerate(lines) if line.strip()]

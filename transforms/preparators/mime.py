@@ -15,7 +15,10 @@ ROM), or a vaguer or wrong text type (a ``.md`` changelog opening with ``<table>
 ``.py`` is not Ruby); only mail keeps magic's word — so such text is typed without libmagic unless it
 begins as magic's mail rules look (a header and its colon, "Forward to", …): magic reads a ``.txt`` for about
 a millisecond, more than the rest of its preparation. Text named like a manual page (``pthreads.7``,
-``Carp.3pm``) that begins like roff is a manual page. Text whose first element is an XML root element
+``Carp.3pm``) that begins like roff is a manual page. Text that magic calls plain or HTML but that
+begins with a mail's header block is a mail (message/rfc822), or an mbox when an mbox separator line comes
+first (:func:`mail_type`); an OLE2 file with Outlook's property stream is a .msg, a file beginning ``!BDN``
+an Outlook .pst/.ost. Text whose first element is an XML root element
 (after any declaration, comments or DOCTYPE) is XML even without ``<?xml``: ``html`` makes it HTML.
 """
 
@@ -30,6 +33,7 @@ import zlib
 
 import magic
 import olefile
+from beamtrawl.transforms.preparators import office
 from beamtrawl.transforms.preparators.compressed import compressed_type
 from beamtrawl.transforms.urls import extension, file_name
 
@@ -61,9 +65,19 @@ _OOXML = (
     ("word/document.xml", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
     ("xl/workbook.xml", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
     ("ppt/presentation.xml", "application/vnd.openxmlformats-officedocument.presentationml.presentation"),
+    ("xl/workbook.bin", office.XLSB),
 )
 _OLE = (("WordDocument", "application/msword"), ("Workbook", "application/vnd.ms-excel"),
-        ("Book", "application/vnd.ms-excel"), ("PowerPoint Document", "application/vnd.ms-powerpoint"))
+        ("Book", "application/vnd.ms-excel"), ("PowerPoint Document", "application/vnd.ms-powerpoint"),
+        ("__properties_version1.0", "application/vnd.ms-outlook"))  # an Outlook .msg (libmagic: often OLE storage)
+_PST_MAGIC = b"!BDN"  # Outlook's personal folders (.pst, .ost): libmagic names them as it names a .msg
+# An RFC 822 header: a name of printable ASCII without colon or space, a colon; or a folded continuation.
+_HEADER_LINE = re.compile(rb"[!-9;-~]+:|[ \t]")
+# Names only mail carries (not HTTP, Debian control files or RFC-style text): two of them, in a header block
+# that runs from the first line to a blank line, make text a mail (Tika's rule is like it).
+_MAIL_HEADERS = {b"from", b"to", b"cc", b"subject", b"date", b"message-id", b"received", b"return-path",
+                 b"delivered-to", b"reply-to", b"in-reply-to", b"references", b"mime-version", b"x-mailer",
+                 b"sender", b"list-id", b"x-original-to", b"thread-topic", b"newsgroups", b"path", b"x-uidl"}
 
 
 def zip_container_type(data: bytes) -> str | None:
@@ -75,7 +89,7 @@ def zip_container_type(data: bytes) -> str | None:
             if "[Content_Types].xml" in names:
                 for part, mimetype in _OOXML:
                     if part in names:
-                        return mimetype
+                        return office.variant_of(archive.read("[Content_Types].xml")) or mimetype
             if "mimetype" in names:
                 declared = archive.open("mimetype").read(200).decode("ascii", "replace").strip()
                 if declared.startswith(("application/vnd.oasis.opendocument.", "application/epub+zip")):
@@ -93,6 +107,34 @@ def ole_container_type(data: bytes) -> str | None:
             return next((mimetype for stream, mimetype in _OLE if ole.exists(stream)), None)
     except (OSError, ValueError, struct.error, IndexError):
         return None
+
+
+def _mail_headers(head: bytes) -> bool:
+    """Whether ``head`` begins with a mail's header block: header lines only, up to a blank line, at least
+    two of them names only mail uses."""
+    known: set[bytes] = set()
+    for line in head.split(b"\n")[:200]:
+        line = line.rstrip(b"\r")
+        if not line:
+            return len(known) >= 2
+        if _HEADER_LINE.match(line) is None:
+            return False
+        if not line[:1].isspace():
+            name = line.split(b":", 1)[0].lower()
+            if name in _MAIL_HEADERS:
+                known.add(name)
+    return False
+
+
+def mail_type(data: bytes) -> str | None:
+    """message/rfc822 for text that begins with a mail's header block, application/mbox for one whose
+    first line is an mbox separator ("From sender date") with such a block after it; else None. libmagic
+    calls many such files text/plain or text/html (HyperKitty's, CPython's test mails)."""
+    head = data[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf")
+    if head.startswith(b"From "):
+        rest = head.split(b"\n", 1)[1] if b"\n" in head else b""
+        return "application/mbox" if _mail_headers(rest) else None
+    return "message/rfc822" if _mail_headers(head) else None
 
 
 def claimed_type(url: str) -> str | None:
@@ -170,6 +212,8 @@ class MimeSniffer:
             return zip_container_type(data) or self._magic.from_buffer(sample)
         if data.startswith(_OLE_MAGIC):
             return ole_container_type(data) or self._magic.from_buffer(sample)
+        if data.startswith(_PST_MAGIC):
+            return "application/vnd.ms-outlook-pst"
         packed = compressed_type(data, file_name(url))
         if packed is not None:
             return packed
@@ -181,6 +225,8 @@ class MimeSniffer:
         detected = self._magic.from_buffer(sample)
         if (detected.startswith("text/") or (claimed is not None and _textual(claimed))) and reads_as_text(sample):
             detected = _text_type(data, detected, claimed)
+            if detected in ("text/plain", "text/html", "application/mbox") and _MAIL_START.match(data):
+                detected = mail_type(data) or detected
         return _by_extension(detected, url)
 
 

@@ -1,4 +1,6 @@
-"""Office Open XML (DOCX, XLSX, PPTX) by python-docx, openpyxl and python-pptx. The parts inside the
+"""Office Open XML (DOCX, XLSX, PPTX, their templates and macro-enabled variants) by python-docx, openpyxl
+and python-pptx; a Word document's headers, footers, footnotes, endnotes and comments and a presentation's
+notes and comments count as its text, as Tika reads them. The parts inside the
 ZIP, not the MIME type, say which kind it is. (libmagic names some of these files only "Microsoft OOXML",
 application/octet-stream, depending on the order of the archive's members; ``mime.MimeSniffer`` names
 them from their parts, so this preparator need not accept every unknown binary.)"""
@@ -11,17 +13,68 @@ import zipfile
 import zlib
 
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.cell_format import displayed
 
-REVISION = 1  # part of the preparation fingerprint (base.py): 1 reads every row of a sheet, whatever it declares,
+REVISION = 2  # part of the preparation fingerprint (base.py): 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
-# a document read noticeably short of it
+# a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
+# headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
+# number formats display them (cell_format), its name a headline
 SHORT_READ = 0.9  # a document read to less than this share of the text its XML holds is reported
 
-MIME_TYPES = (
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-)
+_WORD, _PPT = "application/vnd.openxmlformats-officedocument.wordprocessingml", \
+    "application/vnd.openxmlformats-officedocument.presentationml"
+_SHEET = "application/vnd.openxmlformats-officedocument.spreadsheetml"
+#: The templates and macro-enabled variants, by the content type of their main part in [Content_Types].xml:
+#: (their MIME type, as Tika names them; the main part's content type in the plain document). python-docx
+#: and python-pptx refuse any main part but the plain document's ("is not a Word file"): they are handed
+#: a copy whose [Content_Types].xml says the plain one (the parts are the same).
+VARIANTS = {
+    "application/vnd.ms-word.document.macroEnabled.main+xml":
+        ("application/vnd.ms-word.document.macroenabled.12", f"{_WORD}.document.main+xml"),
+    f"{_WORD}.template.main+xml": (f"{_WORD}.template", f"{_WORD}.document.main+xml"),
+    "application/vnd.ms-word.template.macroEnabledTemplate.main+xml":
+        ("application/vnd.ms-word.template.macroenabled.12", f"{_WORD}.document.main+xml"),
+    "application/vnd.ms-excel.sheet.macroEnabled.main+xml":
+        ("application/vnd.ms-excel.sheet.macroenabled.12", f"{_SHEET}.sheet.main+xml"),
+    f"{_SHEET}.template.main+xml": (f"{_SHEET}.template", f"{_SHEET}.sheet.main+xml"),
+    "application/vnd.ms-excel.template.macroEnabled.main+xml":
+        ("application/vnd.ms-excel.template.macroenabled.12", f"{_SHEET}.sheet.main+xml"),
+    "application/vnd.ms-powerpoint.presentation.macroEnabled.main+xml":
+        ("application/vnd.ms-powerpoint.presentation.macroenabled.12", f"{_PPT}.presentation.main+xml"),
+    f"{_PPT}.template.main+xml": (f"{_PPT}.template", f"{_PPT}.presentation.main+xml"),
+    "application/vnd.ms-powerpoint.template.macroEnabled.main+xml":
+        ("application/vnd.ms-powerpoint.template.macroenabled.12", f"{_PPT}.presentation.main+xml"),
+    f"{_PPT}.slideshow.main+xml": (f"{_PPT}.slideshow", f"{_PPT}.presentation.main+xml"),
+    "application/vnd.ms-powerpoint.slideshow.macroEnabled.main+xml":
+        ("application/vnd.ms-powerpoint.slideshow.macroenabled.12", f"{_PPT}.presentation.main+xml"),
+}
+XLSB = "application/vnd.ms-excel.sheet.binary.macroenabled.12"  # a workbook of binary parts (xl/workbook.bin)
+MIME_TYPES = (f"{_WORD}.document", f"{_SHEET}.sheet", f"{_PPT}.presentation", XLSB,
+              *dict.fromkeys(mimetype for mimetype, _plain in VARIANTS.values()))
+_CONTENT_TYPE = re.compile(r'ContentType="([^"]+)"')
+
+
+def variant_of(content_types: bytes) -> str | None:
+    """The MIME type of a template or macro-enabled variant, from its [Content_Types].xml; None otherwise."""
+    found = (VARIANTS.get(t) for t in _CONTENT_TYPE.findall(content_types.decode("utf-8", "replace")))
+    return next((variant[0] for variant in found if variant), None)
+
+
+def _as_plain(data: bytes) -> io.BytesIO:
+    """The document, with a variant's main part declared as the plain document's (see VARIANTS)."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    declared = source.read("[Content_Types].xml").decode("utf-8", "replace")
+    plain = _CONTENT_TYPE.sub(lambda m: f'ContentType="{VARIANTS.get(m.group(1), (0, m.group(1)))[1]}"', declared)
+    if plain == declared:
+        return io.BytesIO(data)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as copy:
+        for info in source.infolist():
+            body = plain.encode("utf-8") if info.filename == "[Content_Types].xml" else source.read(info)
+            copy.writestr(info, body)
+    out.seek(0)
+    return out
 
 
 def _join(values, separator: str = "\n") -> str:
@@ -74,9 +127,48 @@ def _docx(stream) -> Prepared:
     body = document.element.body
     for box in _visible(body.iter(qn("w:txbxContent"))):  # text boxes, which paragraphs do not show
         blocks.append(_join("".join(t.text or "" for t in p.iter(qn("w:t"))) for p in box.iter(qn("w:p"))))
-    prepared = _prepared(document.core_properties, "author", "comments", _join(blocks), headlines)
+    parts = _word_parts(document.part.package)
+    text = _join([*parts["header"], *blocks, *parts["footer"], *parts["footnotes"], *parts["endnotes"],
+                  *parts["comments"]])
+    prepared = _prepared(document.core_properties, "author", "comments", text, headlines)
     _say_if_short(prepared, _characters(_visible(body.iter(qn("w:t")))), "characters")
     return prepared
+
+
+_WORD_PARTS = re.compile(r"/word/(header|footer|footnotes|endnotes|comments)\d*\.xml")
+
+
+def _word_parts(package) -> dict[str, list[str]]:
+    """The paragraphs of the parts beside the body, as Tika reads them: headers (before the body), footers,
+    footnotes, endnotes and comments (after it); a header repeated by each section is read once."""
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import qn
+
+    found: dict[str, dict[str, None]] = {kind: {} for kind in ("header", "footer", "footnotes", "endnotes",
+                                                                 "comments")}
+    for part in sorted(package.iter_parts(), key=lambda p: str(p.partname)):
+        kind = _WORD_PARTS.fullmatch(str(part.partname))
+        if kind is None:
+            continue
+        for paragraph in parse_xml(part.blob).iter(qn("w:p")):
+            text = "".join(t.text or "" for t in paragraph.iter(qn("w:t"))).strip()
+            if text:
+                found[kind.group(1)][text] = None
+    return {kind: list(texts) for kind, texts in found.items()}
+
+
+def _slide_comments(package) -> list[str]:
+    """The text of the comments on slides (``ppt/comments/``: ``p:text`` in the classic form, ``a:t`` in the
+    modern one), which python-pptx does not read."""
+    from lxml import etree
+
+    texts = []
+    for part in sorted(package.iter_parts(), key=lambda p: str(p.partname)):
+        if str(part.partname).startswith("/ppt/comments/"):
+            root = etree.fromstring(part.blob, etree.XMLParser(resolve_entities=False, no_network=True))
+            texts.extend(e.text for e in root.iter() if isinstance(e.tag, str)
+                         and etree.QName(e).localname in ("text", "t") and e.text)
+    return texts
 
 
 def _characters(texts) -> int:
@@ -103,16 +195,18 @@ def _xlsx(stream) -> Prepared:
 
     workbook = openpyxl.load_workbook(stream, read_only=True, data_only=True)
     try:
-        lines, read = [], 0
+        lines, read, sheets = [], 0, []
         for sheet in workbook.worksheets:
             # Read-only mode stops at the size a sheet declares (``<dimension ref="A1"/>`` in files some
             # writers make, readxl's datasets.xlsx among them): forget it and read every row there is.
             sheet.reset_dimensions()
             lines.append(sheet.title)
-            for row in sheet.iter_rows(values_only=True):
-                read += sum(value is not None for value in row)
-                lines.append(_join(row, " "))
-        prepared = _prepared(workbook.properties, "creator", "description", _join(lines))
+            sheets.append(sheet.title)
+            for row in sheet.iter_rows():
+                values = [displayed(cell.value, getattr(cell, "number_format", None)) for cell in row]
+                read += sum(cell.value is not None for cell in row)
+                lines.append(_join(values, " "))
+        prepared = _prepared(workbook.properties, "creator", "description", _join(lines), sheets)
     finally:
         workbook.close()
     held = _cells_held(zipfile.ZipFile(stream))
@@ -169,12 +263,33 @@ def _pptx(stream) -> Prepared:
         if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
             texts.append(slide.notes_slide.notes_text_frame.text)
             held += _characters(slide.notes_slide.notes_text_frame._txBody.iter(qn("a:t")))
+    texts.extend(_slide_comments(presentation.part.package))
     prepared = _prepared(presentation.core_properties, "author", "comments", _join(texts))
     _say_if_short(prepared, held, "characters")
     return prepared
 
 
-_KINDS = {"word/document.xml": _docx, "xl/workbook.xml": _xlsx, "ppt/presentation.xml": _pptx}
+def _xlsb(stream) -> Prepared:
+    """An XLSB workbook by python-calamine (openpyxl reads no binary parts): each sheet's name, a headline,
+    then its rows; values as calamine types them (dates as dates), without their number formats."""
+    import python_calamine
+
+    try:
+        workbook = python_calamine.CalamineWorkbook.from_filelike(stream)
+        lines, sheets = [], list(workbook.sheet_names)
+        for name in sheets:
+            lines.append(name)
+            lines.extend(_join((displayed(v, None) for v in row), " ")
+                         for row in workbook.get_sheet_by_name(name).to_python())
+    except BaseException as err:  # calamine's Rust panics arrive as BaseException
+        if isinstance(err, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise PreparationError(f"not readable as XLSB: {type(err).__name__}: {err}"[:200]) from None
+    return Prepared(content=_join(lines), headlines=sheets)
+
+
+_KINDS = {"word/document.xml": _docx, "xl/workbook.xml": _xlsx, "ppt/presentation.xml": _pptx,
+          "xl/workbook.bin": _xlsb}
 
 
 def prepare_ooxml(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
@@ -183,6 +298,6 @@ def prepare_ooxml(data: bytes, url: str, mimetype: str, params: dict) -> Prepare
         read = next((read for part, read in _KINDS.items() if part in names), None)
         if read is None:
             raise PreparationError("not an Office Open XML document")
-        return read(io.BytesIO(data))
+        return read(_as_plain(data))
     except (zipfile.BadZipFile, zlib.error, KeyError, ValueError, SyntaxError) as err:
         raise PreparationError(f"not readable as Office Open XML: {type(err).__name__}: {err}"[:200]) from None

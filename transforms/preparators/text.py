@@ -1,15 +1,20 @@
-"""Plain text and source code, in whatever charset it was written."""
+"""Plain text and source code, in whatever charset it was written. A first line underlined as a heading is
+the title (:func:`heading_title`)."""
 
 from __future__ import annotations
+
+import re
 
 import charset_normalizer
 from beamtrawl.transforms.preparators.base import Prepared
 
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 titles a text by its underlined first line
 #: Text under an application/… name: script and data read as they are (a ``*.rules`` file, a NEWS file
 #: libmagic calls JavaScript, a ``.json`` or ``.ipynb``, a shell script or TeX under its older names).
 MIME_TYPES = ("text/*", "application/javascript", "application/x-javascript", "application/ecmascript",
               "application/json", "application/x-ndjson", "application/x-ipynb+json", "application/x-sh",
-              "application/x-tex", "application/x-latex")
+              "application/x-tex", "application/x-latex",
+              "application/mbox")  # a mailbox the mbox preparator cannot read is still text
 
 
 def decode_text(data: bytes) -> str:
@@ -27,11 +32,28 @@ def decode_text(data: bytes) -> str:
 
 def prepare_text(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     text = decode_text(data)
-    return Prepared(title=_markdown_title(text, url), content=text)
+    return Prepared(title=_markdown_title(text, url) or heading_title(text), content=text)
+
+
+_UNDERLINE = re.compile(r"([=\-~*^#])\1{2,}")
+
+
+def heading_title(text: str) -> str:
+    """A plain text file's title: its first line when the next one underlines it (``=====``, ``-----``: a
+    reStructuredText or setext heading, as NEWS and README files begin), or the line between an over- and an
+    underline, after any reST comments and labels (``.. _tutorial-index:``); when it is short."""
+    lines = [line.strip() for line in text.lstrip("\ufeff").splitlines()[:20]]
+    while lines and (not lines[0] or lines[0].startswith(".. ")):
+        lines.pop(0)
+    if len(lines) >= 3 and _UNDERLINE.fullmatch(lines[0]) and lines[2] == lines[0]:
+        lines = lines[1:]
+    if len(lines) < 2 or not _UNDERLINE.fullmatch(lines[1]):
+        return ""
+    return lines[0] if 0 < len(lines[0]) <= 120 and len(lines[1]) >= min(len(lines[0]), 3) else ""
 
 
 def _markdown_title(text: str, url: str) -> str:
-    """A Markdown file's first line, when it is a heading, is its title."""
+    """A Markdown file's first line, when it is a heading, is its title (the markdown preparator's fallback)."""
     if not url.lower().endswith((".md", ".markdown")):
         return ""
     first = next((line for line in text.splitlines() if line.strip()), "")

@@ -1,0 +1,124 @@
+"""Office Open XML completeness on Apache Tika's own test documents (Maven Central, tests/package_files.py):
+the parts beside a Word document's body, comments on slides, and the templates and macro-enabled variants,
+each typed by its [Content_Types].xml and read."""
+
+from __future__ import annotations
+
+import pytest
+from beamtrawl.transforms.preparators import BUILTIN, Chain
+from beamtrawl.transforms.preparators.mime import MimeSniffer
+
+from tests.package_files import tika_test_document
+
+SNIFF = MimeSniffer()
+
+
+def prepare(name: str):
+    data = tika_test_document("microsoft", name)
+    url = f"file:///office/{name}"
+    mimetype = SNIFF(data, url)
+    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, mimetype)
+    return prepared, errors, mimetype
+
+
+def test_word_headers_footers_and_footnotes_are_text():
+    prepared, errors, _ = prepare("testWORD_various.docx")
+    assert errors == [] and prepared.partial == ""
+    lines = prepared.content.split("\n")
+    assert lines[0] == "This is the header text."  # before the body, as Tika puts it
+    assert "This is the footer text." in lines and "This is a footnote." in lines
+    assert "Here is a text box" in lines and "Row 1 Col 1 Row 1 Col 2 Row 1 Col 3" in lines
+
+
+@pytest.mark.parametrize("name, said", [
+    ("testComment.docx", "Here is a comment"),
+    ("footnotes.docx", "snoska"),  # the footnote's text
+    ("testComment.pptx", "Here is a comment"),
+    ("testPPT_comment.pptx", "I'm afraid I'm going to have to ask you to add some content to this tps deck"),
+])
+def test_comments_and_notes_are_text(name, said):
+    prepared, errors, _ = prepare(name)
+    assert errors == [] and said in prepared.content.split("\n")
+
+
+@pytest.mark.parametrize("name, mimetype, said", [
+    ("testWORD_macros.docm", "application/vnd.ms-word.document.macroenabled.12", "The quick brown fox."),
+    ("testWORD_template.dotx", "application/vnd.openxmlformats-officedocument.wordprocessingml.template",
+     "Getting the perfect job might be challenging"),
+    ("testDOTM.dotm", "application/vnd.ms-word.template.macroenabled.12", "Грегор Мендель родился в Моравии"),
+    ("testEXCEL_macro.xlsm", "application/vnd.ms-excel.sheet.macroenabled.12",
+     "However, a macro is about to be created"),
+    ("testEXCEL_template.xltx", "application/vnd.openxmlformats-officedocument.spreadsheetml.template",
+     "this is a template"),
+    ("testEXCEL_macro_enabled_template.xltm", "application/vnd.ms-excel.template.macroenabled.12",
+     "this is a template"),
+    ("testPPT.pptm", "application/vnd.ms-powerpoint.presentation.macroenabled.12", "Attachment Test"),
+    ("testPPT.potm", "application/vnd.ms-powerpoint.template.macroenabled.12", "Attachment Test"),
+    ("testPPT.ppsx", "application/vnd.openxmlformats-officedocument.presentationml.slideshow", "Attachment Test"),
+    ("testPPT.ppsm", "application/vnd.ms-powerpoint.slideshow.macroenabled.12", "Attachment Test"),
+])
+def test_templates_and_macro_variants_are_typed_and_read(name, mimetype, said):
+    """libmagic calls them DOCX, XLSX or PPTX, or a ZIP (the .potm); python-docx and python-pptx refused
+    them ("is not a Word file")."""
+    prepared, errors, typed = prepare(name)
+    assert (errors, typed) == ([], mimetype)
+    assert said in prepared.content
+
+
+FORMATTED = ["| Number #,##0.00 1,599.99 -1,599.99",
+             "| Currency $#,##0.00;[Red]($#,##0.00) $1,599.99 ($1,599.99)",
+             "| Percentage (0.025) 3% 2.50%",
+             "| Fraction (2.5) 2 1/2",
+             "| Time Format: h:mm AM/PM 6:15 AM 6:15 PM",
+             "| Date Format: m/d/yy 10/3/09",
+             "| Date Format: d-mmm-yy 17-May-07",
+             "| Custom Number: 19 dollars and .99 cents",
+             "| Custom Date: At 4:20 AM on Thursday May 17, 2007"]
+
+
+@pytest.mark.parametrize("name", ["testEXCEL-formats.xlsx", "testEXCEL-formats.xls"])
+def test_cells_are_shown_as_their_number_formats_display_them(name):
+    """Tika's sheet of number formats: dates were serial numbers, and formats were dropped."""
+    prepared, errors, _ = prepare(name)
+    assert errors == []
+    lines = prepared.content.split("\n")
+    for line in FORMATTED:
+        assert line in lines, line
+
+
+def test_sheet_names_are_headlines():
+    prepared, errors, _ = prepare("testEXCEL.xlsx")
+    assert errors == [] and prepared.headlines == ["Feuil1", "Feuil2", "Feuil3"]
+
+
+def test_crawl_finds_the_variants_and_formatted_cells(tmp_path, make_config, crawl, search):
+    root = tmp_path / "office"
+    root.mkdir()
+    names = ["testWORD_macros.docm", "testDOTM.dotm", "testPPT.ppsx", "testEXCEL_template.xltx",
+             "testEXCEL-formats.xlsx", "testWORD_various.docx"]
+    for name in names:
+        (root / name).write_bytes(tika_test_document("microsoft", name))
+    config = make_config(root)
+    run = crawl(config)
+    assert run.code == 0, (run.stderr, run.report.get("problems"))
+
+    def found(query: str) -> list[str]:
+        return sorted(hit["url"].rsplit("/", 1)[1] for hit in search(config, query))
+
+    assert found('"The quick brown fox"') == ["testWORD_macros.docm"]
+    assert found('"Грегор Мендель"') == ["testDOTM.dotm"]
+    assert found('"this is a template"') == ["testEXCEL_template.xltx"]
+    assert found('"At 4:20 AM on Thursday May 17, 2007"') == ["testEXCEL-formats.xlsx"]
+    assert found('"This is the footer text"') == ["testWORD_various.docx"]
+    assert "testPPT.ppsx" in found('"Attachment Test"')
+
+
+def test_xlsb_is_read_by_calamine():
+    """Before, an XLSB was a ZIP of entry names."""
+    prepared, errors, mimetype = prepare("testEXCEL_various.xlsb")
+    assert (errors, mimetype) == ([], "application/vnd.ms-excel.sheet.binary.macroenabled.12")
+    assert prepared.headlines == ["mySheet1"]
+    lines = prepared.content.split("\n")
+    assert "String This is a string" in lines and "date 2017-03-09" in lines
+    prepared, errors, _ = prepare("testEXCEL.xlsb")  # one calamine cannot read: its parts' names, and why
+    assert errors[0].startswith("office: not readable as XLSB") and "xl/workbook.bin" in prepared.content
