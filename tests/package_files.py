@@ -135,9 +135,23 @@ def pypi_sdist_file(project: str, version: str, member: str) -> bytes:
         return archive.extractfile(f"{top}/{member}").read()
 
 
+SYSTEM_PYTHON = Path("/usr/bin/python3")  # the interpreter the front-door test installs with
+
+
 def _wheelhouse() -> Path:
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
-    return Path.home() / ".cache" / "beamtrawl" / "wheels" / digest
+    return Path.home() / ".cache" / "beamtrawl" / "wheels" / f"{digest}-system"
+
+
+def _wheel_builder() -> str:
+    """A Python like the system's to resolve the wheelhouse with: a newer one picks releases that the
+    system's refuses (soupsieve 2.9 needs Python 3.11.5; Debian 12 has 3.11.2)."""
+    if not SYSTEM_PYTHON.exists():
+        return sys.executable
+    venv = _wheelhouse().parent / "builder"
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([str(SYSTEM_PYTHON), "-m", "venv", str(venv)], check=True)
+    return str(venv / "bin" / "python")
 
 
 def wheelhouse() -> Path:
@@ -177,7 +191,7 @@ def fetch() -> None:
                             "-d", str(SDIST_CACHE), f"{project}=={version}"], check=True)
     wheels = _wheelhouse()
     if not (wheels / ".complete").exists():
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check",
+        subprocess.run([_wheel_builder(), "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check",
                         "--wheel-dir", str(wheels), f"{ROOT}[test]", "setuptools>=68", "wheel"], check=True)
         (wheels / ".complete").touch()
 
