@@ -127,6 +127,25 @@ def test_a_deleted_file_is_not_found(tree):
         documents.open_local_file(stored, follow_symlinks=False)
 
 
+@pytest.mark.parametrize("level", ["start folder", "above the start folder", "below the start folder"])
+def test_a_swapped_folder_at_any_level_is_refused(tree, level):
+    """Issue 26, item 6: a look-alike tree (a file of the same size and time) behind a link put in place of
+    any folder on the way, the start folder itself included, is never served."""
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    swapped = {"start folder": root / "docs", "above the start folder": root,
+               "below the start folder": root / "docs" / "sub"}[level]
+    inside = doc.relative_to(swapped)
+    look_alike = swapped.parent / f"{swapped.name}-look-alike"
+    (look_alike / inside).parent.mkdir(parents=True)
+    (look_alike / inside).write_text("not the note\n"[: doc.stat().st_size])
+    os.utime(look_alike / inside, ns=(doc.stat().st_atime_ns, doc.stat().st_mtime_ns))
+    swapped.rename(swapped.parent / f"{swapped.name}-moved")
+    swapped.symlink_to(look_alike)
+    with pytest.raises(documents.NotIndexed):
+        documents.open_local_file(stored, follow_symlinks=False)
+
+
 def _report(base: str, name: str) -> dict:
     (hit,) = [h for h in api(base, "survey", per_page=100)["hits"] if h["url"].endswith("/" + name)]
     return hit
