@@ -234,9 +234,9 @@ class EmbeddedIndex(IndexTarget):
     def read_snapshot(self, split: tuple[int, int]) -> Iterator[SnapshotEntry]:
         rows = self._connect().execute(
             "SELECT id, url, size, mtime_ns, prep_fingerprint, content_hash, etag, http_last_modified, groups, "
-            "outlinks, denied FROM docs WHERE rid >= ? AND rid < ?", split)
-        for *row, groups, outlinks, denied in rows:
-            yield SnapshotEntry(*row, json.loads(groups), json.loads(outlinks), json.loads(denied))
+            "outlinks, denied, root FROM docs WHERE rid >= ? AND rid < ?", split)
+        for *row, groups, outlinks, denied, root in rows:
+            yield SnapshotEntry(*row, json.loads(groups), json.loads(outlinks), json.loads(denied), root)
 
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
         try:
