@@ -150,7 +150,7 @@ CASES = [("web", way) for way in ("host down", "start page 404", "start page 500
     ("folder", "removed"), ("folder", "unreadable")]
 
 
-@pytest.mark.parametrize(("source", "way"), CASES, ids=[f"{s}: {w}" for s, w in CASES])
+@pytest.mark.parametrize(("source", "way"), CASES, ids=[f"{s}_{w}".replace(" ", "_").replace(".", "") for s, w in CASES])
 def test_an_unavailable_root_keeps_its_documents_beside_a_healthy_one(source, way, tmp_path, make_config, crawl):
     healthy = tmp_path / "healthy"
     healthy.mkdir()
