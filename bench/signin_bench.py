@@ -10,9 +10,10 @@ Run from the repository root (beamtrawl installed, as root or with loopback addr
    check), from fresh loopback addresses, with nobody guessing.
 3. Attack: ``--addresses`` loopback addresses (127.1.x.y) each send wrong passwords in a loop — half of them
    for ``alice``, half for a name of their own — one connection each, waiting at most 1 s when answered 429
-   (``Retry-After``). After a warm-up every address has failed; then the same correct sign-ins are made.
+   (``Retry-After``). One correct sign-in is made in the first burst of guesses; once as many guesses failed
+   as there are addresses, and ``--warm-up`` seconds more, the same correct sign-ins as the baseline's.
    Printed: the sign-ins' seconds (max, median), the baseline's, their ratio, the guesses answered 401 and
-   429. Target: max under 1.5 s (before: 15.6 s).
+   429, the first burst's sign-in. Target: max under 1.5 s (before: 15.6 s).
 4. Names by timing: ``--pairs`` pairs of wrong sign-ins, an unknown name and a known one, each from a fresh
    address (no slow-down applies). Printed: both ranges in ms, how many pairs the unknown one answered
    faster, the difference of medians against the spread within each side. Target: the ranges overlap, the
@@ -124,29 +125,35 @@ def main() -> int:
     parser.add_argument("--addresses", type=int, default=200)
     parser.add_argument("--sign-ins", type=int, default=5)
     parser.add_argument("--pairs", type=int, default=8)
-    parser.add_argument("--warm-up", type=float, default=12.0)
+    parser.add_argument("--warm-up", type=float, default=3.0, help="seconds after every address failed once")
     parser.add_argument("--tiny", action="store_true", help="10 addresses, 2 sign-ins, 2 pairs (the test suite)")
     args = parser.parse_args()
     if args.tiny:
-        args.addresses, args.sign_ins, args.pairs, args.warm_up = 10, 2, 2, 2.0
+        args.addresses, args.sign_ins, args.pairs, args.warm_up = 10, 2, 2, 1.0
     folder = Path(tempfile.mkdtemp(prefix="beamtrawl-signin-bench-"))
     site = make_site(folder)
-    users = [f"person{n}" for n in range(2 * args.sign_ins)]
+    users = [f"person{n}" for n in range(2 * args.sign_ins + 1)]
     for user in [*users, *(f"known{n}" for n in range(args.pairs))]:
         add_user(str(site.users), user, PASSWORD, ["staff"])
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     with served(site) as base:
         baseline = valid_sign_ins(base, users[: args.sign_ins], 2)
         with Guessers(base, args.addresses) as guessers:
+            started = time.monotonic()
+            first = valid_sign_ins(base, users[args.sign_ins:args.sign_ins + 1], 5)[0]  # in the first burst
+            while guessers.answers.get(401, 0) < args.addresses and time.monotonic() - started < 120:
+                time.sleep(0.2)  # until as many guesses failed as there are addresses
             time.sleep(args.warm_up)
-            attacked = valid_sign_ins(base, users[args.sign_ins:], 4)
+            round_s = time.monotonic() - started
+            attacked = valid_sign_ins(base, users[args.sign_ins + 1:], 4)
             answers = dict(guessers.answers)
         unknown, known = name_timing(base, args.pairs)
     ratio = max(attacked) / max(statistics.median(baseline), 1e-9)
     print(f"valid sign-in while {args.addresses} addresses guess: max {max(attacked):.3f} s, median "
           f"{statistics.median(attacked):.3f} s; alone: median {statistics.median(baseline):.3f} s; "
           f"attacked max / alone median {ratio:.1f}; guesses answered {answers}; "
-          f"target max < 1.5 s: {'met' if max(attacked) < 1.5 else 'MISSED'}")
+          f"target max < 1.5 s: {'met' if max(attacked) < 1.5 else 'MISSED'}; the first sign-in, in the first "
+          f"burst of guesses: {first:.3f} s; measured {round_s:.0f} s after the guessing began")
     faster = sum(u < k for u, k in zip(unknown, known, strict=True))
     difference = statistics.median(known) - statistics.median(unknown)
     spread = max(max(unknown) - min(unknown), max(known) - min(known))

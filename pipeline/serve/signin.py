@@ -13,8 +13,10 @@ person signing in needs, nor learn from the time of an answer whether a user nam
   held only by the failures of that pair (a guesser elsewhere cannot lock the person out of their own
   address).
 * :class:`HashSlots` — ``slots`` hashes at once, given to the waiting check with the fewest recent failures
-  (of its address and name), first come first served among equals, at most ``most_waiting`` waiting: a
-  first try never queues behind guesses that failed before, and memory stays bounded.
+  (of its address and name), the latest first among equals, at most ``most_waiting`` waiting (a newcomer
+  takes the place of the oldest of the worst ranked, unless it ranks worse): a first try never queues
+  behind guesses that failed before, nor behind a burst of first guesses that came before it (each address
+  has one check at a time, so a burst does not renew itself), and memory stays bounded.
 
 Nothing here hashes: :class:`~beamtrawl.pipeline.serve.people.Doorkeeper` does, with a dummy hash for an
 unknown name so that it costs what a known one does.
@@ -112,7 +114,8 @@ def delay(failures: int) -> float:
 
 
 class HashSlots:
-    """``slots`` password checks at once, the next to the waiting check of lowest rank (asyncio, one loop)."""
+    """``slots`` password checks at once, the next to the waiting check of lowest rank, the latest among
+    equals (asyncio, one loop)."""
 
     def __init__(self, slots: int = HASH_SLOTS, most_waiting: int = MOST_WAITING):
         self.free = slots
@@ -134,14 +137,14 @@ class HashSlots:
 
     async def _queue(self, rank: int) -> None:
         if len(self._waiting) >= self.most_waiting:
-            worst = max(self._waiting)
-            if worst[0] <= rank:
+            worst = max(self._waiting)  # the highest rank, the oldest of it
+            if worst[0] < rank:
                 raise TooManyFailures(1.0)
             self._waiting.remove(worst)  # a guess that failed before makes room for a better-ranked check
             heapq.heapify(self._waiting)
             worst[2].set_exception(TooManyFailures(1.0))
         turn = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiting, (rank, next(self._order), turn))
+        heapq.heappush(self._waiting, (rank, -next(self._order), turn))  # the latest first among equals
         try:
             await turn
         except asyncio.CancelledError:  # the client left: its slot, if it was handed one, goes on

@@ -178,6 +178,8 @@ class EmbeddedIndex(IndexTarget):
     def prepare(self) -> None:
         folder = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(folder, exist_ok=True)
+        _refuse_a_folder(self.path)
+        _refuse_read_only(self.path, folder)
         version = _inspect(self.path)
         if version is not None and version not in (1, 2, SCHEMA_VERSION):
             raise IndexUnavailable(f"{self.path}: index schema version {version}, this beamtrawl reads version "
@@ -200,6 +202,7 @@ class EmbeddedIndex(IndexTarget):
         """For searching: the file must exist and be an index; read access is enough."""
         if not os.path.exists(self.path):
             raise IndexUnavailable(f"{self.path}: no index here yet; run beamtrawl crawl first")
+        _refuse_a_folder(self.path)
         try:
             db = self._reader()
             row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -504,6 +507,25 @@ def _open_read_only(path: str) -> sqlite3.Connection:
         if os.path.exists(path + "-wal"):
             raise
     return sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+
+
+def _refuse_a_folder(path: str) -> None:
+    """``index.path`` names the index file; a folder there gave SQLite's "disk I/O error"."""
+    if os.path.isdir(path):
+        raise IndexUnavailable(f"{path}: is a folder; index.path names the index file, e.g. "
+                               f"{os.path.join(path, 'index.sqlite')}")
+
+
+def _refuse_read_only(path: str, folder: str) -> None:
+    """Before a crawl does any work: it must write the index file and, beside it, its lock and journal
+    files (SQLite opens a file it may not write read-only, without a word, and the crawl failed only at its
+    first write, after all the listing and preparing)."""
+    if os.path.exists(path) and not os.access(path, os.W_OK, effective_ids=True):
+        raise IndexUnavailable(f"{path}: the index file is read-only; a crawl must write it (searching needs "
+                               f"read access only)")
+    if not os.access(folder, os.W_OK | os.X_OK, effective_ids=True):
+        raise IndexUnavailable(f"{path}: the index's folder {folder} cannot be written; a crawl writes its lock "
+                               f"and journal files beside the index")
 
 
 def _inspect(path: str) -> int | None:
