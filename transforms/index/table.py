@@ -210,7 +210,7 @@ class DeltaIndex(IndexTarget):
     def _refuse_escapes(self) -> None:
         """delta-rs reads a local path as a URL: ``%20`` as a space and ``\\`` as ``/``, so a table made at
         such a path is written where it is not read again (the export failed and left its log behind)."""
-        local = self.uri[len("file://"):] if self.uri.startswith("file://") else self.uri
+        local = self.uri.removeprefix("file://")
         if "://" not in local and ("%" in local or "\\" in local):
             raise IndexUnavailable(f"{self._where()}: delta-rs reads '%' and '\\' in a local path as URL escapes, "
                                    f"so it cannot keep a table there; choose a folder name without them")
