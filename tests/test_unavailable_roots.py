@@ -179,3 +179,5 @@ def test_an_unavailable_root_keeps_its_documents_beside_a_healthy_one(source, wa
         assert (run.counts["new"], run.counts["deleted"]) == (1, 1), run.counts
         assert run.code == 1, (run.counts, run.report["problems"])
         assert any(p["kind"] == "incomplete" and p["reason"] for p in run.report["problems"])
+        assert run.counts["kept"] == len(theirs), run.counts  # none of them reached, each kept and counted
+        assert f"{len(theirs)} kept (their folder, host or start URL could not be crawled completely)" in run.stdout
