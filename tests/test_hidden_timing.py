@@ -32,12 +32,16 @@ def _index(tmp_path: Path) -> EmbeddedIndex:
 
 
 def _tables_read(index: EmbeddedIndex, text: str, groups=()) -> tuple[set[str], int]:
-    """The FTS tables a search's statements name, and the total it finds."""
+    """The FTS tables a search's statements name (and the partitions whose names it reads, as their
+    tables' names), and the total it finds."""
     statements = []
     index._reader().set_trace_callback(statements.append)
     page = index.search_page(parse_query(text, groups=groups), 20)
     index._reader().set_trace_callback(None)
-    return {name for sql in statements for name in re.findall(r"\bfts_\d+\b", sql)}, page.total
+    tables = {name for sql in statements for name in re.findall(r"\bfts_\d+\b", sql)}
+    names = {f"fts_{n}" for sql in statements for n in re.findall(r"FROM names WHERE key = \? AND part = (\d+)", sql)}
+    assert names <= tables, (names, tables)
+    return tables, page.total
 
 
 def _part(index: EmbeddedIndex, groups: str) -> str:

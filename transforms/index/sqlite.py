@@ -109,7 +109,8 @@ CREATE TABLE IF NOT EXISTS aux(
     tokenized INTEGER NOT NULL,
     PRIMARY KEY(rid, name)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS names(key TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY(key, rid)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS names(key TEXT NOT NULL, part INTEGER NOT NULL, rid INTEGER NOT NULL,
+                                 PRIMARY KEY(key, part, rid)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS names_rid ON names(rid);
 CREATE TABLE IF NOT EXISTS parts(n INTEGER PRIMARY KEY, groups TEXT NOT NULL, denied TEXT NOT NULL,
                                  UNIQUE(groups, denied));
@@ -196,12 +197,13 @@ class EmbeddedIndex(IndexTarget):
                         db.execute(statement)
                 if version in (1, 2):  # 2 added the aux table, 3 the denied column and names (tables: above)
                     _add_denied_column(db)
-                    _fill_names(db)
                 _add_part_column(db)
                 _prepare_ranking(db)
                 if parts.is_single_table(db):  # 4: the text of each access partition in a table of its own
                     parts.split_single(db)
-                elif db.execute("SELECT 1 FROM sqlite_master WHERE name = 'docs_fts'").fetchone() is None:
+                if version is not None and version < SCHEMA_VERSION:  # 3: names; 4: names by partition
+                    _partition_names(db)
+                if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'docs_fts'").fetchone() is None:
                     parts.refresh_view(db)
                 if version != SCHEMA_VERSION:
                     db.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -287,8 +289,8 @@ class EmbeddedIndex(IndexTarget):
                    (rid, doc.title, doc.content, doc.headlines, doc.metadata, doc.filename, doc.url))
         (size,) = db.execute(f"SELECT sz FROM {parts.fts(part)}_docsize WHERE id = ?", (rid,)).fetchone()
         db.execute(_UPSERT, [rid, *(values[c] for c in _STORED), _length(size), part])
-        db.executemany("INSERT OR IGNORE INTO names VALUES (?, ?)",
-                       [(key, rid) for key in name_keys(doc.filename, doc.extension, doc.title)])
+        db.executemany("INSERT OR IGNORE INTO names(key, part, rid) VALUES (?, ?, ?)",
+                       [(key, part, rid) for key in name_keys(doc.filename, doc.extension, doc.title)])
         # A field neither stored nor matched exactly (regain's `location`) keeps only its words.
         db.executemany("INSERT OR REPLACE INTO aux VALUES (?, ?, ?, ?, ?, ?, ?)", [
             (rid, a.name, a.value if a.store or not a.tokenize else "", " ".join(tokens(a.value)) if a.tokenize else "",
@@ -306,6 +308,7 @@ class EmbeddedIndex(IndexTarget):
                 part = parts.part_of(db, groups, denied)
                 if part != row[1]:
                     parts.move(db, row[0], row[1], part)
+                    db.execute("UPDATE names SET part = ? WHERE rid = ?", (part, row[0]))
                 db.execute("UPDATE docs SET groups = ?, denied = ?, part = ? WHERE rid = ?", (groups, denied, part, row[0]))
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -381,11 +384,11 @@ class EmbeddedIndex(IndexTarget):
         columns = ("docs.rid, docs.id, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
                    "docs.last_modified")
         if query.has_text:
-            boost, boost_params = _exact_name_boost(query)
             score = _score_column(db, query)
 
             def arm(part: int) -> tuple[str, list]:
                 table = parts.fts(part)
+                boost, boost_params = _exact_name_boost(query, part)
                 where, params = _conditions(db, query, part)
                 sql = (f"SELECT {columns}, snippet({table}, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24) AS snippet, "
                        f"{score(part)} + {boost} AS score FROM {table} JOIN docs ON docs.rid = {table}.rowid "
@@ -497,19 +500,32 @@ def _fts_match(clauses) -> str:
     return " AND ".join("(" + " OR ".join(_fts_term(t) for t in clause) + ")" for clause in clauses)
 
 
+def _partition_names(db: sqlite3.Connection) -> None:
+    """Migration to version 4: ``names`` keyed by partition too, so the exact-name boost of a search reads
+    the names of the partitions its searcher may see only."""
+    db.execute("DROP TABLE names")
+    for statement in _SCHEMA.split(";"):
+        if "names(" in statement:
+            db.execute(statement)
+    _fill_names(db)
+
+
 def _fill_names(db: sqlite3.Connection) -> None:
-    """Migration to version 3: the name keys of every stored document."""
+    """Migration to versions 3 and 4: the name keys of every stored document, by partition."""
     db.execute("DELETE FROM names")
-    for rid, filename, extension, title in db.execute("SELECT rid, filename, extension, title FROM docs").fetchall():
-        db.executemany("INSERT OR IGNORE INTO names VALUES (?, ?)",
-                       [(key, rid) for key in name_keys(filename, extension, title)])
+    for rid, part, filename, extension, title in db.execute(
+            "SELECT rid, part, filename, extension, title FROM docs").fetchall():
+        db.executemany("INSERT OR IGNORE INTO names(key, part, rid) VALUES (?, ?, ?)",
+                       [(key, part, rid) for key in name_keys(filename, extension, title)])
 
 
-def _exact_name_boost(query: Query) -> tuple[str, list]:
-    """The score a document gets for a name equal to the query (query.name_keys), as SQL."""
+def _exact_name_boost(query: Query, part: int) -> tuple[str, list]:
+    """The score a document of partition ``part`` gets for a name equal to the query (query.name_keys), as
+    SQL: the names of that partition only are read."""
     if not query.name_key:
         return "0", []
-    sql = f"(CASE WHEN docs.rid IN (SELECT rid FROM names WHERE key = ?) THEN {EXACT_NAME_BOOST} ELSE 0 END)"
+    sql = (f"(CASE WHEN docs.rid IN (SELECT rid FROM names WHERE key = ? AND part = {int(part)}) "
+           f"THEN {EXACT_NAME_BOOST} ELSE 0 END)")
     return sql, [query.name_key]
 
 
