@@ -67,6 +67,8 @@ def _web(tmp_path: Path):
         "start page 404": lambda: site.put("/", "gone", status=404),
         "start page 500": lambda: site.put("/", "boom", status=500),
         "start page 401": lambda: site.put("/", "who are you", status=401),
+        "start page redirects away": lambda: site.put("/", status=302, content_type="",
+                                                       headers={"Location": "https://sign-in.example/"}),
         "every request 503": each(status=503),
         "every request 429": each(status=429),
         "every request times out": each(delay=3),
@@ -143,6 +145,7 @@ def _folder(tmp_path: Path):
 
 ROOTS = {"web": _web, "share": _share, "mailbox": _mailbox, "folder": _folder}
 CASES = [("web", way) for way in ("host down", "start page 404", "start page 500", "start page 401",
+                                  "start page redirects away",
                                   "every request 503", "every request 429", "every request times out",
                                   "robots.txt 503", "robots.txt 429")] + [
     ("share", "server stopped"), ("share", "wrong password"), ("share", "share folder gone"),

@@ -16,8 +16,9 @@ What each answer means for the index (see :mod:`transforms.freshness`):
 * 5xx, 401/403/408/429, timeouts, an over-size body: an ``incomplete`` event for the page (kept).
 * Refused connections, robots.txt unreachable, 5xx or 429, or every request of the host failing (timeouts,
   5xx, 408, 429): ``incomplete`` for the whole host (all kept).
-* A start page that fails (no answer, or any status from 400 on): ``incomplete`` for its root, so every page
-  found from it — on any host — is kept (freshness keeps what lies under an incomplete root).
+* A start page that fails (no answer, any status from 400 on, or a redirect it may not follow — a sign-in
+  page elsewhere): ``incomplete`` for its root, so every page found from it — on any host — is kept
+  (freshness keeps what lies under an incomplete root).
 * A redirect is followed at once, also to another host (one request outside that host's pacing); the
   page is indexed under the target URL, which must be accepted by the rules and robots.txt of this host.
 * A bound that cuts discovery (``max_pages_per_host``, query strings per path) marks what it left
@@ -240,8 +241,9 @@ class HostCrawl:
             elif not outcome.error.startswith(_UNREACHABLE):
                 yield event("incomplete", task.url, "fetch", outcome.error)
             return
-        if task.start and page.status >= 400:
-            yield from self._root_unavailable(task, f"answered {page.status}")
+        if task.start and page.status >= 300 and page.status != 304:  # a redirect left: to where the rules forbid
+            yield from self._root_unavailable(task, f"answered {page.status}" + (
+                " (a redirect the rules do not accept)" if page.status < 400 else ""))
             return
         url = normalize_url(page.url, self.cleaners) if page.redirects else task.url
         if url != task.url:
