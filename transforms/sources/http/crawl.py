@@ -173,7 +173,8 @@ class HostCrawl:
                     if _answered(outcome):
                         answered += 1
                     elif not outcome.task.start:
-                        failed = failed or outcome.error or f"answered {outcome.page.status}"
+                        failed = failed or outcome.error or (
+                            f"answered {outcome.page.status}" if outcome.page is not None else "no answer")
                     if outcome.error.startswith(_UNREACHABLE) and not down:
                         down = True
                         yield from self._host_incomplete(
