@@ -13,7 +13,9 @@ What each answer means for the index (see :mod:`transforms.freshness`):
   mtime and no body; the stored outlinks continue discovery without re-fetching.
 * 404, 410 and other 4xx except 401/403/408/429: a dead link, reported with the page that linked it;
   nothing is emitted, so an indexed page is deleted.
-* 5xx, 401/403/408/429, timeouts, an over-size body: an ``incomplete`` event for the page (kept).
+* 5xx, 401/403/408/429, timeouts, an over-size body: an ``incomplete`` event for the page (kept); the
+  links it had when indexed are followed as for a 304, so pages reached only through it are not taken
+  for gone.
 * Refused connections, robots.txt unreachable, 5xx or 429, or every request of the host failing (timeouts,
   5xx, 408, 429): ``incomplete`` for the whole host (all kept).
 * A start page that fails (no answer, any status from 400 on, or a redirect it may not follow — a sign-in
@@ -241,6 +243,7 @@ class HostCrawl:
                 yield from self._root_unavailable(task, outcome.error)
             elif not outcome.error.startswith(_UNREACHABLE):
                 yield event("incomplete", task.url, "fetch", outcome.error)
+                yield from self._stored_links(task.url, task)
             return
         if task.start and page.status >= 300 and page.status != 304:  # a redirect left: to where the rules forbid
             yield from self._root_unavailable(task, f"answered {page.status}" + (
@@ -261,11 +264,20 @@ class HostCrawl:
             yield event("dead_link", url, "fetch", f"answered {page.status}{linked}")
         elif page.status >= 300:
             yield event("incomplete", url, "fetch", f"answered {page.status}; the indexed page is kept")
+            yield from self._stored_links(url, task)
         elif page.truncated:
             yield event("incomplete", url, "fetch", f"body larger than http.max_body ({self.http.max_body} bytes); "
                                                     "not indexed")
         else:
             yield from self._ok(url, task, outcome)
+
+    def _stored_links(self, url: str, task: _Task) -> Iterator:
+        """A page kept because it failed (5xx, a timeout…) goes on with the links it had when indexed, as one
+        that answers 304 does: pages reached only through it are still reached, not taken for gone."""
+        old = self.known.get(url) or self.known.get(task.url)
+        if task.parse and old is not None:
+            for link in old.outlinks:
+                yield from self._offer(link, "", task.depth + 1, url, task.root)
 
     def _root_unavailable(self, task: _Task, reason: str) -> Iterator:
         """A start page that fails leaves its root uncrawled: every page found from it is kept (freshness
