@@ -20,6 +20,7 @@ kept).
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
 import re
@@ -75,7 +76,9 @@ def crawl(beamtrawl: str, config: Path, log: Path) -> dict:
     text = log.read_text(errors="replace")
     summary = re.search(r"^beamtrawl-summary (.*)$", text, re.MULTILINE)
     counts = dict(field.split("=", 1) for field in summary.group(1).split()) if summary else {}
-    lost = len(re.findall(r"lost in transit: \d+ seen, \d+ arrived", text))
+    report = config.parent / "soak.report.json"
+    problems = json.loads(report.read_text()).get("problems", []) if report.exists() else []
+    lost = sum(1 for p in problems if "lost in transit" in p["reason"])  # the terminal shows the first ten
     return {"exit": code, "counts": counts, "seconds": seconds, "peak": peak[0], "lost": lost}
 
 

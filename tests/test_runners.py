@@ -125,6 +125,36 @@ def test_dataflow_graph_is_built_and_the_package_staged(tmp_path):
     assert {"pipeline/cli.py", "transforms/index/opensearch.py", "runners/dataflow.py"} <= names
 
 
+def test_no_grouping_shuffles_a_record_a_java_runner_cannot_decode(tmp_path):
+    """Flink's and Spark's job servers decode the coder of everything they group; the schema of a Python record
+    (RowCoder, its fields ``pythonsdk_any``) failed them ("Failed to decode Schema … TYPEINFO_NOT_SET"). A
+    grouping of records must key plain values (combiners excepted: the runner lifts them)."""
+    from apache_beam.portability.api import schema_pb2
+
+    config_file = tmp_path / "c.yaml"
+    config_file.write_text(f'start: [{{url: "{tmp_path.as_uri()}"}}, {{url: "http://127.0.0.1:9/"}}]\n'
+                           'index: {path: x.sqlite}\naccess_control: [{posix: {}}]\n')
+    config = load_config(str(config_file))
+    target = EmbeddedIndex(str(tmp_path / "x.sqlite"))
+    target.prepare()
+    p = beam.Pipeline()
+    graph.build(p, config, target, preparation_fingerprint(config.preparators, config), str(tmp_path / "work"))
+    components = p.to_runner_api().components
+
+    def schemas(coder_id: str):
+        coder = components.coders[coder_id]
+        if coder.spec.urn == "beam:coder:row:v1":
+            yield schema_pb2.Schema.FromString(coder.spec.payload)
+        for component in coder.component_coder_ids:
+            yield from schemas(component)
+
+    shuffled = {t.unique_name: [s.fields[0].name for s in schemas(
+                    components.pcollections[next(iter(t.inputs.values()))].coder_id)]
+                for t in components.transforms.values() if t.spec.urn == "beam:transform:group_by_key:v1"
+                and "/CombinePerKey/" not in t.unique_name}
+    assert len(shuffled) > 5 and {name: rows for name, rows in shuffled.items() if rows} == {}
+
+
 def test_two_workers_dying_at_once_stop_the_crawl():
     """Both deaths may be heard before the main thread handles the first signal (seen as a crawl hung for 10
     minutes in the suite, under load): the crawl must still stop, once."""

@@ -20,6 +20,8 @@ ours) keep their documents and make the crawl exit 1, instead of deleting them i
 
 from __future__ import annotations
 
+from typing import Any
+
 import apache_beam as beam
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.progress import Tally
@@ -101,6 +103,8 @@ class _Decide(beam.DoFn):
 
 class CheckListings(beam.PTransform):
     """(vanished documents, listings and arrival counts) → (deletes, events). See the module docstring.
+    What it groups is keyed by plain strings and pickled (``Any``): a runner in Java (Flink, Spark) cannot
+    decode the schemas of Python records it would have to shuffle.
     ``roots``: the containers of the start URLs (a web start URL's is its host), which every crawl lists."""
 
     def __init__(self, roots: frozenset[str]):
@@ -110,7 +114,7 @@ class CheckListings(beam.PTransform):
     def expand(self, inputs):
         vanished, listings = inputs
         verdicts = (listings
-                    | "ByListing" >> beam.Map(lambda r: (r.listing, Listing(*r)))
+                    | "ByListing" >> beam.Map(lambda r: (r.listing, r)).with_output_types(tuple[str, Any])
                     | "GroupByListing" >> beam.GroupByKey()
                     | "Verdict" >> beam.FlatMap(_verdict).with_output_types(tuple[str, tuple[bool, list[str]]])
                     .with_outputs(EVENTS, main="verdicts"))
@@ -120,8 +124,8 @@ class CheckListings(beam.PTransform):
         decided = vanished | "Decide" >> beam.ParDo(
             _Decide(self.roots), beam.pvalue.AsDict(containers)).with_outputs(EVENTS, LINES, main="deletes")
         lines = (decided[LINES]
-                 | "ByLine" >> beam.Map(lambda e: (f"{e.url}\n{e.reason}", Event(*e)))
+                 | "ByLine" >> beam.Map(lambda e: (f"{e.url}\n{e.reason}", e)).with_output_types(tuple[str, Any])
                  | "GroupByLine" >> beam.GroupByKey()
-                 | "OneLineEach" >> beam.Map(lambda keyed: next(iter(keyed[1]))).with_output_types(Event))
+                 | "OneLineEach" >> beam.Map(lambda keyed: Event(*next(iter(keyed[1])))).with_output_types(Event))
         events = (verdicts[EVENTS], decided[EVENTS], lines) | "ListingEvents" >> beam.Flatten()
         return decided["deletes"], events
