@@ -103,7 +103,7 @@ def terminal_safe(text: str) -> str:
 
 
 #: Counts the summary names only when they are not zero: a zero there says nothing.
-_NOTEWORTHY = (("deleted", "deleted"), ("kept", "kept (their folder could not be listed completely)"),
+_NOTEWORTHY = (("deleted", "deleted"), ("kept", "kept (their folder, host or start URL could not be crawled completely)"),
                ("oversize", "over max_file_size (metadata only)"), ("dead_link", "dead links"),
                ("robots_denied", "denied by robots.txt"), ("plugin_failed", "plugin failures"),
                ("revoked", "hidden at once (access revoked at the source)"))

@@ -279,3 +279,20 @@ def test_links_between_hosts_are_crawled_in_later_rounds(tmp_path, make_config, 
     finally:
         for site in sites:
             site.stop()
+
+
+@pytest.mark.parametrize("failure", [{"status": 503}, {"status": 429}, {"delay": 4}])
+def test_pages_reached_only_through_a_failing_page_are_still_crawled(site, web_config, crawl, failure):
+    """Issue 26 (red team): a page kept because it failed hid the pages only it linked to, which were then
+    taken for gone and deleted. It goes on with the links it had when indexed, as a 304 does."""
+    site.put("/", html("Home", "home", ("/hub.html",)))
+    site.put("/hub.html", html("Hub", "hub", tuple(f"/leaf-{n}.html" for n in range(5))))
+    for n in range(5):
+        site.put(f"/leaf-{n}.html", html(f"Leaf {n}", f"leaf {n}"))
+    config = web_config(site, read_timeout=2)
+    assert crawl(config).code == 0
+    site.put("/hub.html", "down", **failure)
+    run = crawl(config)
+    assert sorted(indexed(config)) == ["/", "/hub.html", *(f"/leaf-{n}.html" for n in range(5))]
+    assert run.counts["deleted"] == 0 and run.counts["unchanged"] == 6, run.counts
+    assert run.code == 1

@@ -138,3 +138,32 @@ def test_an_index_from_before_ranking_statistics_is_upgraded_by_a_crawl(tmp_path
     query = parse_query("monday merger")
     assert [(h.url, h.score) for h in upgraded.search(query, 10)] == \
         [(h.url, h.score) for h in EmbeddedIndex(str(fresh)).search(query, 10)]
+
+
+def test_a_folder_or_a_read_only_file_is_refused_before_any_work(files, tmp_path, make_config):
+    """Issue 26, item 7: a folder as index.path said "disk I/O error"; a read-only index was refused only
+    at its first write, after the whole crawl (14 s), with a "delete failed" line per document."""
+    config, path = files
+    assert beamtrawl("crawl", str(config)).returncode == 0
+    before = path.read_bytes()
+    path.chmod(0o444)
+    try:
+        crawled = beamtrawl("crawl", str(config))
+        assert crawled.returncode == 2
+        line = _one_line(crawled.stderr)
+        assert line == f"beamtrawl: {path}: the index file is read-only; a crawl must write it (searching needs " \
+                       f"read access only)", line
+        assert "crawling" not in crawled.stdout + crawled.stderr  # refused before crawling
+        assert path.read_bytes() == before
+        assert beamtrawl("search", "merger", "--config", str(config)).returncode == 0  # reading is enough
+    finally:
+        path.chmod(0o644)
+    folder = tmp_path / "a folder"
+    folder.mkdir()
+    named = make_config(tmp_path / "files", name="folder.yaml", index={"path": str(folder)})
+    for args in (("crawl", str(named)), ("search", "merger", "--config", str(named))):
+        done = beamtrawl(*args)
+        assert done.returncode == 2
+        assert _one_line(done.stderr) == (f"beamtrawl: {folder}: is a folder; index.path names the index file, "
+                                          f"e.g. {folder}/index.sqlite"), done.stderr
+    assert list(folder.iterdir()) == []

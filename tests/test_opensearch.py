@@ -315,7 +315,9 @@ PARITY_QUERIES = [
     "run*", "runs", "licen*", "zsh OR fish OR dash", "cafe", "Café", "naïve", "extension:txt", "-license dovecot",
     # hostile: the syntax of FTS5, query_string and simple_query_string is text here
     "foo^3", "title:x", "NEAR(bash zsh)", "(unbalanced", '"unterminated phrase', "AND OR NOT", "a*", "+bash -",
-    "bash && zsh", "bash || zsh", "\\", "💥 copyright", "x:y:z", "/usr/share/doc", "*deb", "de*b", "?",
+    "bash && zsh", "bash || zsh", "\\", "💥 copyright", "x:y:z", "/usr/share/doc", "*deb", "de*b", "?", "ab*", "ab",
+    # issue 26, item 7: a prefix that ends in punctuation is a prefix of its last word on both
+    "ab:*", "deb.*", "lic-*", "gnu_*", "co:py*",
 ]
 
 
@@ -357,6 +359,7 @@ def test_both_targets_find_the_same_documents_for_every_query(tmp_path, make_con
     assert found["mimetype:text/[hp]*"] == 0 and found["bash|zsh"] == 1 and found["numbat"] >= 1
     assert found["quokkareport.final"] == found["annual_numbat_summary"] == 1
     assert found["deb*"] > 100 and found["bash OR zsh"] > found["bash|zsh"]
+    assert found["ab:*"] == found["ab*"] > found["ab"] and found["deb.*"] == found["deb*"]
 
 
 def test_python_docs_an_exact_name_comes_first_and_snippets_have_no_furniture(

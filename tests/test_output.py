@@ -28,7 +28,7 @@ def test_the_summary_names_only_counts_that_mean_something():
     assert "kept" not in quiet and "deleted" not in quiet and "dead links" not in quiet
     assert "documents: 3 new, 0 changed, 0 unchanged, 0 failed\n" in quiet
     busy = summary(_report(accepted=3, new=1, unchanged=2, deleted=1, kept=4, dead_link=2))
-    assert "1 deleted, 4 kept (their folder could not be listed completely), 2 dead links" in busy
+    assert "1 deleted, 4 kept (their folder, host or start URL could not be crawled completely), 2 dead links" in busy
 
 
 def test_the_failure_ratio_counts_each_document_considered_once():

@@ -37,6 +37,13 @@ def test_words_phrases_exclusions_prefixes():
     assert query.has_text
 
 
+def test_a_prefix_ending_in_punctuation_is_a_prefix_of_its_last_word():
+    """Issue 26, item 7: ``ab:*`` was a prefix on the embedded index and the word ``ab`` on OpenSearch."""
+    assert parse_query("ab:*").clauses == [(Term("ab", prefix=True),)]
+    assert parse_query("deb.* lic-_*").clauses == [(Term("deb", prefix=True),), (Term("lic", prefix=True),)]
+    assert parse_query("co:py*").clauses == [(Term("co:py", prefix=True),)]
+
+
 def test_or_joins_neighbours_and_is_a_word_elsewhere():
     query = parse_query("bash OR zsh OR fish manual or OR")
     assert query.clauses == [(Term("bash"), Term("zsh"), Term("fish")), (Term("manual"),), (Term("or"),)]

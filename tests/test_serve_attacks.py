@@ -4,10 +4,7 @@ policy on every answer. Each test has its own crawled site (tests/serve_site.py)
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import concurrent.futures
-import http.client
 import os
 import re
 import select
@@ -21,9 +18,7 @@ import pytest
 from beamtrawl.pipeline.serve import documents
 from beamtrawl.pipeline.serve.app import Asked, facet_view, plain, shown_url
 from beamtrawl.pipeline.serve.people import (
-    VERIFIED_ENTRIES,
     Doorkeeper,
-    Failures,
     Searcher,
     UsersError,
     add_user,
@@ -127,6 +122,25 @@ def test_a_deleted_file_is_not_found(tree):
         documents.open_local_file(stored, follow_symlinks=False)
 
 
+@pytest.mark.parametrize("level", ["start folder", "above the start folder", "below the start folder"])
+def test_a_swapped_folder_at_any_level_is_refused(tree, level):
+    """Issue 26, item 6: a look-alike tree (a file of the same size and time) behind a link put in place of
+    any folder on the way, the start folder itself included, is never served."""
+    root, doc = tree
+    stored = _indexed(root / "docs", doc)
+    swapped = {"start folder": root / "docs", "above the start folder": root,
+               "below the start folder": root / "docs" / "sub"}[level]
+    inside = doc.relative_to(swapped)
+    look_alike = swapped.parent / f"{swapped.name}-look-alike"
+    (look_alike / inside).parent.mkdir(parents=True)
+    (look_alike / inside).write_text("not the note\n"[: doc.stat().st_size])
+    os.utime(look_alike / inside, ns=(doc.stat().st_atime_ns, doc.stat().st_mtime_ns))
+    swapped.rename(swapped.parent / f"{swapped.name}-moved")
+    swapped.symlink_to(look_alike)
+    with pytest.raises(documents.NotIndexed):
+        documents.open_local_file(stored, follow_symlinks=False)
+
+
 def _report(base: str, name: str) -> dict:
     (hit,) = [h for h in api(base, "survey", per_page=100)["hits"] if h["url"].endswith("/" + name)]
     return hit
@@ -166,60 +180,7 @@ def test_a_document_is_not_kept_by_a_cache(base):
     assert status == 200 and headers["Cache-Control"] == "no-store" and "sandbox" in headers["Content-Security-Policy"]
 
 
-# -- guessing passwords ---------------------------------------------------------------------------
-
-def _guess(base: str, password: str, source: str = "127.0.0.1") -> tuple[int, float]:
-    """(status, seconds) of a sign-in as alice from the loopback address ``source``."""
-    host, port = urllib.parse.urlsplit(base).netloc.split(":")
-    token = base64.b64encode(f"alice:{password}".encode()).decode()
-    started = time.monotonic()
-    connection = http.client.HTTPConnection(host, int(port), timeout=120, source_address=(source, 0))
-    try:
-        connection.request("GET", "/api/search?q=numbat", headers={"Authorization": f"Basic {token}"})
-        status = connection.getresponse().status
-    finally:
-        connection.close()
-    return status, time.monotonic() - started
-
-
-def test_guesses_at_once_from_one_address_wait_in_turn_and_others_are_not_locked_out(base):
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        guesses = [pool.submit(_guess, base, f"guess {n}") for n in range(3)]
-        time.sleep(0.5)
-        status, seconds = _guess(base, PASSWORD, source="127.0.0.2")  # alice elsewhere, meanwhile
-        assert status == 200 and seconds < 5
-        answers = [g.result() for g in guesses]
-    assert {s for s, _ in answers} == {401}
-    assert max(t for _, t in answers) >= 1 + 2 + 4 - 0.5  # one after the other, each with its delay
-
-
-def test_failures_forget_the_least_recently_failed_address_first():
-    failures = Failures()
-    failures.delay("10.0.0.1")
-    for n in range(VERIFIED_ENTRIES - 1):
-        failures.delay(f"10.1.{n // 256}.{n % 256}")
-    failures.delay("10.0.0.1")  # failing again makes it the most recent
-    failures.delay("10.0.0.2")  # one address too many: the oldest other one goes
-    assert failures.delay("10.0.0.1") == 4.0
-
-
-def test_one_password_check_at_a_time_per_address():
-    failures, inside, most = Failures(), [0], [0]
-
-    async def check(address):
-        async with failures.turn(address):
-            inside[0] += 1
-            most[0] = max(most[0], inside[0])
-            await asyncio.sleep(0.01)
-            inside[0] -= 1
-
-    async def main():
-        await asyncio.gather(*(check("10.0.0.1") for _ in range(5)))
-        assert most[0] == 1 and not failures._turns  # a turn no one waits for is forgotten
-        await asyncio.gather(check("10.0.0.1"), check("10.0.0.2"))
-        assert most[0] == 2  # addresses do not wait for each other
-    asyncio.run(main())
-
+# -- guessing passwords: tests/test_signin.py -------------------------------------------------------
 
 @pytest.mark.parametrize("params", [{"per_page": "\uff11"}, {"page": "\u0661"}, {"page": "1.0"}, {"per_page": "-5"},
                                     {"page": " 1"}, {"page": "0x1"}, {"page": "9" * 40}])

@@ -416,3 +416,28 @@ def test_an_export_whose_source_fails_midway_leaves_no_table(tmp_path):
         DeltaIndex(str(dest)).write_all(failing())
     assert not dest.exists()
     assert DeltaIndex(str(dest)).write_all(iter([_doc(1)])) == 1
+
+
+def test_an_export_to_a_path_delta_rs_misreads_leaves_nothing_and_a_damaged_log_is_one_line(tmp_path, make_config):
+    """Issue 26, item 7: an export to ``…%20…`` (delta-rs reads it as a space) failed with "Kernel error: File
+    not found" and left its ``_delta_log`` behind, so the retry said a table is there; a damaged log reached
+    the user raw ("Json error … 0: <unknown> 1: <unknown> …")."""
+    root = tmp_path / "docs"
+    build_tree(root)
+    config = make_config(root)
+    assert beamtrawl("crawl", str(config), timeout=300).returncode <= 1
+    for name in ("a%20b.delta", "back\\slash.delta"):
+        for _attempt in range(2):  # the retry says the same
+            done = beamtrawl("export", str(config), str(tmp_path / name), timeout=120)
+            assert done.returncode == 2 and done.stderr.strip().splitlines() == [(
+                f"beamtrawl: {tmp_path / name}: delta-rs reads '%' and '\\' in a local path as URL escapes, so it "
+                f"cannot keep a table there; choose a folder name without them")], done.stderr
+        assert not (tmp_path / name).exists()
+    damaged = tmp_path / "damaged.delta"
+    (damaged / "_delta_log").mkdir(parents=True)
+    (damaged / "_delta_log" / "00000000000000000000.json").write_text('{"protocol":{"minReaderVersion":1}}\n')
+    table_config = make_config(root, name="damaged.yaml", index={"table": str(damaged)})
+    done = beamtrawl("crawl", str(table_config), timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "<unknown>" not in lines[0], done.stderr
+    assert "its log cannot be read, a commit in _delta_log is damaged or not a Delta log" in lines[0], lines[0]

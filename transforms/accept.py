@@ -109,9 +109,11 @@ class Rules:
         roots = [r for r in self.roots if is_under(url, r)]
         return max(roots, key=len) if roots else None
 
-    def keeps(self, url: str) -> bool:
-        """Would this crawl still index ``url`` if it found it? False means: delete it."""
-        root = self.root_of(url)
+    def keeps(self, url: str, found_under: str = "") -> bool:
+        """Would this crawl still index ``url`` if it found it? False means: delete it. ``found_under`` is the
+        start URL the index says it was found under: a web page on another host than its start page lies
+        under no start URL, and is still accepted while that start URL is configured."""
+        root = self.root_of(url) or (found_under if found_under in self.starts else None)
         if root is None:
             return False
         if root == url:  # a start URL naming one document

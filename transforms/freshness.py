@@ -13,8 +13,9 @@
 Unchanged means the same size, the same ``mtime_ns`` (nanoseconds, not regain's days), the same
 preparation fingerprint and the same access groups and denies: such a document is neither read nor
 written. A document in the index that was not found is deleted only if the rules no longer accept
-it, or if every folder above it was listed completely in this crawl and the evidence of its folder's
-listing arrived whole (transforms/listings.py); otherwise it is kept and counted.
+it, or if every folder above it was listed completely in this crawl, its root (the start URL it was found
+under) was crawled completely and the evidence of its folder's listing arrived whole
+(transforms/listings.py); otherwise it is kept and counted.
 
 Access fails closed on evidence (DESIGN.md, invariant 7): an indexed document at or below a URL a
 source reports as ACCESS_DENIED (a share or folder that answers "access denied", a file whose ACL the
@@ -43,6 +44,15 @@ from beamtrawl.transforms.urls import container_key, host_of
 
 PREPARE, DELETE, ACCESS, EVENTS, VANISHED, ARRIVED = "prepare", "delete", "access", "events", "vanished", "arrived"
 _GUARD = Guard("freshness", EVENTS)
+
+
+def _kept(old: SnapshotEntry, incomplete: set[str]) -> bool:
+    """Is a document that was not found kept? Yes when a container above it was not listed completely, or
+    when its root was not crawled completely (a start URL that failed, a host that could not be reached):
+    then what was not found says nothing, whatever else the crawl holds (a page on another host, reached
+    only through that root, is not found either)."""
+    return any(url in incomplete for url in ancestors(old.url)) or (
+        bool(old.root) and any(url in incomplete for url in ancestors(old.root)))
 
 
 class _Classify(beam.DoFn):
@@ -109,9 +119,9 @@ class _Classify(beam.DoFn):
             if any(url in self._denied for url in ancestors(old.url)):
                 yield from self._revoke(old)
                 continue
-            if not self.rules.keeps(old.url):
+            if not self.rules.keeps(old.url, old.root):
                 self.tally.count("no_longer_accepted")
-            elif any(url in self._incomplete for url in ancestors(old.url)):
+            elif _kept(old, self._incomplete):
                 self.tally.count("kept")
                 continue
             else:  # deleted only on the evidence of its listing (transforms/listings.py)

@@ -93,6 +93,7 @@ class SnapshotEntry(NamedTuple):
     groups: Sequence[str] = ()
     outlinks: Sequence[str] = ()  # links of a web page, to go on crawling when it answers 304
     denied: Sequence[str] = ()
+    root: str = ""  # the start URL it was found under: a root unavailable in a crawl keeps it
 
 
 class RawDocument(NamedTuple):

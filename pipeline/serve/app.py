@@ -36,6 +36,7 @@ from beamtrawl.pipeline import __version__
 from beamtrawl.pipeline.serve import documents
 from beamtrawl.pipeline.serve.people import ANONYMOUS, Doorkeeper, Searcher
 from beamtrawl.pipeline.serve.protocol import BoundedHeadProtocol
+from beamtrawl.pipeline.serve.signin import TooManyFailures
 from beamtrawl.transforms.index import make_target
 from beamtrawl.transforms.index.base import FACET_FIELDS, ORDERS, RELEVANCE, IndexUnavailable, Page
 from beamtrawl.transforms.index.query import MAX_QUERY_CHARS, QueryError, parse_query
@@ -57,9 +58,6 @@ MAX_PER_PAGE = 100
 MAX_DEPTH = 10_000  # hits one can page to (OpenSearch's max_result_window): narrow the search beyond
 FACET_SIZE = 10  # values shown per facet
 SEARCH_THREADS = 8  # index connections, so searches at once
-#: scrypt checks at once (16 MiB and ~50 ms of a core each): guesses from many addresses cannot take
-#: the threads, memory and cores of the searches
-PASSWORD_CHECKS = 2
 REALM = 'Basic realm="beamtrawl", charset="UTF-8"'
 #: uvicorn's options: h11 bounds a request's line and headers (httptools buffers a header of any size: one
 #: client sending a 200 MB header grew the server by 260 MB), and the protocol bounds the time a head may
@@ -264,10 +262,9 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
     fields = [f.name for f in config.auxiliary_fields if f.index]
     templates = Jinja2Templates(env=_environment())
     sources = Sources(SourceSettings.from_config(config))  # with the logins of SMB and IMAP sources
-    password_checks = asyncio.Semaphore(PASSWORD_CHECKS)
-
     async def who(request: Request) -> Searcher:
-        """The searcher, or HTTPException 401 (after the failure delay) for wrong credentials."""
+        """The searcher, or HTTPException 401 for wrong credentials, 429 when the address or user name must
+        wait after failures (people.Doorkeeper.sign_in)."""
         peer = request.client.host if request.client else ""
         authorization = request.headers.get("authorization", "")
         if not authorization and not doorkeeper.trusted_header:
@@ -275,11 +272,12 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
         if not doorkeeper.checks_password(authorization, request.headers, peer):  # trusted, or verified lately
             found = await run_in_threadpool(doorkeeper.searcher, authorization, request.headers, peer)
         else:
-            async with doorkeeper.failures.turn(peer):  # one guess at a time per address, its delay included
-                async with password_checks:
-                    found = await run_in_threadpool(doorkeeper.searcher, authorization, request.headers, peer)
-                if found is None:
-                    await asyncio.sleep(doorkeeper.failures.delay(peer))
+            try:
+                found = await doorkeeper.sign_in(authorization, request.headers, peer)
+            except TooManyFailures as wait:
+                raise HTTPException(429, f"Too many failed sign-ins from this address or for this user name; try "
+                                         f"again in {math.ceil(wait.seconds)} seconds.",
+                                    headers={"Retry-After": str(math.ceil(wait.seconds))}) from None
         if found is None:
             raise HTTPException(401, "The user name or password is wrong.", headers={"WWW-Authenticate": REALM})
         return found

@@ -82,42 +82,34 @@ def open_stream(sources: Sources, stored: Stored, follow_symlinks: bool = False)
 
 def open_local_file(stored: Stored, follow_symlinks: bool) -> BinaryIO:
     """The indexed local file, or NotIndexed. A file is served only if it is still a regular file of the
-    indexed size and modification time, reached as the crawl reached it: below its start folder no
-    symbolic link is followed unless the crawl followed them (each folder is opened relative to the one
-    above it, so a link swapped in during the walk is refused too). Opened non-blocking, so a FIFO put
-    in its place cannot hold a thread."""
+    indexed size and modification time, reached without a symbolic link anywhere on its path — from ``/``,
+    through the start folder, to the file — unless the crawl followed them: each folder is opened relative
+    to the one above it (openat with O_NOFOLLOW), so a start folder or any folder swapped for a link, before
+    or during the walk, is refused. Opened non-blocking, so a FIFO put in its place cannot hold a thread."""
     path = url_to_path(stored.url)
-    root = url_to_path(stored.root) if stored.root.startswith("file:") else ""
-    nofollow = 0 if follow_symlinks else os.O_NOFOLLOW
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
-    below = os.path.relpath(path, root).split(os.sep) if root and path != root else [os.pardir]
-    if path == root:  # a start URL naming the file itself: opened as the crawl did
-        fd = os.open(path, flags)
-    elif below[0] == os.pardir:  # no start folder known (an older index): the file itself is no link at least
-        fd = _open(path, flags | nofollow)
-    else:
-        folder = os.open(root, flags | os.O_DIRECTORY)
-        try:
-            for name in below[:-1]:
-                inner = os.open(name, flags | os.O_DIRECTORY | nofollow, dir_fd=folder)
-                os.close(folder)
-                folder = inner
-            fd = _open(below[-1], flags | nofollow, dir_fd=folder)
-        except OSError as err:
-            if err.errno in (errno.ELOOP, errno.ENOTDIR):  # a folder replaced by a link or by a file
-                raise NotIndexed("a symbolic link is in its place") from None
-            raise
-        finally:
+    if follow_symlinks:  # the crawl followed links: so may delivery, the checks on the file still hold
+        return _checked(os.open(path, flags), stored)
+    parts = [part for part in os.path.normpath(os.path.abspath(path)).split(os.sep) if part]
+    folder = os.open(os.sep, flags | os.O_DIRECTORY)
+    try:
+        for name in parts[:-1]:
+            inner = _open(name, flags | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
             os.close(folder)
+            folder = inner
+        fd = _open(parts[-1], flags | os.O_NOFOLLOW, dir_fd=folder)
+    finally:
+        os.close(folder)
     return _checked(fd, stored)
 
 
-def _open(name: str, flags: int, dir_fd: int | None = None) -> int:
-    """os.open, with a symbolic link that O_NOFOLLOW meets as NotIndexed."""
+def _open(name: str, flags: int, dir_fd: int) -> int:
+    """os.open relative to ``dir_fd``, with a symbolic link in the way (O_NOFOLLOW's ELOOP, or ENOTDIR for a
+    folder replaced by a link or a file) as NotIndexed."""
     try:
         return os.open(name, flags, dir_fd=dir_fd)
     except OSError as err:
-        if err.errno == errno.ELOOP:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):
             raise NotIndexed("a symbolic link is in its place") from None
         raise
 

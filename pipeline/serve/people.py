@@ -4,15 +4,16 @@ Basic, or a user a trusted reverse proxy names in a header.
 The users file has one line per user, ``name:hash:group,group``, written by ``beamtrawl user add``.
 A hash is ``scrypt$N$r$p$salt$key`` (hashlib.scrypt, a fresh 16-byte salt per user, base64), so a
 stolen file gives no password without a brute force that scrypt makes slow. Sign-in failures are
-slowed per client address (:class:`Failures`), and a password is verified once per
-``VERIFIED_SECONDS`` only (:class:`Verified`), since scrypt costs ~50 ms of a core by design.
+slowed per client address and per user name, and hashes are handed out so that guesses cannot starve a
+person signing in (:mod:`.signin`); an unknown name is hashed against a dummy, so it costs what a known
+one does. A password is verified once per ``VERIFIED_SECONDS`` only (:class:`Verified`), since scrypt
+costs ~50 ms of a core by design.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import hashlib
 import hmac
 import ipaddress
@@ -23,16 +24,16 @@ import stat
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+
+from beamtrawl.pipeline.serve.signin import HASH_SLOTS, Failures, HashSlots
 
 log = logging.getLogger("beamtrawl.serve")
 
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1  # 16 MiB and ~50 ms per hash: OWASP's minimum for scrypt
 SALT_BYTES = 16
 NAME = re.compile(r"[^\s:,]{1,64}")  # a user or group name: no whitespace, colons or commas
-#: A failed sign-in waits FAILURE_DELAY seconds, doubled for each further failure from the same address
-#: within FAILURE_WINDOW seconds, at most MAX_FAILURE_DELAY.
-FAILURE_DELAY, MAX_FAILURE_DELAY, FAILURE_WINDOW = 1.0, 16.0, 300.0
 VERIFIED_SECONDS = 300.0
 VERIFIED_ENTRIES = 1024
 
@@ -164,38 +165,6 @@ class Verified:
                 self._seen.popitem(last=False)
 
 
-class Failures:
-    """Recent sign-in failures per client address: how long the next answer to a failure waits, and a
-    turn per address, so that many connections from one address guess no faster than one."""
-
-    def __init__(self):
-        self._recent: OrderedDict[str, list[float]] = OrderedDict()  # least recently failed first
-        self._turns: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # address → lock, requests holding it
-
-    @contextlib.asynccontextmanager
-    async def turn(self, address: str):
-        """Wait until no other password check from ``address`` (or its failure's delay) is under way."""
-        lock, users = self._turns.setdefault(address, (asyncio.Lock(), [0]))
-        users[0] += 1
-        try:
-            async with lock:
-                yield
-        finally:
-            users[0] -= 1
-            if not users[0]:
-                del self._turns[address]
-
-    def delay(self, address: str) -> float:
-        """Record a failure from ``address``; the seconds to wait before answering it."""
-        now = time.monotonic()
-        recent = [t for t in self._recent.pop(address, []) if now - t < FAILURE_WINDOW][-8:] + [now]
-        self._recent[address] = recent
-        if len(self._recent) > VERIFIED_ENTRIES:  # forget the oldest addresses
-            for stale in list(self._recent)[: len(self._recent) - VERIFIED_ENTRIES]:
-                del self._recent[stale]
-        return min(FAILURE_DELAY * 2 ** (len(recent) - 1), MAX_FAILURE_DELAY)
-
-
 class Doorkeeper:
     """Decides who is searching, from a request's ``Authorization`` header, the trusted proxy header
     and the address the request came from."""
@@ -209,7 +178,9 @@ class Doorkeeper:
             self.trusted_proxies = tuple(ipaddress.ip_network(p, strict=False) for p in trusted_proxies)
         except ValueError as err:
             raise UsersError(f"--trusted-proxy: {err}") from None
-        self.verified, self.failures = Verified(), Failures()
+        self.verified, self.failures, self.slots = Verified(), Failures(), HashSlots()
+        self._hashing = ThreadPoolExecutor(HASH_SLOTS, thread_name_prefix="password")  # never the searches'
+        self._dummy = hash_password(os.urandom(16).hex())  # what an unknown name is checked against
         self._users: dict[str, User] = {}
         self._read_at: float | None = None
         self.users(strict=True)  # a broken users file stops the server at its start
@@ -258,12 +229,33 @@ class Doorkeeper:
         if known is not None:
             return known
         credentials = basic_credentials(authorization)
-        user = users.get(credentials[0]) if credentials else None
-        if user is None or not password_matches(credentials[1], user.hash):
+        if credentials is None:
+            return None
+        user = users.get(credentials[0])
+        matches = password_matches(credentials[1], user.hash if user else self._dummy)  # the same cost
+        if user is None or not matches:
             return None
         searcher = Searcher(user.name, user.groups)
         self.verified.put(authorization, searcher)
         return searcher
+
+    async def sign_in(self, authorization: str, headers, peer: str) -> Searcher | None:
+        """:meth:`searcher` for a request whose password must be checked: admitted by the failures of its
+        address and user name (or TooManyFailures), hashed when :class:`HashSlots` gives it a turn."""
+        credentials = basic_credentials(authorization)
+        name = credentials[0] if credentials else ""
+        keys = self.failures.admit(peer, name)
+        try:  # no turn (TooManyFailures) or a client that left: no check made, nothing counted
+            async with self.slots.slot(self.failures.rank(peer, name)):
+                found = await asyncio.get_running_loop().run_in_executor(
+                    self._hashing, self.searcher, authorization, headers, peer)
+            if found is None:
+                await asyncio.sleep(self.failures.failed(keys))
+            else:
+                self.failures.trust(peer, name)
+        finally:
+            self.failures.release(keys)
+        return found
 
     def _from_proxy(self, peer: str) -> bool:
         try:

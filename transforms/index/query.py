@@ -43,6 +43,7 @@ EXACT_NAME_BOOST = 1000.0
 MAX_QUERY_CHARS = 1000
 MAX_TERMS = 32  # terms, excluded terms, OR alternatives and filters
 MAX_PREFIX_TERMS = 8
+_TRAILING = re.compile(r"[\W_]+$")  # what follows a term's last word
 _TOKEN = re.compile(r'(-?)(?:([A-Za-z_]+):)?(?:"([^"]*)"?|(\S+))')
 _WORD = re.compile(r"[^\W_]+")
 _TITLE_PARTS = re.compile(r"\s+[—–|·-]\s+|\s*:\s+")  # "subprocess — Python 3.11 documentation"
@@ -101,6 +102,12 @@ class Query:
         return " ".join(w for clause in self.clauses for w in clause[0].words)
 
 
+def _prefix_text(value: str) -> str:
+    """What a prefix term starts with: its text up to the end of its last word (``ab:*`` is ``ab*``), so that
+    both indexes read it alike (FTS5 made ``ab:`` a prefix of ``ab``, OpenSearch a plain word)."""
+    return _TRAILING.sub("", value.rstrip("*"))
+
+
 def parse_query(text: str, fields=(), groups=()) -> Query:
     """``fields``: the searchable auxiliary field names; ``groups``: the searcher's groups."""
     if len(text) > MAX_QUERY_CHARS:
@@ -123,7 +130,7 @@ def parse_query(text: str, fields=(), groups=()) -> Query:
             join_next = bool(query.clauses)
             continue
         prefix = phrase is None and value.endswith("*")
-        term = Term(value.rstrip("*") if prefix else value, prefix)
+        term = Term(_prefix_text(value) if prefix else value, prefix)
         if not term.words:  # "&", "-", "*": nothing the index could match
             continue
         if negated:

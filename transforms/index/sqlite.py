@@ -3,14 +3,18 @@
 Several worker processes write at once: WAL journaling and one ``BEGIN IMMEDIATE`` transaction per
 batch, taken under an exclusive lock on ``<index>.lock``. The lock hands the index over the moment a
 writer is done, where SQLite's busy handler would poll with sleeps of up to 100 ms; readers (the
-snapshot, searches) are never blocked. ``docs`` holds stored fields and freshness state;
-``docs_fts`` (rowid = ``docs.rid``) holds the searchable text; ``aux`` holds auxiliary fields, one
+snapshot, searches) are never blocked. ``docs`` holds stored fields and freshness state; the
+searchable text is in one FTS5 table per access partition, ``fts_<n>`` (rowid = ``docs.rid``, ``n`` =
+``docs.part``, see :mod:`.sqlite_parts`: a search reads the tables of the partitions its searcher may see
+only, so its time says nothing of the others; ``docs_fts`` is a view over them all, for reading text
+back); ``aux`` holds auxiliary fields, one
 row per field with its flags (and, for tokenized fields, its words in ``tokens``). A search probes
 ``aux`` by (rid, name) for each candidate document, so the table needs no index of its own.
 
 Schema version 2 added ``aux``, version 3 the column ``denied`` (groups that may not see a document)
 and ``names`` (what a query must equal to match a document's name exactly, query.name_keys; one row
-per key, so the exact-name boost of a search is one indexed lookup). An older index is migrated when a
+per key, so the exact-name boost of a search is one indexed lookup), version 4 the text split by access
+partition (``parts``, ``docs.part``). An older index is migrated when a
 crawl opens it (the table and column are added, ``names`` filled from the stored documents); its
 documents get their auxiliary fields when they are re-prepared, which that crawl does because the
 preparation fingerprint covers the field definitions. An index made before ``ranking`` gets it and
@@ -19,8 +23,8 @@ scores would leak.
 
 Access groups and denies are enforced inside the one SQL statement of a search (``_visible``), so
 snippets, exclusions and filters only ever see documents the searcher may read. Ranking needs more:
-FTS5's ``bm25()`` weighs a word by how many documents of the whole table hold it, so hidden documents
-would move a searcher's scores. A search therefore scores with the statistics of the documents the
+FTS5's ``bm25()`` weighs a word by how many documents of its table (one partition) hold it, so the
+score of a searcher who sees several partitions would depend on how they are split. A search therefore scores with the statistics of the documents the
 searcher may see (``_score_column``): ``ranking`` keeps the documents and tokens of each access
 partition (one row per distinct value of ``_ACCESS_COLUMNS``, kept by triggers), ``docs.length`` each
 document's tokens, and the score equals what ``bm25()`` gives in an index holding only the visible
@@ -44,6 +48,7 @@ import urllib.parse
 from collections.abc import Iterator, Sequence
 
 from beamtrawl.transforms.enrich.auxfields import tokens
+from beamtrawl.transforms.index import sqlite_parts as parts
 from beamtrawl.transforms.index.base import (
     ACCESS_FIELDS,
     FACET_FIELDS,
@@ -61,7 +66,7 @@ from beamtrawl.transforms.index.base import (
 from beamtrawl.transforms.index.query import EXACT_NAME_BOOST, Query, QueryError, Term, name_keys
 from beamtrawl.transforms.records import EVERYONE, AuxValue, IndexDoc, SnapshotEntry
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SPLIT_ROWS = 50_000
 #: What SQLite says when a query, not the index, is beyond its limits (parse_query bounds queries first).
 _QUERY_TOO_COMPLEX = ("Expression tree is too large", "too many SQL variables", "pattern too complex",
@@ -91,7 +96,8 @@ CREATE TABLE IF NOT EXISTS docs(
     prep_fingerprint TEXT NOT NULL,
     outlinks TEXT NOT NULL,
     indexed_at TEXT NOT NULL,
-    length INTEGER NOT NULL DEFAULT 0
+    length INTEGER NOT NULL DEFAULT 0,
+    part INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS aux(
     rid INTEGER NOT NULL,
@@ -103,21 +109,21 @@ CREATE TABLE IF NOT EXISTS aux(
     tokenized INTEGER NOT NULL,
     PRIMARY KEY(rid, name)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS names(key TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY(key, rid)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS names(key TEXT NOT NULL, part INTEGER NOT NULL, rid INTEGER NOT NULL,
+                                 PRIMARY KEY(key, part, rid)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS names_rid ON names(rid);
-CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
-    title, content, headlines, metadata, filename, location,
-    tokenize = 'porter unicode61 remove_diacritics 2'
-);
+CREATE TABLE IF NOT EXISTS parts(n INTEGER PRIMARY KEY, groups TEXT NOT NULL, denied TEXT NOT NULL,
+                                 UNIQUE(groups, denied));
 """
 _STORED = ("id", "url", "root", "title", "mimetype", "extension", "filename", "path", "size", "mtime_ns",
            "last_modified", "groups", "denied", "preparation_error", "content_hash", "etag", "http_last_modified",
            "prep_fingerprint", "outlinks", "indexed_at")
 # A document's row is written once, with its length (FTS5's count of its tokens), so the ranking triggers
 # run once per document: the text goes in first, under the rid the row will have (its own, or the next).
-_UPSERT = (f"INSERT INTO docs(rid, {', '.join(_STORED)}, length) VALUES (?, {', '.join('?' * len(_STORED))}, ?) "
-           f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in (*_STORED[1:], 'length'))}")
-_BM25 = "bm25(docs_fts, 10.0, 1.0, 4.0, 2.0, 3.0, 1.0)"  # title weighs most, then headlines
+_UPSERT = (f"INSERT INTO docs(rid, {', '.join(_STORED)}, length, part) VALUES (?, {', '.join('?' * len(_STORED))}, "
+           f"?, ?) ON CONFLICT(id) DO UPDATE SET "
+           f"{', '.join(f'{c}=excluded.{c}' for c in (*_STORED[1:], 'length', 'part'))}")
+_WEIGHTS = "10.0, 1.0, 4.0, 2.0, 3.0, 1.0"  # bm25() column weights: title weighs most, then headlines
 _BM25_K1, _BM25_B = 1.2, 0.75  # the constants of FTS5's bm25()
 _ACCESS_COLUMNS = ACCESS_FIELDS  # stored in docs under the same names; ``ranking`` has a row per partition
 
@@ -178,8 +184,10 @@ class EmbeddedIndex(IndexTarget):
     def prepare(self) -> None:
         folder = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(folder, exist_ok=True)
+        _refuse_a_folder(self.path)
+        _refuse_read_only(self.path, folder)
         version = _inspect(self.path)
-        if version is not None and version not in (1, 2, SCHEMA_VERSION):
+        if version is not None and version not in (1, 2, 3, SCHEMA_VERSION):
             raise IndexUnavailable(f"{self.path}: index schema version {version}, this beamtrawl reads version "
                                    f"{SCHEMA_VERSION}; crawl into a new index file")
         try:
@@ -189,8 +197,14 @@ class EmbeddedIndex(IndexTarget):
                         db.execute(statement)
                 if version in (1, 2):  # 2 added the aux table, 3 the denied column and names (tables: above)
                     _add_denied_column(db)
-                    _fill_names(db)
+                _add_part_column(db)
                 _prepare_ranking(db)
+                if parts.is_single_table(db):  # 4: the text of each access partition in a table of its own
+                    parts.split_single(db)
+                if version is not None and version < SCHEMA_VERSION:  # 3: names; 4: names by partition
+                    _partition_names(db)
+                if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'docs_fts'").fetchone() is None:
+                    parts.refresh_view(db)
                 if version != SCHEMA_VERSION:
                     db.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
         except sqlite3.DatabaseError as err:
@@ -200,6 +214,7 @@ class EmbeddedIndex(IndexTarget):
         """For searching: the file must exist and be an index; read access is enough."""
         if not os.path.exists(self.path):
             raise IndexUnavailable(f"{self.path}: no index here yet; run beamtrawl crawl first")
+        _refuse_a_folder(self.path)
         try:
             db = self._reader()
             row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -234,9 +249,9 @@ class EmbeddedIndex(IndexTarget):
     def read_snapshot(self, split: tuple[int, int]) -> Iterator[SnapshotEntry]:
         rows = self._connect().execute(
             "SELECT id, url, size, mtime_ns, prep_fingerprint, content_hash, etag, http_last_modified, groups, "
-            "outlinks, denied FROM docs WHERE rid >= ? AND rid < ?", split)
-        for *row, groups, outlinks, denied in rows:
-            yield SnapshotEntry(*row, json.loads(groups), json.loads(outlinks), json.loads(denied))
+            "outlinks, denied, root FROM docs WHERE rid >= ? AND rid < ?", split)
+        for *row, groups, outlinks, denied, root in rows:
+            yield SnapshotEntry(*row, json.loads(groups), json.loads(outlinks), json.loads(denied), root)
 
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
         try:
@@ -261,19 +276,21 @@ class EmbeddedIndex(IndexTarget):
         values["groups"] = json.dumps(list(doc.groups))
         values["denied"] = json.dumps(list(doc.denied))
         values["outlinks"] = json.dumps(list(doc.outlinks))
-        row = db.execute("SELECT rid FROM docs WHERE id = ?", (doc.id,)).fetchone()
-        (rid,) = row or db.execute("SELECT ifnull(max(rid), 0) + 1 FROM docs").fetchone()  # as SQLite would choose
+        part = parts.part_of(db, values["groups"], values["denied"])
+        row = db.execute("SELECT rid, part FROM docs WHERE id = ?", (doc.id,)).fetchone()
+        rid, old = row or (db.execute("SELECT ifnull(max(rid), 0) + 1 FROM docs").fetchone()[0], part)  # as SQLite
         # A new document's rid is cleared too: rows left by a docs row deleted by other means would break the write.
-        db.execute("DELETE FROM docs_fts WHERE rowid = ?", (rid,))
+        for n in {old, part}:
+            db.execute(f"DELETE FROM {parts.fts(n)} WHERE rowid = ?", (rid,))
         db.execute("DELETE FROM aux WHERE rid = ?", (rid,))
         db.execute("DELETE FROM names WHERE rid = ?", (rid,))
-        db.execute("INSERT INTO docs_fts(rowid, title, content, headlines, metadata, filename, location) "
+        db.execute(f"INSERT INTO {parts.fts(part)}(rowid, title, content, headlines, metadata, filename, location) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                    (rid, doc.title, doc.content, doc.headlines, doc.metadata, doc.filename, doc.url))
-        (size,) = db.execute("SELECT sz FROM docs_fts_docsize WHERE id = ?", (rid,)).fetchone()
-        db.execute(_UPSERT, [rid, *(values[c] for c in _STORED), _length(size)])
-        db.executemany("INSERT OR IGNORE INTO names VALUES (?, ?)",
-                       [(key, rid) for key in name_keys(doc.filename, doc.extension, doc.title)])
+        (size,) = db.execute(f"SELECT sz FROM {parts.fts(part)}_docsize WHERE id = ?", (rid,)).fetchone()
+        db.execute(_UPSERT, [rid, *(values[c] for c in _STORED), _length(size), part])
+        db.executemany("INSERT OR IGNORE INTO names(key, part, rid) VALUES (?, ?, ?)",
+                       [(key, part, rid) for key in name_keys(doc.filename, doc.extension, doc.title)])
         # A field neither stored nor matched exactly (regain's `location`) keeps only its words.
         db.executemany("INSERT OR REPLACE INTO aux VALUES (?, ?, ?, ?, ?, ?, ?)", [
             (rid, a.name, a.value if a.store or not a.tokenize else "", " ".join(tokens(a.value)) if a.tokenize else "",
@@ -281,14 +298,25 @@ class EmbeddedIndex(IndexTarget):
             for a in getattr(doc, "aux", ())])
 
     def set_access(self, changes: Sequence[tuple[str, Sequence[str], Sequence[str]]]) -> None:
+        """New access at once; a document whose partition changes takes its text to that partition's table."""
         with self._transaction() as db:
-            db.executemany("UPDATE docs SET groups = ?, denied = ? WHERE id = ?",
-                           [(json.dumps(list(groups)), json.dumps(list(denied)), i) for i, groups, denied in changes])
+            for doc_id, groups, denied in changes:
+                groups, denied = json.dumps(list(groups)), json.dumps(list(denied))
+                row = db.execute("SELECT rid, part FROM docs WHERE id = ?", (doc_id,)).fetchone()
+                if row is None:
+                    continue
+                part = parts.part_of(db, groups, denied)
+                if part != row[1]:
+                    parts.move(db, row[0], row[1], part)
+                    db.execute("UPDATE names SET part = ? WHERE rid = ?", (part, row[0]))
+                db.execute("UPDATE docs SET groups = ?, denied = ?, part = ? WHERE rid = ?", (groups, denied, part, row[0]))
 
     def delete(self, ids: Sequence[str]) -> None:
         marks = ", ".join("?" * len(ids))
         with self._transaction() as db:
-            db.execute(f"DELETE FROM docs_fts WHERE rowid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
+            for (part,) in db.execute(f"SELECT DISTINCT part FROM docs WHERE id IN ({marks})", ids).fetchall():
+                db.execute(f"DELETE FROM {parts.fts(part)} WHERE rowid IN (SELECT rid FROM docs WHERE id IN ({marks}))",
+                           ids)
             db.execute(f"DELETE FROM aux WHERE rid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
             db.execute(f"DELETE FROM names WHERE rid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
             db.execute(f"DELETE FROM docs WHERE id IN ({marks})", ids)
@@ -297,9 +325,15 @@ class EmbeddedIndex(IndexTarget):
         """Every document (``beamtrawl export``); the summary is not stored here, so it is empty."""
         db = self._reader()
         columns = [c for c in _STORED if c not in ("groups", "denied", "outlinks")]
+        for part in parts.all_parts(db):
+            yield from self._documents_of(db, part, columns)
+
+    @staticmethod
+    def _documents_of(db: sqlite3.Connection, part: int, columns: list[str]) -> Iterator[IndexDoc]:
         rows = db.execute(f"SELECT docs.rid, {', '.join('docs.' + c for c in columns)}, docs.groups, docs.denied, "
                           f"docs.outlinks, f.content, f.headlines, f.metadata "
-                          f"FROM docs JOIN docs_fts AS f ON f.rowid = docs.rid ORDER BY docs.rid")
+                          f"FROM docs JOIN {parts.fts(part)} AS f ON f.rowid = docs.rid WHERE docs.part = ? "
+                          f"ORDER BY docs.rid", (part,))
         while batch := rows.fetchmany(1000):
             aux: dict[int, list[AuxValue]] = {}
             rids = [row[0] for row in batch]
@@ -347,22 +381,32 @@ class EmbeddedIndex(IndexTarget):
 
     @staticmethod
     def _hits(db: sqlite3.Connection, query: Query, limit: int, offset: int, order: str) -> list[Hit]:
-        where, params = _conditions(query)
-        columns = "docs.rid, docs.id, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, docs.last_modified"
+        columns = ("docs.rid, docs.id, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
+                   "docs.last_modified")
         if query.has_text:
-            boost, boost_params = _exact_name_boost(query)
-            select = (f"SELECT {columns}, snippet(docs_fts, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24), "
-                      f"{_score_column(db, query)} + {boost} AS score "
-                      f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid")
-            params = boost_params + params
-            best = "score DESC, docs.url"
+            score = _score_column(db, query)
+
+            def arm(part: int) -> tuple[str, list]:
+                table = parts.fts(part)
+                boost, boost_params = _exact_name_boost(query, part)
+                where, params = _conditions(db, query, part)
+                sql = (f"SELECT {columns}, snippet({table}, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24) AS snippet, "
+                       f"{score(part)} + {boost} AS score FROM {table} JOIN docs ON docs.rid = {table}.rowid "
+                       f"WHERE {' AND '.join(where)}")
+                return sql, [*boost_params, *params]
+
+            sql, params = parts.each(_visible_parts(db, query), arm)
+            if not sql:
+                return []
+            best = "score DESC, url"
         else:
-            select = (f"SELECT {columns}, substr(docs_fts.content, 1, 200), 0.0 AS score "
-                      f"FROM docs JOIN docs_fts ON docs.rid = docs_fts.rowid")
-            best = "docs.url"
-        order_by = "docs.last_modified DESC, docs.url" if order == NEWEST else best
-        rows = db.execute(f"{select} WHERE {' AND '.join(where)} ORDER BY {order_by} LIMIT ? OFFSET ?",
+            where, params = _conditions(db, query)
+            sql, best = f"SELECT {columns}, '' AS snippet, 0.0 AS score FROM docs WHERE {' AND '.join(where)}", "url"
+        order_by = "last_modified DESC, url" if order == NEWEST else best
+        rows = db.execute(f"SELECT * FROM ({sql}) ORDER BY {order_by} LIMIT ? OFFSET ?",
                           [*params, limit, offset]).fetchall()
+        if not query.has_text:  # the beginning of the text stands in for a snippet
+            rows = [(*row[:-2], _beginning(db, row[0]), row[-1]) for row in rows]
         stored: dict[int, dict[str, str]] = {}
         rids = [row[0] for row in rows]
         for rid, name, value in db.execute(
@@ -371,16 +415,32 @@ class EmbeddedIndex(IndexTarget):
         return [_hit(row[1:], stored.get(row[0], {})) for row in rows]
 
 
-def _conditions(query: Query) -> tuple[list[str], list]:
+def _beginning(db: sqlite3.Connection, rid: int) -> str:
+    """The first 200 characters of a document's text, from its partition's table."""
+    (part,) = db.execute("SELECT part FROM docs WHERE rid = ?", (rid,)).fetchone()
+    row = db.execute(f"SELECT substr(content, 1, 200) FROM {parts.fts(part)} WHERE rowid = ?", (rid,)).fetchone()
+    return row[0] if row else ""
+
+
+def _visible_parts(db: sqlite3.Connection, query: Query) -> list[int]:
+    """The partitions whose text a search of ``query``'s searcher reads (parts.visible_parts)."""
+    visible, params = _visible(query.groups)
+    return parts.visible_parts(db, visible, params)
+
+
+def _conditions(db: sqlite3.Connection, query: Query, part: int | None = None) -> tuple[list[str], list]:
     """The WHERE conditions of a query (text, exclusions, filters, and who may see a document), for a
-    statement over ``docs_fts JOIN docs``: every hit, count and facet of a search goes through them."""
+    statement over ``fts_<part> JOIN docs`` (a text search reads one partition's table per arm), or over
+    ``docs`` alone without text: every hit, count and facet of a search goes through them."""
     where, params = [], []
     if query.has_text:
-        where.append("docs_fts MATCH ?")
+        where.append(f"{parts.fts(part)} MATCH ?")
         params.append(_fts_match(query.clauses))
-    for excluded in query.excluded:
-        where.append("docs.rid NOT IN (SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?)")
-        params.append(_fts_match([(excluded,)]))
+    for excluded in query.excluded:  # only the tables the search reads, or the searcher may see
+        tables = [part] if part is not None else _visible_parts(db, query)
+        inner = parts.union([f"SELECT rowid FROM {parts.fts(n)} WHERE {parts.fts(n)} MATCH ?" for n in tables])
+        where.append(f"docs.rid NOT IN ({inner})" if inner else "1")
+        params.extend([_fts_match([(excluded,)])] * len(tables))
     for name, value, negated in query.filters:
         clause, values = _filter(name, value)
         where.append(f"NOT ({clause})" if negated else clause)
@@ -393,16 +453,27 @@ def _conditions(query: Query) -> tuple[list[str], list]:
 
 def _counts(db: sqlite3.Connection, query: Query, facet_size: int) -> tuple[int, dict[str, list[tuple[str, int]]]]:
     """(matching documents, the most frequent values of each FACET_FIELDS among them), in one pass
-    over the matches: they are collected once, then counted and grouped."""
-    where, params = _conditions(query)
-    parts = ["SELECT '', '', count(*) FROM matched"]
+    over the matches: they are collected once (from the visible partitions' tables), then counted and
+    grouped."""
+    columns = ", ".join(f"docs.{n}" for n in FACET_FIELDS)
+    if query.has_text:
+        def arm(part: int) -> tuple[str, list]:
+            table = parts.fts(part)
+            where, params = _conditions(db, query, part)
+            sql = f"SELECT {columns} FROM {table} JOIN docs ON docs.rid = {table}.rowid WHERE {' AND '.join(where)}"
+            return sql, params
+
+        matched, params = parts.each(_visible_parts(db, query), arm)
+        if not matched:
+            return 0, {name: [] for name in FACET_FIELDS}
+    else:  # filters only: no text is read
+        where, params = _conditions(db, query)
+        matched = f"SELECT {columns} FROM docs WHERE {' AND '.join(where)}"
+    counted = ["SELECT '', '', count(*) FROM matched"]
     for name in FACET_FIELDS:
-        parts.append(f"SELECT * FROM (SELECT '{name}', {name}, count(*) AS n FROM matched WHERE {name} != '' "
-                     f"GROUP BY {name} ORDER BY n DESC, {name} LIMIT {int(facet_size)})")
-    source = "docs_fts JOIN docs ON docs.rid = docs_fts.rowid" if query.has_text else "docs"  # filters: no text
-    rows = db.execute(f"WITH matched AS MATERIALIZED (SELECT {', '.join(f'docs.{n}' for n in FACET_FIELDS)} "
-                      f"FROM {source} WHERE {' AND '.join(where)}) "
-                      + " UNION ALL ".join(parts), params).fetchall()
+        counted.append(f"SELECT * FROM (SELECT '{name}', {name}, count(*) AS n FROM matched WHERE {name} != '' "
+                       f"GROUP BY {name} ORDER BY n DESC, {name} LIMIT {int(facet_size)})")
+    rows = db.execute(f"WITH matched AS MATERIALIZED ({matched}) " + " UNION ALL ".join(counted), params).fetchall()
     facets: dict[str, list[tuple[str, int]]] = {name: [] for name in FACET_FIELDS}
     for name, value, n in rows[1:]:
         facets[name].append((value, n))
@@ -430,19 +501,32 @@ def _fts_match(clauses) -> str:
     return " AND ".join("(" + " OR ".join(_fts_term(t) for t in clause) + ")" for clause in clauses)
 
 
+def _partition_names(db: sqlite3.Connection) -> None:
+    """Migration to version 4: ``names`` keyed by partition too, so the exact-name boost of a search reads
+    the names of the partitions its searcher may see only."""
+    db.execute("DROP TABLE names")
+    for statement in _SCHEMA.split(";"):
+        if "names(" in statement:
+            db.execute(statement)
+    _fill_names(db)
+
+
 def _fill_names(db: sqlite3.Connection) -> None:
-    """Migration to version 3: the name keys of every stored document."""
+    """Migration to versions 3 and 4: the name keys of every stored document, by partition."""
     db.execute("DELETE FROM names")
-    for rid, filename, extension, title in db.execute("SELECT rid, filename, extension, title FROM docs").fetchall():
-        db.executemany("INSERT OR IGNORE INTO names VALUES (?, ?)",
-                       [(key, rid) for key in name_keys(filename, extension, title)])
+    for rid, part, filename, extension, title in db.execute(
+            "SELECT rid, part, filename, extension, title FROM docs").fetchall():
+        db.executemany("INSERT OR IGNORE INTO names(key, part, rid) VALUES (?, ?, ?)",
+                       [(key, part, rid) for key in name_keys(filename, extension, title)])
 
 
-def _exact_name_boost(query: Query) -> tuple[str, list]:
-    """The score a document gets for a name equal to the query (query.name_keys), as SQL."""
+def _exact_name_boost(query: Query, part: int) -> tuple[str, list]:
+    """The score a document of partition ``part`` gets for a name equal to the query (query.name_keys), as
+    SQL: the names of that partition only are read."""
     if not query.name_key:
         return "0", []
-    sql = f"(CASE WHEN docs.rid IN (SELECT rid FROM names WHERE key = ?) THEN {EXACT_NAME_BOOST} ELSE 0 END)"
+    sql = (f"(CASE WHEN docs.rid IN (SELECT rid FROM names WHERE key = ? AND part = {int(part)}) "
+           f"THEN {EXACT_NAME_BOOST} ELSE 0 END)")
     return sql, [query.name_key]
 
 
@@ -483,6 +567,12 @@ def _visible(groups) -> tuple[str, list]:
     return f"(docs.groups = '[]' OR {shared}) AND {not_denied}", [*groups, *held]
 
 
+def _add_part_column(db: sqlite3.Connection) -> None:
+    """Schema version 4: which partition's table holds a document's text (filled by parts.split_single)."""
+    if "part" not in {row[1] for row in db.execute("PRAGMA table_info(docs)")}:
+        db.execute("ALTER TABLE docs ADD COLUMN part INTEGER NOT NULL DEFAULT 0")
+
+
 def _add_denied_column(db: sqlite3.Connection) -> None:
     """Schema version 3: an older ``docs`` table gets the ``denied`` column (every document: none)."""
     if "denied" not in {row[1] for row in db.execute("PRAGMA table_info(docs)")}:
@@ -507,6 +597,25 @@ def _open_read_only(path: str) -> sqlite3.Connection:
     return sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
 
 
+def _refuse_a_folder(path: str) -> None:
+    """``index.path`` names the index file; a folder there gave SQLite's "disk I/O error"."""
+    if os.path.isdir(path):
+        raise IndexUnavailable(f"{path}: is a folder; index.path names the index file, e.g. "
+                               f"{os.path.join(path, 'index.sqlite')}")
+
+
+def _refuse_read_only(path: str, folder: str) -> None:
+    """Before a crawl does any work: it must write the index file and, beside it, its lock and journal
+    files (SQLite opens a file it may not write read-only, without a word, and the crawl failed only at its
+    first write, after all the listing and preparing)."""
+    if os.path.exists(path) and not os.access(path, os.W_OK, effective_ids=True):
+        raise IndexUnavailable(f"{path}: the index file is read-only; a crawl must write it (searching needs "
+                               f"read access only)")
+    if not os.access(folder, os.W_OK | os.X_OK, effective_ids=True):
+        raise IndexUnavailable(f"{path}: the index's folder {folder} cannot be written; a crawl writes its lock "
+                               f"and journal files beside the index")
+
+
 def _inspect(path: str) -> int | None:
     """Before a crawl writes anything: the schema version of the index at ``path`` (None: no file, an
     empty file or an empty database). Raises :class:`IndexUnavailable`, leaving the file as it is,
@@ -521,7 +630,7 @@ def _inspect(path: str) -> int | None:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not tables:
             return None
-        if not {"meta", "docs", "docs_fts"} <= tables:
+        if not ({"meta", "docs"} <= tables and {"docs_fts", "parts"} & tables):
             raise IndexUnavailable(f"{path}: a SQLite database of another program (tables: "
                                    f"{', '.join(sorted(tables)[:5])}), left as it is; beamtrawl indexes into "
                                    f"a new file or its own index")
@@ -577,8 +686,8 @@ def _prepare_ranking(db: sqlite3.Connection) -> None:
     db.execute("DROP TABLE IF EXISTS ranking")
     if "length" not in {row[1] for row in db.execute("PRAGMA table_info(docs)")}:
         db.execute("ALTER TABLE docs ADD COLUMN length INTEGER NOT NULL DEFAULT 0")
-    db.executemany("UPDATE docs SET length = ? WHERE rid = ?",
-                   [(_length(size), rid) for rid, size in db.execute("SELECT id, sz FROM docs_fts_docsize")])
+    sizes = db.execute("SELECT id, sz FROM docs_fts_docsize") if parts.is_single_table(db) else parts.docsizes(db)
+    db.executemany("UPDATE docs SET length = ? WHERE rid = ?", [(_length(size), rid) for rid, size in list(sizes)])
     columns = ", ".join(_ACCESS_COLUMNS)
     same = lambda row: " AND ".join(f"{c} = {row}.{c}" for c in _ACCESS_COLUMNS)
     add = (f"INSERT INTO ranking({columns}, docs, tokens) VALUES ({', '.join(f'NEW.{c}' for c in _ACCESS_COLUMNS)}, "
@@ -611,49 +720,60 @@ def _length(size: bytes) -> int:
     return sum(_varints(size))
 
 
-def _fts_totals(db: sqlite3.Connection) -> tuple[int, int]:
-    """(rows, tokens) of the whole FTS5 table, as bm25() reads them: its averages record (id 1)."""
-    row = db.execute("SELECT block FROM docs_fts_data WHERE id = 1").fetchone()
-    numbers = (_varints(row[0]) if row else []) or [0]  # an index never written has an empty record
+def _fts_totals(db: sqlite3.Connection, part: int) -> tuple[int, int]:
+    """(rows, tokens) of a partition's FTS5 table, as bm25() reads them: its averages record (id 1)."""
+    row = db.execute(f"SELECT block FROM {parts.fts(part)}_data WHERE id = 1").fetchone()
+    numbers = (_varints(row[0]) if row else []) or [0]  # a table never written has an empty record
     return numbers[0], sum(numbers[1:])
 
 
-def _score_column(db: sqlite3.Connection, query: Query) -> str:
-    """The SQL of a text search's score column: FTS5's bm25() with the document count, average length
-    and per-phrase document counts of the documents the searcher may see only.
+def _score_column(db: sqlite3.Connection, query: Query):
+    """part → the SQL of a text search's score column in that partition's arm: FTS5's bm25() with the
+    document count, average length and per-phrase document counts of the documents the searcher may see.
 
-    A phrase's weighted frequency in a document is read back from bm25() over the whole table, whose
-    statistics are known (``_fts_totals``, a count per phrase); the score is then computed again with
-    the visible ones (``ranking``). With one phrase that happens in the search's own statement
-    (``visible_bm25``); with more, bm25() sums over them, so each phrase is scored by a statement of
-    its own and the sums are looked up by ``visible_score``."""
+    A phrase's weighted frequency in a document is read back from bm25() over its partition's table, whose
+    statistics are known (``_fts_totals``, a count per phrase); the score is then computed again with the
+    visible ones (``ranking``, and the phrase's count in every visible partition). With one phrase that
+    happens in the search's own statement (``visible_bm25_<part>``); with more, bm25() sums over them, so
+    each phrase is scored by a statement of its own and the sums are looked up by ``visible_score``. Only
+    the tables of visible partitions are read."""
     visible, params = _visible(query.groups)
-    total_docs, total_tokens = _fts_totals(db)
     seen_docs, seen_tokens = db.execute(
         f"SELECT total(docs), total(tokens) FROM ranking AS docs WHERE {visible}", params).fetchone()
     if not seen_docs:
-        return "0.0"
-    averages = (total_tokens / total_docs, seen_tokens / seen_docs)
-    visible_docs = f"FROM docs_fts JOIN docs ON docs.rid = docs_fts.rowid WHERE docs_fts MATCH ? AND {visible}"
+        return lambda _part: "0.0"
+    shown = parts.visible_parts(db, visible, params)
+    totals = {n: _fts_totals(db, n) for n in shown}
+    average_seen = seen_tokens / seen_docs
     phrases = _fts_phrases(query)
+    holding = {(phrase, n): _holding(db, phrase, n) for phrase in phrases for n in shown}  # all of n: visible
+
+    def rescorer(phrase: str, n: int):
+        documents, tokens = totals[n]
+        seen = sum(holding[(phrase, m)] for m in shown)
+        return _rescorer(_idf(documents, holding[(phrase, n)]), _idf(seen_docs, seen), tokens / max(documents, 1),
+                         average_seen)
+
     if len(phrases) == 1:
-        (seen,) = db.execute(f"SELECT count(*) {visible_docs}", [phrases[0], *params]).fetchone()
-        rescore = _rescorer(_idf(total_docs, _holding(db, phrases[0])), _idf(seen_docs, seen), *averages)
-        db.create_function("visible_bm25", 2, rescore, deterministic=True)
-        return f"visible_bm25(-{_BM25}, docs.length)"
+        for n in shown:
+            db.create_function(f"visible_bm25_{n}", 2, rescorer(phrases[0], n), deterministic=True)
+        return lambda n: f"visible_bm25_{n}(-bm25({parts.fts(n)}, {_WEIGHTS}), docs.length)"
     scores: dict[int, float] = {}
     for phrase in phrases:
-        rows = db.execute(f"SELECT docs.rid, -{_BM25}, docs.length {visible_docs}", [phrase, *params]).fetchall()
-        rescore = _rescorer(_idf(total_docs, _holding(db, phrase)), _idf(seen_docs, len(rows)), *averages)
-        for rid, score, length in rows:
-            scores[rid] = scores.get(rid, 0.0) + rescore(score, length)
+        for n in shown:
+            rescore = rescorer(phrase, n)
+            for rid, score, length in db.execute(
+                    f"SELECT docs.rid, -bm25({parts.fts(n)}, {_WEIGHTS}), docs.length FROM {parts.fts(n)} JOIN docs "
+                    f"ON docs.rid = {parts.fts(n)}.rowid WHERE {parts.fts(n)} MATCH ? AND {visible}", [phrase, *params]):
+                scores[rid] = scores.get(rid, 0.0) + rescore(score, length)
     db.create_function("visible_score", 1, lambda rid: scores.get(rid, 0.0), deterministic=True)
-    return "visible_score(docs.rid)"
+    return lambda _part: "visible_score(docs.rid)"
 
 
-def _holding(db: sqlite3.Connection, phrase: str) -> int:
-    """Documents of the whole table holding a phrase (bm25()'s count)."""
-    return db.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", (phrase,)).fetchone()[0]
+def _holding(db: sqlite3.Connection, phrase: str, part: int) -> int:
+    """Documents of a partition's table holding a phrase (bm25()'s count)."""
+    table = parts.fts(part)
+    return db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (phrase,)).fetchone()[0]
 
 
 def _rescorer(idf_all: float, idf_seen: float, average_all: float, average_seen: float):

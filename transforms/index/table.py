@@ -180,6 +180,7 @@ class DeltaIndex(IndexTarget):
         from deltalake import DeltaTable
         from deltalake.exceptions import DeltaError
 
+        self._refuse_escapes()
         try:
             if not DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
                 self._refuse_inside_a_table()
@@ -205,6 +206,14 @@ class DeltaIndex(IndexTarget):
         if info.type == pafs.FileType.Directory and fs.get_file_info(pafs.FileSelector(root)):
             raise IndexUnavailable(f"{self._where()}: a folder with files that is not a Delta table; left as it "
                                    f"is (name an empty or new folder)")
+
+    def _refuse_escapes(self) -> None:
+        """delta-rs reads a local path as a URL: ``%20`` as a space and ``\\`` as ``/``, so a table made at
+        such a path is written where it is not read again (the export failed and left its log behind)."""
+        local = self.uri.removeprefix("file://")
+        if "://" not in local and ("%" in local or "\\" in local):
+            raise IndexUnavailable(f"{self._where()}: delta-rs reads '%' and '\\' in a local path as URL escapes, "
+                                   f"so it cannot keep a table there; choose a folder name without them")
 
     def _refuse_inside_a_table(self) -> None:
         """A folder inside another Delta table is refused: that table's vacuum would remove its files."""
@@ -403,6 +412,7 @@ class DeltaIndex(IndexTarget):
     def _write_all(self, docs: Iterator[IndexDoc], batch: int) -> int:
         from deltalake import DeltaTable, write_deltalake
 
+        self._refuse_escapes()
         if DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
             raise IndexUnavailable(f"{self._where()}: a Delta table is there already; export into a new folder")
         self._refuse_inside_a_table()
@@ -423,12 +433,12 @@ class DeltaIndex(IndexTarget):
 
         fs, root = self.fs
         existed = fs.get_file_info(root).type == pafs.FileType.Directory  # empty: checked above
-        table = DeltaTable.create(self.uri, SCHEMA, name="beamtrawl", configuration=PROPERTIES,
-                                  storage_options=self.storage_options or None, raise_if_key_not_exists=False)
-        try:
+        try:  # from the table's creation on: a failure leaves nothing that a second export would refuse
+            table = DeltaTable.create(self.uri, SCHEMA, name="beamtrawl", configuration=PROPERTIES,
+                                      storage_options=self.storage_options or None, raise_if_key_not_exists=False)
             write_deltalake(table, pa.RecordBatchReader.from_batches(SCHEMA, batches()), mode="append",
                             commit_properties=self._commit_properties("export"))
-        except BaseException:  # the source failed midway: no empty table left that a second export would refuse
+        except BaseException:  # the table could not be made, or the source failed midway
             with contextlib.suppress(OSError):
                 fs.delete_dir_contents(root) if existed else fs.delete_dir(root)
             if failed:  # the source's own error, not delta-rs's wrapping of it
@@ -556,6 +566,17 @@ _MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": [], "denied": []
 _COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # delta-rs colours its chained errors' arrows (↳)
 
 
+#: Where delta-rs appends a backtrace to its message: frames "0: <unknown>", "1: deltalake::…"
+_BACKTRACE = re.compile(r"\s0: ")
+
+
 def _short(err: Exception) -> str:
-    """An error of delta-rs or pyarrow on one line, without its terminal colours."""
-    return " ".join(_COLOUR.sub("", str(err)).replace("↳", ":").split()).replace(" :", ":")[:300] or type(err).__name__
+    """An error of delta-rs or pyarrow on one line, without its terminal colours and backtrace, and a log
+    that cannot be decoded said as such (delta-rs: "Kernel error: Json error: … 0: <unknown> …")."""
+    text = _COLOUR.sub("", str(err)).replace("↳", ":")
+    text = _BACKTRACE.split(text, maxsplit=1)[0]
+    text = " ".join(text.split()).replace(" :", ":")
+    if "Json error" in text:
+        text = "its log cannot be read, a commit in _delta_log is damaged or not a Delta log: " + text.split(
+            "Json error:", 1)[-1].strip()
+    return text[:300] or type(err).__name__

@@ -13,8 +13,14 @@ What each answer means for the index (see :mod:`transforms.freshness`):
   mtime and no body; the stored outlinks continue discovery without re-fetching.
 * 404, 410 and other 4xx except 401/403/408/429: a dead link, reported with the page that linked it;
   nothing is emitted, so an indexed page is deleted.
-* 5xx, 401/403/408/429, timeouts, an over-size body: an ``incomplete`` event for the page (kept).
-* Refused connections, robots.txt unreachable or 5xx: ``incomplete`` for the whole host (all kept).
+* 5xx, 401/403/408/429, timeouts, an over-size body: an ``incomplete`` event for the page (kept); the
+  links it had when indexed are followed as for a 304, so pages reached only through it are not taken
+  for gone.
+* Refused connections, robots.txt unreachable, 5xx or 429, or every request of the host failing (timeouts,
+  5xx, 408, 429): ``incomplete`` for the whole host (all kept).
+* A start page that fails (no answer, any status from 400 on, or a redirect it may not follow — a sign-in
+  page elsewhere): ``incomplete`` for its root, so every page found from it — on any host — is kept
+  (freshness keeps what lies under an incomplete root).
 * A redirect is followed at once, also to another host (one request outside that host's pacing); the
   page is indexed under the target URL, which must be accepted by the rules and robots.txt of this host.
 * A bound that cuts discovery (``max_pages_per_host``, query strings per path) marks what it left
@@ -60,6 +66,7 @@ class _Task(NamedTuple):
     parse: bool
     index: bool
     root: str
+    start: bool = False  # a start URL: if it fails, its root is unavailable
 
 
 @dataclass
@@ -96,6 +103,13 @@ class _Pacer:
             self.next = at + self.delay
         if at > now:
             time.sleep(at - now)
+
+
+def _answered(outcome: _Outcome) -> bool:
+    """Did the host answer this request as a host that works does (a page, 304, a redirect, 404)? Not a
+    timeout, a refused connection, 5xx, 408 or 429."""
+    page = outcome.page
+    return page is not None and page.status < 500 and page.status not in (408, 429)
 
 
 def _mtime_ns(last_modified: str, fallback_ns: int) -> int:
@@ -142,7 +156,7 @@ class HostCrawl:
         yield from self._breadth_first()
 
     def _breadth_first(self) -> Iterator:
-        fetched, down = 0, False
+        fetched, down, answered, failed = 0, False, 0, ""
         limit = self.http.max_pages_per_host
         with ThreadPoolExecutor(self.http.concurrency_per_host) as pool:
             running: dict = {}
@@ -158,6 +172,11 @@ class HostCrawl:
                     del running[future]
                     outcome = future.result()
                     fetched += 1
+                    if _answered(outcome):
+                        answered += 1
+                    elif not outcome.task.start:
+                        failed = failed or outcome.error or (
+                            f"answered {outcome.page.status}" if outcome.page is not None else "no answer")
                     if outcome.error.startswith(_UNREACHABLE) and not down:
                         down = True
                         yield from self._host_incomplete(
@@ -165,6 +184,9 @@ class HostCrawl:
                     yield from self._handle(outcome)
                 if down:
                     self.queue.clear()
+        if failed and not answered and not down:
+            yield from self._host_incomplete("fetch", f"every request failed (first: {failed}); "
+                                                      "all pages of the host kept")
         if self.queue:
             yield from self._host_incomplete(
                 "discover", f"stopped at max_pages_per_host {limit} with {len(self.queue)} pages left; "
@@ -217,8 +239,15 @@ class HostCrawl:
         task, page = outcome.task, outcome.page
         yield Visited(task.url)
         if page is None:
-            if not outcome.error.startswith(_UNREACHABLE):
+            if task.start:
+                yield from self._root_unavailable(task, outcome.error)
+            elif not outcome.error.startswith(_UNREACHABLE):
                 yield event("incomplete", task.url, "fetch", outcome.error)
+                yield from self._stored_links(task.url, task)
+            return
+        if task.start and page.status >= 300 and page.status != 304:  # a redirect left: to where the rules forbid
+            yield from self._root_unavailable(task, f"answered {page.status}" + (
+                " (a redirect the rules do not accept)" if page.status < 400 else ""))
             return
         url = normalize_url(page.url, self.cleaners) if page.redirects else task.url
         if url != task.url:
@@ -235,11 +264,28 @@ class HostCrawl:
             yield event("dead_link", url, "fetch", f"answered {page.status}{linked}")
         elif page.status >= 300:
             yield event("incomplete", url, "fetch", f"answered {page.status}; the indexed page is kept")
+            yield from self._stored_links(url, task)
         elif page.truncated:
             yield event("incomplete", url, "fetch", f"body larger than http.max_body ({self.http.max_body} bytes); "
                                                     "not indexed")
         else:
             yield from self._ok(url, task, outcome)
+
+    def _stored_links(self, url: str, task: _Task) -> Iterator:
+        """A page kept because it failed (5xx, a timeout…) goes on with the links it had when indexed, as one
+        that answers 304 does: pages reached only through it are still reached, not taken for gone."""
+        old = self.known.get(url) or self.known.get(task.url)
+        if task.parse and old is not None:
+            for link in old.outlinks:
+                yield from self._offer(link, "", task.depth + 1, url, task.root)
+
+    def _root_unavailable(self, task: _Task, reason: str) -> Iterator:
+        """A start page that fails leaves its root uncrawled: every page found from it is kept (freshness
+        keeps what lies under an incomplete root), one report line (none more when the host is down)."""
+        if reason.startswith(_UNREACHABLE):
+            yield event("incomplete", task.root, "fetch", "")
+        else:
+            yield event("incomplete", task.root, "fetch", f"the start page {reason}; every page found from it kept")
 
     def _not_modified(self, url: str, task: _Task) -> Iterator:
         old = self.known.get(url) or self.known.get(task.url)
@@ -306,7 +352,7 @@ class HostCrawl:
             if not self.robots.allows(item.url):
                 yield event("declined", item.url, "discover", "robots.txt disallows the start URL")
                 return
-            self.queue.append(_Task(item.url, 0, "", "", start.parse, start.index, item.root))
+            self.queue.append(_Task(item.url, 0, "", "", start.parse, start.index, item.root, start=True))
             return
         yield from self._offer(item.url, item.link_text, item.depth, item.source_url, item.root)
 

@@ -33,12 +33,13 @@ def robots_url(url: str) -> str:
 
 
 def load_robots(fetcher: Fetcher, url: str, user_agent: str, default_delay: float = 0.0) -> Robots:
-    """The robots.txt of ``url``'s host. 4xx means no rules (RFC 9309); 5xx or no answer means the
-    host may not be crawled now, which raises :class:`FetchError` so its pages are kept."""
+    """The robots.txt of ``url``'s host. 4xx means no rules (RFC 9309); 5xx, 429 (as Google reads it), any
+    other answer that is not 2xx, or no answer means the host may not be crawled now, which raises
+    :class:`FetchError` so its pages are kept."""
     page = fetcher.fetch(robots_url(url))
-    if 400 <= page.status < 500:
+    if 400 <= page.status < 500 and page.status != 429:
         return Robots(None, user_agent, default_delay)
-    if page.status >= 500:
+    if not 200 <= page.status < 300:
         raise FetchError(f"robots.txt answered {page.status}")
     rules = Protego.parse(page.body.decode("utf-8", "replace"))
     return Robots(rules, user_agent, default_delay, list(rules.sitemaps))
