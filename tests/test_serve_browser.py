@@ -35,6 +35,7 @@ def browser():
         options.add_argument(argument)
     driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
     driver.set_page_load_timeout(60)
+    driver.implicitly_wait(10)  # a search sent with Enter loads a new page: look for its elements once it has
     yield driver
     driver.quit()
 
