@@ -26,15 +26,12 @@ Exit code 0 when the figures were measured (targets may be missed), 1 when a che
 from __future__ import annotations
 
 import argparse
-import base64
-import http.client
 import os
 import statistics
 import sys
 import tempfile
 import threading
 import time
-import urllib.parse
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,22 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from beamtrawl.pipeline.serve.people import add_user
 
-from tests.serve_site import PASSWORD, make_site, served
-
-
-def sign_in(base: str, user: str, password: str, source: str) -> tuple[int, float, str]:
-    """(status, seconds, Retry-After) of one sign-in from the loopback address ``source``."""
-    host, port = urllib.parse.urlsplit(base).netloc.split(":")
-    token = base64.b64encode(f"{user}:{password}".encode()).decode()
-    started = time.monotonic()
-    connection = http.client.HTTPConnection(host, int(port), timeout=300, source_address=(source, 0))
-    try:
-        connection.request("GET", "/api/search?q=numbat", headers={"Authorization": f"Basic {token}"})
-        response = connection.getresponse()
-        response.read()
-        return response.status, time.monotonic() - started, response.headers.get("Retry-After", "")
-    finally:
-        connection.close()
+from tests.serve_site import PASSWORD, make_site, served, sign_in
 
 
 def valid_sign_ins(base: str, users: list[str], subnet: int) -> list[float]:

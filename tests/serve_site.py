@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import http.client
 import json
 import os
 import subprocess
@@ -137,3 +138,18 @@ def api(base: str, query: str, user: str | None = None, **params) -> dict:
     assert status == 200, body
     return json.loads(body)
 
+
+def sign_in(base: str, user: str, password: str, source: str, timeout: float = 120) -> tuple[int, float, str]:
+    """(status, seconds, Retry-After) of one sign-in to the served site from the loopback address ``source``
+    (tests/test_signin.py and bench/signin_bench.py)."""
+    host, port = urllib.parse.urlsplit(base).netloc.split(":")
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    started = time.monotonic()
+    connection = http.client.HTTPConnection(host, int(port), timeout=timeout, source_address=(source, 0))
+    try:
+        connection.request("GET", "/api/search?q=numbat", headers={"Authorization": f"Basic {token}"})
+        response = connection.getresponse()
+        response.read()
+        return response.status, time.monotonic() - started, response.headers.get("Retry-After", "")
+    finally:
+        connection.close()

@@ -8,20 +8,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
-import http.client
 import statistics
 import subprocess
 import sys
 import threading
 import time
-import urllib.parse
 from pathlib import Path
 
 import pytest
 from beamtrawl.pipeline.serve.people import Doorkeeper, add_user
 from beamtrawl.pipeline.serve.signin import Failures, HashSlots, TooManyFailures
 
-from tests.serve_site import PASSWORD, make_site, served
+from tests.serve_site import PASSWORD, make_site, served, sign_in
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -38,21 +36,6 @@ def site(tmp_path_factory):
 def base(site):
     with served(site) as url:
         yield url
-
-
-def sign_in(base: str, user: str, password: str, source: str) -> tuple[int, float, str]:
-    """(status, seconds, Retry-After) of a sign-in from the loopback address ``source``."""
-    host, port = urllib.parse.urlsplit(base).netloc.split(":")
-    token = base64.b64encode(f"{user}:{password}".encode()).decode()
-    started = time.monotonic()
-    connection = http.client.HTTPConnection(host, int(port), timeout=120, source_address=(source, 0))
-    try:
-        connection.request("GET", "/api/search?q=numbat", headers={"Authorization": f"Basic {token}"})
-        response = connection.getresponse()
-        response.read()
-        return response.status, time.monotonic() - started, response.headers.get("Retry-After", "")
-    finally:
-        connection.close()
 
 
 def test_guesses_at_once_from_one_address_cost_one_check_and_others_sign_in(base):
