@@ -30,9 +30,12 @@ from beamtrawl.pipeline import __version__, unchanged
 from beamtrawl.pipeline import report as reports
 from beamtrawl.plugins.manager import PluginHost
 from beamtrawl.runners.options import check_reachable
+from beamtrawl.transforms import listings
 from beamtrawl.transforms.index import make_target
 from beamtrawl.transforms.preparators import helpers
 from beamtrawl.transforms.records import conform, event
+from beamtrawl.transforms.sources import ancestors
+from beamtrawl.transforms.urls import container_key
 
 if TYPE_CHECKING:
     from beamtrawl.pipeline.config import Config
@@ -171,48 +174,33 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
     if state is not None and unchanged.matches(target.read_state(), state, before):
         return _unchanged_report(target, state, before, context, started)
 
-    from beamtrawl.pipeline import graph
-    from beamtrawl.runners import make_runner, pipeline_options
+    from beamtrawl.runners import pipeline_options
 
     options = pipeline_options(runner, beam_args, target)
     _store_state(target, None)  # a crawl that does not end clean leaves no state behind
-    work_dir = f"{config.work_dir.rstrip('/')}/{uuid.uuid4().hex[:12]}"
-
     log.info("crawling %d start URLs into %s (%d documents indexed)", len(config.start), config.index.label,
              before)
     planned = time.perf_counter()
-    fatal = ""
-    try:
-        import apache_beam as beam
-        from beamtrawl.pipeline.progress import LiveProgress
-
-        p = beam.Pipeline(runner=make_runner(options), options=options)
-        graph.build(p, config, target, fingerprint, work_dir)
-        with LiveProgress(progress):
-            result = p.run()
-            result.wait_until_finish()
-        stage_seconds, warnings = _stage_seconds(result), _rules_unmatched(result, config)
-    except Exception as err:
-        log.debug("pipeline failed", exc_info=True)
-        fatal, stage_seconds, warnings = f"the pipeline failed: {_cause(err)}", {}, []
-    ran = time.perf_counter()
-
-    totals, problems, candidates, staged = {}, [], [], []
-    if not fatal:
-        try:
-            totals, problems = reports.collect(work_dir)
-            candidates = reports.collect_deletes(work_dir)
-            staged = reports.collect_staged(work_dir)
-        except Exception as err:
-            log.debug("reading the work folder failed", exc_info=True)
-            fatal = f"reading the crawl's work folder {work_dir} failed: {type(err).__name__}: {err}".splitlines()[0]
-    _remove(work_dir)
+    outcome = _pass(config, target, fingerprint, options, progress)
     run = _Run(config, target, plugins, context)
-    report = run.report(totals, problems, fatal)
-    if reports.exit_code(report) != reports.EXIT_FATAL and staged:
-        report = _commit(run, staged, totals, problems)
+    report = _committed(run, outcome, outcome.staged)
+    again = listings.to_list_again(outcome.problems) if reports.exit_code(report) != reports.EXIT_FATAL else []
+    listed_again = {}
+    if again:
+        log.warning("entries of %d containers were lost between their listing and the index (the runner: see "
+                    "docs/upstream-beam-lost-chunks.md); listing them again", len(again))
+        second = _pass(config, target, fingerprint, options, progress, tuple(again))
+        outcome = _merged(outcome, second, again)
+        report = _committed(run, outcome, second.staged)
+        listed_again = {"containers": len(again), "first": again[:20], "counts": second.totals,
+                        "fatal": second.fatal}
+    ran = time.perf_counter()
+    totals, problems, candidates = outcome.totals, outcome.problems, outcome.candidates
     if reports.exit_code(report) != reports.EXIT_FATAL and candidates:
         report = _delete_last(run, candidates, totals, problems)
+    if listed_again:
+        report["listed_again"] = listed_again
+    warnings, stage_seconds = outcome.warnings, outcome.stage_seconds
     report["warnings"] = warnings + helpers.warnings(preparators, problems)
     try:
         target.finish(succeeded=reports.exit_code(report) != reports.EXIT_FATAL)
@@ -232,6 +220,93 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
                          "total_s": round(time.perf_counter() - started, 3),
                          "stage_busy_s": stage_seconds}
     report["exit_code"] = reports.exit_code(report)
+    return report
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """What one run of the graph left in its work folder (pipeline/graph.py), or why it failed."""
+
+    fatal: str
+    totals: dict
+    problems: list
+    candidates: list  # delete candidates
+    staged: list  # files a table target's workers staged
+    warnings: list
+    stage_seconds: dict
+
+
+def _pass(config, target, fingerprint: str, options, progress: str, again: tuple[str, ...] = ()) -> _Pass:
+    """Run the graph once (``again``: a second pass over these containers only) and read back its work folder."""
+    import apache_beam as beam
+    from beamtrawl.pipeline import graph
+    from beamtrawl.pipeline.progress import LiveProgress
+    from beamtrawl.runners import make_runner
+
+    work_dir = f"{config.work_dir.rstrip('/')}/{uuid.uuid4().hex[:12]}"
+    fatal = ""
+    try:
+        p = beam.Pipeline(runner=make_runner(options), options=options)
+        graph.build(p, config, target, fingerprint, work_dir, again)
+        with LiveProgress(progress):
+            result = p.run()
+            result.wait_until_finish()
+        stage_seconds, warnings = _stage_seconds(result), [] if again else _rules_unmatched(result, config)
+    except Exception as err:
+        log.debug("pipeline failed", exc_info=True)
+        fatal, stage_seconds, warnings = f"the pipeline failed: {_cause(err)}", {}, []
+    totals, problems, candidates, staged = {}, [], [], []
+    if not fatal:
+        try:
+            totals, problems = reports.collect(work_dir)
+            candidates = reports.collect_deletes(work_dir)
+            staged = reports.collect_staged(work_dir)
+        except Exception as err:
+            log.debug("reading the work folder failed", exc_info=True)
+            fatal = f"reading the crawl's work folder {work_dir} failed: {type(err).__name__}: {err}".splitlines()[0]
+    _remove(work_dir)
+    return _Pass(fatal, totals, problems, candidates, staged, warnings, stage_seconds)
+
+
+#: Counts that a second pass makes again for entries the first already counted (it lists whole containers
+#: of which the first saw a part): the report keeps the first pass's, and the second's under ``listed_again``.
+_RECOUNTED = frozenset({"discovered", "accepted", "declined", "unchanged", "listed", "in_index", "kept",
+                        "skipped", "symlink_skipped", "duplicate"})
+
+
+def _merged(first: _Pass, second: _Pass, again: list[str]) -> _Pass:
+    """The first pass with the containers ``again`` listed by the second: the first's lines about them are
+    replaced by what the second found (its own problems, changes and deletes). A second pass that failed
+    changes nothing: the first's lines stay, and so do the documents."""
+    if second.fatal:
+        return _Pass(first.fatal, first.totals, first.problems, first.candidates, [],
+                     [*first.warnings, f"listing {len(again)} containers again failed: {second.fatal}"],
+                     first.stage_seconds)
+    keys = {container_key(url) for url in again}
+    settled = [p for p in first.problems if p["stage"] == listings.STAGE and p["kind"] == "incomplete"
+               and any(container_key(url) in keys for url in ancestors(p["url"]))]
+    totals = dict(first.totals)
+    totals["incomplete"] = totals.get("incomplete", 0) - len(settled)
+    for kind, count in second.totals.items():
+        if kind not in _RECOUNTED:
+            totals[kind] = totals.get(kind, 0) + count
+    lost = sum(1 for p in second.problems if p["stage"] == listings.STAGE and p["kind"] == "incomplete")
+    note = (f"the runner lost entries of {len(settled)} listings in transit; {len(again)} containers were listed "
+            f"again" + (f", {lost} of them lost again (their documents are kept)" if lost else ", completely"))
+    settled_ids = {id(p) for p in settled}
+    problems = [p for p in first.problems if id(p) not in settled_ids] + second.problems
+    deleted = {entry.url for entry in first.candidates}
+    candidates = first.candidates + [entry for entry in second.candidates if entry.url not in deleted]
+    seconds = {name: round(first.stage_seconds.get(name, 0) + second.stage_seconds.get(name, 0), 3)
+               for name in {*first.stage_seconds, *second.stage_seconds}}
+    return _Pass("", totals, problems, candidates, [], [*first.warnings, note], dict(sorted(seconds.items())))
+
+
+def _committed(run: _Run, outcome: _Pass, staged: list[str]) -> dict:
+    """The report of ``outcome``, with the files it ``staged`` committed first (an open table)."""
+    report = run.report(outcome.totals, outcome.problems, outcome.fatal)
+    if reports.exit_code(report) != reports.EXIT_FATAL and staged:
+        report = _commit(run, staged, outcome.totals, outcome.problems)
     return report
 
 

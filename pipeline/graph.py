@@ -44,7 +44,8 @@ from beamtrawl.transforms.records import (
     event,
     use_row_coders,
 )
-from beamtrawl.transforms.sources import by_host
+from beamtrawl.transforms.sources import ancestors, by_host
+from beamtrawl.transforms.urls import container_key, depth_below, host_of
 
 TOTALS_FILE, PROBLEMS_FILE, DELETES_FILE, STAGED_FILE = "totals.json", "problems", "deletes", "staged"
 
@@ -53,23 +54,43 @@ def _roots(rules) -> list[FrontierItem]:
     return [FrontierItem(s.url, s.url, 0, s.url, [], "", "") for s in rules.seeds()]
 
 
+def _again(rules, again: frozenset[str]) -> list[FrontierItem]:
+    """A second pass's frontier: the containers it lists again, each under its own start URL at its own depth
+    (so the accept decision and the documents' start URL are what the first pass had); a web host is listed
+    again from its start URLs."""
+    starts = [r for r in _roots(rules) if container_key(r.url) in again or (
+        by_host(r.url) and container_key(host_of(r.url)) in again)]
+    inner = [FrontierItem(url, root, depth_below(url, root), url, [], "", "") for url in sorted(again)
+             if not by_host(url) and (root := rules.root_of(url)) is not None and container_key(root) != url]
+    return starts + inner
+
+
+def _under(entry, again: frozenset[str]) -> bool:
+    return any(container_key(url) in again for url in ancestors(entry.url))
+
+
 def _write_totals(totals: dict, path: str) -> None:
     """One file with a fixed name: a retried bundle rewrites it with the same content."""
     with smart_open.open(path, "w", encoding="utf-8") as handle:
         json.dump(totals, handle)
 
 
-def build(p: beam.Pipeline, config, target, fingerprint: str, work_dir: str) -> None:
+def build(p: beam.Pipeline, config, target, fingerprint: str, work_dir: str, again: tuple[str, ...] = ()) -> None:
     """Wire one crawl of ``config`` into ``p``: writing to ``target``, documents carrying the preparation
-    ``fingerprint``, its counts, problems and delete candidates written to ``work_dir``."""
+    ``fingerprint``, its counts, problems and delete candidates written to ``work_dir``. ``again``: a second
+    pass, which lists only these containers again and judges only the indexed documents below them."""
     use_row_coders()
     rules = Rules(config)
     discovery = DiscoverOptions.from_config(config, rules)  # logins travel to workers here, never in records
     snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
+    keys = frozenset(container_key(url) for url in again)
+    roots = _again(rules, keys) if again else _roots(rules)
+    if again:
+        snapshot = snapshot | "BelowListedAgain" >> beam.Filter(_under, keys)
     found = []
-    item_roots = [r for r in _roots(rules) if not by_host(r.url)]
-    host_roots = [r for r in _roots(rules) if by_host(r.url)]
-    if rules.declined_starts:
+    item_roots = [r for r in roots if not by_host(r.url)]
+    host_roots = [r for r in roots if by_host(r.url)]
+    if rules.declined_starts and not again:
         found.append((p | "EmptyEntries" >> beam.Create([]).with_output_types(Entry),
                       p | "DeclinedStarts" >> beam.Create(
                           [event("declined", url, "discover", "the start URL matches a blacklist entry")
@@ -86,7 +107,7 @@ def build(p: beam.Pipeline, config, target, fingerprint: str, work_dir: str) -> 
         discover_events = tuple(f[1] for f in found) | "AllDiscoverEvents" >> beam.Flatten().with_output_types(
             Event)
         listings = tuple(f[2] for f in found) | "AllListings" >> beam.Flatten().with_output_types(Listing)
-    entries, listings = in_transit(entries, DROP_ENTRIES), in_transit(listings, DROP_LISTINGS)
+    entries, listings = in_transit(entries, DROP_ENTRIES, bool(again)), in_transit(listings, DROP_LISTINGS, bool(again))
     incomplete = discover_events | "IncompleteSubtrees" >> beam.FlatMap(
         lambda e: [e.url] if e.kind == "incomplete" else []).with_output_types(str)
     access_events = []
@@ -99,7 +120,7 @@ def build(p: beam.Pipeline, config, target, fingerprint: str, work_dir: str) -> 
     denied = discover_events | "AccessDeniedSubtrees" >> beam.FlatMap(
         lambda e: [e.url] if e.kind == ACCESS_DENIED else []).with_output_types(str)
     to_prepare, to_delete, access_changes, freshness_events = (entries, snapshot, incomplete, denied, listings) | (
-        "Freshness" >> Freshness(rules, fingerprint, config.reprepare))
+        "Freshness" >> Freshness(rules, fingerprint, config.reprepare, keys or None))
     access_events = [*access_events, access_changes | "UpdateAccess" >> UpdateAccess(target)]
     docs, prepare_events, no_longer_read = to_prepare | "Prepare" >> Prepare(
         PrepareOptions.from_config(config, config.preparators, fingerprint), rules.plugins, discovery.sources)

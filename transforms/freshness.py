@@ -142,12 +142,14 @@ class Freshness(beam.PTransform):
     """(entries, snapshot, incomplete subtree URLs, access-denied subtree URLs, listings)
     → (to_prepare, to_delete, access changes, events)."""
 
-    def __init__(self, rules, fingerprint: str, reprepare: bool = False):
-        """``reprepare``: every indexed document found is changed (``crawl --reprepare``)."""
+    def __init__(self, rules, fingerprint: str, reprepare: bool = False, roots: frozenset[str] | None = None):
+        """``reprepare``: every indexed document found is changed (``crawl --reprepare``). ``roots``: the
+        containers this crawl lists from the top (default: its start URLs'; a second pass: what it lists again)."""
         super().__init__()
         self.rules = rules
         self.fingerprint = fingerprint
         self.reprepare = reprepare
+        self.roots = roots
 
     def expand(self, inputs):
         entries, snapshot, incomplete, denied, listings = inputs
@@ -162,7 +164,8 @@ class Freshness(beam.PTransform):
                                        denied=beam.pvalue.AsList(denied))
             .with_output_types(Entry).with_outputs(DELETE, ACCESS, EVENTS, VANISHED, ARRIVED, main=PREPARE)
         )
-        roots = frozenset(container_key(host_of(s.url) if by_host(s.url) else s.url) for s in self.rules.seeds())
+        roots = self.roots or frozenset(container_key(host_of(s.url) if by_host(s.url) else s.url)
+                                        for s in self.rules.seeds())
         evidence = (listings, out[ARRIVED]) | "ListingsAndArrivals" >> beam.Flatten().with_output_types(Listing)
         vanished, checked = (out[VANISHED], evidence) | "CheckListings" >> CheckListings(roots)
         deletes = (out[DELETE], vanished) | "AllDeletes" >> beam.Flatten().with_output_types(SnapshotEntry)

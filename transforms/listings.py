@@ -16,6 +16,10 @@ the document (else the listing of that one never arrived); kept otherwise. One b
 verdict above it is kept too; a web page reached only through links that this crawl did not find again is
 deleted as before. So entries lost anywhere between a listing and the join (a runner losing data, a bug of
 ours) keep their documents and make the crawl exit 1, instead of deleting them in silence.
+
+Beam's local runner has been seen to lose entries under load (docs/upstream-beam-lost-chunks.md), so the
+driver lists the containers these lines name once more, in a second, small pass (:func:`to_list_again`,
+pipeline/crawl.py); only what that pass cannot confirm stays incomplete.
 """
 
 from __future__ import annotations
@@ -30,7 +34,16 @@ from beamtrawl.transforms.sources import ancestors
 from beamtrawl.transforms.urls import container_key
 
 EVENTS, LINES = "events", "lines"
-_GUARD = Guard("freshness", EVENTS)
+STAGE = "freshness"
+_GUARD = Guard(STAGE, EVENTS)
+
+
+def to_list_again(problems: list[dict]) -> list[str]:
+    """The containers named by this module's report lines (a listing lost in transit, or one that never
+    arrived), the topmost of each branch only: what a second pass lists again."""
+    named = {container_key(p["url"]): p["url"] for p in problems if p["stage"] == STAGE and p["kind"] == "incomplete"}
+    return sorted(url for key, url in named.items()
+                  if not any(container_key(a) in named for a in ancestors(key) if container_key(a) != key))
 
 
 def _verdict(keyed):
@@ -45,7 +58,7 @@ def _verdict(keyed):
     arrived = sum(r.documents for r in records if not r.listed)
     if arrived != own.documents:
         yield beam.pvalue.TaggedOutput(EVENTS, event(
-            "incomplete", own.url, "freshness",
+            "incomplete", own.url, STAGE,
             f"listing of {own.url} lost in transit: {own.documents} seen, {arrived} arrived; nothing in it is deleted"))
     yield own.url, (arrived == own.documents, list(own.children))
 
@@ -98,7 +111,7 @@ class _Decide(beam.DoFn):
     def _kept(self, where: str, why: str):
         """Count a kept document; its container's line (made once per container: see CheckListings)."""
         self.tally.count("kept")
-        yield beam.pvalue.TaggedOutput(LINES, event("incomplete", where, "freshness", f"{why}; its documents are kept"))
+        yield beam.pvalue.TaggedOutput(LINES, event("incomplete", where, STAGE, f"{why}; its documents are kept"))
 
 
 class CheckListings(beam.PTransform):
