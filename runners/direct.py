@@ -7,6 +7,9 @@ first on the import path, and a ``concurrent.py`` lying there would run inside e
 
 A worker process that dies is heard (:func:`_failing_on_worker_death`): Beam only logs it from the thread
 that started the process, and the runner then waits forever for the dead worker's answers.
+
+The runner's data streams are guarded (:func:`guard_data_streams`): unguarded, Beam 2.73 loses chunks of a
+stage's input without an error (issue 33; docs/upstream-beam-lost-chunks.md).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ def runner(options: PipelineOptions):
     # In multi-processing mode FnApiRunner puts its own worker command back; in the "in_memory" mode it keeps
     # the environment given here, whose workers are processes all the same (direct_num_workers of them).
     direct.direct_running_mode = "in_memory"
+    guard_data_streams()
 
     class LocalRunner(FnApiRunner):
         def run_pipeline(self, pipeline, options):
@@ -52,6 +56,29 @@ def runner(options: PipelineOptions):
                 return super().run_pipeline(pipeline, options)
 
     return LocalRunner(default_environment=SubprocessSDKEnvironment.from_command_string(WORKER_COMMAND))
+
+
+def guard_data_streams() -> None:
+    """Make a write to Beam's time-flushed data stream wait for a flush in progress.
+
+    FnApiRunner sends each bundle's input to a worker through ``TimeBasedBufferingClosableOutputStream``
+    (``DATA_BUFFER_TIME_LIMIT_MS``: a flusher thread every second). Its flush copies the buffer, hands the copy
+    on and then clears the buffer; the thread sending the input writes without a lock, so whatever it writes
+    in between is cleared unsent, and the worker sees a shorter input with no error. Under load that lost
+    hundreds of thousands of a million files' entries on their way into the freshness join. A write here takes
+    the lock the flush holds. Idempotent; Beam is pinned (2.73.0) because this reaches into its internals."""
+    from apache_beam.runners.worker import data_plane
+
+    stream = data_plane.TimeBasedBufferingClosableOutputStream
+    if getattr(stream, "_beamtrawl_guarded", False):
+        return
+    unguarded = stream.write
+
+    def write(self, b, nested=False):
+        with self._flush_lock:
+            unguarded(self, b, nested)
+
+    stream.write, stream._beamtrawl_guarded = write, True
 
 
 @contextlib.contextmanager
