@@ -20,7 +20,7 @@ one of four access groups), it measures:
     quarter of the folders private or with an ACL entry): microseconds per file for its full rule
     (every folder from ``/`` and ACLs, cached per folder and per mode/ACL) against the rule it
     replaced (the file's own mode only: one stat and a cached name lookup, the baseline), and the full
-    rule without its caches.
+    rule without its caches; all three on the same files.
 
 It prints the figures and their ratios to the baselines; no target is asserted. ``--tiny``
 (tests/test_benchmarks.py runs it): 1,000 documents, 20 queries, 400 files.
@@ -66,7 +66,7 @@ def entries(n: int, seed: int) -> list[tuple[Entry, Prepared]]:
         groups = [GROUPS[i % 4]] if i % 2 else []
         text = " ".join(rng.choice(WORDS) for _ in range(150))
         entry = Entry(doc_id(url), url, "file:///srv/projects", 3, len(text), i, "", None, "", [], "", "", "", "",
-                      groups, ["lab"] if i % 8 == 1 else [])
+                      groups=groups, denied=["lab"] if i % 8 == 1 else [])
         out.append((entry, Prepared(title=f"Document {i}", content=text)))
     return out
 

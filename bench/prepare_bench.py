@@ -113,7 +113,7 @@ def run_beam(entries: list[Entry], workers: int) -> tuple[float, int]:
     use_row_coders()
     options = PipelineOptions(direct.arguments([f"--direct_num_workers={workers}"]))
     p = beam.Pipeline(runner=direct.runner(options), options=options)
-    docs, _events = (p | beam.Create(entries, reshuffle=True).with_output_types(Entry)
+    docs, _events, _gone = (p | beam.Create(entries, reshuffle=True).with_output_types(Entry)
                      | Prepare(PrepareOptions(BUILTIN, FINGERPRINT, MAX_FILE_SIZE, MAX_SUMMARY, Bounds())))
     for i, family_docs in enumerate(docs):
         _ = family_docs | f"Count{i}" >> beam.ParDo(_Count())

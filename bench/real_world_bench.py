@@ -8,7 +8,7 @@ It crawls the cached tree (tests/real_corpus.py) into a fresh embedded index, th
 each timed as a whole process, and prints: files and symbolic links on disk, documents in the index,
 the crawl's exit code and counts, documents and failures by MIME type (a failure at discovery has no
 document: its MIME type is shown as ``-``), the time of both crawls, and their ratio to a baseline
-measured in the same run: one Python process walking the tree and reading every file's bytes.
+measured in the same run: one Python process walking the same tree and reading every file's bytes.
 ``--blacklist`` leaves out files (e.g. ``'.*/testtar\\.tar'``) to see the figures of the rest when one
 file still stops the crawl. ``--package`` crawls only that package's folder of the tree (repeatable);
 ``--tiny`` (tests/test_benchmarks.py runs it) crawls bash-doc and r-cran-readxl (about 125 files: PDF,

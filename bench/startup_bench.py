@@ -6,7 +6,8 @@ and a search's start counts.
     python bench/startup_bench.py --baseline /tmp/cfg-old [--runs 21] [--tiny]
 
 Each checkout is imported as ``beamtrawl.*`` through a folder of links put first on PYTHONPATH, so both
-run with the same interpreter and packages. Runs alternate between the two; the figure is the median
+run with the same interpreter and packages, and the same search on the same index (made by this checkout's
+crawl of examples/corpus). Runs alternate between the two; the figure is the median
 wall and CPU time of one ``python -m beamtrawl.pipeline.cli search`` process, and the in-process import time of
 the configuration package (``beamtrawl.pipeline.config``, pydantic included), each with its ratio
 current/baseline. ``--tiny`` (tests/test_benchmarks.py runs it): 2 runs, and without ``--baseline`` this
