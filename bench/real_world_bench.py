@@ -36,7 +36,6 @@ sys.path.insert(0, str(REPO))
 
 from tests.real_corpus import PACKAGES, corpus
 
-
 TINY = ("bash-doc", "r-cran-readxl")
 
 
