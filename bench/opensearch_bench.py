@@ -54,6 +54,7 @@ from beamtrawl.transforms.index.opensearch import (
     SLICE_DOCS,
     OpenSearchIndex,
     _source,
+    analysis,
     mapping,
 )
 from beamtrawl.transforms.index.write import BATCH, ReadSnapshot, WriteIndex
@@ -193,7 +194,8 @@ def run_sink(url: str, name: str, paths: list[str]) -> tuple[float, dict, str]:
 
 
 def run_loop(client: OpenSearch, index: str, docs: list[IndexDoc]) -> float:
-    client.indices.create(index=index, body={"settings": SETTINGS, "mappings": mapping(ANALYZER)})
+    client.indices.create(index=index, body={"settings": {**SETTINGS, "analysis": analysis(ANALYZER)},
+                                             "mappings": mapping(ANALYZER)})
     started = time.perf_counter()
     written = bulk(client, ({"_index": index, "_id": d.id, "_source": _source(d)} for d in docs))
     seconds = time.perf_counter() - started
@@ -328,7 +330,7 @@ def benchmark(url: str, n: int, m: int, seed: int) -> list[Row]:
           f"text, half HTML,\n  content {size / n / 1024:.1f} KiB on average, seed {seed}")
     try:
         started = time.perf_counter()
-        snap = OpenSearchIndex(url, f"bench-snapshot-{run}", ANALYZER)
+        snap = OpenSearchIndex(url, f"bench-snapshot-{run}", NodeOptions(analyzer=ANALYZER))
         snap.prepare()
         bulk(client, snapshot_actions(snap.physical, m))
         client.indices.refresh(index=snap.physical)
