@@ -44,5 +44,6 @@ def test_the_benchmark_runs_in_its_tiny_mode(request, bench):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run([sys.executable, str(REPO / "bench" / f"{bench}.py"), "--tiny", *extra],
                           capture_output=True, text=True, timeout=900, check=False, cwd=REPO, env=env)
+    print(done.stdout[-3000:])  # the figures, for pytest -rP
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert figure in done.stdout, done.stdout[-3000:]
