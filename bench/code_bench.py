@@ -3,14 +3,15 @@ over the plain ``text`` preparator it replaced for source files, measured in one
 
 Run from the repository root::
 
-    PYTHONPATH=$PWD python bench/code_bench.py [--limit 400] [FILE_OR_FOLDER ...]
+    PYTHONPATH=$PWD python bench/code_bench.py [--limit 400] [--tiny] [FILE_OR_FOLDER ...]
 
 Without arguments it takes the ``.py`` files of the running Python's standard library (real code, a few
 hundred files); give folders of Go, Rust, Java, C or JavaScript to measure those. Each file is read once
 (not timed), then prepared by ``prepare_text`` and by ``prepare_code``, each timed over all files, after
 one warm-up file (the grammar's load is start-up, not per-file work). Prints files, megabytes, wall and
 CPU seconds (on a shared machine the wall clock mostly measures the others), megabytes and files per
-CPU second of both, the ratio code/text, and the headlines found.
+CPU second of both, the ratio code/text (the baseline is ``text``, on the same files), and the headlines
+found. ``--tiny`` (tests/test_benchmarks.py runs it) takes 20 files.
 """
 
 from __future__ import annotations
@@ -37,7 +38,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*")
     parser.add_argument("--limit", type=int, default=400)
+    parser.add_argument("--tiny", action="store_true", help="20 files: the test suite's run")
     args = parser.parse_args()
+    if args.tiny:
+        args.limit = 20
     files = [(p.read_bytes(), f"file://{p}") for p in _files(args.paths, args.limit)]
     if not files:
         print("no source files found")

@@ -2,7 +2,7 @@
 
 Run from the repository root (beamtrawl installed, psutil present)::
 
-    python bench/crawl_bench.py [--files 20000] [--workers 2] [--keep DIR] [--seed 7]
+    python bench/crawl_bench.py [--files 20000] [--workers 2] [--keep DIR] [--seed 7] [--tiny]
     python bench/crawl_bench.py --baseline-code DIR [--rounds 3] [--files 20000] [--workers 2]
 
 It generates a deterministic tree of small text and HTML files (1-4 KB, about 100 per folder, three
@@ -25,6 +25,8 @@ rounds (baseline, current, loop, baseline, current, loop, …: a machine whose l
 run weighs on both alike), each into a fresh index (``--current-code DIR``: the current code from a
 checkout of its own, so that editing this one while it runs changes nothing), and prints each figure, the medians, and the ratio
 current/baseline (the median of the rounds' ratios) beside current/loop.
+
+``--tiny`` (tests/test_benchmarks.py runs it) is the same run on 200 files: seconds, not minutes.
 
 Exit code 0 when the figures were measured (targets may be missed), 1 when a check fails.
 """
@@ -513,8 +515,11 @@ def main() -> None:
     parser.add_argument("--current-code", metavar="DIR", type=Path,
                         help="with --baseline-code: crawl with this checkout instead of the installed one")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the comparison (default 3)")
+    parser.add_argument("--tiny", action="store_true", help="200 files: the test suite's run")
     parser.add_argument("--loop", nargs=2, metavar=("CONFIG", "INDEX"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.tiny:
+        args.files = 200
     if args.loop:
         return run_loop(*args.loop)
     if args.baseline_code:

@@ -14,7 +14,7 @@ after a warm-up. Each run gives the 10th percentile (p10) of both; ``--runs`` ru
 Printed per index: both p10s per run, the difference of their medians, the run-to-run spread
 (max - min of the p10s) of each, and the verdict: the difference must lie below the spread of either
 (before: p10 1.05 ms against 0.65 ms on the embedded index). The baseline is the other word in the same
-run. Both must find nothing. ``--tiny`` (tests/test_access_control.py runs it) uses 300 public and 100
+run. Both must find nothing. ``--tiny`` (tests/test_hidden_timing.py runs it) uses 300 public and 100
 hidden documents, 40 searches and 2 runs, embedded only.
 Exit code 0 when the figures were measured (targets may be missed), 1 when a check fails.
 """

@@ -4,7 +4,7 @@ Run from the repository root, with Scrapy from the ``bench`` extra (which also p
 below the cryptography 48 that apache-beam refuses)::
 
     pip install -e '.[bench]'
-    python bench/http_bench.py [--pages 2000] [--concurrency 8] [--workers 2]
+    python bench/http_bench.py [--pages 2000] [--concurrency 8] [--workers 2] [--tiny]
 
 A generated site of ``--pages`` linked HTML pages (about 3 KB of text each, 11 links per page; see
 tests/servers/website.py) is served by a threaded HTTP/1.1 server on 127.0.0.1 in this process.
@@ -23,7 +23,7 @@ Figures, each timed as a whole process (interpreter start to exit):
     written): its time as a ratio to the first crawl — target <= 0.3.
 
 Both indexes must hold every page, else the script fails (exit 1). Exit 0 when the figures were
-measured, whether or not they meet their targets.
+measured, whether or not they meet their targets. ``--tiny`` (tests/test_benchmarks.py runs it): 30 pages.
 """
 
 from __future__ import annotations
@@ -126,7 +126,10 @@ def main() -> int:
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--tiny", action="store_true", help="30 pages: the test suite's run")
     args = parser.parse_args()
+    if args.tiny:
+        args.pages = 30
 
     site = Website()
     generated_site(site, args.pages)

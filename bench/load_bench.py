@@ -3,6 +3,7 @@
 Run from the repository root (beamtrawl installed, psutil present)::
 
     python bench/load_bench.py [--files 200000] [--workers 2] [--targets embedded,opensearch] [--keep DIR]
+                               [--url OPENSEARCH_URL] [--tiny]
 
 It generates the tree of bench/crawl_bench.py (small .txt and .html files) twice: the large one and a
 baseline of a tenth of its size. It crawls both into a fresh embedded index and/or a fresh alias on an
@@ -10,7 +11,10 @@ OpenSearch node started from tests/servers/opensearch.py (``--targets``) and pri
 target: wall seconds, documents per second, the peak RSS summed over the crawl's process tree (driver
 and workers, sampled every 0.1 s), the ratio of that peak to the baseline's (bounded memory means the
 ratio stays well below the tenfold growth of the corpus), and the number of documents in the index, which
-must equal the number of files.
+must equal the number of files. The baseline is the crawl of the small tree, by the same command into
+the same kind of index. ``--url`` uses that OpenSearch node instead of starting one (its aliases are
+named per run and deleted at the end). ``--tiny`` (tests/test_benchmarks.py runs it, with the suite's
+node as ``--url``): 300 files, and 30 for the baseline.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from crawl_bench import REPO, generate_tree, mib, run_measured
@@ -79,6 +84,29 @@ def measure(work: Path, trees: dict[str, tuple[Path, int]], target: str, index_f
     return ok
 
 
+@contextlib.contextmanager
+def _node(url: str | None, folder: Path):
+    """The node at ``url``, or one of tests/servers/opensearch.py started in ``folder``."""
+    if url:
+        yield url
+        return
+    from tests.servers.opensearch import running_node
+    with running_node(folder) as started:
+        yield started
+
+
+def _delete(url: str, run: str) -> None:
+    """Remove this run's indexes and index templates from a node that outlives it."""
+    from opensearchpy import OpenSearch
+
+    client = OpenSearch(hosts=[url], timeout=60)
+    client.indices.delete(index=f"load-*-{run}-bt-*", ignore_unavailable=True)
+    for template in client.indices.get_index_template().get("index_templates", []):
+        if f"-{run}-" in template["name"]:  # prepare() makes one per target name
+            client.indices.delete_index_template(name=template["name"])
+    client.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=200_000)
@@ -86,7 +114,11 @@ def main() -> None:
     parser.add_argument("--targets", default="embedded,opensearch",
                         help="comma-separated: embedded, opensearch (default: both)")
     parser.add_argument("--keep", help="work in this folder and keep it")
+    parser.add_argument("--url", help="an OpenSearch node to use instead of starting one")
+    parser.add_argument("--tiny", action="store_true", help="300 files: the test suite's run")
     args = parser.parse_args()
+    if args.tiny:
+        args.files = 300
     work = Path(args.keep or tempfile.mkdtemp(prefix="beamtrawl-load-"))
     work.mkdir(parents=True, exist_ok=True)
     work.chmod(0o755)
@@ -104,10 +136,13 @@ def main() -> None:
             ok &= measure(work, trees, "embedded index", lambda size: {"path": str(work / f"{size}.sqlite")},
                           args.workers)
         if "opensearch" in targets:
-            from tests.servers.opensearch import running_node
-            with running_node(work / "node") as url:
-                ok &= measure(work, trees, "OpenSearch", lambda size: {"url": url, "name": f"load-{size}"},
-                              args.workers)
+            with _node(args.url, work / "node") as url:
+                run = uuid.uuid4().hex[:8]
+                try:
+                    ok &= measure(work, trees, "OpenSearch",
+                                  lambda size: {"url": url, "name": f"load-{size}-{run}"}, args.workers)
+                finally:
+                    _delete(url, run)
         sys.exit(0 if ok else 1)
     finally:
         if not args.keep:

@@ -2,7 +2,7 @@
 
 Run from the repository root (beamtrawl installed; Java and Maven for the test node)::
 
-    python bench/opensearch_bench.py [--docs 20000] [--snapshot-docs 100000] [--url URL] [--seed 7]
+    python bench/opensearch_bench.py [--docs 20000] [--snapshot-docs 100000] [--url URL] [--seed 7] [--tiny]
 
 Without ``--url`` it starts a real single-node OpenSearch (tests/servers/opensearch.py) in a temporary
 folder. It first indexes the snapshot documents of (2), untimed. Then:
@@ -22,6 +22,9 @@ folder. It first indexes the snapshot documents of (2), untimed. Then:
     every split; one PIT slice per 50,000 documents), through ``ReadSnapshot(target) |
     Count.Globally()`` with 2 workers, and with a plain ``helpers.scan`` of the same fields. Every
     read must return M entries, and no point in time may be left open at the end.
+
+``--tiny`` (tests/test_benchmarks.py runs it, with the suite's node as ``--url``): 300 documents to
+index and 1,000 to read.
 
 Exit code 0 when the figures were measured (targets may be missed), 1 when a check fails.
 """
@@ -51,6 +54,7 @@ from beamtrawl.transforms.index.opensearch import (
     SLICE_DOCS,
     OpenSearchIndex,
     _source,
+    analysis,
     mapping,
 )
 from beamtrawl.transforms.index.write import BATCH, ReadSnapshot, WriteIndex
@@ -190,7 +194,8 @@ def run_sink(url: str, name: str, paths: list[str]) -> tuple[float, dict, str]:
 
 
 def run_loop(client: OpenSearch, index: str, docs: list[IndexDoc]) -> float:
-    client.indices.create(index=index, body={"settings": SETTINGS, "mappings": mapping(ANALYZER)})
+    client.indices.create(index=index, body={"settings": {**SETTINGS, "analysis": analysis(ANALYZER)},
+                                             "mappings": mapping(ANALYZER)})
     started = time.perf_counter()
     written = bulk(client, ({"_index": index, "_id": d.id, "_source": _source(d)} for d in docs))
     seconds = time.perf_counter() - started
@@ -325,7 +330,7 @@ def benchmark(url: str, n: int, m: int, seed: int) -> list[Row]:
           f"text, half HTML,\n  content {size / n / 1024:.1f} KiB on average, seed {seed}")
     try:
         started = time.perf_counter()
-        snap = OpenSearchIndex(url, f"bench-snapshot-{run}", ANALYZER)
+        snap = OpenSearchIndex(url, f"bench-snapshot-{run}", NodeOptions(analyzer=ANALYZER))
         snap.prepare()
         bulk(client, snapshot_actions(snap.physical, m))
         client.indices.refresh(index=snap.physical)
@@ -352,7 +357,10 @@ def main() -> None:
     parser.add_argument("--snapshot-docs", type=int, default=100_000, help="documents to read (default 100000)")
     parser.add_argument("--url", help="an OpenSearch to use (default: start one in a temporary folder)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated documents (default 7)")
+    parser.add_argument("--tiny", action="store_true", help="300 and 1,000 documents: the test suite's run")
     args = parser.parse_args()
+    if args.tiny:
+        args.docs, args.snapshot_docs = 300, 1000
     use_row_coders()
     if args.url:
         rows = benchmark(args.url, args.docs, args.snapshot_docs, args.seed)

@@ -2,15 +2,17 @@
 
 Run from the repository root (beamtrawl installed; apt-get and dpkg-deb fetch the corpus once)::
 
-    python bench/real_world_bench.py [--workers 2] [--blacklist REGEX]
+    python bench/real_world_bench.py [--workers 2] [--blacklist REGEX] [--package NAME ...] [--tiny]
 
 It crawls the cached tree (tests/real_corpus.py) into a fresh embedded index, then again unchanged,
 each timed as a whole process, and prints: files and symbolic links on disk, documents in the index,
 the crawl's exit code and counts, documents and failures by MIME type (a failure at discovery has no
 document: its MIME type is shown as ``-``), the time of both crawls, and their ratio to a baseline
-measured in the same run: one Python process walking the tree and reading every file's bytes.
+measured in the same run: one Python process walking the same tree and reading every file's bytes.
 ``--blacklist`` leaves out files (e.g. ``'.*/testtar\\.tar'``) to see the figures of the rest when one
-file still stops the crawl.
+file still stops the crawl. ``--package`` crawls only that package's folder of the tree (repeatable);
+``--tiny`` (tests/test_benchmarks.py runs it) crawls bash-doc and r-cran-readxl (about 125 files: PDF,
+HTML, spreadsheets).
 
 Exit code 0 when the figures were measured, 1 when a crawl did not produce a report.
 """
@@ -21,6 +23,7 @@ import argparse
 import collections
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -31,7 +34,23 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.real_corpus import corpus
+from tests.real_corpus import PACKAGES, corpus
+
+TINY = ("bash-doc", "r-cran-readxl")
+
+
+def _tree(tree: Path, packages: list[str]) -> Path:
+    """The corpus, or a copy of the chosen packages' folders (links kept as links; not timed), so that the
+    crawl and the baseline read just those, the way the full run reads all of them."""
+    if not packages:
+        return tree
+    unknown = [p for p in packages if not (tree / p).is_dir()]
+    if unknown:
+        raise SystemExit(f"not in the corpus: {', '.join(unknown)} (it has {', '.join(sorted(PACKAGES))})")
+    chosen = Path(tempfile.mkdtemp(prefix="beamtrawl-real-tree-"))
+    for package in packages:
+        shutil.copytree(tree / package, chosen / package, symlinks=True)
+    return chosen
 
 
 def _read_everything(tree: Path) -> tuple[int, int, float]:
@@ -82,8 +101,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--blacklist", action="append", default=[], metavar="REGEX")
+    parser.add_argument("--package", action="append", default=[], metavar="NAME",
+                        help="crawl only this package of the corpus (repeatable)")
+    parser.add_argument("--tiny", action="store_true", help="two small packages: the test suite's run")
     args = parser.parse_args()
-    tree = corpus()
+    if args.tiny:
+        args.package = args.package or list(TINY)
+    tree = _tree(corpus(), args.package)
+    try:
+        return _measure(tree, args)
+    finally:
+        if args.package:
+            shutil.rmtree(tree, ignore_errors=True)
+
+
+def _measure(tree: Path, args) -> int:
     files, links, baseline = _read_everything(tree)
     with tempfile.TemporaryDirectory(prefix="beamtrawl-real-") as folder:
         config = Path(folder) / "crawl.yaml"

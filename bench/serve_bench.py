@@ -3,6 +3,7 @@
 Run from the repository root (beamtrawl installed; Java and Maven for the OpenSearch node)::
 
     python bench/serve_bench.py [--docs 100000] [--requests 120] [--url OPENSEARCH_URL] [--only embedded|opensearch]
+                                [--tiny]
 
 1. N generated documents (a Zipf vocabulary of made-up words, 60-150 words each, 300 folders, five types,
    a tenth of them in the group ``hr``; a few fixed phrases spread over 2% of them) are written
@@ -26,6 +27,8 @@ Run from the repository root (beamtrawl installed; Java and Maven for the OpenSe
    p95 latency in ms of both, web/direct at p50 (target <= 1.5), the load average, and the verdict.
 
 The same is then done against OpenSearch (a node of tests/servers/opensearch.py, or ``--url``).
+``--tiny`` (tests/test_benchmarks.py runs it, with the suite's node as ``--url``): 1,000 documents and
+16 requests per row and side.
 Exit code 0 when the figures were measured (targets may be missed), 1 when a check fails.
 """
 
@@ -307,7 +310,10 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=120, help="requests per kind, concurrency and side")
     parser.add_argument("--url", help="an OpenSearch node to use instead of starting one")
     parser.add_argument("--only", choices=("embedded", "opensearch"), help="measure one index only")
+    parser.add_argument("--tiny", action="store_true", help="1,000 documents, 16 requests: the test suite's run")
     args = parser.parse_args()
+    if args.tiny:
+        args.docs, args.requests = 1000, 16
     sys.stdout.reconfigure(line_buffering=True)  # each figure as it is measured, also into a file
     ok = True
     with tempfile.TemporaryDirectory(prefix="serve-bench-") as work:

@@ -3,7 +3,7 @@ Samba's own ``smbclient -c 'recurse; ls'`` on the same share in the same run.
 
 Run as root from the repository root (Debian's samba and smbclient installed)::
 
-    PYTHONPATH=$PWD python bench/smb_bench.py [--files 10000] [--per-folder 100] [--repeat 3]
+    PYTHONPATH=$PWD python bench/smb_bench.py [--files 10000] [--per-folder 100] [--repeat 3] [--tiny]
 
 It writes the files (100 per folder, not timed) into a share of a Samba server started on loopback
 (tests/servers/samba.py), then times, best of ``--repeat``:
@@ -17,7 +17,8 @@ It writes the files (100 per folder, not timed) into a share of a Samba server s
     (b), which also log in anew).
 
 Both sides get the same share, login and loopback server. Prints seconds, files per second and the
-ratios (a)/(c) and (b)/(c). Exit code 0 when measured, 1 when a side did not see every file.
+ratios (a)/(c) and (b)/(c). ``--tiny`` (tests/test_benchmarks.py runs it): 60 files, 20 per folder, one
+run of each. Exit code 0 when measured, 1 when a side did not see every file.
 """
 
 from __future__ import annotations
@@ -80,7 +81,10 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--per-folder", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tiny", action="store_true", help="60 files, one run: the test suite's run")
     args = parser.parse_args()
+    if args.tiny:
+        args.files, args.per_folder, args.repeat = 60, 20, 1
     with tempfile.TemporaryDirectory(prefix="beamtrawl-smb-bench-") as tmp:
         share = Path(tmp) / "share"
         for n in range(args.files):

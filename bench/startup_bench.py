@@ -3,12 +3,15 @@ against a baseline checkout, in the same run: issue 17 §1 moved the configurati
 and a search's start counts.
 
     git -C /work/main worktree add /tmp/cfg-old 2d22915      # the code before the schema
-    python bench/startup_bench.py --baseline /tmp/cfg-old [--runs 21]
+    python bench/startup_bench.py --baseline /tmp/cfg-old [--runs 21] [--tiny]
 
 Each checkout is imported as ``beamtrawl.*`` through a folder of links put first on PYTHONPATH, so both
-run with the same interpreter and packages. Runs alternate between the two; the figure is the median
+run with the same interpreter and packages, and the same search on the same index (made by this checkout's
+crawl of examples/corpus). Runs alternate between the two; the figure is the median
 wall and CPU time of one ``python -m beamtrawl.pipeline.cli search`` process, and the in-process import time of
-the configuration package (``beamtrawl.pipeline.config``, pydantic included).
+the configuration package (``beamtrawl.pipeline.config``, pydantic included), each with its ratio
+current/baseline. ``--tiny`` (tests/test_benchmarks.py runs it): 2 runs, and without ``--baseline`` this
+checkout is its own baseline (the ratio then shows the noise alone: a test has no older checkout).
 """
 
 from __future__ import annotations
@@ -69,9 +72,16 @@ def timed(command: list[str], env: dict) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--baseline", default="/tmp/cfg-old", help="a checkout of the code to compare with")
+    parser.add_argument("--baseline", help="a checkout of the code to compare with (default /tmp/cfg-old)")
     parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--tiny", action="store_true", help="2 runs, against this checkout unless --baseline")
     args = parser.parse_args()
+    if args.tiny:
+        args.runs = 2
+    if args.baseline is None:
+        args.baseline = str(HERE) if args.tiny else "/tmp/cfg-old"
+    if not (Path(args.baseline) / "pipeline").is_dir():
+        raise SystemExit(f"no checkout at {args.baseline}: make one as the docstring shows")
     with tempfile.TemporaryDirectory(prefix="beamtrawl-startup-") as tmp:
         folder = Path(tmp)
         envs = {"baseline": shim(Path(args.baseline).resolve(), folder / "old"), "current": shim(HERE, folder / "new")}

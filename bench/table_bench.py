@@ -2,7 +2,7 @@
 
 Run from the repository root (beamtrawl installed with its test extra)::
 
-    python bench/table_bench.py [--files 20000] [--workers 2] [--keep DIR] [--seed 7]
+    python bench/table_bench.py [--files 20000] [--workers 2] [--keep DIR] [--seed 7] [--tiny]
 
 On the tree of bench/crawl_bench.py (generation not timed) it measures, in one run:
 
@@ -15,7 +15,8 @@ On the tree of bench/crawl_bench.py (generation not timed) it measures, in one r
     documents into a new table (target: at least 0.8x);
 (d) size on disk: the table's folder against the embedded index's file.
 
-Both crawls must hold the same documents (ids and content hashes), else it fails. Exit code 0 when the
+Both crawls must hold the same documents (ids and content hashes), else it fails: each side of a ratio
+gets the same work. ``--tiny`` (tests/test_benchmarks.py runs it): 100 files. Exit code 0 when the
 figures were measured (targets may be missed), 1 when a check fails.
 """
 
@@ -83,7 +84,10 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="work here and keep it (default: a temporary folder)")
+    parser.add_argument("--tiny", action="store_true", help="100 files: the test suite's run")
     args = parser.parse_args()
+    if args.tiny:
+        args.files = 100
     work = args.keep or Path(tempfile.mkdtemp(prefix="table-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
