@@ -1,4 +1,4 @@
-"""ZIP/JAR and TAR archives (plain or compressed with gzip, bzip2, xz or zstd): entry names (with their parts split into words, as
+"""ZIP/JAR, TAR (plain or compressed with gzip, bzip2, xz or zstd), 7z, cpio and ar archives: entry names (with their parts split into words, as
 regain indexed them), then the text of each entry: plain text decoded here, any other format prepared
 with the same configured preparators as a document (a PDF in a ZIP by the PDF preparator).
 
@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import io
 import re
+import struct
 import tarfile
 import zipfile
 
 import magic
-from beamtrawl.transforms.preparators import compressed
+from beamtrawl.transforms.preparators import compressed, members
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.chain import prepare_nested
 from beamtrawl.transforms.preparators.text import decode_text
 
 MIME_TYPES = ("application/zip", "application/java-archive", "application/x-tar", "application/x-gtar",
+              *members.MIME_TYPES,
               "application/vnd.ms-excel.sheet.binary.macroenabled.12",  # an XLSB calamine cannot read: its parts
               *compressed.TAR_MIME_TYPES, *compressed.MIME_TYPES)
 MiB = compressed.MiB
@@ -37,8 +39,20 @@ _SEPARATORS = re.compile(r"[/._-]")
 _READ_ERRORS = (*compressed.ERRORS, RuntimeError, NotImplementedError, zipfile.BadZipFile, tarfile.TarError)
 
 
-def _entries(data: bytes, max_scan: int):
+def _entries(data: bytes, max_scan: int, max_bytes: int):
     """(name, open-function or None for non-files) for each entry, in archive order."""
+    kind = members.kind_of(data)
+    if kind is not None:
+        try:
+            if kind == "7z":
+                yield from members.seven_zip_entries(data, max_bytes, max_scan)
+            else:
+                yield from (members.cpio_entries if kind == "cpio" else members.ar_entries)(data)
+        except members.ScanLimit:
+            raise _ScanLimit from None
+        except (PreparationError, ValueError, struct.error) as err:
+            raise _Damaged(str(err)) from None
+        return
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
@@ -66,10 +80,11 @@ def _entries(data: bytes, max_scan: int):
 
 
 def _open_tar(data: bytes) -> tarfile.TarFile:
-    """tarfile reads gzip, bzip2 and xz itself; zstd (not before Python 3.14) is read as a stream, which
+    """tarfile reads gzip, bzip2 and xz itself; zstd (not before Python 3.14), lz4 and zlib are read as a stream, which
     suits the walk: each entry is read when it is reached."""
-    if data.startswith(compressed.ZSTD.magic):
-        return tarfile.open(fileobj=compressed.ZSTD.reader(io.BytesIO(data)), mode="r|")
+    codec = compressed.codec_of(data)
+    if codec in compressed.STREAMED:
+        return tarfile.open(fileobj=codec.reader(io.BytesIO(data)), mode="r|")
     return tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
 
 
@@ -101,7 +116,7 @@ def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepa
     texts: list[str] = []
     limits: list[str] = []  # the bounds reached
     damaged = ""
-    entries = _entries(data, max_scan)
+    entries = _entries(data, max_scan, budget)
     try:
         for name, opener in entries:
             if len(names) >= max_entries:

@@ -1,0 +1,114 @@
+"""The long tail of formats Tika reads (issue 24, item 4), each on a file nobody here made: Apache Tika's
+own test documents (its modules' test jars on Maven Central). 7z, cpio and ar archives; lz4 frames and
+zlib streams; WARC and ARC web archives; dBASE tables; Apple binary property lists and Safari
+webarchives; compiled Java classes. Through the MIME decision and the preparators, then a real crawl
+whose text ``beamtrawl search`` finds."""
+
+from __future__ import annotations
+
+import pytest
+from beamtrawl.transforms.preparators import BUILTIN, Chain
+from beamtrawl.transforms.preparators.mime import MimeSniffer
+
+from tests.package_files import tika_test_document
+
+SNIFF = MimeSniffer()
+# (Tika module, file, the type it is given, a phrase its text holds)
+FILES = [
+    ("pkg", "test-documents.7z", "application/x-7z-compressed", "Sample Excel Worksheet - Numbers and their Squares"),
+    ("pkg", "test-documents.cpio", "application/x-cpio", "Sample Excel Worksheet - Numbers and their Squares"),
+    ("pkg", "testARofText.ar", "application/x-archive", "Test d'indexation de Txt"),
+    ("pkg", "testLZ4-framed.lz4", "application/x-lz4", "qwertyuiop"),
+    ("pkg", "testTXT.zlib", "application/zlib", "Test d'indexation de Txt"),
+    ("pkg", "testTXT.zlib0", "application/zlib", "Test d'indexation de Txt"),
+    ("webarchive", "testWARC_multiple.warc", "application/warc", "1850 Slave Schedules to the 1850 Census"),
+    ("webarchive", "testWARC_multiple.warc.gz", "application/warc", "1850 Slave Schedules to the 1850 Census"),
+    ("webarchive", "cc.warc.gz", "application/warc", "open repository of web crawl data"),
+    ("webarchive", "example.arc.gz", "application/x-ia-arc", "illustrative examples in documents"),
+    ("webarchive", "testARC.arc", "application/x-ia-arc", "Apache/1.3.28 Server at www.uq.edu.au"),
+    ("miscoffice", "testDBF.dbf", "application/x-dbf", "of march hath perced"),
+    ("miscoffice", "testDBF_gb18030.dbf", "application/x-dbf", "虽然该指令经过重新发布"),
+    ("apple", "testBPList.bplist", "application/x-bplist", "Music Folder: file://localhost/Users/nrajlich/Music"),
+    ("apple", "testWEBARCHIVE.webarchive", "application/x-webarchive", "detects and extracts metadata and structured text"),
+    ("code", "AutoDetectParser.class", "application/x-java-applet", "public class org.apache.tika.parser.AutoDetectParser"),
+    ("code", "AppleSingleFileParser.class", "application/x-java-applet", "private short readThroughNumEntries"),
+]
+
+
+def prepare(module: str, name: str):
+    data = tika_test_document(module, name)
+    url = f"file:///tail/{name}"
+    mimetype = SNIFF(data, url)
+    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, mimetype)
+    return prepared, errors, mimetype
+
+
+@pytest.mark.parametrize("module, name, mimetype, phrase", FILES, ids=[f[1] for f in FILES])
+def test_long_tail_file_is_typed_and_read(module, name, mimetype, phrase):
+    prepared, errors, typed = prepare(module, name)
+    assert (errors, typed) == ([], mimetype)
+    assert prepared is not None and not prepared.partial
+    assert phrase in " ".join(prepared.content.split())
+
+
+def test_archive_members_are_prepared_by_their_own_type():
+    """The 7z's and the cpio's Word, Excel, PDF, ODF and RTF files are read, not only named."""
+    for name in ("test-documents.7z", "test-documents.cpio"):
+        prepared, _errors, _ = prepare("pkg", name)
+        assert prepared.fields == {"entries": "9", "truncated": "false"}
+        for member in ("testWORD.doc", "testPDF.pdf", "testOpenOffice2.odt", "testRTF.rtf"):
+            assert f"test-documents/{member}:\n" in prepared.content, (name, member)
+
+
+def test_archive_bounds_hold_for_7z_and_cpio():
+    """max_bytes keeps what fits and says it was reached, as for a ZIP."""
+    from beamtrawl.transforms.preparators import archive
+
+    for name in ("test-documents.7z", "test-documents.cpio"):
+        prepared = archive.prepare_archive(tika_test_document("pkg", name), f"file:///{name}", "", {"max_bytes": 20000})
+        assert prepared.fields["truncated"] == "true" and "max_bytes (20000)" in prepared.partial
+        assert "test-documents/testXML.xml" in prepared.content  # every name is still listed
+
+
+def test_warc_records_are_headlines_and_each_is_read_by_its_type():
+    prepared, _errors, _ = prepare("webarchive", "testWARC_multiple.warc.gz")
+    assert prepared.headlines == ["https://russellvets.org/",
+                                  "https://russellvets.org/images/signatures/kendrick_joseph_b.jpg"]
+    assert prepared.fields["records"] == "2" and "<html" not in prepared.content.lower()
+
+
+def test_webarchive_title_is_its_page_and_its_subresources_are_named():
+    prepared, _errors, _ = prepare("apple", "testWEBARCHIVE.webarchive")
+    assert prepared.title == "Apache Tika - Apache Tika" and prepared.fields["page_url"] == "http://tika.apache.org/"
+    assert ".png" in prepared.content
+
+
+def test_java_class_outline_names_class_and_members():
+    prepared, _errors, _ = prepare("code", "AutoDetectParser.class")
+    assert prepared.title == "org.apache.tika.parser.AutoDetectParser"
+    assert prepared.fields == {"java_package": "org.apache.tika.parser", "source_file": "AutoDetectParser.java"}
+    assert "extends org.apache.tika.parser.CompositeParser" in prepared.content
+    assert "public AutoDetectParser();" in prepared.content
+
+
+def test_damaged_long_tail_files_are_one_failure_each():
+    """Cut in half, each is a report line or what was read before the damage, never an exception."""
+    for module, name, _mimetype, _phrase in FILES:
+        data = tika_test_document(module, name)
+        url = f"file:///tail/{name}"
+        half = data[: len(data) // 2]
+        prepared, errors = Chain(BUILTIN, SNIFF).run(half, url, SNIFF(half, url))
+        assert prepared is not None or errors, name
+
+
+def test_crawl_finds_the_long_tail_by_search(tmp_path, make_config, crawl, search):
+    root = tmp_path / "tail"
+    root.mkdir()
+    for module, name, _mimetype, _phrase in FILES:
+        (root / name).write_bytes(tika_test_document(module, name))
+    config = make_config(root)
+    run = crawl(config)
+    assert run.code == 0, (run.stderr, run.report.get("problems"))
+    for _module, name, _mimetype, phrase in FILES:
+        hits = [hit["url"].rsplit("/", 1)[1] for hit in search(config, f'"{phrase}"')]
+        assert name in hits, (name, phrase, hits)
