@@ -1,7 +1,7 @@
 """The long tail of formats Tika reads (issue 24, item 4), each on a file nobody here made: Apache Tika's
 own test documents (its modules' test jars on Maven Central). 7z, cpio and ar archives; lz4 frames and
 zlib streams; WARC and ARC web archives; dBASE tables; Apple binary property lists and Safari
-webarchives; compiled Java classes. Through the MIME decision and the preparators, then a real crawl
+webarchives; compiled Java classes; compiled HTML help (CHM). Through the MIME decision and the preparators, then a real crawl
 whose text ``beamtrawl search`` finds."""
 
 from __future__ import annotations
@@ -32,12 +32,16 @@ FILES = [
     ("apple", "testWEBARCHIVE.webarchive", "application/x-webarchive", "detects and extracts metadata and structured text"),
     ("code", "AutoDetectParser.class", "application/x-java-applet", "public class org.apache.tika.parser.AutoDetectParser"),
     ("code", "AppleSingleFileParser.class", "application/x-java-applet", "private short readThroughNumEntries"),
+    ("microsoft", "testChm.chm", "application/vnd.ms-htmlhelp",
+     "The HTML Help ActiveX control reference provides information about how to use the control"),
+    ("microsoft", "chm/gpedit.CHM", "application/vnd.ms-htmlhelp",
+     "composant logiciel enfichable MMC (Microsoft Management Console)"),
 ]
 
 
 def prepare(module: str, name: str):
     data = tika_test_document(module, name)
-    url = f"file:///tail/{name}"
+    url = f"file:///tail/{name.rsplit('/', 1)[-1]}"
     mimetype = SNIFF(data, url)
     prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, mimetype)
     return prepared, errors, mimetype
@@ -91,11 +95,25 @@ def test_java_class_outline_names_class_and_members():
     assert "public AutoDetectParser();" in prepared.content
 
 
+def test_help_file_contents_are_headlines_in_their_code_page():
+    prepared, _errors, _ = prepare("microsoft", "chm/gpedit.CHM")  # a French help file, its contents in cp1252
+    assert prepared.headlines[0] == "Éditeur d’objets de stratégie de groupe"
+    assert prepared.fields["pages"] == "20"
+
+
+def test_help_file_without_its_helper_program_names_the_package(monkeypatch):
+    from beamtrawl.transforms.preparators import chm
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(chm.PreparationError, match=r"extract_chmLib is not installed \(Debian package libchm-bin\)"):
+        chm.prepare_chm(tika_test_document("microsoft", "testChm.chm"), "file:///a.chm", "", {})
+
+
 def test_damaged_long_tail_files_are_one_failure_each():
     """Cut in half, each is a report line or what was read before the damage, never an exception."""
     for module, name, _mimetype, _phrase in FILES:
         data = tika_test_document(module, name)
-        url = f"file:///tail/{name}"
+        url = f"file:///tail/{name.rsplit('/', 1)[-1]}"
         half = data[: len(data) // 2]
         prepared, errors = Chain(BUILTIN, SNIFF).run(half, url, SNIFF(half, url))
         assert prepared is not None or errors, name
@@ -105,10 +123,10 @@ def test_crawl_finds_the_long_tail_by_search(tmp_path, make_config, crawl, searc
     root = tmp_path / "tail"
     root.mkdir()
     for module, name, _mimetype, _phrase in FILES:
-        (root / name).write_bytes(tika_test_document(module, name))
+        (root / name.rsplit("/", 1)[-1]).write_bytes(tika_test_document(module, name))
     config = make_config(root)
     run = crawl(config)
     assert run.code == 0, (run.stderr, run.report.get("problems"))
     for _module, name, _mimetype, phrase in FILES:
         hits = [hit["url"].rsplit("/", 1)[1] for hit in search(config, f'"{phrase}"')]
-        assert name in hits, (name, phrase, hits)
+        assert name.rsplit("/", 1)[-1] in hits, (name, phrase, hits)

@@ -9,6 +9,7 @@ import re
 from beamtrawl.transforms.preparators import (
     archive,
     audio,
+    chm,
     code,
     dbf,
     epub,
@@ -53,6 +54,7 @@ BUILTIN = (
     PreparatorSpec("man", man.prepare_man, man.MIME_TYPES, priority=10, params=man.DEFAULTS),
     PreparatorSpec("warc", warc.prepare_warc, warc.MIME_TYPES, priority=10,
                    params=warc.DEFAULTS),
+    PreparatorSpec("chm", chm.prepare_chm, chm.MIME_TYPES, priority=10, params=chm.DEFAULTS),
     PreparatorSpec("dbf", dbf.prepare_dbf, dbf.MIME_TYPES, priority=10, params=dbf.DEFAULTS),
     PreparatorSpec("plist", plist.prepare_plist, plist.MIME_TYPES, priority=10),
     PreparatorSpec("java_class", java_class.prepare_class, java_class.MIME_TYPES, priority=10),
