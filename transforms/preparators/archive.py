@@ -19,6 +19,8 @@ import re
 import struct
 import tarfile
 import zipfile
+from collections.abc import Callable
+from typing import NamedTuple
 
 import magic
 from beamtrawl.transforms.preparators import compressed, members
@@ -107,16 +109,36 @@ class _Damaged(Exception):
     """The archive's stream breaks off: the entries before the damage are kept."""
 
 
-def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
-    params = {**dict(DEFAULTS), **params}
-    if compressed.codec_of(data) is not None and not _is_tar(data):  # what the name says decides nothing here
-        return compressed.prepare_compressed(data, url, params)
-    max_entries, budget, max_scan = params["max_entries"], params["max_bytes"], params["max_scan_bytes"]
+class Members(NamedTuple):
+    """What a walk of a container's members found: every name, the text of each member read, the bounds
+    reached and why the walk broke off ("" if it did not)."""
+
+    names: list[str]
+    texts: list[tuple[str, str]]  # (name, text)
+    limits: list[str]
+    damaged: str
+
+    def partial(self, what: str = "archive") -> str:
+        reached = f"{what} read partially: reached {', '.join(self.limits)}" if self.limits else ""
+        return "; ".join(filter(None, (reached, self.damaged)))
+
+
+def _identity(name: str, data: bytes) -> tuple[str, bytes]:
+    return name, data
+
+
+def read_members(entries, url: str, params: dict,
+                 unwrap: Callable[[str, bytes], tuple[str, bytes]] = _identity) -> Members:
+    """Walk ``entries`` ((name, open-function or None), as :func:`_entries` yields them) under the bounds
+    ``params`` holds (``max_entries``, ``max_bytes``): each member's bytes are prepared by their own type
+    as the part ``<url>!/<name>``. The one walk every container uses: archives here, and the documents
+    embedded in Office files and PDFs (``embedded``), whose ``unwrap`` takes a payload out of its OLE
+    wrapper first."""
+    max_entries, budget = params["max_entries"], params["max_bytes"]
     names: list[str] = []
-    texts: list[str] = []
+    texts: list[tuple[str, str]] = []
     limits: list[str] = []  # the bounds reached
     damaged = ""
-    entries = _entries(data, max_scan, budget)
     try:
         for name, opener in entries:
             if len(names) >= max_entries:
@@ -143,21 +165,31 @@ def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepa
                         limits.append(f"max_bytes ({params['max_bytes']})")
             except _READ_ERRORS:  # encrypted, unsupported method, corrupt entry: the name is still known
                 continue
+            whole = head + rest
+            part_name, body = unwrap(name, whole)
+            if body is not whole:
+                kind = magic.from_buffer(body[:_SNIFF], mime=True)
             # Plain text is decoded here; a cut-off file of another format would only fail to prepare.
-            prepared = None if kind == "text/plain" or cut else prepare_nested(head + rest, f"{url}!/{name}")
+            prepared = None if kind == "text/plain" or cut else prepare_nested(body, f"{url}!/{part_name}")
             if prepared is not None:
                 text = prepared.content.strip()
             else:
-                text = decode_text(head + rest).strip() if kind.startswith("text/") else ""
+                text = decode_text(body).strip() if kind.startswith("text/") else ""
             if text:
-                texts.append(f"{name}:\n{text}")
+                texts.append((part_name, text))
     except _ScanLimit:
-        limits.append(f"max_scan_bytes ({max_scan})")
+        limits.append(f"max_scan_bytes ({params['max_scan_bytes']})")
     except _Damaged as err:
         damaged = f"archive damaged after {len(names)} entries ({err})"
-    listing = "\n".join(f"{n}\n{' '.join(_SEPARATORS.sub(' ', n).split())}" for n in names)
-    limits = list(dict.fromkeys(limits))
-    fields = {"entries": str(len(names)), "truncated": "true" if limits or damaged else "false"}
-    partial = "; ".join(filter(None, (f"archive read partially: reached {', '.join(limits)}" if limits else "",
-                                      damaged)))
-    return Prepared(content="\n\n".join(s for s in (listing, *texts) if s), fields=fields, partial=partial)
+    return Members(names, texts, list(dict.fromkeys(limits)), damaged)
+
+
+def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    params = {**dict(DEFAULTS), **params}
+    if compressed.codec_of(data) is not None and not _is_tar(data):  # what the name says decides nothing here
+        return compressed.prepare_compressed(data, url, params)
+    found = read_members(_entries(data, params["max_scan_bytes"], params["max_bytes"]), url, params)
+    listing = "\n".join(f"{n}\n{' '.join(_SEPARATORS.sub(' ', n).split())}" for n in found.names)
+    fields = {"entries": str(len(found.names)), "truncated": "true" if found.limits or found.damaged else "false"}
+    texts = [f"{name}:\n{text}" for name, text in found.texts]
+    return Prepared(content="\n\n".join(s for s in (listing, *texts) if s), fields=fields, partial=found.partial())
