@@ -1,5 +1,5 @@
-"""Compiled Java classes (``.class``): the class's name, its superclass and interfaces, its fields and
-methods with their types, written as a Java declaration outline (Tika's class parser writes the same),
+"""Compiled Java classes (``.class``): the class's package and name, its superclass and interfaces, its
+fields and methods with their types and declared exceptions, written as a Java declaration outline (Tika's class parser writes the same),
 and the source file it was compiled from. Read from the class file's constant pool and member tables
 (JVM specification, chapter 4) with the standard library; the code itself is not decompiled.
 """
@@ -19,6 +19,7 @@ _PRIMITIVES = {"B": "byte", "C": "char", "D": "double", "F": "float", "I": "int"
                "Z": "boolean", "V": "void"}
 _ACCESS = ((0x0001, "public"), (0x0002, "private"), (0x0004, "protected"), (0x0008, "static"),
            (0x0010, "final"), (0x0400, "abstract"))
+_SYNCHRONIZED = 0x0020  # on a method (on a class the same bit is ACC_SUPER, which says nothing)
 
 
 def _modifiers(flags: int) -> str:
@@ -90,11 +91,21 @@ class _ClassFile:
         return out
 
 
-def _method(flags: int, name: str, descriptor: str, owner: str) -> str:
+def _method(flags: int, name: str, descriptor: str, owner: str, throws: list[str]) -> str:
     params, _, result = descriptor[1:].partition(")")
     shown = owner.rsplit(".", 1)[-1] if name == "<init>" else name
     kind = "" if name == "<init>" else f"{_types(result)[0]} " if result else ""
-    return f"{' '.join(filter(None, (_modifiers(flags), kind + shown)))}({', '.join(_types(params))});"
+    modifiers = " ".join(filter(None, (_modifiers(flags), "synchronized" if flags & _SYNCHRONIZED else "")))
+    clause = f" throws {', '.join(throws)}" if throws else ""
+    return f"{' '.join(filter(None, (modifiers, kind + shown)))}({', '.join(_types(params))}){clause};"
+
+
+def _throws(klass: _ClassFile, attributes: list[tuple[str, bytes]]) -> list[str]:
+    """The exceptions a method declares (its Exceptions attribute)."""
+    table = next((value for name, value in attributes if name == "Exceptions" and len(value) >= 2), b"")
+    count = struct.unpack_from(">H", table)[0] if table else 0
+    return [klass.class_name(struct.unpack_from(">H", table, 2 + 2 * i)[0]) for i in range(count)
+            if 2 + 2 * i + 2 <= len(table)]
 
 
 def prepare_class(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
@@ -111,13 +122,15 @@ def prepare_class(data: bytes, url: str, mimetype: str, params: dict) -> Prepare
     head = " ".join(filter(None, (_modifiers(flags & ~0x0020), kind, this,
                                   f"extends {parent}" if parent and parent != "java.lang.Object" else "",
                                   f"implements {', '.join(interfaces)}" if interfaces else "")))
-    lines = [head + " {"]
+    package, _, simple = this.rpartition(".")
+    lines = [f"package {package};"] if package else []
+    lines.append(head + " {")
     lines += [f"    {' '.join(filter(None, (_modifiers(f), _types(d)[0] if d else '', n)))};"
               for f, n, d, _ in fields if not f & 0x1000]  # synthetic members are the compiler's
-    lines += [f"    {_method(f, n, d, this)}" for f, n, d, _ in methods if not f & 0x1000 and n != "<clinit>"]
+    lines += [f"    {_method(f, n, d, this, _throws(klass, a))}" for f, n, d, a in methods
+              if not f & 0x1000 and n != "<clinit>"]
     lines.append("}")
     source = next((v for n, v in attributes if n == "SourceFile" and len(v) == 2), None)
     source_file = klass.utf8(struct.unpack(">H", source)[0]) if source else ""
-    package, _, simple = this.rpartition(".")
     return Prepared(title=this, content="\n".join(lines), headlines=[simple] if simple else [],
                     fields={"java_package": package, "source_file": source_file})

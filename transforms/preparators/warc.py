@@ -3,7 +3,7 @@ Internet Archive ARC, plain or gzip-compressed per record, read by warcio.
 
 Each ``response``, ``resource`` or ``conversion`` record is one captured document: its payload (the HTTP
 body, without the HTTP headers) is prepared by its own type as a part named after the captured URL
-(``…/crawl.warc.gz!/http://example.com/``), and inlined into the archive's document under a title line
+(``…/crawl.warc.gz!/http://example.com/``), its title, metadata and text inlined into the archive's document under a title line
 (the captured URL), each title a headline, as the messages of a mailbox are (``mbox.join_messages``): why
 inlined, see ``outlook``. Requests, metadata and warcinfo records hold no document and are skipped.
 
@@ -73,7 +73,8 @@ def prepare_warc(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
             declared = (record.http_headers.get_header("Content-Type") if record.http_headers else None) \
                 or record.content_type or ""
             prepared = _payload_text(body, f"{url}!/{target}", declared.lower(), cut) if body else None
-            documents.append(Prepared(title=target, content=prepared.content if prepared else ""))
+            text = "\n".join(filter(None, (prepared.title, prepared.metadata, prepared.content))) if prepared else ""
+            documents.append(Prepared(title=target, content=text))
     except (ArchiveLoadFailed, OSError, EOFError, ValueError) as err:
         if not documents:
             raise PreparationError(f"not a readable web archive: {' '.join(str(err).split())}"[:200]) from None
