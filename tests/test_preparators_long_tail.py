@@ -130,3 +130,46 @@ def test_crawl_finds_the_long_tail_by_search(tmp_path, make_config, crawl, searc
     for _module, name, _mimetype, phrase in FILES:
         hits = [hit["url"].rsplit("/", 1)[1] for hit in search(config, f'"{phrase}"')]
         assert name.rsplit("/", 1)[-1] in hits, (name, phrase, hits)
+
+
+def _seven_zip(path, members: dict[str, bytes]) -> None:
+    import py7zr
+
+    with py7zr.SevenZipFile(path, "w") as archive:
+        for name, body in members.items():
+            archive.writestr(body, name)
+
+
+def _ar(path, members: dict[str, bytes], work) -> None:
+    import subprocess
+
+    path.unlink(missing_ok=True)
+    for name, body in members.items():
+        (work / name).write_bytes(body)
+    subprocess.run(["ar", "rc", str(path), *members], cwd=work, check=True)
+
+
+@pytest.mark.parametrize("kind", ["7z", "ar"])
+def test_member_added_changed_and_removed_between_crawls(tmp_path, make_config, crawl, search, kind):
+    """The container's text follows its members: a new member is found, a removed one is no more."""
+    code = {name: tika_test_document("code", name) for name in ("testC.c", "testJAVA.java", "testGROOVY.groovy")}
+    root, work = tmp_path / "tree", tmp_path / "work"
+    root.mkdir()
+    work.mkdir()
+    archive = root / f"members.{kind}"
+
+    def write(members):
+        _seven_zip(archive, members) if kind == "7z" else _ar(archive, members, work)
+
+    def found(query: str) -> list[str]:
+        return [hit["url"].rsplit("/", 1)[1] for hit in search(config, query)]
+
+    write({"testC.c": code["testC.c"], "testJAVA.java": code["testJAVA.java"]})
+    config = make_config(root)
+    assert crawl(config).code == 0
+    assert found('"everyone\'s first program"') == [archive.name] and found('"Apache Tika"') == [archive.name]
+    changed = code["testC.c"].replace(b"Apache Tika!", b"Apache Beam!")
+    write({"testC.c": changed, "testGROOVY.groovy": code["testGROOVY.groovy"]})
+    assert crawl(config).code == 0
+    assert found('"everyone\'s first program"') == [] and found('"Apache Tika"') == []
+    assert found('"commenting out an alternative"') == [archive.name] and found('"Apache Beam"') == [archive.name]
