@@ -1,6 +1,7 @@
 // The peer of bench/tika_compare.py: Apache Tika's AutoDetectParser over a list of files, as tika-app's
 // text mode reads them (BodyContentHandler(-1): no write limit; embedded documents recursed by handing
-// the parser itself to the ParseContext). Usage: java TikaPeer THREADS LIST OUT_DIR DEADLINE_SECONDS.
+// the parser itself to the ParseContext). OCR is off: beamtrawl runs none yet, and Tika would run
+// tesseract on every image when it is installed. Usage: java TikaPeer THREADS LIST OUT_DIR DEADLINE_SECONDS.
 // For line N of LIST it writes OUT_DIR/N.txt (the text) and OUT_DIR/N.type (Tika's Content-Type).
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -16,6 +17,7 @@ import org.apache.tika.metadata.Metadata;
 import org.apache.tika.parser.AutoDetectParser;
 import org.apache.tika.parser.ParseContext;
 import org.apache.tika.parser.Parser;
+import org.apache.tika.parser.ocr.TesseractOCRConfig;
 import org.apache.tika.sax.BodyContentHandler;
 
 public class TikaPeer {
@@ -32,6 +34,9 @@ public class TikaPeer {
                 Metadata metadata = new Metadata();
                 ParseContext context = new ParseContext();
                 context.set(Parser.class, parser);
+                TesseractOCRConfig ocr = new TesseractOCRConfig();
+                ocr.setSkipOcr(true);
+                context.set(TesseractOCRConfig.class, ocr);
                 try (InputStream in = TikaInputStream.get(Paths.get(files.get(n)))) {
                     parser.parse(in, handler, metadata, context);
                 } catch (Throwable failure) {

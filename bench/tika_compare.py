@@ -6,7 +6,8 @@ Run from the repository root (beamtrawl installed, a JDK and Maven on PATH)::
     python bench/tika_compare.py [--corpus real|tika|both] [--workers 2] [--tiny]
 
 The peer is Tika's ``AutoDetectParser`` with ``BodyContentHandler(-1)`` and embedded documents recursed
-(``bench/TikaPeer.java``, ten lines of main): tika-app is not on Maven Central, so
+(``bench/TikaPeer.java``, ten lines of main; OCR skipped, as beamtrawl runs none yet — Tika would run
+tesseract on every image where it is installed): tika-app is not on Maven Central, so
 ``org.apache.tika:tika-parsers-standard-package`` (the pom, without ``com.github.junrar:junrar``) and
 ``tika-core`` are resolved by ``mvn dependency:copy-dependencies`` into ``~/.cache/beamtrawl/tika-peer``.
 It runs with as many threads as beamtrawl has workers.
