@@ -20,9 +20,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import lxml.html
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.helpers import Helper
-from beamtrawl.transforms.preparators.html import prepare_html
 from beamtrawl.transforms.preparators.text import decode_text
 
 MIME_TYPES = ("application/vnd.ms-htmlhelp", "application/x-chm", "application/chm")
@@ -71,6 +71,19 @@ def _contents(root: Path) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(p for p in pages if p)), names
 
 
+def _page_text(body: bytes) -> str:
+    """A help page's visible text. Not the HTML preparator's main-text search: a help file may hold tens of
+    thousands of short pages (Tika's testChm2.chm: 32,000), all of them main text, and lxml alone is
+    twenty times faster."""
+    try:
+        tree = lxml.html.document_fromstring(body)
+    except (lxml.etree.ParserError, ValueError):
+        return ""
+    for element in tree.iter("script", "style", "noscript"):
+        element.drop_tree()
+    return "\n".join(" ".join(line.split()) for line in tree.text_content().splitlines() if line.strip())
+
+
 def prepare_chm(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     params = {**dict(DEFAULTS), **params}
     if not data.startswith(b"ITSF"):
@@ -90,10 +103,7 @@ def prepare_chm(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
                 break
             body = page.read_bytes()[:budget]
             budget -= len(body)
-            try:
-                text = prepare_html(body, f"{url}!/{page.relative_to(root)}", "text/html", {}).content.strip()
-            except PreparationError:  # an empty or broken page costs that page
-                continue
+            text = _page_text(body)
             if text:
                 texts.append(text)
     if not order:
