@@ -93,7 +93,7 @@ def test_crawl_finds_container_by_its_embedded_text(tmp_path, make_config, crawl
              "EmbeddedPDF.docx": ("microsoft", '"embedded as an icon and saved as a pdf"')}
     for name, (module, _query) in files.items():
         (root / name).write_bytes(tika_test_document(module, name))
-    config = make_config(root)
+    config = make_config(root, preparation={"timeout": 600})  # a 2.3 MB PDF and its Word file, on a busy machine
     run = crawl(config)
     assert run.code == 0, (run.stderr, run.report.get("problems"))
     for name, (_module, query) in files.items():
