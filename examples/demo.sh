@@ -2,9 +2,9 @@
 # Install beamtrawl, crawl the bundled example corpus into the embedded index, and search it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# libmagic types documents; mandoc is the helper program the man-page preparator uses
-if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v mandoc >/dev/null; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 mandoc
+# libmagic types documents; mandoc and extract_chmLib (libchm-bin) are the helper programs built-in preparators use
+if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v mandoc >/dev/null || ! command -v extract_chmLib >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 mandoc libchm-bin
 fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)
 python -m pip install --quiet --disable-pip-version-check -e .

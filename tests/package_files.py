@@ -2,7 +2,7 @@
 
 Every package a test reads is named here, once: the Debian packages in DEBIAN_PACKAGES, the Maven
 ``-sources.jar`` artifacts (Java source that no Debian package ships in small) in MAVEN_SOURCES, Apache
-Tika's own test documents (its modules' ``-tests.jar``) in TIKA_MODULES, and format libraries' source
+Tika's own test documents (its modules' ``-tests.jar``) in TIKA_MODULES (and Tika itself, for bench/tika_compare.py), and format libraries' source
 distributions on PyPI (their test files) in SDISTS. ``tests/run.sh`` fetches them all before pytest starts
 (``python -m tests.package_files``): each Debian package with ``apt-get download``, unpacked with
 ``dpkg-deb -x`` into ``~/.cache/beamtrawl/debs``; each artifact with ``mvn dependency:get`` into Maven's own
@@ -45,7 +45,7 @@ DEBIAN_PACKAGES = (
 )
 MAVEN_SOURCES = (("commons-cli", "commons-cli", "1.5.0"),)
 TIKA = "3.3.1"  # the Tika whose test documents the tests read
-TIKA_MODULES = ("microsoft", "pdf")  # org.apache.tika:tika-parser-<module>-module:TIKA:jar:tests
+TIKA_MODULES = ("microsoft", "pdf", "pkg", "apple", "code", "miscoffice", "webarchive")  # org.apache.tika:tika-parser-<module>-module:TIKA:jar:tests
 SDIST_CACHE = Path.home() / ".cache" / "beamtrawl" / "sdists"
 SDISTS = (("perceval", "1.6.1"), ("HyperKitty", "1.3.12"))
 
@@ -189,6 +189,8 @@ def fetch() -> None:
         if _sdist(project, version) is None:
             subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
                             "-d", str(SDIST_CACHE), f"{project}=={version}"], check=True)
+    # Apache Tika itself, the peer of bench/tika_compare.py (its --tiny mode is a test)
+    subprocess.run([sys.executable, str(ROOT / "bench" / "tika_compare.py"), "--fetch"], check=True)
     wheels = _wheelhouse()
     if not (wheels / ".complete").exists():
         subprocess.run([_wheel_builder(), "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check",

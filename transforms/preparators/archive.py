@@ -1,4 +1,4 @@
-"""ZIP/JAR and TAR archives (plain or compressed with gzip, bzip2, xz or zstd): entry names (with their parts split into words, as
+"""ZIP/JAR, TAR (plain or compressed with gzip, bzip2, xz or zstd), 7z, cpio and ar archives: entry names (with their parts split into words, as
 regain indexed them), then the text of each entry: plain text decoded here, any other format prepared
 with the same configured preparators as a document (a PDF in a ZIP by the PDF preparator).
 
@@ -16,16 +16,20 @@ from __future__ import annotations
 
 import io
 import re
+import struct
 import tarfile
 import zipfile
+from collections.abc import Callable
+from typing import NamedTuple
 
 import magic
-from beamtrawl.transforms.preparators import compressed
+from beamtrawl.transforms.preparators import compressed, members
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.chain import prepare_nested
 from beamtrawl.transforms.preparators.text import decode_text
 
 MIME_TYPES = ("application/zip", "application/java-archive", "application/x-tar", "application/x-gtar",
+              *members.MIME_TYPES,
               "application/vnd.ms-excel.sheet.binary.macroenabled.12",  # an XLSB calamine cannot read: its parts
               *compressed.TAR_MIME_TYPES, *compressed.MIME_TYPES)
 MiB = compressed.MiB
@@ -37,8 +41,20 @@ _SEPARATORS = re.compile(r"[/._-]")
 _READ_ERRORS = (*compressed.ERRORS, RuntimeError, NotImplementedError, zipfile.BadZipFile, tarfile.TarError)
 
 
-def _entries(data: bytes, max_scan: int):
+def _entries(data: bytes, max_scan: int, max_bytes: int):
     """(name, open-function or None for non-files) for each entry, in archive order."""
+    kind = members.kind_of(data)
+    if kind is not None:
+        try:
+            if kind == "7z":
+                yield from members.seven_zip_entries(data, max_bytes, max_scan)
+            else:
+                yield from (members.cpio_entries if kind == "cpio" else members.ar_entries)(data)
+        except members.ScanLimit:
+            raise _ScanLimit from None
+        except (PreparationError, ValueError, struct.error) as err:
+            raise _Damaged(str(err)) from None
+        return
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
@@ -66,10 +82,11 @@ def _entries(data: bytes, max_scan: int):
 
 
 def _open_tar(data: bytes) -> tarfile.TarFile:
-    """tarfile reads gzip, bzip2 and xz itself; zstd (not before Python 3.14) is read as a stream, which
+    """tarfile reads gzip, bzip2 and xz itself; zstd (not before Python 3.14), lz4 and zlib are read as a stream, which
     suits the walk: each entry is read when it is reached."""
-    if data.startswith(compressed.ZSTD.magic):
-        return tarfile.open(fileobj=compressed.ZSTD.reader(io.BytesIO(data)), mode="r|")
+    codec = compressed.codec_of(data)
+    if codec in compressed.STREAMED:
+        return tarfile.open(fileobj=codec.reader(io.BytesIO(data)), mode="r|")
     return tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
 
 
@@ -92,16 +109,36 @@ class _Damaged(Exception):
     """The archive's stream breaks off: the entries before the damage are kept."""
 
 
-def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
-    params = {**dict(DEFAULTS), **params}
-    if compressed.codec_of(data) is not None and not _is_tar(data):  # what the name says decides nothing here
-        return compressed.prepare_compressed(data, url, params)
-    max_entries, budget, max_scan = params["max_entries"], params["max_bytes"], params["max_scan_bytes"]
+class Members(NamedTuple):
+    """What a walk of a container's members found: every name, the text of each member read, the bounds
+    reached and why the walk broke off ("" if it did not)."""
+
+    names: list[str]
+    texts: list[tuple[str, str]]  # (name, text)
+    limits: list[str]
+    damaged: str
+
+    def partial(self, what: str = "archive") -> str:
+        reached = f"{what} read partially: reached {', '.join(self.limits)}" if self.limits else ""
+        return "; ".join(filter(None, (reached, self.damaged)))
+
+
+def _identity(name: str, data: bytes) -> tuple[str, bytes]:
+    return name, data
+
+
+def read_members(entries, url: str, params: dict,
+                 unwrap: Callable[[str, bytes], tuple[str, bytes]] = _identity) -> Members:
+    """Walk ``entries`` ((name, open-function or None), as :func:`_entries` yields them) under the bounds
+    ``params`` holds (``max_entries``, ``max_bytes``): each member's bytes are prepared by their own type
+    as the part ``<url>!/<name>``. The one walk every container uses: archives here, and the documents
+    embedded in Office files and PDFs (``embedded``), whose ``unwrap`` takes a payload out of its OLE
+    wrapper first."""
+    max_entries, budget = params["max_entries"], params["max_bytes"]
     names: list[str] = []
-    texts: list[str] = []
+    texts: list[tuple[str, str]] = []
     limits: list[str] = []  # the bounds reached
     damaged = ""
-    entries = _entries(data, max_scan)
     try:
         for name, opener in entries:
             if len(names) >= max_entries:
@@ -128,21 +165,31 @@ def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepa
                         limits.append(f"max_bytes ({params['max_bytes']})")
             except _READ_ERRORS:  # encrypted, unsupported method, corrupt entry: the name is still known
                 continue
+            whole = head + rest
+            part_name, body = unwrap(name, whole)
+            if body is not whole:
+                kind = magic.from_buffer(body[:_SNIFF], mime=True)
             # Plain text is decoded here; a cut-off file of another format would only fail to prepare.
-            prepared = None if kind == "text/plain" or cut else prepare_nested(head + rest, f"{url}!/{name}")
+            prepared = None if kind == "text/plain" or cut else prepare_nested(body, f"{url}!/{part_name}")
             if prepared is not None:
                 text = prepared.content.strip()
             else:
-                text = decode_text(head + rest).strip() if kind.startswith("text/") else ""
+                text = decode_text(body).strip() if kind.startswith("text/") else ""
             if text:
-                texts.append(f"{name}:\n{text}")
+                texts.append((part_name, text))
     except _ScanLimit:
-        limits.append(f"max_scan_bytes ({max_scan})")
+        limits.append(f"max_scan_bytes ({params['max_scan_bytes']})")
     except _Damaged as err:
         damaged = f"archive damaged after {len(names)} entries ({err})"
-    listing = "\n".join(f"{n}\n{' '.join(_SEPARATORS.sub(' ', n).split())}" for n in names)
-    limits = list(dict.fromkeys(limits))
-    fields = {"entries": str(len(names)), "truncated": "true" if limits or damaged else "false"}
-    partial = "; ".join(filter(None, (f"archive read partially: reached {', '.join(limits)}" if limits else "",
-                                      damaged)))
-    return Prepared(content="\n\n".join(s for s in (listing, *texts) if s), fields=fields, partial=partial)
+    return Members(names, texts, list(dict.fromkeys(limits)), damaged)
+
+
+def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    params = {**dict(DEFAULTS), **params}
+    if compressed.codec_of(data) is not None and not _is_tar(data):  # what the name says decides nothing here
+        return compressed.prepare_compressed(data, url, params)
+    found = read_members(_entries(data, params["max_scan_bytes"], params["max_bytes"]), url, params)
+    listing = "\n".join(f"{n}\n{' '.join(_SEPARATORS.sub(' ', n).split())}" for n in found.names)
+    fields = {"entries": str(len(found.names)), "truncated": "true" if found.limits or found.damaged else "false"}
+    texts = [f"{name}:\n{text}" for name, text in found.texts]
+    return Prepared(content="\n\n".join(s for s in (listing, *texts) if s), fields=fields, partial=found.partial())

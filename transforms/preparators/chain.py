@@ -60,16 +60,18 @@ class Chain:
 _CONTEXT: contextvars.ContextVar[Chain | None] = contextvars.ContextVar("beamtrawl_prepare", default=None)
 
 
-def prepare_part(data: bytes, url: str, text_only: bool = False) -> tuple[Prepared | None, list[str], str]:
+def prepare_part(data: bytes, url: str, text_only: bool = False,
+                 declared: str = "") -> tuple[Prepared | None, list[str], str]:
     """Prepare a part of the document being prepared (``url`` names the part, e.g. ``…/a.zip!/b.pdf``)
     with the configured preparators: (the result or None, the preparators' failures, the part's MIME type).
     None without failures when no preparator reads its type, nesting is too deep, or ``text_only`` and it
     is not text. Called outside a preparation (a preparator tested on its own), it prepares nothing and
-    knows no type."""
+    knows no type. ``declared``: the type the container states for the part, which is taken instead of
+    sniffing (a web archive's HTTP Content-Type: a web page's type is not sniffed when crawled either)."""
     context = _CONTEXT.get()
     if context is None:
-        return None, [], ""
-    mimetype = context.sniff(data, url)
+        return None, [], declared
+    mimetype = declared or context.sniff(data, url)
     if not data or context.depth >= MAX_NESTING or (text_only and not mimetype.startswith("text/")):
         return None, [], mimetype
     prepared, errors = replace(context, depth=context.depth + 1).run(data, url, mimetype)

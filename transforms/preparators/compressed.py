@@ -1,4 +1,4 @@
-"""Single compressed files (gzip, bzip2, xz, zstd): a changelog.Debian.gz, a man page ls.1.gz, a
+"""Single compressed files (gzip, bzip2, xz, zstd, lz4 frames, zlib streams): a changelog.Debian.gz, a man page ls.1.gz, a
 NEWS.bz2. The file inside is decompressed in memory and prepared by its own type, as if it lay beside
 its outer file under its name without the suffix; the document keeps the outer URL and says the inner
 type in its ``inner_mimetype`` field.
@@ -30,11 +30,42 @@ from beamtrawl.transforms.preparators.text import decode_text
 MiB = 1024 * 1024
 RATIO_FREE = MiB  # output below this is not held to max_ratio: small files of repeated lines compress far better
 _CHUNK = 64 * 1024
-ERRORS = (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, zstandard.ZstdError)  # what damaged streams raise
+ERRORS = (OSError, EOFError, ValueError, RuntimeError, zlib.error, lzma.LZMAError, zstandard.ZstdError)  # what damaged streams raise
 
 
 def _zstd_reader(raw: io.BytesIO):
     return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+
+
+def _lz4_reader(raw: io.BytesIO):
+    import lz4.frame
+
+    return lz4.frame.LZ4FrameFile(raw)
+
+
+class _ZlibReader(io.RawIOBase):
+    """A zlib stream (RFC 1950, as Java's DeflaterOutputStream and PDF/PNG internals write it), read in chunks."""
+
+    def __init__(self, raw: io.BytesIO):
+        self.raw, self.inflater = raw, zlib.decompressobj()
+
+    def read1(self, size: int = -1) -> bytes:
+        out = b""
+        while not out and not self.inflater.eof:
+            chunk = self.inflater.unconsumed_tail or self.raw.read(_CHUNK)
+            if not chunk:
+                raise EOFError("the zlib stream ends early")
+            out = self.inflater.decompress(chunk, max(size, 0))
+        return out
+
+    def read(self, size: int = -1) -> bytes:
+        out = bytearray()
+        while (size < 0 or len(out) < size) and not (self.inflater.eof and not self.inflater.unconsumed_tail):
+            out += self.read1(_CHUNK if size < 0 else size - len(out))
+        return bytes(out)
+
+    def readable(self) -> bool:
+        return True
 
 
 class Codec(NamedTuple):
@@ -58,17 +89,36 @@ CODECS = (
           (".tar.xz", ".txz"), lzma.LZMAFile),
     Codec("zstd", b"\x28\xb5\x2f\xfd", "application/zstd", "application/x-zstd-compressed-tar", (".zst",),
           (".tar.zst", ".tzst"), _zstd_reader),
+    Codec("lz4", b"\x04\x22\x4d\x18", "application/x-lz4", "application/x-lz4-compressed-tar", (".lz4",),
+          (".tar.lz4",), _lz4_reader),
+    # a zlib stream has no magic of its own: a first byte 0x78 (deflate, 32 KiB window), checked by _zlib_start
+    Codec("zlib", b"\x78", "application/zlib", "application/zlib", (".zlib", ".z"), (), _ZlibReader),
 )
-GZIP, BZIP2, XZ, ZSTD = CODECS
+GZIP, BZIP2, XZ, ZSTD, LZ4, ZLIB = CODECS
+STREAMED = (ZSTD, LZ4, ZLIB)  # tarfile does not know them: a TAR inside is walked as a stream
 # older names servers still send as Content-Type (a web page's type is not sniffed)
 _ALIASES = ("application/x-gzip", "application/x-bzip", "application/x-zstd", "application/x-compressed")
 MIME_TYPES = (*(c.mimetype for c in CODECS), *_ALIASES)
 TAR_MIME_TYPES = tuple(c.tar_mimetype for c in CODECS)
 
 
+def _zlib_start(data: bytes) -> bool:
+    """Whether bytes begin as a zlib stream: its header's check bits hold, and the first bytes inflate
+    (text beginning ``x^`` has a valid header by chance, but does not inflate)."""
+    if len(data) < 8 or (data[0] * 256 + data[1]) % 31 or data[1] & 0x20:  # no preset dictionary
+        return False
+    try:
+        inflater = zlib.decompressobj()
+        inflater.decompress(data[:512], 64)
+    except zlib.error:
+        return False
+    return True
+
+
 def codec_of(data: bytes) -> Codec | None:
     """The compression format the bytes begin with, if any."""
-    return next((c for c in CODECS if data.startswith(c.magic)), None)
+    codec = next((c for c in CODECS if data.startswith(c.magic)), None)
+    return None if codec is ZLIB and not _zlib_start(data) else codec
 
 
 def compressed_type(data: bytes, name: str) -> str | None:
@@ -125,7 +175,7 @@ def prepare_compressed(data: bytes, url: str, params: dict) -> Prepared:
     """``params``: the archive preparator's (``max_bytes``, ``max_ratio``)."""
     codec = codec_of(data)
     if codec is None:
-        raise PreparationError("not a gzip, bzip2, xz or zstd file")
+        raise PreparationError("not a gzip, bzip2, xz, zstd, lz4 or zlib file")
     inner, stopped = decompress(data, codec, params["max_bytes"], params["max_ratio"])
     part_url = f"{url}!/{inner_name(url, codec)}"
     prepared, errors, mimetype = prepare_part(inner, part_url, text_only=bool(stopped))

@@ -1,5 +1,6 @@
-"""HTML and XHTML: trafilatura finds the main text and title; h1–h6 become headlines; links are kept
-with their text for the web source.
+"""HTML and XHTML: trafilatura finds the main text and title; h1–h6 become headlines; the description
+(``<meta name="description">``, which Tika reads too) is the metadata; links are kept with their text for
+the web source.
 
 Page furniture is dropped before the text and headlines are taken (links are taken before, since the
 crawler follows navigation): navigation, search boxes, the page's own header and footer, sidebars
@@ -14,6 +15,8 @@ import lxml.html
 import trafilatura
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from trafilatura.utils import load_html
+
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 keeps the page's description as its metadata
 
 _SKIP_LINKS = ("mailto:", "javascript:", "tel:", "data:")
 _FURNITURE_TAGS = frozenset({"nav", "script", "style", "noscript", "template"})
@@ -59,6 +62,7 @@ def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
             raise PreparationError(f"not parseable as HTML: {err}") from None
     title_element = tree.find(".//title")
     title = _text(title_element) if title_element is not None else ""
+    description = " ".join(" ".join(tree.xpath("//meta[@name='description' or @name='Description']/@content")).split())
     base = urljoin(url, next(iter(tree.xpath("//base/@href")), ""))
     links = []
     for anchor in tree.iter("a", "frame", "iframe"):
@@ -74,7 +78,7 @@ def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
     if not content.strip():  # too short for trafilatura's main-text heuristics: take all visible text
         body = tree.find(".//body")
         content = _text(body if body is not None else tree)
-    return Prepared(title=title, content=content, headlines=headlines, links=links,
+    return Prepared(title=title, content=content, headlines=headlines, links=links, metadata=description,
                     partial=_unread(tree, content) if len(data) > _LARGE_PAGE else "")
 
 

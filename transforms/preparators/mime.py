@@ -18,7 +18,8 @@ a millisecond, more than the rest of its preparation. Text named like a manual p
 ``Carp.3pm``) that begins like roff is a manual page. Text that magic calls plain or HTML but that
 begins with a mail's header block is a mail (message/rfc822), or an mbox when an mbox separator line comes
 first (:func:`mail_type`); an OLE2 file with Outlook's property stream is a .msg, a file beginning ``!BDN``
-an Outlook .pst/.ost. Text whose first element is an XML root element
+an Outlook .pst/.ost; one beginning ``bplist00`` a binary property list, or a Safari webarchive when it holds a
+main resource; gzip bytes named ``.warc.gz``/``.arc.gz`` a web archive. Text whose first element is an XML root element
 (after any declaration, comments or DOCTYPE) is XML even without ``<?xml``: ``html`` makes it HTML.
 """
 
@@ -35,6 +36,7 @@ import magic
 import olefile
 from beamtrawl.transforms.preparators import office
 from beamtrawl.transforms.preparators.compressed import compressed_type
+from beamtrawl.transforms.preparators.plist import plist_type
 from beamtrawl.transforms.urls import extension, file_name
 
 SNIFF_BYTES = 64 * 1024
@@ -214,6 +216,12 @@ class MimeSniffer:
             return ole_container_type(data) or self._magic.from_buffer(sample)
         if data.startswith(_PST_MAGIC):
             return "application/vnd.ms-outlook-pst"
+        listed = plist_type(data, file_name(url))  # libmagic: application/octet-stream
+        if listed is not None:
+            return listed
+        archived = _web_archive_type(data, file_name(url))
+        if archived is not None:
+            return archived
         packed = compressed_type(data, file_name(url))
         if packed is not None:
             return packed
@@ -228,6 +236,16 @@ class MimeSniffer:
             if detected in ("text/plain", "text/html", "application/mbox") and _MAIL_START.match(data):
                 detected = mail_type(data) or detected
         return _by_extension(detected, url)
+
+
+def _web_archive_type(data: bytes, name: str) -> str | None:
+    """A gzip-compressed WARC or ARC (``.warc.gz``, ``.arc.gz``: each record a gzip member) is a web archive,
+    read record by record by warcio, not a single compressed file cut at the archive preparator's bounds."""
+    if not data.startswith(b"\x1f\x8b"):
+        return None
+    lowered = name.lower()
+    return "application/warc" if lowered.endswith(".warc.gz") else \
+        "application/x-ia-arc" if lowered.endswith(".arc.gz") else None
 
 
 def _by_extension(mimetype: str, url: str) -> str:

@@ -13,6 +13,7 @@ import re
 import zipfile
 import zlib
 
+from beamtrawl.transforms.preparators import embedded
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import ParseError, fromstring
@@ -26,8 +27,11 @@ MIME_TYPES = (
     "application/vnd.oasis.opendocument.presentation-template",
     "application/vnd.oasis.opendocument.graphics",
     "application/vnd.oasis.opendocument.graphics-template",
+    "application/vnd.oasis.opendocument.chart",  # an embedded object's own package (embedded)
+    "application/vnd.oasis.opendocument.formula",
 )
-REVISION = 1  # part of the preparation fingerprint (base.py): 1 reads styles.xml and styles-only packages
+REVISION = 2  # part of the preparation fingerprint (base.py): 1 reads styles.xml and styles-only packages; 2 inlines
+# embedded objects (embedded)
 _PARTS = ("content.xml", "styles.xml", "meta.xml")  # a package holding none of them is not a document
 
 _NS = {
@@ -170,10 +174,12 @@ def prepare_odf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
             if "styles.xml" in names:
                 _master_pages(archive.read("styles.xml"), lines)
             title, metadata = _meta(archive.read("meta.xml")) if "meta.xml" in names else ("", "")
+            content = "\n".join(line for line in lines if line)
+            prepared = Prepared(title=title, content=content, headlines=headlines, metadata=metadata)
+            return embedded.inline(prepared, embedded.odf_parts(archive), url)
     except (zipfile.BadZipFile, zlib.error, KeyError, ValueError, EOFError, ParseError, DefusedXmlException) as err:
         raise PreparationError(f"not readable as OpenDocument: {type(err).__name__}: {err}"[:200]) from None
-    content = "\n".join(line for line in lines if line)
-    return Prepared(title=title, content=content, headlines=headlines, metadata=metadata)
+
 
 
 def _check_package(archive: zipfile.ZipFile, names: set[str]) -> None:

@@ -3,7 +3,8 @@ and python-pptx; a Word document's headers, footers, footnotes, endnotes and com
 notes and comments count as its text, as Tika reads them. The parts inside the
 ZIP, not the MIME type, say which kind it is. (libmagic names some of these files only "Microsoft OOXML",
 application/octet-stream, depending on the order of the archive's members; ``mime.MimeSniffer`` names
-them from their parts, so this preparator need not accept every unknown binary.)"""
+them from their parts, so this preparator need not accept every unknown binary.) Embedded files, OLE objects
+and altChunk parts are prepared by their own type and inlined (``embedded``)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ import re
 import zipfile
 import zlib
 
+from beamtrawl.transforms.preparators import embedded
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.cell_format import displayed
 
-REVISION = 2  # part of the preparation fingerprint (base.py): 1 reads every row of a sheet, whatever it declares,
+REVISION = 3  # part of the preparation fingerprint (base.py): 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
@@ -298,6 +300,7 @@ def prepare_ooxml(data: bytes, url: str, mimetype: str, params: dict) -> Prepare
         read = next((read for part, read in _KINDS.items() if part in names), None)
         if read is None:
             raise PreparationError("not an Office Open XML document")
-        return read(_as_plain(data))
+        prepared = read(_as_plain(data))
     except (zipfile.BadZipFile, zlib.error, KeyError, ValueError, SyntaxError) as err:
         raise PreparationError(f"not readable as Office Open XML: {type(err).__name__}: {err}"[:200]) from None
+    return embedded.inline(prepared, embedded.ooxml_parts(zipfile.ZipFile(io.BytesIO(data))), url)

@@ -1,0 +1,175 @@
+"""The long tail of formats Tika reads (issue 24, item 4), each on a file nobody here made: Apache Tika's
+own test documents (its modules' test jars on Maven Central). 7z, cpio and ar archives; lz4 frames and
+zlib streams; WARC and ARC web archives; dBASE tables; Apple binary property lists and Safari
+webarchives; compiled Java classes; compiled HTML help (CHM). Through the MIME decision and the preparators, then a real crawl
+whose text ``beamtrawl search`` finds."""
+
+from __future__ import annotations
+
+import pytest
+from beamtrawl.transforms.preparators import BUILTIN, Chain
+from beamtrawl.transforms.preparators.mime import MimeSniffer
+
+from tests.package_files import tika_test_document
+
+SNIFF = MimeSniffer()
+# (Tika module, file, the type it is given, a phrase its text holds)
+FILES = [
+    ("pkg", "test-documents.7z", "application/x-7z-compressed", "Sample Excel Worksheet - Numbers and their Squares"),
+    ("pkg", "test-documents.cpio", "application/x-cpio", "Sample Excel Worksheet - Numbers and their Squares"),
+    ("pkg", "testARofText.ar", "application/x-archive", "Test d'indexation de Txt"),
+    ("pkg", "testLZ4-framed.lz4", "application/x-lz4", "qwertyuiop"),
+    ("pkg", "testTXT.zlib", "application/zlib", "Test d'indexation de Txt"),
+    ("pkg", "testTXT.zlib0", "application/zlib", "Test d'indexation de Txt"),
+    ("webarchive", "testWARC_multiple.warc", "application/warc", "1850 Slave Schedules to the 1850 Census"),
+    ("webarchive", "testWARC_multiple.warc.gz", "application/warc", "1850 Slave Schedules to the 1850 Census"),
+    ("webarchive", "cc.warc.gz", "application/warc", "open repository of web crawl data"),
+    ("webarchive", "example.arc.gz", "application/x-ia-arc", "illustrative examples in documents"),
+    ("webarchive", "testARC.arc", "application/x-ia-arc", "Apache/1.3.28 Server at www.uq.edu.au"),
+    ("miscoffice", "testDBF.dbf", "application/x-dbf", "of march hath perced"),
+    ("miscoffice", "testDBF_gb18030.dbf", "application/x-dbf", "虽然该指令经过重新发布"),
+    ("apple", "testBPList.bplist", "application/x-bplist", "Music Folder: file://localhost/Users/nrajlich/Music"),
+    ("apple", "testWEBARCHIVE.webarchive", "application/x-webarchive", "detects and extracts metadata and structured text"),
+    ("code", "AutoDetectParser.class", "application/x-java-applet", "public class org.apache.tika.parser.AutoDetectParser"),
+    ("code", "AppleSingleFileParser.class", "application/x-java-applet", "private short readThroughNumEntries"),
+    ("microsoft", "testChm.chm", "application/vnd.ms-htmlhelp",
+     "The HTML Help ActiveX control reference provides information about how to use the control"),
+    ("microsoft", "chm/gpedit.CHM", "application/vnd.ms-htmlhelp",
+     "composant logiciel enfichable MMC (Microsoft Management Console)"),
+]
+
+
+def prepare(module: str, name: str):
+    data = tika_test_document(module, name)
+    url = f"file:///tail/{name.rsplit('/', 1)[-1]}"
+    mimetype = SNIFF(data, url)
+    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, mimetype)
+    return prepared, errors, mimetype
+
+
+@pytest.mark.parametrize("module, name, mimetype, phrase", FILES, ids=[f[1] for f in FILES])
+def test_long_tail_file_is_typed_and_read(module, name, mimetype, phrase):
+    prepared, errors, typed = prepare(module, name)
+    assert (errors, typed) == ([], mimetype)
+    assert prepared is not None and not prepared.partial
+    assert phrase in " ".join(prepared.content.split())
+
+
+def test_archive_members_are_prepared_by_their_own_type():
+    """The 7z's and the cpio's Word, Excel, PDF, ODF and RTF files are read, not only named."""
+    for name in ("test-documents.7z", "test-documents.cpio"):
+        prepared, _errors, _ = prepare("pkg", name)
+        assert prepared.fields == {"entries": "9", "truncated": "false"}
+        for member in ("testWORD.doc", "testPDF.pdf", "testOpenOffice2.odt", "testRTF.rtf"):
+            assert f"test-documents/{member}:\n" in prepared.content, (name, member)
+
+
+def test_archive_bounds_hold_for_7z_and_cpio():
+    """max_bytes keeps what fits and says it was reached, as for a ZIP."""
+    from beamtrawl.transforms.preparators import archive
+
+    for name in ("test-documents.7z", "test-documents.cpio"):
+        prepared = archive.prepare_archive(tika_test_document("pkg", name), f"file:///{name}", "", {"max_bytes": 20000})
+        assert prepared.fields["truncated"] == "true" and "max_bytes (20000)" in prepared.partial
+        assert "test-documents/testXML.xml" in prepared.content  # every name is still listed
+
+
+def test_warc_records_are_headlines_and_each_is_read_by_its_type():
+    prepared, _errors, _ = prepare("webarchive", "testWARC_multiple.warc.gz")
+    assert prepared.headlines == ["https://russellvets.org/",
+                                  "https://russellvets.org/images/signatures/kendrick_joseph_b.jpg"]
+    assert prepared.fields["records"] == "2" and "<html" not in prepared.content.lower()
+
+
+def test_webarchive_title_is_its_page_and_its_subresources_are_named():
+    prepared, _errors, _ = prepare("apple", "testWEBARCHIVE.webarchive")
+    assert prepared.title == "Apache Tika - Apache Tika" and prepared.fields["page_url"] == "http://tika.apache.org/"
+    assert ".png" in prepared.content
+
+
+def test_java_class_outline_names_class_and_members():
+    prepared, _errors, _ = prepare("code", "AutoDetectParser.class")
+    assert prepared.title == "org.apache.tika.parser.AutoDetectParser"
+    assert prepared.fields == {"java_package": "org.apache.tika.parser", "source_file": "AutoDetectParser.java"}
+    assert "extends org.apache.tika.parser.CompositeParser" in prepared.content
+    assert "public AutoDetectParser();" in prepared.content
+
+
+def test_help_file_contents_are_headlines_in_their_code_page():
+    prepared, _errors, _ = prepare("microsoft", "chm/gpedit.CHM")  # a French help file, its contents in cp1252
+    assert prepared.headlines[0] == "Éditeur d’objets de stratégie de groupe"
+    assert prepared.fields["pages"] == "20"
+
+
+def test_help_file_without_its_helper_program_names_the_package(monkeypatch):
+    from beamtrawl.transforms.preparators import chm
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(chm.PreparationError, match=r"extract_chmLib is not installed \(Debian package libchm-bin\)"):
+        chm.prepare_chm(tika_test_document("microsoft", "testChm.chm"), "file:///a.chm", "", {})
+
+
+def test_damaged_long_tail_files_are_one_failure_each():
+    """Cut in half, each is a report line or what was read before the damage, never an exception."""
+    for module, name, _mimetype, _phrase in FILES:
+        data = tika_test_document(module, name)
+        url = f"file:///tail/{name.rsplit('/', 1)[-1]}"
+        half = data[: len(data) // 2]
+        prepared, errors = Chain(BUILTIN, SNIFF).run(half, url, SNIFF(half, url))
+        assert prepared is not None or errors, name
+
+
+def test_crawl_finds_the_long_tail_by_search(tmp_path, make_config, crawl, search):
+    root = tmp_path / "tail"
+    root.mkdir()
+    for module, name, _mimetype, _phrase in FILES:
+        (root / name.rsplit("/", 1)[-1]).write_bytes(tika_test_document(module, name))
+    config = make_config(root)
+    run = crawl(config)
+    assert run.code == 0, (run.stderr, run.report.get("problems"))
+    for _module, name, _mimetype, phrase in FILES:
+        hits = [hit["url"].rsplit("/", 1)[1] for hit in search(config, f'"{phrase}"')]
+        assert name.rsplit("/", 1)[-1] in hits, (name, phrase, hits)
+
+
+def _seven_zip(path, members: dict[str, bytes]) -> None:
+    import py7zr
+
+    with py7zr.SevenZipFile(path, "w") as archive:
+        for name, body in members.items():
+            archive.writestr(body, name)
+
+
+def _ar(path, members: dict[str, bytes], work) -> None:
+    import subprocess
+
+    path.unlink(missing_ok=True)
+    for name, body in members.items():
+        (work / name).write_bytes(body)
+    subprocess.run(["ar", "rc", str(path), *members], cwd=work, check=True)
+
+
+@pytest.mark.parametrize("kind", ["7z", "ar"])
+def test_member_added_changed_and_removed_between_crawls(tmp_path, make_config, crawl, search, kind):
+    """The container's text follows its members: a new member is found, a removed one is no more."""
+    code = {name: tika_test_document("code", name) for name in ("testC.c", "testJAVA.java", "testGROOVY.groovy")}
+    root, work = tmp_path / "tree", tmp_path / "work"
+    root.mkdir()
+    work.mkdir()
+    archive = root / f"members.{kind}"
+
+    def write(members):
+        _seven_zip(archive, members) if kind == "7z" else _ar(archive, members, work)
+
+    def found(query: str) -> list[str]:
+        return [hit["url"].rsplit("/", 1)[1] for hit in search(config, query)]
+
+    write({"testC.c": code["testC.c"], "testJAVA.java": code["testJAVA.java"]})
+    config = make_config(root)
+    assert crawl(config).code == 0
+    assert found('"everyone\'s first program"') == [archive.name] and found('"Apache Tika"') == [archive.name]
+    changed = code["testC.c"].replace(b"Apache Tika!", b"Apache Beam!")
+    write({"testC.c": changed, "testGROOVY.groovy": code["testGROOVY.groovy"]})
+    assert crawl(config).code == 0
+    assert found('"everyone\'s first program"') == [] and found('"Apache Tika"') == []
+    assert found('"commenting out an alternative"') == [archive.name] and found('"Apache Beam"') == [archive.name]

@@ -1,0 +1,33 @@
+"""The peer benchmark against Apache Tika (bench/tika_compare.py) runs: its --tiny mode, on six of Tika's
+test documents, with Tika resolved from Maven Central by tests/package_files.py (no figure is asserted)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+
+import tika_compare
+
+
+def test_word_share_counts_distinct_words_of_tika_found_in_ours():
+    assert tika_compare.share("The cat, the CAT and a dog", "a cat") == pytest.approx(2 / 5)  # the, cat, and, a, dog
+    assert tika_compare.share("", "anything") == 1.0
+    assert not tika_compare.read("x" * 49) and tika_compare.read("x" * 50)
+
+
+def test_tiny_comparison_prints_every_type_and_both_rates():
+    if not tika_compare.fetched():
+        pytest.fail("Tika is not fetched: run python -m tests.package_files (tests/run.sh does)")
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "tika_compare.py"), "--tiny"], capture_output=True,
+                          text=True, timeout=900, cwd=REPO, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for kind in ("application/pdf", "application/x-7z-compressed", "application/warc", "application/x-java-applet"):
+        assert f"  {kind} " in done.stdout, done.stdout
+    assert "of the 6 files Tika read, beamtrawl read" in done.stdout
+    assert "documents per CPU-second (reads and indexes)" in done.stdout and "beamtrawl / Tika:" in done.stdout
