@@ -20,9 +20,11 @@ import logging
 import os
 import shlex
 import sys
+import time
 
 from beamtrawl.pipeline import __version__
 from beamtrawl.pipeline.config import MAX_MESSAGE, ConfigError, load_config
+from beamtrawl.pipeline.owner import FORCE_OPTION, OtherConfiguration
 from beamtrawl.pipeline.report import EXIT_FATAL, EXIT_OK, summary, summary_line, terminal_safe, write_report
 from beamtrawl.transforms import logs
 
@@ -52,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     crawl.add_argument("--report", metavar="PATH|-",
                        help="also write the JSON report here ('-': standard output, the summary then goes to "
                             "standard error)")
+    crawl.add_argument(FORCE_OPTION, action="store_true", dest="other_config",
+                       help="crawl into an index another configuration filled (refused without it: each "
+                            "crawl would delete what only the other found)")
     crawl.add_argument("--runner", help="direct (default), or a Beam runner name")
     crawl.add_argument("--debug", action="store_true", help="tracebacks and Beam's own logs")
     crawl.add_argument("--quiet", "-q", action="store_true",
@@ -218,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             print(text)
             return code
         if args.command == "crawl":
-            return _crawl(config, args.runner, extra, args.report, args.quiet)
+            return _crawl(config, args.runner, extra, args.report, args.quiet, args.other_config)
         if args.command == "export":
             return _export(config, args.dest)
         if args.command == "maintain":
@@ -227,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             return _serve(config, args)
         groups = [g.strip() for g in args.groups.split(",") if g.strip()]
         return _search(config, args.query, args.limit, args.json, groups)
-    except ConfigError as err:
+    except (ConfigError, OtherConfiguration) as err:
         log.error("%s", err)
         return EXIT_FATAL
     except BrokenPipeError:  # the reader went away (`beamtrawl search … | head -1`): nothing more to say
@@ -260,8 +265,9 @@ def _unknown_beam_options(extra: list[str]) -> str:
 
 
 def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | None = None,
-           quiet: bool = False) -> int:
+           quiet: bool = False, other_config: bool = False) -> int:
     from beamtrawl.pipeline.crawl import check_writable, crawl  # Beam loads slowly: only when crawling
+    from beamtrawl.pipeline.interrupt import Interrupt
     from beamtrawl.transforms.preparators.isolation import end_children
 
     # A command is no IPython session; without this, Beam imports IPython (0.6 s) to ask if it is one.
@@ -271,7 +277,8 @@ def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | No
 
         if report_to and report_to != "-":
             check_writable(report_to, config.work_dir)  # before the crawl, as the configured report path
-        report = crawl(config, runner, beam_args, LiveProgress.mode_for(quiet))
+        with Interrupt(lambda stop: _interrupted(config, report_to, stop)) as stop:
+            report = crawl(config, runner, beam_args, LiveProgress.mode_for(quiet), other_config, stop)
     finally:
         end_children()  # those of an in-process runner; the command ends without Python's shutdown (run)
     if report_to == "-":
@@ -288,14 +295,45 @@ def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | No
     return report["exit_code"]
 
 
+def _interrupted(config, report_to: str | None, stop) -> list[str]:
+    """Ctrl-C (pipeline/interrupt.py): write the partial report — the counts the workers had shown — and
+    return the lines to print. During the deletes the report on disk already lists those due: it stays."""
+    import shutil
+
+    from beamtrawl.pipeline.interrupt import EXIT_INTERRUPTED, INTERRUPTED, INTERRUPTED_DELETING
+    from beamtrawl.pipeline.progress import totals
+    from beamtrawl.pipeline.report import build_report
+    from beamtrawl.transforms.progress import PROGRESS_DIR_ENV
+
+    if stop.deleting:
+        return [INTERRUPTED_DELETING, f"report: {config.report}"]
+    folder = os.environ.get(PROGRESS_DIR_ENV, "")
+    seen = totals(folder) if folder and os.path.isdir(folder) else {}
+    shutil.rmtree(folder, ignore_errors=True) if folder else None
+    report = build_report({"accepted": seen.get("found", 0), "prepared": seen.get("prepared", 0),
+                           "written": seen.get("written", 0)}, [], config=config.source, index=config.index.label,
+                          started_at=stop.started_at, report_path=config.report, fatal="", interrupted=INTERRUPTED)
+    report["exit_code"] = EXIT_INTERRUPTED
+    report["timings"] = {"total_s": round(time.monotonic() - stop.began, 3)}
+    written = []
+    for path in (config.report, report_to):
+        if path and path != "-":
+            try:
+                write_report(report, path)
+                written.append(path)
+            except OSError:
+                pass
+    return [INTERRUPTED + (f" (partial report: {', '.join(written)})" if written else ""), summary_line(report)]
+
+
 def _init(start: list[str], output: str, force: bool) -> int:
-    from beamtrawl.pipeline.starter import starter_config
+    from beamtrawl.pipeline.starter import index_for, starter_config
 
     if os.path.exists(output) and not force:
         log.error("%s: exists; choose another --output or add --force", output)
         return EXIT_FATAL
     try:
-        text = starter_config(start)
+        text = starter_config(start, index_for(output))
     except ValueError as err:  # a start URL beamtrawl cannot crawl, or a path that is not there
         log.error("beamtrawl init: %s", err)
         return EXIT_FATAL

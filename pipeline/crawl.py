@@ -28,11 +28,13 @@ from typing import TYPE_CHECKING
 
 from beamtrawl.pipeline import __version__, unchanged
 from beamtrawl.pipeline import report as reports
+from beamtrawl.pipeline.owner import check_owner, owner_of
 from beamtrawl.plugins.manager import PluginHost
 from beamtrawl.runners.options import check_reachable
 from beamtrawl.transforms.index import make_target
 from beamtrawl.transforms.preparators import helpers
 from beamtrawl.transforms.records import conform, event
+from beamtrawl.transforms.urls import url_to_path
 
 if TYPE_CHECKING:
     from beamtrawl.pipeline.config import Config
@@ -94,6 +96,20 @@ class CrawlRefused(Exception):
     """The crawl cannot start (its report or work folder is not writable); ``str()`` is one line."""
 
 
+def check_start_folders(config, new_index: bool) -> None:
+    """Raise :class:`CrawlRefused` for a local start folder or file that is not there, when the crawl could do
+    nothing but fail on it: every start URL is such, or the index is new (it has nothing to keep). Into an
+    index that holds other roots' documents, a missing one is that root failing, its documents kept (an
+    unmounted disk), and the others are crawled."""
+    missing = [(i, s.url) for i, s in enumerate(config.start)
+               if s.url.startswith("file:") and not os.path.exists(url_to_path(s.url))]
+    if missing and (new_index or len(missing) == len(config.start)):
+        i, url = missing[0]
+        more = f" (and {len(missing) - 1} more start URLs)" if len(missing) > 1 else ""
+        raise CrawlRefused(f"{config.source}: start[{i}]: {url_to_path(url)} does not exist{more}; nothing was "
+                           f"crawled and nothing created")
+
+
 #: Free space the work folder needs before a crawl starts (its totals, problems and delete candidates).
 MIN_WORK_SPACE = 16 * 1024**2
 
@@ -125,14 +141,22 @@ def check_writable(report_path: str, work_dir: str) -> None:
                                f"{MIN_WORK_SPACE // 1024**2} MiB a crawl needs")
 
 
-def crawl(config, runner: str | None, beam_args: list[str], progress: str = "lines") -> dict:
+def crawl(config, runner: str | None, beam_args: list[str], progress: str = "lines",
+          other_config: bool = False, stop=None) -> dict:
     """Run one crawl; returns the report (also written to ``config.report``). ``progress``: how the run
-    shows itself (pipeline/progress.py: "live", "lines", "quiet")."""
+    shows itself (pipeline/progress.py: "live", "lines", "quiet"); ``other_config``: crawl into an index
+    another configuration filled (pipeline/owner.py), else that is refused before anything is done; ``stop``:
+    the command's :class:`~beamtrawl.pipeline.interrupt.Interrupt`, told when the deletes run."""
+    owner = owner_of(config, [s.url for s in config.start])
+    stored = make_target(config.index).read_owner()
+    if not other_config:
+        check_owner(stored, owner, config.index.label)
+    check_start_folders(config, new_index=stored is None)
     check_writable(config.report, config.work_dir)
     plugins = PluginHost(config.plugins)
     plugins.call("on_start_crawling", config=config)
     try:
-        report = _crawl(config, runner, beam_args, plugins, progress)
+        report = _crawl(config, runner, beam_args, plugins, progress, owner, stop)
     except BaseException as err:
         plugins.call("on_finish_crawling", config=config, report={"fatal": f"{type(err).__name__}: {err}"})
         raise
@@ -156,7 +180,8 @@ def _write_last(report: dict, path: str) -> None:
         report["exit_code"] = max(report["exit_code"], reports.EXIT_DOCUMENTS_FAILED)
 
 
-def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost, progress: str) -> dict:
+def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost, progress: str,
+           owner: dict, stop=None) -> dict:
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     check_reachable(runner, beam_args)  # a cluster that is down: one line, before the index is touched
@@ -164,6 +189,7 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
     preparators = config.preparators
     fingerprint = preparation_fingerprint(preparators, config)
     target.prepare()
+    target.write_owner(owner)
     before = target.count()
     context = {"config": config.source, "index": config.index.label, "runner": runner or "direct",
                "started_at": started_at, "documents_in_index_before": before, "report_path": config.report}
@@ -177,6 +203,8 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
     options = pipeline_options(runner, beam_args, target)
     _store_state(target, None)  # a crawl that does not end clean leaves no state behind
     work_dir = f"{config.work_dir.rstrip('/')}/{uuid.uuid4().hex[:12]}"
+    if stop is not None:
+        stop.work_dir = work_dir
 
     log.info("crawling %d start URLs into %s (%d documents indexed)", len(config.start), config.index.label,
              before)
@@ -207,7 +235,7 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
             log.debug("reading the work folder failed", exc_info=True)
             fatal = f"reading the crawl's work folder {work_dir} failed: {type(err).__name__}: {err}".splitlines()[0]
     _remove(work_dir)
-    run = _Run(config, target, plugins, context)
+    run = _Run(config, target, plugins, context, stop)
     report = run.report(totals, problems, fatal)
     if reports.exit_code(report) != reports.EXIT_FATAL and staged:
         report = _commit(run, staged, totals, problems)
@@ -243,6 +271,7 @@ class _Run:
     target: object  # the index (transforms.index)
     plugins: PluginHost  # the driver's: on_delete_index_entry runs here
     context: dict  # the report's header (pipeline.report.build_report)
+    stop: object = None  # the command's Interrupt (pipeline/interrupt.py), or None
 
     def report(self, totals: dict, problems: list, fatal: str = "") -> dict:
         return reports.build_report(totals, problems, **self.context, fatal=fatal)
@@ -282,6 +311,8 @@ def _delete_last(run: _Run, candidates, totals: dict, problems: list) -> dict:
     except OSError as err:
         return run.report(totals, problems, fatal=f"{config.report}: the report could not be written before the "
                                                   f"deletes ({err.strerror}); no deletes ran")
+    if run.stop is not None:
+        run.stop.deleting = True
     events = delete_batches(run.target, candidates, run.plugins)
     report = run.report(*_with_events(totals, problems, events))
     failed = {e.url for e in events if e.kind == "failed"}

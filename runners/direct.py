@@ -3,7 +3,8 @@
 Beam's own DirectRunner first tries to download the Prism runner, which fails (or hangs) without
 internet; FnApiRunner is named explicitly so that never happens. Its worker processes run
 ``beamtrawl.runners.local_worker`` (see there why) with ``-P``: ``python -m`` would otherwise put the current folder
-first on the import path, and a ``concurrent.py`` lying there would run inside every worker.
+first on the import path, and a ``concurrent.py`` lying there would run inside every worker. They run in
+a session of their own, out of reach of a terminal's Ctrl-C (pipeline/interrupt.py).
 
 A worker process that dies is heard (:func:`_failing_on_worker_death`): Beam only logs it from the thread
 that started the process, and the runner then waits forever for the dead worker's answers.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -20,7 +22,10 @@ import threading
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from beamtrawl.runners.options import with_defaults
 
-WORKER_COMMAND = f"{sys.executable} -P -m beamtrawl.runners.local_worker"
+#: ``setsid``: a terminal's Ctrl-C reaches the command's driver, not its workers, which the driver then ends
+#: itself (pipeline/interrupt.py). It replaces itself with the worker (a child is no process group leader).
+WORKER_COMMAND = " ".join([*(["setsid"] if shutil.which("setsid") else []), sys.executable, "-P", "-m",
+                           "beamtrawl.runners.local_worker"])
 
 
 class WorkerDied(Exception):

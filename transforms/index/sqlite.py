@@ -239,6 +239,21 @@ class EmbeddedIndex(IndexTarget):
             if state is not None:
                 db.execute("INSERT INTO meta VALUES('crawl_state', ?)", (json.dumps(state, sort_keys=True),))
 
+    def read_owner(self) -> dict | None:
+        if not os.path.isfile(self.path):
+            return None
+        try:
+            row = self._reader().execute("SELECT value FROM meta WHERE key = 'filled_by'").fetchone()
+        except sqlite3.DatabaseError:  # not an index, or an old one: prepare() says what is wrong
+            return None
+        finally:
+            self.close()
+        return json.loads(row[0]) if row else None
+
+    def write_owner(self, owner: dict) -> None:
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES('filled_by', ?)", (json.dumps(owner, sort_keys=True),))
+
     def snapshot_splits(self) -> list[tuple[int, int]]:
         low, high = self._connect().execute("SELECT MIN(rid), MAX(rid) FROM docs").fetchone()
         if low is None:

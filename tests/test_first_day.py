@@ -1,0 +1,131 @@
+"""What a new user meets on the first day (issue 28), through the real command: one index per configuration,
+Ctrl-C, a start folder that is not there, the small messages, the report's lines and the progress display."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import yaml
+from beamtrawl.pipeline.interrupt import descendants
+
+from tests.conftest import beamtrawl, beamtrawl_command
+from tests.real_corpus import corpus
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "corpus"
+
+
+def _files(folder: Path) -> list[str]:
+    """What is in ``folder``, but for the files SQLite keeps beside an index it opened."""
+    return sorted(n for n in os.listdir(folder) if not n.endswith(("-shm", "-wal", ".lock")))
+
+
+def test_init_names_the_index_after_the_configuration_and_another_configuration_is_refused(tmp_path):
+    first, second = tmp_path / "one", tmp_path / "two"
+    for folder, text in ((first, "sourdough starter"), (second, "rye bread")):
+        folder.mkdir()
+        (folder / "a.txt").write_text(text)
+        (folder / "b.txt").write_text(text + " again")
+    assert beamtrawl("init", str(first), "-o", str(tmp_path / "bread.yaml"), check_dac=False).returncode == 0
+    assert beamtrawl("init", str(second), "-o", str(tmp_path / "rye.yaml"), check_dac=False).returncode == 0
+    assert yaml.safe_load((tmp_path / "bread.yaml").read_text())["index"]["path"] == "bread-index.sqlite"
+    assert yaml.safe_load((tmp_path / "rye.yaml").read_text())["index"]["path"] == "rye-index.sqlite"
+
+    crawled = beamtrawl("crawl", str(tmp_path / "bread.yaml"), "--direct_num_workers=1")
+    assert crawled.returncode == 0, crawled.stderr
+    index = tmp_path / "bread-index.sqlite"
+    report = (tmp_path / "bread-index.report.json").read_text()
+    before = _files(tmp_path)
+    other = beamtrawl("crawl", str(tmp_path / "rye.yaml"), "--set", f"index.path={index}", "--direct_num_workers=1")
+    problem = other.stderr.strip().splitlines()
+    assert other.returncode == 2 and len(problem) == 1, other.stderr
+    assert "bread.yaml" in problem[0] and "rye.yaml" in problem[0] and "--force-other-config" in problem[0]
+    assert _files(tmp_path) == before and (tmp_path / "bread-index.report.json").read_text() == report  # no work
+    with sqlite3.connect(index) as db:
+        assert db.execute("SELECT count(*) FROM docs").fetchone()[0] == 2
+
+    edited = yaml.safe_load((tmp_path / "bread.yaml").read_text())  # the same file, a start URL added: its own
+    edited["start"].append({"url": second.as_uri(), "parse": True, "index": False})
+    edited["whitelist"].append({"prefix": second.as_uri()})
+    (tmp_path / "bread.yaml").write_text(yaml.safe_dump(edited))
+    assert beamtrawl("crawl", str(tmp_path / "bread.yaml"), "--direct_num_workers=1").returncode == 0
+
+    forced = beamtrawl("crawl", str(tmp_path / "rye.yaml"), "--set", f"index.path={index}", "--force-other-config",
+                       "--direct_num_workers=1")
+    assert forced.returncode == 0, forced.stderr
+    again = beamtrawl("crawl", str(tmp_path / "bread.yaml"), "--direct_num_workers=1")  # rye.yaml owns it now
+    assert again.returncode == 2 and "rye.yaml" in again.stderr
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(name))
+    return members
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _workers_started(pid: int) -> bool:
+    for child in descendants(pid):
+        try:
+            if b"local_worker" in Path(f"/proc/{child}/cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def test_ctrl_c_to_the_process_group_says_one_line_writes_a_partial_report_and_stops_everything(tmp_path,
+                                                                                                 make_config):
+    config = make_config(corpus())
+    command = beamtrawl_command("crawl", str(config), "--direct_num_workers=2", check_dac=False)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True, cwd=ROOT)
+    try:
+        while process.poll() is None and not _workers_started(process.pid):
+            time.sleep(0.2)
+        time.sleep(2)  # the workers are at work
+        crawl_processes = descendants(process.pid)  # workers (in sessions of their own) and preparing processes
+        os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+        _out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "interrupted: nothing was deleted; the next crawl goes on from here" in err
+    assert err.strip().splitlines()[-1].startswith("beamtrawl-summary exit=130 ")
+    report = json.loads((tmp_path / "index.report.json").read_text())
+    assert report["interrupted"] and report["exit_code"] == 130 and "counts" in report
+    assert len(crawl_processes) >= 2 and _group_members(process.pid) == []
+    deadline = time.monotonic() + 30  # the killed ones are reaped by init; none goes on working
+    while any(_running(p) for p in crawl_processes) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_running(p) for p in crawl_processes)
+
+
+def test_a_start_folder_that_is_not_there_is_one_line_before_any_work(tmp_path, make_config):
+    config = make_config(tmp_path / "no such folder")
+    done = beamtrawl("crawl", str(config), "--direct_num_workers=1")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "no such folder" in lines[0] and "does not exist" in lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["crawl.yaml"]  # no index, no report, no work folder
