@@ -32,7 +32,7 @@ log = logging.getLogger("beamtrawl")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="beamtrawl", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="beamtrawl", description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True)
     overrides = argparse.ArgumentParser(add_help=False)
@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 description="Any further --option is passed to Beam as a pipeline option.",
                                 epilog=f"{CONFIG_REFERENCE}\n\n{EXIT_CODES}")
-    crawl.add_argument("config")
+    crawl.add_argument("config", help=CONFIG_HELP)
     crawl.add_argument("--dry-run", action="store_true",
                        help="check the configuration, the index and every start URL (logins included), print "
                             "what would be crawled and which guards apply; write nothing")
@@ -58,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="crawl into an index another configuration filled (refused without it: each "
                             "crawl would delete what only the other found)")
     crawl.add_argument("--runner", help="direct (default), or a Beam runner name")
-    crawl.add_argument("--debug", action="store_true", help="tracebacks and Beam's own logs")
+    crawl.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     crawl.add_argument("--quiet", "-q", action="store_true",
                        help="no progress display and no log lines; the summary and problems only")
 
@@ -71,26 +71,26 @@ def _parser() -> argparse.ArgumentParser:
     search = commands.add_parser("search", parents=[overrides], help="search the index of CONFIG",
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=f"{QUERY_SYNTAX}\n\n{CONFIG_REFERENCE}")
-    search.add_argument("query")
-    search.add_argument("--config", required=True)
+    search.add_argument("query", help="what to look for (the syntax: below); quote it as one argument")
+    search.add_argument("--config", required=True, help=CONFIG_HELP)
     search.add_argument("--limit", type=_limit, default=10, help=f"at most this many hits (1 to {MAX_LIMIT:,})")
     search.add_argument("--json", action="store_true", help="print a JSON array of hits")
     search.add_argument("--groups", default="", metavar="A,B",
                         help="the searcher's access groups; without them only public documents are found")
-    search.add_argument("--debug", action="store_true")
+    search.add_argument("--debug", action="store_true", help=DEBUG_HELP)
 
     export = commands.add_parser("export", parents=[overrides],
                                  help="write every document of CONFIG's index as a new Delta table at DEST")
-    export.add_argument("config")
+    export.add_argument("config", help=CONFIG_HELP)
     export.add_argument("dest", help="a new folder or an s3://, gs://, abfss:// URL (docs/table.md)")
-    export.add_argument("--debug", action="store_true")
+    export.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     maintain = commands.add_parser("maintain", parents=[overrides],
                                    help="compact CONFIG's Delta table and remove files of old versions")
-    maintain.add_argument("config")
+    maintain.add_argument("config", help=CONFIG_HELP)
     maintain.add_argument("--retention-hours", type=_hours, default=None, metavar="H",
                           help="keep every version younger than this (default: a week); a running crawl's "
                                "version is always kept")
-    maintain.add_argument("--debug", action="store_true")
+    maintain.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     _serve_parsers(commands, overrides)
     return parser
 
@@ -99,7 +99,7 @@ def _serve_parsers(commands, overrides) -> None:
     """``beamtrawl serve`` and ``beamtrawl user add`` (pipeline/serve, docs/serve.md)."""
     serve = commands.add_parser("serve", parents=[overrides], help="a search page and JSON API over the index of CONFIG",
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=QUERY_SYNTAX)
-    serve.add_argument("--config", required=True)
+    serve.add_argument("--config", required=True, help=CONFIG_HELP)
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=8080, help="the port to listen on (default: 8080)")
     serve.add_argument("--users", metavar="PATH", help="the users file (beamtrawl user add): people sign in with "
@@ -110,15 +110,15 @@ def _serve_parsers(commands, overrides) -> None:
     serve.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
                        help="the reverse proxy's address or network (repeatable); only its requests may carry "
                             "--trusted-header")
-    serve.add_argument("--debug", action="store_true")
+    serve.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     user = commands.add_parser("user", help="manage the users who may sign in to beamtrawl serve")
     user_commands = user.add_subparsers(dest="user_command", required=True)
     add = user_commands.add_parser("add", help="add a user, or change their password and groups; the password is "
                                                "asked twice on a terminal, else read as one line from standard input")
-    add.add_argument("name")
+    add.add_argument("name", help="the name the user signs in with")
     add.add_argument("--groups", default="", metavar="A,B", help="the user's access groups")
     add.add_argument("--users", required=True, metavar="PATH", help="the users file (created if missing)")
-    add.add_argument("--debug", action="store_true")
+    add.add_argument("--debug", action="store_true", help=DEBUG_HELP)
 
 
 MAX_LIMIT = 10_000  # hits one search may return
@@ -153,6 +153,8 @@ def _port(text: str) -> int:
     return int(text)
 
 
+CONFIG_HELP = "the crawl configuration (YAML; beamtrawl init writes one)"
+DEBUG_HELP = "on failure, the traceback; and what Beam and the libraries log"
 CONFIG_REFERENCE = "configuration reference: README.md, section 'Configuration'"
 EXIT_CODES = ("exit codes: 0 everything indexed; 1 some documents or folders failed (each a report line);\n"
               "2 configuration error or fatal failure, and then no delete ran")

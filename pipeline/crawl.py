@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -87,9 +88,18 @@ def _rules_unmatched(result, config) -> list[str]:
     except Exception:  # noqa: BLE001 - a runner that reports no metrics cannot tell: no warnings
         return []
     matched = {c.key.metric.name for c in counters if (c.committed if c.committed is not None else c.attempted)}
-    patterns = [*config.whitelist, *config.blacklist,
+    patterns = [*config.whitelist, *(p for p in config.blacklist if not _common_exclusion(p)),
                 *(p for c in config.access_control if isinstance(c, UrlRules) for p, _groups in c.rules)]
     return [f"{p.describe()} matched no URL in this crawl" for p in patterns if p.where and p.where not in matched]
+
+
+#: Blacklist regexes that guard against what a tree may or may not hold (``beamtrawl init`` writes them):
+#: that one matched nothing says nothing, so it is no warning on every crawl of a tree without a ``.git``.
+COMMON_EXCLUSIONS = frozenset({r".*/\.git/.*", r".*~$"})
+
+
+def _common_exclusion(pattern) -> bool:
+    return pattern.regex is not None and pattern.regex.pattern in COMMON_EXCLUSIONS
 
 
 class CrawlRefused(Exception):
@@ -108,6 +118,24 @@ def check_start_folders(config, new_index: bool) -> None:
         more = f" (and {len(missing) - 1} more start URLs)" if len(missing) > 1 else ""
         raise CrawlRefused(f"{config.source}: start[{i}]: {url_to_path(url)} does not exist{more}; nothing was "
                            f"crawled and nothing created")
+
+
+def check_index_folder(index_path: str | None) -> None:
+    """Raise :class:`CrawlRefused`, naming the index and its folder, unless that folder exists (it is made, as
+    the index would make it) and may be written to (SQLite writes its journal beside the file)."""
+    if not index_path or "://" in index_path:
+        return
+    folder = os.path.dirname(os.path.abspath(index_path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as err:
+        raise CrawlRefused(f"index {index_path}: its folder {folder} cannot be created ({err.strerror}); "
+                           f"choose another index.path") from None
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as err:
+        raise CrawlRefused(f"index {index_path}: its folder {folder} cannot be written ({err.strerror}); "
+                           f"choose another index.path") from None
 
 
 #: Free space the work folder needs before a crawl starts (its totals, problems and delete candidates).
@@ -152,6 +180,7 @@ def crawl(config, runner: str | None, beam_args: list[str], progress: str = "lin
     if not other_config:
         check_owner(stored, owner, config.index.label)
     check_start_folders(config, new_index=stored is None)
+    check_index_folder(config.index.path)
     check_writable(config.report, config.work_dir)
     plugins = PluginHost(config.plugins)
     plugins.call("on_start_crawling", config=config)
@@ -206,8 +235,8 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
     if stop is not None:
         stop.work_dir = work_dir
 
-    log.info("crawling %d start URLs into %s (%d documents indexed)", len(config.start), config.index.label,
-             before)
+    log.info("crawling %s into %s (%s indexed)", reports.plural(len(config.start), "start URL"),
+             config.index.label, reports.plural(before, "document"))
     planned = time.perf_counter()
     fatal = ""
     try:

@@ -109,22 +109,32 @@ _NOTEWORTHY = (("deleted", "deleted"), ("kept", "kept (their folder, host or sta
                ("revoked", "hidden at once (access revoked at the source)"))
 
 
+def plural(count: int, word: str) -> str:
+    """``1 start URL``, ``25,719 documents``: the number as the live line shows it, the noun as people write it."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
 def summary(report: dict) -> str:
-    """A few lines for the terminal."""
+    """A few lines for the terminal; numbers written as the live progress line writes them (25,719)."""
     c = report["counts"]
-    documents = f"documents: {c['new']} new, {c['changed']} changed, {c['unchanged']} unchanged, {c['failed']} failed"
-    documents += "".join(f", {c[kind]} {words}" for kind, words in _NOTEWORTHY if c.get(kind))
-    index = f"index holds {report.get('documents_in_index', '?')}"
+    documents = (f"documents: {c['new']:,} new, {c['changed']:,} changed, {c['unchanged']:,} unchanged, "
+                 f"{c['failed']:,} failed")
+    documents += "".join(f", {c[kind]:,} {words}" for kind, words in _NOTEWORTHY if c.get(kind))
+    held = report.get("documents_in_index", "?")
+    index = f"index holds {held:,}" if isinstance(held, int) else f"index holds {held}"
     if report.get("fatal") and not any(c.values()):  # the pipeline failed: its counts never came back
         before = report.get("documents_in_index_before", "?")
         lines = [f"the crawl's counts are unknown: it failed before they were complete; {index} ({before} before)"]
     else:
-        lines = [f"discovered {c['discovered']}: {c['accepted']} documents accepted, {c['declined']} declined",
-                 documents, f"read {c['read']} documents, wrote {c['written']}; {index}"]
+        lines = [f"discovered {c['discovered']:,}: {c['accepted']:,} documents accepted, {c['declined']:,} declined",
+                 documents, f"read {plural(c['read'], 'document')}, wrote {c['written']:,}; {index}"]
     lines.append(f"took {report['timings']['total_s']:.1f} s; report: {report.get('report_path', '')}")
     lines += [f"warning: {w}" for w in report.get("warnings", ())]
     if c.get("unsupported"):
         lines.append(f"{c['unsupported']} documents of types no preparator reads: indexed by name, not failed")
+    if c.get("symlink_skipped"):
+        lines.append(f"{c['symlink_skipped']:,} symbolic links skipped, not followed (follow_symlinks: true "
+                     f"follows them, each target indexed once)")
     if c.get("skipped_unread"):
         lines.append(f"{c['skipped_unread']} files of types no preparator reads skipped (metadata_only is off)")
     if report.get("pipeline_skipped"):

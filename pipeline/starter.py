@@ -69,6 +69,8 @@ def starter_config(start: list[str], index_path: str = "crawl-index.sqlite") -> 
               f"index: {{path: \"{index_path}\"}}   # the embedded index; or {{url: https://…, name: docs}} for OpenSearch",
               "max_failed_ratio: 0.2          # more failed documents than this share: no deletes, exit 2",
               "max_delete_ratio: 0.5          # deletes would remove more than this share: none run, exit 2"]
+    if "file" in schemes:
+        lines += ["# follow_symlinks: true        # follow symbolic links (each target indexed once); off: skipped, counted"]
     if {"http", "https"} & schemes:
         lines += ["http:",
                   '  user_agent: "beamtrawl (+mailto:you@example.org)"   # say who crawls, and how to reach you',

@@ -30,7 +30,7 @@ if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/nul
     zstd bzip2 xz-utils binutils git nginx
 fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)
-python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+pip_install -e ".[test]"
 python tests/servers/opensearch.py install  # once: OpenSearch 2.19.6 from Maven Central, cached
 python tests/servers/flink.py install  # once: Beam's Flink and Spark job servers' classpaths, cached
 python tests/servers/spark.py install

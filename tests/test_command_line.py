@@ -199,7 +199,7 @@ def test_a_terminal_sees_live_progress_and_quiet_sees_only_the_summary(tmp_path,
                        cwd=ROOT, capture_output=True, timeout=600, check=True)
         outputs[name] = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", typescript.read_text(errors="replace"))
     assert re.search(r"found \d+ · prepared \d+ · written \d+ · \d+/s · 0:00:\d\d", outputs["live"])
-    assert "crawling 1 start URLs" in outputs["live"]
+    assert "crawling 1 start URL into" in outputs["live"]
     assert "found " not in outputs["quiet"].split("discovered")[0] and "crawling" not in outputs["quiet"]
     assert "beamtrawl-summary exit=0" in outputs["quiet"]
 

@@ -3,6 +3,7 @@ Ctrl-C, a start folder that is not there, the small messages, the report's lines
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -129,3 +130,78 @@ def test_a_start_folder_that_is_not_there_is_one_line_before_any_work(tmp_path, 
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert "no such folder" in lines[0] and "does not exist" in lines[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["crawl.yaml"]  # no index, no report, no work folder
+
+
+def test_skipped_symbolic_links_are_one_summary_line_and_init_writes_the_key_commented(tmp_path):
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "real.txt").write_text("a real file")
+    (tmp_path / "elsewhere.txt").write_text("a file outside the tree")
+    (tree / "link.txt").symlink_to(tmp_path / "elsewhere.txt")
+    (tree / "dangling.txt").symlink_to(tmp_path / "gone.txt")
+    config = tmp_path / "docs.yaml"
+    assert beamtrawl("init", str(tree), "-o", str(config), check_dac=False).returncode == 0
+    text = config.read_text()
+    assert "\n# follow_symlinks: true " in text
+    done = beamtrawl("crawl", str(config), "--direct_num_workers=1")
+    assert done.returncode == 0, done.stderr
+    assert "2 symbolic links skipped, not followed (follow_symlinks: true follows them" in done.stdout
+    assert "matched no URL" not in done.stdout + done.stderr  # init's .git and ~ rules, on a tree without them
+    assert "crawling 1 start URL into" in done.stderr and "1 start URLs" not in done.stderr
+
+    config.write_text(text.replace("# follow_symlinks: true", "follow_symlinks: true"))
+    followed = beamtrawl("crawl", str(config), "--direct_num_workers=1")
+    assert followed.returncode == 0, followed.stderr
+    assert "symbolic links skipped" not in followed.stdout
+
+
+def test_an_index_folder_that_cannot_be_written_names_the_index_and_the_folder(tmp_path, make_config):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("hello")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        config = make_config(tmp_path / "docs", index={"path": str(locked / "i.sqlite")})
+        done = beamtrawl("crawl", str(config), "--direct_num_workers=1")
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1, done.stderr
+        assert f"index {locked / 'i.sqlite'}: its folder {locked} cannot be written" in lines[0]
+        assert "crawl report" not in lines[0]
+        deeper = make_config(tmp_path / "docs", index={"path": str(locked / "new" / "i.sqlite")})
+        refused = beamtrawl("crawl", str(deeper), "--direct_num_workers=1")
+        assert refused.returncode == 2 and f"its folder {locked / 'new'} cannot be created" in refused.stderr
+    finally:
+        locked.chmod(0o755)
+    missing = make_config(tmp_path / "docs", index={"path": str(tmp_path / "new" / "i.sqlite")})
+    assert beamtrawl("crawl", str(missing), "--direct_num_workers=1").returncode == 0  # made, as the index would
+
+
+def test_help_has_no_markup_and_every_argument_says_what_it_is():
+    from beamtrawl.pipeline.cli import _parser
+
+    commands = _parser()._subparsers._group_actions[0].choices
+    for name, sub in [("", None), *commands.items(), *sub_commands(commands)]:
+        shown = beamtrawl(*name.split(), "--help", check_dac=False)
+        assert shown.returncode == 0 and "``" not in shown.stdout, (name, shown.stdout)
+        for action in (sub._actions if sub else []):
+            if not isinstance(action, argparse._SubParsersAction):
+                assert action.help, f"beamtrawl {name} {action.option_strings or action.dest}: no help text"
+
+
+def sub_commands(commands):
+    for name, sub in commands.items():
+        for action in sub._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                yield from ((f"{name} {n}", s) for n, s in action.choices.items())
+
+
+def test_numbers_in_the_summary_are_written_as_on_the_live_line():
+    from beamtrawl.pipeline.report import build_report, plural, summary
+
+    report = build_report({"accepted": 25719, "new": 25719, "read": 1, "written": 25719}, [], report_path="r.json")
+    report.update(documents_in_index=25719, timings={"total_s": 1.0})
+    text = summary(report)
+    assert "discovered 25,719: 25,719 documents accepted" in text and "index holds 25,719" in text
+    assert "read 1 document, wrote 25,719" in text
+    assert plural(1, "start URL") == "1 start URL" and plural(2, "start URL") == "2 start URLs"
