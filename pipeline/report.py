@@ -65,10 +65,37 @@ def build_report(totals: dict[str, int], problems: list[dict], **context: Any) -
         report["fatal"] = (f"{counts['write_failed']} documents could not be written to the index "
                            f"(first: {first}); no deletes ran")
     report["counts"] = counts
+    for kind in ("unsupported", "skipped_unread"):
+        if by_type := by_mime_type(totals, kind):
+            report[f"{kind}_types"] = by_type
     report["deletes_withheld"] = withheld[0] if withheld else ""
     report["problems"] = [{k: p[k] for k in ("url", "stage", "reason", "kind")}
                           for p in problems if p["kind"] != "delete_withheld"]
     return report
+
+
+#: MIME types a report lists by name for one count; the rest are summed as "other types".
+MAX_TYPES = 50
+
+
+def by_mime_type(totals: dict[str, int], kind: str) -> dict[str, int]:
+    """``{MIME type: count}`` of one count's documents, most first (transforms/records.py: BY_TYPE)."""
+    from beamtrawl.transforms.records import BY_TYPE
+
+    prefix = f"{kind}{BY_TYPE}"
+    found = sorted(((k[len(prefix):], n) for k, n in totals.items() if k.startswith(prefix)),
+                   key=lambda item: (-item[1], item[0]))
+    listed = dict(found[:MAX_TYPES])
+    if len(found) > MAX_TYPES:
+        listed["other types"] = sum(n for _, n in found[MAX_TYPES:])
+    return listed
+
+
+def _types_line(by_type: dict[str, int], shown: int = 5) -> str:
+    """``20 application/x-sharedlib, 12 image/png and 3 more types``."""
+    items = [f"{n:,} {mime}" for mime, n in list(by_type.items())[:shown]]
+    rest = len(by_type) - shown
+    return ", ".join(items) + (f" and {rest} more types (the report lists them)" if rest > 0 else "")
 
 
 def exit_code(report: dict) -> int:
@@ -131,12 +158,14 @@ def summary(report: dict) -> str:
     lines.append(f"took {report['timings']['total_s']:.1f} s; report: {report.get('report_path', '')}")
     lines += [f"warning: {w}" for w in report.get("warnings", ())]
     if c.get("unsupported"):
-        lines.append(f"{c['unsupported']} documents of types no preparator reads: indexed by name, not failed")
+        lines.append(f"{plural(c['unsupported'], 'document')} of types no preparator reads, indexed by name, size and "
+                     f"date (not failed): {_types_line(report.get('unsupported_types', {}))}")
     if c.get("symlink_skipped"):
         lines.append(f"{c['symlink_skipped']:,} symbolic links skipped, not followed (follow_symlinks: true "
                      f"follows them, each target indexed once)")
     if c.get("skipped_unread"):
-        lines.append(f"{c['skipped_unread']} files of types no preparator reads skipped (metadata_only is off)")
+        lines.append(f"{plural(c['skipped_unread'], 'file')} of types no preparator reads skipped (metadata_only is "
+                     f"off): {_types_line(report.get('skipped_unread_types', {}))}")
     if report.get("pipeline_skipped"):
         lines.append(f"nothing to read: {report['pipeline_skipped']}")
     if report["deletes_withheld"]:
