@@ -205,3 +205,39 @@ def test_numbers_in_the_summary_are_written_as_on_the_live_line():
     assert "discovered 25,719: 25,719 documents accepted" in text and "index holds 25,719" in text
     assert "read 1 document, wrote 25,719" in text
     assert plural(1, "start URL") == "1 start URL" and plural(2, "start URL") == "2 start URLs"
+
+
+def test_progress_is_a_bar_with_the_share_the_slowest_stage_and_the_time_left():
+    from beamtrawl.pipeline.progress import Rates, line, to_prepare
+
+    finding = {"found": 4219, "compared": 0, "queued": 0, "prepared": 0, "written": 0}
+    assert line(finding, 35.0, {"found": 120.0}) == "finding documents: found 4,219 · 120/s · 0:00:35"
+    sums = {"found": 4219, "compared": 2000, "queued": 1000, "prepared": 1004, "written": 800}
+    assert to_prepare(sums) == (2110, False)  # half of those compared are to prepare: about half of all found
+    text = line(sums, 250.0, {"prepared": 12.0, "written": 8.0})
+    assert text == "█████░░░░░ 48% · 1,004/~2,110 prepared · 800 written · 8.0/s writing · 2:43 left"  # (2110-800)/8
+    assert len(text) <= 80  # one line of a terminal
+    done = {**sums, "compared": 4219, "queued": 2110}
+    assert line(done, 250.0) == "█████░░░░░ 48% · 1,004/2,110 prepared · 800 written · 0:04:10"  # no rate: no guess
+
+    rates = Rates()
+    rates.add(0.0, sums)
+    rates.add(10.0, {**sums, "prepared": 1124, "written": 800})
+    assert rates.of() == {"prepared": 12.0}  # writing did not move: not an active stage
+
+
+def test_a_log_gets_a_progress_line_a_minute_not_every_few_seconds(tmp_path, monkeypatch, capsys):
+    from beamtrawl.pipeline import progress
+    from beamtrawl.transforms.progress import PROGRESS_DIR_ENV, Progress
+
+    monkeypatch.setattr(progress, "LOG_INTERVAL_S", 2.0)  # a minute is long for a test; the rule is the same
+    with progress.LiveProgress("lines") as live:
+        monkeypatch.setenv(PROGRESS_DIR_ENV, live.folder)
+        found = Progress("documents found")
+        for _ in range(5):
+            found.add(100)
+            found.flush()
+            time.sleep(1.0)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert 1 <= len(lines) <= 3, lines  # sampled every second, printed every LOG_INTERVAL_S
+    assert all(line.startswith("finding documents: found ") for line in lines), lines
