@@ -91,6 +91,11 @@ def _parser() -> argparse.ArgumentParser:
                           help="keep every version younger than this (default: a week); a running crawl's "
                                "version is always kept")
     maintain.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    explain = commands.add_parser("explain", parents=[overrides],
+                                  help="say why a document is or is not in the index of CONFIG, and who may see it")
+    explain.add_argument("target", metavar="URL_OR_PATH", help="a URL, or a local path (a file:// URL)")
+    explain.add_argument("--config", required=True, help=CONFIG_HELP)
+    explain.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     _serve_parsers(commands, overrides)
     return parser
 
@@ -210,14 +215,15 @@ def main(argv: list[str] | None = None) -> int:
         return _init(args.start, args.output, args.force)
     if args.command == "user":
         return _user_add(args.users, args.name, args.groups)
-    if args.command in ("search", "export", "maintain", "serve") and extra:
+    if args.command in ("search", "export", "maintain", "serve", "explain") and extra:
         _parser().error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "crawl" and (unknown := _unknown_beam_options(extra)):
         _parser().error(unknown)
     try:
         if args.command == "crawl" and args.reprepare:
             args.overrides.append("reprepare=true")
-        config = load_config(args.config, crawling=args.command == "crawl", overrides=args.overrides)
+        # explain compares with what a crawl would do: the configuration as a crawl loads it
+        config = load_config(args.config, crawling=args.command in ("crawl", "explain"), overrides=args.overrides)
         if args.command == "crawl" and args.dry_run:
             from beamtrawl.pipeline.dry_run import dry_run
 
@@ -232,6 +238,11 @@ def main(argv: list[str] | None = None) -> int:
             return _maintain(config, args.retention_hours)
         if args.command == "serve":
             return _serve(config, args)
+        if args.command == "explain":
+            from beamtrawl.pipeline.explain import explain
+
+            print("\n".join(explain(config, args.target)))
+            return EXIT_OK
         groups = [g.strip() for g in args.groups.split(",") if g.strip()]
         return _search(config, args.query, args.limit, args.json, groups)
     except (ConfigError, OtherConfiguration) as err:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from beamtrawl.pipeline import __version__, unchanged
+from beamtrawl.pipeline import __version__, history, unchanged
 from beamtrawl.pipeline import report as reports
 from beamtrawl.pipeline.owner import check_owner, owner_of
 from beamtrawl.plugins.manager import PluginHost
@@ -196,6 +196,7 @@ def crawl(config, runner: str | None, beam_args: list[str], progress: str = "lin
         report["problems"].extend(problems)
         report["counts"]["plugin_failed"] = report["counts"].get("plugin_failed", 0) + len(problems)
     _write_last(report, config.report)
+    history.keep(report, config.work_dir)  # for beamtrawl explain (pipeline/explain.py)
     return report
 
 

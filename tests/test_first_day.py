@@ -241,3 +241,57 @@ def test_a_log_gets_a_progress_line_a_minute_not_every_few_seconds(tmp_path, mon
     lines = capsys.readouterr().err.strip().splitlines()
     assert 1 <= len(lines) <= 3, lines  # sampled every second, printed every LOG_INTERVAL_S
     assert all(line.startswith("finding documents: found ") for line in lines), lines
+
+
+def test_explain_says_why_a_document_is_or_is_not_in_the_index_and_who_may_see_it(tmp_path, make_config):
+    root = tmp_path / "docs"
+    for name in ("plain.txt", "hr/salaries.txt", "drafts/d.txt", "a/b/c/deep.txt", "locked/secret.txt"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("walrus " + name)
+    (root / "link.txt").symlink_to(root / "plain.txt")
+    (root / "locked").chmod(0o000)
+    try:
+        config = make_config(root, blacklist=[{"regex": ".*/\\.git/.*"}, {"regex": ".*/drafts/.*"}], max_depth=2,
+                             max_failed_ratio=1.0,
+                             access_control=[{"url_rules": [{"prefix": str(root / "hr"), "groups": ["hr"]}]}])
+        before = beamtrawl("explain", str(root / "plain.txt"), "--config", str(config))
+        assert before.returncode == 2 and "no index here yet; run beamtrawl crawl first" in before.stderr
+        crawled = beamtrawl("crawl", str(config), "--direct_num_workers=1")
+        assert crawled.returncode == 1, crawled.stderr  # the locked folder could not be listed
+
+        def explain(name: str) -> str:
+            done = beamtrawl("explain", str(root / name), "--config", str(config))
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+
+        plain = explain("plain.txt")
+        assert f"in the index {tmp_path / 'index.sqlite'} since " in plain and f"found under {root.as_uri()}" in plain
+        assert f"accepted by whitelist[0] (prefix {root.as_uri()})" in plain
+        assert "unchanged since it was indexed" in plain and "last preparation by text: prepared completely" in plain
+        assert ", the current configuration's" in plain and "public: every searcher sees it" in plain
+        assert "visible to members of hr" in explain("hr/salaries.txt")
+        drafts = explain("drafts/d.txt")
+        assert "not in the index" in drafts and "declined by blacklist[1] (regex .*/drafts/.*)" in drafts
+        assert "3 levels below its start URL, max_depth is 2: declined, too deep" in explain("a/b/c/deep.txt")
+        assert "a symbolic link: skipped, not followed" in explain("link.txt")
+        locked = explain("locked/secret.txt")
+        assert f"(of {(root / 'locked').as_uri()}): cannot list folder" in locked  # what the crawl recorded
+
+        (root / "plain.txt").write_text("walrus, longer now")
+        assert "changed since it was indexed: the next crawl prepares it again" in explain("plain.txt")
+        assert "found by no start URL" in beamtrawl("explain", "/etc/passwd", "--config", str(config)).stdout
+    finally:
+        (root / "locked").chmod(0o755)
+
+
+def test_the_crawls_explain_reads_are_kept_bounded(tmp_path, monkeypatch):
+    from beamtrawl.pipeline import history
+
+    monkeypatch.setattr(history, "MAX_LINES", 3)
+    for n in range(history.KEPT_CRAWLS + 2):
+        lines = [{"url": f"file:///x/{n}/{i}", "stage": "prepare", "reason": "r", "kind": "failed"} for i in range(9)]
+        history.keep({"finished_at": f"2026-01-0{n + 1}T00:00:00+00:00", "exit_code": 1, "problems": lines},
+                     str(tmp_path))
+    kept = history.crawls(str(tmp_path))
+    assert len(kept) == history.KEPT_CRAWLS and kept[0]["finished_at"].startswith("2026-01-07")
+    assert all(len(crawl["lines"]) == 3 for crawl in kept)

@@ -385,6 +385,17 @@ class EmbeddedIndex(IndexTarget):
             [doc_id, *params]).fetchone())
         return Stored(*row) if row else None
 
+    def record(self, doc_id: str) -> dict | None:
+        columns = ("url", "root", "title", "mimetype", "size", "mtime_ns", "last_modified", "groups", "denied",
+                   "preparation_error", "content_hash", "prep_fingerprint", "indexed_at")
+        row = self._searching(lambda db: db.execute(
+            f"SELECT {', '.join(columns)} FROM docs WHERE id = ?", [doc_id]).fetchone())
+        if row is None:
+            return None
+        found = dict(zip(columns, row, strict=True))
+        found["groups"], found["denied"] = json.loads(found["groups"]), json.loads(found["denied"])
+        return found
+
     def _searching(self, work):
         """``work(connection)``, with SQLite's errors as a query too complex or an unusable index."""
         try:
