@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             print(text)
             return code
         if args.command == "crawl":
-            return _crawl(config, args.runner, extra, args.report, args.quiet, args.other_config)
+            return _crawl(config, args, extra)
         if args.command == "export":
             return _export(config, args.dest)
         if args.command == "maintain":
@@ -277,12 +277,17 @@ def _unknown_beam_options(extra: list[str]) -> str:
     return ""
 
 
-def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | None = None,
-           quiet: bool = False, other_config: bool = False) -> int:
-    from beamtrawl.pipeline.crawl import check_writable, crawl  # Beam loads slowly: only when crawling
+def _crawl(config, args, beam_args: list[str]) -> int:
+    """``crawl``: ``args`` are the command's (runner, report, quiet, other_config); ``beam_args`` go to Beam."""
+    from beamtrawl.pipeline.crawl import (  # Beam loads slowly: only when crawling
+        Launch,
+        check_writable,
+        crawl,
+    )
     from beamtrawl.pipeline.interrupt import Interrupt
     from beamtrawl.transforms.preparators.isolation import end_children
 
+    report_to = args.report
     # A command is no IPython session; without this, Beam imports IPython (0.6 s) to ask if it is one.
     sys.modules.setdefault("IPython", None)
     try:
@@ -291,7 +296,8 @@ def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | No
         if report_to and report_to != "-":
             check_writable(report_to, config.work_dir)  # before the crawl, as the configured report path
         with Interrupt(lambda stop: _interrupted(config, report_to, stop)) as stop:
-            report = crawl(config, runner, beam_args, LiveProgress.mode_for(quiet), other_config, stop)
+            report = crawl(config, Launch(args.runner, tuple(beam_args), LiveProgress.mode_for(args.quiet),
+                                          args.other_config, stop))
     finally:
         end_children()  # those of an in-process runner; the command ends without Python's shutdown (run)
     if report_to == "-":

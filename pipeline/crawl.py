@@ -169,15 +169,23 @@ def check_writable(report_path: str, work_dir: str) -> None:
                                f"{MIN_WORK_SPACE // 1024**2} MiB a crawl needs")
 
 
-def crawl(config, runner: str | None, beam_args: list[str], progress: str = "lines",
-          other_config: bool = False, stop=None) -> dict:
-    """Run one crawl; returns the report (also written to ``config.report``). ``progress``: how the run
-    shows itself (pipeline/progress.py: "live", "lines", "quiet"); ``other_config``: crawl into an index
-    another configuration filled (pipeline/owner.py), else that is refused before anything is done; ``stop``:
-    the command's :class:`~beamtrawl.pipeline.interrupt.Interrupt`, told when the deletes run."""
+@dataclass(frozen=True)
+class Launch:
+    """How the command runs one crawl, beyond what the configuration says."""
+
+    runner: str | None = None  # direct (None) or a Beam runner name
+    beam_args: tuple[str, ...] = ()  # options passed to Beam
+    progress: str = "lines"  # how the run shows itself (pipeline/progress.py: "live", "lines", "quiet")
+    other_config: bool = False  # crawl into an index another configuration filled (pipeline/owner.py)
+    stop: object = None  # the command's Interrupt (pipeline/interrupt.py), told when the deletes run
+
+
+def crawl(config, launch: Launch = Launch()) -> dict:
+    """Run one crawl; returns the report (also written to ``config.report``). An index another configuration
+    filled is refused before anything is done, unless ``launch.other_config``."""
     owner = owner_of(config, [s.url for s in config.start])
     stored = make_target(config.index).read_owner()
-    if not other_config:
+    if not launch.other_config:
         check_owner(stored, owner, config.index.label)
     check_start_folders(config, new_index=stored is None)
     check_index_folder(config.index.path)
@@ -185,7 +193,7 @@ def crawl(config, runner: str | None, beam_args: list[str], progress: str = "lin
     plugins = PluginHost(config.plugins)
     plugins.call("on_start_crawling", config=config)
     try:
-        report = _crawl(config, runner, beam_args, plugins, progress, owner, stop)
+        report = _crawl(config, launch, plugins, owner)
     except BaseException as err:
         plugins.call("on_finish_crawling", config=config, report={"fatal": f"{type(err).__name__}: {err}"})
         raise
@@ -210,8 +218,8 @@ def _write_last(report: dict, path: str) -> None:
         report["exit_code"] = max(report["exit_code"], reports.EXIT_DOCUMENTS_FAILED)
 
 
-def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost, progress: str,
-           owner: dict, stop=None) -> dict:
+def _crawl(config, launch: Launch, plugins: PluginHost, owner: dict) -> dict:
+    runner, beam_args, stop = launch.runner, list(launch.beam_args), launch.stop
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     check_reachable(runner, beam_args)  # a cluster that is down: one line, before the index is touched
@@ -246,7 +254,7 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
 
         p = beam.Pipeline(runner=make_runner(options), options=options)
         graph.build(p, config, target, fingerprint, work_dir)
-        with LiveProgress(progress):
+        with LiveProgress(launch.progress):
             result = p.run()
             result.wait_until_finish()
         stage_seconds, warnings = _stage_seconds(result), _rules_unmatched(result, config)
