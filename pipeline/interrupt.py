@@ -2,10 +2,9 @@
 
 A terminal sends SIGINT to the whole process group. Left to Python, the driver, the local runner's workers
 and their preparing processes each printed a ``KeyboardInterrupt`` traceback, and Beam's runner waited for
-workers that were gone. So the workers run in a session of their own and ignore SIGINT
-(runners/direct.py, runners/local_worker.py), preparing processes in a process group of their own
-(transforms/preparators/isolation.py), and the driver's handler here ends them all (every process below
-it), writes what the crawl knew so far and exits at once, without unwinding through Beam. Nothing is lost by that: deletes run last, in the
+workers that were gone. So the workers are born ignoring SIGINT (runners/direct.py), as
+are the preparing processes they start (inherited), and the driver's handler here ends them all (every
+process below it), writes what the crawl knew so far and exits at once, without unwinding through Beam. Nothing is lost by that: deletes run last, in the
 driver, and upserts are idempotent, so the next crawl goes on from where this one stopped (DESIGN.md,
 invariant 2).
 """

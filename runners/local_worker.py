@@ -5,9 +5,10 @@ one after another, so every crawl paid it once per worker. What the shutdown did
 the worker's preparing children, is done here. A harness that fails still raises, and the process exits
 non-zero as Beam's own worker would.
 
-It runs in a session of its own (``setsid``, runners/direct.py) and ignores SIGINT: Ctrl-C reaches a terminal's
-whole process group, and the command's driver ends the crawl's processes itself (pipeline/interrupt.py) — a
-worker left to Python would print a ``KeyboardInterrupt`` traceback of its own first."""
+It ignores SIGINT (from birth: runners/direct.py; here again, should another command start it), and so do
+the preparing processes it starts, which inherit that: Ctrl-C reaches a terminal's whole process group, and
+the command's driver ends the crawl's processes itself (pipeline/interrupt.py) — a worker left to Python
+would print a ``KeyboardInterrupt`` traceback of its own first."""
 
 from __future__ import annotations
 

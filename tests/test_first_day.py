@@ -104,7 +104,7 @@ def test_ctrl_c_to_the_process_group_says_one_line_writes_a_partial_report_and_s
         while process.poll() is None and not _workers_started(process.pid):
             time.sleep(0.2)
         time.sleep(2)  # the workers are at work
-        crawl_processes = descendants(process.pid)  # workers (in sessions of their own) and preparing processes
+        crawl_processes = descendants(process.pid)  # workers and preparing processes
         os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
         _out, err = process.communicate(timeout=120)
     finally:

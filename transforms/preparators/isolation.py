@@ -203,8 +203,7 @@ class Isolated:
         # -P: "python -m" would put the current folder first on the import path (code run by dropping a file).
         self.process = subprocess.Popen(
             [sys.executable, "-P", "-m", "beamtrawl.transforms.preparators.isolation", str(self.memory_limit), str(status)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=(status,),
-            process_group=0)  # a terminal's Ctrl-C is for the command, which ends this child (pipeline/interrupt.py)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=(status,))
         self.pipe_pages = _widen(self.process.stdin.fileno()) // _PAGE
         _widen(self.process.stdout.fileno())  # the child answers without waiting for the worker to read
         _write(self.process.stdin.fileno(), _frame(self.preparators))
