@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "crawl" and args.dry_run:
             from beamtrawl.pipeline.dry_run import dry_run
 
-            text, code = dry_run(config, args.runner, args.report)
+            text, code = dry_run(config, args.runner, args.report, args.other_config)
             print(text)
             return code
         if args.command == "crawl":
@@ -248,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, OtherConfiguration) as err:
         log.error("%s", err)
         return EXIT_FATAL
+    except KeyboardInterrupt:  # before a crawl's own handler (pipeline/interrupt.py) is there, or another command
+        print("interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # the reader went away (`beamtrawl search … | head -1`): nothing more to say
         _discard_stdout()
         return EXIT_OK

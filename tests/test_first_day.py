@@ -48,6 +48,8 @@ def test_init_names_the_index_after_the_configuration_and_another_configuration_
     assert other.returncode == 2 and len(problem) == 1, other.stderr
     assert "bread.yaml" in problem[0] and "rye.yaml" in problem[0] and "--force-other-config" in problem[0]
     assert _files(tmp_path) == before and (tmp_path / "bread-index.report.json").read_text() == report  # no work
+    dry = beamtrawl("crawl", str(tmp_path / "rye.yaml"), "--set", f"index.path={index}", "--dry-run")
+    assert dry.returncode == 2 and "refused: " in dry.stdout and "--force-other-config" in dry.stdout
     with sqlite3.connect(index) as db:
         assert db.execute("SELECT count(*) FROM docs").fetchone()[0] == 2
 
