@@ -5,6 +5,7 @@ asked the way the crawl asks it, never a second copy of a rule:
 
 - scope and rules: the start URL it lies under, the whitelist and blacklist entry (by position) that decide
   it, ``max_depth``, a plugin's dynamic blacklist (transforms/accept.py, ``Rules``);
+- for a web page, its host's robots.txt as it is now;
 - the thing itself, for a local file: there or not, a symbolic link the crawl does not follow, over
   ``max_file_size``, changed since it was indexed;
 - what the last crawls recorded of it or of a folder above it (pipeline/history.py: robots.txt, dead links,
@@ -51,6 +52,7 @@ def explain(config, text: str) -> list[str]:
     lines.append(_in_index(record, config))
     lines += _scope(config, rules, url, root)
     lines += _on_disk(config, url, record)
+    lines += _robots(config, url, root)
     if record is not None:
         lines += _preparation(record, preparation_fingerprint(config.preparators, config), config, url)
         lines.append(_who_sees(record))
@@ -86,6 +88,29 @@ def _scope(config, rules, url: str, root: str | None) -> list[str]:
             rules.plugins.any_true("check_dynamic_blacklist", url, url=url, source_url="", source_link_text=""):
         lines.append("declined by a plugin's dynamic blacklist (check_dynamic_blacklist says so now)")
     return lines
+
+
+def _robots(config, url: str, root: str | None) -> list[str]:
+    """For a web page under a start URL: what its host's robots.txt says now, asked as the crawl asks it."""
+    if root is None or not url.startswith(("http://", "https://")):
+        return []
+    if not config.http.robots_txt:
+        return ["robots.txt is not obeyed (http.robots_txt is false)"]
+    from urllib.parse import urlsplit
+
+    from beamtrawl.transforms.sources.http.crawl import make_fetcher
+    from beamtrawl.transforms.sources.http.fetch import FetchError
+    from beamtrawl.transforms.sources.http.robots import load_robots
+
+    parts = urlsplit(url)
+    host = f"{parts.scheme}://{parts.netloc}"
+    try:
+        robots = load_robots(make_fetcher(config.http), host + "/", config.http.user_agent, config.http.delay)
+    except FetchError as err:
+        return [f"robots.txt of {host} cannot be read now ({err}): the crawl keeps the host's pages, fetches none"]
+    if robots.allows(url):
+        return [f"robots.txt of {host} allows it for {config.http.user_agent!r}"]
+    return [f"declined: robots.txt of {host} disallows it for {config.http.user_agent!r}"]
 
 
 def _describe(pattern) -> str:

@@ -297,3 +297,25 @@ def test_the_crawls_explain_reads_are_kept_bounded(tmp_path, monkeypatch):
     kept = history.crawls(str(tmp_path))
     assert len(kept) == history.KEPT_CRAWLS and kept[0]["finished_at"].startswith("2026-01-07")
     assert all(len(crawl["lines"]) == 3 for crawl in kept)
+
+
+def test_explain_asks_a_web_pages_robots_txt_as_the_crawl_does(tmp_path, make_config):
+    from tests.servers.website import Website, html
+
+    site = Website()
+    site.start()
+    try:
+        site.put("/robots.txt", "User-agent: *\nDisallow: /private/\n", content_type="text/plain")
+        site.put("/", html("Home", "walrus", ("/private/p.html",)))
+        site.put("/private/p.html", html("Private", "walrus"))
+        config = make_config(tmp_path, start=[{"url": site.base + "/"}], whitelist=[{"prefix": site.base + "/"}],
+                             http={"delay": 0})
+        assert beamtrawl("crawl", str(config), "--direct_num_workers=1").returncode == 0
+        private = beamtrawl("explain", site.base + "/private/p.html", "--config", str(config))
+        assert private.returncode == 0, private.stderr
+        assert "not in the index" in private.stdout
+        assert f"declined: robots.txt of {site.base} disallows it" in private.stdout
+        home = beamtrawl("explain", site.base + "/", "--config", str(config)).stdout
+        assert "in the index" in home and f"robots.txt of {site.base} allows it" in home
+    finally:
+        site.stop()
