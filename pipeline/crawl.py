@@ -107,13 +107,13 @@ class CrawlRefused(Exception):
 
 
 def check_start_folders(config, new_index: bool) -> None:
-    """Raise :class:`CrawlRefused` for a local start folder or file that is not there, when the crawl could do
-    nothing but fail on it: every start URL is such, or the index is new (it has nothing to keep). Into an
-    index that holds other roots' documents, a missing one is that root failing, its documents kept (an
-    unmounted disk), and the others are crawled."""
+    """Raise :class:`CrawlRefused` for a local start folder or file that is not there, when the index is new:
+    the crawl could do nothing but fail on it and leave an empty index. Into an index a crawl filled, a missing
+    one is that root failing, its documents kept (a share gone for an hour, an unmounted disk), and the others
+    are crawled."""
     missing = [(i, s.url) for i, s in enumerate(config.start)
                if s.url.startswith("file:") and not os.path.exists(url_to_path(s.url))]
-    if missing and (new_index or len(missing) == len(config.start)):
+    if missing and new_index:
         i, url = missing[0]
         more = f" (and {len(missing) - 1} more start URLs)" if len(missing) > 1 else ""
         raise CrawlRefused(f"{config.source}: start[{i}]: {url_to_path(url)} does not exist{more}; nothing was "
