@@ -322,7 +322,7 @@ def _interrupted(config, report_to: str | None, stop) -> list[str]:
     return the lines to print. During the deletes the report on disk already lists those due: it stays."""
     import shutil
 
-    from beamtrawl.pipeline.interrupt import EXIT_INTERRUPTED, INTERRUPTED, INTERRUPTED_DELETING
+    from beamtrawl.pipeline.interrupt import INTERRUPTED, INTERRUPTED_DELETING
     from beamtrawl.pipeline.progress import totals
     from beamtrawl.pipeline.report import build_report
     from beamtrawl.transforms.progress import PROGRESS_DIR_ENV
@@ -335,7 +335,7 @@ def _interrupted(config, report_to: str | None, stop) -> list[str]:
     report = build_report({"accepted": seen.get("found", 0), "prepared": seen.get("prepared", 0),
                            "written": seen.get("written", 0)}, [], config=config.source, index=config.index.label,
                           started_at=stop.started_at, report_path=config.report, fatal="", interrupted=INTERRUPTED)
-    report["exit_code"] = EXIT_INTERRUPTED
+    report["exit_code"] = stop.exit_code
     report["timings"] = {"total_s": round(time.monotonic() - stop.began, 3)}
     written = []
     for path in (config.report, report_to):

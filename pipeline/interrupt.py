@@ -73,13 +73,15 @@ def _alive(pid: int) -> bool:
 class Interrupt:
     """``with Interrupt(write) as stop:`` around a crawl in the command's main thread. On SIGINT (or SIGTERM)
     ``write(stop)`` is called to write the partial report and return the lines to print; then the
-    command exits with EXIT_INTERRUPTED. ``stop.deleting`` is set by the driver while its deletes run."""
+    command exits with 128 + the signal's number (EXIT_INTERRUPTED for SIGINT). ``stop.deleting`` is set by
+    the driver while its deletes run."""
 
     def __init__(self, write):
         self.write = write
         self.deleting = False
         self.work_dir = ""  # the crawl's own work folder, once it has one: removed, as a crawl's end does
         self.began = time.monotonic()
+        self.exit_code = EXIT_INTERRUPTED
         self.started_at = datetime.now(UTC).isoformat(timespec="seconds")
         self._previous: dict = {}
 
@@ -93,7 +95,8 @@ class Interrupt:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
 
-    def _handle(self, _signum, _frame) -> None:
+    def _handle(self, signum, _frame) -> None:
+        self.exit_code = 128 + signum  # as a shell reports a command a signal ended: 130 for SIGINT, 143 for SIGTERM
         for sig in (*self._previous, signal.SIGUSR1):  # SIGUSR1: a worker died (runners/direct.py) — we end them
             signal.signal(sig, signal.SIG_IGN)  # a second Ctrl-C does not interrupt the clean-up
         threading.excepthook = lambda _args: None  # Beam's threads that waited for the ended workers
@@ -112,4 +115,4 @@ class Interrupt:
                 stream.flush()
             except OSError:
                 pass
-        os._exit(EXIT_INTERRUPTED)
+        os._exit(self.exit_code)
