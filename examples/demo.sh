@@ -7,6 +7,6 @@ if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v mandoc >/dev/null
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 mandoc libchm-bin
 fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)
-python -m pip install --quiet --disable-pip-version-check -e .
+pip_install -e .
 beamtrawl crawl examples/crawl.yaml || [ $? -eq 1 ]
 beamtrawl search "spectrometer calibration" --config examples/crawl.yaml --limit 3

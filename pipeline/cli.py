@@ -20,9 +20,11 @@ import logging
 import os
 import shlex
 import sys
+import time
 
 from beamtrawl.pipeline import __version__
 from beamtrawl.pipeline.config import MAX_MESSAGE, ConfigError, load_config
+from beamtrawl.pipeline.owner import FORCE_OPTION, OtherConfiguration
 from beamtrawl.pipeline.report import EXIT_FATAL, EXIT_OK, summary, summary_line, terminal_safe, write_report
 from beamtrawl.transforms import logs
 
@@ -30,7 +32,7 @@ log = logging.getLogger("beamtrawl")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="beamtrawl", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="beamtrawl", description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True)
     overrides = argparse.ArgumentParser(add_help=False)
@@ -42,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 description="Any further --option is passed to Beam as a pipeline option.",
                                 epilog=f"{CONFIG_REFERENCE}\n\n{EXIT_CODES}")
-    crawl.add_argument("config")
+    crawl.add_argument("config", help=CONFIG_HELP)
     crawl.add_argument("--dry-run", action="store_true",
                        help="check the configuration, the index and every start URL (logins included), print "
                             "what would be crawled and which guards apply; write nothing")
@@ -52,8 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     crawl.add_argument("--report", metavar="PATH|-",
                        help="also write the JSON report here ('-': standard output, the summary then goes to "
                             "standard error)")
+    crawl.add_argument(FORCE_OPTION, action="store_true", dest="other_config",
+                       help="crawl into an index another configuration filled (refused without it: each "
+                            "crawl would delete what only the other found)")
     crawl.add_argument("--runner", help="direct (default), or a Beam runner name")
-    crawl.add_argument("--debug", action="store_true", help="tracebacks and Beam's own logs")
+    crawl.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     crawl.add_argument("--quiet", "-q", action="store_true",
                        help="no progress display and no log lines; the summary and problems only")
 
@@ -66,26 +71,31 @@ def _parser() -> argparse.ArgumentParser:
     search = commands.add_parser("search", parents=[overrides], help="search the index of CONFIG",
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=f"{QUERY_SYNTAX}\n\n{CONFIG_REFERENCE}")
-    search.add_argument("query")
-    search.add_argument("--config", required=True)
+    search.add_argument("query", help="what to look for (the syntax: below); quote it as one argument")
+    search.add_argument("--config", required=True, help=CONFIG_HELP)
     search.add_argument("--limit", type=_limit, default=10, help=f"at most this many hits (1 to {MAX_LIMIT:,})")
     search.add_argument("--json", action="store_true", help="print a JSON array of hits")
     search.add_argument("--groups", default="", metavar="A,B",
                         help="the searcher's access groups; without them only public documents are found")
-    search.add_argument("--debug", action="store_true")
+    search.add_argument("--debug", action="store_true", help=DEBUG_HELP)
 
     export = commands.add_parser("export", parents=[overrides],
                                  help="write every document of CONFIG's index as a new Delta table at DEST")
-    export.add_argument("config")
+    export.add_argument("config", help=CONFIG_HELP)
     export.add_argument("dest", help="a new folder or an s3://, gs://, abfss:// URL (docs/table.md)")
-    export.add_argument("--debug", action="store_true")
+    export.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     maintain = commands.add_parser("maintain", parents=[overrides],
                                    help="compact CONFIG's Delta table and remove files of old versions")
-    maintain.add_argument("config")
+    maintain.add_argument("config", help=CONFIG_HELP)
     maintain.add_argument("--retention-hours", type=_hours, default=None, metavar="H",
                           help="keep every version younger than this (default: a week); a running crawl's "
                                "version is always kept")
-    maintain.add_argument("--debug", action="store_true")
+    maintain.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    explain = commands.add_parser("explain", parents=[overrides],
+                                  help="say why a document is or is not in the index of CONFIG, and who may see it")
+    explain.add_argument("target", metavar="URL_OR_PATH", help="a URL, or a local path (a file:// URL)")
+    explain.add_argument("--config", required=True, help=CONFIG_HELP)
+    explain.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     _serve_parsers(commands, overrides)
     return parser
 
@@ -94,7 +104,7 @@ def _serve_parsers(commands, overrides) -> None:
     """``beamtrawl serve`` and ``beamtrawl user add`` (pipeline/serve, docs/serve.md)."""
     serve = commands.add_parser("serve", parents=[overrides], help="a search page and JSON API over the index of CONFIG",
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=QUERY_SYNTAX)
-    serve.add_argument("--config", required=True)
+    serve.add_argument("--config", required=True, help=CONFIG_HELP)
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=8080, help="the port to listen on (default: 8080)")
     serve.add_argument("--users", metavar="PATH", help="the users file (beamtrawl user add): people sign in with "
@@ -105,15 +115,15 @@ def _serve_parsers(commands, overrides) -> None:
     serve.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
                        help="the reverse proxy's address or network (repeatable); only its requests may carry "
                             "--trusted-header")
-    serve.add_argument("--debug", action="store_true")
+    serve.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     user = commands.add_parser("user", help="manage the users who may sign in to beamtrawl serve")
     user_commands = user.add_subparsers(dest="user_command", required=True)
     add = user_commands.add_parser("add", help="add a user, or change their password and groups; the password is "
                                                "asked twice on a terminal, else read as one line from standard input")
-    add.add_argument("name")
+    add.add_argument("name", help="the name the user signs in with")
     add.add_argument("--groups", default="", metavar="A,B", help="the user's access groups")
     add.add_argument("--users", required=True, metavar="PATH", help="the users file (created if missing)")
-    add.add_argument("--debug", action="store_true")
+    add.add_argument("--debug", action="store_true", help=DEBUG_HELP)
 
 
 MAX_LIMIT = 10_000  # hits one search may return
@@ -148,6 +158,8 @@ def _port(text: str) -> int:
     return int(text)
 
 
+CONFIG_HELP = "the crawl configuration (YAML; beamtrawl init writes one)"
+DEBUG_HELP = "on failure, the traceback; and what Beam and the libraries log"
 CONFIG_REFERENCE = "configuration reference: README.md, section 'Configuration'"
 EXIT_CODES = ("exit codes: 0 everything indexed; 1 some documents or folders failed (each a report line);\n"
               "2 configuration error or fatal failure, and then no delete ran")
@@ -203,33 +215,42 @@ def main(argv: list[str] | None = None) -> int:
         return _init(args.start, args.output, args.force)
     if args.command == "user":
         return _user_add(args.users, args.name, args.groups)
-    if args.command in ("search", "export", "maintain", "serve") and extra:
+    if args.command in ("search", "export", "maintain", "serve", "explain") and extra:
         _parser().error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "crawl" and (unknown := _unknown_beam_options(extra)):
         _parser().error(unknown)
     try:
         if args.command == "crawl" and args.reprepare:
             args.overrides.append("reprepare=true")
-        config = load_config(args.config, crawling=args.command == "crawl", overrides=args.overrides)
+        # explain compares with what a crawl would do: the configuration as a crawl loads it
+        config = load_config(args.config, crawling=args.command in ("crawl", "explain"), overrides=args.overrides)
         if args.command == "crawl" and args.dry_run:
             from beamtrawl.pipeline.dry_run import dry_run
 
-            text, code = dry_run(config, args.runner, args.report)
+            text, code = dry_run(config, args.runner, args.report, args.other_config)
             print(text)
             return code
         if args.command == "crawl":
-            return _crawl(config, args.runner, extra, args.report, args.quiet)
+            return _crawl(config, args, extra)
         if args.command == "export":
             return _export(config, args.dest)
         if args.command == "maintain":
             return _maintain(config, args.retention_hours)
         if args.command == "serve":
             return _serve(config, args)
+        if args.command == "explain":
+            from beamtrawl.pipeline.explain import explain
+
+            print("\n".join(explain(config, args.target)))
+            return EXIT_OK
         groups = [g.strip() for g in args.groups.split(",") if g.strip()]
         return _search(config, args.query, args.limit, args.json, groups)
-    except ConfigError as err:
+    except (ConfigError, OtherConfiguration) as err:
         log.error("%s", err)
         return EXIT_FATAL
+    except KeyboardInterrupt:  # before a crawl's own handler (pipeline/interrupt.py) is there, or another command
+        print("interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # the reader went away (`beamtrawl search … | head -1`): nothing more to say
         _discard_stdout()
         return EXIT_OK
@@ -259,11 +280,17 @@ def _unknown_beam_options(extra: list[str]) -> str:
     return ""
 
 
-def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | None = None,
-           quiet: bool = False) -> int:
-    from beamtrawl.pipeline.crawl import check_writable, crawl  # Beam loads slowly: only when crawling
+def _crawl(config, args, beam_args: list[str]) -> int:
+    """``crawl``: ``args`` are the command's (runner, report, quiet, other_config); ``beam_args`` go to Beam."""
+    from beamtrawl.pipeline.crawl import (  # Beam loads slowly: only when crawling
+        Launch,
+        check_writable,
+        crawl,
+    )
+    from beamtrawl.pipeline.interrupt import Interrupt
     from beamtrawl.transforms.preparators.isolation import end_children
 
+    report_to = args.report
     # A command is no IPython session; without this, Beam imports IPython (0.6 s) to ask if it is one.
     sys.modules.setdefault("IPython", None)
     try:
@@ -271,7 +298,9 @@ def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | No
 
         if report_to and report_to != "-":
             check_writable(report_to, config.work_dir)  # before the crawl, as the configured report path
-        report = crawl(config, runner, beam_args, LiveProgress.mode_for(quiet))
+        with Interrupt(lambda stop: _interrupted(config, report_to, stop)) as stop:
+            report = crawl(config, Launch(args.runner, tuple(beam_args), LiveProgress.mode_for(args.quiet),
+                                          args.other_config, stop))
     finally:
         end_children()  # those of an in-process runner; the command ends without Python's shutdown (run)
     if report_to == "-":
@@ -288,14 +317,45 @@ def _crawl(config, runner: str | None, beam_args: list[str], report_to: str | No
     return report["exit_code"]
 
 
+def _interrupted(config, report_to: str | None, stop) -> list[str]:
+    """Ctrl-C (pipeline/interrupt.py): write the partial report — the counts the workers had shown — and
+    return the lines to print. During the deletes the report on disk already lists those due: it stays."""
+    import shutil
+
+    from beamtrawl.pipeline.interrupt import INTERRUPTED, INTERRUPTED_DELETING
+    from beamtrawl.pipeline.progress import totals
+    from beamtrawl.pipeline.report import build_report
+    from beamtrawl.transforms.progress import PROGRESS_DIR_ENV
+
+    if stop.deleting:
+        return [INTERRUPTED_DELETING, f"report: {config.report}"]
+    folder = os.environ.get(PROGRESS_DIR_ENV, "")
+    seen = totals(folder) if folder and os.path.isdir(folder) else {}
+    shutil.rmtree(folder, ignore_errors=True) if folder else None
+    report = build_report({"accepted": seen.get("found", 0), "prepared": seen.get("prepared", 0),
+                           "written": seen.get("written", 0)}, [], config=config.source, index=config.index.label,
+                          started_at=stop.started_at, report_path=config.report, fatal="", interrupted=INTERRUPTED)
+    report["exit_code"] = stop.exit_code
+    report["timings"] = {"total_s": round(time.monotonic() - stop.began, 3)}
+    written = []
+    for path in (config.report, report_to):
+        if path and path != "-":
+            try:
+                write_report(report, path)
+                written.append(path)
+            except OSError:
+                pass
+    return [INTERRUPTED + (f" (partial report: {', '.join(written)})" if written else ""), summary_line(report)]
+
+
 def _init(start: list[str], output: str, force: bool) -> int:
-    from beamtrawl.pipeline.starter import starter_config
+    from beamtrawl.pipeline.starter import index_for, starter_config
 
     if os.path.exists(output) and not force:
         log.error("%s: exists; choose another --output or add --force", output)
         return EXIT_FATAL
     try:
-        text = starter_config(start)
+        text = starter_config(start, index_for(output))
     except ValueError as err:  # a start URL beamtrawl cannot crawl, or a path that is not there
         log.error("beamtrawl init: %s", err)
         return EXIT_FATAL

@@ -20,14 +20,16 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from beamtrawl.pipeline import __version__, unchanged
+from beamtrawl.pipeline import __version__, history, unchanged
 from beamtrawl.pipeline import report as reports
+from beamtrawl.pipeline.owner import check_owner, owner_of
 from beamtrawl.plugins.manager import PluginHost
 from beamtrawl.runners.options import check_reachable
 from beamtrawl.transforms import listings
@@ -35,7 +37,7 @@ from beamtrawl.transforms.index import make_target
 from beamtrawl.transforms.preparators import helpers
 from beamtrawl.transforms.records import conform, event
 from beamtrawl.transforms.sources import ancestors
-from beamtrawl.transforms.urls import container_key
+from beamtrawl.transforms.urls import container_key, url_to_path
 
 if TYPE_CHECKING:
     from beamtrawl.pipeline.config import Config
@@ -88,13 +90,54 @@ def _rules_unmatched(result, config) -> list[str]:
     except Exception:  # noqa: BLE001 - a runner that reports no metrics cannot tell: no warnings
         return []
     matched = {c.key.metric.name for c in counters if (c.committed if c.committed is not None else c.attempted)}
-    patterns = [*config.whitelist, *config.blacklist,
+    patterns = [*config.whitelist, *(p for p in config.blacklist if not _common_exclusion(p)),
                 *(p for c in config.access_control if isinstance(c, UrlRules) for p, _groups in c.rules)]
     return [f"{p.describe()} matched no URL in this crawl" for p in patterns if p.where and p.where not in matched]
 
 
+#: Blacklist regexes that guard against what a tree may or may not hold (``beamtrawl init`` writes them):
+#: that one matched nothing says nothing, so it is no warning on every crawl of a tree without a ``.git``.
+COMMON_EXCLUSIONS = frozenset({r".*/\.git/.*", r".*~$"})
+
+
+def _common_exclusion(pattern) -> bool:
+    return pattern.regex is not None and pattern.regex.pattern in COMMON_EXCLUSIONS
+
+
 class CrawlRefused(Exception):
     """The crawl cannot start (its report or work folder is not writable); ``str()`` is one line."""
+
+
+def check_start_folders(config, new_index: bool) -> None:
+    """Raise :class:`CrawlRefused` for a local start folder or file that is not there, when the index is new:
+    the crawl could do nothing but fail on it and leave an empty index. Into an index a crawl filled, a missing
+    one is that root failing, its documents kept (a share gone for an hour, an unmounted disk), and the others
+    are crawled."""
+    missing = [(i, s.url) for i, s in enumerate(config.start)
+               if s.url.startswith("file:") and not os.path.exists(url_to_path(s.url))]
+    if missing and new_index:
+        i, url = missing[0]
+        more = f" (and {len(missing) - 1} more start URLs)" if len(missing) > 1 else ""
+        raise CrawlRefused(f"{config.source}: start[{i}]: {url_to_path(url)} does not exist{more}; nothing was "
+                           f"crawled and nothing created")
+
+
+def check_index_folder(index_path: str | None) -> None:
+    """Raise :class:`CrawlRefused`, naming the index and its folder, unless that folder exists (it is made, as
+    the index would make it) and may be written to (SQLite writes its journal beside the file)."""
+    if not index_path or "://" in index_path:
+        return
+    folder = os.path.dirname(os.path.abspath(index_path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as err:
+        raise CrawlRefused(f"index {index_path}: its folder {folder} cannot be created ({err.strerror}); "
+                           f"choose another index.path") from None
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as err:
+        raise CrawlRefused(f"index {index_path}: its folder {folder} cannot be written ({err.strerror}); "
+                           f"choose another index.path") from None
 
 
 #: Free space the work folder needs before a crawl starts (its totals, problems and delete candidates).
@@ -128,14 +171,31 @@ def check_writable(report_path: str, work_dir: str) -> None:
                                f"{MIN_WORK_SPACE // 1024**2} MiB a crawl needs")
 
 
-def crawl(config, runner: str | None, beam_args: list[str], progress: str = "lines") -> dict:
-    """Run one crawl; returns the report (also written to ``config.report``). ``progress``: how the run
-    shows itself (pipeline/progress.py: "live", "lines", "quiet")."""
+@dataclass(frozen=True)
+class Launch:
+    """How the command runs one crawl, beyond what the configuration says."""
+
+    runner: str | None = None  # direct (None) or a Beam runner name
+    beam_args: tuple[str, ...] = ()  # options passed to Beam
+    progress: str = "lines"  # how the run shows itself (pipeline/progress.py: "live", "lines", "quiet")
+    other_config: bool = False  # crawl into an index another configuration filled (pipeline/owner.py)
+    stop: object = None  # the command's Interrupt (pipeline/interrupt.py), told when the deletes run
+
+
+def crawl(config, launch: Launch = Launch()) -> dict:
+    """Run one crawl; returns the report (also written to ``config.report``). An index another configuration
+    filled is refused before anything is done, unless ``launch.other_config``."""
+    owner = owner_of(config, [s.url for s in config.start])
+    stored = make_target(config.index).read_owner()
+    if not launch.other_config:
+        check_owner(stored, owner, config.index.label)
+    check_start_folders(config, new_index=stored is None)
+    check_index_folder(config.index.path)
     check_writable(config.report, config.work_dir)
     plugins = PluginHost(config.plugins)
     plugins.call("on_start_crawling", config=config)
     try:
-        report = _crawl(config, runner, beam_args, plugins, progress)
+        report = _crawl(config, launch, plugins, owner)
     except BaseException as err:
         plugins.call("on_finish_crawling", config=config, report={"fatal": f"{type(err).__name__}: {err}"})
         raise
@@ -146,6 +206,7 @@ def crawl(config, runner: str | None, beam_args: list[str], progress: str = "lin
         report["problems"].extend(problems)
         report["counts"]["plugin_failed"] = report["counts"].get("plugin_failed", 0) + len(problems)
     _write_last(report, config.report)
+    history.keep(report, config.work_dir)  # for beamtrawl explain (pipeline/explain.py)
     return report
 
 
@@ -159,7 +220,8 @@ def _write_last(report: dict, path: str) -> None:
         report["exit_code"] = max(report["exit_code"], reports.EXIT_DOCUMENTS_FAILED)
 
 
-def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost, progress: str) -> dict:
+def _crawl(config, launch: Launch, plugins: PluginHost, owner: dict) -> dict:
+    runner, beam_args, stop = launch.runner, list(launch.beam_args), launch.stop
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     check_reachable(runner, beam_args)  # a cluster that is down: one line, before the index is touched
@@ -167,6 +229,7 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
     preparators = config.preparators
     fingerprint = preparation_fingerprint(preparators, config)
     target.prepare()
+    target.write_owner(owner)
     before = target.count()
     context = {"config": config.source, "index": config.index.label, "runner": runner or "direct",
                "started_at": started_at, "documents_in_index_before": before, "report_path": config.report}
@@ -178,18 +241,18 @@ def _crawl(config, runner: str | None, beam_args: list[str], plugins: PluginHost
 
     options = pipeline_options(runner, beam_args, target)
     _store_state(target, None)  # a crawl that does not end clean leaves no state behind
-    log.info("crawling %d start URLs into %s (%d documents indexed)", len(config.start), config.index.label,
-             before)
+    log.info("crawling %s into %s (%s indexed)", reports.plural(len(config.start), "start URL"),
+             config.index.label, reports.plural(before, "document"))
     planned = time.perf_counter()
-    outcome = _pass(config, target, fingerprint, options, progress)
-    run = _Run(config, target, plugins, context)
+    outcome = _pass(config, target, fingerprint, options, launch)
+    run = _Run(config, target, plugins, context, stop)
     report = _committed(run, outcome, outcome.staged)
     again = listings.to_list_again(outcome.problems) if reports.exit_code(report) != reports.EXIT_FATAL else []
     listed_again = {}
     if again:
         log.warning("entries of %d containers were lost between their listing and the index (the runner: see "
                     "docs/upstream-beam-lost-chunks.md); listing them again", len(again))
-        second = _pass(config, target, fingerprint, options, progress, tuple(again))
+        second = _pass(config, target, fingerprint, options, launch, tuple(again))
         outcome = _merged(outcome, second, again)
         report = _committed(run, outcome, second.staged)
         listed_again = {"containers": len(again), "first": again[:20], "counts": second.totals,
@@ -236,7 +299,7 @@ class _Pass:
     stage_seconds: dict
 
 
-def _pass(config, target, fingerprint: str, options, progress: str, again: tuple[str, ...] = ()) -> _Pass:
+def _pass(config, target, fingerprint: str, options, launch: Launch, again: tuple[str, ...] = ()) -> _Pass:
     """Run the graph once (``again``: a second pass over these containers only) and read back its work folder."""
     import apache_beam as beam
     from beamtrawl.pipeline import graph
@@ -244,11 +307,13 @@ def _pass(config, target, fingerprint: str, options, progress: str, again: tuple
     from beamtrawl.runners import make_runner
 
     work_dir = f"{config.work_dir.rstrip('/')}/{uuid.uuid4().hex[:12]}"
+    if launch.stop is not None:
+        launch.stop.work_dir = work_dir
     fatal = ""
     try:
         p = beam.Pipeline(runner=make_runner(options), options=options)
         graph.build(p, config, target, fingerprint, work_dir, again)
-        with LiveProgress(progress):
+        with LiveProgress(launch.progress):
             result = p.run()
             result.wait_until_finish()
         stage_seconds, warnings = _stage_seconds(result), [] if again else _rules_unmatched(result, config)
@@ -318,6 +383,7 @@ class _Run:
     target: object  # the index (transforms.index)
     plugins: PluginHost  # the driver's: on_delete_index_entry runs here
     context: dict  # the report's header (pipeline.report.build_report)
+    stop: object = None  # the command's Interrupt (pipeline/interrupt.py), or None
 
     def report(self, totals: dict, problems: list, fatal: str = "") -> dict:
         return reports.build_report(totals, problems, **self.context, fatal=fatal)
@@ -357,6 +423,8 @@ def _delete_last(run: _Run, candidates, totals: dict, problems: list) -> dict:
     except OSError as err:
         return run.report(totals, problems, fatal=f"{config.report}: the report could not be written before the "
                                                   f"deletes ({err.strerror}); no deletes ran")
+    if run.stop is not None:
+        run.stop.deleting = True
     events = delete_batches(run.target, candidates, run.plugins)
     report = run.report(*_with_events(totals, problems, events))
     failed = {e.url for e in events if e.kind == "failed"}

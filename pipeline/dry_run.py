@@ -90,10 +90,25 @@ def _reach(config, url: str) -> str:
     return ""
 
 
-def dry_run(config, runner: str | None, report_to: str | None = None) -> tuple[str, int]:
-    """(the lines to print, the exit code)."""
+def _owner_line(config) -> str:
+    """Why a crawl would be refused because another configuration filled the index (pipeline/owner.py), or ""."""
+    from beamtrawl.pipeline.owner import OtherConfiguration, check_owner, owner_of
+
+    try:
+        check_owner(make_target(config.index).read_owner(), owner_of(config, [s.url for s in config.start]),
+                    config.index.label)
+    except OtherConfiguration as err:
+        return f"refused: {err}"
+    return ""
+
+
+def dry_run(config, runner: str | None, report_to: str | None = None, other_config: bool = False) -> tuple[str, int]:
+    """(the lines to print, the exit code); ``other_config``: ``--force-other-config`` was given."""
     index_line, code, documents = _index_line(config)
     lines = [f"configuration {config.source}: valid", index_line]
+    if not other_config and (refusal := _owner_line(config)):
+        lines.append(refusal)
+        code = EXIT_FATAL
     for what, path, is_folder in (("report", config.report, False), ("report copy", report_to, False),
                                   ("work folder", config.work_dir, True)):
         if path and path != "-" and (why := _unwritable(path, is_folder)):

@@ -65,10 +65,37 @@ def build_report(totals: dict[str, int], problems: list[dict], **context: Any) -
         report["fatal"] = (f"{counts['write_failed']} documents could not be written to the index "
                            f"(first: {first}); no deletes ran")
     report["counts"] = counts
+    for kind in ("unsupported", "skipped_unread"):
+        if by_type := by_mime_type(totals, kind):
+            report[f"{kind}_types"] = by_type
     report["deletes_withheld"] = withheld[0] if withheld else ""
     report["problems"] = [{k: p[k] for k in ("url", "stage", "reason", "kind")}
                           for p in problems if p["kind"] != "delete_withheld"]
     return report
+
+
+#: MIME types a report lists by name for one count; the rest are summed as "other types".
+MAX_TYPES = 50
+
+
+def by_mime_type(totals: dict[str, int], kind: str) -> dict[str, int]:
+    """``{MIME type: count}`` of one count's documents, most first (transforms/records.py: BY_TYPE)."""
+    from beamtrawl.transforms.records import BY_TYPE
+
+    prefix = f"{kind}{BY_TYPE}"
+    found = sorted(((k[len(prefix):], n) for k, n in totals.items() if k.startswith(prefix)),
+                   key=lambda item: (-item[1], item[0]))
+    listed = dict(found[:MAX_TYPES])
+    if len(found) > MAX_TYPES:
+        listed["other types"] = sum(n for _, n in found[MAX_TYPES:])
+    return listed
+
+
+def _types_line(by_type: dict[str, int], shown: int = 5) -> str:
+    """``20 application/x-sharedlib, 12 image/png and 3 more types``."""
+    items = [f"{n:,} {mime}" for mime, n in list(by_type.items())[:shown]]
+    rest = len(by_type) - shown
+    return ", ".join(items) + (f" and {rest} more types (the report lists them)" if rest > 0 else "")
 
 
 def exit_code(report: dict) -> int:
@@ -109,24 +136,36 @@ _NOTEWORTHY = (("deleted", "deleted"), ("kept", "kept (their folder, host or sta
                ("revoked", "hidden at once (access revoked at the source)"))
 
 
+def plural(count: int, word: str) -> str:
+    """``1 start URL``, ``25,719 documents``: the number as the live line shows it, the noun as people write it."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
 def summary(report: dict) -> str:
-    """A few lines for the terminal."""
+    """A few lines for the terminal; numbers written as the live progress line writes them (25,719)."""
     c = report["counts"]
-    documents = f"documents: {c['new']} new, {c['changed']} changed, {c['unchanged']} unchanged, {c['failed']} failed"
-    documents += "".join(f", {c[kind]} {words}" for kind, words in _NOTEWORTHY if c.get(kind))
-    index = f"index holds {report.get('documents_in_index', '?')}"
+    documents = (f"documents: {c['new']:,} new, {c['changed']:,} changed, {c['unchanged']:,} unchanged, "
+                 f"{c['failed']:,} failed")
+    documents += "".join(f", {c[kind]:,} {words}" for kind, words in _NOTEWORTHY if c.get(kind))
+    held = report.get("documents_in_index", "?")
+    index = f"index holds {held:,}" if isinstance(held, int) else f"index holds {held}"
     if report.get("fatal") and not any(c.values()):  # the pipeline failed: its counts never came back
         before = report.get("documents_in_index_before", "?")
         lines = [f"the crawl's counts are unknown: it failed before they were complete; {index} ({before} before)"]
     else:
-        lines = [f"discovered {c['discovered']}: {c['accepted']} documents accepted, {c['declined']} declined",
-                 documents, f"read {c['read']} documents, wrote {c['written']}; {index}"]
+        lines = [f"discovered {c['discovered']:,}: {c['accepted']:,} documents accepted, {c['declined']:,} declined",
+                 documents, f"read {plural(c['read'], 'document')}, wrote {c['written']:,}; {index}"]
     lines.append(f"took {report['timings']['total_s']:.1f} s; report: {report.get('report_path', '')}")
     lines += [f"warning: {w}" for w in report.get("warnings", ())]
     if c.get("unsupported"):
-        lines.append(f"{c['unsupported']} documents of types no preparator reads: indexed by name, not failed")
+        lines.append(f"{plural(c['unsupported'], 'document')} of types no preparator reads, indexed by name, size and "
+                     f"date (not failed): {_types_line(report.get('unsupported_types', {}))}")
+    if c.get("symlink_skipped"):
+        lines.append(f"{c['symlink_skipped']:,} symbolic links skipped, not followed (follow_symlinks: true "
+                     f"follows them, each target indexed once)")
     if c.get("skipped_unread"):
-        lines.append(f"{c['skipped_unread']} files of types no preparator reads skipped (metadata_only is off)")
+        lines.append(f"{plural(c['skipped_unread'], 'file')} of types no preparator reads skipped (metadata_only is "
+                     f"off): {_types_line(report.get('skipped_unread_types', {}))}")
     if report.get("pipeline_skipped"):
         lines.append(f"nothing to read: {report['pipeline_skipped']}")
     if report["deletes_withheld"]:

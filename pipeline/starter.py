@@ -46,7 +46,13 @@ def _password_variable(url: str) -> str:
     return f"{_ENV_NAME.sub('_', host.upper()).strip('_')}_PASSWORD"
 
 
-def starter_config(start: list[str], index_path: str = "beamtrawl-index.sqlite") -> str:
+def index_for(config_file: str) -> str:
+    """The index a configuration written to ``config_file`` fills, named after it and beside it
+    (``docs.yaml`` → ``docs-index.sqlite``): two configurations in one folder get two indexes."""
+    return f"{Path(config_file).stem}-index.sqlite"
+
+
+def starter_config(start: list[str], index_path: str = "crawl-index.sqlite") -> str:
     """The text of the file (YAML with comments)."""
     urls = [_url(s) for s in start] or [Path.cwd().as_uri()]
     schemes = {u.split("://", 1)[0] for u in urls}
@@ -63,6 +69,8 @@ def starter_config(start: list[str], index_path: str = "beamtrawl-index.sqlite")
               f"index: {{path: \"{index_path}\"}}   # the embedded index; or {{url: https://…, name: docs}} for OpenSearch",
               "max_failed_ratio: 0.2          # more failed documents than this share: no deletes, exit 2",
               "max_delete_ratio: 0.5          # deletes would remove more than this share: none run, exit 2"]
+    if "file" in schemes:
+        lines += ["# follow_symlinks: true        # follow symbolic links (each target indexed once); off: skipped, counted"]
     if {"http", "https"} & schemes:
         lines += ["http:",
                   '  user_agent: "beamtrawl (+mailto:you@example.org)"   # say who crawls, and how to reach you',

@@ -3,7 +3,8 @@
 Beam's own DirectRunner first tries to download the Prism runner, which fails (or hangs) without
 internet; FnApiRunner is named explicitly so that never happens. Its worker processes run
 ``beamtrawl.runners.local_worker`` (see there why) with ``-P``: ``python -m`` would otherwise put the current folder
-first on the import path, and a ``concurrent.py`` lying there would run inside every worker.
+first on the import path, and a ``concurrent.py`` lying there would run inside every worker. They ignore
+SIGINT from birth: Ctrl-C is the driver's to handle (pipeline/interrupt.py).
 
 A worker process that dies is heard (:func:`_failing_on_worker_death`): Beam only logs it from the thread
 that started the process, and the runner then waits forever for the dead worker's answers.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -23,7 +25,11 @@ import threading
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from beamtrawl.runners.options import with_defaults
 
-WORKER_COMMAND = f"{sys.executable} -P -m beamtrawl.runners.local_worker"
+#: Beam starts it with a shell. ``trap '' INT``: the worker is born ignoring SIGINT (so Python installs no
+#: KeyboardInterrupt for it, and its preparing children inherit that): a terminal's Ctrl-C reaches the whole
+#: process group, and the command's driver ends its workers itself (pipeline/interrupt.py). They stay in the
+#: command's process group, so killing that group still ends the whole crawl.
+WORKER_COMMAND = f"trap '' INT; exec {shlex.quote(sys.executable)} -P -m beamtrawl.runners.local_worker"
 
 
 class WorkerDied(Exception):

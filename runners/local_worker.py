@@ -3,9 +3,18 @@
 That shutdown waits about half a second for the harness's idle gRPC threads, and Beam stops its workers
 one after another, so every crawl paid it once per worker. What the shutdown did for beamtrawl, ending
 the worker's preparing children, is done here. A harness that fails still raises, and the process exits
-non-zero as Beam's own worker would."""
+non-zero as Beam's own worker would.
+
+It ignores SIGINT (from birth: runners/direct.py; here again, should another command start it), and so do
+the preparing processes it starts, which inherit that: Ctrl-C reaches a terminal's whole process group, and
+the command's driver ends the crawl's processes itself (pipeline/interrupt.py) — a worker left to Python
+would print a ``KeyboardInterrupt`` traceback of its own first."""
 
 from __future__ import annotations
+
+import signal
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # first of all: Beam takes a second to import
 
 import os
 import sys

@@ -32,7 +32,7 @@ if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/nul
 fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)
 # the bench extra (Scrapy, the peer of bench/http_bench.py): tests/test_benchmarks.py runs every bench
-python -m pip install --quiet --disable-pip-version-check -e ".[test,bench]"
+pip_install -e ".[test,bench]"
 python tests/servers/opensearch.py install  # once: OpenSearch 2.19.6 from Maven Central, cached
 python tests/servers/flink.py install  # once: Beam's Flink and Spark job servers' classpaths, cached
 python tests/servers/spark.py install

@@ -168,9 +168,9 @@ def test_progress_counts_add_up_across_workers(tmp_path, monkeypatch):
                     ("documents prepared (pdf)", 2), ("documents written", 6)]:
         Progress(what).add(n)
     (tmp_path / "half.json").write_text('["documents wri')  # a reader may meet anything: ignored
-    assert totals(str(tmp_path)) == {"found": 10, "prepared": 7, "written": 6}
-    assert line(totals(str(tmp_path)), 3.0) == "found 10 · prepared 7 · written 6 · 2/s · 0:00:03"
-    assert line(dict.fromkeys(("found", "prepared", "written"), 0), 3725.0) == "crawling · 1:02:05"
+    assert totals(str(tmp_path)) == {"found": 10, "compared": 0, "queued": 0, "prepared": 7, "written": 6}
+    assert line(totals(str(tmp_path)), 3.0, {"found": 3.4}) == "finding documents: found 10 · 3/s · 0:00:03"
+    assert line(dict.fromkeys(("found", "compared", "queued", "prepared", "written"), 0), 3725.0) == "crawling · 1:02:05"
 
 
 def test_progress_ends_at_the_real_count(tmp_path, monkeypatch):
@@ -198,8 +198,9 @@ def test_a_terminal_sees_live_progress_and_quiet_sees_only_the_summary(tmp_path,
         subprocess.run(["script", "-qec", command, str(typescript)], env={**os.environ, "TERM": "xterm"},
                        cwd=ROOT, capture_output=True, timeout=600, check=True)
         outputs[name] = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", typescript.read_text(errors="replace"))
-    assert re.search(r"found \d+ · prepared \d+ · written \d+ · \d+/s · 0:00:\d\d", outputs["live"])
-    assert "crawling 1 start URLs" in outputs["live"]
+    assert re.search(r"finding documents: found \d+.* · 0:00:\d\d|\d+% · \d+/~?\d+ prepared · \d+ written",
+                     outputs["live"])
+    assert "crawling 1 start URL into" in outputs["live"]
     assert "found " not in outputs["quiet"].split("discovered")[0] and "crawling" not in outputs["quiet"]
     assert "beamtrawl-summary exit=0" in outputs["quiet"]
 

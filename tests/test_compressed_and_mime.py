@@ -349,7 +349,8 @@ def test_html_reader_says_when_it_reads_a_sliver_of_a_large_page():
     url = "file:///usr/share/doc/nodejs/changelogs/CHANGELOG_V18.md"
     assert SNIFF(data, url) == "text/markdown"  # libmagic: a script or HTML; the name says Markdown
     as_html = prepare_html(data, url, "text/html", {})
-    assert re.fullmatch(r"read \d+ of \d+ characters", as_html.partial), as_html.partial
+    assert re.fullmatch(r"kept [\d,]+ of the page's [\d,]+ visible characters as its text: the rest looked like "
+                        r"menus, headers and footers to the main-text extractor", as_html.partial), as_html.partial
     small = debian_file("git", "usr/share/doc/git/RelNotes/2.32.0.txt").read_bytes()  # under 20 KB: no line
     assert prepare_html(small, "file:///x.html", "text/html", {}).partial == ""
 
@@ -384,7 +385,9 @@ def test_crawl_of_a_packages_documentation_and_man_pages(tmp_path, make_config, 
     assert run.code == 0, run.stdout + run.stderr
     assert run.counts["failed"] == 0 and run.report["problems"] == []
     assert run.counts["unsupported"] == catalogues > 0 and run.report["documents_in_index"] == files
-    assert f"{catalogues} documents of types no preparator reads: indexed by name, not failed" in run.stdout
+    assert (f"{catalogues} documents of types no preparator reads, indexed by name, size and date (not failed): "
+            f"{catalogues} application/x-gettext-translation") in run.stdout  # which types, how many each
+    assert run.report["unsupported_types"] == {"application/x-gettext-translation": catalogues}
     hits = search(config, '"list directory contents"')
     assert any(h["url"].endswith("/man1/ls.1.gz") and h["title"] == "ls - list directory contents" for h in hits)
     assert search(config, "urgency")  # the changelog.Debian.gz
@@ -394,7 +397,8 @@ def test_crawl_of_a_packages_documentation_and_man_pages(tmp_path, make_config, 
     run = crawl(off)
     assert run.code == 0 and run.counts["failed"] == 0 and run.counts["skipped_unread"] == catalogues
     assert run.report["documents_in_index"] == files - catalogues
-    assert f"{catalogues} files of types no preparator reads skipped (metadata_only is off)" in run.stdout
+    assert (f"{catalogues} files of types no preparator reads skipped (metadata_only is off): {catalogues} "
+            f"application/x-gettext-translation") in run.stdout
 
 
 @needs_mandoc

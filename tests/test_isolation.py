@@ -192,5 +192,5 @@ def test_a_failed_pipeline_says_what_failed_and_that_its_counts_are_unknown():
               "documents_in_index": 1500, "documents_in_index_before": 0, "deletes_withheld": "", "problems": [],
               "timings": {"total_s": 1.0}}
     text = summary(report)
-    assert "wrote 0" not in text and "index holds 1500 (0 before)" in text, text
+    assert "wrote 0" not in text and "index holds 1,500 (0 before)" in text, text
     json.dumps(report)

@@ -207,6 +207,28 @@ def test_crawl_state_lives_in_the_index_it_describes(opensearch, fresh_index):
     assert target.read_state() is None
 
 
+def test_an_index_remembers_the_configuration_that_filled_it(tmp_path, make_config, opensearch, fresh_index):
+    """Issue 28, item 1, on OpenSearch: the owner is kept in the _meta of the indices behind the alias, beside
+    the crawl state (writing one keeps the other)."""
+    name = fresh_index()
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "x.txt").write_text(f"walrus {folder}")
+    first = make_config(tmp_path / "a", name="a.yaml", index={"url": opensearch, "name": name})
+    second = make_config(tmp_path / "b", name="b.yaml", index={"url": opensearch, "name": name})
+    assert beamtrawl("crawl", str(first), "--direct_num_workers=1").returncode == 0
+    refused = beamtrawl("crawl", str(second), "--direct_num_workers=1")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert str(first) in refused.stderr and "--force-other-config" in refused.stderr
+    target = OpenSearchIndex(opensearch, name)
+    target.prepare()
+    target.write_state({"key": "k", "folders": {}})
+    assert target.read_owner()["config"] == str(first) and target.read_state() == {"key": "k", "folders": {}}
+    forced = beamtrawl("crawl", str(second), "--force-other-config", "--direct_num_workers=1")
+    assert forced.returncode == 0, forced.stderr
+    assert OpenSearchIndex(opensearch, name).read_owner()["config"] == str(second)
+
+
 def _write_rejections(url: str) -> int:
     nodes = _get(f"{url}/_nodes/stats/thread_pool")["nodes"]
     return sum(n["thread_pool"]["write"]["rejected"] for n in nodes.values())

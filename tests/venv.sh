@@ -15,3 +15,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
+
+# pip install, without the warning pip gives on every run about jusText's `lxml[html_clean]` (an extra
+# lxml 6 dropped; beamtrawl depends on lxml_html_clean itself, which is what the extra installed).
+pip_install() {
+  python -m pip install --quiet --disable-pip-version-check "$@" \
+    2> >(grep -v "does not provide the extra 'html_clean'" >&2)
+}

@@ -37,7 +37,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.listings import CheckListings
-from beamtrawl.transforms.progress import Tally
+from beamtrawl.transforms.progress import Progress, Tally
 from beamtrawl.transforms.records import EVERYONE, Entry, Listing, SnapshotEntry, arrival
 from beamtrawl.transforms.sources import ancestors, by_host
 from beamtrawl.transforms.urls import container_key, host_of
@@ -65,10 +65,16 @@ class _Classify(beam.DoFn):
 
     def setup(self):
         self.tally = Tally(EVENTS)
+        # For the command's progress bar (pipeline/progress.py): once documents are compared, discovery is
+        # over, and these two tell how many of those found will be prepared.
+        self.compared = Progress("documents compared with the index")
+        self.queued = Progress("documents to prepare")
         self.arrived: Counter = Counter()  # entries that reached the join, by the listing that yielded them
 
     def finish_bundle(self):
         yield from self.tally.flush()
+        self.compared.flush()
+        self.queued.flush()
         for listing, n in self.arrived.items():
             yield beam.pvalue.TaggedOutput(ARRIVED, WindowedValue(arrival(listing, n), MIN_TIMESTAMP, [GlobalWindow()]))
         self.arrived.clear()
@@ -91,6 +97,7 @@ class _Classify(beam.DoFn):
             self.tally.count("in_index", len(indexed))
         if found:
             self.tally.count("accepted")
+            self.compared.add(len(found))
             entry = Entry(*found[0])
             for listing in {e.listing for e in found if e.listing}:  # found twice: by two listings
                 self.arrived[listing] += 1
@@ -103,11 +110,13 @@ class _Classify(beam.DoFn):
                 return
             if old is None:
                 self.tally.count("new")
+                self.queued.add()
                 yield entry
             elif self.reprepare or (old.size, old.mtime_ns, old.prep_fingerprint, sorted(old.groups),
                                     sorted(old.denied)) != (entry.size, entry.mtime_ns, self.fingerprint,
                                                             sorted(entry.groups), sorted(entry.denied)):
                 self.tally.count("changed")
+                self.queued.add()
                 yield entry._replace(in_index=True)
                 if (sorted(old.groups), sorted(old.denied)) != (sorted(entry.groups), sorted(entry.denied)):
                     yield beam.pvalue.TaggedOutput(ACCESS, SnapshotEntry(*old)._replace(

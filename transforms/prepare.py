@@ -54,7 +54,16 @@ from beamtrawl.transforms.preparators import PreparatorSpec, Prepared, chain_for
 from beamtrawl.transforms.preparators.isolation import DEFAULT_BOUNDS, MAX_IN_FLIGHT, Bounds, runner_for
 from beamtrawl.transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
 from beamtrawl.transforms.progress import Progress, Tally, timed
-from beamtrawl.transforms.records import AuxValue, Entry, Event, IndexDoc, RawDocument, SnapshotEntry, event
+from beamtrawl.transforms.records import (
+    BY_TYPE,
+    AuxValue,
+    Entry,
+    Event,
+    IndexDoc,
+    RawDocument,
+    SnapshotEntry,
+    event,
+)
 from beamtrawl.transforms.sources import Sources
 from beamtrawl.transforms.urls import file_name, name_extension, parent_path
 
@@ -205,7 +214,7 @@ class _PrepareFamily(beam.DoFn):
     def _hand_over(self, raw, window, timestamp):
         chain = chain_for(self.options.preparators, raw.mimetype, raw.entry.url)
         if not chain:  # a type nothing reads and no catch-all: no document, as regain made none
-            yield from self._unread(raw.entry, window, timestamp)
+            yield from self._unread(raw.entry, raw.mimetype, window, timestamp)
         elif not raw.metadata_only_reason:  # one the preparing process cannot take (it does not start) gets its substitute
             yield from isolated(self._submit(raw, chain, window, timestamp), raw.entry.url, _PREPARING,
                                 substitute=lambda reason: [self._substitute(raw, reason)])
@@ -214,9 +223,11 @@ class _PrepareFamily(beam.DoFn):
         if chain and raw.metadata_only_reason:
             yield from self._windowed(raw, chain, None, window, timestamp)
 
-    def _unread(self, entry, window, timestamp):
-        """Counted; and if the index holds it from before (the catch-all indexed it), a delete candidate."""
+    def _unread(self, entry, mimetype: str, window, timestamp):
+        """Counted (by type too); and if the index holds it from before (the catch-all indexed it), a delete
+        candidate."""
         self.tally.count("skipped_unread")
+        self.tally.count(f"skipped_unread{BY_TYPE}{mimetype}")
         if entry.in_index:
             self.tally.count("no_longer_read")
             yield beam.pvalue.TaggedOutput(DELETE, WindowedValue(SnapshotEntry(
@@ -267,6 +278,7 @@ class _PrepareFamily(beam.DoFn):
                 problems.append(event("metadata_only", entry.url, "prepare", misnamed))
             elif all(p.catch_all for p in chain):  # a type no preparator supports: found by name, not a failure
                 self.tally.count("unsupported")
+                self.tally.count(f"unsupported{BY_TYPE}{mimetype}")  # the report says which types, how many each
             yield make_document(raw, prepared, self.options, "; ".join(p.reason for p in problems))
             self.tally.count("prepared")
             for problem in problems:

@@ -18,6 +18,9 @@ EVERYONE = "*"
 #: The Event kind a source reports for a folder, share or server that now answers "access denied":
 #: evidence that the documents indexed below it may no longer be shown (transforms/freshness.py).
 ACCESS_DENIED = "access_denied"
+#: A count by MIME type is the count's kind, this, and the type (``unsupported@image/png``): the report lists
+#: which types no preparator read, and how many of each.
+BY_TYPE = "@type:"
 
 
 class FrontierItem(NamedTuple):

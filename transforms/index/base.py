@@ -140,6 +140,19 @@ class IndexTarget(ABC):
         """Driver: store ``state`` with the index, or forget it (None). A target that cannot store it
         keeps :meth:`read_state` answering None, so every crawl runs its pipeline."""
 
+    def record(self, doc_id: str) -> dict | None:
+        """What the index keeps of one document but its text, whoever may see it (``beamtrawl explain``: the
+        administrator's question "why is this not found?"), or None if it is not there."""
+        raise IndexUnavailable(f"{type(self).__name__} cannot show one document's record")
+
+    def read_owner(self) -> dict | None:
+        """Driver, before anything is created: which configuration filled this index (pipeline/owner.py), or
+        None (a new index, or a target that does not keep it). Never creates the index."""
+        return None
+
+    def write_owner(self, owner: dict) -> None:
+        """Driver, once :meth:`prepare` ran: remember the configuration that fills the index."""
+
     @abstractmethod
     def snapshot_splits(self) -> list[Any]:
         """Driver: picklable descriptions of disjoint parts of the index, to read in parallel."""

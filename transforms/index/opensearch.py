@@ -268,8 +268,31 @@ class OpenSearchIndex(IndexTarget):
         return json.loads(stored) if stored else None
 
     def write_state(self, state: dict | None) -> None:
-        stored = json.dumps(state, sort_keys=True) if state is not None else ""
-        self.client.indices.put_mapping(index=self.physical, body={"_meta": {"beamtrawl_state": stored}})
+        self._put_meta("beamtrawl_state", json.dumps(state, sort_keys=True) if state is not None else "")
+
+    def read_owner(self) -> dict | None:
+        """Kept in the ``_meta`` of the indices behind the alias: a configuration whose mapping differs writes
+        another physical index, which would replace these when its crawl succeeds."""
+        try:
+            if not self.client.indices.exists_alias(name=self.name):
+                return None
+            mappings = self.client.indices.get_mapping(index=self.name)
+        except (OpenSearchException, OSError):  # unreachable: prepare() says so, in its own words
+            return None
+        for index in sorted(mappings):
+            stored = mappings[index]["mappings"].get("_meta", {}).get("beamtrawl_owner")
+            if stored:
+                return json.loads(stored)
+        return None
+
+    def write_owner(self, owner: dict) -> None:
+        self._put_meta("beamtrawl_owner", json.dumps(owner, sort_keys=True))
+
+    def _put_meta(self, key: str, value: str) -> None:
+        """Set one key of the physical index's ``_meta``, keeping the others (a put replaces all of it)."""
+        mappings = self.client.indices.get_mapping(index=self.physical)[self.physical]["mappings"]
+        meta = {**mappings.get("_meta", {}), key: value}
+        self.client.indices.put_mapping(index=self.physical, body={"_meta": meta})
 
     # -- workers -----------------------------------------------------------------------------
     def read_snapshot(self, split: dict) -> Iterator[SnapshotEntry]:

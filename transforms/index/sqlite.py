@@ -239,6 +239,21 @@ class EmbeddedIndex(IndexTarget):
             if state is not None:
                 db.execute("INSERT INTO meta VALUES('crawl_state', ?)", (json.dumps(state, sort_keys=True),))
 
+    def read_owner(self) -> dict | None:
+        if not os.path.isfile(self.path):
+            return None
+        try:
+            row = self._reader().execute("SELECT value FROM meta WHERE key = 'filled_by'").fetchone()
+        except sqlite3.DatabaseError:  # not an index, or an old one: prepare() says what is wrong
+            return None
+        finally:
+            self.close()
+        return json.loads(row[0]) if row else None
+
+    def write_owner(self, owner: dict) -> None:
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES('filled_by', ?)", (json.dumps(owner, sort_keys=True),))
+
     def snapshot_splits(self) -> list[tuple[int, int]]:
         low, high = self._connect().execute("SELECT MIN(rid), MAX(rid) FROM docs").fetchone()
         if low is None:
@@ -369,6 +384,17 @@ class EmbeddedIndex(IndexTarget):
             f"SELECT id, url, title, filename, mimetype, size, root, mtime_ns FROM docs WHERE id = ? AND {visible}",
             [doc_id, *params]).fetchone())
         return Stored(*row) if row else None
+
+    def record(self, doc_id: str) -> dict | None:
+        columns = ("url", "root", "title", "mimetype", "size", "mtime_ns", "last_modified", "groups", "denied",
+                   "preparation_error", "content_hash", "prep_fingerprint", "indexed_at")
+        row = self._searching(lambda db: db.execute(
+            f"SELECT {', '.join(columns)} FROM docs WHERE id = ?", [doc_id]).fetchone())
+        if row is None:
+            return None
+        found = dict(zip(columns, row, strict=True))
+        found["groups"], found["denied"] = json.loads(found["groups"]), json.loads(found["denied"])
+        return found
 
     def _searching(self, work):
         """``work(connection)``, with SQLite's errors as a query too complex or an unusable index."""

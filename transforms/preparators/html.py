@@ -83,8 +83,11 @@ def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
 
 
 def _unread(tree, content: str) -> str:
-    """"read N of M characters" when the main text is a sliver of the visible text (a Markdown file
+    """Why the text is short (what was kept, of what, and why) when the main text is a sliver of the visible text (a Markdown file
     opening with ``<table>``, taken for HTML), else ""."""
     body = tree.find(".//body")
     visible = len(_text(body if body is not None else tree))
-    return f"read {len(content)} of {visible} characters" if len(content) < _READ_SHARE * visible else ""
+    if len(content) >= _READ_SHARE * visible:
+        return ""
+    return (f"kept {len(content):,} of the page's {visible:,} visible characters as its text: the rest looked like "
+            f"menus, headers and footers to the main-text extractor")

@@ -189,7 +189,8 @@ def _say_if_short(prepared: Prepared, held: int, unit: str) -> None:
     XML holds, so that text a library skips is never lost without a word."""
     read = len("".join(prepared.content.split()))
     if read < held * SHORT_READ:
-        prepared.partial = f"read {read} of {held} {unit} of the document's text"
+        prepared.partial = (f"read {read:,} of the {held:,} {unit} of text the file's XML holds: the rest is in parts "
+                            f"the reading library skipped")
 
 
 def _xlsx(stream) -> Prepared:
@@ -213,7 +214,8 @@ def _xlsx(stream) -> Prepared:
         workbook.close()
     held = _cells_held(zipfile.ZipFile(stream))
     if read < held:
-        prepared.partial = f"read {read} of {held} cells"
+        prepared.partial = (f"read {read:,} of the {held:,} cells the file's sheets hold: the rest is in parts "
+                            f"the reading library skipped")
     return prepared
 
 
