@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=f"{QUERY_SYNTAX}\n\n{CONFIG_REFERENCE}")
     search.add_argument("query")
-    search.add_argument("--config", required=True)
+    search.add_argument("--config", default=None, help=DEFAULT_CONFIG_HELP)
     search.add_argument("--limit", type=_limit, default=10, help=f"at most this many hits (1 to {MAX_LIMIT:,})")
     search.add_argument("--json", action="store_true", help="print a JSON array of hits")
     search.add_argument("--groups", default="", metavar="A,B",
@@ -94,7 +94,7 @@ def _serve_parsers(commands, overrides) -> None:
     """``beamtrawl serve`` and ``beamtrawl user add`` (pipeline/serve, docs/serve.md)."""
     serve = commands.add_parser("serve", parents=[overrides], help="a search page and JSON API over the index of CONFIG",
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=QUERY_SYNTAX)
-    serve.add_argument("--config", required=True)
+    serve.add_argument("--config", default=None, help=DEFAULT_CONFIG_HELP)
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=8080, help="the port to listen on (default: 8080)")
     serve.add_argument("--users", metavar="PATH", help="the users file (beamtrawl user add): people sign in with "
@@ -117,6 +117,19 @@ def _serve_parsers(commands, overrides) -> None:
 
 
 MAX_LIMIT = 10_000  # hits one search may return
+#: The configuration ``search`` and ``serve`` read without --config: the file ``init`` writes, in this folder.
+DEFAULT_CONFIG = "crawl.yaml"
+DEFAULT_CONFIG_HELP = f"the crawl's configuration file (default: ./{DEFAULT_CONFIG} when it is there)"
+
+
+def _default_config(args) -> str:
+    """--config, else ./crawl.yaml (what ``init`` wrote) when present; else the one line saying so."""
+    if args.config is not None:
+        return args.config
+    if os.path.isfile(DEFAULT_CONFIG):
+        return DEFAULT_CONFIG
+    raise ConfigError(f"beamtrawl {args.command}: no --config given and no {DEFAULT_CONFIG} in this folder "
+                      f"(write one with: beamtrawl init START_URL)")
 
 
 def _hours(text: str) -> float:
@@ -210,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "crawl" and args.reprepare:
             args.overrides.append("reprepare=true")
+        if args.command in ("search", "serve"):
+            args.config = _default_config(args)
         config = load_config(args.config, crawling=args.command == "crawl", overrides=args.overrides)
         if args.command == "crawl" and args.dry_run:
             from beamtrawl.pipeline.dry_run import dry_run
@@ -310,6 +325,7 @@ def _init(start: list[str], output: str, force: bool) -> int:
 
 
 def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:
+    from beamtrawl.pipeline.hits import highlights, render
     from beamtrawl.transforms.index import make_target
     from beamtrawl.transforms.index.query import parse_query
 
@@ -317,14 +333,16 @@ def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:
     query = parse_query(text, fields, groups)  # a query beyond the bounds is refused before the index is opened
     target = make_target(config.index)
     target.check()
-    hits = target.search(query, limit)
+    if target.pages_unavailable():  # a target without pages (the table) cannot count: the hits are the total
+        hits = target.search(query, limit)
+        total = len(hits)
+    else:
+        page = target.search_page(query, limit, facet_size=1)
+        hits, total = page.hits, page.total
     if as_json:
         print(json.dumps([hit.__dict__ for hit in hits], ensure_ascii=False, indent=2))
         return 0
-    if not hits:
-        print("no documents found")
-    for n, hit in enumerate(hits, 1):
-        print(f"{n}. {terminal_safe(hit.title)}\n   {terminal_safe(hit.url)}\n   {terminal_safe(hit.snippet)}\n")
+    print(render(hits, total, highlights(sys.stdout)))
     return 0
 
 

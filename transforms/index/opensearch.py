@@ -519,7 +519,7 @@ HIGHLIGHT_CHARACTERS = 1_000_000
 #: highlighting is highlighted in its first part, not refused.
 _HIGHLIGHT = {
     "_source": ["url", "title", "filename", "mimetype", "size", "last_modified", "summary", "aux_stored"],
-    "highlight": {"fields": {"content": {}, "title": {}, "headlines": {}},
+    "highlight": {"fields": {"content": {}, "headlines": {}},
                   "pre_tags": [MARK_ON], "post_tags": [MARK_OFF], "fragment_size": 160,
                   "number_of_fragments": 1, "encoder": "default", "max_analyzer_offset": HIGHLIGHT_CHARACTERS},
 }
@@ -527,7 +527,9 @@ _HIGHLIGHT = {
 
 def _hit(hit: dict) -> Hit:
     source, marked = hit["_source"], hit.get("highlight", {})
-    fragment = next((marked[f][0] for f in ("content", "headlines", "title") if marked.get(f)), None)
+    # the text around a match, else the headlines around theirs, else the beginning of the text: a match in
+    # the title, name or URL alone shows the text (as the embedded index's _SNIPPET does), never the URL
+    fragment = next((marked[f][0] for f in ("content", "headlines") if marked.get(f)), None)
     if fragment is None:
         fragment = (source.get("summary") or "")[:200]
     plain, marked = render_snippet(fragment)

@@ -390,7 +390,7 @@ class EmbeddedIndex(IndexTarget):
                 table = parts.fts(part)
                 boost, boost_params = _exact_name_boost(query, part)
                 where, params = _conditions(db, query, part)
-                sql = (f"SELECT {columns}, snippet({table}, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24) AS snippet, "
+                sql = (f"SELECT {columns}, '' AS snippet, "
                        f"{score(part)} + {boost} AS score FROM {table} JOIN docs ON docs.rid = {table}.rowid "
                        f"WHERE {' AND '.join(where)}")
                 return sql, [*boost_params, *params]
@@ -405,8 +405,9 @@ class EmbeddedIndex(IndexTarget):
         order_by = "last_modified DESC, url" if order == NEWEST else best
         rows = db.execute(f"SELECT * FROM ({sql}) ORDER BY {order_by} LIMIT ? OFFSET ?",
                           [*params, limit, offset]).fetchall()
-        if not query.has_text:  # the beginning of the text stands in for a snippet
-            rows = [(*row[:-2], _beginning(db, row[0]), row[-1]) for row in rows]
+        # Snippets of the page's hits only: the text, with its matches, or its beginning (never the URL).
+        made = _snippet if query.has_text else _beginning
+        rows = [(*row[:-2], made(db, row[0], query), row[-1]) for row in rows]
         stored: dict[int, dict[str, str]] = {}
         rids = [row[0] for row in rows]
         for rid, name, value in db.execute(
@@ -415,7 +416,26 @@ class EmbeddedIndex(IndexTarget):
         return [_hit(row[1:], stored.get(row[0], {})) for row in rows]
 
 
-def _beginning(db: sqlite3.Connection, rid: int) -> str:
+#: The snippet of a hit: the text around its matches, else the headlines around theirs, else the beginning of
+#: the text (FTS5's snippet of a column without a match). A match in the title, file name or URL alone never
+#: makes them the snippet: the title and the location are shown beside it already.
+_SNIPPET = ("CASE WHEN instr(snippet({t}, 1, '{on}', '{off}', '…', 24), '{on}') > 0 "
+            "THEN snippet({t}, 1, '{on}', '{off}', '…', 24) "
+            "WHEN instr(snippet({t}, 2, '{on}', '{off}', '…', 24), '{on}') > 0 "
+            "THEN snippet({t}, 2, '{on}', '{off}', '…', 24) "
+            "ELSE snippet({t}, 1, '{on}', '{off}', '…', 24) END")
+
+
+def _snippet(db: sqlite3.Connection, rid: int, query: Query) -> str:
+    """One hit's snippet (``_SNIPPET``), from its partition's table."""
+    (part,) = db.execute("SELECT part FROM docs WHERE rid = ?", (rid,)).fetchone()
+    table = parts.fts(part)
+    row = db.execute(f"SELECT {_SNIPPET.format(t=table, on=MARK_ON, off=MARK_OFF)} FROM {table} "
+                     f"WHERE {table} MATCH ? AND rowid = ?", (_fts_match(query.clauses), rid)).fetchone()
+    return row[0] if row else ""
+
+
+def _beginning(db: sqlite3.Connection, rid: int, _query: Query | None = None) -> str:
     """The first 200 characters of a document's text, from its partition's table."""
     (part,) = db.execute("SELECT part FROM docs WHERE rid = ?", (rid,)).fetchone()
     row = db.execute(f"SELECT substr(content, 1, 200) FROM {parts.fts(part)} WHERE rowid = ?", (rid,)).fetchone()
