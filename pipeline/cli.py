@@ -23,7 +23,7 @@ import sys
 
 from beamtrawl.pipeline import __version__
 from beamtrawl.pipeline.config import MAX_MESSAGE, ConfigError, load_config
-from beamtrawl.pipeline.report import EXIT_FATAL, EXIT_OK, summary, summary_line, terminal_safe, write_report
+from beamtrawl.pipeline.report import EXIT_FATAL, EXIT_OK, summary, summary_line, write_report
 from beamtrawl.transforms import logs
 
 log = logging.getLogger("beamtrawl")

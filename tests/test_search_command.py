@@ -41,9 +41,8 @@ def test_search_and_serve_read_crawl_yaml_of_this_folder(tmp_path, make_config, 
     elsewhere.mkdir()
     missing = _run_in(elsewhere, "search", "quokka")
     assert missing.returncode == 2
-    assert missing.stderr.strip().splitlines() == [
-        "beamtrawl search: no --config given and no crawl.yaml in this folder "
-        "(write one with: beamtrawl init START_URL)"]
+    assert missing.stderr.strip().splitlines() == [("beamtrawl search: no --config given and no crawl.yaml in "
+                                                    "this folder (write one with: beamtrawl init START_URL)")]
     serve = _run_in(elsewhere, "serve", "--port", "1")
     assert serve.returncode == 2 and "no --config given and no crawl.yaml" in serve.stderr
 

@@ -38,7 +38,15 @@ from beamtrawl.pipeline.serve.people import ANONYMOUS, Doorkeeper, Searcher
 from beamtrawl.pipeline.serve.protocol import BoundedHeadProtocol
 from beamtrawl.pipeline.serve.signin import TooManyFailures
 from beamtrawl.transforms.index import make_target
-from beamtrawl.transforms.index.base import FACET_FIELDS, ORDERS, RELEVANCE, IndexUnavailable, Page
+from beamtrawl.transforms.index.base import (
+    DATE_FACET,
+    FACET_FIELDS,
+    ORDERS,
+    RELEVANCE,
+    IndexUnavailable,
+    Page,
+    date_buckets,
+)
 from beamtrawl.transforms.index.query import MAX_QUERY_CHARS, QueryError, parse_query
 from beamtrawl.transforms.sources import Sources
 from beamtrawl.transforms.sources.settings import SourceSettings
@@ -65,7 +73,7 @@ REALM = 'Basic realm="beamtrawl", charset="UTF-8"'
 #: check relies on
 SERVER_OPTIONS = {"http": BoundedHeadProtocol, "h11_max_incomplete_event_size": 64 * 1024, "proxy_headers": False,
                   "server_header": False}
-FACET_LABELS = {"mimetype": "Type", "extension": "Extension", "path": "Folder"}
+FACET_LABELS = {"mimetype": "Type", "extension": "Extension", "path": "Folder", "modified": "Modified"}
 ORDER_LABELS = {"relevance": "Best match", "date": "Newest first"}
 #: The page's own policy: its style sheet and nothing else; forms post only here; no frames.
 PAGE_CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
@@ -176,7 +184,8 @@ def facet_view(a: Asked, page: Page) -> list[dict]:
     """The facets as the page shows them: each value with its count and the link that narrows (or, when
     chosen already, widens) the search."""
     shown = []
-    for name in FACET_FIELDS:
+    dates = {value: label for label, value, _low, _high in date_buckets()}
+    for name in (*FACET_FIELDS, DATE_FACET):
         values = []
         for value, count in page.facets.get(name, []):
             term = facet_term(name, value)
@@ -188,7 +197,8 @@ def facet_view(a: Asked, page: Page) -> list[dict]:
                 href = link(a, q=" ".join(whole.sub("", a.q).split()), page=1)
             else:
                 href = link(a, q=f"{a.q} {term}", page=1)
-            values.append({"value": value, "count": count, "href": href, "chosen": chosen})
+            label = dates.get(value, value) if name == DATE_FACET else value
+            values.append({"value": value, "label": label, "count": count, "href": href, "chosen": chosen})
         if values:
             shown.append({"name": name, "label": FACET_LABELS[name], "choices": values})
     return shown

@@ -13,6 +13,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from beamtrawl.transforms.index.query import Query
@@ -72,6 +73,21 @@ ORDERS = (RELEVANCE, NEWEST)
 #: The fields a search page counts hits by (facets), each also a filter field of the query language,
 #: so a facet value narrows a search as ``field:value``: type, extension and folder (or host and folder).
 FACET_FIELDS = ("mimetype", "extension", "path")
+#: The facet by modification time: its values are ranges of ``modified:`` (query.range_of), counted on
+#: every target from the same bounds (:func:`date_buckets`).
+DATE_FACET = "modified"
+_DATE_BUCKETS = (("last week", 7), ("last month", 31), ("last year", 366))
+
+
+def date_buckets(today: date | None = None) -> list[tuple[str, str, int | None, int | None]]:
+    """(label, ``modified:`` value, low, high) of the date facet as of ``today`` (UTC): the last week, month
+    and year (each includes the shorter ones, as Fess and recoll count them) and what is older."""
+    from beamtrawl.transforms.index.query import range_of
+
+    today = today or datetime.now(UTC).date()
+    buckets = [(label, f">={today - timedelta(days=days)}") for label, days in _DATE_BUCKETS]
+    buckets.append(("older", f"<{today - timedelta(days=_DATE_BUCKETS[-1][1])}"))
+    return [(label, value, *range_of(DATE_FACET, value)) for label, value in buckets]
 
 
 @dataclass
@@ -81,7 +97,8 @@ class Page:
 
     hits: list[Hit]
     total: int
-    facets: dict[str, list[tuple[str, int]]]  # FACET_FIELDS name → (value, documents), most first
+    facets: dict[str, list[tuple[str, int]]]  # FACET_FIELDS name → (value, documents), most first; DATE_FACET →
+    # (``modified:`` value, documents) in date_buckets' order, buckets without documents left out
 
 
 @dataclass

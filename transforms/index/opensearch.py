@@ -46,6 +46,7 @@ from typing import Any
 from beamtrawl.transforms.enrich.auxfields import tokens
 from beamtrawl.transforms.index.base import (
     ACCESS_FIELDS,
+    DATE_FACET,
     FACET_FIELDS,
     MARK_OFF,
     MARK_ON,
@@ -58,9 +59,21 @@ from beamtrawl.transforms.index.base import (
     Rejected,
     Stored,
     access_key,
+    date_buckets,
     render_snippet,
 )
-from beamtrawl.transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys, words
+from beamtrawl.transforms.index.query import (
+    CHANGE_LOG_NAMES,
+    CHANGE_LOG_WEIGHT,
+    EXACT_NAME_BOOST,
+    RANGE_COLUMNS,
+    RANGE_FIELDS,
+    Query,
+    Term,
+    name_keys,
+    range_of,
+    words,
+)
 from beamtrawl.transforms.records import EVERYONE, AuxValue, IndexDoc, SnapshotEntry
 from beamtrawl.transforms.values import NodeOptions
 from opensearchpy import OpenSearch, helpers
@@ -375,12 +388,15 @@ class OpenSearchIndex(IndexTarget):
         sort = [{"last_modified": {"order": "desc", "missing": "_last"}}] if order == NEWEST else ["_score"]
         body = {"from": offset, "size": limit, "query": _bool_query(query), **_HIGHLIGHT,
                 "sort": [*sort, {"url": "asc"}], "track_scores": True, "track_total_hits": True,
-                "aggs": {name: {"terms": {"field": name, "size": facet_size}} for name in FACET_FIELDS}}
+                "aggs": {**{name: {"terms": {"field": name, "size": facet_size}} for name in FACET_FIELDS},
+                         DATE_FACET: _date_ranges()}}
         answer = self._search(query.groups, body)
         if not answer:
-            return Page([], 0, {name: [] for name in FACET_FIELDS})
+            return Page([], 0, {name: [] for name in (*FACET_FIELDS, DATE_FACET)})
         facets = {name: [(b["key"], b["doc_count"]) for b in answer["aggregations"][name]["buckets"] if b["key"]]
                   for name in FACET_FIELDS}
+        dates = {b["key"]: b["doc_count"] for b in answer["aggregations"][DATE_FACET]["buckets"]}  # sorted by "from"
+        facets[DATE_FACET] = [(value, dates[value]) for _label, value, _low, _high in date_buckets() if dates.get(value)]
         return Page([_hit(hit) for hit in answer["hits"]["hits"]], answer["hits"]["total"]["value"], facets)
 
     def document(self, doc_id: str, groups: Sequence[str]) -> Stored | None:
@@ -419,6 +435,13 @@ class OpenSearchIndex(IndexTarget):
         return sorted(bucket["key"] for bucket in buckets)
 
 
+def _date_ranges() -> dict:
+    """The date facet (base.date_buckets) as a range aggregation over ``mtime_ns``, in the buckets' order."""
+    ranges = [{"key": value, **({"from": low} if low is not None else {}), **({"to": high} if high is not None else {})}
+              for _label, value, low, high in date_buckets()]
+    return {"range": {"field": RANGE_COLUMNS[DATE_FACET], "ranges": ranges}}
+
+
 def _bool_query(query: Query) -> dict:
     """The query as one bool query: its text, exclusions and filters, and who may see a document
     (``_visible``), so hits, highlights, totals and aggregations all see the same documents."""
@@ -428,8 +451,18 @@ def _bool_query(query: Query) -> dict:
     for name, value, negated in query.filters:
         (must_not if negated else filters).append(_filter(name, value))
     filters.append(_visible(query.groups))
-    return {"bool": {"must": must or [{"match_all": {}}], "must_not": must_not, "filter": filters,
-                     "should": _exact_name_boost(query)}}
+    matching = {"bool": {"must": must or [{"match_all": {}}], "must_not": must_not, "filter": filters,
+                         "should": _exact_name_boost(query)}}
+    if not query.has_text:
+        return matching
+    return {"function_score": {"query": matching, "functions": [{"filter": _CHANGE_LOGS, "weight": CHANGE_LOG_WEIGHT}],
+                               "score_mode": "multiply", "boost_mode": "multiply"}}
+
+
+#: Change logs and release notes by file name (query.is_change_log): the name before its first dot, any case.
+_CHANGE_LOGS = {"bool": {"should": [q for name in CHANGE_LOG_NAMES for q in (
+    {"term": {"filename.raw": {"value": name, "case_insensitive": True}}},
+    {"prefix": {"filename.raw": {"value": name + ".", "case_insensitive": True}}})], "minimum_should_match": 1}}
 
 
 def _source(doc: IndexDoc) -> dict:
@@ -499,6 +532,9 @@ def _visible(groups) -> dict:
 
 
 def _filter(name: str, value: str) -> dict:
+    if name in RANGE_FIELDS:
+        low, high = range_of(name, value)
+        return {"range": {RANGE_COLUMNS[name]: {k: v for k, v in (("gte", low), ("lt", high)) if v is not None}}}
     if name == "mimetype":
         return {"wildcard": {"mimetype": _wildcard_literal(value.lower())}}
     if name == "extension":

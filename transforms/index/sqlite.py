@@ -51,6 +51,7 @@ from beamtrawl.transforms.enrich.auxfields import tokens
 from beamtrawl.transforms.index import sqlite_parts as parts
 from beamtrawl.transforms.index.base import (
     ACCESS_FIELDS,
+    DATE_FACET,
     FACET_FIELDS,
     MARK_OFF,
     MARK_ON,
@@ -61,12 +62,24 @@ from beamtrawl.transforms.index.base import (
     IndexUnavailable,
     Page,
     Stored,
+    date_buckets,
     render_snippet,
 )
-from beamtrawl.transforms.index.query import EXACT_NAME_BOOST, Query, QueryError, Term, name_keys
+from beamtrawl.transforms.index.query import (
+    CHANGE_LOG_NAMES,
+    CHANGE_LOG_WEIGHT,
+    EXACT_NAME_BOOST,
+    RANGE_COLUMNS,
+    RANGE_FIELDS,
+    Query,
+    QueryError,
+    Term,
+    name_keys,
+    range_of,
+)
 from beamtrawl.transforms.records import EVERYONE, AuxValue, IndexDoc, SnapshotEntry
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5  # 5: name keys of whole file names and manual pages (query.name_keys)
 SPLIT_ROWS = 50_000
 #: What SQLite says when a query, not the index, is beyond its limits (parse_query bounds queries first).
 _QUERY_TOO_COMPLEX = ("Expression tree is too large", "too many SQL variables", "pattern too complex",
@@ -124,6 +137,10 @@ _UPSERT = (f"INSERT INTO docs(rid, {', '.join(_STORED)}, length, part) VALUES (?
            f"?, ?) ON CONFLICT(id) DO UPDATE SET "
            f"{', '.join(f'{c}=excluded.{c}' for c in (*_STORED[1:], 'length', 'part'))}")
 _WEIGHTS = "10.0, 1.0, 4.0, 2.0, 3.0, 1.0"  # bm25() column weights: title weighs most, then headlines
+#: A change log's score factor (query.is_change_log, the same names and weight as OpenSearch's); constants of
+#: this module only, never user text.
+_CHANGE_LOG_FACTOR = (f"(CASE WHEN lower(substr(docs.filename, 1, instr(docs.filename || '.', '.') - 1)) IN "
+                      f"({', '.join(repr(n) for n in CHANGE_LOG_NAMES)}) THEN {CHANGE_LOG_WEIGHT} ELSE 1.0 END)")
 _BM25_K1, _BM25_B = 1.2, 0.75  # the constants of FTS5's bm25()
 _ACCESS_COLUMNS = ACCESS_FIELDS  # stored in docs under the same names; ``ranking`` has a row per partition
 
@@ -187,7 +204,7 @@ class EmbeddedIndex(IndexTarget):
         _refuse_a_folder(self.path)
         _refuse_read_only(self.path, folder)
         version = _inspect(self.path)
-        if version is not None and version not in (1, 2, 3, SCHEMA_VERSION):
+        if version is not None and version not in (1, 2, 3, 4, SCHEMA_VERSION):
             raise IndexUnavailable(f"{self.path}: index schema version {version}, this beamtrawl reads version "
                                    f"{SCHEMA_VERSION}; crawl into a new index file")
         try:
@@ -201,7 +218,7 @@ class EmbeddedIndex(IndexTarget):
                 _prepare_ranking(db)
                 if parts.is_single_table(db):  # 4: the text of each access partition in a table of its own
                     parts.split_single(db)
-                if version is not None and version < SCHEMA_VERSION:  # 3: names; 4: names by partition
+                if version is not None and version < SCHEMA_VERSION:  # 3: names; 4: names by partition; 5: more names
                     _partition_names(db)
                 if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'docs_fts'").fetchone() is None:
                     parts.refresh_view(db)
@@ -391,7 +408,8 @@ class EmbeddedIndex(IndexTarget):
                 boost, boost_params = _exact_name_boost(query, part)
                 where, params = _conditions(db, query, part)
                 sql = (f"SELECT {columns}, '' AS snippet, "
-                       f"{score(part)} + {boost} AS score FROM {table} JOIN docs ON docs.rid = {table}.rowid "
+                       f"({score(part)} + {boost}) * {_CHANGE_LOG_FACTOR} AS score FROM {table} "
+                       f"JOIN docs ON docs.rid = {table}.rowid "
                        f"WHERE {' AND '.join(where)}")
                 return sql, [*boost_params, *params]
 
@@ -475,7 +493,7 @@ def _counts(db: sqlite3.Connection, query: Query, facet_size: int) -> tuple[int,
     """(matching documents, the most frequent values of each FACET_FIELDS among them), in one pass
     over the matches: they are collected once (from the visible partitions' tables), then counted and
     grouped."""
-    columns = ", ".join(f"docs.{n}" for n in FACET_FIELDS)
+    columns = ", ".join(f"docs.{n}" for n in (*FACET_FIELDS, "mtime_ns"))
     if query.has_text:
         def arm(part: int) -> tuple[str, list]:
             table = parts.fts(part)
@@ -485,7 +503,7 @@ def _counts(db: sqlite3.Connection, query: Query, facet_size: int) -> tuple[int,
 
         matched, params = parts.each(_visible_parts(db, query), arm)
         if not matched:
-            return 0, {name: [] for name in FACET_FIELDS}
+            return 0, {name: [] for name in (*FACET_FIELDS, DATE_FACET)}
     else:  # filters only: no text is read
         where, params = _conditions(db, query)
         matched = f"SELECT {columns} FROM docs WHERE {' AND '.join(where)}"
@@ -493,10 +511,15 @@ def _counts(db: sqlite3.Connection, query: Query, facet_size: int) -> tuple[int,
     for name in FACET_FIELDS:
         counted.append(f"SELECT * FROM (SELECT '{name}', {name}, count(*) AS n FROM matched WHERE {name} != '' "
                        f"GROUP BY {name} ORDER BY n DESC, {name} LIMIT {int(facet_size)})")
+    for _label, value, low, high in date_buckets():  # bounds are whole numbers made here, never user text
+        bounds = " AND ".join([*([f"mtime_ns >= {int(low)}"] if low is not None else []),
+                               *([f"mtime_ns < {int(high)}"] if high is not None else [])])
+        counted.append(f"SELECT '{DATE_FACET}', '{value}', count(*) FROM matched WHERE {bounds}")
     rows = db.execute(f"WITH matched AS MATERIALIZED ({matched}) " + " UNION ALL ".join(counted), params).fetchall()
-    facets: dict[str, list[tuple[str, int]]] = {name: [] for name in FACET_FIELDS}
+    facets: dict[str, list[tuple[str, int]]] = {name: [] for name in (*FACET_FIELDS, DATE_FACET)}
     for name, value, n in rows[1:]:
-        facets[name].append((value, n))
+        if n:
+            facets[name].append((value, n))
     return rows[0][2], facets
 
 
@@ -556,6 +579,11 @@ def _glob_literal(text: str) -> str:
 
 
 def _filter(name: str, value: str) -> tuple[str, list]:
+    if name in RANGE_FIELDS:
+        low, high = range_of(name, value)
+        column = RANGE_COLUMNS[name]
+        bounds = [*([f"docs.{column} >= ?"] if low is not None else []), *([f"docs.{column} < ?"] if high is not None else [])]
+        return "(" + " AND ".join(bounds or ["1"]) + ")", [b for b in (low, high) if b is not None]
     if name == "mimetype":
         return "docs.mimetype GLOB ?", [_glob_literal(value.lower())]
     if name == "extension":
