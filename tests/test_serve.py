@@ -117,11 +117,29 @@ def test_only_ids_in_the_index_open_anything(base, path):
     assert status == 404 and b"root:" not in body
 
 
-def test_html_documents_download_and_cannot_script_the_site(base):
+def test_html_documents_open_inline_in_a_sandbox_and_cannot_script_the_site(base):
     [page] = api(base, "extension:html")["hits"]
     status, headers, _ = get(f"{base}/document/{page['id']}")
-    assert status == 200 and headers["Content-Disposition"].startswith("attachment;")
-    assert "sandbox" in headers["Content-Security-Policy"] and headers["X-Content-Type-Options"] == "nosniff"
+    assert status == 200 and headers["Content-Disposition"].startswith("inline;")
+    assert headers["Content-Type"] == "text/html"
+    policy = [p.strip() for p in headers["Content-Security-Policy"].split(";")]
+    assert "sandbox" in policy and "default-src 'none'" in policy  # no script runs, an origin of its own
+    assert headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_every_hit_has_a_text_view_behind_the_same_access_check(base):
+    [secret] = api(base, "salary", user="alice")["hits"]
+    assert get(f"{base}/text/{secret['id']}")[0] == 404  # anonymous: as if it did not exist
+    assert get(f"{base}/text/{secret['id']}", user="bob")[0] == 404
+    status, headers, body = get(f"{base}/text/{secret['id']}?q=raise", user="alice")
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    assert b"Salary review: the numbat keepers get a <mark>raise</mark>." in body
+    [page] = api(base, "extension:html")["hits"]
+    status, _, body = get(f"{base}/text/{page['id']}?q=numbat")
+    text = body.decode()
+    assert status == 200 and "<script>alert" not in text and "&lt;script&gt;alert(&#39;title&#39;)" in text
+    assert "<mark>numbat</mark>" in text and "text/html" in text
+    assert get(f"{base}/text/0123456789abcdef0123456789abcdef")[0] == 404
 
 
 def test_hostile_file_names_get_a_safe_disposition(site, base):

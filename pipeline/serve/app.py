@@ -6,6 +6,7 @@ Routes::
     GET /                    the search page (q, page, per_page, order); server-rendered, no JavaScript
     GET /api/search          the same search as JSON: the hits of ``beamtrawl search --json``, total, facets
     GET /document/<id>       a hit's document, from its source, after the search's access check
+    GET /text/<id>?q=…       what the index holds of a hit (title, fields, text; the search's words marked)
     GET /signin              asks for HTTP Basic credentials, then goes back to the search
     GET /health              200 when the index answers, 503 when it does not
     GET /static/…            the style sheet
@@ -33,7 +34,7 @@ from pathlib import Path
 import jinja2
 import orjson
 from beamtrawl.pipeline import __version__
-from beamtrawl.pipeline.serve import documents
+from beamtrawl.pipeline.serve import documents, text_view
 from beamtrawl.pipeline.serve.people import ANONYMOUS, Doorkeeper, Searcher
 from beamtrawl.pipeline.serve.protocol import BoundedHeadProtocol
 from beamtrawl.pipeline.serve.signin import TooManyFailures
@@ -50,6 +51,7 @@ from beamtrawl.transforms.index.base import (
 from beamtrawl.transforms.index.query import MAX_QUERY_CHARS, QueryError, parse_query
 from beamtrawl.transforms.sources import Sources
 from beamtrawl.transforms.sources.settings import SourceSettings
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -373,6 +375,29 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
                                      "moved, or its server may be down.") from None
         return StreamingResponse(documents.chunks(stream), headers=documents.headers(stored))
 
+    async def text(request: Request) -> Response:
+        """What the index holds of a hit, after the same access check as the search and /document."""
+        searcher = await who(request)
+        doc_id = request.path_params["doc_id"]
+        if not documents.DOCUMENT_ID.fullmatch(doc_id):
+            raise HTTPException(404)
+        try:
+            indexed = await searches.run(lambda target: target.indexed(doc_id, searcher.groups))
+        except IndexUnavailable as err:
+            log.error("%s", err)
+            raise HTTPException(503, "The search index cannot be reached right now.") from None
+        if indexed is None:
+            raise HTTPException(404)
+        q = request.query_params.get("q", "")[:MAX_QUERY_CHARS]
+        whole, prefixes = text_view.query_words(q, fields)
+        content, left_out = text_view.shown_text(indexed.content)
+        return page(request, template="text.html", a=Asked(q, 1, PER_PAGE, RELEVANCE), searcher=searcher,
+                    doc=indexed, opens=hit_link(indexed), back=link(Asked(q, 1, PER_PAGE, RELEVANCE)) if q else "/",
+                    content=Markup(text_view.marked(content, whole, prefixes)), left_out=left_out,
+                    title=Markup(text_view.marked(indexed.title, whole, prefixes)),
+                    headlines=Markup(text_view.marked(indexed.headlines, whole, prefixes)),
+                    metadata=Markup(text_view.marked(indexed.metadata, whole, prefixes)))
+
     async def signin(request: Request) -> Response:
         searcher = await who(request)
         if not doorkeeper.can_sign_in:
@@ -420,6 +445,7 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
 
     app = Starlette(routes=[
         Route("/", search_page), Route("/api/search", api_search), Route("/document/{doc_id}", document),
+        Route("/text/{doc_id}", text),
         Route("/signin", signin), Route("/health", health),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ], exception_handlers={HTTPException: failed, Exception: broken}, lifespan=lifespan)

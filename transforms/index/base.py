@@ -115,6 +115,24 @@ class Stored:
     mtime_ns: int = 0  # a local file only if it is still that file (pipeline/serve/documents.py)
 
 
+@dataclass
+class Indexed:
+    """What the index holds of one document, for reading it as indexed (``beamtrawl serve``'s text view):
+    whatever the source is (a web page, an archive member, a mail), this is what a search matched."""
+
+    id: str
+    url: str
+    title: str
+    mimetype: str
+    size: int
+    last_modified: str
+    content: str
+    headlines: str = ""
+    metadata: str = ""
+    preparation_error: str = ""
+    fields: dict = field(default_factory=dict)  # the auxiliary fields stored with it
+
+
 class IndexTarget(ABC):
     #: True if only processes on this machine can write to it (the embedded index).
     local_only = False
@@ -201,3 +219,8 @@ class IndexTarget(ABC):
         """The document with this id if a searcher holding ``groups`` may see it, else None (as for an
         id that is not in the index: the answer tells nothing about documents the searcher may not see)."""
         raise IndexUnavailable(f"{type(self).__name__} cannot open documents")
+
+    def indexed(self, doc_id: str, groups: Sequence[str]) -> Indexed | None:
+        """What the index holds of the document with this id, after the same access check as
+        :meth:`document` (None for a document the searcher may not see, as for one not in the index)."""
+        raise IndexUnavailable(f"{type(self).__name__} cannot show indexed text")

@@ -53,6 +53,7 @@ from beamtrawl.transforms.index.base import (
     NEWEST,
     RELEVANCE,
     Hit,
+    Indexed,
     IndexTarget,
     IndexUnavailable,
     Page,
@@ -412,6 +413,22 @@ class OpenSearchIndex(IndexTarget):
         return Stored(hits[0]["_id"], source["url"], source.get("title", ""), source.get("filename", ""),
                       source.get("mimetype", ""), source.get("size", 0), source.get("root", ""),
                       source.get("mtime_ns", 0))
+
+    def indexed(self, doc_id: str, groups: Sequence[str]) -> Indexed | None:
+        body = {"size": 1, "query": {"bool": {"filter": [{"ids": {"values": [doc_id]}}, _visible(groups)]}},
+                "_source": ["url", "title", "mimetype", "size", "last_modified", "content", "headlines", "metadata",
+                            "preparation_error", "aux_stored"]}
+        try:
+            hits = self.client.search(index=self.name, body=body)["hits"]["hits"]
+        except (OpenSearchException, OSError) as err:
+            raise IndexUnavailable(f"cannot search {self._where()}: {_short(err)}") from None
+        if not hits:
+            return None
+        source = hits[0]["_source"]
+        return Indexed(hits[0]["_id"], source["url"], source.get("title", ""), source.get("mimetype", ""),
+                       source.get("size", 0), source.get("last_modified", ""), source.get("content", ""),
+                       source.get("headlines", ""), source.get("metadata", ""), source.get("preparation_error", ""),
+                       dict(sorted((source.get("aux_stored") or {}).items())))
 
     def _search(self, groups, body: dict) -> dict:
         """One search over exactly the partitions ``groups`` may see (``_visible_partitions``); {} when

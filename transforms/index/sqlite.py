@@ -58,6 +58,7 @@ from beamtrawl.transforms.index.base import (
     NEWEST,
     RELEVANCE,
     Hit,
+    Indexed,
     IndexTarget,
     IndexUnavailable,
     Page,
@@ -386,6 +387,22 @@ class EmbeddedIndex(IndexTarget):
             f"SELECT id, url, title, filename, mimetype, size, root, mtime_ns FROM docs WHERE id = ? AND {visible}",
             [doc_id, *params]).fetchone())
         return Stored(*row) if row else None
+
+    def indexed(self, doc_id: str, groups: Sequence[str]) -> Indexed | None:
+        visible, params = _visible(groups)
+
+        def read(db: sqlite3.Connection) -> Indexed | None:
+            row = db.execute(f"SELECT rid, part, id, url, mimetype, size, last_modified, preparation_error FROM docs "
+                             f"WHERE id = ? AND {visible}", [doc_id, *params]).fetchone()
+            if row is None:
+                return None
+            rid, part, *stored, error = row
+            text = db.execute(f"SELECT title, content, headlines, metadata FROM {parts.fts(part)} WHERE rowid = ?",
+                              (rid,)).fetchone() or ("", "", "", "")
+            aux = dict(db.execute("SELECT name, value FROM aux WHERE stored AND rid = ? ORDER BY name", (rid,)))
+            identity, url, mimetype, size, modified = stored
+            return Indexed(identity, url, text[0], mimetype, size, modified, text[1], text[2], text[3], error, aux)
+        return self._searching(read)
 
     def _searching(self, work):
         """``work(connection)``, with SQLite's errors as a query too complex or an unusable index."""
