@@ -114,6 +114,14 @@ def _serve_parsers(commands, overrides) -> None:
     add.add_argument("--groups", default="", metavar="A,B", help="the user's access groups")
     add.add_argument("--users", required=True, metavar="PATH", help="the users file (created if missing)")
     add.add_argument("--debug", action="store_true")
+    listing = user_commands.add_parser("list", help="the users of the users file and their groups")
+    listing.add_argument("--users", required=True, metavar="PATH", help="the users file")
+    listing.add_argument("--debug", action="store_true")
+    remove = user_commands.add_parser("remove", help="take a user out of the users file (a running serve "
+                                                     "refuses them from the next request)")
+    remove.add_argument("name")
+    remove.add_argument("--users", required=True, metavar="PATH", help="the users file")
+    remove.add_argument("--debug", action="store_true")
 
 
 MAX_LIMIT = 10_000  # hits one search may return
@@ -215,7 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "init":
         return _init(args.start, args.output, args.force)
     if args.command == "user":
-        return _user_add(args.users, args.name, args.groups)
+        from beamtrawl.pipeline import users
+
+        return users.run(args)
     if args.command in ("search", "export", "maintain", "serve") and extra:
         _parser().error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "crawl" and (unknown := _unknown_beam_options(extra)):
@@ -398,30 +408,6 @@ def _serve(config, args) -> int:
         if stop.code:
             log.error("beamtrawl serve: cannot listen on %s:%s", args.host, args.port)
             return EXIT_FATAL
-    return 0
-
-
-def _user_add(path: str, name: str, groups: str) -> int:
-    import getpass
-
-    from beamtrawl.pipeline.serve.people import UsersError, add_user
-
-    if sys.stdin.isatty():
-        password = getpass.getpass(f"password for {name}: ")
-        if getpass.getpass("again: ") != password:
-            log.error("beamtrawl user add: the two passwords differ; nothing changed")
-            return EXIT_FATAL
-    else:
-        password = sys.stdin.readline().rstrip("\r\n")
-    try:
-        new = add_user(path, name, password, [g.strip() for g in groups.split(",") if g.strip()])
-    except UsersError as err:
-        log.error("beamtrawl user add: %s", err)
-        return EXIT_FATAL
-    except OSError as err:
-        log.error("beamtrawl user add: %s: cannot write the users file (%s)", path, err.strerror or err)
-        return EXIT_FATAL
-    print(f"{'added' if new else 'changed'} {name} in {path}")
     return 0
 
 
