@@ -1,5 +1,5 @@
 """How ``beamtrawl search`` prints hits for a person: the total first, each hit's title, where it lives
-(a local path for a file, a decoded URL otherwise) and its snippet, the matches highlighted on a terminal
+(a local path for a file, a decoded URL otherwise), its snippet and where else the same content is, the matches highlighted on a terminal
 only (a pipe or a file gets plain text, so ``grep`` and ``less`` see no escape codes).
 
 The hit's own fields are the index's (``--json`` prints them as they are); only their display is here.
@@ -57,5 +57,6 @@ def render(hits, total: int, highlight: bool) -> str:
     blocks = [total_line(total, len(hits))]
     for n, hit in enumerate(hits, 1):
         blocks.append(f"{n}. {terminal_safe(hit.title)}\n   {terminal_safe(location(hit.url))}"
-                      + (f"\n   {snippet(hit, highlight)}" if hit.snippet else ""))
+                      + (f"\n   {snippet(hit, highlight)}" if hit.snippet else "")
+                      + "".join(f"\n   also at {terminal_safe(location(url))}" for url in hit.locations))
     return "\n\n".join(blocks)

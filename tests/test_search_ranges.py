@@ -31,7 +31,8 @@ def _doc(name: str, modified: datetime, size: int):
     url = f"file:///srv/ranges/{name}"
     entry = Entry(doc_id(url), url, "file:///srv/ranges", 1, size, int(modified.timestamp() * 1e9), "", None, "",
                   [], "", "", "", "")
-    return make_document(RawDocument(entry, "text/plain", b"report", ""), Prepared(title="", content="report"),
+    text = f"report {name}"  # contents of their own: copies of one content would be one hit
+    return make_document(RawDocument(entry, "text/plain", text.encode(), ""), Prepared(title="", content=text),
                          PrepareOptions((), "fp", 2**30, 1000))
 
 
@@ -95,3 +96,31 @@ def test_range_bounds():
     assert range_of("modified", "<=2024-12") == (None, int(datetime(2025, 1, 1, tzinfo=UTC).timestamp()) * 10**9)
     assert range_of("size", ">1MB") == (1024**2 + 1, None)
     assert range_of("size", "1.5GB") == (3 * 1024**3 // 2, 3 * 1024**3 // 2 + 1)
+
+
+# -- copies of one content are one hit (issue 28, item 12) ---------------------------------------------------
+def _copy(path: str, groups=()):
+    url = f"file:///srv/share/{path}"
+    text = "Quarterly figures of the numbat sanctuary, final version."
+    entry = Entry(doc_id(url), url, "file:///srv/share", 1, len(text), 0, "", None, "", [], "", "", "", "",
+                  list(groups))
+    return make_document(RawDocument(entry, "application/pdf", text.encode(), ""), Prepared(title="", content=text),
+                         PrepareOptions((), "fp", 2**20, 1000))
+
+
+def test_copies_are_one_hit_listing_only_the_places_the_searcher_may_see(new_target):  # noqa: F811
+    target = new_target()
+    target.snapshot_splits()
+    other = _doc("unrelated.txt", NOW, 10)
+    assert target.upsert([_copy("a/figures.pdf"), _copy("b/copy of figures.pdf"), _copy("hr/figures.pdf", ["hr"]),
+                          other]) == []
+    target.finish(succeeded=True)
+    [public] = target.search(parse_query("numbat sanctuary"), 10)
+    assert {public.url, *public.locations} == {"file:///srv/share/a/figures.pdf",
+                                               "file:///srv/share/b/copy of figures.pdf"}
+    [hr] = target.search(parse_query("numbat sanctuary", groups=["hr"]), 10)
+    assert len(hr.locations) == 2 and "file:///srv/share/hr/figures.pdf" in {hr.url, *hr.locations}
+    page = target.search_page(parse_query("extension:pdf", groups=["hr"]), 10)
+    assert page.total == 1 and len(page.hits) == 1 and len(page.hits[0].locations) == 2
+    [narrowed] = target.search_page(parse_query("extension:pdf -path:/srv/share/b"), 10).hits  # filters hold for all
+    assert (narrowed.url, narrowed.locations) == ("file:///srv/share/a/figures.pdf", [])

@@ -65,6 +65,13 @@ class Hit:
     last_modified: str = ""
     extra: dict = field(default_factory=dict)
     id: str = ""  # the document id, for opening it through ``beamtrawl serve`` (/document/<id>)
+    #: The other places of the same content (copies: the same content hash) among the matches — so only
+    #: where the searcher may look — at most MAX_LOCATIONS, by URL; the hit is the best of them.
+    locations: list = field(default_factory=list)
+
+
+#: Places of one content a hit lists (OpenSearch's bound on inner hits).
+MAX_LOCATIONS = 100
 
 
 #: The orders a page of hits can be sorted in: best first, or most recently modified first.
@@ -92,8 +99,9 @@ def date_buckets(today: date | None = None) -> list[tuple[str, str, int | None, 
 
 @dataclass
 class Page:
-    """One page of a search: its hits, how many documents match in all, and the facets of all of them.
-    Every number counts documents the searcher may see only."""
+    """One page of a search: its hits, how many match in all (copies of one content count once, as they are
+    one hit), and the facets of all of them (which count documents). Every number counts documents the
+    searcher may see only."""
 
     hits: list[Hit]
     total: int

@@ -50,6 +50,7 @@ from beamtrawl.transforms.index.base import (
     FACET_FIELDS,
     MARK_OFF,
     MARK_ON,
+    MAX_LOCATIONS,
     NEWEST,
     RELEVANCE,
     Hit,
@@ -140,7 +141,7 @@ def mapping(analyzer: str) -> dict:
             "title": {**text, "fields": {"raw": {"type": "keyword", "ignore_above": 512}}},
             "content": text, "summary": {**text, "index": False}, "headlines": text, "metadata": text,
             "filename": {**text, "fields": {"raw": keyword}},
-            "location": text, "name_keys": keyword,
+            "location": text, "name_keys": keyword, "copies": keyword,
             "size": {"type": "long"}, "mtime_ns": {"type": "long"},
             "last_modified": {"type": "date"}, "indexed_at": {"type": "date"},
             "content_hash": keyword, "etag": stored_only, "http_last_modified": stored_only,
@@ -381,7 +382,7 @@ class OpenSearchIndex(IndexTarget):
 
     def search(self, query: Query, limit: int) -> list[Hit]:
         body = {"size": limit, "query": _bool_query(query), **_HIGHLIGHT, "sort": ["_score", {"url": "asc"}],
-                "track_scores": True}
+                "track_scores": True, "collapse": _COLLAPSE}
         return [_hit(hit) for hit in self._search(query.groups, body).get("hits", {}).get("hits", [])]
 
     def search_page(self, query: Query, limit: int, offset: int = 0, order: str = RELEVANCE,
@@ -389,8 +390,10 @@ class OpenSearchIndex(IndexTarget):
         sort = [{"last_modified": {"order": "desc", "missing": "_last"}}] if order == NEWEST else ["_score"]
         body = {"from": offset, "size": limit, "query": _bool_query(query), **_HIGHLIGHT,
                 "sort": [*sort, {"url": "asc"}], "track_scores": True, "track_total_hits": True,
+                "collapse": _COLLAPSE,
                 "aggs": {**{name: {"terms": {"field": name, "size": facet_size}} for name in FACET_FIELDS},
-                         DATE_FACET: _date_ranges()}}
+                         DATE_FACET: _date_ranges(),
+                         "copies": {"cardinality": {"field": "copies", "precision_threshold": 40_000}}}}
         answer = self._search(query.groups, body)
         if not answer:
             return Page([], 0, {name: [] for name in (*FACET_FIELDS, DATE_FACET)})
@@ -398,7 +401,9 @@ class OpenSearchIndex(IndexTarget):
                   for name in FACET_FIELDS}
         dates = {b["key"]: b["doc_count"] for b in answer["aggregations"][DATE_FACET]["buckets"]}  # sorted by "from"
         facets[DATE_FACET] = [(value, dates[value]) for _label, value, _low, _high in date_buckets() if dates.get(value)]
-        return Page([_hit(hit) for hit in answer["hits"]["hits"]], answer["hits"]["total"]["value"], facets)
+        # copies of one content are one hit: the total counts contents (exact up to 40,000 of them, as the
+        # cardinality aggregation is; beyond, within a few per cent)
+        return Page([_hit(hit) for hit in answer["hits"]["hits"]], answer["aggregations"]["copies"]["value"], facets)
 
     def document(self, doc_id: str, groups: Sequence[str]) -> Stored | None:
         body = {"size": 1, "query": {"bool": {"filter": [{"ids": {"values": [doc_id]}}, _visible(groups)]}},
@@ -489,6 +494,7 @@ def _source(doc: IndexDoc) -> dict:
     source["outlinks"] = list(doc.outlinks)
     source["location"] = doc.url
     source["name_keys"] = name_keys(doc.filename, doc.extension, doc.title)
+    source["copies"] = doc.content_hash or doc.id  # copies of one content are one hit (sqlite._COPIES)
     aux = source.pop("aux", None) or ()
     for part, wanted in (("aux", lambda a: a.index and not a.tokenize), ("aux_text", lambda a: a.index and a.tokenize),
                          ("aux_stored", lambda a: a.store)):
@@ -578,6 +584,11 @@ _HIGHLIGHT = {
 }
 
 
+#: Copies of one content (the ``copies`` field) are one hit, listing the other matches' URLs (base.Hit.locations).
+_COLLAPSE = {"field": "copies", "inner_hits": {"name": "copies", "size": MAX_LOCATIONS + 1, "_source": ["url"],
+                                               "sort": [{"url": "asc"}]}}
+
+
 def _hit(hit: dict) -> Hit:
     source, marked = hit["_source"], hit.get("highlight", {})
     # the text around a match, else the headlines around theirs, else the beginning of the text: a match in
@@ -590,7 +601,13 @@ def _hit(hit: dict) -> Hit:
                snippet=plain, snippet_html=marked,
                score=round(hit.get("_score") or 0.0, 4), mimetype=source.get("mimetype", ""),
                size=source.get("size", 0), last_modified=source.get("last_modified", ""),
-               extra=dict(source.get("aux_stored") or {}), id=hit["_id"])
+               extra=dict(source.get("aux_stored") or {}), id=hit["_id"], locations=_locations(hit))
+
+
+def _locations(hit: dict) -> list[str]:
+    """The URLs of a collapsed hit's other copies among the matches, by URL."""
+    copies = hit.get("inner_hits", {}).get("copies", {}).get("hits", {}).get("hits", [])
+    return [c["_source"]["url"] for c in copies if c["_id"] != hit["_id"]][:MAX_LOCATIONS]
 
 
 def _item_error(result: dict) -> str:

@@ -55,6 +55,7 @@ from beamtrawl.transforms.index.base import (
     FACET_FIELDS,
     MARK_OFF,
     MARK_ON,
+    MAX_LOCATIONS,
     NEWEST,
     RELEVANCE,
     Hit,
@@ -142,6 +143,9 @@ _WEIGHTS = "10.0, 1.0, 4.0, 2.0, 3.0, 1.0"  # bm25() column weights: title weigh
 #: this module only, never user text.
 _CHANGE_LOG_FACTOR = (f"(CASE WHEN lower(substr(docs.filename, 1, instr(docs.filename || '.', '.') - 1)) IN "
                       f"({', '.join(repr(n) for n in CHANGE_LOG_NAMES)}) THEN {CHANGE_LOG_WEIGHT} ELSE 1.0 END)")
+#: What makes documents copies of each other, shown as one hit: the same content hash (a document without
+#: content is a copy of nothing but itself). OpenSearch keeps it in the field of the same name.
+_COPIES = "(CASE WHEN docs.content_hash = '' THEN docs.id ELSE docs.content_hash END)"
 _BM25_K1, _BM25_B = 1.2, 0.75  # the constants of FTS5's bm25()
 _ACCESS_COLUMNS = ACCESS_FIELDS  # stored in docs under the same names; ``ranking`` has a row per partition
 
@@ -416,7 +420,7 @@ class EmbeddedIndex(IndexTarget):
     @staticmethod
     def _hits(db: sqlite3.Connection, query: Query, limit: int, offset: int, order: str) -> list[Hit]:
         columns = ("docs.rid, docs.id, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
-                   "docs.last_modified")
+                   f"docs.last_modified, {_COPIES} AS copies")
         if query.has_text:
             score = _score_column(db, query)
 
@@ -438,8 +442,17 @@ class EmbeddedIndex(IndexTarget):
             where, params = _conditions(db, query)
             sql, best = f"SELECT {columns}, '' AS snippet, 0.0 AS score FROM docs WHERE {' AND '.join(where)}", "url"
         order_by = "last_modified DESC, url" if order == NEWEST else best
-        rows = db.execute(f"SELECT * FROM ({sql}) ORDER BY {order_by} LIMIT ? OFFSET ?",
-                          [*params, limit, offset]).fetchall()
+        # Copies of one content are one hit, the best of them, listing where the others are (among the matches,
+        # so among what the searcher may see): ``ranked`` numbers each content's matches in the page's order.
+        rows = db.execute(
+            f"WITH matched AS MATERIALIZED ({sql}), ranked AS MATERIALIZED (SELECT *, row_number() OVER "
+            f"(PARTITION BY copies ORDER BY {order_by}) AS n FROM matched) "
+            f"SELECT rid, id, url, title, filename, mimetype, size, last_modified, "
+            f"(SELECT json_group_array(url) FROM (SELECT url FROM ranked AS r WHERE r.copies = ranked.copies "
+            f"AND r.n > 1 ORDER BY url LIMIT {MAX_LOCATIONS})) AS locations, snippet, score "
+            f"FROM ranked WHERE n = 1 ORDER BY {order_by} LIMIT ? OFFSET ?", [*params, limit, offset]).fetchall()
+        locations = {row[0]: json.loads(row[8]) for row in rows}
+        rows = [(*row[:8], *row[9:]) for row in rows]
         # Snippets of the page's hits only: the text, with its matches, or its beginning (never the URL).
         made = _snippet if query.has_text else _beginning
         rows = [(*row[:-2], made(db, row[0], query), row[-1]) for row in rows]
@@ -448,7 +461,7 @@ class EmbeddedIndex(IndexTarget):
         for rid, name, value in db.execute(
                 f"SELECT rid, name, value FROM aux WHERE stored AND rid IN ({', '.join('?' * len(rids))})", rids):
             stored.setdefault(rid, {})[name] = value
-        return [_hit(row[1:], stored.get(row[0], {})) for row in rows]
+        return [_hit(row[1:], stored.get(row[0], {}), locations[row[0]]) for row in rows]
 
 
 #: The snippet of a hit: the text around its matches, else the headlines around theirs, else the beginning of
@@ -510,7 +523,7 @@ def _counts(db: sqlite3.Connection, query: Query, facet_size: int) -> tuple[int,
     """(matching documents, the most frequent values of each FACET_FIELDS among them), in one pass
     over the matches: they are collected once (from the visible partitions' tables), then counted and
     grouped."""
-    columns = ", ".join(f"docs.{n}" for n in (*FACET_FIELDS, "mtime_ns"))
+    columns = ", ".join([*(f"docs.{n}" for n in (*FACET_FIELDS, "mtime_ns")), f"{_COPIES} AS copies"])
     if query.has_text:
         def arm(part: int) -> tuple[str, list]:
             table = parts.fts(part)
@@ -524,7 +537,7 @@ def _counts(db: sqlite3.Connection, query: Query, facet_size: int) -> tuple[int,
     else:  # filters only: no text is read
         where, params = _conditions(db, query)
         matched = f"SELECT {columns} FROM docs WHERE {' AND '.join(where)}"
-    counted = ["SELECT '', '', count(*) FROM matched"]
+    counted = ["SELECT '', '', count(DISTINCT copies) FROM matched"]  # copies of one content are one hit
     for name in FACET_FIELDS:
         counted.append(f"SELECT * FROM (SELECT '{name}', {name}, count(*) AS n FROM matched WHERE {name} != '' "
                        f"GROUP BY {name} ORDER BY n DESC, {name} LIMIT {int(facet_size)})")
@@ -861,9 +874,10 @@ def _norm(length: int, average: float) -> float:
     return _BM25_K1 * (1 - _BM25_B + _BM25_B * length / average)
 
 
-def _hit(row: Sequence, extra: dict) -> Hit:
+def _hit(row: Sequence, extra: dict, locations: list[str]) -> Hit:
     """A hit from a search's row (id, url, title, file name, MIME type, size, date, snippet, score)."""
     doc_id, url, title, filename, mimetype, size, last_modified, snippet, score = row
     plain, marked = render_snippet(snippet or "")
     return Hit(url=url, title=title or filename, snippet=plain, snippet_html=marked, score=round(score, 4),
-               mimetype=mimetype, size=size, last_modified=last_modified, extra=extra, id=doc_id)
+               mimetype=mimetype, size=size, last_modified=last_modified, extra=extra, id=doc_id,
+               locations=locations)
