@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import beamtrawl
 
 
@@ -92,3 +94,23 @@ def test_a_terminal_sees_the_matches_highlighted(tmp_path, make_config, crawl):
         os.close(leader)
     assert done.returncode == 0, done.stderr
     assert "\x1b[1;7mapproved\x1b[0m" in output.decode()
+
+
+@pytest.mark.parametrize("target", ["embedded", "opensearch"])
+def test_copies_are_one_hit_and_snippets_are_text_on_both_targets(tmp_path, make_config, request, crawl, search,
+                                                                  target):
+    root = tmp_path / "docs"
+    _tree(root)
+    for folder in ("share a", "share b"):
+        (root / folder).mkdir()
+        (root / folder / "guide.txt").write_text("The wombat guide: burrows and diet.\n", encoding="utf-8")
+    config = make_config(root) if target == "embedded" else request.getfixturevalue("os_config")(root)
+    assert crawl(config).code == 0
+    [hit] = search(config, "wombat")
+    assert {hit["url"], *hit["locations"]} == {f"file://{root}/share%20a/guide.txt", f"file://{root}/share%20b/guide.txt"}
+    text = beamtrawl("search", "wombat", "--config", str(config), check_dac=False).stdout
+    assert text.splitlines()[0] == "1 document found"
+    also = [line for line in text.splitlines() if line.startswith("   also at ")]
+    assert len(also) == 1 and also[0].startswith(f"   also at {root}/share ") and "%20" not in also[0]
+    [named] = [h for h in search(config, "quokka") if h["url"].endswith("/quokka.txt")]
+    assert named["snippet"].startswith("Nothing about the animal here") and "file://" not in named["snippet"]
