@@ -444,14 +444,17 @@ class EmbeddedIndex(IndexTarget):
         order_by = "last_modified DESC, url" if order == NEWEST else best
         # Copies of one content are one hit, the best of them, listing where the others are (among the matches,
         # so among what the searcher may see): ``ranked`` numbers each content's matches in the page's order.
+        # The other places are gathered for the page's hits only, in one pass over the matches (no per-hit scan).
         rows = db.execute(
             f"WITH matched AS MATERIALIZED ({sql}), ranked AS MATERIALIZED (SELECT *, row_number() OVER "
-            f"(PARTITION BY copies ORDER BY {order_by}) AS n FROM matched) "
-            f"SELECT rid, id, url, title, filename, mimetype, size, last_modified, "
-            f"(SELECT json_group_array(url) FROM (SELECT url FROM ranked AS r WHERE r.copies = ranked.copies "
-            f"AND r.n > 1 ORDER BY url LIMIT {MAX_LOCATIONS})) AS locations, snippet, score "
-            f"FROM ranked WHERE n = 1 ORDER BY {order_by} LIMIT ? OFFSET ?", [*params, limit, offset]).fetchall()
-        locations = {row[0]: json.loads(row[8]) for row in rows}
+            f"(PARTITION BY copies ORDER BY {order_by}) AS n FROM matched), "
+            f"page AS MATERIALIZED (SELECT * FROM ranked WHERE n = 1 ORDER BY {order_by} LIMIT ? OFFSET ?), "
+            f"places AS (SELECT copies, json_group_array(url) AS urls FROM (SELECT copies, url FROM ranked "
+            f"WHERE n > 1 AND copies IN (SELECT copies FROM page) ORDER BY url) GROUP BY copies) "
+            f"SELECT rid, id, url, title, filename, mimetype, size, last_modified, coalesce(places.urls, '[]'), "
+            f"snippet, score FROM page LEFT JOIN places USING (copies) ORDER BY {order_by}",
+            [*params, limit, offset]).fetchall()
+        locations = {row[0]: json.loads(row[8])[:MAX_LOCATIONS] for row in rows}
         rows = [(*row[:8], *row[9:]) for row in rows]
         # Snippets of the page's hits only: the text, with its matches, or its beginning (never the URL).
         made = _snippet if query.has_text else _beginning
