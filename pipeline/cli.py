@@ -25,7 +25,7 @@ import time
 from beamtrawl.pipeline import __version__
 from beamtrawl.pipeline.config import MAX_MESSAGE, ConfigError, load_config
 from beamtrawl.pipeline.owner import FORCE_OPTION, OtherConfiguration
-from beamtrawl.pipeline.report import EXIT_FATAL, EXIT_OK, summary, summary_line, terminal_safe, write_report
+from beamtrawl.pipeline.report import EXIT_FATAL, EXIT_OK, summary, summary_line, write_report
 from beamtrawl.transforms import logs
 
 log = logging.getLogger("beamtrawl")
@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=f"{QUERY_SYNTAX}\n\n{CONFIG_REFERENCE}")
     search.add_argument("query", help="what to look for (the syntax: below); quote it as one argument")
-    search.add_argument("--config", required=True, help=CONFIG_HELP)
+    search.add_argument("--config", default=None, help=DEFAULT_CONFIG_HELP)
     search.add_argument("--limit", type=_limit, default=10, help=f"at most this many hits (1 to {MAX_LIMIT:,})")
     search.add_argument("--json", action="store_true", help="print a JSON array of hits")
     search.add_argument("--groups", default="", metavar="A,B",
@@ -104,7 +104,7 @@ def _serve_parsers(commands, overrides) -> None:
     """``beamtrawl serve`` and ``beamtrawl user add`` (pipeline/serve, docs/serve.md)."""
     serve = commands.add_parser("serve", parents=[overrides], help="a search page and JSON API over the index of CONFIG",
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=QUERY_SYNTAX)
-    serve.add_argument("--config", required=True, help=CONFIG_HELP)
+    serve.add_argument("--config", default=None, help=DEFAULT_CONFIG_HELP)
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=8080, help="the port to listen on (default: 8080)")
     serve.add_argument("--users", metavar="PATH", help="the users file (beamtrawl user add): people sign in with "
@@ -124,9 +124,30 @@ def _serve_parsers(commands, overrides) -> None:
     add.add_argument("--groups", default="", metavar="A,B", help="the user's access groups")
     add.add_argument("--users", required=True, metavar="PATH", help="the users file (created if missing)")
     add.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    listing = user_commands.add_parser("list", help="the users of the users file and their groups")
+    listing.add_argument("--users", required=True, metavar="PATH", help="the users file")
+    listing.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    remove = user_commands.add_parser("remove", help="take a user out of the users file (a running serve "
+                                                     "refuses them from the next request)")
+    remove.add_argument("name", help="the name the user signs in with")
+    remove.add_argument("--users", required=True, metavar="PATH", help="the users file")
+    remove.add_argument("--debug", action="store_true", help=DEBUG_HELP)
 
 
 MAX_LIMIT = 10_000  # hits one search may return
+#: The configuration ``search`` and ``serve`` read without --config: the file ``init`` writes, in this folder.
+DEFAULT_CONFIG = "crawl.yaml"
+DEFAULT_CONFIG_HELP = f"the crawl's configuration file (default: ./{DEFAULT_CONFIG} when it is there)"
+
+
+def _default_config(args) -> str:
+    """--config, else ./crawl.yaml (what ``init`` wrote) when present; else the one line saying so."""
+    if args.config is not None:
+        return args.config
+    if os.path.isfile(DEFAULT_CONFIG):
+        return DEFAULT_CONFIG
+    raise ConfigError(f"beamtrawl {args.command}: no --config given and no {DEFAULT_CONFIG} in this folder "
+                      f"(write one with: beamtrawl init START_URL)")
 
 
 def _hours(text: str) -> float:
@@ -214,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "init":
         return _init(args.start, args.output, args.force)
     if args.command == "user":
-        return _user_add(args.users, args.name, args.groups)
+        from beamtrawl.pipeline import users
+
+        return users.run(args)
     if args.command in ("search", "export", "maintain", "serve", "explain") and extra:
         _parser().error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "crawl" and (unknown := _unknown_beam_options(extra)):
@@ -222,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "crawl" and args.reprepare:
             args.overrides.append("reprepare=true")
+        if args.command in ("search", "serve"):
+            args.config = _default_config(args)
         # explain compares with what a crawl would do: the configuration as a crawl loads it
         config = load_config(args.config, crawling=args.command in ("crawl", "explain"), overrides=args.overrides)
         if args.command == "crawl" and args.dry_run:
@@ -370,6 +395,7 @@ def _init(start: list[str], output: str, force: bool) -> int:
 
 
 def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:
+    from beamtrawl.pipeline.hits import highlights, render
     from beamtrawl.transforms.index import make_target
     from beamtrawl.transforms.index.query import parse_query
 
@@ -377,14 +403,16 @@ def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:
     query = parse_query(text, fields, groups)  # a query beyond the bounds is refused before the index is opened
     target = make_target(config.index)
     target.check()
-    hits = target.search(query, limit)
+    if target.pages_unavailable():  # a target without pages (the table) cannot count: the hits are the total
+        hits = target.search(query, limit)
+        total = len(hits)
+    else:
+        page = target.search_page(query, limit, facet_size=1)
+        hits, total = page.hits, page.total
     if as_json:
         print(json.dumps([hit.__dict__ for hit in hits], ensure_ascii=False, indent=2))
         return 0
-    if not hits:
-        print("no documents found")
-    for n, hit in enumerate(hits, 1):
-        print(f"{n}. {terminal_safe(hit.title)}\n   {terminal_safe(hit.url)}\n   {terminal_safe(hit.snippet)}\n")
+    print(render(hits, total, highlights(sys.stdout)))
     return 0
 
 
@@ -440,30 +468,6 @@ def _serve(config, args) -> int:
         if stop.code:
             log.error("beamtrawl serve: cannot listen on %s:%s", args.host, args.port)
             return EXIT_FATAL
-    return 0
-
-
-def _user_add(path: str, name: str, groups: str) -> int:
-    import getpass
-
-    from beamtrawl.pipeline.serve.people import UsersError, add_user
-
-    if sys.stdin.isatty():
-        password = getpass.getpass(f"password for {name}: ")
-        if getpass.getpass("again: ") != password:
-            log.error("beamtrawl user add: the two passwords differ; nothing changed")
-            return EXIT_FATAL
-    else:
-        password = sys.stdin.readline().rstrip("\r\n")
-    try:
-        new = add_user(path, name, password, [g.strip() for g in groups.split(",") if g.strip()])
-    except UsersError as err:
-        log.error("beamtrawl user add: %s", err)
-        return EXIT_FATAL
-    except OSError as err:
-        log.error("beamtrawl user add: %s: cannot write the users file (%s)", path, err.strerror or err)
-        return EXIT_FATAL
-    print(f"{'added' if new else 'changed'} {name} in {path}")
     return 0
 
 

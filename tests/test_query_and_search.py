@@ -58,9 +58,12 @@ def test_words_split_at_punctuation_lower_case_without_accents():
 
 def test_name_keys_and_the_query_key():
     assert name_keys("subprocess.html", "html", "subprocess — Subprocess management — Python 3.11.2 documentation") \
-        == ["python 3 11 2 documentation", "subprocess", "subprocess management",
+        == ["python 3 11 2 documentation", "subprocess", "subprocess html", "subprocess management",
             "subprocess subprocess management python 3 11 2 documentation"]
-    assert name_keys("annual_numbat_summary.txt", "txt", "") == ["annual numbat summary"]
+    assert name_keys("annual_numbat_summary.txt", "txt", "") == ["annual numbat summary", "annual numbat summary txt"]
+    # issue 28, item 10: a manual page is named without its section and compression, a file by its whole name
+    assert "grep" in name_keys("grep.1.gz", "gz", "grep, egrep, fgrep, rgrep - print lines that match patterns")
+    assert "sources list" in name_keys("sources.list", "list", "")
     assert parse_query("Annual numbat_summary -draft").name_key == "annual numbat summary"
     assert parse_query("deb*").name_key == parse_query("a OR b").name_key == ""
 

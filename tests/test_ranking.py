@@ -5,10 +5,12 @@ documents arrive, and a group searcher's scores equal those of an index holding 
 from __future__ import annotations
 
 import itertools
+import shutil
+from pathlib import Path
 
 import pytest
 from beamtrawl.transforms.index import EmbeddedIndex
-from beamtrawl.transforms.index.query import parse_query
+from beamtrawl.transforms.index.query import is_change_log, parse_query
 from beamtrawl.transforms.preparators import Prepared
 from beamtrawl.transforms.prepare import PrepareOptions, make_document
 from beamtrawl.transforms.records import Entry, RawDocument
@@ -105,3 +107,57 @@ def test_scores_follow_documents_that_change_groups_or_leave(new_target):
     _write(reference, _docs(PUBLIC) + _docs(dict(itertools.islice(HIDDEN_HR.items(), 2))))
     assert _scores(target, "merger") == pytest.approx(_scores(reference, "merger"), abs=1e-4)
     assert len(_scores(target, "merger")) == 3
+
+
+def test_the_ranking_benchmark_runs_tiny_on_both_targets(opensearch):
+    """bench/ranking_bench.py --tiny: the benchmark's code paths and checks, not its figures."""
+    import subprocess
+    import sys
+
+    bench = Path(__file__).resolve().parent.parent / "bench" / "ranking_bench.py"
+    done = subprocess.run([sys.executable, str(bench), "--tiny", "--url", opensearch], capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "embedded: closed / leaking" in done.stdout and "opensearch: closed / leaking" in done.stdout
+
+
+# -- ranking on a real tree: manual pages as mandoc renders them, and the documents beside them ------------
+#: The packages whose /usr/share/doc and English manual pages make the tree (tests/package_files.py).
+REAL_PACKAGES = ("grep", "findutils", "apt", "coreutils")
+#: A query → the hits that may come first (issue 28, item 10): a manual page named for the query, a file named
+#: exactly as the query, a title that equals it; never a change log or NEWS file that mentions it.
+FIRST_HITS = {
+    "grep": ("man/man1/grep.1.gz",),
+    "find": ("man/man1/find.1.gz",),
+    "xargs": ("man/man1/xargs.1.gz",),
+    "ls": ("man/man1/ls.1.gz",),
+    "sources.list": ("doc/apt/examples/sources.list", "man/man5/sources.list.5.gz"),
+    "apt-get": ("man/man8/apt-get.8.gz",),
+}
+
+
+def _real_tree(root: Path) -> None:
+    from tests.package_files import debian_tree
+
+    for package in REAL_PACKAGES:
+        share = debian_tree(package) / "usr" / "share"
+        for doc in (share / "doc").iterdir():
+            shutil.copytree(doc, root / "doc" / doc.name, symlinks=False, dirs_exist_ok=True,
+                            ignore_dangling_symlinks=True)
+        for section in (share / "man").glob("man[1-8]"):  # English only: translations would be duplicates
+            shutil.copytree(section, root / "man" / section.name, symlinks=False, dirs_exist_ok=True,
+                            ignore_dangling_symlinks=True)
+
+
+def test_real_tree_a_page_named_for_the_query_comes_first_and_change_logs_do_not(
+        tmp_path, make_config, os_config, crawl, search):
+    root = tmp_path / "share"
+    _real_tree(root)
+    for config in (make_config(root), os_config(root)):
+        assert crawl(config).code <= 1
+        for text, first in FIRST_HITS.items():
+            urls = [hit["url"].split("/share/", 1)[1] for hit in search(config, text, limit=50)]
+            assert urls and urls[0] in first, (config.name, text, urls[:5])
+        urls = [hit["url"].split("/share/", 1)[1] for hit in search(config, "grep", limit=100)]
+        changes = [n for n, url in enumerate(urls) if is_change_log(url.rsplit("/", 1)[1])]
+        assert changes and min(changes) > urls.index("man/man1/grep.1.gz"), urls[:10]

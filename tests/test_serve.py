@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import subprocess
 import time
 import urllib.parse
 
@@ -15,7 +16,7 @@ from beamtrawl.pipeline.serve.people import Doorkeeper, UsersError, add_user, pa
 from beamtrawl.transforms.index import EmbeddedIndex
 from beamtrawl.transforms.index.query import parse_query
 
-from tests.conftest import beamtrawl
+from tests.conftest import beamtrawl, beamtrawl_command
 from tests.serve_site import HOSTILE_NAME, HOSTILE_TITLE, PASSWORD, REPORTS, api, get, make_site, served
 
 
@@ -117,11 +118,29 @@ def test_only_ids_in_the_index_open_anything(base, path):
     assert status == 404 and b"root:" not in body
 
 
-def test_html_documents_download_and_cannot_script_the_site(base):
+def test_html_documents_open_inline_in_a_sandbox_and_cannot_script_the_site(base):
     [page] = api(base, "extension:html")["hits"]
     status, headers, _ = get(f"{base}/document/{page['id']}")
-    assert status == 200 and headers["Content-Disposition"].startswith("attachment;")
-    assert "sandbox" in headers["Content-Security-Policy"] and headers["X-Content-Type-Options"] == "nosniff"
+    assert status == 200 and headers["Content-Disposition"].startswith("inline;")
+    assert headers["Content-Type"] == "text/html"
+    policy = [p.strip() for p in headers["Content-Security-Policy"].split(";")]
+    assert "sandbox" in policy and "default-src 'none'" in policy  # no script runs, an origin of its own
+    assert headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_every_hit_has_a_text_view_behind_the_same_access_check(base):
+    [secret] = api(base, "salary", user="alice")["hits"]
+    assert get(f"{base}/text/{secret['id']}")[0] == 404  # anonymous: as if it did not exist
+    assert get(f"{base}/text/{secret['id']}", user="bob")[0] == 404
+    status, headers, body = get(f"{base}/text/{secret['id']}?q=raise", user="alice")
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    assert b"Salary review: the numbat keepers get a <mark>raise</mark>." in body
+    [page] = api(base, "extension:html")["hits"]
+    status, _, body = get(f"{base}/text/{page['id']}?q=numbat")
+    text = body.decode()
+    assert status == 200 and "<script>alert" not in text and "&lt;script&gt;alert(&#39;title&#39;)" in text
+    assert "<mark>numbat</mark>" in text and "text/html" in text
+    assert get(f"{base}/text/0123456789abcdef0123456789abcdef")[0] == 404
 
 
 def test_hostile_file_names_get_a_safe_disposition(site, base):
@@ -321,3 +340,54 @@ def test_opensearch_serves_the_same_pages(site, opensearch, fresh_index, tmp_pat
         assert api(url, "salary", user="alice")["hits"][0]["id"] == secret.id
         status, _, body = get(f"{url}/document/{secret.id}", user="alice")
         assert status == 200 and body.startswith(b"Salary review")
+
+
+def test_sign_out_refuses_the_kept_credentials_without_asking_again(base):
+    status, _, body = get(f"{base}/?q=salary", user="alice")
+    assert status == 200 and b'href="/signout">Sign out</a>' in body
+    status, headers, body = get(f"{base}/signout", user="alice")
+    assert status == 401 and "WWW-Authenticate" not in headers  # the browser drops them and shows the page
+    assert b"You are signed out" in body and b"Signed in as" not in body
+
+
+def test_the_request_log_has_a_line_per_request_and_never_the_password(site, base):
+    get(f"{base}/?q=numbat", user="alice")
+    get(f"{base}/?q=numbat", user="alice", password="a wrong password")
+    get(f"{base}/api/search?q=numbat")
+    port = base.rsplit(":", 1)[1]
+    lines = (site.config.parent / f"serve-{port}.log").read_text(encoding="utf-8").splitlines()
+    requests = [line.split() for line in lines if " GET " in line]
+    assert any(r[2:6] == ["alice", "GET", "/", "200"] for r in requests), lines[-5:]
+    assert any(r[2:6] == ["-", "GET", "/", "401"] for r in requests)
+    assert any(r[2:6] == ["-", "GET", "/api/search", "200"] for r in requests)
+    assert all(r[6].isdigit() and r[7].endswith("ms") and r[0][:4].isdigit() for r in requests)
+    text = "\n".join(lines)
+    assert PASSWORD not in text and "a wrong password" not in text and "numbat" not in text
+
+
+def test_user_list_and_remove(tmp_path):
+    users = tmp_path / "users"
+    for name, groups in (("carol", "hr,staff"), ("dave", "")):
+        done = subprocess.run(beamtrawl_command("user", "add", name, "--groups", groups, "--users", str(users),
+                                                check_dac=False), input="pw\n", text=True, capture_output=True,
+                              check=False)
+        assert done.returncode == 0, done.stderr
+    assert "dave has no groups: signed in, they see public documents only" in done.stderr
+    listed = beamtrawl("user", "list", "--users", str(users), check_dac=False)
+    assert listed.stdout.splitlines() == ["carol\thr,staff", "dave\t(no groups: public documents only)"]
+    removed = beamtrawl("user", "remove", "dave", "--users", str(users), check_dac=False)
+    assert (removed.returncode, removed.stdout.strip()) == (0, f"removed dave from {users}")
+    assert list(read_users(str(users))) == ["carol"]
+    again = beamtrawl("user", "remove", "dave", "--users", str(users), check_dac=False)
+    assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1 and "no user dave" in again.stderr
+
+
+def test_types_have_readable_names_and_folders_wrap_at_slashes(base):
+    status, _, body = get(f"{base}/?q=numbat")
+    text = body.decode()
+    assert status == 200
+    assert 'title="text/plain">plain text document</a>' in text  # the Type facet: a name, the type on hover
+    assert '<span class="type" title="application/pdf">PDF document</span>' in text
+    folder = re.search(r'<h2 id="facet-path">Folder</h2>\s*<ul[^>]*>\s*<li><a [^>]*>([^<]*(?:<wbr>[^<]*)*)</a>',
+                       text)
+    assert folder and "/<wbr>" in folder.group(1), text[text.find("facet-path"):][:400]

@@ -113,3 +113,22 @@ def test_errors_and_empty_results_are_explained(browser, base):
     browser.get(base + "/?q=zzyzx")
     assert "No documents match" in browser.find_element(By.TAG_NAME, "main").text
     _shot(browser, "empty.png")
+
+
+def test_text_view_modified_facet_and_readable_types(browser, base):
+    """Issue 28, items 11, 13 and 14: a hit's indexed text, the Modified facet, types by name."""
+    browser.get(base + "/?q=numbat")
+    facets = browser.find_element(By.CSS_SELECTOR, "nav.facets").text
+    assert "Modified" in facets and "older" in facets  # the site's files are from 2020 and 2023
+    assert "plain text document" in facets and "text/plain" not in facets  # the type itself is on hover
+    browser.find_element(By.LINK_TEXT, "older").click()
+    assert _count(browser) == f"{PUBLIC_NUMBATS} documents"
+    assert browser.find_element(By.ID, "q").get_attribute("value").startswith("numbat modified:<")
+    browser.get(base + "/?q=numbat+extension:html")
+    browser.find_element(By.CSS_SELECTOR, "li.hit a.text").click()
+    main = browser.find_element(By.TAG_NAME, "main")
+    assert "Text as indexed" in main.text and "text/html" in main.text
+    assert [m.text for m in main.find_elements(By.TAG_NAME, "mark")][:1] == ["numbat"]
+    with pytest.raises(NoAlertPresentException):  # the page's script is text here
+        browser.switch_to.alert.text  # noqa: B018
+    _shot(browser, "text-view.png")

@@ -6,7 +6,9 @@ Routes::
     GET /                    the search page (q, page, per_page, order); server-rendered, no JavaScript
     GET /api/search          the same search as JSON: the hits of ``beamtrawl search --json``, total, facets
     GET /document/<id>       a hit's document, from its source, after the search's access check
+    GET /text/<id>?q=…       what the index holds of a hit (title, fields, text; the search's words marked)
     GET /signin              asks for HTTP Basic credentials, then goes back to the search
+    GET /signout             refuses the credentials the browser keeps (401, no challenge): signed out
     GET /health              200 when the index answers, 503 when it does not
     GET /static/…            the style sheet
 
@@ -24,24 +26,35 @@ import logging
 import math
 import re
 import threading
+import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
 
 import jinja2
 import orjson
 from beamtrawl.pipeline import __version__
-from beamtrawl.pipeline.serve import documents
+from beamtrawl.pipeline.serve import documents, mime_names, text_view
 from beamtrawl.pipeline.serve.people import ANONYMOUS, Doorkeeper, Searcher
 from beamtrawl.pipeline.serve.protocol import BoundedHeadProtocol
 from beamtrawl.pipeline.serve.signin import TooManyFailures
 from beamtrawl.transforms.index import make_target
-from beamtrawl.transforms.index.base import FACET_FIELDS, ORDERS, RELEVANCE, IndexUnavailable, Page
+from beamtrawl.transforms.index.base import (
+    DATE_FACET,
+    FACET_FIELDS,
+    ORDERS,
+    RELEVANCE,
+    IndexUnavailable,
+    Page,
+    date_buckets,
+)
 from beamtrawl.transforms.index.query import MAX_QUERY_CHARS, QueryError, parse_query
 from beamtrawl.transforms.sources import Sources
 from beamtrawl.transforms.sources.settings import SourceSettings
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -65,7 +78,7 @@ REALM = 'Basic realm="beamtrawl", charset="UTF-8"'
 #: check relies on
 SERVER_OPTIONS = {"http": BoundedHeadProtocol, "h11_max_incomplete_event_size": 64 * 1024, "proxy_headers": False,
                   "server_header": False}
-FACET_LABELS = {"mimetype": "Type", "extension": "Extension", "path": "Folder"}
+FACET_LABELS = {"mimetype": "Type", "extension": "Extension", "path": "Folder", "modified": "Modified"}
 ORDER_LABELS = {"relevance": "Best match", "date": "Newest first"}
 #: The page's own policy: its style sheet and nothing else; forms post only here; no frames.
 PAGE_CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
@@ -176,7 +189,8 @@ def facet_view(a: Asked, page: Page) -> list[dict]:
     """The facets as the page shows them: each value with its count and the link that narrows (or, when
     chosen already, widens) the search."""
     shown = []
-    for name in FACET_FIELDS:
+    dates = {value: label for label, value, _low, _high in date_buckets()}
+    for name in (*FACET_FIELDS, DATE_FACET):
         values = []
         for value, count in page.facets.get(name, []):
             term = facet_term(name, value)
@@ -188,7 +202,9 @@ def facet_view(a: Asked, page: Page) -> list[dict]:
                 href = link(a, q=" ".join(whole.sub("", a.q).split()), page=1)
             else:
                 href = link(a, q=f"{a.q} {term}", page=1)
-            values.append({"value": value, "count": count, "href": href, "chosen": chosen})
+            label = dates.get(value, value) if name == DATE_FACET else (
+                mime_names.readable(value) if name == "mimetype" else value)
+            values.append({"value": value, "label": label, "count": count, "href": href, "chosen": chosen})
         if values:
             shown.append({"name": name, "label": FACET_LABELS[name], "choices": values})
     return shown
@@ -220,6 +236,11 @@ def plain(text: str) -> str:
     return documents.BIDI_CONTROLS.sub("\ufffd", text)
 
 
+def breakable(text: str) -> Markup:
+    """A folder or URL as a label that wraps after its slashes, never inside a name (``<wbr>``), escaped."""
+    return Markup("/<wbr>").join(plain(text).split("/"))
+
+
 def shown_date(iso: str) -> str:
     return iso[:16].replace("T", " ") if iso else ""
 
@@ -227,7 +248,8 @@ def shown_date(iso: str) -> str:
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined)
-    env.filters.update(size=human_size, date=shown_date, hit_link=hit_link, url=shown_url, plain=plain)
+    env.filters.update(size=human_size, date=shown_date, hit_link=hit_link, url=shown_url, plain=plain,
+                       breakable=breakable, mime=mime_names.readable)
     env.globals.update(version=__version__, MAX_QUERY_CHARS=MAX_QUERY_CHARS, ORDER_LABELS=ORDER_LABELS)
     return env
 
@@ -252,6 +274,45 @@ class SecurityHeaders:
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
         await self.app(scope, receive, sending)
+
+
+access_log = logging.getLogger("beamtrawl.serve.access")
+
+
+class AccessLog:
+    """ASGI middleware: one line per request in the request log (``beamtrawl.serve.access``): the client
+    address, the signed-in user ("-" for anonymous), method, path, status, bytes and milliseconds. The query
+    string is left out (it holds what people search for) and so is every header: a password never gets in.
+    Each line starts with the time (UTC)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started, answer = time.perf_counter(), {"status": 500, "bytes": 0}
+
+        async def sending(message):
+            if message["type"] == "http.response.start":
+                answer["status"] = message["status"]
+            elif message["type"] == "http.response.body":
+                answer["bytes"] += len(message.get("body", b""))
+            await send(message)
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            peer = (scope.get("client") or ("-",))[0]
+            user = scope.get("state", {}).get("user") or "-"
+            access_log.info("%s %s %s %s %s %d %d %.0fms", datetime.now(UTC).isoformat(timespec="milliseconds"),
+                            peer, _printable(user), scope["method"],
+                            _printable(scope["path"])[:500], answer["status"], answer["bytes"],
+                            (time.perf_counter() - started) * 1000)
+
+
+def _printable(text: str) -> str:
+    """A request's value as one log line's field: no spaces or control characters (they could forge lines)."""
+    return "".join(c if c.isprintable() and not c.isspace() else f"%{ord(c) & 0xFF:02X}" for c in text)
 
 
 def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
@@ -280,6 +341,7 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
                                     headers={"Retry-After": str(math.ceil(wait.seconds))}) from None
         if found is None:
             raise HTTPException(401, "The user name or password is wrong.", headers={"WWW-Authenticate": REALM})
+        request.state.user = found.name  # for the request log (AccessLog)
         return found
 
     def run_search(target, a: Asked, searcher: Searcher) -> Page:
@@ -363,6 +425,29 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
                                      "moved, or its server may be down.") from None
         return StreamingResponse(documents.chunks(stream), headers=documents.headers(stored))
 
+    async def text(request: Request) -> Response:
+        """What the index holds of a hit, after the same access check as the search and /document."""
+        searcher = await who(request)
+        doc_id = request.path_params["doc_id"]
+        if not documents.DOCUMENT_ID.fullmatch(doc_id):
+            raise HTTPException(404)
+        try:
+            indexed = await searches.run(lambda target: target.indexed(doc_id, searcher.groups))
+        except IndexUnavailable as err:
+            log.error("%s", err)
+            raise HTTPException(503, "The search index cannot be reached right now.") from None
+        if indexed is None:
+            raise HTTPException(404)
+        q = request.query_params.get("q", "")[:MAX_QUERY_CHARS]
+        whole, prefixes = text_view.query_words(q, fields)
+        content, left_out = text_view.shown_text(indexed.content)
+        return page(request, template="text.html", a=Asked(q, 1, PER_PAGE, RELEVANCE), searcher=searcher,
+                    doc=indexed, opens=hit_link(indexed), back=link(Asked(q, 1, PER_PAGE, RELEVANCE)) if q else "/",
+                    content=Markup(text_view.marked(content, whole, prefixes)), left_out=left_out,
+                    title=Markup(text_view.marked(indexed.title, whole, prefixes)),
+                    headlines=Markup(text_view.marked(indexed.headlines, whole, prefixes)),
+                    metadata=Markup(text_view.marked(indexed.metadata, whole, prefixes)))
+
     async def signin(request: Request) -> Response:
         searcher = await who(request)
         if not doorkeeper.can_sign_in:
@@ -374,6 +459,15 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
         except BadRequest:
             back = Asked("", 1, PER_PAGE, RELEVANCE)
         return RedirectResponse(link(back), 303)
+
+    async def signout(request: Request) -> Response:
+        """Sign out of HTTP Basic: a 401 without a challenge, so the browser drops the credentials it
+        keeps for this site (they were refused) without asking for new ones, and shows the page."""
+        if not doorkeeper.can_sign_in:
+            raise HTTPException(404, "This search has no users to sign in as.")
+        response = page(request, 401, template="error.html", status=401, searcher=ANONYMOUS,
+                        message="You are signed out. Close the browser's window too if it still sends your name.")
+        return response
 
     async def health(request: Request) -> Response:
         try:
@@ -410,9 +504,11 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
 
     app = Starlette(routes=[
         Route("/", search_page), Route("/api/search", api_search), Route("/document/{doc_id}", document),
-        Route("/signin", signin), Route("/health", health),
+        Route("/text/{doc_id}", text),
+        Route("/signin", signin), Route("/signout", signout), Route("/health", health),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ], exception_handlers={HTTPException: failed, Exception: broken}, lifespan=lifespan)
     app.router.redirect_slashes = False  # its redirect is absolute, to whatever Host the request named
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(AccessLog)
     return app

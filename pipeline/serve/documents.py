@@ -2,8 +2,9 @@
 access check as the search, read from its source with the source's own reading code
 (transforms/sources), and sent with its content type and file name.
 
-Web pages are not fetched for the searcher: the page links to them. A document that a browser could
-run as a page of this site (HTML, SVG, XML…) is sent as a download, and every document carries a
+Web pages are not fetched for the searcher: the page links to them. An HTML file opens inline in a sandbox
+(its policy's ``sandbox`` gives it an origin of its own and runs none of its scripts); another document a
+browser could run as a page of this site (SVG, XML…) is sent as a download, and every document carries a
 Content-Security-Policy of its own, so an indexed file can never script the search page's origin.
 """
 
@@ -27,6 +28,8 @@ DOCUMENT_ID = re.compile(r"[0-9a-f]{32}")  # transforms.urls.doc_id: anything el
 WEB_SCHEMES = ("http", "https")
 #: Shown in the browser rather than downloaded: types a browser displays without running them.
 INLINE_TYPES = re.compile(r"text/plain|application/pdf|image/(png|jpeg|gif|webp|bmp)|audio/[\w.+-]+|video/[\w.+-]+")
+#: Shown in the browser inside the sandbox of DOCUMENT_SANDBOX: HTML, to read as a page, never as this site.
+SANDBOXED_TYPES = re.compile(r"text/html|application/xhtml\+xml")
 FALLBACK_TYPE = "application/octet-stream"
 #: Sent with every document: nothing in it may load or run anything (a PDF keeps its viewer).
 DOCUMENT_CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"
@@ -58,7 +61,7 @@ def headers(stored: Stored) -> dict[str, str]:
     ASCII and in UTF-8 (RFC 6266), and the document's own security policy."""
     kind = content_type(stored)
     name = file_name(stored)
-    inline = bool(INLINE_TYPES.fullmatch(kind))
+    inline = bool(INLINE_TYPES.fullmatch(kind) or SANDBOXED_TYPES.fullmatch(kind))
     ascii_name = _SAFE_NAME.sub("_", name)[:200] or "document"
     disposition = (f"{'inline' if inline else 'attachment'}; filename=\"{ascii_name}\"; "
                    f"filename*=UTF-8''{urllib.parse.quote(name, safe='')}")

@@ -122,12 +122,28 @@ def add_user(path: str, name: str, password: str, groups: list[str]) -> bool:
     users = read_users(path)
     new = name not in users
     users[name] = User(name, hash_password(password), tuple(groups))
+    _write_users(path, users)
+    return new
+
+
+def remove_user(path: str, name: str) -> bool:
+    """Take a user out of the users file; False if there was no such user (the file is left as it was).
+    A running ``beamtrawl serve`` reads the file again when it changes, so they cannot sign in any more."""
+    users = read_users(path)
+    if name not in users:
+        return False
+    del users[name]
+    _write_users(path, users)
+    return True
+
+
+def _write_users(path: str, users: dict[str, User]) -> None:
+    """The users file written whole to a temporary file and renamed, readable by its owner only."""
     text = "".join(f"{u.name}:{u.hash}:{','.join(u.groups)}\n" for u in users.values())
     temporary = f"{path}.{os.getpid()}.tmp"
     with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as handle:
         handle.write(text)
     os.replace(temporary, path)
-    return new
 
 
 def basic_credentials(header: str) -> tuple[str, str] | None:

@@ -13,6 +13,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from beamtrawl.transforms.index.query import Query
@@ -64,6 +65,13 @@ class Hit:
     last_modified: str = ""
     extra: dict = field(default_factory=dict)
     id: str = ""  # the document id, for opening it through ``beamtrawl serve`` (/document/<id>)
+    #: The other places of the same content (copies: the same content hash) among the matches — so only
+    #: where the searcher may look — at most MAX_LOCATIONS, by URL; the hit is the best of them.
+    locations: list = field(default_factory=list)
+
+
+#: Places of one content a hit lists (OpenSearch's bound on inner hits).
+MAX_LOCATIONS = 100
 
 
 #: The orders a page of hits can be sorted in: best first, or most recently modified first.
@@ -72,16 +80,33 @@ ORDERS = (RELEVANCE, NEWEST)
 #: The fields a search page counts hits by (facets), each also a filter field of the query language,
 #: so a facet value narrows a search as ``field:value``: type, extension and folder (or host and folder).
 FACET_FIELDS = ("mimetype", "extension", "path")
+#: The facet by modification time: its values are ranges of ``modified:`` (query.range_of), counted on
+#: every target from the same bounds (:func:`date_buckets`).
+DATE_FACET = "modified"
+_DATE_BUCKETS = (("last week", 7), ("last month", 31), ("last year", 366))
+
+
+def date_buckets(today: date | None = None) -> list[tuple[str, str, int | None, int | None]]:
+    """(label, ``modified:`` value, low, high) of the date facet as of ``today`` (UTC): the last week, month
+    and year (each includes the shorter ones, as Fess and recoll count them) and what is older."""
+    from beamtrawl.transforms.index.query import range_of
+
+    today = today or datetime.now(UTC).date()
+    buckets = [(label, f">={today - timedelta(days=days)}") for label, days in _DATE_BUCKETS]
+    buckets.append(("older", f"<{today - timedelta(days=_DATE_BUCKETS[-1][1])}"))
+    return [(label, value, *range_of(DATE_FACET, value)) for label, value in buckets]
 
 
 @dataclass
 class Page:
-    """One page of a search: its hits, how many documents match in all, and the facets of all of them.
-    Every number counts documents the searcher may see only."""
+    """One page of a search: its hits, how many match in all (copies of one content count once, as they are
+    one hit), and the facets of all of them (which count documents). Every number counts documents the
+    searcher may see only."""
 
     hits: list[Hit]
     total: int
-    facets: dict[str, list[tuple[str, int]]]  # FACET_FIELDS name → (value, documents), most first
+    facets: dict[str, list[tuple[str, int]]]  # FACET_FIELDS name → (value, documents), most first; DATE_FACET →
+    # (``modified:`` value, documents) in date_buckets' order, buckets without documents left out
 
 
 @dataclass
@@ -96,6 +121,24 @@ class Stored:
     size: int
     root: str = ""  # the start URL it was found under, and its size and mtime when indexed: serve opens
     mtime_ns: int = 0  # a local file only if it is still that file (pipeline/serve/documents.py)
+
+
+@dataclass
+class Indexed:
+    """What the index holds of one document, for reading it as indexed (``beamtrawl serve``'s text view):
+    whatever the source is (a web page, an archive member, a mail), this is what a search matched."""
+
+    id: str
+    url: str
+    title: str
+    mimetype: str
+    size: int
+    last_modified: str
+    content: str
+    headlines: str = ""
+    metadata: str = ""
+    preparation_error: str = ""
+    fields: dict = field(default_factory=dict)  # the auxiliary fields stored with it
 
 
 class IndexTarget(ABC):
@@ -197,3 +240,8 @@ class IndexTarget(ABC):
         """The document with this id if a searcher holding ``groups`` may see it, else None (as for an
         id that is not in the index: the answer tells nothing about documents the searcher may not see)."""
         raise IndexUnavailable(f"{type(self).__name__} cannot open documents")
+
+    def indexed(self, doc_id: str, groups: Sequence[str]) -> Indexed | None:
+        """What the index holds of the document with this id, after the same access check as
+        :meth:`document` (None for a document the searcher may not see, as for one not in the index)."""
+        raise IndexUnavailable(f"{type(self).__name__} cannot show indexed text")

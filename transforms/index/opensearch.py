@@ -46,21 +46,36 @@ from typing import Any
 from beamtrawl.transforms.enrich.auxfields import tokens
 from beamtrawl.transforms.index.base import (
     ACCESS_FIELDS,
+    DATE_FACET,
     FACET_FIELDS,
     MARK_OFF,
     MARK_ON,
+    MAX_LOCATIONS,
     NEWEST,
     RELEVANCE,
     Hit,
+    Indexed,
     IndexTarget,
     IndexUnavailable,
     Page,
     Rejected,
     Stored,
     access_key,
+    date_buckets,
     render_snippet,
 )
-from beamtrawl.transforms.index.query import EXACT_NAME_BOOST, Query, Term, name_keys, words
+from beamtrawl.transforms.index.query import (
+    CHANGE_LOG_NAMES,
+    CHANGE_LOG_WEIGHT,
+    EXACT_NAME_BOOST,
+    RANGE_COLUMNS,
+    RANGE_FIELDS,
+    Query,
+    Term,
+    name_keys,
+    range_of,
+    words,
+)
 from beamtrawl.transforms.records import EVERYONE, AuxValue, IndexDoc, SnapshotEntry
 from beamtrawl.transforms.values import NodeOptions
 from opensearchpy import OpenSearch, helpers
@@ -126,7 +141,7 @@ def mapping(analyzer: str) -> dict:
             "title": {**text, "fields": {"raw": {"type": "keyword", "ignore_above": 512}}},
             "content": text, "summary": {**text, "index": False}, "headlines": text, "metadata": text,
             "filename": {**text, "fields": {"raw": keyword}},
-            "location": text, "name_keys": keyword,
+            "location": text, "name_keys": keyword, "copies": keyword,
             "size": {"type": "long"}, "mtime_ns": {"type": "long"},
             "last_modified": {"type": "date"}, "indexed_at": {"type": "date"},
             "content_hash": keyword, "etag": stored_only, "http_last_modified": stored_only,
@@ -390,7 +405,7 @@ class OpenSearchIndex(IndexTarget):
 
     def search(self, query: Query, limit: int) -> list[Hit]:
         body = {"size": limit, "query": _bool_query(query), **_HIGHLIGHT, "sort": ["_score", {"url": "asc"}],
-                "track_scores": True}
+                "track_scores": True, "collapse": _COLLAPSE}
         return [_hit(hit) for hit in self._search(query.groups, body).get("hits", {}).get("hits", [])]
 
     def search_page(self, query: Query, limit: int, offset: int = 0, order: str = RELEVANCE,
@@ -398,13 +413,20 @@ class OpenSearchIndex(IndexTarget):
         sort = [{"last_modified": {"order": "desc", "missing": "_last"}}] if order == NEWEST else ["_score"]
         body = {"from": offset, "size": limit, "query": _bool_query(query), **_HIGHLIGHT,
                 "sort": [*sort, {"url": "asc"}], "track_scores": True, "track_total_hits": True,
-                "aggs": {name: {"terms": {"field": name, "size": facet_size}} for name in FACET_FIELDS}}
+                "collapse": _COLLAPSE,
+                "aggs": {**{name: {"terms": {"field": name, "size": facet_size}} for name in FACET_FIELDS},
+                         DATE_FACET: _date_ranges(),
+                         "copies": {"cardinality": {"field": "copies", "precision_threshold": 40_000}}}}
         answer = self._search(query.groups, body)
         if not answer:
-            return Page([], 0, {name: [] for name in FACET_FIELDS})
+            return Page([], 0, {name: [] for name in (*FACET_FIELDS, DATE_FACET)})
         facets = {name: [(b["key"], b["doc_count"]) for b in answer["aggregations"][name]["buckets"] if b["key"]]
                   for name in FACET_FIELDS}
-        return Page([_hit(hit) for hit in answer["hits"]["hits"]], answer["hits"]["total"]["value"], facets)
+        dates = {b["key"]: b["doc_count"] for b in answer["aggregations"][DATE_FACET]["buckets"]}  # sorted by "from"
+        facets[DATE_FACET] = [(value, dates[value]) for _label, value, _low, _high in date_buckets() if dates.get(value)]
+        # copies of one content are one hit: the total counts contents (exact up to 40,000 of them, as the
+        # cardinality aggregation is; beyond, within a few per cent)
+        return Page([_hit(hit) for hit in answer["hits"]["hits"]], answer["aggregations"]["copies"]["value"], facets)
 
     def document(self, doc_id: str, groups: Sequence[str]) -> Stored | None:
         body = {"size": 1, "query": {"bool": {"filter": [{"ids": {"values": [doc_id]}}, _visible(groups)]}},
@@ -419,6 +441,22 @@ class OpenSearchIndex(IndexTarget):
         return Stored(hits[0]["_id"], source["url"], source.get("title", ""), source.get("filename", ""),
                       source.get("mimetype", ""), source.get("size", 0), source.get("root", ""),
                       source.get("mtime_ns", 0))
+
+    def indexed(self, doc_id: str, groups: Sequence[str]) -> Indexed | None:
+        body = {"size": 1, "query": {"bool": {"filter": [{"ids": {"values": [doc_id]}}, _visible(groups)]}},
+                "_source": ["url", "title", "mimetype", "size", "last_modified", "content", "headlines", "metadata",
+                            "preparation_error", "aux_stored"]}
+        try:
+            hits = self.client.search(index=self.name, body=body)["hits"]["hits"]
+        except (OpenSearchException, OSError) as err:
+            raise IndexUnavailable(f"cannot search {self._where()}: {_short(err)}") from None
+        if not hits:
+            return None
+        source = hits[0]["_source"]
+        return Indexed(hits[0]["_id"], source["url"], source.get("title", ""), source.get("mimetype", ""),
+                       source.get("size", 0), source.get("last_modified", ""), source.get("content", ""),
+                       source.get("headlines", ""), source.get("metadata", ""), source.get("preparation_error", ""),
+                       dict(sorted((source.get("aux_stored") or {}).items())))
 
     def _search(self, groups, body: dict) -> dict:
         """One search over exactly the partitions ``groups`` may see (``_visible_partitions``); {} when
@@ -442,6 +480,13 @@ class OpenSearchIndex(IndexTarget):
         return sorted(bucket["key"] for bucket in buckets)
 
 
+def _date_ranges() -> dict:
+    """The date facet (base.date_buckets) as a range aggregation over ``mtime_ns``, in the buckets' order."""
+    ranges = [{"key": value, **({"from": low} if low is not None else {}), **({"to": high} if high is not None else {})}
+              for _label, value, low, high in date_buckets()]
+    return {"range": {"field": RANGE_COLUMNS[DATE_FACET], "ranges": ranges}}
+
+
 def _bool_query(query: Query) -> dict:
     """The query as one bool query: its text, exclusions and filters, and who may see a document
     (``_visible``), so hits, highlights, totals and aggregations all see the same documents."""
@@ -451,8 +496,18 @@ def _bool_query(query: Query) -> dict:
     for name, value, negated in query.filters:
         (must_not if negated else filters).append(_filter(name, value))
     filters.append(_visible(query.groups))
-    return {"bool": {"must": must or [{"match_all": {}}], "must_not": must_not, "filter": filters,
-                     "should": _exact_name_boost(query)}}
+    matching = {"bool": {"must": must or [{"match_all": {}}], "must_not": must_not, "filter": filters,
+                         "should": _exact_name_boost(query)}}
+    if not query.has_text:
+        return matching
+    return {"function_score": {"query": matching, "functions": [{"filter": _CHANGE_LOGS, "weight": CHANGE_LOG_WEIGHT}],
+                               "score_mode": "multiply", "boost_mode": "multiply"}}
+
+
+#: Change logs and release notes by file name (query.is_change_log): the name before its first dot, any case.
+_CHANGE_LOGS = {"bool": {"should": [q for name in CHANGE_LOG_NAMES for q in (
+    {"term": {"filename.raw": {"value": name, "case_insensitive": True}}},
+    {"prefix": {"filename.raw": {"value": name + ".", "case_insensitive": True}}})], "minimum_should_match": 1}}
 
 
 def _source(doc: IndexDoc) -> dict:
@@ -462,6 +517,7 @@ def _source(doc: IndexDoc) -> dict:
     source["outlinks"] = list(doc.outlinks)
     source["location"] = doc.url
     source["name_keys"] = name_keys(doc.filename, doc.extension, doc.title)
+    source["copies"] = doc.content_hash or doc.id  # copies of one content are one hit (sqlite._COPIES)
     aux = source.pop("aux", None) or ()
     for part, wanted in (("aux", lambda a: a.index and not a.tokenize), ("aux_text", lambda a: a.index and a.tokenize),
                          ("aux_stored", lambda a: a.store)):
@@ -522,6 +578,9 @@ def _visible(groups) -> dict:
 
 
 def _filter(name: str, value: str) -> dict:
+    if name in RANGE_FIELDS:
+        low, high = range_of(name, value)
+        return {"range": {RANGE_COLUMNS[name]: {k: v for k, v in (("gte", low), ("lt", high)) if v is not None}}}
     if name == "mimetype":
         return {"wildcard": {"mimetype": _wildcard_literal(value.lower())}}
     if name == "extension":
@@ -542,15 +601,22 @@ HIGHLIGHT_CHARACTERS = 1_000_000
 #: highlighting is highlighted in its first part, not refused.
 _HIGHLIGHT = {
     "_source": ["url", "title", "filename", "mimetype", "size", "last_modified", "summary", "aux_stored"],
-    "highlight": {"fields": {"content": {}, "title": {}, "headlines": {}},
+    "highlight": {"fields": {"content": {}, "headlines": {}},
                   "pre_tags": [MARK_ON], "post_tags": [MARK_OFF], "fragment_size": 160,
                   "number_of_fragments": 1, "encoder": "default", "max_analyzer_offset": HIGHLIGHT_CHARACTERS},
 }
 
 
+#: Copies of one content (the ``copies`` field) are one hit, listing the other matches' URLs (base.Hit.locations).
+_COLLAPSE = {"field": "copies", "inner_hits": {"name": "copies", "size": MAX_LOCATIONS + 1, "_source": ["url"],
+                                               "sort": [{"url": "asc"}]}}
+
+
 def _hit(hit: dict) -> Hit:
     source, marked = hit["_source"], hit.get("highlight", {})
-    fragment = next((marked[f][0] for f in ("content", "headlines", "title") if marked.get(f)), None)
+    # the text around a match, else the headlines around theirs, else the beginning of the text: a match in
+    # the title, name or URL alone shows the text (as the embedded index's _SNIPPET does), never the URL
+    fragment = next((marked[f][0] for f in ("content", "headlines") if marked.get(f)), None)
     if fragment is None:
         fragment = (source.get("summary") or "")[:200]
     plain, marked = render_snippet(fragment)
@@ -558,7 +624,13 @@ def _hit(hit: dict) -> Hit:
                snippet=plain, snippet_html=marked,
                score=round(hit.get("_score") or 0.0, 4), mimetype=source.get("mimetype", ""),
                size=source.get("size", 0), last_modified=source.get("last_modified", ""),
-               extra=dict(source.get("aux_stored") or {}), id=hit["_id"])
+               extra=dict(source.get("aux_stored") or {}), id=hit["_id"], locations=_locations(hit))
+
+
+def _locations(hit: dict) -> list[str]:
+    """The URLs of a collapsed hit's other copies among the matches, by URL."""
+    copies = hit.get("inner_hits", {}).get("copies", {}).get("hits", {}).get("hits", [])
+    return [c["_source"]["url"] for c in copies if c["_id"] != hit["_id"]][:MAX_LOCATIONS]
 
 
 def _item_error(result: dict) -> str:

@@ -7,6 +7,10 @@ The language (docs/search.md has the user's version):
 * ``calib*`` — a prefix (only a trailing ``*`` on an unquoted word).
 * ``-draft``, ``-"first draft"``, ``-extension:csv`` — exclusion.
 * ``bash OR zsh`` — either (``OR`` in capitals between two terms; lower-case ``or`` is a word).
+* ``modified:>2024-01-01``, ``modified:2024-03``, ``modified:2023..2024-06``, ``size:>1MB``, ``size:<=10KB``
+  — ranges (:func:`range_of`): a date (a year, a month or a day, UTC) or a size (bytes, KB, MB, GB, TB
+  in powers of 1,024), after ``>``, ``>=``, ``<``, ``<=``, alone (within that day, month or year; that
+  size exactly), or ``A..B`` (both included).
 * ``mimetype:text/*`` ``extension:pdf`` ``path:/srv/docs/lab`` ``url:file:///srv`` — filters
   (``*`` is the only wildcard, in MIME types; a path or URL is a prefix);
   ``project:apollo`` filters by an auxiliary field (the names the configuration defines are passed
@@ -29,17 +33,30 @@ syntax ever reaches a target's own query parser.
 
 from __future__ import annotations
 
+import calendar
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 FILTER_FIELDS = ("mimetype", "extension", "path", "url")
+#: Filters by a range of values (:func:`range_of`): the modification time and the size in bytes.
+RANGE_FIELDS = ("modified", "size")
+#: The stored field each range filter compares, the same name in every target.
+RANGE_COLUMNS = {"modified": "mtime_ns", "size": "size"}
 OR = "OR"
 #: Added to the score of a document whose name equals the query (:func:`name_keys`): more than any
 #: text score on either target, so an exact name ranks above every partial match.
 EXACT_NAME_BOOST = 1000.0
 #: The bounds of one query (docs/search.md, "Limits"): each prefix term expands to every word it
 #: starts, and the cost grows with terms times prefixes (100 ``x*`` took 16 s on 2,000 documents).
+#: File names (before their first dot, any case) of change logs and release notes, and the factor their score
+#: is multiplied by: they mention every command and file of their project, and outranked the manual pages
+#: and documents they describe (``grep`` listed NEWS.gz and changelog.gz first).
+CHANGE_LOG_NAMES = ("changelog", "changes", "news", "history", "releasenotes", "release-notes", "release_notes")
+CHANGE_LOG_WEIGHT = 0.2
+_COMPRESSED = re.compile(r"\.(gz|bz2|xz|zst|lz|lzma|z)$", re.IGNORECASE)
+_MAN_SECTION = re.compile(r"\.[1-9n][a-z]*$")  # grep.1, printf.3posix, sources.list.5
 MAX_QUERY_CHARS = 1000
 MAX_TERMS = 32  # terms, excluded terms, OR alternatives and filters
 MAX_PREFIX_TERMS = 8
@@ -62,11 +79,21 @@ def words(text: str) -> list[str]:
 
 
 def name_keys(filename: str, extension: str, title: str) -> list[str]:
-    """What a query must equal, word for word, to match a document's name exactly: the file name
-    without its extension, the title, and each part of a title joined by a dash, bar or colon."""
+    """What a query must equal, word for word, to match a document's name exactly: the file name whole
+    (``sources.list``) and without its extension, without a compression suffix (``NEWS.gz``), a manual page's
+    name without its section (``grep.1.gz`` is ``grep``), the title, and each part of a title joined by a
+    dash, bar or colon."""
     stem = filename[: -len(extension) - 1] if extension and filename.lower().endswith("." + extension) else filename
-    keys = [stem, title, *_TITLE_PARTS.split(title)]
+    plain = _COMPRESSED.sub("", filename)
+    keys = [filename, stem, plain, _MAN_SECTION.sub("", plain), title, *_TITLE_PARTS.split(title)]
     return sorted({" ".join(words(k)) for k in keys} - {""})
+
+
+def is_change_log(filename: str) -> bool:
+    """A change log or release notes (``changelog.Debian.gz``, ``NEWS``, ``CHANGES.md``, ``HISTORY.rst``):
+    ranked below what it describes (CHANGE_LOG_WEIGHT), since it names everything its project holds."""
+    stem = filename.lower().split(".", 1)[0]
+    return stem in CHANGE_LOG_NAMES
 
 
 @dataclass(frozen=True)
@@ -113,7 +140,7 @@ def parse_query(text: str, fields=(), groups=()) -> Query:
     if len(text) > MAX_QUERY_CHARS:
         raise QueryError(f"the query is too long ({len(text):,} characters; at most {MAX_QUERY_CHARS:,})")
     query = Query(groups=tuple(groups))
-    known = {*FILTER_FIELDS, *fields}
+    known = {*FILTER_FIELDS, *RANGE_FIELDS, *fields}
     join_next = False  # the last token was OR
     for match in _TOKEN.finditer(text):
         negated, name, phrase, word = match.group(1) == "-", match.group(2), match.group(3), match.group(4)
@@ -121,6 +148,8 @@ def parse_query(text: str, fields=(), groups=()) -> Query:
         if name is not None and name.lower() in known:
             if not value:
                 raise QueryError(f"{name}: needs a value")
+            if name.lower() in RANGE_FIELDS:
+                range_of(name.lower(), value)  # a value that is no date or size is refused here, on both targets
             query.filters.append((name.lower(), value, negated))
             join_next = False
             continue
@@ -156,3 +185,59 @@ def _check_bounds(query: Query) -> None:
     if prefixes > MAX_PREFIX_TERMS:
         raise QueryError(f"the query has too many prefix terms ({prefixes} words ending in *; "
                          f"at most {MAX_PREFIX_TERMS})")
+
+
+# -- ranges: modified: and size: -------------------------------------------------------------------------
+_COMPARISON = re.compile(r"(>=|<=|>|<)?(.+)")
+_DATE = re.compile(r"(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+_HELP = {"modified": "a date as 2024, 2024-03 or 2024-03-05 (UTC)",
+         "size": "a size as 2000, 10KB, 1.5MB or 2GB (powers of 1,024)"}
+
+
+def range_of(name: str, value: str) -> tuple[int | None, int | None]:
+    """The values a range filter admits, as [low, high) — ``None`` for no bound: nanoseconds since the epoch
+    for ``modified`` (the index's ``mtime_ns``), bytes for ``size``. ``>D`` starts after the period ``D``
+    (a day, month or year) ends, ``>=D`` when it begins, ``<D`` ends when it begins, ``<=D`` when it ends;
+    ``D`` alone is the period; ``A..B`` runs from the start of ``A`` to the end of ``B``."""
+    span = _date_span if name == "modified" else _size_span
+    if ".." in value:
+        first, _, last = value.partition("..")
+        return span(name, first)[0], span(name, last)[1]
+    comparison, operand = _COMPARISON.fullmatch(value.strip()).groups()
+    low, high = span(name, operand)
+    return {">": (high, None), ">=": (low, None), "<": (None, low), "<=": (None, high)}.get(comparison, (low, high))
+
+
+def _date_span(name: str, text: str) -> tuple[int, int]:
+    """[start, end) of a year, month or day in UTC, in nanoseconds."""
+    match = _DATE.fullmatch(text.strip())
+    try:
+        year, month, day = int(match[1]), int(match[2] or 1), int(match[3] or 1)
+        start = datetime(year, month, day, tzinfo=UTC)
+    except (TypeError, ValueError):
+        raise QueryError(f"{name}: {text!r} is not {_HELP[name]}") from None
+    if match[3]:
+        end_year, end_month, end_day = year, month, day + 1
+        if end_day > calendar.monthrange(year, month)[1]:
+            end_year, end_month, end_day = year + (month == 12), month % 12 + 1, 1
+    elif match[2]:
+        end_year, end_month, end_day = year + (month == 12), month % 12 + 1, 1
+    else:
+        end_year, end_month, end_day = year + 1, 1, 1
+    end = datetime(end_year, end_month, end_day, tzinfo=UTC) if end_year <= 9999 else None
+    return _ns(start), _ns(end) if end else 2**63 - 1
+
+
+def _ns(moment: datetime) -> int:
+    return int(calendar.timegm(moment.utctimetuple())) * 1_000_000_000
+
+
+def _size_span(name: str, text: str) -> tuple[int, int]:
+    """[size, size + 1) in bytes."""
+    match = _SIZE.fullmatch(text.strip())
+    if not match:
+        raise QueryError(f"{name}: {text!r} is not {_HELP[name]}")
+    number = int(float(match[1]) * _UNITS[(match[2] or "").lower()[:1]])
+    return number, number + 1

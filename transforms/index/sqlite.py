@@ -51,22 +51,37 @@ from beamtrawl.transforms.enrich.auxfields import tokens
 from beamtrawl.transforms.index import sqlite_parts as parts
 from beamtrawl.transforms.index.base import (
     ACCESS_FIELDS,
+    DATE_FACET,
     FACET_FIELDS,
     MARK_OFF,
     MARK_ON,
+    MAX_LOCATIONS,
     NEWEST,
     RELEVANCE,
     Hit,
+    Indexed,
     IndexTarget,
     IndexUnavailable,
     Page,
     Stored,
+    date_buckets,
     render_snippet,
 )
-from beamtrawl.transforms.index.query import EXACT_NAME_BOOST, Query, QueryError, Term, name_keys
+from beamtrawl.transforms.index.query import (
+    CHANGE_LOG_NAMES,
+    CHANGE_LOG_WEIGHT,
+    EXACT_NAME_BOOST,
+    RANGE_COLUMNS,
+    RANGE_FIELDS,
+    Query,
+    QueryError,
+    Term,
+    name_keys,
+    range_of,
+)
 from beamtrawl.transforms.records import EVERYONE, AuxValue, IndexDoc, SnapshotEntry
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5  # 5: name keys of whole file names and manual pages (query.name_keys)
 SPLIT_ROWS = 50_000
 #: What SQLite says when a query, not the index, is beyond its limits (parse_query bounds queries first).
 _QUERY_TOO_COMPLEX = ("Expression tree is too large", "too many SQL variables", "pattern too complex",
@@ -124,6 +139,13 @@ _UPSERT = (f"INSERT INTO docs(rid, {', '.join(_STORED)}, length, part) VALUES (?
            f"?, ?) ON CONFLICT(id) DO UPDATE SET "
            f"{', '.join(f'{c}=excluded.{c}' for c in (*_STORED[1:], 'length', 'part'))}")
 _WEIGHTS = "10.0, 1.0, 4.0, 2.0, 3.0, 1.0"  # bm25() column weights: title weighs most, then headlines
+#: A change log's score factor (query.is_change_log, the same names and weight as OpenSearch's); constants of
+#: this module only, never user text.
+_CHANGE_LOG_FACTOR = (f"(CASE WHEN lower(substr(docs.filename, 1, instr(docs.filename || '.', '.') - 1)) IN "
+                      f"({', '.join(repr(n) for n in CHANGE_LOG_NAMES)}) THEN {CHANGE_LOG_WEIGHT} ELSE 1.0 END)")
+#: What makes documents copies of each other, shown as one hit: the same content hash (a document without
+#: content is a copy of nothing but itself). OpenSearch keeps it in the field of the same name.
+_COPIES = "(CASE WHEN docs.content_hash = '' THEN docs.id ELSE docs.content_hash END)"
 _BM25_K1, _BM25_B = 1.2, 0.75  # the constants of FTS5's bm25()
 _ACCESS_COLUMNS = ACCESS_FIELDS  # stored in docs under the same names; ``ranking`` has a row per partition
 
@@ -187,7 +209,7 @@ class EmbeddedIndex(IndexTarget):
         _refuse_a_folder(self.path)
         _refuse_read_only(self.path, folder)
         version = _inspect(self.path)
-        if version is not None and version not in (1, 2, 3, SCHEMA_VERSION):
+        if version is not None and version not in (1, 2, 3, 4, SCHEMA_VERSION):
             raise IndexUnavailable(f"{self.path}: index schema version {version}, this beamtrawl reads version "
                                    f"{SCHEMA_VERSION}; crawl into a new index file")
         try:
@@ -201,7 +223,7 @@ class EmbeddedIndex(IndexTarget):
                 _prepare_ranking(db)
                 if parts.is_single_table(db):  # 4: the text of each access partition in a table of its own
                     parts.split_single(db)
-                if version is not None and version < SCHEMA_VERSION:  # 3: names; 4: names by partition
+                if version is not None and version < SCHEMA_VERSION:  # 3: names; 4: names by partition; 5: more names
                     _partition_names(db)
                 if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'docs_fts'").fetchone() is None:
                     parts.refresh_view(db)
@@ -396,6 +418,22 @@ class EmbeddedIndex(IndexTarget):
         found["groups"], found["denied"] = json.loads(found["groups"]), json.loads(found["denied"])
         return found
 
+    def indexed(self, doc_id: str, groups: Sequence[str]) -> Indexed | None:
+        visible, params = _visible(groups)
+
+        def read(db: sqlite3.Connection) -> Indexed | None:
+            row = db.execute(f"SELECT rid, part, id, url, mimetype, size, last_modified, preparation_error FROM docs "
+                             f"WHERE id = ? AND {visible}", [doc_id, *params]).fetchone()
+            if row is None:
+                return None
+            rid, part, *stored, error = row
+            text = db.execute(f"SELECT title, content, headlines, metadata FROM {parts.fts(part)} WHERE rowid = ?",
+                              (rid,)).fetchone() or ("", "", "", "")
+            aux = dict(db.execute("SELECT name, value FROM aux WHERE stored AND rid = ? ORDER BY name", (rid,)))
+            identity, url, mimetype, size, modified = stored
+            return Indexed(identity, url, text[0], mimetype, size, modified, text[1], text[2], text[3], error, aux)
+        return self._searching(read)
+
     def _searching(self, work):
         """``work(connection)``, with SQLite's errors as a query too complex or an unusable index."""
         try:
@@ -408,7 +446,7 @@ class EmbeddedIndex(IndexTarget):
     @staticmethod
     def _hits(db: sqlite3.Connection, query: Query, limit: int, offset: int, order: str) -> list[Hit]:
         columns = ("docs.rid, docs.id, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
-                   "docs.last_modified")
+                   f"docs.last_modified, {_COPIES} AS copies")
         if query.has_text:
             score = _score_column(db, query)
 
@@ -416,8 +454,9 @@ class EmbeddedIndex(IndexTarget):
                 table = parts.fts(part)
                 boost, boost_params = _exact_name_boost(query, part)
                 where, params = _conditions(db, query, part)
-                sql = (f"SELECT {columns}, snippet({table}, -1, '{MARK_ON}', '{MARK_OFF}', '…', 24) AS snippet, "
-                       f"{score(part)} + {boost} AS score FROM {table} JOIN docs ON docs.rid = {table}.rowid "
+                sql = (f"SELECT {columns}, '' AS snippet, "
+                       f"({score(part)} + {boost}) * {_CHANGE_LOG_FACTOR} AS score FROM {table} "
+                       f"JOIN docs ON docs.rid = {table}.rowid "
                        f"WHERE {' AND '.join(where)}")
                 return sql, [*boost_params, *params]
 
@@ -429,19 +468,51 @@ class EmbeddedIndex(IndexTarget):
             where, params = _conditions(db, query)
             sql, best = f"SELECT {columns}, '' AS snippet, 0.0 AS score FROM docs WHERE {' AND '.join(where)}", "url"
         order_by = "last_modified DESC, url" if order == NEWEST else best
-        rows = db.execute(f"SELECT * FROM ({sql}) ORDER BY {order_by} LIMIT ? OFFSET ?",
-                          [*params, limit, offset]).fetchall()
-        if not query.has_text:  # the beginning of the text stands in for a snippet
-            rows = [(*row[:-2], _beginning(db, row[0]), row[-1]) for row in rows]
+        # Copies of one content are one hit, the best of them, listing where the others are (among the matches,
+        # so among what the searcher may see): ``ranked`` numbers each content's matches in the page's order.
+        # The other places are gathered for the page's hits only, in one pass over the matches (no per-hit scan).
+        rows = db.execute(
+            f"WITH matched AS MATERIALIZED ({sql}), ranked AS MATERIALIZED (SELECT *, row_number() OVER "
+            f"(PARTITION BY copies ORDER BY {order_by}) AS n FROM matched), "
+            f"page AS MATERIALIZED (SELECT * FROM ranked WHERE n = 1 ORDER BY {order_by} LIMIT ? OFFSET ?), "
+            f"places AS (SELECT copies, json_group_array(url) AS urls FROM (SELECT copies, url FROM ranked "
+            f"WHERE n > 1 AND copies IN (SELECT copies FROM page) ORDER BY url) GROUP BY copies) "
+            f"SELECT rid, id, url, title, filename, mimetype, size, last_modified, coalesce(places.urls, '[]'), "
+            f"snippet, score FROM page LEFT JOIN places USING (copies) ORDER BY {order_by}",
+            [*params, limit, offset]).fetchall()
+        locations = {row[0]: json.loads(row[8])[:MAX_LOCATIONS] for row in rows}
+        rows = [(*row[:8], *row[9:]) for row in rows]
+        # Snippets of the page's hits only: the text, with its matches, or its beginning (never the URL).
+        made = _snippet if query.has_text else _beginning
+        rows = [(*row[:-2], made(db, row[0], query), row[-1]) for row in rows]
         stored: dict[int, dict[str, str]] = {}
         rids = [row[0] for row in rows]
         for rid, name, value in db.execute(
                 f"SELECT rid, name, value FROM aux WHERE stored AND rid IN ({', '.join('?' * len(rids))})", rids):
             stored.setdefault(rid, {})[name] = value
-        return [_hit(row[1:], stored.get(row[0], {})) for row in rows]
+        return [_hit(row[1:], stored.get(row[0], {}), locations[row[0]]) for row in rows]
 
 
-def _beginning(db: sqlite3.Connection, rid: int) -> str:
+#: The snippet of a hit: the text around its matches, else the headlines around theirs, else the beginning of
+#: the text (FTS5's snippet of a column without a match). A match in the title, file name or URL alone never
+#: makes them the snippet: the title and the location are shown beside it already.
+_SNIPPET = ("CASE WHEN instr(snippet({t}, 1, '{on}', '{off}', '…', 24), '{on}') > 0 "
+            "THEN snippet({t}, 1, '{on}', '{off}', '…', 24) "
+            "WHEN instr(snippet({t}, 2, '{on}', '{off}', '…', 24), '{on}') > 0 "
+            "THEN snippet({t}, 2, '{on}', '{off}', '…', 24) "
+            "ELSE snippet({t}, 1, '{on}', '{off}', '…', 24) END")
+
+
+def _snippet(db: sqlite3.Connection, rid: int, query: Query) -> str:
+    """One hit's snippet (``_SNIPPET``), from its partition's table."""
+    (part,) = db.execute("SELECT part FROM docs WHERE rid = ?", (rid,)).fetchone()
+    table = parts.fts(part)
+    row = db.execute(f"SELECT {_SNIPPET.format(t=table, on=MARK_ON, off=MARK_OFF)} FROM {table} "
+                     f"WHERE {table} MATCH ? AND rowid = ?", (_fts_match(query.clauses), rid)).fetchone()
+    return row[0] if row else ""
+
+
+def _beginning(db: sqlite3.Connection, rid: int, _query: Query | None = None) -> str:
     """The first 200 characters of a document's text, from its partition's table."""
     (part,) = db.execute("SELECT part FROM docs WHERE rid = ?", (rid,)).fetchone()
     row = db.execute(f"SELECT substr(content, 1, 200) FROM {parts.fts(part)} WHERE rowid = ?", (rid,)).fetchone()
@@ -481,7 +552,7 @@ def _counts(db: sqlite3.Connection, query: Query, facet_size: int) -> tuple[int,
     """(matching documents, the most frequent values of each FACET_FIELDS among them), in one pass
     over the matches: they are collected once (from the visible partitions' tables), then counted and
     grouped."""
-    columns = ", ".join(f"docs.{n}" for n in FACET_FIELDS)
+    columns = ", ".join([*(f"docs.{n}" for n in (*FACET_FIELDS, "mtime_ns")), f"{_COPIES} AS copies"])
     if query.has_text:
         def arm(part: int) -> tuple[str, list]:
             table = parts.fts(part)
@@ -491,18 +562,23 @@ def _counts(db: sqlite3.Connection, query: Query, facet_size: int) -> tuple[int,
 
         matched, params = parts.each(_visible_parts(db, query), arm)
         if not matched:
-            return 0, {name: [] for name in FACET_FIELDS}
+            return 0, {name: [] for name in (*FACET_FIELDS, DATE_FACET)}
     else:  # filters only: no text is read
         where, params = _conditions(db, query)
         matched = f"SELECT {columns} FROM docs WHERE {' AND '.join(where)}"
-    counted = ["SELECT '', '', count(*) FROM matched"]
+    counted = ["SELECT '', '', count(DISTINCT copies) FROM matched"]  # copies of one content are one hit
     for name in FACET_FIELDS:
         counted.append(f"SELECT * FROM (SELECT '{name}', {name}, count(*) AS n FROM matched WHERE {name} != '' "
                        f"GROUP BY {name} ORDER BY n DESC, {name} LIMIT {int(facet_size)})")
+    for _label, value, low, high in date_buckets():  # bounds are whole numbers made here, never user text
+        bounds = " AND ".join([*([f"mtime_ns >= {int(low)}"] if low is not None else []),
+                               *([f"mtime_ns < {int(high)}"] if high is not None else [])])
+        counted.append(f"SELECT '{DATE_FACET}', '{value}', count(*) FROM matched WHERE {bounds}")
     rows = db.execute(f"WITH matched AS MATERIALIZED ({matched}) " + " UNION ALL ".join(counted), params).fetchall()
-    facets: dict[str, list[tuple[str, int]]] = {name: [] for name in FACET_FIELDS}
+    facets: dict[str, list[tuple[str, int]]] = {name: [] for name in (*FACET_FIELDS, DATE_FACET)}
     for name, value, n in rows[1:]:
-        facets[name].append((value, n))
+        if n:
+            facets[name].append((value, n))
     return rows[0][2], facets
 
 
@@ -562,6 +638,11 @@ def _glob_literal(text: str) -> str:
 
 
 def _filter(name: str, value: str) -> tuple[str, list]:
+    if name in RANGE_FIELDS:
+        low, high = range_of(name, value)
+        column = RANGE_COLUMNS[name]
+        bounds = [*([f"docs.{column} >= ?"] if low is not None else []), *([f"docs.{column} < ?"] if high is not None else [])]
+        return "(" + " AND ".join(bounds or ["1"]) + ")", [b for b in (low, high) if b is not None]
     if name == "mimetype":
         return "docs.mimetype GLOB ?", [_glob_literal(value.lower())]
     if name == "extension":
@@ -822,9 +903,10 @@ def _norm(length: int, average: float) -> float:
     return _BM25_K1 * (1 - _BM25_B + _BM25_B * length / average)
 
 
-def _hit(row: Sequence, extra: dict) -> Hit:
+def _hit(row: Sequence, extra: dict, locations: list[str]) -> Hit:
     """A hit from a search's row (id, url, title, file name, MIME type, size, date, snippet, score)."""
     doc_id, url, title, filename, mimetype, size, last_modified, snippet, score = row
     plain, marked = render_snippet(snippet or "")
     return Hit(url=url, title=title or filename, snippet=plain, snippet_html=marked, score=round(score, 4),
-               mimetype=mimetype, size=size, last_modified=last_modified, extra=extra, id=doc_id)
+               mimetype=mimetype, size=size, last_modified=last_modified, extra=extra, id=doc_id,
+               locations=locations)
