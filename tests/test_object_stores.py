@@ -1,0 +1,141 @@
+"""Buckets as sources, against an S3 server on loopback (moto's standalone server, tests/servers/s3.py):
+new, changed and removed objects across crawls, an unchanged re-crawl that reads nothing but listings,
+prefixes handed on as folders, odd keys, an unreachable endpoint that keeps every document, and
+`beamtrawl init s3://…` writing a file that crawls as written. Logins come from the environment only."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from pathlib import Path
+
+import boto3
+import pytest
+import yaml
+
+from tests.conftest import beamtrawl
+from tests.servers.jvm import free_ports
+
+OBJECTS = {"docs/puffin.txt": "the puffin nests on cliffs",
+           "docs/birds/gannet.txt": "a gannet dives for fish",
+           "docs/birds/sea/tern.md": "# Arctic tern\n\nthe tern migrates farthest",
+           "docs/odd name ü+%&;=.txt": "an oddly named kittiwake",
+           "docs/empty-folder/": "",  # a folder marker, as consoles write them: no document
+           "elsewhere/skua.txt": "a skua outside the start prefix"}
+
+
+@pytest.fixture
+def bucket(s3_server, monkeypatch):
+    """A fresh bucket holding OBJECTS; the login only in the environment, as a user's would be."""
+    for name, value in s3_server.storage_options().items():
+        if name.startswith("AWS_") and name not in ("AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP"):
+            monkeypatch.setenv(name, value)
+    name = f"bt-{uuid.uuid4().hex[:12]}"
+    client = boto3.client("s3", endpoint_url=s3_server.endpoint)
+    client.create_bucket(Bucket=name)
+    for key, text in OBJECTS.items():
+        client.put_object(Bucket=name, Key=key, Body=text.encode())
+    return name, client
+
+
+def _config(tmp_path: Path, start: str, endpoint: str, **settings) -> Path:
+    config = {"start": [{"url": start, "parse": True, "index": False}], "index": {"path": "index.sqlite"},
+              "s3": {"endpoint_url": endpoint, "max_attempts": 2}, "walk_budget": 1, "max_delete_ratio": 1.0,
+              **settings}
+    path = tmp_path / "crawl.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+def _indexed(tmp_path: Path) -> dict[str, str]:
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:
+        return dict(db.execute("SELECT d.url, d.etag FROM docs d"))
+
+
+def _requests(log: Path, since: int) -> list[str]:
+    return log.read_text(errors="replace").splitlines()[since:]
+
+
+def test_s3_new_changed_removed_unchanged_and_unreachable(bucket, s3_server, tmp_path, crawl, search):
+    name, client = bucket
+    config = _config(tmp_path, f"s3://{name}/docs/", s3_server.endpoint)
+    first = crawl(config)
+    assert first.code == 0, first.stderr
+    assert first.counts["written"] == 4 and first.counts["deleted"] == 0
+    assert set(_indexed(tmp_path)) == {f"s3://{name}/docs/puffin.txt", f"s3://{name}/docs/birds/gannet.txt",
+                                       f"s3://{name}/docs/birds/sea/tern.md",
+                                       f"s3://{name}/docs/odd%20name%20%C3%BC+%25&;=.txt"}
+    assert all(_indexed(tmp_path).values())  # each with its ETag
+    assert [h["url"] for h in search(config, "kittiwake")] == [f"s3://{name}/docs/odd%20name%20%C3%BC+%25&;=.txt"]
+    assert search(config, "tern")[0]["url"].endswith("/birds/sea/tern.md")
+    assert not search(config, "skua")
+
+    before = len(_requests(s3_server.log, 0))
+    again = crawl(config)
+    assert again.code == 0 and again.counts["unchanged"] == 4 and again.counts["read"] == 0, again.stderr
+    gets = [line for line in _requests(s3_server.log, before) if f"GET /{name}/docs/" in line]
+    assert gets == []  # an unchanged object costs its listing only
+
+    client.put_object(Bucket=name, Key="docs/puffin.txt", Body=b"the puffin eats sand eels")
+    client.delete_object(Bucket=name, Key="docs/birds/gannet.txt")
+    client.put_object(Bucket=name, Key="docs/birds/fulmar.txt", Body=b"a fulmar glides")
+    third = crawl(config)
+    assert third.code == 0, third.stderr
+    assert (third.counts["new"], third.counts["changed"], third.counts["deleted"]) == (1, 1, 1)
+    assert search(config, "eels") and not search(config, "cliffs") and not search(config, "gannet")
+    assert search(config, "fulmar")
+
+    (closed,) = free_ports(1)
+    gone = crawl(_config(tmp_path, f"s3://{name}/docs/", f"http://127.0.0.1:{closed}"))
+    assert gone.code == 1 and gone.counts["deleted"] == 0 and gone.counts["kept"] == 4
+    lines = [p for p in gone.report["problems"] if p["kind"] == "incomplete"]
+    assert len(lines) == 1 and lines[0]["url"] == f"s3://{name}/docs/", gone.report["problems"]
+    assert len(_indexed(tmp_path)) == 4
+    secret = s3_server.storage_options()["AWS_SECRET_ACCESS_KEY"]
+    assert secret not in json.dumps(gone.report) + gone.stderr + gone.stdout
+
+
+def test_s3_no_such_bucket_keeps_its_documents_and_an_object_vanishing_before_reading_is_one_line(
+        bucket, s3_server, tmp_path, crawl):
+    name, client = bucket
+    config = _config(tmp_path, f"s3://{name}/docs/", s3_server.endpoint)
+    assert crawl(config).code == 0
+    for key in OBJECTS:
+        client.delete_object(Bucket=name, Key=key)
+    client.delete_bucket(Bucket=name)
+    run = crawl(config)
+    assert run.counts["deleted"] == 0 and len(_indexed(tmp_path)) == 4
+    assert run.problems("discover") == {f"s3://{name}/docs/": f"cannot list s3://{name}/docs/: NoSuchBucket (HTTP 404)"}
+
+
+def test_s3_object_deleted_between_listing_and_reading(bucket, s3_server, tmp_path):
+    """The read stage's side of the source, without a pipeline: a key gone after its listing is an OSError."""
+    from beamtrawl.pipeline.config import load_config
+    from beamtrawl.transforms.sources import Sources
+    from beamtrawl.transforms.sources.settings import SourceSettings
+
+    name, client = bucket
+    config = load_config(str(_config(tmp_path, f"s3://{name}/docs/", s3_server.endpoint)))
+    source = Sources(SourceSettings.from_config(config))(f"s3://{name}/docs/puffin.txt")
+    with source.open_document(f"s3://{name}/docs/puffin.txt") as stream:
+        assert stream.read() == b"the puffin nests on cliffs"
+    client.delete_object(Bucket=name, Key="docs/puffin.txt")
+    with pytest.raises(OSError, match="cannot open|S3 read failed"):
+        with source.open_document(f"s3://{name}/docs/puffin.txt") as stream:
+            stream.read()
+
+
+def test_init_for_a_bucket_writes_a_file_that_crawls_as_written(bucket, s3_server, tmp_path, monkeypatch):
+    name, _client = bucket
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint)  # as a user of an S3-compatible store sets it
+    config = tmp_path / "crawl.yaml"
+    done = beamtrawl("init", f"s3://{name}/docs/", "--output", str(config), check_dac=False)
+    assert done.returncode == 0, done.stderr
+    text = config.read_text(encoding="utf-8")
+    assert "s3:" in text and "AWS_SECRET_ACCESS_KEY" in text and s3_server.storage_options()[
+        "AWS_SECRET_ACCESS_KEY"] not in text
+    run = beamtrawl("crawl", str(config), "--direct_num_workers=2")
+    assert run.returncode == 0, run.stderr
+    found = beamtrawl("search", "gannet", "--config", str(config), "--json", check_dac=False)
+    assert [h["url"] for h in json.loads(found.stdout)] == [f"s3://{name}/docs/birds/gannet.txt"]
