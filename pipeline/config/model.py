@@ -16,7 +16,14 @@ from beamtrawl.pipeline.config.auxfields import aux_field_specs
 from beamtrawl.pipeline.config.fields import Problem
 from beamtrawl.pipeline.config.plugins import plugin_specs
 from beamtrawl.pipeline.config.preparators import preparator_specs
-from beamtrawl.pipeline.config.schema import CrawlFile, HttpConfig, ImapConfig, IndexConfig, S3Config, SmbConfig
+from beamtrawl.pipeline.config.schema import (
+    CrawlFile,
+    HttpConfig,
+    ImapConfig,
+    IndexConfig,
+    S3Config,
+    SmbConfig,
+)
 from beamtrawl.plugins.manager import PluginSpec
 from beamtrawl.transforms.enrich.auxfields import AuxFieldSpec
 from beamtrawl.transforms.values import Bounds, Credential, StartUrl, UrlPattern
