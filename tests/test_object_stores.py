@@ -14,7 +14,7 @@ import boto3
 import pytest
 import yaml
 
-from tests.conftest import beamtrawl
+from tests.conftest import CrawlRun, beamtrawl
 from tests.servers.jvm import free_ports
 
 OBJECTS = {"docs/puffin.txt": "the puffin nests on cliffs",
@@ -139,3 +139,52 @@ def test_init_for_a_bucket_writes_a_file_that_crawls_as_written(bucket, s3_serve
     assert run.returncode == 0, run.stderr
     found = beamtrawl("search", "gannet", "--config", str(config), "--json", check_dac=False)
     assert [h["url"] for h in json.loads(found.stdout)] == [f"s3://{name}/docs/birds/gannet.txt"]
+
+
+def _objects(client, bucket: str, prefix: str) -> list[str]:
+    return [o["Key"] for o in client.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])]
+
+
+def _crawled(config: Path) -> CrawlRun:
+    """A crawl whose report is the configuration's ``report`` (the table lives in a bucket)."""
+    done = beamtrawl("crawl", str(config), "--direct_num_workers=2")
+    report = Path(yaml.safe_load(config.read_text(encoding="utf-8"))["report"])
+    return CrawlRun(done.returncode, json.loads(report.read_text(encoding="utf-8")), done.stdout, done.stderr)
+
+
+def test_a_bucket_into_a_delta_table_in_a_bucket_with_the_work_folder_there_too(bucket, s3_server, tmp_path,
+                                                                                 monkeypatch):
+    """No local disk holds crawl state: the table and the work folder are in a bucket (as on a cluster),
+    written, read back, changed incrementally; a work folder in a bucket that is not there is refused
+    before any work, by the crawl and by --dry-run."""
+    from deltalake import DeltaTable
+
+    name, client = bucket
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint)  # Beam's S3 file system (the work folder) reads it
+    lake = f"{name}-lake"
+    client.create_bucket(Bucket=lake)
+    options = {k: v for k, v in s3_server.storage_options().items() if not k.startswith(("AWS_ACCESS", "AWS_SECRET"))}
+    config = _config(tmp_path, f"s3://{name}/docs/", s3_server.endpoint, work_dir=f"s3://{lake}/work",
+                     report=str(tmp_path / "report.json"),
+                     index={"table": f"s3://{lake}/table", "storage_options": options})
+    first = _crawled(config)
+    assert first.code == 0 and first.counts["written"] == 4, first.stderr
+    table = DeltaTable(f"s3://{lake}/table", storage_options=s3_server.storage_options())
+    assert len(table.to_pyarrow_table().to_pylist()) == 4
+    assert _objects(client, lake, "work/") == []  # the crawl's work folder is removed after it
+
+    client.delete_object(Bucket=name, Key="docs/puffin.txt")
+    client.put_object(Bucket=name, Key="docs/birds/gannet.txt", Body=b"a gannet dives for mackerel")
+    second = _crawled(config)
+    assert (second.counts["changed"], second.counts["deleted"], second.counts["unchanged"]) == (1, 1, 2), second.stderr
+    rows = {r["url"]: r["content"] for r in DeltaTable(
+        f"s3://{lake}/table", storage_options=s3_server.storage_options()).to_pyarrow_table().to_pylist()}
+    assert len(rows) == 3 and "mackerel" in rows[f"s3://{name}/docs/birds/gannet.txt"]
+
+    missing = _config(tmp_path, f"s3://{name}/docs/", s3_server.endpoint, work_dir=f"s3://{name}-none/work",
+                      report=str(tmp_path / "report.json"),
+                      index={"table": f"s3://{lake}/table", "storage_options": options})
+    for extra in ((), ("--dry-run",)):
+        done = beamtrawl("crawl", str(missing), *extra)
+        assert done.returncode == 2 and f"s3://{name}-none/work: " in done.stderr + done.stdout, done.stderr
+        assert "NoSuchBucket" in done.stderr + done.stdout
