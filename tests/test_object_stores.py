@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -188,3 +190,10 @@ def test_a_bucket_into_a_delta_table_in_a_bucket_with_the_work_folder_there_too(
         done = beamtrawl("crawl", str(missing), *extra)
         assert done.returncode == 2 and f"s3://{name}-none/work: " in done.stderr + done.stdout, done.stderr
         assert "NoSuchBucket" in done.stderr + done.stdout
+
+
+def test_the_benchmark_runs_in_its_tiny_mode():
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve().parent.parent / "bench" / "s3_bench.py"),
+                           "--tiny"], capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ratio to (a)" in done.stdout and "speed-up over (b)" in done.stdout
