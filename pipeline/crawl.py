@@ -144,9 +144,29 @@ def check_index_folder(index_path: str | None) -> None:
 MIN_WORK_SPACE = 16 * 1024**2
 
 
+def unwritable_url(folder: str) -> str:
+    """Why the pipeline could not write into ``folder``, a URL (``s3://bucket/work``), or "": a probe file written
+    and removed through Beam's file systems, as the workers will write there."""
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    probe = f"{folder.rstrip('/')}/.probe-{uuid.uuid4().hex[:8]}"
+    try:
+        if FileSystems._pipeline_options is None:  # before a pipeline sets them: the stores' own login chains
+            FileSystems.set_options(PipelineOptions([]))
+        with FileSystems.create(probe) as handle:
+            handle.write(b"beamtrawl")
+        FileSystems.delete([probe])
+    except Exception as err:  # noqa: BLE001 - whatever the store's client raises is the one line
+        return f"{type(err).__name__}: {err}".splitlines()[0]
+    return ""
+
+
 def check_writable(report_path: str, work_dir: str) -> None:
-    """Raise :class:`CrawlRefused` unless the report can be written and the work folder written to (local
-    paths; a URL is checked by the pipeline itself)."""
+    """Raise :class:`CrawlRefused` unless the report can be written and the work folder written to (a work
+    folder in a bucket by a probe file, before any work)."""
+    if "://" in work_dir and (why := unwritable_url(work_dir)):
+        raise CrawlRefused(f"{work_dir}: the work folder cannot be written ({why})")
     if "://" not in report_path:
         existed = os.path.exists(report_path)
         try:
@@ -485,7 +505,7 @@ def _remove(work_dir: str) -> None:
         if "://" in work_dir:
             from apache_beam.io.filesystems import FileSystems
 
-            FileSystems.delete([work_dir])
+            FileSystems.delete([work_dir.rstrip("/") + "/"])  # a folder in a bucket is the prefix's objects
         else:
             shutil.rmtree(work_dir, ignore_errors=True)
             os.rmdir(os.path.dirname(work_dir))  # only if no other crawl is using it

@@ -29,9 +29,11 @@ def _nearest_folder(path: str) -> str:
 
 def _unwritable(path: str, is_folder: bool) -> str:
     """Why a crawl could not write ``path`` (a file, or a folder it creates), or "" — checked as the crawl
-    would, leaving nothing behind; a URL (``s3://``…) is left to the pipeline, as the crawl does."""
+    would, leaving nothing behind; a folder URL (``s3://``…) by a probe file, as the crawl checks it."""
     if "://" in path:
-        return ""
+        from beamtrawl.pipeline.crawl import unwritable_url  # Beam's file systems: only for a URL
+
+        return unwritable_url(path) if is_folder else ""
     if not is_folder and os.path.exists(path):
         return "" if os.access(path, os.W_OK) and not os.path.isdir(path) else "not writable"
     try:

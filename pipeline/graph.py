@@ -134,11 +134,13 @@ def build(p: beam.Pipeline, config, target, fingerprint: str, work_dir: str, aga
     (events
      | "AllTotals" >> beam.CombineGlobally(SumByKind()).without_defaults()
      | "WriteTotals" >> beam.Map(_write_totals, f"{work_dir}/{TOTALS_FILE}"))
+    # Nothing to write is no file (skip_if_empty), which reads back as no lines: Beam's S3 file system cannot
+    # write an empty file to a work folder in a bucket (a multipart upload of no parts, which S3 refuses).
     (events
      | "Problems" >> beam.Filter(lambda e: bool(e.reason))
      | "ProblemsJson" >> beam.Map(lambda e: json.dumps(e._asdict()))
-     | "WriteProblems" >> beam.io.WriteToText(f"{work_dir}/{PROBLEMS_FILE}"))
+     | "WriteProblems" >> beam.io.WriteToText(f"{work_dir}/{PROBLEMS_FILE}", skip_if_empty=True))
     (events  # files the workers staged, for the driver's commit (an open-table target only)
      | "Staged" >> beam.Filter(lambda e: e.kind == STAGED)
      | "StagedNames" >> beam.Map(lambda e: e.url)
-     | "WriteStaged" >> beam.io.WriteToText(f"{work_dir}/{STAGED_FILE}"))
+     | "WriteStaged" >> beam.io.WriteToText(f"{work_dir}/{STAGED_FILE}", skip_if_empty=True))

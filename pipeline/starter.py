@@ -1,7 +1,7 @@
 """``beamtrawl init [START_URL …]``: a commented starter configuration that crawls as written.
 
-Each start URL gets its whitelist prefix; web, SMB and IMAP URLs bring the sections they use, with the
-login read from an environment variable, so no secret is written into the file.
+Each start URL gets its whitelist prefix; web, SMB, IMAP and S3 URLs bring the sections they use, with the
+login read from an environment variable (S3: boto3's own chain), so no secret is written into the file.
 """
 
 from __future__ import annotations
@@ -30,8 +30,10 @@ def _url(text: str) -> str:
 
 
 def _indexed(url: str) -> bool:
-    """Whether the start URL itself is a document: a web page or a single file (a folder is not)."""
-    return url.startswith("http") or (url.startswith("file:") and Path(url_to_path(url)).is_file())
+    """Whether the start URL itself is a document: a web page, a single file or an object's key (a folder, a
+    bucket or a prefix ending in / is not)."""
+    return url.startswith("http") or (url.startswith("file:") and Path(url_to_path(url)).is_file()) or (
+        url.startswith("s3:") and not url.endswith("/"))
 
 
 def _prefix(url: str) -> str:
@@ -88,4 +90,10 @@ def starter_config(start: list[str], index_path: str = "crawl-index.sqlite") -> 
         lines += ["smb:", "  read_acls: true              # each file's Windows ACL decides who finds it"]
     if "imap" in schemes:
         lines += ["imap:", "  starttls: true               # imap:// logs in only after STARTTLS"]
+    if "s3" in schemes:
+        lines += ["s3:                              # the login: boto3's chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY,",
+                  "                                 # ~/.aws or an instance role), never this file",
+                  "  # endpoint_url: http://127.0.0.1:9000   # an S3-compatible store (or AWS_ENDPOINT_URL); not given: AWS",
+                  "  # region: eu-west-1",
+                  "  max_attempts: 4               # tries of one request; then the prefix keeps its documents"]
     return "\n".join(lines) + "\n"

@@ -10,8 +10,8 @@
                                                     ├─► vanished ─► CheckListings (+ listings) ─► delete batch
                                                     └─► events (new, changed, unchanged, kept, …)
 
-Unchanged means the same size, the same ``mtime_ns`` (nanoseconds, not regain's days), the same
-preparation fingerprint and the same access groups and denies: such a document is neither read nor
+Unchanged means the same size, the same ``mtime_ns`` (nanoseconds, not regain's days), the same ETag where an
+object store's listing gives one, the same preparation fingerprint and the same access groups and denies: such a document is neither read nor
 written. A document in the index that was not found is deleted only if the rules no longer accept
 it, or if every folder above it was listed completely in this crawl, its root (the start URL it was found
 under) was crawled completely and the evidence of its folder's listing arrived whole
@@ -53,6 +53,12 @@ def _kept(old: SnapshotEntry, incomplete: set[str]) -> bool:
     only through that root, is not found either)."""
     return any(url in incomplete for url in ancestors(old.url)) or (
         bool(old.root) and any(url in incomplete for url in ancestors(old.root)))
+
+
+def _etag_changed(entry: Entry, old: SnapshotEntry) -> bool:
+    """Did the ETag a listing gave change (an object store's: a rewrite within the same second and size
+    changes it)? An entry carrying its bytes (a web page) is judged by them, not by its headers."""
+    return entry.content is None and entry.etag != old.etag
 
 
 class _Classify(beam.DoFn):
@@ -112,9 +118,9 @@ class _Classify(beam.DoFn):
                 self.tally.count("new")
                 self.queued.add()
                 yield entry
-            elif self.reprepare or (old.size, old.mtime_ns, old.prep_fingerprint, sorted(old.groups),
-                                    sorted(old.denied)) != (entry.size, entry.mtime_ns, self.fingerprint,
-                                                            sorted(entry.groups), sorted(entry.denied)):
+            elif self.reprepare or _etag_changed(entry, old) or (
+                    old.size, old.mtime_ns, old.prep_fingerprint, sorted(old.groups), sorted(old.denied)) != (
+                    entry.size, entry.mtime_ns, self.fingerprint, sorted(entry.groups), sorted(entry.denied)):
                 self.tally.count("changed")
                 self.queued.add()
                 yield entry._replace(in_index=True)

@@ -16,7 +16,14 @@ from beamtrawl.pipeline.config.auxfields import aux_field_specs
 from beamtrawl.pipeline.config.fields import Problem
 from beamtrawl.pipeline.config.plugins import plugin_specs
 from beamtrawl.pipeline.config.preparators import preparator_specs
-from beamtrawl.pipeline.config.schema import CrawlFile, HttpConfig, ImapConfig, IndexConfig, SmbConfig
+from beamtrawl.pipeline.config.schema import (
+    CrawlFile,
+    HttpConfig,
+    ImapConfig,
+    IndexConfig,
+    S3Config,
+    SmbConfig,
+)
 from beamtrawl.plugins.manager import PluginSpec
 from beamtrawl.transforms.enrich.auxfields import AuxFieldSpec
 from beamtrawl.transforms.values import Bounds, Credential, StartUrl, UrlPattern
@@ -41,6 +48,7 @@ class Config:
     http: HttpConfig
     smb: SmbConfig
     imap: ImapConfig
+    s3: S3Config
     max_depth: int | None
     max_file_size: int
     max_summary_length: int
@@ -88,7 +96,7 @@ def build(file: CrawlFile, source: str, crawling: bool = True) -> Config:
         credentials=tuple(entry.value(f"credentials[{i}]") for i, entry in enumerate(file.credentials)),
         index=index, report=file.report or stem + ".report.json", work_dir=file.work_dir or stem + ".work",
         url_cleaners=file.url_cleaners, http=file.http, smb=file.smb,
-        imap=file.imap, plugins=plugin_specs(file.plugins, load=crawling),
+        imap=file.imap, s3=file.s3, plugins=plugin_specs(file.plugins, load=crawling),
         auxiliary_fields=aux_field_specs(file.auxiliary_fields), access_control=controllers(file.access_control),
         preparators=preparator_specs(file.preparators) if crawling else (), preparation=file.preparation.bounds(),
         **settings)

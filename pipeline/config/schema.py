@@ -47,7 +47,7 @@ class StartEntry(Section):
     """A start URL (a plain path is a folder or file relative to the configuration file)."""
 
     url: Url
-    """where the crawl starts: file, http(s), smb or imap(s) URL, or a path"""
+    """where the crawl starts: file, http(s), smb, imap(s) or s3 URL, or a path"""
     parse: Flag = StartUrl.parse
     """list its folder / follow its links"""
     index: Flag = StartUrl.index
@@ -79,6 +79,9 @@ class StartEntry(Section):
                 source_class(scheme)  # another distribution's source loads now, not on a worker mid-crawl
             except RegistryError as err:
                 raise fail(str(err)) from None
+        if scheme == "s3" and not re.fullmatch(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[^?#]*", url):
+            raise fail("an s3:// start URL is s3://bucket/[prefix/] (a bucket name is 3-63 lower case letters, "
+                       "digits, '.' or '-')")
         if scheme == "smb" and not re.fullmatch(r"smb://[^/?#]+/[^?#]*", url):
             raise fail("an smb:// start URL is smb://host[:port]/[share[/folder]]")
         return url
@@ -302,6 +305,32 @@ class ImapConfig(Section):
     """certificates to trust instead of the system's"""
 
 
+class S3Config(Section):
+    """S3 buckets and S3-compatible stores (MinIO, Ceph, …); logins from boto3's chain (the environment,
+    ~/.aws, an instance role) or a credentials entry for s3://bucket/ (username: access key id)."""
+
+    endpoint_url: Annotated[Text, AfterValidator(lambda url: _http_url(url))] | None = None
+    """an S3-compatible store's http(s):// endpoint; not given: AWS_ENDPOINT_URL, else AWS itself"""
+    region: Text | None = None
+    """the region; not given: AWS_REGION / ~/.aws, else us-east-1"""
+    addressing_style: Literal["auto", "path", "virtual"] = "auto"
+    """bucket in the path (most S3-compatible stores) or in the host name (AWS); auto: boto3 decides"""
+    connect_timeout: Seconds = 10.0
+    """seconds to connect"""
+    read_timeout: Seconds = 60.0
+    """seconds between two reads"""
+    max_attempts: Count = Field(4, ge=1, le=20)
+    """tries of one request (throttling and 5xx are retried with backoff); then the prefix is kept as it is"""
+    groups: Annotated[tuple[Text, ...], Items] = ()
+    """the access-control groups of every object (none: public; access_control entries may decide instead)"""
+
+
+def _http_url(url: str) -> str:
+    if not re.match(r"https?://[^/\s]+", url) or "@" in url.split("://", 1)[1].split("/", 1)[0]:
+        raise fail(f"must be an http:// or https:// URL without a login in it, got {url!r}")
+    return url.rstrip("/")
+
+
 class CrawlFile(Section):
     """One crawl: where it starts, what it accepts, where it writes, and its limits."""
 
@@ -328,6 +357,8 @@ class CrawlFile(Section):
     """SMB shares: ACLs and SID names"""
     imap: Annotated[ImapConfig, OrEmpty] = ImapConfig()
     """mailboxes: TLS"""
+    s3: Annotated[S3Config, OrEmpty] = S3Config()
+    """S3 buckets: endpoint, timeouts, retries, groups"""
     max_depth: Count | None = Field(None, ge=0)
     """folder levels (link hops for the web) below a start URL; nothing: unlimited"""
     max_file_size: Size = 100 * 1024**2

@@ -249,7 +249,7 @@ class DeleteLast(beam.PTransform):
     def expand(self, candidates):
         return (candidates
                 | "CandidateJson" >> beam.Map(lambda entry: json.dumps(entry._asdict())).with_output_types(str)
-                | "WriteCandidates" >> beam.io.WriteToText(self.path))
+                | "WriteCandidates" >> beam.io.WriteToText(self.path, skip_if_empty=True))  # none: no file (S3 writes no empty one)
 
 
 def read_candidates(lines) -> list[SnapshotEntry]:

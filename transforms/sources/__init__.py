@@ -28,7 +28,8 @@ log = logging.getLogger("beamtrawl")
 GROUP = "beamtrawl.sources"
 #: The sources beamtrawl ships, by scheme: "module:class" below this package.
 BUILTIN = {"file": "file:FileSource", "http": "http:WebSource", "https": "http:WebSource",
-           "smb": "smb:SmbSource", "imap": "imap:ImapSource", "imaps": "imap:ImapSource"}
+           "smb": "smb:SmbSource", "imap": "imap:ImapSource", "imaps": "imap:ImapSource",
+           "s3": "s3:S3Source"}
 
 
 #: What an entry point's name must be to serve URLs: a scheme as RFC 3986 writes one, of two characters at

@@ -25,11 +25,12 @@ class SourceSettings:
     imap_ca_file: str = ""  # certificates to trust for IMAP TLS; "" = the system's
     http: object = None  # the configuration's http section (the web source: limits, politeness, robots.txt)
     url_cleaners: tuple = ()  # regexes cut from links before they are normalised (the web source)
+    s3: object = None  # the configuration's s3 section (endpoint, timeouts, retries, groups); None: boto3's defaults
 
     @classmethod
     def from_config(cls, config) -> SourceSettings:
         return cls(config.credentials, config.smb.read_acls, tuple(sorted(config.smb.sid_names.items())),
-                   config.imap.starttls, config.imap.ca_file or "", config.http, tuple(config.url_cleaners))
+                   config.imap.starttls, config.imap.ca_file or "", config.http, tuple(config.url_cleaners), config.s3)
 
     def login_for(self, url: str) -> Credential | None:
         """The configured login for ``url`` (longest prefix), if any."""

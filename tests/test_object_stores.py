@@ -1,0 +1,199 @@
+"""Buckets as sources, against an S3 server on loopback (moto's standalone server, tests/servers/s3.py):
+new, changed and removed objects across crawls, an unchanged re-crawl that reads nothing but listings,
+prefixes handed on as folders, odd keys, an unreachable endpoint that keeps every document, and
+`beamtrawl init s3://…` writing a file that crawls as written. Logins come from the environment only."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import boto3
+import pytest
+import yaml
+
+from tests.conftest import CrawlRun, beamtrawl
+from tests.servers.jvm import free_ports
+
+OBJECTS = {"docs/puffin.txt": "the puffin nests on cliffs",
+           "docs/birds/gannet.txt": "a gannet dives for fish",
+           "docs/birds/sea/tern.md": "# Arctic tern\n\nthe tern migrates farthest",
+           "docs/odd name ü+%&;=.txt": "an oddly named kittiwake",
+           "docs/empty-folder/": "",  # a folder marker, as consoles write them: no document
+           "elsewhere/skua.txt": "a skua outside the start prefix"}
+
+
+@pytest.fixture
+def bucket(s3_server, monkeypatch):
+    """A fresh bucket holding OBJECTS; the login only in the environment, as a user's would be."""
+    for name, value in s3_server.storage_options().items():
+        if name.startswith("AWS_") and name not in ("AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP"):
+            monkeypatch.setenv(name, value)
+    name = f"bt-{uuid.uuid4().hex[:12]}"
+    client = boto3.client("s3", endpoint_url=s3_server.endpoint)
+    client.create_bucket(Bucket=name)
+    for key, text in OBJECTS.items():
+        client.put_object(Bucket=name, Key=key, Body=text.encode())
+    return name, client
+
+
+def _config(tmp_path: Path, start: str, endpoint: str, **settings) -> Path:
+    config = {"start": [{"url": start, "parse": True, "index": False}], "index": {"path": "index.sqlite"},
+              "s3": {"endpoint_url": endpoint, "max_attempts": 2}, "walk_budget": 1, "max_delete_ratio": 1.0,
+              **settings}
+    path = tmp_path / "crawl.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+def _indexed(tmp_path: Path) -> dict[str, str]:
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:
+        return dict(db.execute("SELECT d.url, d.etag FROM docs d"))
+
+
+def _requests(log: Path, since: int) -> list[str]:
+    return log.read_text(errors="replace").splitlines()[since:]
+
+
+def test_s3_new_changed_removed_unchanged_and_unreachable(bucket, s3_server, tmp_path, crawl, search):
+    name, client = bucket
+    config = _config(tmp_path, f"s3://{name}/docs/", s3_server.endpoint)
+    first = crawl(config)
+    assert first.code == 0, first.stderr
+    assert first.counts["written"] == 4 and first.counts["deleted"] == 0
+    assert set(_indexed(tmp_path)) == {f"s3://{name}/docs/puffin.txt", f"s3://{name}/docs/birds/gannet.txt",
+                                       f"s3://{name}/docs/birds/sea/tern.md",
+                                       f"s3://{name}/docs/odd%20name%20%C3%BC+%25&;=.txt"}
+    assert all(_indexed(tmp_path).values())  # each with its ETag
+    assert [h["url"] for h in search(config, "kittiwake")] == [f"s3://{name}/docs/odd%20name%20%C3%BC+%25&;=.txt"]
+    assert search(config, "tern")[0]["url"].endswith("/birds/sea/tern.md")
+    assert not search(config, "skua")
+
+    before = len(_requests(s3_server.log, 0))
+    again = crawl(config)
+    assert again.code == 0 and again.counts["unchanged"] == 4 and again.counts["read"] == 0, again.stderr
+    gets = [line for line in _requests(s3_server.log, before) if f"GET /{name}/docs/" in line]
+    assert gets == []  # an unchanged object costs its listing only
+
+    client.put_object(Bucket=name, Key="docs/puffin.txt", Body=b"the puffin eats sand eels")
+    client.delete_object(Bucket=name, Key="docs/birds/gannet.txt")
+    client.put_object(Bucket=name, Key="docs/birds/fulmar.txt", Body=b"a fulmar glides")
+    third = crawl(config)
+    assert third.code == 0, third.stderr
+    assert (third.counts["new"], third.counts["changed"], third.counts["deleted"]) == (1, 1, 1)
+    assert search(config, "eels") and not search(config, "cliffs") and not search(config, "gannet")
+    assert search(config, "fulmar")
+
+    (closed,) = free_ports(1)
+    gone = crawl(_config(tmp_path, f"s3://{name}/docs/", f"http://127.0.0.1:{closed}"))
+    assert gone.code == 1 and gone.counts["deleted"] == 0 and gone.counts["kept"] == 4
+    lines = [p for p in gone.report["problems"] if p["kind"] == "incomplete"]
+    assert len(lines) == 1 and lines[0]["url"] == f"s3://{name}/docs/", gone.report["problems"]
+    assert len(_indexed(tmp_path)) == 4
+    secret = s3_server.storage_options()["AWS_SECRET_ACCESS_KEY"]
+    assert secret not in json.dumps(gone.report) + gone.stderr + gone.stdout
+
+
+def test_s3_no_such_bucket_keeps_its_documents_and_an_object_vanishing_before_reading_is_one_line(
+        bucket, s3_server, tmp_path, crawl):
+    name, client = bucket
+    config = _config(tmp_path, f"s3://{name}/docs/", s3_server.endpoint)
+    assert crawl(config).code == 0
+    for key in OBJECTS:
+        client.delete_object(Bucket=name, Key=key)
+    client.delete_bucket(Bucket=name)
+    run = crawl(config)
+    assert run.counts["deleted"] == 0 and len(_indexed(tmp_path)) == 4
+    assert run.problems("discover") == {f"s3://{name}/docs/": f"cannot list s3://{name}/docs/: NoSuchBucket (HTTP 404)"}
+
+
+def test_s3_object_deleted_between_listing_and_reading(bucket, s3_server, tmp_path):
+    """The read stage's side of the source, without a pipeline: a key gone after its listing is an OSError."""
+    from beamtrawl.pipeline.config import load_config
+    from beamtrawl.transforms.sources import Sources
+    from beamtrawl.transforms.sources.settings import SourceSettings
+
+    name, client = bucket
+    config = load_config(str(_config(tmp_path, f"s3://{name}/docs/", s3_server.endpoint)))
+    source = Sources(SourceSettings.from_config(config))(f"s3://{name}/docs/puffin.txt")
+    with source.open_document(f"s3://{name}/docs/puffin.txt") as stream:
+        assert stream.read() == b"the puffin nests on cliffs"
+    client.delete_object(Bucket=name, Key="docs/puffin.txt")
+    with pytest.raises(OSError, match="cannot open|S3 read failed"), source.open_document(
+            f"s3://{name}/docs/puffin.txt") as stream:
+        stream.read()
+
+
+def test_init_for_a_bucket_writes_a_file_that_crawls_as_written(bucket, s3_server, tmp_path, monkeypatch):
+    name, _client = bucket
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint)  # as a user of an S3-compatible store sets it
+    config = tmp_path / "crawl.yaml"
+    done = beamtrawl("init", f"s3://{name}/docs/", "--output", str(config), check_dac=False)
+    assert done.returncode == 0, done.stderr
+    text = config.read_text(encoding="utf-8")
+    assert "s3:" in text and "AWS_SECRET_ACCESS_KEY" in text and s3_server.storage_options()[
+        "AWS_SECRET_ACCESS_KEY"] not in text
+    run = beamtrawl("crawl", str(config), "--direct_num_workers=2")
+    assert run.returncode == 0, run.stderr
+    found = beamtrawl("search", "gannet", "--config", str(config), "--json", check_dac=False)
+    assert [h["url"] for h in json.loads(found.stdout)] == [f"s3://{name}/docs/birds/gannet.txt"]
+
+
+def _objects(client, bucket: str, prefix: str) -> list[str]:
+    return [o["Key"] for o in client.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])]
+
+
+def _crawled(config: Path) -> CrawlRun:
+    """A crawl whose report is the configuration's ``report`` (the table lives in a bucket)."""
+    done = beamtrawl("crawl", str(config), "--direct_num_workers=2")
+    report = Path(yaml.safe_load(config.read_text(encoding="utf-8"))["report"])
+    return CrawlRun(done.returncode, json.loads(report.read_text(encoding="utf-8")), done.stdout, done.stderr)
+
+
+def test_a_bucket_into_a_delta_table_in_a_bucket_with_the_work_folder_there_too(bucket, s3_server, tmp_path,
+                                                                                 monkeypatch):
+    """No local disk holds crawl state: the table and the work folder are in a bucket (as on a cluster),
+    written, read back, changed incrementally; a work folder in a bucket that is not there is refused
+    before any work, by the crawl and by --dry-run."""
+    from deltalake import DeltaTable
+
+    name, client = bucket
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint)  # Beam's S3 file system (the work folder) reads it
+    lake = f"{name}-lake"
+    client.create_bucket(Bucket=lake)
+    options = {k: v for k, v in s3_server.storage_options().items() if not k.startswith(("AWS_ACCESS", "AWS_SECRET"))}
+    config = _config(tmp_path, f"s3://{name}/docs/", s3_server.endpoint, work_dir=f"s3://{lake}/work",
+                     report=str(tmp_path / "report.json"),
+                     index={"table": f"s3://{lake}/table", "storage_options": options})
+    first = _crawled(config)
+    assert first.code == 0 and first.counts["written"] == 4, first.stderr
+    table = DeltaTable(f"s3://{lake}/table", storage_options=s3_server.storage_options())
+    assert len(table.to_pyarrow_table().to_pylist()) == 4
+    assert _objects(client, lake, "work/") == []  # the crawl's work folder is removed after it
+
+    client.delete_object(Bucket=name, Key="docs/puffin.txt")
+    client.put_object(Bucket=name, Key="docs/birds/gannet.txt", Body=b"a gannet dives for mackerel")
+    second = _crawled(config)
+    assert (second.counts["changed"], second.counts["deleted"], second.counts["unchanged"]) == (1, 1, 2), second.stderr
+    rows = {r["url"]: r["content"] for r in DeltaTable(
+        f"s3://{lake}/table", storage_options=s3_server.storage_options()).to_pyarrow_table().to_pylist()}
+    assert len(rows) == 3 and "mackerel" in rows[f"s3://{name}/docs/birds/gannet.txt"]
+
+    missing = _config(tmp_path, f"s3://{name}/docs/", s3_server.endpoint, work_dir=f"s3://{name}-none/work",
+                      report=str(tmp_path / "report.json"),
+                      index={"table": f"s3://{lake}/table", "storage_options": options})
+    for extra in ((), ("--dry-run",)):
+        done = beamtrawl("crawl", str(missing), *extra)
+        assert done.returncode == 2 and f"s3://{name}-none/work: " in done.stderr + done.stdout, done.stderr
+        assert "NoSuchBucket" in done.stderr + done.stdout
+
+
+def test_the_benchmark_runs_in_its_tiny_mode():
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve().parent.parent / "bench" / "s3_bench.py"),
+                           "--tiny"], capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ratio to (a)" in done.stdout and "speed-up over (b)" in done.stdout
