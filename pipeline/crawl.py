@@ -264,15 +264,15 @@ def _crawl(config, launch: Launch, plugins: PluginHost, owner: dict) -> dict:
     log.info("crawling %s into %s (%s indexed)", reports.plural(len(config.start), "start URL"),
              config.index.label, reports.plural(before, "document"))
     planned = time.perf_counter()
-    outcome = _pass(config, target, fingerprint, options, launch)
     run = _Run(config, target, plugins, context, stop)
+    outcome = _pass(run, fingerprint, options, launch)
     report = _committed(run, outcome, outcome.staged)
     again = listings.to_list_again(outcome.problems) if reports.exit_code(report) != reports.EXIT_FATAL else []
     listed_again = {}
     if again:
         log.warning("entries of %d containers were lost between their listing and the index (the runner: see "
                     "docs/upstream-beam-lost-chunks.md); listing them again", len(again))
-        second = _pass(config, target, fingerprint, options, launch, tuple(again))
+        second = _pass(run, fingerprint, options, launch, tuple(again))
         outcome = _merged(outcome, second, again)
         report = _committed(run, outcome, second.staged)
         listed_again = {"containers": len(again), "first": again[:20], "counts": second.totals,
@@ -319,8 +319,9 @@ class _Pass:
     stage_seconds: dict
 
 
-def _pass(config, target, fingerprint: str, options, launch: Launch, again: tuple[str, ...] = ()) -> _Pass:
+def _pass(run: _Run, fingerprint: str, options, launch: Launch, again: tuple[str, ...] = ()) -> _Pass:
     """Run the graph once (``again``: a second pass over these containers only) and read back its work folder."""
+    config = run.config
     import apache_beam as beam
     from beamtrawl.pipeline import graph
     from beamtrawl.pipeline.progress import LiveProgress
@@ -332,7 +333,7 @@ def _pass(config, target, fingerprint: str, options, launch: Launch, again: tupl
     fatal = ""
     try:
         p = beam.Pipeline(runner=make_runner(options), options=options)
-        graph.build(p, config, target, fingerprint, work_dir, again)
+        graph.build(p, config, run.target, fingerprint, graph.Pass(work_dir, again))
         with LiveProgress(launch.progress):
             result = p.run()
             result.wait_until_finish()

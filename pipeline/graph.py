@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import apache_beam as beam
 import smart_open
@@ -75,10 +76,19 @@ def _write_totals(totals: dict, path: str) -> None:
         json.dump(totals, handle)
 
 
-def build(p: beam.Pipeline, config, target, fingerprint: str, work_dir: str, again: tuple[str, ...] = ()) -> None:
+@dataclass(frozen=True)
+class Pass:
+    """One run of the graph: the work folder its counts, problems and delete candidates go to, and for a
+    second pass the containers it lists again (it judges only the indexed documents below them)."""
+
+    work_dir: str
+    again: tuple[str, ...] = ()
+
+
+def build(p: beam.Pipeline, config, target, fingerprint: str, run: Pass) -> None:
     """Wire one crawl of ``config`` into ``p``: writing to ``target``, documents carrying the preparation
-    ``fingerprint``, its counts, problems and delete candidates written to ``work_dir``. ``again``: a second
-    pass, which lists only these containers again and judges only the indexed documents below them."""
+    ``fingerprint``; ``run`` says where its results go and what a second pass lists again."""
+    work_dir, again = run.work_dir, run.again
     use_row_coders()
     rules = Rules(config)
     discovery = DiscoverOptions.from_config(config, rules)  # logins travel to workers here, never in records

@@ -115,7 +115,8 @@ def test_dataflow_graph_is_built_and_the_package_staged(tmp_path):
     target.prepare()
     p = beam.Pipeline(options=PipelineOptions(dataflow.arguments(DATAFLOW)))
     assert type(p.runner).__name__ == "DataflowRunner"
-    graph.build(p, config, target, preparation_fingerprint(config.preparators, config), "gs://beamtrawl-temp/work")
+    graph.build(p, config, target, preparation_fingerprint(config.preparators, config),
+                graph.Pass("gs://beamtrawl-temp/work"))
     transforms = {t.unique_name for t in p.to_runner_api().components.transforms.values()}
     assert {"Discover", "Freshness", "Prepare", "WriteIndex", "DeleteLast"} <= transforms
 
@@ -138,7 +139,8 @@ def test_no_grouping_shuffles_a_record_a_java_runner_cannot_decode(tmp_path):
     target = EmbeddedIndex(str(tmp_path / "x.sqlite"))
     target.prepare()
     p = beam.Pipeline()
-    graph.build(p, config, target, preparation_fingerprint(config.preparators, config), str(tmp_path / "work"))
+    graph.build(p, config, target, preparation_fingerprint(config.preparators, config),
+                graph.Pass(str(tmp_path / "work")))
     components = p.to_runner_api().components
 
     def schemas(coder_id: str):
