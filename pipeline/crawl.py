@@ -321,11 +321,12 @@ class _Pass:
 
 def _pass(run: _Run, fingerprint: str, options, launch: Launch, again: tuple[str, ...] = ()) -> _Pass:
     """Run the graph once (``again``: a second pass over these containers only) and read back its work folder."""
-    config = run.config
     import apache_beam as beam
     from beamtrawl.pipeline import graph
     from beamtrawl.pipeline.progress import LiveProgress
     from beamtrawl.runners import make_runner
+
+    config = run.config
 
     work_dir = f"{config.work_dir.rstrip('/')}/{uuid.uuid4().hex[:12]}"
     if launch.stop is not None:
