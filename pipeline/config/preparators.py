@@ -108,6 +108,8 @@ def _adapter(kind: type) -> TypeAdapter:
 def _param(value: Any, default: Any, where: str) -> Any:
     """``value`` as the type of ``default``; an int is fine where a float is expected."""
     kind = next((k for k in _PARAM_TYPES if isinstance(default, k)), None)
+    if hasattr(default, "_fields"):  # a section's settings handed to the preparator (ocr)
+        raise Problem(where, f"is set in the crawl file's own {where.rsplit('.', 1)[-1]}: section")
     if kind is None:
         raise Problem(where, f"cannot be configured (default {default!r})")
     try:
