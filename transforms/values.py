@@ -86,6 +86,19 @@ class OcrSettings(NamedTuple):
     cache_entries: int = 100_000  # pages and images the cache keeps; the oldest go first
     document_budget: float = 0.0  # seconds of OCR per document (set from preparation.timeout); 0: none
 
+    def identity(self) -> tuple:
+        """What changes the text a document gets, for the preparation fingerprint: not the cache, nor the
+        time bounds (as ``preparation.timeout`` is not in it)."""
+        return (self.enabled, self.languages, self.min_image_side, self.max_pages, self.max_pixels, self.dpi)
+
+
+TESSERACT_PROGRAM, TESSERACT_PACKAGE = "tesseract", "tesseract-ocr"  # the OCR engine, and its Debian package
+
+
+def language_package(language: str) -> str:
+    """The Debian package of a tesseract language pack (``deu`` → ``tesseract-ocr-deu``)."""
+    return f"{TESSERACT_PACKAGE}-{language.lower().replace('_', '-')}"
+
 
 class NodeOptions(NamedTuple):
     """How to reach and lay out an OpenSearch index (the ``index:`` section's OpenSearch keys): its defaults

@@ -18,10 +18,9 @@ from dataclasses import replace
 from functools import cache
 from typing import Annotated
 
-from beamtrawl.pipeline.config.fields import Count, Flag, Items, Seconds, Section, fail, matching
-from beamtrawl.transforms.preparators.ocr import TESSERACT, package_of
-from beamtrawl.transforms.values import OcrSettings
-from pydantic import Field, field_validator
+from beamtrawl.pipeline.config.fields import Count, Flag, Items, Seconds, Section, context, fail, matching
+from beamtrawl.transforms.values import TESSERACT_PROGRAM, OcrSettings, language_package
+from pydantic import Field, ValidationInfo, field_validator
 
 _DEFAULT = OcrSettings._field_defaults  # the defaults are written once, in OcrSettings
 CACHE_FOLDER = "ocr-cache"  # in the crawl's work folder, kept from crawl to crawl
@@ -31,7 +30,7 @@ Language = matching(r"[A-Za-z_]+", "must be a tesseract language such as eng or 
 @cache
 def installed_languages() -> frozenset[str] | None:
     """The language packs tesseract reads (``tesseract --list-langs``); None without tesseract."""
-    program = shutil.which(TESSERACT.program)
+    program = shutil.which(TESSERACT_PROGRAM)
     if program is None:
         return None
     try:
@@ -64,14 +63,14 @@ class OcrSection(Section):
 
     @field_validator("languages")
     @classmethod
-    def _installed(cls, languages: tuple[str, ...]) -> tuple[str, ...]:
+    def _installed(cls, languages: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
         if not languages:
             raise fail("needs at least one language, e.g. [eng]")
-        found = installed_languages()
+        found = installed_languages() if context(info)["crawling"] else None  # a search OCRs nothing
         for i, language in enumerate(languages):
             if found is not None and language not in found:
                 raise fail(f"tesseract has no language pack {language!r} (install the Debian package "
-                           f"{package_of(language)}; installed: {', '.join(sorted(found)) or 'none'})", at=f"[{i}]")
+                           f"{language_package(language)}; installed: {', '.join(sorted(found)) or 'none'})", at=f"[{i}]")
         return languages
 
     def settings(self, work_dir: str, preparation_timeout: float) -> OcrSettings:

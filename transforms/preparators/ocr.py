@@ -23,9 +23,9 @@ import time
 import uuid
 
 from beamtrawl.transforms.preparators.helpers import Helper
-from beamtrawl.transforms.values import OcrSettings
+from beamtrawl.transforms.values import TESSERACT_PACKAGE, TESSERACT_PROGRAM, OcrSettings
 
-TESSERACT = Helper("tesseract", "tesseract-ocr", "images and scanned PDF pages")
+TESSERACT = Helper(TESSERACT_PROGRAM, TESSERACT_PACKAGE, "images and scanned PDF pages")
 FIELD = "ocr"  # the field marking a document whose content was (partly) recognised from a scan: "true"
 PAGES_FIELD = "ocr_pages"  # how many of its pages or images were OCR'd
 DEFAULT = OcrSettings()
@@ -44,11 +44,6 @@ def settings_of(params: dict) -> OcrSettings:
 def helpers_needed(params: dict) -> tuple[Helper, ...]:
     """The programs a preparator with these parameters needs: tesseract, unless OCR is switched off."""
     return (TESSERACT,) if settings_of(params).enabled else ()
-
-
-def package_of(language: str) -> str:
-    """The Debian package of a tesseract language pack (``deu`` → ``tesseract-ocr-deu``)."""
-    return f"tesseract-ocr-{language.lower().replace('_', '-')}"
 
 
 def page_key(content_hash: str, page: int, settings: OcrSettings, resolution: int = 0) -> str:
