@@ -240,9 +240,9 @@ def test_pictures_are_found_by_their_words_and_fields(tmp_path, scans, make_conf
     config = make_config(_tree(tmp_path / "scans", scans), ocr={"languages": ["eng", "deu"], "dpi": SCAN_DPI})
     done = crawl(config)
     assert done.code == 0, done.stderr
-    assert done.counts["ocr_pages"] == 3 and "3 pages or images OCR'd" in done.stdout + done.stderr
+    assert done.counts["ocr_pages"] == 4 and "4 pages or images OCR'd" in done.stdout + done.stderr  # the photo too
     _check_hits(_found(search, config))
-    assert len(list((tmp_path / "index.work" / "ocr-cache").glob("*/*.txt"))) == 3
+    assert len(list((tmp_path / "index.work" / "ocr-cache").glob("*/*.txt"))) == 4
 
 
 def test_pictures_are_found_on_opensearch(tmp_path, scans, os_config, crawl, search):
@@ -257,7 +257,7 @@ def test_without_tesseract_one_warning_then_healed_once_installed(tmp_path, scan
     config = make_config(_tree(tmp_path / "scans", scans), ocr={"dpi": SCAN_DPI})
     first = crawl(config)
     assert first.code == 0, first.stderr  # pages not OCR'd are report lines, not failures
-    warning = ("tesseract is not installed (Debian package tesseract-ocr): 3 images and scanned PDF pages "
+    warning = ("tesseract is not installed (Debian package tesseract-ocr): 4 images and PDFs with scanned pages "
                "prepared without it; the first crawl after it is installed prepares them again")
     assert [w for w in first.report["warnings"] if "tesseract" in w] == [warning]
     assert f"warning: {warning}" in first.stderr + first.stdout
@@ -268,7 +268,7 @@ def test_without_tesseract_one_warning_then_healed_once_installed(tmp_path, scan
     (no_tesseract / "tesseract").symlink_to(shutil.which("tesseract", path="/usr/bin"))
     healed = crawl(config)
     assert healed.code == 0 and not [w for w in healed.report["warnings"] if "tesseract" in w]
-    assert healed.counts["changed"] == 5 and healed.counts["ocr_pages"] == 3
+    assert healed.counts["changed"] == 5 and healed.counts["ocr_pages"] == 4
     _check_hits(_found(search, config))
 
 
@@ -277,3 +277,22 @@ def test_ocr_switched_off_needs_no_tesseract(tmp_path, scans, make_config, crawl
     done = crawl(config)
     assert done.code == 0 and not [w for w in done.report["warnings"] if "tesseract" in w]
     assert search(config, "moscow-birds")[0]["extra"]["camera"] and search(config, "leeway") == []
+
+
+def test_a_text_layer_of_garbage_is_not_usable_but_dot_leaders_are():
+    from beamtrawl.transforms.preparators.pdf import usable
+
+    assert not usable("") and not usable("12") and not usable("\ue012\ue013\ue014 abc " * 10)
+    assert usable("1 Introduction . . . . . . . . . . . . . . . . . . . . .1")
+
+
+def test_the_benchmark_runs_in_its_tiny_mode():
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, str(root / "bench" / "ocr_bench.py"), "--tiny"], capture_output=True,
+                          text=True, timeout=1200, check=False, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "accuracy: median word recall clean" in done.stdout and "x the command (target >= 0.9)" in done.stdout
+    assert "not OCR'd: text PDFs prepared with OCR on / off" in done.stdout

@@ -25,7 +25,7 @@ import uuid
 from beamtrawl.transforms.preparators.helpers import Helper
 from beamtrawl.transforms.values import TESSERACT_PACKAGE, TESSERACT_PROGRAM, OcrSettings
 
-TESSERACT = Helper(TESSERACT_PROGRAM, TESSERACT_PACKAGE, "images and scanned PDF pages")
+TESSERACT = Helper(TESSERACT_PROGRAM, TESSERACT_PACKAGE, "images and PDFs with scanned pages")
 FIELD = "ocr"  # the field marking a document whose content was (partly) recognised from a scan: "true"
 PAGES_FIELD = "ocr_pages"  # how many of its pages or images were OCR'd
 DEFAULT = OcrSettings()

@@ -48,8 +48,8 @@ def prepare_pdf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     except (PyPdfError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise PreparationError(f"not readable as PDF: {type(err).__name__}: {err}"[:200]) from None
     settings = ocr.settings_of(params)
-    scanned = [number for number, text in enumerate(pages) if not usable(text)] if settings.enabled else []
-    recognised, skipped = _ocr(data, scanned, settings) if scanned else ({}, [])
+    unread = [number for number, text in enumerate(pages) if not usable(text)] if settings.enabled else []
+    recognised, skipped = _ocr(data, pages, unread, settings) if unread else ({}, [])
     pages = [recognised.get(number, text) for number, text in enumerate(pages)]
     if lost and not any(pages):
         raise PreparationError(f"not readable as PDF: {lost[0][1]}"[:200])
@@ -77,26 +77,43 @@ def usable(text: str) -> bool:
         return False
     visible = [char for char in text if not char.isspace()]
     bad = sum(char == "\ufffd" or unicodedata.category(char) in _BAD_CATEGORIES for char in visible)
-    return bad <= 0.1 * len(visible) and letters >= 0.5 * len(visible)
+    return bad <= 0.1 * len(visible)  # dot leaders and tables are text: a letter ratio would OCR them
 
 
-def _ocr(data: bytes, numbers: list[int], settings) -> tuple[dict[int, str], list[str]]:
-    """({page index: recognised text}, why pages were skipped) for the pages ``numbers`` (0-based)."""
+def _scanned(document, number: int, text: str) -> bool:
+    """Whether a page without a usable text layer holds text to recognise: a picture (a scan, a photographed
+    page), or glyphs whose text layer is garbage. A blank page, or one of only lines and shapes, is not
+    rendered: a text PDF's empty pages cost a look at their objects, not an OCR."""
+    import pypdfium2.raw as pdfium
+
+    if len("".join(text.split())) >= 20:  # glyphs enough to be a page's text, read as garbage
+        return True
+    page = document[number]
+    try:
+        return any(True for _ in page.get_objects(filter=(pdfium.FPDF_PAGEOBJ_IMAGE,), max_depth=4))
+    finally:
+        page.close()
+
+
+def _ocr(data: bytes, pages: list[str], numbers: list[int], settings) -> tuple[dict[int, str], list[str]]:
+    """({page index: recognised text}, why pages were skipped) for those of the pages ``numbers`` (0-based,
+    their text layers unusable) that hold text to recognise."""
     import pypdfium2
 
     content_hash = hashlib.sha256(data).hexdigest()
     cache, budget = ocr.Cache(settings), ocr.Budget(settings)
     recognised, skipped = {}, []
-    if len(numbers) > settings.max_pages:
-        over = numbers[settings.max_pages:]
-        skipped.append(f"{len(over)} pages without text not OCR'd (from page {over[0] + 1}): over ocr.max_pages "
-                       f"({settings.max_pages})")
-        numbers = numbers[:settings.max_pages]
     try:
         document = pypdfium2.PdfDocument(data)
     except pypdfium2.PdfiumError as err:
         return {}, [f"pages without text not OCR'd: PDFium cannot open the file ({err})"[:200]]
     try:
+        numbers = [number for number in numbers if _scanned(document, number, pages[number])]
+        if len(numbers) > settings.max_pages:
+            over = numbers[settings.max_pages:]
+            skipped.append(f"{len(over)} pages without text not OCR'd (from page {over[0] + 1}): over "
+                           f"ocr.max_pages ({settings.max_pages})")
+            numbers = numbers[:settings.max_pages]
         for number in numbers:
             key = ocr.page_key(content_hash, number, settings, settings.dpi)
             try:
