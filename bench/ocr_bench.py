@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.package_files import debian_file  # noqa: E402
+from tests.package_files import debian_file
 
 PDFS = (("bash-doc", "usr/share/doc/bash/bashref.pdf"), ("bash-doc", "usr/share/doc/bash/bash.pdf"),
         ("shared-mime-info", "usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf"))
