@@ -2,9 +2,11 @@
 # Install beamtrawl, crawl the bundled example corpus into the embedded index, and search it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# libmagic types documents; mandoc is the helper program the man-page preparator uses
-if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v mandoc >/dev/null; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 mandoc
+# libmagic types documents; mandoc is the helper program the man-page preparator uses; tesseract with its
+# English pack (the example's ocr.languages) reads text in images and scanned PDF pages
+if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v mandoc >/dev/null || ! command -v tesseract >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 mandoc tesseract-ocr \
+    tesseract-ocr-eng
 fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)
 python -m pip install --quiet --disable-pip-version-check -e .

@@ -241,8 +241,29 @@ def test_pictures_are_found_by_their_words_and_fields(tmp_path, scans, make_conf
     done = crawl(config)
     assert done.code == 0, done.stderr
     assert done.counts["ocr_pages"] == 4 and "4 pages or images OCR'd" in done.stdout + done.stderr  # the photo too
-    _check_hits(_found(search, config))
+    found = _found(search, config)
+    _check_hits(found)
     assert len(list((tmp_path / "index.work" / "ocr-cache").glob("*/*.txt"))) == 4
+    _check_search_page(tmp_path, config, found)
+
+
+def _check_search_page(tmp_path: Path, config: Path, found: dict[str, dict]) -> None:
+    """The page says where the text came from, and shows an image hit's thumbnail behind the access check."""
+    from PIL import Image
+
+    from tests.serve_site import Site, get, served
+
+    users = tmp_path / "users"
+    users.write_text("", encoding="utf-8")
+    with served(Site(tmp_path / "scans", config, users)) as base:
+        status, _, page = get(f"{base}/?q=Western+Reserve+University")
+        assert status == 200 and b"text recognised from a scan" in page
+        assert f'src="/thumbnail/{found["title.png"]["id"]}"'.encode() in page
+        status, headers, picture = get(f"{base}/thumbnail/{found['title.png']['id']}")
+        assert status == 200 and headers["Content-Type"] == "image/png"
+        assert max(Image.open(io.BytesIO(picture)).size) == 160
+        assert get(f"{base}/thumbnail/{found['installing.pdf']['id']}")[0] == 404  # not an image
+        assert get(f"{base}/thumbnail/{'0' * 32}")[0] == 404  # no such document, or not the searcher's
 
 
 def test_pictures_are_found_on_opensearch(tmp_path, scans, os_config, crawl, search):
