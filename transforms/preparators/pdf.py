@@ -49,7 +49,7 @@ def prepare_pdf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
         raise PreparationError(f"not readable as PDF: {type(err).__name__}: {err}"[:200]) from None
     settings = ocr.settings_of(params)
     unread = [number for number, text in enumerate(pages) if not usable(text)] if settings.enabled else []
-    recognised, skipped = _ocr(data, pages, unread, settings) if unread else ({}, [])
+    recognised, skipped = _guarded_ocr(data, pages, unread, settings) if unread else ({}, [])
     pages = [recognised.get(number, text) for number, text in enumerate(pages)]
     if lost and not any(pages):
         raise PreparationError(f"not readable as PDF: {lost[0][1]}"[:200])
@@ -78,6 +78,14 @@ def usable(text: str) -> bool:
     visible = [char for char in text if not char.isspace()]
     bad = sum(char == "\ufffd" or unicodedata.category(char) in _BAD_CATEGORIES for char in visible)
     return bad <= 0.1 * len(visible)  # dot leaders and tables are text: a letter ratio would OCR them
+
+
+def _guarded_ocr(data: bytes, pages: list[str], numbers: list[int], settings) -> tuple[dict[int, str], list[str]]:
+    """:func:`_ocr`, whose failure (a PDF PDFium chokes on) costs the scanned pages only, never the text layer."""
+    try:
+        return _ocr(data, pages, numbers, settings)
+    except Exception as err:  # noqa: BLE001 - see above
+        return {}, [f"pages without text not OCR'd: {type(err).__name__}: {' '.join(str(err).split())}"[:200]]
 
 
 def _scanned(document, number: int, text: str) -> bool:
