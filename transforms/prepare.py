@@ -260,7 +260,8 @@ class _PrepareFamily(beam.DoFn):
                 prepared = self.plugins.chain("on_after_prepare", "prepared", prepared, entry.url,
                                               raw_document=raw, preparator=tried[-1])
         if prepared is not None:
-            self.tally.count("ocr_pages", _ocr_pages(prepared))
+            if _ocr_pages(prepared):
+                self.tally.count("ocr_pages", _ocr_pages(prepared))
             limit = self.options.bounds.max_content_length
             partial = [prepared.partial] if prepared.partial else []
             if len(prepared.content) > limit:
