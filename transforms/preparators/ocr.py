@@ -37,8 +37,13 @@ class Skipped(Exception):
 
 
 def settings_of(params: dict) -> OcrSettings:
-    """The OCR settings a preparator was handed (its defaults when called on its own)."""
-    return params.get("ocr") or DEFAULT
+    """The OCR settings a preparator was handed (its defaults when called on its own). A part of a container
+    (an archive's or a mail's images) is not OCR'd: an archive of hundreds of images would spend the whole
+    document's time bound on them and lose the archive's own text (the real-world corpus's help-image ZIPs)."""
+    from beamtrawl.transforms.preparators.chain import nesting_depth
+
+    settings = params.get("ocr") or DEFAULT
+    return settings._replace(enabled=False) if settings.enabled and nesting_depth() > 0 else settings
 
 
 def helpers_needed(params: dict) -> tuple[Helper, ...]:
