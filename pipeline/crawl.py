@@ -52,7 +52,7 @@ def preparation_fingerprint(preparators, config) -> str:
         "preparators": [[p.name, p.preparator, f"{p.func.__module__}.{p.func.__qualname__}",
                          getattr(sys.modules.get(p.func.__module__), "REVISION", 0),
                          list(p.mime_types), p.priority, p.url_pattern.pattern if p.url_pattern else None,
-                         p.url_and_mime, repr(p.params), p.catch_all] for p in preparators],
+                         p.url_and_mime, _params_identity(p.params), p.catch_all] for p in preparators],
         "max_content_length": config.preparation.max_content_length,
         "max_summary_length": config.max_summary_length,
         "max_file_size": config.max_file_size,
@@ -62,6 +62,11 @@ def preparation_fingerprint(preparators, config) -> str:
         "helpers": helpers.fingerprint(preparators),  # a program installed or upgraded re-prepares
     }
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _params_identity(params) -> str:
+    """A preparator's parameters as the fingerprint knows them: a section's settings (ocr) by their identity."""
+    return repr(tuple((key, value.identity() if hasattr(value, "identity") else value) for key, value in params))
 
 
 def _stage_seconds(result) -> dict[str, float]:

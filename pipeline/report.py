@@ -11,7 +11,7 @@ COUNTS = ("discovered", "accepted", "declined", "new", "changed", "unchanged", "
           "written", "failed", "deleted", "kept", "vanished", "no_longer_accepted", "delete_withheld",
           "incomplete", "oversize", "duplicate", "skipped", "symlink_skipped", "listed", "in_index",
           "write_failed", "plugin_failed", "truncated", "metadata_only", "fallback", "fetched", "not_modified",
-          "dead_link", "robots_denied", "unsupported", "skipped_unread", "no_longer_read", "revoked")
+          "dead_link", "robots_denied", "unsupported", "skipped_unread", "no_longer_read", "revoked", "ocr_pages")
 
 EXIT_OK, EXIT_DOCUMENTS_FAILED, EXIT_FATAL = 0, 1, 2
 
@@ -133,7 +133,8 @@ def terminal_safe(text: str) -> str:
 _NOTEWORTHY = (("deleted", "deleted"), ("kept", "kept (their folder, host or start URL could not be crawled completely)"),
                ("oversize", "over max_file_size (metadata only)"), ("dead_link", "dead links"),
                ("robots_denied", "denied by robots.txt"), ("plugin_failed", "plugin failures"),
-               ("revoked", "hidden at once (access revoked at the source)"))
+               ("revoked", "hidden at once (access revoked at the source)"),
+               ("ocr_pages", "pages or images OCR'd"))
 
 
 def plural(count: int, word: str) -> str:

@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 # mandoc renders man pages for the man preparator; libchm-bin's extract_chmLib unpacks CHM help files; chromium and chromium-driver run the search page's
 # browser tests (tests/test_serve_browser.py); tests call zstd, bzip2, xz, ar (binutils) and git to make
 # their hostile files and repositories; nginx is the TLS reverse proxy with basic auth in front of the
-# OpenSearch node (tests/servers/tls_proxy.py).
+# OpenSearch node (tests/servers/tls_proxy.py); tesseract-ocr with its English and German packs reads text in
+# images and scanned PDF pages (transforms/preparators/ocr.py).
 if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/null || ! command -v mvn >/dev/null \
    || ! command -v sox >/dev/null || ! dpkg -s libsox-fmt-mp3 >/dev/null 2>&1 \
    || ! command -v smbd >/dev/null || ! command -v smbclient >/dev/null || ! command -v dovecot >/dev/null \
@@ -20,7 +21,8 @@ if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/nul
    || ! command -v setfacl >/dev/null || ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null \
    || ! command -v zstd >/dev/null || ! command -v bzip2 >/dev/null || ! command -v xz >/dev/null \
    || ! command -v ar >/dev/null || ! command -v git >/dev/null || ! command -v nginx >/dev/null \
-   || ! command -v extract_chmLib >/dev/null; then
+   || ! command -v extract_chmLib >/dev/null \
+   || ! command -v tesseract >/dev/null || [ ! -e /usr/share/tesseract-ocr/5/tessdata/deu.traineddata ]; then
   apt-get update -qq
   if [ ! -e /usr/sbin/policy-rc.d ]; then  # install the servers without starting their system services
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
@@ -28,7 +30,7 @@ if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/nul
   fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 util-linux maven openjdk-17-jdk-headless \
     sox libsox-fmt-mp3 samba smbclient dovecot-imapd openssl mandoc acl chromium chromium-driver \
-    zstd bzip2 xz-utils binutils git nginx libchm-bin
+    zstd bzip2 xz-utils binutils git nginx libchm-bin tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
 fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)
 # the bench extra (Scrapy, the peer of bench/http_bench.py): tests/test_benchmarks.py runs every bench

@@ -37,9 +37,10 @@ def test_without_configuration_every_builtin_runs_and_external_waits_for_a_comma
 
 
 def test_catch_all_is_on_by_default_and_can_be_switched_off():
-    assert chain_for(load().preparators, "image/png", "file:///a.png")[0].name == "metadata_only"
+    unknown = ("application/x-executable", "file:///a.out")
+    assert chain_for(load().preparators, *unknown)[0].name == "metadata_only"
     config = load(preparators=[{"name": "metadata_only", "enabled": False}])
-    assert "metadata_only" not in names(config) and chain_for(config.preparators, "image/png", "file:///a.png") == []
+    assert "metadata_only" not in names(config) and chain_for(config.preparators, *unknown) == []
 
 
 def test_a_builtin_is_changed_in_place():
@@ -73,8 +74,8 @@ def test_several_instances_of_one_preparator():
 
 @pytest.mark.parametrize("entries, problem", [
     ([{"name": "pfd"}], ("preparators[0].name: unknown preparator 'pfd' (known: archive, audio, chm, code, dbf, "
-                        "epub, external, html, java_class, legacy_office, mail, man, markdown, mbox, metadata_only, "
-                        "odf, office, outlook, pdf, plist, rtf, text, warc, xml)")),
+                        "epub, external, html, image, java_class, legacy_office, mail, man, markdown, mbox, "
+                        "metadata_only, odf, office, outlook, pdf, plist, rtf, text, warc, xml)")),
     ([{"name": "x", "preparator": "nope"}], "preparators[0].preparator: unknown preparator 'nope'"),
     ([{"name": "pdf", "enabled": "yes"}], "preparators[0].enabled: must be true or false, got 'yes'"),
     ([{"name": "pdf", "colour": 1}], ("preparators[0].colour: unknown key (allowed: enabled, mime_types, name, "
@@ -84,6 +85,7 @@ def test_several_instances_of_one_preparator():
     ([{"name": "archive", "params": {"max_entries": "many"}}],
      "preparators[0].params.max_entries: must be an integer, got 'many'"),
     ([{"name": "pdf", "params": {"password": "x"}}], "preparators[0].params.password: unknown key (allowed: )"),
+    ([{"name": "pdf", "params": {"ocr": {"dpi": 5}}}], "preparators[0].params.ocr: is set in the crawl file's own ocr: section"),
     ([{"name": "pdf", "url_pattern": "(unclosed"}],
      "preparators[0].url_pattern: missing ), unterminated subpattern at position 0"),
     ([{"name": "pdf"}, {"name": "pdf"}], "preparators[1].name: 'pdf' is configured twice"),
@@ -143,9 +145,13 @@ def test_the_fingerprint_follows_the_preparator_configuration():
         fingerprint(preparators=[{"name": "pdf", "url_pattern": r"\.pdf$"}]),
         fingerprint(preparators=[{"name": "t", "preparator": "text", "url_pattern": r"\.log$"}]),
         fingerprint(preparation={"max_content_length": 5}),
+        fingerprint(ocr={"languages": ["eng", "deu"]}),
+        fingerprint(ocr={"enabled": False}),
     ]
     assert len({plain, *variants}) == len(variants) + 1
     assert fingerprint(preparation={"timeout": 5}) == plain  # a bound, not what a document becomes
+    assert fingerprint(ocr={"page_timeout": 5, "cache_entries": 10}) == plain
+    assert fingerprint(work_dir="elsewhere") == plain  # the OCR cache's place
 
 
 def test_yaml_example_from_the_module_documentation():

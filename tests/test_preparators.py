@@ -152,7 +152,8 @@ def names(chain):
     ("text/x-python", ["text"]),
     ("application/pdf", ["pdf"]),
     ("application/x-empty", ["metadata_only"]),
-    ("image/png", ["metadata_only"]),
+    ("image/png", ["image"]),  # OCR and photo metadata (issue 25)
+    ("application/x-executable", ["metadata_only"]),
 ])
 def test_builtin_chain(mimetype, expected):
     assert names(chain_for(BUILTIN, mimetype, "file:///srv/a")) == expected

@@ -66,14 +66,15 @@ def test_oversize_document_is_metadata_only():
     assert docs[0].content == "" and docs[0].preparation_error == reason and events == []
 
 
-def png() -> bytes:
-    return debian_file(PY_TESTSUITE, f"{PY_LIB}/test/imghdrdata/python.png").read_bytes()
+def exr() -> bytes:
+    """An OpenEXR image: a type nothing reads (Pillow, and so the image preparator, does not)."""
+    return debian_file(PY_TESTSUITE, f"{PY_LIB}/test/imghdrdata/python.exr").read_bytes()
 
 
 def test_type_nothing_reads_is_unsupported_not_failed():
     """The catch-all indexes it by name: its own count, no report line, no failure."""
-    docs, events = run(BUILTIN, raw("file:///d/python.png", png(), "image/png"))
-    assert docs[0].content == "" and docs[0].preparation_error == "" and docs[0].filename == "python.png"
+    docs, events = run(BUILTIN, raw("file:///d/python.exr", exr(), "image/x-exr"))
+    assert docs[0].content == "" and docs[0].preparation_error == "" and docs[0].filename == "python.exr"
     assert sorted((e.kind, e.count, e.reason) for e in events) == [("prepared", 1, ""), ("unsupported", 1, "")]
 
 
@@ -81,7 +82,7 @@ def test_type_nothing_reads_is_no_document_without_the_catch_all():
     """``{name: metadata_only, enabled: false}``: as in regain, no document and no failure, only a count."""
     readers = tuple(p for p in BUILTIN if not p.catch_all)
     for oversize in ("", "larger than max_file_size (…): indexed by metadata only"):
-        docs, events = run(readers, raw("file:///d/python.png", png(), "image/png", oversize))
+        docs, events = run(readers, raw("file:///d/python.exr", exr(), "image/x-exr", oversize))
         assert docs == [] and [(e.kind, e.count, e.reason) for e in events] == [("skipped_unread", 1, "")]
     docs, events = run(readers, raw("file:///d/a.txt", b"still read", "text/plain"))
     assert docs[0].content == "still read"
@@ -90,10 +91,10 @@ def test_type_nothing_reads_is_no_document_without_the_catch_all():
 def test_type_nothing_reads_any_more_is_a_delete_candidate():
     """One the index holds (the catch-all indexed it before it was switched off) goes, as the deletes go."""
     readers = tuple(p for p in BUILTIN if not p.catch_all)
-    indexed = raw("file:///d/python.png", png(), "image/png")
+    indexed = raw("file:///d/python.exr", exr(), "image/x-exr")
     docs, outputs = run(readers, indexed._replace(entry=indexed.entry._replace(in_index=True)))
     [candidate] = [o for o in outputs if isinstance(o, SnapshotEntry)]
-    assert docs == [] and (candidate.id, candidate.url) == (indexed.entry.id, "file:///d/python.png")
+    assert docs == [] and (candidate.id, candidate.url) == (indexed.entry.id, "file:///d/python.exr")
     assert sorted((e.kind, e.count) for e in outputs if isinstance(e, Event)) == [
         ("no_longer_read", 1), ("skipped_unread", 1)]
 

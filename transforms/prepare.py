@@ -53,6 +53,7 @@ from beamtrawl.transforms.guard import Guard, isolated, stage
 from beamtrawl.transforms.preparators import PreparatorSpec, Prepared, chain_for
 from beamtrawl.transforms.preparators.isolation import DEFAULT_BOUNDS, MAX_IN_FLIGHT, Bounds, runner_for
 from beamtrawl.transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
+from beamtrawl.transforms.preparators.ocr import PAGES_FIELD as OCR_PAGES_FIELD
 from beamtrawl.transforms.progress import Progress, Tally, timed
 from beamtrawl.transforms.records import (
     BY_TYPE,
@@ -127,6 +128,14 @@ def _document(raw: RawDocument, prepared: Prepared, error: str, aux: list, optio
              *(AuxValue(name, value, True, False, False) for name, value in sorted(prepared.fields.items()))],
         denied=sorted(entry.denied),
     )
+
+
+def _ocr_pages(prepared: Prepared) -> int:
+    """How many pages or images of the document tesseract read (or the OCR cache held): the report's count."""
+    try:
+        return int(prepared.fields.get(OCR_PAGES_FIELD, 0))
+    except (TypeError, ValueError):  # a plugin's or third-party preparator's field of that name
+        return 0
 
 
 class _Read(beam.DoFn):
@@ -262,6 +271,8 @@ class _PrepareFamily(beam.DoFn):
                 prepared = self.plugins.chain("on_after_prepare", "prepared", prepared, entry.url,
                                               raw_document=raw, preparator=tried[-1])
         if prepared is not None:
+            if _ocr_pages(prepared):
+                self.tally.count("ocr_pages", _ocr_pages(prepared))
             limit = self.options.bounds.max_content_length
             partial = [prepared.partial] if prepared.partial else []
             if len(prepared.content) > limit:

@@ -70,6 +70,36 @@ class Bounds(NamedTuple):
     max_content_length: int = 10_000_000  # characters of text kept per document
 
 
+class OcrSettings(NamedTuple):
+    """How text is read from pictures (the ``ocr:`` section): its defaults are written here, once; the schema
+    (pipeline/config/ocr.py) reads them. The crawl hands them to the preparators that OCR (image, pdf) as
+    their ``ocr`` parameter, so they belong to the preparation fingerprint."""
+
+    enabled: bool = True  # False: no OCR at all (images get their metadata only, scanned pages nothing)
+    languages: tuple[str, ...] = ("eng",)  # tesseract's language packs, e.g. ("eng", "deu")
+    min_image_side: int = 64  # pixels; an image narrower or lower than this (an icon, a spacer) is not OCR'd
+    page_timeout: float = 60.0  # seconds tesseract may take for one page or image; one over it is skipped
+    max_pages: int = 100  # pages OCR'd per document (a PDF, a multi-page TIFF); the rest are skipped
+    max_pixels: int = 60_000_000  # pixels of one page or image; a larger one is skipped
+    dpi: int = 300  # resolution PDF pages are rendered at for OCR
+    cache: str = ""  # the OCR cache's folder (the crawl's work folder + /ocr-cache); "": none
+    cache_entries: int = 100_000  # pages and images the cache keeps; the oldest go first
+    document_budget: float = 0.0  # seconds of OCR per document (set from preparation.timeout); 0: none
+
+    def identity(self) -> tuple:
+        """What changes the text a document gets, for the preparation fingerprint: not the cache, nor the
+        time bounds (as ``preparation.timeout`` is not in it)."""
+        return (self.enabled, self.languages, self.min_image_side, self.max_pages, self.max_pixels, self.dpi)
+
+
+TESSERACT_PROGRAM, TESSERACT_PACKAGE = "tesseract", "tesseract-ocr"  # the OCR engine, and its Debian package
+
+
+def language_package(language: str) -> str:
+    """The Debian package of a tesseract language pack (``deu`` → ``tesseract-ocr-deu``)."""
+    return f"{TESSERACT_PACKAGE}-{language.lower().replace('_', '-')}"
+
+
 class NodeOptions(NamedTuple):
     """How to reach and lay out an OpenSearch index (the ``index:`` section's OpenSearch keys): its defaults
     are written here, once; the schema (pipeline/config/schema.py) reads them."""

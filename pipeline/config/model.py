@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from beamtrawl.pipeline.config.access import controllers
 from beamtrawl.pipeline.config.auxfields import aux_field_specs
 from beamtrawl.pipeline.config.fields import Problem
+from beamtrawl.pipeline.config.ocr import with_ocr
 from beamtrawl.pipeline.config.plugins import plugin_specs
 from beamtrawl.pipeline.config.preparators import preparator_specs
 from beamtrawl.pipeline.config.schema import (
@@ -26,7 +27,7 @@ from beamtrawl.pipeline.config.schema import (
 )
 from beamtrawl.plugins.manager import PluginSpec
 from beamtrawl.transforms.enrich.auxfields import AuxFieldSpec
-from beamtrawl.transforms.values import Bounds, Credential, StartUrl, UrlPattern
+from beamtrawl.transforms.values import Bounds, Credential, OcrSettings, StartUrl, UrlPattern
 
 if TYPE_CHECKING:
     from beamtrawl.transforms.preparators import PreparatorSpec
@@ -63,6 +64,7 @@ class Config:
     access_control: tuple  # controllers (transforms.enrich.access); none: the sources' groups stay
     preparators: tuple[PreparatorSpec, ...]  # none when searching (crawling=False): a search prepares nothing
     preparation: Bounds
+    ocr: OcrSettings  # also the ``ocr`` parameter of the preparators that OCR (image, pdf)
 
 
 #: The top-level limits and switches with their defaults, read from the schema (the report and work folder
@@ -90,14 +92,16 @@ def build(file: CrawlFile, source: str, crawling: bool = True) -> Config:
             else index.table.rstrip("/") if index.table and "://" not in index.table
             else os.path.join(base, f"beamtrawl-{index.name or 'table'}"))
     settings = {key: getattr(file, key) for key in DEFAULTS}
+    work_dir = file.work_dir or stem + ".work"
+    ocr = file.ocr.settings(work_dir, file.preparation.timeout)
     return Config(
         source=source, start=start, whitelist=whitelist,
         blacklist=tuple(entry.value(f"blacklist[{i}]") for i, entry in enumerate(file.blacklist)),
         credentials=tuple(entry.value(f"credentials[{i}]") for i, entry in enumerate(file.credentials)),
-        index=index, report=file.report or stem + ".report.json", work_dir=file.work_dir or stem + ".work",
+        index=index, report=file.report or stem + ".report.json", work_dir=work_dir,
         url_cleaners=file.url_cleaners, http=file.http, smb=file.smb,
         imap=file.imap, s3=file.s3, plugins=plugin_specs(file.plugins, load=crawling),
         auxiliary_fields=aux_field_specs(file.auxiliary_fields), access_control=controllers(file.access_control),
-        preparators=preparator_specs(file.preparators) if crawling else (), preparation=file.preparation.bounds(),
-        **settings)
+        preparators=with_ocr(preparator_specs(file.preparators), ocr) if crawling else (),
+        preparation=file.preparation.bounds(), ocr=ocr, **settings)
 

@@ -119,9 +119,12 @@ def _param(value: Any, default: Any, where: str) -> Any:
 
 def _params(given: dict | None, base: PreparatorSpec, where: str) -> tuple[tuple[str, object], ...]:
     defaults = dict(base.params)
+    sections = {key for key, default in defaults.items() if hasattr(default, "_fields")}  # e.g. the ocr: section's
     for key in given or {}:
+        if key in sections:
+            raise Problem(f"{where}.{key}", f"is set in the crawl file's own {key}: section")
         if key not in defaults:
-            raise Problem(f"{where}.{key}", f"unknown key (allowed: {', '.join(sorted(defaults))})")
+            raise Problem(f"{where}.{key}", f"unknown key (allowed: {', '.join(sorted(set(defaults) - sections))})")
     params = {key: _param(given[key], default, f"{where}.{key}") if key in (given or {}) else default
               for key, default in defaults.items()}
     if base.check_params is not None:

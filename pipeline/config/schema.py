@@ -31,6 +31,7 @@ from beamtrawl.pipeline.config.fields import (
     fail,
     matching,
 )
+from beamtrawl.pipeline.config.ocr import OcrSection
 from beamtrawl.pipeline.config.plugins import PluginEntry
 from beamtrawl.pipeline.config.preparators import PreparationSection, PreparatorEntry
 from beamtrawl.transforms.sources import BUILTIN, RegistryError, known, schemes, source_class
@@ -387,6 +388,8 @@ class CrawlFile(Section):
     """changes to the built-in preparator instances, and new instances"""
     preparation: Annotated[PreparationSection, OrEmpty] = PreparationSection()
     """bounds of every preparator run"""
+    ocr: Annotated[OcrSection, OrEmpty] = OcrSection()
+    """text recognised in images and scanned PDF pages (tesseract)"""
 
     @field_validator("start")
     @classmethod

@@ -7,6 +7,7 @@ Routes::
     GET /api/search          the same search as JSON: the hits of ``beamtrawl search --json``, total, facets
     GET /document/<id>       a hit's document, from its source, after the search's access check
     GET /text/<id>?q=…       what the index holds of a hit (title, fields, text; the search's words marked)
+    GET /thumbnail/<id>      an image hit's thumbnail (PNG), made on request behind the same check
     GET /signin              asks for HTTP Basic credentials, then goes back to the search
     GET /signout             refuses the credentials the browser keeps (401, no challenge): signed out
     GET /health              200 when the index answers, 503 when it does not
@@ -37,7 +38,7 @@ from pathlib import Path
 import jinja2
 import orjson
 from beamtrawl.pipeline import __version__
-from beamtrawl.pipeline.serve import documents, mime_names, text_view
+from beamtrawl.pipeline.serve import documents, mime_names, text_view, thumbnails
 from beamtrawl.pipeline.serve.people import ANONYMOUS, Doorkeeper, Searcher
 from beamtrawl.pipeline.serve.protocol import BoundedHeadProtocol
 from beamtrawl.pipeline.serve.signin import TooManyFailures
@@ -250,7 +251,8 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined)
     env.filters.update(size=human_size, date=shown_date, hit_link=hit_link, url=shown_url, plain=plain,
                        breakable=breakable, mime=mime_names.readable)
-    env.globals.update(version=__version__, MAX_QUERY_CHARS=MAX_QUERY_CHARS, ORDER_LABELS=ORDER_LABELS)
+    env.globals.update(version=__version__, MAX_QUERY_CHARS=MAX_QUERY_CHARS, ORDER_LABELS=ORDER_LABELS,
+                       thumbnail_types=thumbnails.TYPES)
     return env
 
 
@@ -395,7 +397,9 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
             "facets": {name: [{"value": v, "count": n} for v, n in values] for name, values in result.facets.items()},
         })
 
-    async def document(request: Request) -> Response:
+    async def opened(request: Request):
+        """(the stored document the searcher may open, a stream of its bytes); for a web page, a redirect to
+        it as the stream. The same access check as the search: an id the searcher may not see is 404."""
         searcher = await who(request)
         doc_id = request.path_params["doc_id"]
         if not documents.DOCUMENT_ID.fullmatch(doc_id):
@@ -409,9 +413,9 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
         if stored is None:
             raise HTTPException(404)
         if documents.is_web(stored):
-            return RedirectResponse(stored.url, 303)  # an address from the index, never from the request
+            return stored, RedirectResponse(stored.url, 303)  # an address from the index, never from the request
         try:
-            stream = await run_in_threadpool(documents.open_stream, sources, stored, config.follow_symlinks)
+            return stored, await run_in_threadpool(documents.open_stream, sources, stored, config.follow_symlinks)
         except FileNotFoundError:
             raise HTTPException(410, "This document is no longer where it was indexed; the next crawl takes "
                                      "it out of the search.") from None
@@ -423,6 +427,11 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
             log.warning("%s: cannot open for a searcher: %s", stored.url, str(err)[:300] or type(err).__name__)
             raise HTTPException(502, "The document could not be read from where it is stored. It may have "
                                      "moved, or its server may be down.") from None
+
+    async def document(request: Request) -> Response:
+        stored, stream = await opened(request)
+        if isinstance(stream, Response):
+            return stream
         return StreamingResponse(documents.chunks(stream), headers=documents.headers(stored))
 
     async def text(request: Request) -> Response:
@@ -447,6 +456,17 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
                     title=Markup(text_view.marked(indexed.title, whole, prefixes)),
                     headlines=Markup(text_view.marked(indexed.headlines, whole, prefixes)),
                     metadata=Markup(text_view.marked(indexed.metadata, whole, prefixes)))
+
+    async def thumbnail(request: Request) -> Response:
+        stored, stream = await opened(request)
+        if isinstance(stream, Response) or not thumbnails.makes(stored):
+            if not isinstance(stream, Response):
+                stream.close()
+            raise HTTPException(404, "This document has no thumbnail.")
+        picture = await run_in_threadpool(thumbnails.make, stream)
+        if picture is None:
+            raise HTTPException(404, "This document has no thumbnail.")
+        return Response(picture, media_type="image/png", headers=thumbnails.HEADERS)
 
     async def signin(request: Request) -> Response:
         searcher = await who(request)
@@ -505,6 +525,7 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
     app = Starlette(routes=[
         Route("/", search_page), Route("/api/search", api_search), Route("/document/{doc_id}", document),
         Route("/text/{doc_id}", text),
+        Route("/thumbnail/{doc_id}", thumbnail),
         Route("/signin", signin), Route("/signout", signout), Route("/health", health),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ], exception_handlers={HTTPException: failed, Exception: broken}, lifespan=lifespan)

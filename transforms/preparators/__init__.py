@@ -14,6 +14,7 @@ from beamtrawl.transforms.preparators import (
     dbf,
     epub,
     external,
+    image,
     java_class,
     legacy,
     mail,
@@ -38,7 +39,7 @@ from beamtrawl.transforms.preparators.text import prepare_text
 
 BUILTIN = (
     PreparatorSpec("html", prepare_html, ("text/html", "application/xhtml+xml"), priority=10),
-    PreparatorSpec("pdf", pdf.prepare_pdf, pdf.MIME_TYPES, priority=10),
+    PreparatorSpec("pdf", pdf.prepare_pdf, pdf.MIME_TYPES, priority=10, params=pdf.DEFAULTS),
     PreparatorSpec("office", office.prepare_ooxml, office.MIME_TYPES, priority=10),
     PreparatorSpec("mail", mail.prepare_mail, mail.MIME_TYPES, priority=10),
     PreparatorSpec("outlook", outlook.prepare_outlook, outlook.MIME_TYPES, priority=10, params=outlook.DEFAULTS),
@@ -49,6 +50,7 @@ BUILTIN = (
     PreparatorSpec("odf", odf.prepare_odf, odf.MIME_TYPES, priority=10),
     PreparatorSpec("rtf", rtf.prepare_rtf, rtf.MIME_TYPES, priority=10),
     PreparatorSpec("epub", epub.prepare_epub, epub.MIME_TYPES, priority=10),
+    PreparatorSpec("image", image.prepare_image, image.MIME_TYPES, priority=10, params=image.DEFAULTS),
     PreparatorSpec("audio", audio.prepare_audio, audio.MIME_TYPES, priority=10),
     PreparatorSpec("markdown", markdown.prepare_markdown, markdown.MIME_TYPES, priority=10),
     PreparatorSpec("man", man.prepare_man, man.MIME_TYPES, priority=10, params=man.DEFAULTS),

@@ -60,6 +60,12 @@ class Chain:
 _CONTEXT: contextvars.ContextVar[Chain | None] = contextvars.ContextVar("beamtrawl_prepare", default=None)
 
 
+def nesting_depth() -> int:
+    """How deep in a container the document being prepared lies (0: a document itself, or outside a crawl)."""
+    context = _CONTEXT.get()
+    return context.depth if context is not None else 0
+
+
 def prepare_part(data: bytes, url: str, text_only: bool = False,
                  declared: str = "") -> tuple[Prepared | None, list[str], str]:
     """Prepare a part of the document being prepared (``url`` names the part, e.g. ``…/a.zip!/b.pdf``)

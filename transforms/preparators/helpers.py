@@ -1,6 +1,7 @@
 """Programs some preparators need (mandoc for man pages), and what their absence costs.
 
-A preparator's module lists its programs in ``HELPERS``. A program that is not installed makes its
+A preparator's module lists its programs in ``HELPERS``, or names them by its parameters with
+``helpers_needed(params)`` (OCR's tesseract, unless ``ocr: {enabled: false}``). A program that is not installed makes its
 preparator fail with :func:`Helper.missing`'s reason (so the next preparator by priority reads the
 document, e.g. the text preparator the roff source), and the crawl's summary carries one warning per
 missing program naming its Debian package and the number of documents prepared without it
@@ -34,7 +35,9 @@ def helpers_of(preparators) -> list[Helper]:
     """The programs the given preparator instances need, each once, in order."""
     found: dict[str, Helper] = {}
     for spec in preparators:
-        for helper in getattr(sys.modules.get(spec.func.__module__), "HELPERS", ()):
+        module = sys.modules.get(spec.func.__module__)
+        needed = getattr(module, "helpers_needed", None)
+        for helper in needed(dict(spec.params)) if needed else getattr(module, "HELPERS", ()):
             found.setdefault(helper.program, helper)
     return list(found.values())
 

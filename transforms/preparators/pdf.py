@@ -2,19 +2,31 @@
 " Annotations " and "p.<pages> <author> <subject> <keywords>" as metadata, as regain's PdfBoxPreparator
 did. An encrypted PDF is read when its user password is empty, as viewers open it without asking. A page
 that cannot be read (a damaged content stream) costs that page only: the others are kept, and the
-document's report line names the pages lost, as Tika reads such files. File attachments (and a portfolio's documents) are prepared by their own type and
-inlined (``embedded``)."""
+document's report line names the pages lost, as Tika reads such files.
+
+A page without a usable text layer (none, or evidently garbage: :func:`usable`) is rendered by PDFium at
+``ocr.dpi`` and its text recognised by tesseract (``ocr``), within the ``ocr:`` bounds (pages per document,
+pixels per page, time per page); a page with a usable layer is never rendered. A mixed PDF gets both, in page
+order; the document is marked ``ocr: true`` with ``ocr_pages``, and pages skipped by a bound are its report
+line. File attachments (and a portfolio's documents) are prepared by their own type and inlined
+(``embedded``)."""
 
 from __future__ import annotations
 
+import hashlib
 import io
+import unicodedata
 
-from beamtrawl.transforms.preparators import embedded
+from beamtrawl.transforms.preparators import embedded, ocr
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 
 MIME_TYPES = ("application/pdf",)
-REVISION = 2  # part of the preparation fingerprint (base.py): 1 keeps the readable pages of a PDF with bad ones;
-# 2 inlines its file attachments (embedded)
+REVISION = 3  # part of the preparation fingerprint (base.py): 1 keeps the readable pages of a PDF with bad ones;
+# 2 inlines its file attachments (embedded); 3 OCRs the pages without a text layer
+DEFAULTS = (("ocr", ocr.DEFAULT),)
+helpers_needed = ocr.helpers_needed
+MIN_LETTERS = 3  # a page with fewer letters or digits has no text layer worth the name
+_BAD_CATEGORIES = ("Co", "Cn", "Cc", "Cs")  # private use, unassigned, control: what a broken font encoding yields
 
 
 def _annotations(page) -> list[str]:
@@ -38,16 +50,26 @@ def prepare_pdf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
         raise PreparationError("encrypted") from None
     except (PyPdfError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise PreparationError(f"not readable as PDF: {type(err).__name__}: {err}"[:200]) from None
+    settings = ocr.settings_of(params)
+    unread = [number for number, text in enumerate(pages) if not usable(text)] if settings.enabled else []
+    recognised, skipped = _guarded_ocr(data, pages, unread, settings) if unread else ({}, [])
+    pages = [recognised.get(number, text) for number, text in enumerate(pages)]
     if lost and not any(pages):
         raise PreparationError(f"not readable as PDF: {lost[0][1]}"[:200])
     content = "\n".join(pages)
     if annotations:
         content += " Annotations " + " ".join(annotations)
     meta = [str(info.get(key) or "").strip() for key in ("/Author", "/Subject", "/Keywords")]
+    lost = [(n, why) for n, why in lost if n - 1 not in recognised]  # OCR read what pypdf could not
     partial = (f"{len(lost)} of {len(pages)} pages unreadable (page {', '.join(str(n) for n, _ in lost)}: "
                f"{lost[0][1]})"[:300] if lost else "")
+    if skipped:
+        partial = "; ".join(filter(None, [partial, *skipped]))[:300]
+    fields = {ocr.PAGES_FIELD: str(len(recognised))} if recognised else {}
+    if any(recognised.values()):
+        fields[ocr.FIELD] = "true"
     prepared = Prepared(title=str(info.get("/Title") or "").strip(), content=content,
-                        metadata=" ".join([f"p.{len(pages)}", *filter(None, meta)]), partial=partial)
+                        metadata=" ".join([f"p.{len(pages)}", *filter(None, meta)]), partial=partial, fields=fields)
     return embedded.inline(prepared, ((name, lambda b=body: io.BytesIO(b)) for name, body in attached), url)
 
 
@@ -58,6 +80,87 @@ def _attachments(reader) -> list[tuple[str, bytes]]:
         return [(name, body) for name, bodies in reader.attachments.items() for body in bodies]
     except Exception:  # noqa: BLE001 - pypdf raises what a damaged name tree makes it raise
         return []
+
+
+def usable(text: str) -> bool:
+    """Whether a page's text layer is worth reading: some letters, and not mostly the private-use, control or
+    replacement characters a font without a Unicode map gives."""
+    letters = sum(char.isalnum() for char in text)
+    if letters < MIN_LETTERS:
+        return False
+    visible = [char for char in text if not char.isspace()]
+    bad = sum(char == "\ufffd" or unicodedata.category(char) in _BAD_CATEGORIES for char in visible)
+    return bad <= 0.1 * len(visible)  # dot leaders and tables are text: a letter ratio would OCR them
+
+
+def _guarded_ocr(data: bytes, pages: list[str], numbers: list[int], settings) -> tuple[dict[int, str], list[str]]:
+    """:func:`_ocr`, whose failure (a PDF PDFium chokes on) costs the scanned pages only, never the text layer."""
+    try:
+        return _ocr(data, pages, numbers, settings)
+    except Exception as err:  # noqa: BLE001 - see above
+        return {}, [f"pages without text not OCR'd: {type(err).__name__}: {' '.join(str(err).split())}"[:200]]
+
+
+def _scanned(document, number: int, text: str) -> bool:
+    """Whether a page without a usable text layer holds text to recognise: a picture (a scan, a photographed
+    page), or glyphs whose text layer is garbage. A blank page, or one of only lines and shapes, is not
+    rendered: a text PDF's empty pages cost a look at their objects, not an OCR."""
+    import pypdfium2.raw as pdfium
+
+    if len("".join(text.split())) >= 20:  # glyphs enough to be a page's text, read as garbage
+        return True
+    page = document[number]
+    try:
+        return any(True for _ in page.get_objects(filter=(pdfium.FPDF_PAGEOBJ_IMAGE,), max_depth=4))
+    finally:
+        page.close()
+
+
+def _ocr(data: bytes, pages: list[str], numbers: list[int], settings) -> tuple[dict[int, str], list[str]]:
+    """({page index: recognised text}, why pages were skipped) for those of the pages ``numbers`` (0-based,
+    their text layers unusable) that hold text to recognise."""
+    import pypdfium2
+
+    content_hash = hashlib.sha256(data).hexdigest()
+    cache, budget = ocr.Cache(settings), ocr.Budget(settings)
+    recognised, skipped = {}, []
+    try:
+        document = pypdfium2.PdfDocument(data)
+    except pypdfium2.PdfiumError as err:
+        return {}, [f"pages without text not OCR'd: PDFium cannot open the file ({err})"[:200]]
+    try:
+        numbers = [number for number in numbers if _scanned(document, number, pages[number])]
+        if len(numbers) > settings.max_pages:
+            over = numbers[settings.max_pages:]
+            skipped.append(f"{len(over)} pages without text not OCR'd (from page {over[0] + 1}): over "
+                           f"ocr.max_pages ({settings.max_pages})")
+            numbers = numbers[:settings.max_pages]
+        for number in numbers:
+            key = ocr.page_key(content_hash, number, settings, settings.dpi)
+            try:
+                text = cache.get(key)
+                recognised[number] = text if text is not None else _page(document, number, settings, key, budget)
+            except ocr.Skipped as err:
+                skipped.append(f"page {number + 1}: {err}")
+            except pypdfium2.PdfiumError as err:
+                skipped.append(f"page {number + 1}: not rendered: {err}"[:200])
+    finally:
+        document.close()
+    return recognised, skipped
+
+
+def _page(document, number: int, settings, key: str, budget) -> str:
+    """Render one page at ``ocr.dpi`` (its pixels checked first) and recognise its text."""
+    page = document[number]
+    try:
+        width, height = (round(side * settings.dpi / 72) for side in page.get_size())
+        if width * height > settings.max_pixels:
+            raise ocr.Skipped(f"{width}×{height} pixels at {settings.dpi} dpi, over ocr.max_pixels "
+                              f"({settings.max_pixels})")
+        image = page.render(scale=settings.dpi / 72, grayscale=True).to_pil()
+    finally:
+        page.close()
+    return ocr.recognise(image, settings, key, budget)
 
 
 def _pages(reader, errors) -> tuple[list[str], list[tuple[int, str]]]:

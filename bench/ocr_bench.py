@@ -1,0 +1,190 @@
+"""OCR benchmark (issue 25): how much of a page's words OCR recovers, how fast it runs against the
+``tesseract`` command on the same page images, and what deciding not to OCR costs a text PDF.
+
+Run from the repository root (after ``python -m tests.package_files``, which fetches the Debian packages)::
+
+    PYTHONPATH=$PWD python bench/ocr_bench.py [--pages 24] [--tiny]
+
+The pages are real: PDFs with a text layer that Debian documentation packages ship (the Bash reference
+manual and man page of bash-doc, the shared-mime-info specification), a spread of pages from each.
+
+- **accuracy**: each page rendered by PDFium at 300 dpi and OCR'd through beamtrawl's image preparator; its
+  word recall is the share of the text layer's words (lower-cased, letters and digits) that the OCR text
+  holds, counted with multiplicity. Median over the pages, clean (target ≥ 0.95) and degraded as a poor scan
+  is: rotated 1.5°, grain added, 200 dpi, saved as JPEG at quality 60 (target ≥ 0.85).
+- **speed**: the clean page images (PNG files) OCR'd by the image preparator, one process and then two,
+  against the ``tesseract FILE -`` command run on the same files one after another, in the same run (with
+  one thread, OMP_THREAD_LIMIT=1, as beamtrawl runs it; the command's default of several threads is shown
+  too). Targets: one worker ≥ 0.9× the command, two workers ≥ 1.7×.
+- **not OCR'd**: the text PDFs prepared whole by the PDF preparator with OCR on and off (it never renders a
+  page with a text layer): the ratio is the time spent deciding (target ≤ 1.02).
+
+``--tiny`` runs two pages, for the test suite (tests/test_ocr.py); its figures mean nothing.
+Exit code 0 when measured (targets may be missed), 1 when a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import logging
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.package_files import debian_file
+
+PDFS = (("bash-doc", "usr/share/doc/bash/bashref.pdf"), ("bash-doc", "usr/share/doc/bash/bash.pdf"),
+        ("shared-mime-info", "usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf"))
+DPI, POOR_DPI = 300, 200
+_WORD = re.compile(r"[^\W_]+")
+
+
+def words(text: str) -> Counter:
+    return Counter(word.lower() for word in _WORD.findall(text) if len(word) > 1 or word.isdigit())
+
+
+def recall(layer: str, recognised: str) -> float:
+    """The share of the text layer's words (with multiplicity) that the recognised text holds."""
+    expected, found = words(layer), words(recognised)
+    total = sum(expected.values())
+    return sum(min(n, found[word]) for word, n in expected.items()) / total if total else 1.0
+
+
+def pages(count: int) -> list[tuple[str, object, str]]:
+    """(label, page image at 300 dpi, its text layer), spread evenly through each PDF."""
+    import pypdfium2
+
+    chosen, per_pdf = [], max(1, -(-count // len(PDFS)))
+    for package, path in PDFS:
+        document = pypdfium2.PdfDocument(str(debian_file(package, path)))
+        numbers = [round(i * (len(document) - 1) / max(1, per_pdf)) + 1 for i in range(per_pdf)]
+        for number in numbers:
+            page = document[min(number, len(document) - 1)]
+            layer = page.get_textpage().get_text_range()
+            if len(words(layer)) < 20:  # a blank or title page says little about accuracy
+                continue
+            image = page.render(scale=DPI / 72, grayscale=True).to_pil()
+            chosen.append((f"{Path(path).name} p.{number + 1}", image, layer))
+        document.close()
+    return chosen[:count]
+
+
+def degraded(image) -> bytes:
+    """The page as a poor scan: 200 dpi, rotated 1.5°, grain, JPEG at quality 60."""
+    import random
+
+    from PIL import Image, ImageFilter
+
+    low = image.resize((image.width * POOR_DPI // DPI, image.height * POOR_DPI // DPI), Image.LANCZOS)
+    turned = low.rotate(1.5, resample=Image.BICUBIC, expand=True, fillcolor=255)
+    rng = random.Random(25)
+    grain = Image.frombytes("L", turned.size, bytes(rng.randrange(0, 48) for _ in range(turned.width * turned.height)))
+    noisy = Image.blend(turned, grain.filter(ImageFilter.GaussianBlur(0.6)), 0.12)
+    out = io.BytesIO()
+    noisy.save(out, "JPEG", quality=60)
+    return out.getvalue()
+
+
+def prepare(path: str) -> str:
+    """OCR one image file through beamtrawl's image preparator (the work a crawl's preparing process does)."""
+    from beamtrawl.transforms.preparators.image import prepare_image
+
+    data = Path(path).read_bytes()
+    return prepare_image(data, f"file://{path}", "image/png", {}).content
+
+
+def command(path: str, threads: str | None) -> str:
+    env = dict(os.environ)
+    env.pop("OMP_THREAD_LIMIT", None)
+    if threads:
+        env["OMP_THREAD_LIMIT"] = threads
+    return subprocess.run(["tesseract", path, "-"], capture_output=True, text=True, check=True, env=env).stdout
+
+
+def timed(function, items) -> float:
+    started = time.perf_counter()
+    for item in items:
+        function(item)
+    return time.perf_counter() - started
+
+
+def pooled(workers: int, files: list[str]) -> float:
+    with ProcessPoolExecutor(workers) as pool:
+        list(pool.map(prepare, files[:workers]))  # start-up and imports are not OCR
+        started = time.perf_counter()
+        list(pool.map(prepare, files))
+        return time.perf_counter() - started
+
+
+def text_pdfs_ratio(repeat: int) -> float:
+    """Time of the text PDFs through the PDF preparator with OCR on over OCR off."""
+    from beamtrawl.transforms.preparators.pdf import prepare_pdf
+    from beamtrawl.transforms.values import OcrSettings
+
+    data = [debian_file(package, path).read_bytes() for package, path in PDFS]
+    on, off = {"ocr": OcrSettings()}, {"ocr": OcrSettings(enabled=False)}
+    best = {"on": float("inf"), "off": float("inf")}
+    for _ in range(repeat):
+        for name, params in (("off", off), ("on", on)):
+            started = time.perf_counter()
+            for pdf in data:
+                prepared = prepare_pdf(pdf, "file:///doc.pdf", "application/pdf", params)
+                if "ocr_pages" in prepared.fields:
+                    raise SystemExit(f"check failed: a text PDF had {prepared.fields['ocr_pages']} pages OCR'd")
+            best[name] = min(best[name], time.perf_counter() - started)
+    return best["on"] / best["off"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=24, help="pages measured (spread over the three PDFs)")
+    parser.add_argument("--tiny", action="store_true", help="two pages, for the test suite")
+    args = parser.parse_args()
+    count = 2 if args.tiny else args.pages
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # its font warnings are no figure
+    os.environ["OMP_THREAD_LIMIT"] = "1"  # as the preparator sets it; the command's default is measured apart
+    chosen = pages(count)
+    print(f"{len(chosen)} pages of {', '.join(Path(p).name for _, p in PDFS)} at {DPI} dpi")
+    with tempfile.TemporaryDirectory(prefix="ocr-bench-") as folder:
+        files, poor = [], []
+        for n, (_, image, _) in enumerate(chosen):
+            files.append(os.path.join(folder, f"page{n}.png"))
+            image.save(files[-1])
+            poor.append(os.path.join(folder, f"poor{n}.jpg"))
+            Path(poor[-1]).write_bytes(degraded(image))
+
+        clean = [recall(layer, prepare(path)) for (_, _, layer), path in zip(chosen, files, strict=True)]
+        rough = [recall(layer, prepare(path)) for (_, _, layer), path in zip(chosen, poor, strict=True)]
+        for (label, _, _), a, b in zip(chosen, clean, rough, strict=True):
+            print(f"  {label:38} recall clean {a:.3f}  degraded {b:.3f}")
+        print(f"accuracy: median word recall clean {statistics.median(clean):.3f} (target >= 0.95), "
+              f"degraded {statistics.median(rough):.3f} (target >= 0.85)")
+
+        baseline = timed(lambda path: command(path, "1"), files)
+        default_threads = timed(lambda path: command(path, None), files)
+        one = timed(prepare, files)
+        two = pooled(2, files) if not args.tiny else one
+        rate = len(files) / baseline
+        print(f"speed: tesseract command {rate:.3f} pages/s (one thread; {len(files) / default_threads:.3f} with "
+              f"its default threads)")
+        print(f"  beamtrawl x1 {len(files) / one:.3f} pages/s = {baseline / one:.2f}x the command (target >= 0.9)")
+        print(f"  beamtrawl x2 {len(files) / two:.3f} pages/s = {baseline / two:.2f}x the command (target >= 1.7)"
+              f" on {os.cpu_count()} cores")
+    ratio = text_pdfs_ratio(1 if args.tiny else 5)
+    print(f"not OCR'd: text PDFs prepared with OCR on / off = {ratio:.3f} (target <= 1.02)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
