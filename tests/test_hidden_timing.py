@@ -20,7 +20,7 @@ from tests.test_ranking import _docs
 
 REPO = Path(__file__).resolve().parent.parent
 PUBLIC = {"public/a.txt": "numbat survey at the creek"}
-HIDDEN = {f"hr/{n}.txt": "zanzibar salary review numbat" for n in range(30)}
+HIDDEN = {f"hr/{n}.txt": f"zanzibar salary review numbat memo{n}" for n in range(30)}  # distinct: copies are one hit
 
 
 def _index(tmp_path: Path) -> EmbeddedIndex:
