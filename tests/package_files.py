@@ -9,7 +9,7 @@ distributions on PyPI (their test files) in SDISTS. ``tests/run.sh`` fetches the
 repository; each sdist with ``pip download --no-binary`` into ``~/.cache/beamtrawl/sdists``. Later runs use
 the caches. Tests never fetch: one that finds a package missing fails with the command that fetches it.
 
-The wheels of the project's dependencies (``.[test]``, and setuptools and wheel to build it) are kept in
+The wheels of the project's dependencies (``.[test,bench]``, what tests/run.sh installs, and setuptools and wheel to build it) are kept in
 a wheelhouse named after pyproject.toml's hash, so that a test installing a fresh clone
 (tests/test_front_door.py) needs no index: ``PIP_NO_INDEX=1 PIP_FIND_LINKS=<wheelhouse>``.
 
@@ -155,7 +155,7 @@ def _wheel_builder() -> str:
 
 
 def wheelhouse() -> Path:
-    """The folder of wheels that installs this project's ``.[test]`` with no index, fetched by run.sh."""
+    """The folder of wheels that installs this project's ``.[test,bench]`` with no index, fetched by run.sh."""
     folder = _wheelhouse()
     if not (folder / ".complete").exists():
         pytest.fail(f"the wheelhouse {folder} is not made: run {FETCH} (tests/run.sh does)")
@@ -194,7 +194,7 @@ def fetch() -> None:
     wheels = _wheelhouse()
     if not (wheels / ".complete").exists():
         subprocess.run([_wheel_builder(), "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check",
-                        "--wheel-dir", str(wheels), f"{ROOT}[test]", "setuptools>=68", "wheel"], check=True)
+                        "--wheel-dir", str(wheels), f"{ROOT}[test,bench]", "setuptools>=68", "wheel"], check=True)
         (wheels / ".complete").touch()
 
 

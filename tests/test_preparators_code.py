@@ -73,7 +73,7 @@ def test_binary_files_named_as_source_are_not_code():
     sniff = MimeSniffer()
     for url in ("file:///pictures/python.py", "file:///videos/clip.ts"):
         mimetype = sniff(gif, url)
-        assert [p.name for p in chain_for(BUILTIN, mimetype, url)] == ["metadata_only"], mimetype
+        assert [p.name for p in chain_for(BUILTIN, mimetype, url)] == ["image"], mimetype  # read as a picture
     assert chain_for(BUILTIN, "video/mp2t", "file:///videos/clip.ts")[0].name == "metadata_only"
     prepared = prepare_code(gif, "file:///x.py", "application/octet-stream", {})  # called anyway: text, no error
     assert prepared.content == decode_text(gif)

@@ -75,7 +75,8 @@ def test_type_nothing_reads_is_unsupported_not_failed():
     """The catch-all indexes it by name: its own count, no report line, no failure."""
     docs, events = run(BUILTIN, raw("file:///d/python.exr", exr(), "image/x-exr"))
     assert docs[0].content == "" and docs[0].preparation_error == "" and docs[0].filename == "python.exr"
-    assert sorted((e.kind, e.count, e.reason) for e in events) == [("prepared", 1, ""), ("unsupported", 1, "")]
+    assert sorted((e.kind, e.count, e.reason) for e in events) == [("prepared", 1, ""), ("unsupported", 1, ""),
+                                                                           ("unsupported@type:image/x-exr", 1, "")]
 
 
 def test_type_nothing_reads_is_no_document_without_the_catch_all():
@@ -83,7 +84,8 @@ def test_type_nothing_reads_is_no_document_without_the_catch_all():
     readers = tuple(p for p in BUILTIN if not p.catch_all)
     for oversize in ("", "larger than max_file_size (…): indexed by metadata only"):
         docs, events = run(readers, raw("file:///d/python.exr", exr(), "image/x-exr", oversize))
-        assert docs == [] and [(e.kind, e.count, e.reason) for e in events] == [("skipped_unread", 1, "")]
+        assert docs == [] and [(e.kind, e.count, e.reason) for e in events] == [
+            ("skipped_unread", 1, ""), ("skipped_unread@type:image/x-exr", 1, "")]
     docs, events = run(readers, raw("file:///d/a.txt", b"still read", "text/plain"))
     assert docs[0].content == "still read"
 
@@ -96,7 +98,7 @@ def test_type_nothing_reads_any_more_is_a_delete_candidate():
     [candidate] = [o for o in outputs if isinstance(o, SnapshotEntry)]
     assert docs == [] and (candidate.id, candidate.url) == (indexed.entry.id, "file:///d/python.exr")
     assert sorted((e.kind, e.count) for e in outputs if isinstance(e, Event)) == [
-        ("no_longer_read", 1), ("skipped_unread", 1)]
+        ("no_longer_read", 1), ("skipped_unread", 1), ("skipped_unread@type:image/x-exr", 1)]
 
 
 def test_summary_cut_at_last_space():
