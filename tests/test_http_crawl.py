@@ -193,7 +193,8 @@ def test_first_crawl_changes_unchanged_and_server_down(site, web_config, crawl, 
     assert run.problems()[base] == "host unreachable (connection refused); all pages of the host kept"
 
     # the password went nowhere
-    index_files = Path(yaml.safe_load(config.read_text())["index"]["path"]).parent.glob("index*")
+    kept = Path(yaml.safe_load(config.read_text())["index"]["path"]).parent.glob("index*")  # and the work folder
+    index_files = [f for path in kept for f in ([path] if path.is_file() else path.rglob("*")) if f.is_file()]
     for text in (*(f.read_bytes().decode("latin-1") for f in index_files), run.stdout, run.stderr,
                  report_path(config).read_text()):
         assert PASSWORD not in text
