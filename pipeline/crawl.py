@@ -32,7 +32,6 @@ from beamtrawl.pipeline import report as reports
 from beamtrawl.pipeline.owner import check_owner, owner_of
 from beamtrawl.plugins.manager import PluginHost
 from beamtrawl.runners.options import check_reachable
-from beamtrawl.transforms import listings
 from beamtrawl.transforms.index import make_target
 from beamtrawl.transforms.preparators import helpers
 from beamtrawl.transforms.records import conform, event
@@ -272,6 +271,8 @@ def _crawl(config, launch: Launch, plugins: PluginHost, owner: dict) -> dict:
     run = _Run(config, target, plugins, context, stop)
     outcome = _pass(run, fingerprint, options, launch)
     report = _committed(run, outcome, outcome.staged)
+    from beamtrawl.transforms import listings  # Beam: loaded once the pipeline ran
+
     again = listings.to_list_again(outcome.problems) if reports.exit_code(report) != reports.EXIT_FATAL else []
     listed_again = {}
     if again:
@@ -370,6 +371,8 @@ def _merged(first: _Pass, second: _Pass, again: list[str]) -> _Pass:
     """The first pass with the containers ``again`` listed by the second: the first's lines about them are
     replaced by what the second found (its own problems, changes and deletes). A second pass that failed
     changes nothing: the first's lines stay, and so do the documents."""
+    from beamtrawl.transforms import listings
+
     if second.fatal:
         return _Pass(first.fatal, first.totals, first.problems, first.candidates, [],
                      [*first.warnings, f"listing {len(again)} containers again failed: {second.fatal}"],
