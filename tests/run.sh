@@ -44,7 +44,7 @@ python -m tests.real_corpus  # once: the real-world corpus, ten Debian packages 
 python -m tests.package_files  # once: the Debian packages and Maven sources single tests read, cached
 python -m ruff check pipeline transforms plugins runners tests bench
 # The files' order by default; BEAMTRAWL_RANDOM_ORDER=1 shuffles it (pytest-randomly prints the seed;
-# --randomly-seed=N repeats one). Seed 1702 still fails tests that pass alone (issue 32): random is opt-in until then.
+# --randomly-seed=N repeats one; docs/ci.md).
 order=(-p no:randomly)
 [ -n "${BEAMTRAWL_RANDOM_ORDER:-}" ] && order=()
 python -m pytest "${order[@]}" "$@"
