@@ -138,8 +138,14 @@ def pypi_sdist_file(project: str, version: str, member: str) -> bytes:
 SYSTEM_PYTHON = Path("/usr/bin/python3")  # the interpreter the front-door test installs with
 
 
+WHEEL_EXTRAS = "[test,bench]"  # what tests/run.sh installs, so what the wheelhouse must hold
+
+
 def _wheelhouse() -> Path:
-    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    """Named after pyproject.toml and the extras: a change to either makes a new wheelhouse (one made
+    for ``[test]`` alone, under the same pyproject, lacked scrapy and failed CI)."""
+    spec = (ROOT / "pyproject.toml").read_bytes() + WHEEL_EXTRAS.encode()
+    digest = hashlib.sha256(spec).hexdigest()[:16]
     return Path.home() / ".cache" / "beamtrawl" / "wheels" / f"{digest}-system"
 
 
@@ -194,7 +200,7 @@ def fetch() -> None:
     wheels = _wheelhouse()
     if not (wheels / ".complete").exists():
         subprocess.run([_wheel_builder(), "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check",
-                        "--wheel-dir", str(wheels), f"{ROOT}[test,bench]", "setuptools>=68", "wheel"], check=True)
+                        "--wheel-dir", str(wheels), f"{ROOT}{WHEEL_EXTRAS}", "setuptools>=68", "wheel"], check=True)
         (wheels / ".complete").touch()
 
 
