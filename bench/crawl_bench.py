@@ -221,10 +221,10 @@ def _tree_rss(proc: psutil.Process, cpu: dict[int, float]) -> tuple[int, int]:
     return total, seen
 
 
-def run_measured(cmd: list[str], log: Path, env: dict | None = None, cwd: Path = REPO) -> dict:
-    """Run ``cmd`` (output to ``log``); wall seconds, and peak RSS and CPU seconds of its process tree
-    (sampled every 0.1 s: the last tenth of a second of each process is not counted). CPU seconds
-    depend far less than wall seconds on what else the machine runs."""
+def measure(cmd: list[str], log: Path, env: dict | None = None, cwd: Path = REPO) -> dict:
+    """Run ``cmd`` (output to ``log``); its exit code, wall seconds, and peak RSS and CPU seconds of its
+    process tree (sampled every 0.1 s: the last tenth of a second of each process is not counted). CPU
+    seconds depend far less than wall seconds on what else the machine runs."""
     peak = {"rss": 0, "procs": 0}
     cpu: dict[int, float] = {}
     done = threading.Event()
@@ -244,9 +244,15 @@ def run_measured(cmd: list[str], log: Path, env: dict | None = None, cwd: Path =
         seconds = time.perf_counter() - started
         done.set()
         sampler.join()
-    if code != 0:
-        fail(f"{' '.join(cmd)} exited with {code}; its output:\n{log.read_text()}")
-    return {"seconds": seconds, "peak_rss": peak["rss"], "procs": peak["procs"], "cpu": sum(cpu.values())}
+    return {"exit": code, "seconds": seconds, "peak_rss": peak["rss"], "procs": peak["procs"], "cpu": sum(cpu.values())}
+
+
+def run_measured(cmd: list[str], log: Path, env: dict | None = None, cwd: Path = REPO) -> dict:
+    """:func:`measure` of a command that must succeed."""
+    run = measure(cmd, log, env, cwd)
+    if run["exit"] != 0:
+        fail(f"{' '.join(cmd)} exited with {run['exit']}; its output:\n{log.read_text()}")
+    return run
 
 
 def time_find(tree: Path, repeats: int = 3) -> float:

@@ -26,17 +26,12 @@ import multiprocessing
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
-import psutil
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from crawl_bench import _tree_rss, time_find
+from crawl_bench import measure, time_find
 
 PER_FOLDER = 100
 
@@ -57,23 +52,7 @@ def build_tree(root: Path, files: int) -> int:
 
 def crawl(beamtrawl: str, config: Path, log: Path) -> dict:
     """One crawl: its exit code, summary counts, wall seconds and peak RSS of its process tree."""
-    peak = [0]
-    done = threading.Event()
-
-    def sample(proc: psutil.Process) -> None:
-        while not done.is_set():
-            peak[0] = max(peak[0], _tree_rss(proc, {})[0])
-            done.wait(0.2)
-
-    started = time.perf_counter()
-    with open(log, "w") as out:
-        child = subprocess.Popen([beamtrawl, "crawl", str(config)], stdout=out, stderr=subprocess.STDOUT)
-        sampler = threading.Thread(target=sample, args=(psutil.Process(child.pid),), daemon=True)
-        sampler.start()
-        code = child.wait()
-    seconds = time.perf_counter() - started
-    done.set()
-    sampler.join()
+    run = measure([beamtrawl, "crawl", str(config)], log)
     text = log.read_text(errors="replace")
     summary = re.search(r"^beamtrawl-summary (.*)$", text, re.MULTILINE)
     counts = dict(field.split("=", 1) for field in summary.group(1).split()) if summary else {}
@@ -81,7 +60,7 @@ def crawl(beamtrawl: str, config: Path, log: Path) -> dict:
     written = json.loads(report.read_text()) if report.exists() else {}
     lost = sum(1 for p in written.get("problems", []) if "lost in transit" in p["reason"])  # the terminal shows ten
     again = written.get("listed_again", {})
-    return {"exit": code, "counts": counts, "seconds": seconds, "peak": peak[0], "lost": lost,
+    return {"exit": run["exit"], "counts": counts, "seconds": run["seconds"], "peak": run["peak_rss"], "lost": lost,
             "again": again.get("containers", 0), "again_found": again.get("counts", {}).get("accepted", 0)}
 
 
