@@ -35,19 +35,9 @@ from beamtrawl.transforms.index import EmbeddedIndex
 from beamtrawl.transforms.index.query import parse_query
 from beamtrawl.transforms.records import IndexDoc
 from beamtrawl.transforms.urls import doc_id
+from ranking_bench import word  # one made-up vocabulary for both benchmarks
 
 HIDDEN_WORD, NOBODYS_WORD = "zanzibar", "zanzibaq"
-
-
-def word(rank: int) -> str:
-    """A made-up word for a vocabulary rank."""
-    consonants, vowels = "bdfgklmnprstvz", "aeiou"
-    letters, n = [], rank + 1
-    while n:
-        n, c = divmod(n, len(consonants))
-        n, v = divmod(n, len(vowels))
-        letters.append(consonants[c] + vowels[v])
-    return "".join(letters) + "x"
 
 
 def documents(public: int, hidden: int, seed: int = 7) -> list[IndexDoc]:
