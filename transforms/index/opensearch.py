@@ -458,7 +458,8 @@ class OpenSearchIndex(IndexTarget):
 
     def _by_id(self, doc_id: str, fields: list[str], groups: Sequence[str] | None = None) -> tuple[str, dict] | None:
         """(id, ``fields`` of its ``_source``) of the document with this id behind the alias, in whichever
-        partition it is; with ``groups``, only if a searcher holding them may see it (None is anyone)."""
+        partition it is; with ``groups``, only if a searcher holding them may see it (opening it), without
+        (None), whoever may see it (explain's record)."""
         filters = [{"ids": {"values": [doc_id]}}, *([_visible(groups)] if groups is not None else [])]
         body = {"size": 1, "query": {"bool": {"filter": filters}}, "_source": fields}
         try:
