@@ -122,6 +122,9 @@ def _serve_parsers(commands, overrides) -> None:
                                                "asked twice on a terminal, else read as one line from standard input")
     add.add_argument("name", help="the name the user signs in with")
     add.add_argument("--groups", default="", metavar="A,B", help="the user's access groups")
+    add.add_argument("--admin", action="store_true",
+                     help="an administrator: may ask the search page why a document is or is not in the index "
+                          "(beamtrawl explain); without it, a user changed again is no administrator any more")
     add.add_argument("--users", required=True, metavar="PATH", help="the users file (created if missing)")
     add.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     listing = user_commands.add_parser("list", help="the users of the users file and their groups")
@@ -462,7 +465,10 @@ def _serve(config, args) -> int:
         return EXIT_FATAL
     print(f"beamtrawl serve: searching {config.index.label} at http://{args.host}:{args.port}/", flush=True)
     try:
-        uvicorn.run(make_app(config, doorkeeper), host=args.host, port=args.port, **SERVER_OPTIONS,
+        def crawl_config():  # what /explain compares with: the configuration as a crawl loads it
+            return load_config(args.config, crawling=True, overrides=args.overrides)
+
+        uvicorn.run(make_app(config, doorkeeper, crawl_config), host=args.host, port=args.port, **SERVER_OPTIONS,
                     log_level="debug" if args.debug else "warning", access_log=args.debug)
     except SystemExit as stop:  # uvicorn exits when it cannot listen (it logged why)
         if stop.code:

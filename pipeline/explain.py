@@ -51,7 +51,8 @@ def explain(config, text: str) -> list[str]:
         target.close()
     lines.append(_in_index(record, config))
     lines += _scope(config, rules, url, root)
-    lines += _on_disk(config, url, record)
+    if root is not None or record is not None:  # a file neither crawled nor in the index is none of its business
+        lines += _on_disk(config, url, record)
     lines += _robots(config, url, root)
     if record is not None:
         lines += _preparation(record, preparation_fingerprint(config.preparators, config), config, url)
@@ -127,6 +128,8 @@ def _on_disk(config, url: str, record: dict | None) -> list[str]:
         return ["a symbolic link: skipped, not followed (follow_symlinks is false)"]
     try:
         st = os.stat(path)
+    except ValueError:  # a NUL in the path: no file has that name
+        return ["not on disk: no file can have that name (it holds a NUL character)"]
     except OSError as err:
         return [f"not on disk: {err.strerror}" + ("; the next crawl that lists its folder completely deletes it"
                                                   if record is not None else "")]

@@ -24,7 +24,7 @@ def run(args) -> int:
             return _list(args.users)
         if args.user_command == "remove":
             return _remove(args.users, args.name)
-        return _add(args.users, args.name, args.groups)
+        return _add(args.users, args.name, args.groups, args.admin)
     except UsersError as err:
         log.error("beamtrawl user %s: %s", args.user_command, err)
         return EXIT_FATAL
@@ -34,7 +34,7 @@ def run(args) -> int:
         return EXIT_FATAL
 
 
-def _add(path: str, name: str, groups: str) -> int:
+def _add(path: str, name: str, groups: str, admin: bool) -> int:
     if sys.stdin.isatty():
         password = getpass.getpass(f"password for {name}: ")
         if getpass.getpass("again: ") != password:
@@ -43,8 +43,8 @@ def _add(path: str, name: str, groups: str) -> int:
     else:
         password = sys.stdin.readline().rstrip("\r\n")
     wanted = [g.strip() for g in groups.split(",") if g.strip()]
-    new = add_user(path, name, password, wanted)
-    print(f"{'added' if new else 'changed'} {name} in {path}")
+    new = add_user(path, name, password, wanted, admin)
+    print(f"{'added' if new else 'changed'} {name} in {path}" + (", an administrator" if admin else ""))
     if not wanted:
         print(NO_GROUPS.format(name=name, path=path), file=sys.stderr)
     return 0
@@ -55,7 +55,8 @@ def _list(path: str) -> int:
     if not users:
         print(f"{path}: no users (add one with: beamtrawl user add NAME --groups A,B --users {path})")
     for user in sorted(users.values(), key=lambda u: u.name):
-        print(f"{terminal_safe(user.name)}\t{','.join(user.groups) or '(no groups: public documents only)'}")
+        print(f"{terminal_safe(user.name)}\t{','.join(user.groups) or '(no groups: public documents only)'}"
+              + ("\tadministrator" if user.admin else ""))
     return 0
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from imapclient import IMAPClient
 
+from tests.conftest import beamtrawl
 from tests.package_files import PY_LIB, PY_TESTSUITE, debian_file
 from tests.servers.dovecot import running_dovecot
 
@@ -274,6 +275,47 @@ def test_unchanged_mailbox_needs_no_pipeline(dovecot, tmp_path, make_config, cra
     assert run.code == 0 and "pipeline_skipped" not in run.report and run.counts["read"] == 0
     skipped = crawl(config)
     assert "pipeline_skipped" in skipped.report and skipped.counts == run.counts  # the same report, faster
+
+
+def test_unchanged_mailbox_into_a_table_needs_no_pipeline(dovecot, tmp_path, make_config, crawl):
+    """The same shortcut with the index a Delta table: the state is a file beside the table's log, and holds for
+    the version the clean crawl left; a commit since (a row deleted by another writer, ``beamtrawl maintain``)
+    makes the next crawl run its pipeline."""
+    from deltalake import DeltaTable
+
+    client = connect(dovecot)
+    fill(client)
+    start = dovecot.url("imaps")
+    settings = {"start": [{"url": start}], "whitelist": [{"prefix": start}], "index": {"table": "mail.delta"},
+                "credentials": [{"url": start, "username": USER, "password": PASSWORD}],
+                "imap": {"ca_file": str(dovecot.ca_file)}}
+    config = make_config(tmp_path, **settings)
+    table = str(tmp_path / "mail.delta")
+    first = crawl(config)
+    assert first.code == 0 and "pipeline_skipped" not in first.report, first.stderr
+    documents, version = first.report["documents_in_index"], DeltaTable(table).version()
+
+    again = crawl(config)
+    assert again.code == 0 and "UIDVALIDITY" in again.report["pipeline_skipped"], again.stderr
+    assert (again.counts["unchanged"], again.counts["read"], again.counts["written"]) == (documents, 0, 0)
+    assert DeltaTable(table).version() == version and again.report["documents_in_index"] == documents
+
+    client.append("INBOX", mail("Late wombat", body="A second wombat"))  # a new message
+    run = crawl(config)
+    assert "pipeline_skipped" not in run.report and run.counts["new"] == 1
+    assert "pipeline_skipped" in crawl(config).report
+
+    lost = DeltaTable(table)  # a document lost from the table by another writer: a new version
+    lost.delete(f"url = '{lost.to_pyarrow_table(columns=['url'])['url'][0].as_py()}'")
+    run = crawl(config)
+    assert run.code == 0 and "pipeline_skipped" not in run.report and run.counts["new"] == 1
+    assert "pipeline_skipped" in crawl(config).report
+
+    assert beamtrawl("maintain", str(config)).returncode == 0  # compaction commits a version: the state is not its
+    run = crawl(config)
+    assert run.code == 0 and "pipeline_skipped" not in run.report and run.counts["read"] == 0
+    skipped = crawl(config)
+    assert "pipeline_skipped" in skipped.report and skipped.counts == run.counts
 
 
 def test_an_index_refusing_the_crawl_state_only_costs_a_pipeline_run(dovecot, tmp_path, make_config, crawl):

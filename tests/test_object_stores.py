@@ -192,6 +192,45 @@ def test_a_bucket_into_a_delta_table_in_a_bucket_with_the_work_folder_there_too(
         assert "NoSuchBucket" in done.stderr + done.stdout
 
 
+def test_a_table_in_a_bucket_keeps_its_owner_and_state_there_and_explain_reads_it(bucket, s3_server, tmp_path,
+                                                                                   monkeypatch):
+    """The table's owner and the sources' state are objects beside its log in the bucket: a second configuration
+    is refused in one line before any work, the state written is read back, and explain finds the record."""
+    from beamtrawl.transforms.index.table import DeltaIndex
+    from beamtrawl.transforms.urls import doc_id
+
+    name, client = bucket
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint)  # Beam's and pyarrow's S3 file systems read it
+    lake = f"{name}-lake"
+    client.create_bucket(Bucket=lake)
+    options = {k: v for k, v in s3_server.storage_options().items() if not k.startswith(("AWS_ACCESS", "AWS_SECRET"))}
+    index = {"table": f"s3://{lake}/table", "storage_options": options}
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    first = _config(tmp_path / "one", f"s3://{name}/docs/", s3_server.endpoint, index=index,
+                    report=str(tmp_path / "one" / "report.json"))
+    second = _config(tmp_path / "two", f"s3://{name}/elsewhere/", s3_server.endpoint, index=index,
+                     report=str(tmp_path / "two" / "report.json"))
+    assert _crawled(first).code == 0
+    assert "table/_beamtrawl/owner.json" in _objects(client, lake, "table/_beamtrawl/")
+    refused = beamtrawl("crawl", str(second), "--direct_num_workers=1")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert str(first) in refused.stderr and "--force-other-config" in refused.stderr
+
+    target = DeltaIndex(f"s3://{lake}/table", s3_server.storage_options())
+    state = {"key": "k", "folders": {"imaps://mail/INBOX": [7, 12, 11]}, "documents": 4}
+    target.write_state(state)
+    assert DeltaIndex(f"s3://{lake}/table", s3_server.storage_options()).read_state() == state
+    target.write_state(None)
+    assert target.read_state() is None and "table/_beamtrawl/state.json" not in _objects(client, lake, "table/")
+    gannet = f"s3://{name}/docs/birds/gannet.txt"
+    assert target.record(doc_id(gannet))["url"] == gannet
+
+    done = beamtrawl("explain", gannet, "--config", str(first))
+    assert done.returncode == 0, done.stderr
+    assert f"in the index s3://{lake}/table since " in done.stdout and f"found under s3://{name}/docs/" in done.stdout
+
+
 def test_the_benchmark_runs_in_its_tiny_mode():
     done = subprocess.run([sys.executable, str(Path(__file__).resolve().parent.parent / "bench" / "s3_bench.py"),
                            "--tiny"], capture_output=True, text=True, timeout=900, check=False)

@@ -230,6 +230,41 @@ def test_an_index_remembers_the_configuration_that_filled_it(tmp_path, make_conf
     assert OpenSearchIndex(opensearch, name).read_owner()["config"] == str(second)
 
 
+def test_explain_reads_the_record_opensearch_keeps_as_the_embedded_index_gives_it(tmp_path, make_config, os_config,
+                                                                                  crawl, opensearch):
+    """Issue 28, item 15, on OpenSearch: the same record of every document as the embedded index of the same crawl,
+    from whichever partition (the hr file's too: the administrator's question, whoever may see it), while
+    opening it (document, indexed) still needs the groups; ``beamtrawl explain`` answers from it."""
+    from beamtrawl.transforms.index import EmbeddedIndex
+
+    from tests.test_table import _records, embedded_documents
+
+    root = tmp_path / "docs"
+    build_tree(root)
+    (root / "hr").mkdir()
+    (root / "hr" / "pay.txt").write_text("walrus pay rises", encoding="utf-8")
+    access = [{"url_rules": [{"prefix": str(root / "hr"), "groups": ["hr"]}]}]
+    embedded, remote = make_config(root, access_control=access), os_config(root, access_control=access)
+    assert crawl(embedded).code == 0 and crawl(remote).code == 0
+    ids = list(embedded_documents(tmp_path / "index.sqlite"))
+    expected = _records(EmbeddedIndex(str(tmp_path / "index.sqlite")), ids)
+    target = OpenSearchIndex(opensearch, index_name(remote))
+    assert _records(target, ids) == expected and len(expected) == 12
+    [pay] = [i for i, r in expected.items() if r["url"].endswith("/hr/pay.txt")]
+    assert expected[pay]["groups"] == ["hr"]
+    assert target.document(pay, ()) is None and target.indexed(pay, ["staff"]) is None  # opening: the groups' check
+    assert target.document(pay, ["hr"]).url == expected[pay]["url"] and target.indexed(pay, ["hr"]).content
+    assert target.record("0" * 64) is None
+    target.close()
+
+    done = beamtrawl("explain", str(root / "hr" / "pay.txt"), "--config", str(remote))
+    assert done.returncode == 0, done.stderr
+    assert f"found under {root.as_uri()}" in done.stdout and "visible to members of hr" in done.stdout
+    assert "unchanged since it was indexed" in done.stdout and "last preparation by text: prepared completely" in done.stdout
+    missing = beamtrawl("explain", str(root / "nowhere.txt"), "--config", str(remote))
+    assert missing.returncode == 0 and "not in the index" in missing.stdout, missing.stderr
+
+
 def _write_rejections(url: str) -> int:
     nodes = _get(f"{url}/_nodes/stats/thread_pool")["nodes"]
     return sum(n["thread_pool"]["write"]["rejected"] for n in nodes.values())

@@ -441,3 +441,68 @@ def test_an_export_to_a_path_delta_rs_misreads_leaves_nothing_and_a_damaged_log_
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "<unknown>" not in lines[0], done.stderr
     assert "its log cannot be read, a commit in _delta_log is damaged or not a Delta log" in lines[0], lines[0]
+
+
+def _records(target, ids) -> dict[str, dict]:
+    """{id: record} of ``target`` (IndexTarget.record), when each was indexed left out (two crawls' times)."""
+    try:
+        found = {i: target.record(i) for i in ids}
+    finally:
+        target.close()
+    for record in found.values():
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", record.pop("indexed_at")), record
+    return found
+
+
+def test_explain_reads_the_tables_record_as_the_embedded_index_gives_it(tmp_path, make_config, crawl):
+    """Issue 28, item 15, on the table: one crawl into the embedded index and one into a table give the same
+    record of every document (whoever may see it: the hr file too), and ``beamtrawl explain`` answers from it."""
+    root = tmp_path / "docs"
+    build_tree(root)
+    (root / "hr").mkdir()
+    (root / "hr" / "pay.txt").write_text("walrus pay rises", encoding="utf-8")
+    access = [{"url_rules": [{"prefix": str(root / "hr"), "groups": ["hr"]}]}]
+    embedded = make_config(root, name="embedded.yaml", access_control=access)
+    delta = make_config(root, name="table.yaml", index={"table": "docs.delta"}, access_control=access)
+    assert crawl(embedded).code == 0 and crawl(delta).code == 0
+    ids = list(embedded_documents(tmp_path / "index.sqlite"))
+    expected = _records(EmbeddedIndex(str(tmp_path / "index.sqlite")), ids)
+    assert _records(DeltaIndex(str(tmp_path / "docs.delta")), ids) == expected
+    pay = next(r for r in expected.values() if r["url"].endswith("/hr/pay.txt"))
+    assert pay["groups"] == ["hr"] and pay["root"] == root.as_uri() and pay["size"] == 16
+    assert DeltaIndex(str(tmp_path / "docs.delta")).record("0" * 64) is None
+
+    done = beamtrawl("explain", str(root / "hr" / "pay.txt"), "--config", str(delta))
+    assert done.returncode == 0, done.stderr
+    assert f"in the index {tmp_path / 'docs.delta'} since " in done.stdout and f"found under {root.as_uri()}" in done.stdout
+    assert "unchanged since it was indexed" in done.stdout and "last preparation by text: prepared completely" in done.stdout
+    assert ", the current configuration's" in done.stdout and "visible to members of hr" in done.stdout
+    (root / "late.txt").write_text("walrus, after the crawl", encoding="utf-8")
+    late = beamtrawl("explain", str(root / "late.txt"), "--config", str(delta))
+    assert late.returncode == 0 and f"not in the index {tmp_path / 'docs.delta'}" in late.stdout, late.stderr
+
+
+def test_a_table_remembers_the_configuration_that_filled_it(tmp_path, make_config, crawl):
+    """Issue 28, item 1, on the table: the owner is a file beside the table's log, which no version holds (so
+    maintenance keeps it); a second configuration is refused before any work, in one line, unless forced."""
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "x.txt").write_text(f"walrus {folder}", encoding="utf-8")
+    first = make_config(tmp_path / "a", name="a.yaml", index={"table": "shared.delta"})
+    second = make_config(tmp_path / "b", name="b.yaml", index={"table": "shared.delta"})
+    assert crawl(first).code == 0
+    table = tmp_path / "shared.delta"
+    version = DeltaTable(str(table)).version()
+    for extra in ((), ("--dry-run",)):
+        refused = beamtrawl("crawl", str(second), "--direct_num_workers=1", *extra)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        if not extra:
+            assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert str(first) in refused.stdout + refused.stderr and "--force-other-config" in refused.stdout + refused.stderr
+    assert DeltaTable(str(table)).version() == version and not list((table / LEASES).iterdir())  # nothing was done
+    assert beamtrawl("maintain", str(first), "--retention-hours", "0").returncode == 0
+    assert DeltaIndex(str(table)).read_owner()["config"] == str(first)  # vacuum left it
+    forced = crawl(second, "--force-other-config")
+    assert forced.code == 0, forced.stderr
+    assert DeltaIndex(str(table)).read_owner()["config"] == str(second)
+    assert crawl(second).code == 0 and crawl(first).code == 2

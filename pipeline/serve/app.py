@@ -8,6 +8,8 @@ Routes::
     GET /document/<id>       a hit's document, from its source, after the search's access check
     GET /text/<id>?q=…       what the index holds of a hit (title, fields, text; the search's words marked)
     GET /thumbnail/<id>      an image hit's thumbnail (PNG), made on request behind the same check
+    GET /explain?url=…       for a signed-in administrator only: why a URL or path is or is not in the index
+                             (``beamtrawl explain``'s lines); others 403, anonymous asked to sign in
     GET /signin              asks for HTTP Basic credentials, then goes back to the search
     GET /signout             refuses the credentials the browser keeps (401, no challenge): signed out
     GET /health              200 when the index answers, 503 when it does not
@@ -38,6 +40,8 @@ from pathlib import Path
 import jinja2
 import orjson
 from beamtrawl.pipeline import __version__
+from beamtrawl.pipeline.config import ConfigError, load_config
+from beamtrawl.pipeline.explain import as_url
 from beamtrawl.pipeline.serve import documents, mime_names, text_view, thumbnails
 from beamtrawl.pipeline.serve.people import ANONYMOUS, Doorkeeper, Searcher
 from beamtrawl.pipeline.serve.protocol import BoundedHeadProtocol
@@ -71,6 +75,7 @@ PER_PAGE = 20  # hits on a page unless per_page says otherwise
 MAX_PER_PAGE = 100
 MAX_DEPTH = 10_000  # hits one can page to (OpenSearch's max_result_window): narrow the search beyond
 FACET_SIZE = 10  # values shown per facet
+MAX_EXPLAIN_CHARS = 4096  # the longest URL or path /explain takes (Linux's PATH_MAX)
 SEARCH_THREADS = 8  # index connections, so searches at once
 REALM = 'Basic realm="beamtrawl", charset="UTF-8"'
 #: uvicorn's options: h11 bounds a request's line and headers (httptools buffers a header of any size: one
@@ -122,6 +127,22 @@ class Searches:
         self._pool.shutdown(wait=True)
         for target in self._made:
             target.close()
+
+
+class Explaining:
+    """``beamtrawl explain`` for the page: the configuration as a crawl loads it is loaded on the first question
+    (plugins, preparators: what searching never needs) and kept; a configuration error is said and tried again."""
+
+    def __init__(self, load):
+        self._load, self._config, self._lock = load, None, threading.Lock()
+
+    def lines(self, text: str) -> list[str]:
+        from beamtrawl.pipeline.explain import explain
+
+        with self._lock:
+            if self._config is None:
+                self._config = self._load()
+        return explain(self._config, text)
 
 
 class JSON(JSONResponse):
@@ -252,6 +273,7 @@ def _environment() -> jinja2.Environment:
     env.filters.update(size=human_size, date=shown_date, hit_link=hit_link, url=shown_url, plain=plain,
                        breakable=breakable, mime=mime_names.readable)
     env.globals.update(version=__version__, MAX_QUERY_CHARS=MAX_QUERY_CHARS, ORDER_LABELS=ORDER_LABELS,
+                       MAX_EXPLAIN_CHARS=MAX_EXPLAIN_CHARS,
                        thumbnail_types=thumbnails.TYPES)
     return env
 
@@ -317,10 +339,30 @@ def _printable(text: str) -> str:
     return "".join(c if c.isprintable() and not c.isspace() else f"%{ord(c) & 0xFF:02X}" for c in text)
 
 
-def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
+def explain_asked(params) -> str:
+    """The URL or path an /explain request asks about ("" for the empty form); raises BadRequest for one it
+    cannot be (too long, control characters, a path relative to the server's own folder)."""
+    text = params.get("url", "").strip()
+    if len(text) > MAX_EXPLAIN_CHARS:
+        raise BadRequest(f"the URL or path is too long ({len(text):,} characters; at most {MAX_EXPLAIN_CHARS:,})")
+    if any(not c.isprintable() for c in text):
+        raise BadRequest("the URL or path holds control characters; no document's address does")
+    if text and "://" not in text and not text.startswith("/"):
+        raise BadRequest("give a URL (file://, smb://, http://…) or an absolute local path")
+    try:
+        as_url(text)  # what explain makes of it
+    except ValueError as err:  # the URL parser's ("Invalid IPv6 URL"), a lone surrogate's (UnicodeError)
+        raise BadRequest(f"this is not a URL or path explain can read ({err})") from None
+    return text
+
+
+def make_app(config, doorkeeper: Doorkeeper | None = None, crawl_config=None) -> Starlette:
     """The application over ``config``'s index; ``doorkeeper`` says who is searching (default: everyone
-    is anonymous)."""
+    is anonymous); ``crawl_config()`` gives the configuration as a crawl loads it (plugins, preparators), which
+    /explain compares with (default: ``config``'s file loaded so, on first use)."""
     doorkeeper = doorkeeper or Doorkeeper()
+    crawl_config = crawl_config or (lambda: load_config(config.source, crawling=True))
+    explaining = Explaining(crawl_config)
     searches = Searches(config.index)
     fields = [f.name for f in config.auxiliary_fields if f.index]
     templates = Jinja2Templates(env=_environment())
@@ -468,6 +510,32 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
             raise HTTPException(404, "This document has no thumbnail.")
         return Response(picture, media_type="image/png", headers=thumbnails.HEADERS)
 
+    async def explain_page(request: Request) -> Response:
+        """``beamtrawl explain`` on the page, for an administrator: whoever may see the document, the answer is
+        the index's and the crawls' (the text view stays behind the searcher's own groups)."""
+        searcher = await who(request)
+        if not searcher.signed_in:
+            if not doorkeeper.can_sign_in:
+                raise HTTPException(404, "This search has no users to sign in as.")
+            raise HTTPException(401, "Sign in as an administrator to ask why a document is or is not in the index.",
+                                headers={"WWW-Authenticate": REALM})
+        if not searcher.admin:
+            raise HTTPException(403, "Only an administrator may ask why a document is or is not in the index.")
+        values = {"template": "explain.html", "a": Asked("", 1, PER_PAGE, RELEVANCE), "searcher": searcher,
+                  "asked": "", "lines": []}
+        try:
+            values["asked"] = explain_asked(request.query_params)
+        except BadRequest as err:
+            return page(request, 400, **values, error=str(err))
+        if not values["asked"]:
+            return page(request, **values)
+        try:
+            values["lines"] = await run_in_threadpool(explaining.lines, values["asked"])
+        except (IndexUnavailable, ConfigError) as err:
+            log.error("explain: %s", err)
+            return page(request, 503, **values, error=f"The answer cannot be given right now: {err}")
+        return page(request, **values)
+
     async def signin(request: Request) -> Response:
         searcher = await who(request)
         if not doorkeeper.can_sign_in:
@@ -525,7 +593,7 @@ def make_app(config, doorkeeper: Doorkeeper | None = None) -> Starlette:
     app = Starlette(routes=[
         Route("/", search_page), Route("/api/search", api_search), Route("/document/{doc_id}", document),
         Route("/text/{doc_id}", text),
-        Route("/thumbnail/{doc_id}", thumbnail),
+        Route("/thumbnail/{doc_id}", thumbnail), Route("/explain", explain_page),
         Route("/signin", signin), Route("/signout", signout), Route("/health", health),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ], exception_handlers={HTTPException: failed, Exception: broken}, lifespan=lifespan)

@@ -1,7 +1,9 @@
 """Who is searching: anonymous (public documents only), a user of the users file signed in with HTTP
 Basic, or a user a trusted reverse proxy names in a header.
 
-The users file has one line per user, ``name:hash:group,group``, written by ``beamtrawl user add``.
+The users file has one line per user, ``name:hash:group,group``, written by ``beamtrawl user add``; an
+administrator's line ends in ``:admin`` (``user add --admin``: they may ask the page why a document is or is
+not in the index, whoever may see it).
 A hash is ``scrypt$N$r$p$salt$key`` (hashlib.scrypt, a fresh 16-byte salt per user, base64), so a
 stolen file gives no password without a brute force that scrypt makes slow. Sign-in failures are
 slowed per client address and per user name, and hashes are handed out so that guesses cannot starve a
@@ -48,6 +50,7 @@ class Searcher:
 
     name: str = ""
     groups: tuple[str, ...] = ()
+    admin: bool = False  # may ask /explain (never more documents: what they see is their groups')
 
     @property
     def signed_in(self) -> bool:
@@ -62,6 +65,11 @@ class User:
     name: str
     hash: str
     groups: tuple[str, ...]
+    admin: bool = False
+
+
+#: The last field of an administrator's line in the users file.
+ADMIN = "admin"
 
 
 def hash_password(password: str) -> str:
@@ -104,15 +112,16 @@ def read_users(path: str) -> dict[str, User]:
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.split(":")
-        if len(parts) != 3 or not NAME.fullmatch(parts[0]):
-            raise UsersError(f"{path}:{number}: not a line of a users file (name:hash:groups)")
-        users[parts[0]] = User(parts[0], parts[1], tuple(g for g in parts[2].split(",") if g))
+        if len(parts) not in (3, 4) or not NAME.fullmatch(parts[0]) or parts[3:] not in ([], [""], [ADMIN]):
+            raise UsersError(f"{path}:{number}: not a line of a users file (name:hash:groups, or "
+                             f"name:hash:groups:{ADMIN} for an administrator)")
+        users[parts[0]] = User(parts[0], parts[1], tuple(g for g in parts[2].split(",") if g), parts[3:] == [ADMIN])
     return users
 
 
-def add_user(path: str, name: str, password: str, groups: list[str]) -> bool:
-    """Add a user to the users file, or replace their password and groups; True if they are new. The file
-    is written whole to a temporary file and renamed, readable by its owner only."""
+def add_user(path: str, name: str, password: str, groups: list[str], admin: bool = False) -> bool:
+    """Add a user to the users file, or replace their password, groups and whether they are an administrator;
+    True if they are new. The file is written whole to a temporary file and renamed, readable by its owner only."""
     for value in (name, *groups):
         if not NAME.fullmatch(value):
             raise UsersError(f"{value[:64]!r}: a user or group name is 1 to 64 characters without spaces, "
@@ -121,7 +130,7 @@ def add_user(path: str, name: str, password: str, groups: list[str]) -> bool:
         raise UsersError("the password is empty")
     users = read_users(path)
     new = name not in users
-    users[name] = User(name, hash_password(password), tuple(groups))
+    users[name] = User(name, hash_password(password), tuple(groups), admin)
     _write_users(path, users)
     return new
 
@@ -139,7 +148,7 @@ def remove_user(path: str, name: str) -> bool:
 
 def _write_users(path: str, users: dict[str, User]) -> None:
     """The users file written whole to a temporary file and renamed, readable by its owner only."""
-    text = "".join(f"{u.name}:{u.hash}:{','.join(u.groups)}\n" for u in users.values())
+    text = "".join(f"{u.name}:{u.hash}:{','.join(u.groups)}{':' + ADMIN if u.admin else ''}\n" for u in users.values())
     temporary = f"{path}.{os.getpid()}.tmp"
     with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as handle:
         handle.write(text)
@@ -237,7 +246,7 @@ class Doorkeeper:
         if self.trusted_header and self._from_proxy(peer) and headers.get(self.trusted_header):
             name = headers[self.trusted_header]
             user = self.users().get(name)
-            return Searcher(name, user.groups if user else ())
+            return Searcher(name, user.groups, user.admin) if user else Searcher(name)
         if not authorization:
             return ANONYMOUS
         users = self.users()  # first: a changed file forgets the passwords verified before it
@@ -251,7 +260,7 @@ class Doorkeeper:
         matches = password_matches(credentials[1], user.hash if user else self._dummy)  # the same cost
         if user is None or not matches:
             return None
-        searcher = Searcher(user.name, user.groups)
+        searcher = Searcher(user.name, user.groups, user.admin)
         self.verified.put(authorization, searcher)
         return searcher
 

@@ -141,6 +141,12 @@ class Indexed:
     fields: dict = field(default_factory=dict)  # the auxiliary fields stored with it
 
 
+#: What :meth:`IndexTarget.record` gives of a document, on every target: these keys, ``groups`` and ``denied``
+#: lists, ``last_modified`` and ``indexed_at`` ISO 8601 text, ``size`` and ``mtime_ns`` whole numbers.
+RECORD_FIELDS = ("url", "root", "title", "mimetype", "size", "mtime_ns", "last_modified", "groups", "denied",
+                 "preparation_error", "content_hash", "prep_fingerprint", "indexed_at")
+
+
 class IndexTarget(ABC):
     #: True if only processes on this machine can write to it (the embedded index).
     local_only = False
@@ -185,7 +191,8 @@ class IndexTarget(ABC):
 
     def record(self, doc_id: str) -> dict | None:
         """What the index keeps of one document but its text, whoever may see it (``beamtrawl explain``: the
-        administrator's question "why is this not found?"), or None if it is not there."""
+        administrator's question "why is this not found?"), or None if it is not there: a dict of
+        :data:`RECORD_FIELDS`."""
         raise IndexUnavailable(f"{type(self).__name__} cannot show one document's record")
 
     def read_owner(self) -> dict | None:

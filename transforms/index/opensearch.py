@@ -52,6 +52,7 @@ from beamtrawl.transforms.index.base import (
     MARK_ON,
     MAX_LOCATIONS,
     NEWEST,
+    RECORD_FIELDS,
     RELEVANCE,
     Hit,
     Indexed,
@@ -429,34 +430,43 @@ class OpenSearchIndex(IndexTarget):
         return Page([_hit(hit) for hit in answer["hits"]["hits"]], answer["aggregations"]["copies"]["value"], facets)
 
     def document(self, doc_id: str, groups: Sequence[str]) -> Stored | None:
-        body = {"size": 1, "query": {"bool": {"filter": [{"ids": {"values": [doc_id]}}, _visible(groups)]}},
-                "_source": ["id", "url", "title", "filename", "mimetype", "size", "root", "mtime_ns"]}
-        try:
-            hits = self.client.search(index=self.name, body=body)["hits"]["hits"]
-        except (OpenSearchException, OSError) as err:
-            raise IndexUnavailable(f"cannot search {self._where()}: {_short(err)}") from None
-        if not hits:
+        found = self._by_id(doc_id, ["id", "url", "title", "filename", "mimetype", "size", "root", "mtime_ns"], groups)
+        if found is None:
             return None
-        source = hits[0]["_source"]
-        return Stored(hits[0]["_id"], source["url"], source.get("title", ""), source.get("filename", ""),
+        identity, source = found
+        return Stored(identity, source["url"], source.get("title", ""), source.get("filename", ""),
                       source.get("mimetype", ""), source.get("size", 0), source.get("root", ""),
                       source.get("mtime_ns", 0))
 
     def indexed(self, doc_id: str, groups: Sequence[str]) -> Indexed | None:
-        body = {"size": 1, "query": {"bool": {"filter": [{"ids": {"values": [doc_id]}}, _visible(groups)]}},
-                "_source": ["url", "title", "mimetype", "size", "last_modified", "content", "headlines", "metadata",
-                            "preparation_error", "aux_stored"]}
+        found = self._by_id(doc_id, ["url", "title", "mimetype", "size", "last_modified", "content", "headlines",
+                                     "metadata", "preparation_error", "aux_stored"], groups)
+        if found is None:
+            return None
+        identity, source = found
+        return Indexed(identity, source["url"], source.get("title", ""), source.get("mimetype", ""),
+                       source.get("size", 0), source.get("last_modified", ""), source.get("content", ""),
+                       source.get("headlines", ""), source.get("metadata", ""), source.get("preparation_error", ""),
+                       dict(sorted((source.get("aux_stored") or {}).items())))
+
+    def record(self, doc_id: str) -> dict | None:
+        found = self._by_id(doc_id, list(RECORD_FIELDS))
+        if found is None:
+            return None
+        source = found[1]
+        return {name: source.get(name, _MISSING.get(name, "")) for name in RECORD_FIELDS}
+
+    def _by_id(self, doc_id: str, fields: list[str], groups: Sequence[str] | None = None) -> tuple[str, dict] | None:
+        """(id, ``fields`` of its ``_source``) of the document with this id behind the alias, in whichever
+        partition it is; with ``groups``, only if a searcher holding them may see it (opening it), without
+        (None), whoever may see it (explain's record)."""
+        filters = [{"ids": {"values": [doc_id]}}, *([_visible(groups)] if groups is not None else [])]
+        body = {"size": 1, "query": {"bool": {"filter": filters}}, "_source": fields}
         try:
             hits = self.client.search(index=self.name, body=body)["hits"]["hits"]
         except (OpenSearchException, OSError) as err:
             raise IndexUnavailable(f"cannot search {self._where()}: {_short(err)}") from None
-        if not hits:
-            return None
-        source = hits[0]["_source"]
-        return Indexed(hits[0]["_id"], source["url"], source.get("title", ""), source.get("mimetype", ""),
-                       source.get("size", 0), source.get("last_modified", ""), source.get("content", ""),
-                       source.get("headlines", ""), source.get("metadata", ""), source.get("preparation_error", ""),
-                       dict(sorted((source.get("aux_stored") or {}).items())))
+        return (hits[0]["_id"], hits[0]["_source"]) if hits else None
 
     def _search(self, groups, body: dict) -> dict:
         """One search over exactly the partitions ``groups`` may see (``_visible_partitions``); {} when

@@ -57,6 +57,7 @@ from beamtrawl.transforms.index.base import (
     MARK_ON,
     MAX_LOCATIONS,
     NEWEST,
+    RECORD_FIELDS,
     RELEVANCE,
     Hit,
     Indexed,
@@ -408,13 +409,11 @@ class EmbeddedIndex(IndexTarget):
         return Stored(*row) if row else None
 
     def record(self, doc_id: str) -> dict | None:
-        columns = ("url", "root", "title", "mimetype", "size", "mtime_ns", "last_modified", "groups", "denied",
-                   "preparation_error", "content_hash", "prep_fingerprint", "indexed_at")
         row = self._searching(lambda db: db.execute(
-            f"SELECT {', '.join(columns)} FROM docs WHERE id = ?", [doc_id]).fetchone())
+            f"SELECT {', '.join(RECORD_FIELDS)} FROM docs WHERE id = ?", [doc_id]).fetchone())
         if row is None:
             return None
-        found = dict(zip(columns, row, strict=True))
+        found = dict(zip(RECORD_FIELDS, row, strict=True))
         found["groups"], found["denied"] = json.loads(found["groups"]), json.loads(found["denied"])
         return found
 

@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-from beamtrawl.transforms.index.base import IndexTarget, IndexUnavailable
+from beamtrawl.transforms.index.base import RECORD_FIELDS, IndexTarget, IndexUnavailable
 from beamtrawl.transforms.index.query import Query
 from beamtrawl.transforms.records import AuxValue, IndexDoc, SnapshotEntry
 
@@ -86,6 +86,10 @@ _SNAPSHOT_COLUMNS = list(SnapshotEntry._fields)
 PROPERTIES = {"delta.enableChangeDataFeed": "true", SCHEMA_PROPERTY: str(SCHEMA_VERSION)}
 SPLIT_ROWS = 50_000  # rows of the snapshot one worker reads
 LEASES = "_beamtrawl/leases"  # one file per running crawl naming the version it reads (maintenance keeps it)
+#: The configuration that fills the table (pipeline/owner.py) and the sources' state of the last clean crawl
+#: (pipeline/unchanged.py), beside the leases: files of the table's folder that no version holds, which
+#: delta-rs never reads nor vacuums (a name starting with "_"), and which go when the table's folder goes.
+OWNER, STATE = "_beamtrawl/owner.json", "_beamtrawl/state.json"
 LEASE_HOURS = 7 * 24  # a lease older than this is a crawl that died: maintenance ignores it (sooner on its machine)
 DEFAULT_RETENTION_HOURS = 7 * 24  # versions `beamtrawl maintain` keeps (Delta's own default)
 #: Table features we cannot read as plain Parquet files (the snapshot reads the files themselves).
@@ -97,6 +101,11 @@ _NOT_SEARCHABLE = ("{uri} is a Delta table, which beamtrawl does not search: rea
 
 def _timestamp(text: str) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
+
+
+def _iso(value: datetime | None, timespec: str) -> str:
+    """A timestamp column's value as the ISO 8601 text the documents carry ("" for none)."""
+    return value.isoformat(timespec=timespec) if value else ""
 
 
 def to_arrow(docs: Sequence[IndexDoc], crawl_id: str) -> pa.Table:
@@ -116,8 +125,7 @@ def from_arrow(row: dict) -> IndexDoc:
     values = {name: row[name] for name in IndexDoc._fields if name in row}
     values.update(
         headlines="\n".join(row["headlines"] or ()),
-        last_modified=row["last_modified"].isoformat(timespec="milliseconds") if row["last_modified"] else "",
-        indexed_at=row["indexed_at"].isoformat(timespec="seconds") if row["indexed_at"] else "",
+        last_modified=_iso(row["last_modified"], "milliseconds"), indexed_at=_iso(row["indexed_at"], "seconds"),
         aux=[AuxValue(name, value, True, True, False) for name, value in row["aux"] or ()])
     return IndexDoc(**values)
 
@@ -260,6 +268,50 @@ class DeltaIndex(IndexTarget):
             self._check_table(self.table)
         except (DeltaError, OSError) as err:
             raise IndexUnavailable(f"{self._where()}: cannot read the Delta table ({_short(err)})") from None
+
+    def read_owner(self) -> dict | None:
+        """Never creates anything: a folder without the file (a new table, or none yet) has no owner."""
+        return self._read_side(OWNER)
+
+    def write_owner(self, owner: dict) -> None:
+        self._write_side(OWNER, owner)
+
+    def read_state(self) -> dict | None:
+        """The state holds for the version the crawl that stored it left: any commit since (another writer's,
+        a restore, ``beamtrawl maintain``) makes the next crawl run its pipeline."""
+        stored = self._read_side(STATE)
+        if not stored or stored.get("version") != self.table.version():
+            return None
+        return stored.get("state")
+
+    def write_state(self, state: dict | None) -> None:
+        if state is None:
+            fs, _ = self.fs
+            with contextlib.suppress(FileNotFoundError):
+                fs.delete_file(self._path(STATE))
+            return
+        self._write_side(STATE, {"version": self.table.version(), "state": state})
+
+    def _read_side(self, name: str) -> dict | None:
+        """A JSON file of the table's folder, or None if it is not there (or cannot be read: a damaged one
+        is written again by the crawl, and prepare() says what is wrong with a folder it cannot use)."""
+        fs, _ = self.fs
+        try:
+            with fs.open_input_stream(self._path(name)) as handle:
+                found = json.loads(handle.read())
+        except (OSError, ValueError):
+            return None
+        return found if isinstance(found, dict) else None
+
+    def _write_side(self, name: str, value: dict) -> None:
+        """Written whole under another name, then moved: a reader never meets half a file (on an object store
+        the move is a copy, itself whole)."""
+        fs, _ = self.fs
+        fs.create_dir(self._path(name).rpartition("/")[0], recursive=True)
+        temporary = self._path(f"{name}.{uuid.uuid4().hex}.tmp")
+        with fs.open_output_stream(temporary) as out:
+            out.write(json.dumps(value, sort_keys=True).encode())
+        fs.move(temporary, self._path(name))
 
     def snapshot_splits(self) -> list[tuple[int, list[str]]]:
         """The files of the pinned version, in groups of about SPLIT_ROWS rows."""
@@ -494,10 +546,34 @@ class DeltaIndex(IndexTarget):
         the iterator may feed a write of delta-rs (``export``) without calling into delta-rs again."""
         return (from_arrow(row) for batch in self._dataset().to_batches() for row in batch.to_pylist())
 
+    def record(self, doc_id: str) -> dict | None:
+        """The id column of each file of the current version is read, then the one row that matches (never a
+        scan filter: see :func:`_ids_in`)."""
+        from deltalake.exceptions import DeltaError
+
+        try:
+            for fragment in self._dataset().get_fragments():
+                at = pc.index(fragment.to_table(schema=SCHEMA, columns=["id"])["id"], doc_id).as_py()
+                if at >= 0:
+                    row = fragment.to_table(schema=SCHEMA, columns=list(RECORD_FIELDS)).slice(at, 1).to_pylist()[0]
+                    return _record(row)
+        except (DeltaError, OSError) as err:
+            raise IndexUnavailable(f"{self._where()}: cannot read the Delta table ({_short(err)})") from None
+        return None
+
     def _dataset(self) -> ds.Dataset:
         """The files of the current version as a pyarrow dataset of our own (delta-rs's ``to_pyarrow_dataset``
         turns the statistics of the files it writes into string_view guarantees no filter can compare)."""
         return ds.dataset([self._path(name) for name in _files(self.table)], filesystem=self.fs[0], schema=SCHEMA)
+
+
+def _record(row: dict) -> dict:
+    """A row of the record's columns as :meth:`IndexTarget.record` gives it on every target."""
+    return {**row, "groups": list(row["groups"] or ()), "denied": list(row["denied"] or ()),
+            "last_modified": _iso(row["last_modified"], "milliseconds"), "indexed_at": _iso(row["indexed_at"], "seconds"),
+            **{name: row[name] if row[name] is not None else _MISSING.get(name, "") for name in
+               ("root", "title", "mimetype", "size", "mtime_ns", "preparation_error", "content_hash",
+                "prep_fingerprint")}}
 
 
 def _noting(items: Iterator, failed: list) -> Iterator:
