@@ -22,6 +22,7 @@ import os
 import time
 import uuid
 
+from beamtrawl.transforms.preparators.chain import document_shared, nesting_depth, when_prepared
 from beamtrawl.transforms.preparators.helpers import Helper
 from beamtrawl.transforms.values import TESSERACT_PACKAGE, TESSERACT_PROGRAM, OcrSettings
 
@@ -30,6 +31,7 @@ FIELD = "ocr"  # the field marking a document whose content was (partly) recogni
 PAGES_FIELD = "ocr_pages"  # how many of its pages or images were OCR'd
 DEFAULT = OcrSettings()
 _PRUNE_EVERY = 64  # one write in this many (by key) checks the cache's size
+PARTS_SHARE = 0.5  # of a document's OCR time (document_budget), what the pictures in its parts may spend
 
 
 class Skipped(Exception):
@@ -37,13 +39,8 @@ class Skipped(Exception):
 
 
 def settings_of(params: dict) -> OcrSettings:
-    """The OCR settings a preparator was handed (its defaults when called on its own). A part of a container
-    (an archive's or a mail's images) is not OCR'd: an archive of hundreds of images would spend the whole
-    document's time bound on them and lose the archive's own text (the real-world corpus's help-image ZIPs)."""
-    from beamtrawl.transforms.preparators.chain import nesting_depth
-
-    settings = params.get("ocr") or DEFAULT
-    return settings._replace(enabled=False) if settings.enabled and nesting_depth() > 0 else settings
+    """The OCR settings a preparator was handed (its defaults when called on its own)."""
+    return params.get("ocr") or DEFAULT
 
 
 def helpers_needed(params: dict) -> tuple[Helper, ...]:
@@ -57,18 +54,64 @@ def page_key(content_hash: str, page: int, settings: OcrSettings, resolution: in
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class Budget:
-    """The OCR time one document may still spend (``document_budget``, set from ``preparation.timeout`` so
-    that OCR stops before the preparing process is killed and the text read so far is kept)."""
+class Allowance:
+    """The OCR one document may still spend, shared by the document and all its parts (an archive's images,
+    a DOCX's pictures, a mail's attachments, a PDF's attached files): time, ``document_budget`` (set from
+    ``preparation.timeout``, so that OCR stops and keeps the text read so far before the preparing process is
+    killed), and pages, ``max_pages``. Parts may spend only :data:`PARTS_SHARE` of the time, from when the
+    document's preparation began: the container's own text and its other members need the rest (an archive
+    of hundreds of help images once spent the whole bound on them and lost its own text)."""
 
-    def __init__(self, settings: OcrSettings):
-        self.ends = time.monotonic() + settings.document_budget if settings.document_budget else None
+    def __init__(self, settings: OcrSettings, started: float):
+        self.started, self.seconds, self.pages = started, settings.document_budget, settings.max_pages
+        self.in_parts, self.text_in_parts = 0, False  # pages the parts OCR'd; whether any gave text
 
     def left(self) -> float | None:
-        return None if self.ends is None else self.ends - time.monotonic()
+        """Seconds of OCR still allowed here (None: no bound)."""
+        if not self.seconds:
+            return None
+        share = PARTS_SHARE if nesting_depth() > 0 else 1.0
+        return self.started + self.seconds * share - time.monotonic()
+
+    def read(self, texts: list[str]) -> None:
+        """Count the pages a part OCR'd (their texts), which mark the container's document (:meth:`mark`)."""
+        if texts and nesting_depth() > 0:
+            self.in_parts += len(texts)
+            self.text_in_parts = self.text_in_parts or any(texts)
+
+    def mark(self, prepared) -> None:
+        """The container's document counts its parts' OCR'd pages (``ocr_pages``, the report's count) and is
+        marked ``ocr: true`` when they gave text, whichever preparator read it (an archive, a mail)."""
+        if not self.in_parts:
+            return
+        own = int(prepared.fields.get(PAGES_FIELD) or 0)
+        prepared.fields = {**prepared.fields, PAGES_FIELD: str(own + self.in_parts)}
+        if self.text_in_parts:
+            prepared.fields[FIELD] = "true"
+
+    def take_pages(self, wanted: int) -> int:
+        """How many of ``wanted`` pages may still be OCR'd (and are counted as OCR'd from now)."""
+        granted = max(0, min(wanted, self.pages))
+        self.pages -= granted
+        return granted
 
 
-def recognise(image, settings: OcrSettings, key: str, budget: Budget | None = None) -> str:
+def allowance(settings: OcrSettings) -> Allowance:
+    """The allowance of the document being prepared, made by the first of its preparators (its own or a
+    part's) to OCR; one per preparator call outside a crawl's chain."""
+    shared = document_shared()
+    if "ocr" not in shared:
+        shared["ocr"] = Allowance(settings, shared["started"])
+        when_prepared(shared["ocr"].mark)
+    return shared["ocr"]
+
+
+def over_pages(settings: OcrSettings) -> str:
+    """Why a page past the document's page allowance is not OCR'd."""
+    return f"over ocr.max_pages ({settings.max_pages})"
+
+
+def recognise(image, settings: OcrSettings, key: str, budget: Allowance | None = None) -> str:
     """The text tesseract reads in ``image`` (a Pillow image), from the cache when it was read before.
     Raises :class:`Skipped` when a bound stops it or tesseract is missing."""
     width, height = image.size

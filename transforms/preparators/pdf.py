@@ -122,7 +122,7 @@ def _ocr(data: bytes, pages: list[str], numbers: list[int], settings) -> tuple[d
     import pypdfium2
 
     content_hash = hashlib.sha256(data).hexdigest()
-    cache, budget = ocr.Cache(settings), ocr.Budget(settings)
+    cache, budget = ocr.Cache(settings), ocr.allowance(settings)
     recognised, skipped = {}, []
     try:
         document = pypdfium2.PdfDocument(data)
@@ -130,11 +130,12 @@ def _ocr(data: bytes, pages: list[str], numbers: list[int], settings) -> tuple[d
         return {}, [f"pages without text not OCR'd: PDFium cannot open the file ({err})"[:200]]
     try:
         numbers = [number for number in numbers if _scanned(document, number, pages[number])]
-        if len(numbers) > settings.max_pages:
-            over = numbers[settings.max_pages:]
-            skipped.append(f"{len(over)} pages without text not OCR'd (from page {over[0] + 1}): over "
-                           f"ocr.max_pages ({settings.max_pages})")
-            numbers = numbers[:settings.max_pages]
+        granted = budget.take_pages(len(numbers))
+        if granted < len(numbers):
+            over = numbers[granted:]
+            skipped.append(f"{len(over)} pages without text not OCR'd (from page {over[0] + 1}): "
+                           f"{ocr.over_pages(settings)}")
+            numbers = numbers[:granted]
         for number in numbers:
             key = ocr.page_key(content_hash, number, settings, settings.dpi)
             try:
@@ -146,6 +147,7 @@ def _ocr(data: bytes, pages: list[str], numbers: list[int], settings) -> tuple[d
                 skipped.append(f"page {number + 1}: not rendered: {err}"[:200])
     finally:
         document.close()
+    budget.read(list(recognised.values()))
     return recognised, skipped
 
 
