@@ -3,7 +3,7 @@
 
 Run from the repository root (after ``python -m tests.package_files``, which fetches the Debian packages)::
 
-    PYTHONPATH=$PWD python bench/ocr_bench.py [--pages 24] [--tiny]
+    PYTHONPATH=$PWD python bench/ocr_bench.py [--pages 24] [--rounds 3] [--tiny]
 
 The pages are real: PDFs with a text layer that Debian documentation packages ship (the Bash reference
 manual and man page of bash-doc, the shared-mime-info specification), a spread of pages from each.
@@ -17,9 +17,15 @@ manual and man page of bash-doc, the shared-mime-info specification), a spread o
   one thread, OMP_THREAD_LIMIT=1, as beamtrawl runs it; the command's default of several threads is shown
   too). Targets: one worker ≥ 0.9× the command, two workers ≥ 1.7×.
 - **not OCR'd**: the text PDFs prepared whole by the PDF preparator with OCR on and off (it never renders a
-  page with a text layer): the ratio is the time spent deciding (target ≤ 1.02).
+  page with a text layer): the ratio is the time spent deciding (target ≤ 1.02). And whole crawls of a
+  real text-only tree (Python's library reference as Debian's python3.X-doc ships it, 317 HTML pages):
+  ``beamtrawl crawl`` into a fresh index with ``ocr`` enabled and with ``ocr: {enabled: false}``, the two
+  alternating (off, on, then on, off, …) for ``--rounds`` rounds in the same run, timed as whole process
+  trees (wall seconds, and CPU seconds, which depend less on what else the machine runs): the median of the
+  rounds' on/off ratios (target ≤ 1.02).
 
-``--tiny`` runs two pages, for the test suite (tests/test_ocr.py); its figures mean nothing.
+``--tiny`` runs two pages and one round of crawls of 12 pages, for the test suite (tests/test_ocr.py); its
+figures mean nothing.
 Exit code 0 when measured (targets may be missed), 1 when a check fails.
 """
 
@@ -42,7 +48,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.package_files import debian_file
+from tests.package_files import debian_file, python_library_docs
+
+sys.path.insert(0, str(ROOT / "bench"))
+from crawl_bench import run_measured  # noqa: E402 - the bench folder is no package
 
 PDFS = (("bash-doc", "usr/share/doc/bash/bashref.pdf"), ("bash-doc", "usr/share/doc/bash/bash.pdf"),
         ("shared-mime-info", "usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf"))
@@ -146,9 +155,59 @@ def text_pdfs_ratio(repeat: int) -> float:
     return best["on"] / best["off"]
 
 
+def _crawl_once(work: Path, tree: Path, enabled: bool, workers: int) -> dict:
+    """One ``beamtrawl crawl`` of ``tree`` into a fresh index, OCR enabled or not: its run_measured figures."""
+    import json
+    import shutil
+
+    name = "on" if enabled else "off"
+    shutil.rmtree(work / f"{name}.work", ignore_errors=True)
+    for suffix in (".sqlite", ".sqlite-wal", ".sqlite-shm"):
+        (work / f"{name}{suffix}").unlink(missing_ok=True)
+    config = work / f"{name}.yaml"
+    ocr = "" if enabled else "ocr: {enabled: false}\n"
+    config.write_text(f"start:\n  - {{url: {json.dumps(str(tree))}}}\nindex: {{path: {name}.sqlite}}\n{ocr}")
+    program = shutil.which("beamtrawl") or sys.exit("the beamtrawl command is not on PATH (pip install -e .)")
+    run = run_measured([program, "crawl", str(config), f"--direct_num_workers={workers}"], work / f"{name}.log")
+    report = json.loads((work / f"{name}.report.json").read_text())
+    counts = report.get("counts", {})
+    if counts.get("ocr_pages"):
+        sys.exit(f"check failed: the crawl of a text-only tree OCR'd {counts['ocr_pages']} pages")
+    return run
+
+
+def text_tree_crawls(rounds: int, tiny: bool, workers: int = 2) -> tuple[float, float]:
+    """(wall, CPU) medians of the rounds' on/off ratios of crawls of Python's library reference."""
+    import shutil
+
+    library = python_library_docs()
+    with tempfile.TemporaryDirectory(prefix="ocr-crawl-") as folder:
+        work = Path(folder)
+        tree = work / "library"
+        if tiny:
+            tree.mkdir()
+            for page in sorted(library.glob("*.html"))[:12]:
+                shutil.copy(page, tree)
+        else:
+            tree = library
+        files = sum(1 for path in tree.rglob("*") if path.is_file())
+        print(f"crawls of {files} HTML pages of Python's library reference, {workers} workers, {rounds} rounds "
+              f"(OCR off and on alternating)")
+        walls, cpus = [], []
+        for number in range(rounds):
+            order = (False, True) if number % 2 == 0 else (True, False)
+            runs = {enabled: _crawl_once(work, tree, enabled, workers) for enabled in order}
+            walls.append(runs[True]["seconds"] / runs[False]["seconds"])
+            cpus.append(runs[True]["cpu"] / runs[False]["cpu"])
+            print(f"  round {number + 1}: off {runs[False]['seconds']:.1f} s wall, {runs[False]['cpu']:.1f} s CPU; "
+                  f"on {runs[True]['seconds']:.1f} s wall, {runs[True]['cpu']:.1f} s CPU")
+    return statistics.median(walls), statistics.median(cpus)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=24, help="pages measured (spread over the three PDFs)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of crawls with OCR off and on")
     parser.add_argument("--tiny", action="store_true", help="two pages, for the test suite")
     args = parser.parse_args()
     count = 2 if args.tiny else args.pages
@@ -183,6 +242,9 @@ def main() -> int:
               f" on {os.cpu_count()} cores")
     ratio = text_pdfs_ratio(1 if args.tiny else 5)
     print(f"not OCR'd: text PDFs prepared with OCR on / off = {ratio:.3f} (target <= 1.02)")
+    wall, cpu = text_tree_crawls(1 if args.tiny else args.rounds, args.tiny)
+    print(f"not OCR'd: crawl of a text-only tree with OCR on / off = {wall:.3f} wall, {cpu:.3f} CPU "
+          f"(medians of the rounds' ratios; target <= 1.02)")
     return 0
 
 
