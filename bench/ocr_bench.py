@@ -209,7 +209,8 @@ def _crawl_once(work: Path, tree: Path, enabled: bool, workers: int) -> dict:
     config = work / f"{name}.yaml"
     ocr = "" if enabled else "ocr: {enabled: false}\n"
     config.write_text(f"start:\n  - {{url: {json.dumps(str(tree))}}}\nindex: {{path: {name}.sqlite}}\n{ocr}")
-    program = shutil.which("beamtrawl") or sys.exit("the beamtrawl command is not on PATH (pip install -e .)")
+    program = (shutil.which("beamtrawl") or shutil.which("beamtrawl", path=os.path.dirname(sys.executable))
+               or sys.exit("the beamtrawl command is not on PATH (pip install -e .)"))
     run = run_measured([program, "crawl", str(config), f"--direct_num_workers={workers}"], work / f"{name}.log")
     report = json.loads((work / f"{name}.report.json").read_text())
     counts = report.get("counts", {})
