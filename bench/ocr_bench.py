@@ -153,6 +153,10 @@ def speed(files: list[str], rounds: int, two: bool) -> None:
     """Pages per second of the command and of beamtrawl, one and two at a time, measured in turn for
     ``rounds`` rounds (a load that changes during the run weighs on all alike); ratios are the medians of
     the rounds' ratios."""
+    ours, theirs = prepare(files[0]), command(files[0], "1")
+    if ours.split() != theirs.split():  # the same pixels, engine, language and output format: the same text
+        raise SystemExit(f"check failed: the preparator read {len(ours.split())} words where the command read "
+                         f"{len(theirs.split())} on the same page")
     seconds: dict[str, list[float]] = {"command": [], "beamtrawl x1": [], "command x2": [], "beamtrawl x2": []}
     default_threads = timed(lambda path: command(path, None), files)
     for _ in range(rounds):
