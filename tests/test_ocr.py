@@ -144,6 +144,15 @@ def test_a_scanned_pdf_is_ocrd(scans):
     assert prepared.fields == {"ocr": "true", "ocr_pages": "1"} and not prepared.partial
 
 
+def test_a_real_scan_is_ocrd():
+    """Tika's scanned page of loan terms (a JPEG 2000 image, no text layer): a document scanned from paper."""
+    prepared = prepare_pdf(tika_test_document("pdf", "testPDF_jpeg2000.pdf"), "file:///loan.pdf", "application/pdf",
+                           _params())
+    text = " ".join(prepared.content.split())
+    assert "The Standard Bank of South Africa" in text and "continuing covering mortgage bond(s)" in text
+    assert prepared.fields == {"ocr": "true", "ocr_pages": "1"}
+
+
 def test_a_mixed_pdf_gets_both_in_page_order(scans):
     prepared = prepare_pdf(scans["mixed.pdf"], "file:///m.pdf", "application/pdf", _params())
     text_layer, recognised = prepared.content.index("job control"), prepared.content.index("leeway")
