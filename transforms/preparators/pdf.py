@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import unicodedata
 
 from beamtrawl.transforms.preparators import embedded, ocr
@@ -27,6 +28,10 @@ DEFAULTS = (("ocr", ocr.DEFAULT),)
 helpers_needed = ocr.helpers_needed
 MIN_LETTERS = 3  # a page with fewer letters or digits has no text layer worth the name
 _BAD_CATEGORIES = ("Co", "Cn", "Cc", "Cs")  # private use, unassigned, control: what a broken font encoding yields
+_LETTERS = re.compile(r"[^\W_]" + r"(?:.*?[^\W_])" * (MIN_LETTERS - 1), re.DOTALL)  # MIN_LETTERS of them
+_CONTROL = re.compile("[" + re.escape("".join(chr(code) for code in range(0x100) if unicodedata.category(chr(code))
+                                              == "Cc" and not chr(code).isspace())) + "]")  # Latin-1's bad ones
+_WIDE = re.compile(r"[^\x00-\xff]")
 
 
 def _annotations(page) -> list[str]:
@@ -84,13 +89,14 @@ def _attachments(reader) -> list[tuple[str, bytes]]:
 
 def usable(text: str) -> bool:
     """Whether a page's text layer is worth reading: some letters, and not mostly the private-use, control or
-    replacement characters a font without a Unicode map gives."""
-    letters = sum(char.isalnum() for char in text)
-    if letters < MIN_LETTERS:
+    replacement characters a font without a Unicode map gives. Decided for every page of every PDF, so by
+    regular expressions: only characters past Latin-1 are looked up one by one."""
+    if not _LETTERS.search(text):
         return False
-    visible = [char for char in text if not char.isspace()]
-    bad = sum(char == "\ufffd" or unicodedata.category(char) in _BAD_CATEGORIES for char in visible)
-    return bad <= 0.1 * len(visible)  # dot leaders and tables are text: a letter ratio would OCR them
+    visible = len("".join(text.split()))
+    bad = len(_CONTROL.findall(text)) + sum(
+        char == "\ufffd" or unicodedata.category(char) in _BAD_CATEGORIES for char in _WIDE.findall(text))
+    return bad <= 0.1 * visible  # dot leaders and tables are text: a letter ratio would OCR them
 
 
 def _guarded_ocr(data: bytes, pages: list[str], numbers: list[int], settings) -> tuple[dict[int, str], list[str]]:
