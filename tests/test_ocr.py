@@ -274,9 +274,12 @@ def test_the_pictures_of_a_container_share_its_bounds(tmp_path, no_tesseract):
     first = _in_chain(archive, "box.zip", settings)
     assert first.content.count("The quick brown fox") == 1 and "OCR Testing" in first.content
     assert first.fields["ocr_pages"] == "2" and "plain notes" in first.content
+    assert first.partial == "pictures in its parts not OCR'd: 1 (not OCR'd: over ocr.max_pages (2))"
     # 8 s of OCR for the document leave its parts 4 s, under the 5 s a page is given at least: none is OCR'd
     spent = _in_chain(archive, "box.zip", OcrSettings(document_budget=8.0))
     assert "plain notes" in spent.content and "OCR Testing" not in spent.content and "ocr" not in spent.fields
+    assert spent.partial == ("pictures in its parts not OCR'd: 3 (not OCR'd: the document's OCR time (near "
+                             "preparation.timeout) is spent)")
     os.environ["PATH"] = str(no_tesseract)  # gone: only the cache can answer
     assert _in_chain(archive, "moved.zip", settings).content == first.content
 

@@ -86,7 +86,7 @@ def _recognised(image, data: bytes, settings) -> tuple[list[str], list[str]]:
             skipped.append(f"page {page + 1}: {err}" if pages > 1 else str(err))
         except (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError) as err:
             skipped.append(f"page {page + 1}: not decodable: {type(err).__name__}: {err}"[:200])
-    budget.read(texts)
+    budget.read(texts, skipped)
     return texts, skipped
 
 

@@ -68,6 +68,7 @@ class Allowance:
     def __init__(self, settings: OcrSettings, started: float):
         self.started, self.seconds, self.pages = started, settings.document_budget, settings.max_pages
         self.in_parts, self.text_in_parts = 0, False  # pages the parts OCR'd; whether any gave text
+        self.skipped_in_parts: list[str] = []  # why pages of the parts were not OCR'd
 
     def left(self) -> float | None:
         """Seconds of OCR still allowed here (None: no bound)."""
@@ -76,15 +77,21 @@ class Allowance:
         share = PARTS_SHARE if nesting_depth() > 0 else 1.0
         return self.started + self.seconds * share - time.monotonic()
 
-    def read(self, texts: list[str]) -> None:
-        """Count the pages a part OCR'd (their texts), which mark the container's document (:meth:`mark`)."""
-        if texts and nesting_depth() > 0:
+    def read(self, texts: list[str], skipped: list[str]) -> None:
+        """Count the pages a part OCR'd (their texts) and those it skipped (why), which the container's document
+        reports (:meth:`mark`)."""
+        if nesting_depth() > 0:
             self.in_parts += len(texts)
             self.text_in_parts = self.text_in_parts or any(texts)
+            self.skipped_in_parts.extend(skipped)
 
     def mark(self, prepared) -> None:
-        """The container's document counts its parts' OCR'd pages (``ocr_pages``, the report's count) and is
-        marked ``ocr: true`` when they gave text, whichever preparator read it (an archive, a mail)."""
+        """The container's document counts its parts' OCR'd pages (``ocr_pages``, the report's count), is
+        marked ``ocr: true`` when they gave text, and has a report line for the pages skipped (a bound reached,
+        tesseract missing), whichever preparator read it (an archive, a mail)."""
+        if self.skipped_in_parts:
+            line = f"pictures in its parts not OCR'd: {len(self.skipped_in_parts)} ({self.skipped_in_parts[0]})"
+            prepared.partial = "; ".join(filter(None, (prepared.partial, line)))[:300]
         if not self.in_parts:
             return
         own = int(prepared.fields.get(PAGES_FIELD) or 0)

@@ -153,7 +153,7 @@ def _ocr(data: bytes, pages: list[str], numbers: list[int], settings) -> tuple[d
                 skipped.append(f"page {number + 1}: not rendered: {err}"[:200])
     finally:
         document.close()
-    budget.read(list(recognised.values()))
+    budget.read(list(recognised.values()), skipped)
     return recognised, skipped
 
 
