@@ -45,7 +45,7 @@ DEBIAN_PACKAGES = (
 )
 MAVEN_SOURCES = (("commons-cli", "commons-cli", "1.5.0"),)
 TIKA = "3.3.1"  # the Tika whose test documents the tests read
-TIKA_MODULES = ("microsoft", "pdf", "pkg", "apple", "code", "miscoffice", "webarchive", "image")  # org.apache.tika:tika-parser-<module>-module:TIKA:jar:tests
+TIKA_MODULES = ("microsoft", "pdf", "pkg", "apple", "code", "miscoffice", "webarchive", "image", "ocr")  # org.apache.tika:tika-parser-<module>-module:TIKA:jar:tests
 SDIST_CACHE = Path.home() / ".cache" / "beamtrawl" / "sdists"
 SDISTS = (("perceval", "1.6.1"), ("HyperKitty", "1.3.12"))
 

@@ -144,6 +144,35 @@ def test_a_scanned_pdf_is_ocrd(scans):
     assert prepared.fields == {"ocr": "true", "ocr_pages": "1"} and not prepared.partial
 
 
+@pytest.mark.parametrize("name", ["testRotated+10.png", "testRotated-10.png"])
+def test_a_page_turned_by_ten_degrees_is_straightened_and_read(name):
+    """Tika's page of text turned by 10° either way: tesseract alone reads next to nothing of it."""
+    from beamtrawl.transforms.preparators.ocr import skew
+    from PIL import Image
+
+    data = tika_test_document("ocr", name)
+    assert abs(skew(Image.open(io.BytesIO(data)))) == 10
+    text = " ".join(prepare_image(data, f"file:///{name}", "image/png", _params()).content.split())
+    assert "Attachment apartments in delightful by motionless it no." in text
+
+
+def test_level_pages_are_not_turned(scans):
+    from beamtrawl.transforms.preparators.ocr import skew
+    from PIL import Image
+
+    for page in (_scan(BASHREF, 7), _scan(MIME_SPEC, 16), Image.open(io.BytesIO(scans["title.png"]))):
+        assert skew(page) == 0
+
+
+def test_a_real_scan_is_ocrd():
+    """Tika's scanned page of loan terms (a JPEG 2000 image, no text layer): a document scanned from paper."""
+    prepared = prepare_pdf(tika_test_document("pdf", "testPDF_jpeg2000.pdf"), "file:///loan.pdf", "application/pdf",
+                           _params())
+    text = " ".join(prepared.content.split())
+    assert "The Standard Bank of South Africa" in text and "continuing covering mortgage bond(s)" in text
+    assert prepared.fields == {"ocr": "true", "ocr_pages": "1"}
+
+
 def test_a_mixed_pdf_gets_both_in_page_order(scans):
     prepared = prepare_pdf(scans["mixed.pdf"], "file:///m.pdf", "application/pdf", _params())
     text_layer, recognised = prepared.content.index("job control"), prepared.content.index("leeway")
@@ -190,6 +219,95 @@ def test_the_cache_is_bounded(tmp_path):
 def test_without_tesseract_the_image_keeps_its_metadata(scans, no_tesseract):
     photo = prepare_image(scans["photo.jpg"], "file:///p.jpg", "image/jpeg", _params())
     assert photo.fields["camera"] and photo.partial == "tesseract is not installed (Debian package tesseract-ocr)"
+
+
+# ---- pictures inside containers ----------------------------------------------------------------------------
+
+def _in_chain(data: bytes, name: str, settings: OcrSettings | None = None):
+    """``data`` prepared as a crawl prepares it: by its type, its parts by theirs (with these OCR settings)."""
+    from beamtrawl.pipeline.config.ocr import with_ocr
+    from beamtrawl.transforms.preparators import BUILTIN, Chain
+    from beamtrawl.transforms.preparators.mime import MimeSniffer
+
+    sniff, url = MimeSniffer(), f"file:///box/{name}"
+    prepared, errors = Chain(with_ocr(BUILTIN, settings or OcrSettings()), sniff).run(data, url, sniff(data, url))
+    assert errors == [], errors
+    return prepared
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, body in members.items():
+            archive.writestr(name, body)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("name", ["testOCR.docx", "testOCR.pptx"])
+def test_a_picture_in_an_office_file_is_ocrd(name):
+    """Tika's OCR test documents: a line of text, and a picture whose words are in the picture only."""
+    prepared = _in_chain(tika_test_document("ocr", name), name)
+    assert "This is some text" in prepared.content
+    assert "/media/image1.png\nHappy New Year 2003!" in prepared.content
+    assert prepared.fields["ocr"] == "true" and prepared.fields["ocr_pages"] == "1"
+
+
+def test_a_picture_in_an_archive_is_ocrd_and_its_icons_are_not():
+    icon = debian_file("libreoffice-common", "usr/share/icons/hicolor/16x16/apps/libreoffice-writer.png")
+    archive = _zip({"notes.txt": b"plain notes", "scan.jpg": tika_test_document("ocr", "testOCR.jpg"),
+                    "icon.png": icon.read_bytes()})
+    prepared = _in_chain(archive, "box.zip")
+    assert "notes.txt:\nplain notes" in prepared.content and "scan.jpg:\nApache Tika\nOCR Testing" in prepared.content
+    assert prepared.fields["ocr_pages"] == "1" and prepared.fields["ocr"] == "true"
+
+
+def test_the_pictures_of_a_container_share_its_bounds(tmp_path, no_tesseract):
+    """max_pages counts over the document and its parts; the parts' pictures may spend half the document's
+    OCR time (ocr.PARTS_SHARE), and the container keeps its own text; the cache answers a re-preparation."""
+    os.environ["PATH"] += os.pathsep + os.path.dirname(shutil.which("tesseract", path="/usr/bin"))
+    pictures = {f"scan{n}.png": tika_test_document("ocr", name)
+                for n, name in enumerate(("testOCR_spacing.png", "testOCR.jpg", "testOCR_spacing.png"))}
+    archive = _zip({"notes.txt": b"plain notes", **pictures})
+    settings = OcrSettings(max_pages=2, cache=str(tmp_path / "ocr-cache"))
+    first = _in_chain(archive, "box.zip", settings)
+    assert first.content.count("The quick brown fox") == 1 and "OCR Testing" in first.content
+    assert first.fields["ocr_pages"] == "2" and "plain notes" in first.content
+    assert first.partial == "pictures in its parts not OCR'd: 1 (not OCR'd: over ocr.max_pages (2))"
+    # 8 s of OCR for the document leave its parts 4 s, under the 5 s a page is given at least: none is OCR'd
+    spent = _in_chain(archive, "box.zip", OcrSettings(document_budget=8.0))
+    assert "plain notes" in spent.content and "OCR Testing" not in spent.content and "ocr" not in spent.fields
+    assert spent.partial == ("pictures in its parts not OCR'd: 3 (not OCR'd: the document's OCR time (near "
+                             "preparation.timeout) is spent)")
+    os.environ["PATH"] = str(no_tesseract)  # gone: only the cache can answer
+    assert _in_chain(archive, "moved.zip", settings).content == first.content
+
+
+def test_pictures_in_containers_are_found_by_their_words(tmp_path, make_config, crawl, search):
+    """A crawl: the DOCX's picture, an archive's scan and a mail's attached screenshot, each found by words
+    that are only in the picture, and marked as recognised text."""
+    from email.message import EmailMessage
+
+    root = tmp_path / "boxes"
+    root.mkdir()
+    (root / "testOCR.docx").write_bytes(tika_test_document("ocr", "testOCR.docx"))
+    (root / "scans.zip").write_bytes(_zip({"scan.jpg": tika_test_document("ocr", "testOCR.jpg")}))
+    mail = EmailMessage()
+    mail["Subject"], mail["From"], mail["To"] = "the screenshot", "ann@example.org", "bob@example.org"
+    mail.set_content("see the attached picture")
+    mail.add_attachment(tika_test_document("ocr", "testOCR_spacing.png"), maintype="image", subtype="png",
+                        filename="shot.png")
+    (root / "shot.eml").write_bytes(mail.as_bytes())
+    config = make_config(root)
+    done = crawl(config)
+    assert done.code == 0, (done.stderr, done.report.get("problems"))
+    assert done.counts["ocr_pages"] == 3
+    for query, name in (('"Happy New Year 2003"', "testOCR.docx"), ('"OCR Testing"', "scans.zip"),
+                        ('"quick brown fox"', "shot.eml")):
+        hits = search(config, query)
+        assert [Path(h["url"]).name for h in hits] == [name], (query, hits)
+        assert hits[0]["extra"].get("ocr") == "true"
 
 
 # ---- configuration ----------------------------------------------------------------------------------------

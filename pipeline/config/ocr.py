@@ -53,7 +53,7 @@ class OcrSection(Section):
     page_timeout: Seconds = _DEFAULT["page_timeout"]
     """seconds for one page or image; one taking longer is skipped with a report line"""
     max_pages: Count = Field(_DEFAULT["max_pages"], ge=1)
-    """pages OCR'd per document; the rest are skipped with a report line"""
+    """pages OCR'd per document, the pictures in its parts (archive members, attachments, Office media) included; the rest are skipped with a report line"""
     max_pixels: Count = Field(_DEFAULT["max_pixels"], ge=1)
     """pixels of one page or image; a larger one is skipped with a report line"""
     dpi: Count = Field(_DEFAULT["dpi"], ge=50, le=1200)

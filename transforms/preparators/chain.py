@@ -5,6 +5,7 @@ parts with the same configured preparators through :func:`prepare_nested`, to a 
 from __future__ import annotations
 
 import contextvars
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -48,16 +49,44 @@ class Chain:
             if on_try is not None:
                 on_try(position, errors)
             token = _CONTEXT.set(self)
+            shared = _SHARED.set({"started": time.monotonic()}) if self.depth == 0 else None  # each try afresh
             try:
-                return spec(data, url, mimetype), errors
+                prepared = spec(data, url, mimetype)
+                if shared is not None:
+                    _finish(prepared)
+                return prepared, errors
             except Exception as err:  # noqa: BLE001 - a preparator's failure is the document's, not the crawl's
                 errors.append(f"{spec.name}: {describe(err)}")
             finally:
+                if shared is not None:
+                    _SHARED.reset(shared)
                 _CONTEXT.reset(token)
         return None, errors
 
 
 _CONTEXT: contextvars.ContextVar[Chain | None] = contextvars.ContextVar("beamtrawl_prepare", default=None)
+_SHARED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("beamtrawl_document", default=None)
+
+
+def document_shared() -> dict:
+    """What one document's preparation shares with the preparation of its parts (a bound spent across a
+    container and its members, e.g. OCR's time and pages): one dict per document prepared by a chain, from
+    its own preparator down to its deepest part; a new one outside a chain (a preparator called on its own).
+    ``started``: when the document's preparation began (``time.monotonic``)."""
+    shared = _SHARED.get()
+    return shared if shared is not None else {"started": time.monotonic()}
+
+
+def when_prepared(finish: Callable[[Prepared], None]) -> None:
+    """Have ``finish`` complete the document being prepared once its own preparator returned it (a part's
+    OCR marks the container's document). Outside a chain it does nothing: the preparator's result is final."""
+    if _SHARED.get() is not None:
+        _SHARED.get().setdefault("finish", []).append(finish)
+
+
+def _finish(prepared: Prepared) -> None:
+    for finish in document_shared().get("finish", ()):
+        finish(prepared)
 
 
 def nesting_depth() -> int:

@@ -1,7 +1,9 @@
 """Documents embedded in documents: the attachments and OLE objects of Word, Excel and PowerPoint files
 (``word/embeddings``, ``xl/embeddings``, ``ppt/embeddings``, and Word's altChunk parts: HTML or MHT pasted
 in), the objects of OpenDocument files (``Object 1/``: a chart, a formula, a spreadsheet; or a binary OLE
-object) and the file attachments of PDFs (and so PDF portfolios).
+object) and the file attachments of PDFs (and so PDF portfolios). The pictures of both (``word/media``,
+``ppt/media``, ``xl/media``; ``Pictures/``) are parts too: the image preparator OCRs them, within the
+document's OCR allowance (``ocr.Allowance``), so a pasted scan or screenshot is found by its words.
 
 Each is prepared by its own type as a part of its container (``…/report.docx!/word/embeddings/x.xlsx``),
 through the archive preparator's one walk (:func:`archive.read_members`) and so under its bounds
@@ -27,7 +29,9 @@ import olefile
 from beamtrawl.transforms.preparators import archive
 from beamtrawl.transforms.preparators.base import Prepared
 
-_OOXML_FOLDERS = ("word/embeddings/", "xl/embeddings/", "ppt/embeddings/")
+_OOXML_FOLDERS = ("word/embeddings/", "xl/embeddings/", "ppt/embeddings/",
+                  "word/media/", "xl/media/", "ppt/media/")  # pictures, whose text OCR reads (image)
+_ODF_PICTURES = "Pictures/"
 _OLE_PAYLOADS = ("package", "CONTENTS")  # an OOXML file inserted whole; Acrobat's PDF
 
 
@@ -83,7 +87,7 @@ def _params(params: dict) -> dict:
 
 
 def ooxml_parts(package: zipfile.ZipFile):
-    """(name, opener) of an OOXML package's embedded files and altChunk parts."""
+    """(name, opener) of an OOXML package's embedded files, pictures and altChunk parts."""
     for info in package.infolist():
         name = info.filename
         chunk = name.startswith("word/") and name.lower().endswith((".mht", ".mhtml", ".htm", ".html"))
@@ -93,13 +97,13 @@ def ooxml_parts(package: zipfile.ZipFile):
 
 def odf_parts(package: zipfile.ZipFile):
     """(name, opener) of an OpenDocument package's objects: each ``Object N/`` folder as an OpenDocument
-    of its own (its ``mimetype``-less content and styles), or a binary object file."""
+    of its own (its ``mimetype``-less content and styles), or a binary object file; and its pictures."""
     names = package.namelist()
     folders = sorted({n.split("/", 1)[0] for n in names if n.startswith("Object ") and "/" in n})
     for folder in folders:
         yield f"{folder}/", (lambda f=folder: io.BytesIO(_object_package(package, f)))
     for name in names:
-        if name.startswith("Object ") and "/" not in name:
+        if (name.startswith("Object ") and "/" not in name) or (name.startswith(_ODF_PICTURES) and name[-1] != "/"):
             yield name, (lambda n=name: package.open(n))
 
 

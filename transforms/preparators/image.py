@@ -18,6 +18,7 @@ from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 
 MIME_TYPES = ("image/png", "image/jpeg", "image/tiff", "image/gif", "image/bmp", "image/x-ms-bmp", "image/webp")
 DEFAULTS = (("ocr", ocr.DEFAULT),)
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 OCRs images in containers (archives, mails, Office)
 helpers_needed = ocr.helpers_needed
 _MULTI_PAGE = ("TIFF",)  # formats whose frames are pages; a GIF's or WebP's are an animation: its first is read
 
@@ -64,17 +65,18 @@ def _recognised(image, data: bytes, settings) -> tuple[list[str], list[str]]:
 
     content_hash = hashlib.sha256(data).hexdigest()
     pages = getattr(image, "n_frames", 1) if image.format in _MULTI_PAGE else 1
-    budget = ocr.Budget(settings)
+    budget = ocr.allowance(settings)
     texts, skipped = [], []
     for page in range(pages):
-        if page >= settings.max_pages:
-            skipped.append(f"pages {page + 1}-{pages} not OCR'd: over ocr.max_pages ({settings.max_pages})")
-            break
         try:
             if pages > 1:
                 image.seek(page)
             if min(image.size) < settings.min_image_side:
                 continue
+            if not budget.take_pages(1):
+                skipped.append(f"pages {page + 1}-{pages} not OCR'd: {ocr.over_pages(settings)}" if pages > 1
+                               else f"not OCR'd: {ocr.over_pages(settings)}")
+                break
             if image.size[0] * image.size[1] > settings.max_pixels:
                 raise ocr.Skipped(f"{image.size[0]}×{image.size[1]} pixels, over ocr.max_pixels "
                                   f"({settings.max_pixels})")
@@ -84,6 +86,7 @@ def _recognised(image, data: bytes, settings) -> tuple[list[str], list[str]]:
             skipped.append(f"page {page + 1}: {err}" if pages > 1 else str(err))
         except (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError) as err:
             skipped.append(f"page {page + 1}: not decodable: {type(err).__name__}: {err}"[:200])
+    budget.read(texts, skipped)
     return texts, skipped
 
 

@@ -22,6 +22,7 @@ import os
 import time
 import uuid
 
+from beamtrawl.transforms.preparators.chain import document_shared, nesting_depth, when_prepared
 from beamtrawl.transforms.preparators.helpers import Helper
 from beamtrawl.transforms.values import TESSERACT_PACKAGE, TESSERACT_PROGRAM, OcrSettings
 
@@ -30,6 +31,10 @@ FIELD = "ocr"  # the field marking a document whose content was (partly) recogni
 PAGES_FIELD = "ocr_pages"  # how many of its pages or images were OCR'd
 DEFAULT = OcrSettings()
 _PRUNE_EVERY = 64  # one write in this many (by key) checks the cache's size
+MIN_SKEW, MAX_SKEW = 3, 15  # degrees of a page's skew: below, tesseract copes; past, it is no skew but a layout
+_SKEW_SIDE = 500  # pixels of the longer side of the copy the skew is measured on
+_SKEW_GAIN = 1.5  # how much more uneven the turned rows must be than the rows as they are
+PARTS_SHARE = 0.5  # of a document's OCR time (document_budget), what the pictures in its parts may spend
 
 
 class Skipped(Exception):
@@ -37,13 +42,8 @@ class Skipped(Exception):
 
 
 def settings_of(params: dict) -> OcrSettings:
-    """The OCR settings a preparator was handed (its defaults when called on its own). A part of a container
-    (an archive's or a mail's images) is not OCR'd: an archive of hundreds of images would spend the whole
-    document's time bound on them and lose the archive's own text (the real-world corpus's help-image ZIPs)."""
-    from beamtrawl.transforms.preparators.chain import nesting_depth
-
-    settings = params.get("ocr") or DEFAULT
-    return settings._replace(enabled=False) if settings.enabled and nesting_depth() > 0 else settings
+    """The OCR settings a preparator was handed (its defaults when called on its own)."""
+    return params.get("ocr") or DEFAULT
 
 
 def helpers_needed(params: dict) -> tuple[Helper, ...]:
@@ -57,18 +57,71 @@ def page_key(content_hash: str, page: int, settings: OcrSettings, resolution: in
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class Budget:
-    """The OCR time one document may still spend (``document_budget``, set from ``preparation.timeout`` so
-    that OCR stops before the preparing process is killed and the text read so far is kept)."""
+class Allowance:
+    """The OCR one document may still spend, shared by the document and all its parts (an archive's images,
+    a DOCX's pictures, a mail's attachments, a PDF's attached files): time, ``document_budget`` (set from
+    ``preparation.timeout``, so that OCR stops and keeps the text read so far before the preparing process is
+    killed), and pages, ``max_pages``. Parts may spend only :data:`PARTS_SHARE` of the time, from when the
+    document's preparation began: the container's own text and its other members need the rest (an archive
+    of hundreds of help images once spent the whole bound on them and lost its own text)."""
 
-    def __init__(self, settings: OcrSettings):
-        self.ends = time.monotonic() + settings.document_budget if settings.document_budget else None
+    def __init__(self, settings: OcrSettings, started: float):
+        self.started, self.seconds, self.pages = started, settings.document_budget, settings.max_pages
+        self.in_parts, self.text_in_parts = 0, False  # pages the parts OCR'd; whether any gave text
+        self.skipped_in_parts: list[str] = []  # why pages of the parts were not OCR'd
 
     def left(self) -> float | None:
-        return None if self.ends is None else self.ends - time.monotonic()
+        """Seconds of OCR still allowed here (None: no bound)."""
+        if not self.seconds:
+            return None
+        share = PARTS_SHARE if nesting_depth() > 0 else 1.0
+        return self.started + self.seconds * share - time.monotonic()
+
+    def read(self, texts: list[str], skipped: list[str]) -> None:
+        """Count the pages a part OCR'd (their texts) and those it skipped (why), which the container's document
+        reports (:meth:`mark`)."""
+        if nesting_depth() > 0:
+            self.in_parts += len(texts)
+            self.text_in_parts = self.text_in_parts or any(texts)
+            self.skipped_in_parts.extend(skipped)
+
+    def mark(self, prepared) -> None:
+        """The container's document counts its parts' OCR'd pages (``ocr_pages``, the report's count), is
+        marked ``ocr: true`` when they gave text, and has a report line for the pages skipped (a bound reached,
+        tesseract missing), whichever preparator read it (an archive, a mail)."""
+        if self.skipped_in_parts:
+            line = f"pictures in its parts not OCR'd: {len(self.skipped_in_parts)} ({self.skipped_in_parts[0]})"
+            prepared.partial = "; ".join(filter(None, (prepared.partial, line)))[:300]
+        if not self.in_parts:
+            return
+        own = int(prepared.fields.get(PAGES_FIELD) or 0)
+        prepared.fields = {**prepared.fields, PAGES_FIELD: str(own + self.in_parts)}
+        if self.text_in_parts:
+            prepared.fields[FIELD] = "true"
+
+    def take_pages(self, wanted: int) -> int:
+        """How many of ``wanted`` pages may still be OCR'd (and are counted as OCR'd from now)."""
+        granted = max(0, min(wanted, self.pages))
+        self.pages -= granted
+        return granted
 
 
-def recognise(image, settings: OcrSettings, key: str, budget: Budget | None = None) -> str:
+def allowance(settings: OcrSettings) -> Allowance:
+    """The allowance of the document being prepared, made by the first of its preparators (its own or a
+    part's) to OCR; one per preparator call outside a crawl's chain."""
+    shared = document_shared()
+    if "ocr" not in shared:
+        shared["ocr"] = Allowance(settings, shared["started"])
+        when_prepared(shared["ocr"].mark)
+    return shared["ocr"]
+
+
+def over_pages(settings: OcrSettings) -> str:
+    """Why a page past the document's page allowance is not OCR'd."""
+    return f"over ocr.max_pages ({settings.max_pages})"
+
+
+def recognise(image, settings: OcrSettings, key: str, budget: Allowance | None = None) -> str:
     """The text tesseract reads in ``image`` (a Pillow image), from the cache when it was read before.
     Raises :class:`Skipped` when a bound stops it or tesseract is missing."""
     width, height = image.size
@@ -84,9 +137,44 @@ def recognise(image, settings: OcrSettings, key: str, budget: Budget | None = No
     left = budget.left() if budget is not None else None
     if left is not None and left < min(timeout, 5.0):
         raise Skipped("not OCR'd: the document's OCR time (near preparation.timeout) is spent")
-    text = _tesseract(image, settings, timeout if left is None else min(timeout, left))
+    text = _tesseract(straightened(image), settings, timeout if left is None else min(timeout, left))
     cache.put(key, text)
     return text
+
+
+def _row_spread(ink, angle: float) -> float:
+    """How unevenly the ink falls on the rows of ``ink`` turned by ``angle``: lines of text lying level make
+    rows of ink and rows of paper, the most uneven profile."""
+    from PIL import Image
+
+    rows = ink.rotate(angle, resample=Image.NEAREST).resize((1, ink.height), Image.BOX).histogram()
+    count = sum(rows)
+    mean = sum(value * n for value, n in enumerate(rows)) / count
+    return sum(n * (value - mean) ** 2 for value, n in enumerate(rows)) / count
+
+
+def skew(image) -> float:
+    """The angle (degrees, counter-clockwise) that lays the text of ``image`` level, within ±MAX_SKEW: the
+    turn whose row profile of a small copy is most uneven (a projection profile), to a quarter degree; 0 when
+    no turn makes it clearly more uneven than none (a page of columns, a picture, text turned by 90°)."""
+    grey = image if image.mode == "L" else image.convert("L")
+    factor = -(-max(grey.size) // _SKEW_SIDE)
+    ink = (grey.reduce(factor) if factor > 1 else grey).point(lambda value: 255 if value < 160 else 0)
+    coarse = max(range(-MAX_SKEW, MAX_SKEW + 1), key=lambda angle: _row_spread(ink, angle))
+    best = max((coarse + step / 4 for step in range(-4, 5)), key=lambda angle: _row_spread(ink, angle))
+    return best if _row_spread(ink, best) >= _SKEW_GAIN * _row_spread(ink, 0) else 0.0
+
+
+def straightened(image):
+    """``image`` turned level when its text lies askew by MIN_SKEW or more: tesseract reads a page turned by a
+    degree or two (a scan) as it is, but next to nothing of one turned by 10° (Tika's testRotated±10.png)."""
+    from PIL import Image
+
+    angle = skew(image)
+    if abs(angle) < MIN_SKEW:
+        return image
+    white = 255 if image.mode in ("L", "1") else (255,) * len(image.getbands())
+    return image.rotate(angle, resample=Image.BICUBIC, expand=True, fillcolor=white)
 
 
 def _tesseract(image, settings: OcrSettings, timeout: float) -> str:
@@ -95,6 +183,9 @@ def _tesseract(image, settings: OcrSettings, timeout: float) -> str:
     # One thread per page: the crawl's workers are the parallelism. Tesseract's OpenMP threads, on a machine
     # whose cores the workers already use, made a page 4 times slower (bench/ocr_bench.py).
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+    # pytesseract hands tesseract a file in the image's format: a raw bitmap (PNM) is written in 0.03 s where
+    # PNG's compression took 0.36 s of a 300 dpi page, a tenth of its OCR time (bench/ocr_bench.py)
+    image.format = "PPM"
     try:
         text = pytesseract.image_to_string(image, lang="+".join(settings.languages), timeout=timeout)
     except RuntimeError as err:  # pytesseract kills tesseract at the timeout and says so this way

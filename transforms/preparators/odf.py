@@ -30,7 +30,7 @@ MIME_TYPES = (
     "application/vnd.oasis.opendocument.chart",  # an embedded object's own package (embedded)
     "application/vnd.oasis.opendocument.formula",
 )
-REVISION = 2  # part of the preparation fingerprint (base.py): 1 reads styles.xml and styles-only packages; 2 inlines
+REVISION = 3  # part of the preparation fingerprint (base.py): 3 OCRs pictures (embedded); 1 reads styles.xml and styles-only packages; 2 inlines
 # embedded objects (embedded)
 _PARTS = ("content.xml", "styles.xml", "meta.xml")  # a package holding none of them is not a document
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import unicodedata
 
 from beamtrawl.transforms.preparators import embedded, ocr
@@ -27,6 +28,10 @@ DEFAULTS = (("ocr", ocr.DEFAULT),)
 helpers_needed = ocr.helpers_needed
 MIN_LETTERS = 3  # a page with fewer letters or digits has no text layer worth the name
 _BAD_CATEGORIES = ("Co", "Cn", "Cc", "Cs")  # private use, unassigned, control: what a broken font encoding yields
+_LETTERS = re.compile(r"[^\W_]" + r"(?:.*?[^\W_])" * (MIN_LETTERS - 1), re.DOTALL)  # MIN_LETTERS of them
+_CONTROL = re.compile("[" + re.escape("".join(chr(code) for code in range(0x100) if unicodedata.category(chr(code))
+                                              == "Cc" and not chr(code).isspace())) + "]")  # Latin-1's bad ones
+_WIDE = re.compile(r"[^\x00-\xff]")
 
 
 def _annotations(page) -> list[str]:
@@ -84,13 +89,14 @@ def _attachments(reader) -> list[tuple[str, bytes]]:
 
 def usable(text: str) -> bool:
     """Whether a page's text layer is worth reading: some letters, and not mostly the private-use, control or
-    replacement characters a font without a Unicode map gives."""
-    letters = sum(char.isalnum() for char in text)
-    if letters < MIN_LETTERS:
+    replacement characters a font without a Unicode map gives. Decided for every page of every PDF, so by
+    regular expressions: only characters past Latin-1 are looked up one by one."""
+    if not _LETTERS.search(text):
         return False
-    visible = [char for char in text if not char.isspace()]
-    bad = sum(char == "\ufffd" or unicodedata.category(char) in _BAD_CATEGORIES for char in visible)
-    return bad <= 0.1 * len(visible)  # dot leaders and tables are text: a letter ratio would OCR them
+    visible = len("".join(text.split()))
+    bad = len(_CONTROL.findall(text)) + sum(
+        char == "\ufffd" or unicodedata.category(char) in _BAD_CATEGORIES for char in _WIDE.findall(text))
+    return bad <= 0.1 * visible  # dot leaders and tables are text: a letter ratio would OCR them
 
 
 def _guarded_ocr(data: bytes, pages: list[str], numbers: list[int], settings) -> tuple[dict[int, str], list[str]]:
@@ -122,7 +128,7 @@ def _ocr(data: bytes, pages: list[str], numbers: list[int], settings) -> tuple[d
     import pypdfium2
 
     content_hash = hashlib.sha256(data).hexdigest()
-    cache, budget = ocr.Cache(settings), ocr.Budget(settings)
+    cache, budget = ocr.Cache(settings), ocr.allowance(settings)
     recognised, skipped = {}, []
     try:
         document = pypdfium2.PdfDocument(data)
@@ -130,11 +136,12 @@ def _ocr(data: bytes, pages: list[str], numbers: list[int], settings) -> tuple[d
         return {}, [f"pages without text not OCR'd: PDFium cannot open the file ({err})"[:200]]
     try:
         numbers = [number for number in numbers if _scanned(document, number, pages[number])]
-        if len(numbers) > settings.max_pages:
-            over = numbers[settings.max_pages:]
-            skipped.append(f"{len(over)} pages without text not OCR'd (from page {over[0] + 1}): over "
-                           f"ocr.max_pages ({settings.max_pages})")
-            numbers = numbers[:settings.max_pages]
+        granted = budget.take_pages(len(numbers))
+        if granted < len(numbers):
+            over = numbers[granted:]
+            skipped.append(f"{len(over)} pages without text not OCR'd (from page {over[0] + 1}): "
+                           f"{ocr.over_pages(settings)}")
+            numbers = numbers[:granted]
         for number in numbers:
             key = ocr.page_key(content_hash, number, settings, settings.dpi)
             try:
@@ -146,6 +153,7 @@ def _ocr(data: bytes, pages: list[str], numbers: list[int], settings) -> tuple[d
                 skipped.append(f"page {number + 1}: not rendered: {err}"[:200])
     finally:
         document.close()
+    budget.read(list(recognised.values()), skipped)
     return recognised, skipped
 
 
