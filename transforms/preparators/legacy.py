@@ -3,7 +3,8 @@
 All three are OLE2 compound files, read with olefile; the SummaryInformation stream gives the title and
 the metadata (author, subject, keywords, comments) for each. XLS cells come from xlrd. DOC and PPT text
 is read here from the streams, as the format specifications ([MS-DOC] piece table, [MS-PPT] text atoms)
-describe: both are a few dozen lines over olefile. Why not antiword/catdoc through the external
+describe: both are a few dozen lines over olefile. Embedded OLE objects (a workbook in a Word file, a PDF
+in a presentation) are prepared by their own type and inlined (``ole_objects``, ``embedded``). Why not antiword/catdoc through the external
 preparator: they are unmaintained (antiword's last release was 2005), need a Debian package on every
 worker (Flink, Dataflow) and a process per document; these readers are pure Python and in-process.
 """
@@ -14,10 +15,12 @@ import re
 import struct
 
 import olefile
+from beamtrawl.transforms.preparators import embedded, ole_objects
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.cell_format import displayed
 
-REVISION = 1  # part of the preparation fingerprint (base.py): 1 shows an XLS sheet's cells as their formats do
+REVISION = 2  # part of the preparation fingerprint (base.py): 1 shows an XLS sheet's cells as their formats do;
+# 2 inlines embedded OLE objects (ole_objects)
 
 DOC_TYPES = ("application/msword", "application/vnd.ms-word")
 XLS_TYPES = ("application/vnd.ms-excel", "application/msexcel")
@@ -185,12 +188,14 @@ def prepare_legacy_office(data: bytes, url: str, mimetype: str, params: dict) ->
     ole = _ole(data)
     try:
         title, metadata = _summary(ole)
+        parts = ole_objects.storage_parts(data)
         if ole.exists("WordDocument"):
             content = _doc_text(ole)
         elif ole.exists("Workbook") or ole.exists("Book"):
             content = _xls_text(data)
         elif ole.exists("PowerPoint Document"):
             content = _ppt_text(ole)
+            parts = ole_objects.ppt_parts(ole.openstream("PowerPoint Document").read())
         elif ole.exists("EncryptedPackage"):
             raise PreparationError("encrypted")
         else:  # another program's OLE2 file (a StarOffice gallery, an MSI): unsupported, not broken
@@ -200,6 +205,6 @@ def prepare_legacy_office(data: bytes, url: str, mimetype: str, params: dict) ->
         raise PreparationError(f"not readable as legacy Office: {type(err).__name__}: {err}"[:200]) from None
     finally:
         ole.close()
-    return Prepared(title=title, content=content, metadata=metadata)
+    return embedded.inline(Prepared(title=title, content=content, metadata=metadata), parts, url)
 
 
