@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from beamtrawl.transforms.preparators import (
+    access,
     archive,
     audio,
     chm,
@@ -29,6 +30,7 @@ from beamtrawl.transforms.preparators import (
     plist,
     rtf,
     warc,
+    wordperfect,
     xml,
 )
 from beamtrawl.transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
@@ -63,6 +65,9 @@ BUILTIN = (
     PreparatorSpec("java_class", java_class.prepare_class, java_class.MIME_TYPES, priority=10),
     PreparatorSpec("legacy_office", legacy.prepare_legacy_office, legacy.MIME_TYPES, priority=10),
     PreparatorSpec("encrypted", encrypted.prepare_encrypted, encrypted.MIME_TYPES, priority=10),
+    PreparatorSpec("access", access.prepare_access, access.MIME_TYPES, priority=10, params=access.DEFAULTS),
+    PreparatorSpec("wordperfect", wordperfect.prepare_wordperfect, wordperfect.MIME_TYPES, priority=10,
+                   params=wordperfect.DEFAULTS),
     PreparatorSpec("code", code.prepare_code, code.CODE_MIME_TYPES, priority=5, url_pattern=code.URL_PATTERN,
                    url_and_mime=True),
     PreparatorSpec("text", prepare_text, TEXT_MIME_TYPES, priority=0),
