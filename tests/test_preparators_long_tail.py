@@ -1,6 +1,6 @@
 """The long tail of formats Tika reads (issue 24, item 4), each on a file nobody here made: Apache Tika's
 own test documents (its modules' test jars on Maven Central). 7z, cpio and ar archives; lz4 frames and
-zlib streams, framed Snappy and Unix compress (``.Z``); WARC and ARC web archives; dBASE tables; Apple binary property lists and Safari
+zlib streams, framed Snappy and Unix compress (``.Z``); ZIP entries imploded (7-Zip); WARC and ARC web archives; dBASE tables; Apple binary property lists and Safari
 webarchives; compiled Java classes; compiled HTML help (CHM). Through the MIME decision and the preparators, then a real crawl
 whose text ``beamtrawl search`` finds."""
 
@@ -22,6 +22,7 @@ FILES = [
     ("pkg", "testTXT.zlib", "application/zlib", "Test d'indexation de Txt"),
     ("pkg", "testTXT.zlib0", "application/zlib", "Test d'indexation de Txt"),
     ("pkg", "testSnappy-framed.sz", "application/x-snappy-framed", "Lorem ipsum dolor sit amet, consectetur"),
+    ("pkg", "moby.zip", "application/zip", "Call me Ishmael. Some years ago--never mind how long precisely"),
     ("pkg", "test-documents.tar.Z", "application/x-tarz", "Sample Excel Worksheet - Numbers and their Squares"),
     ("webarchive", "testWARC_multiple.warc", "application/warc", "1850 Slave Schedules to the 1850 Census"),
     ("webarchive", "testWARC_multiple.warc.gz", "application/warc", "1850 Slave Schedules to the 1850 Census"),
@@ -89,6 +90,16 @@ def test_unix_compress_decodes_as_gzip_does_and_refuses_what_compress_cannot_wri
     prepared, errors, mimetype = prepare("pkg", "testZ_oom.Z")
     assert (prepared, mimetype) == (None, "application/x-compress")
     assert errors == ["archive: not a readable compress file: a .Z file of 30-bit codes"]
+
+
+def test_imploded_zip_entries_without_7zip_are_names_and_a_report_line(monkeypatch, tmp_path):
+    from tests.test_helper_programs import _path_without
+
+    monkeypatch.setenv("PATH", _path_without("7z", tmp_path / "bin"))
+    prepared, errors, _mimetype = prepare("pkg", "moby.zip")
+    assert errors == [] and "moby.134" in prepared.content and "Call me Ishmael" not in prepared.content
+    assert prepared.partial == ("entries in a legacy ZIP method not read: 7z is not installed "
+                                "(Debian package p7zip-full)")
 
 
 def test_warc_records_are_headlines_and_each_is_read_by_its_type():
