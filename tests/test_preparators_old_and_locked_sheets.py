@@ -1,7 +1,7 @@
 """Spreadsheets Tika reads that were unread (issue 24, item 3), on Apache Tika's test documents: Excel 2.x–4.0
 worksheets (bare BIFF streams, no compound file) and workbooks encrypted with Excel's default password
 ("VelvetSweatshop", what Excel uses for a protected workbook without a password to open); one with a
-password of its own stays a clear failure."""
+password of its own stays a clear failure. And the cells' comments (notes) of XLS and XLSX files."""
 
 from __future__ import annotations
 
@@ -52,6 +52,12 @@ def test_excel_4_worksheet_is_read_without_a_compound_file():
     assert BIFF4_PHRASE in " ".join(prepared.content.split())
 
 
+def test_cell_comments_are_text_in_xls_and_xlsx():
+    for name in ("testComment.xls", "testComment.xlsx"):
+        prepared, errors = run(name)
+        assert errors == [] and prepared.content == "Sheet1\nHere is some text\nAuthor: Here is a comment", name
+
+
 def test_damaged_locked_and_old_sheets_are_one_failure_each():
     for name in ("protect.xlsx", "testEXCEL_4.xls"):
         data = tika_test_document("microsoft", name)
@@ -63,7 +69,7 @@ def test_damaged_locked_and_old_sheets_are_one_failure_each():
 def test_crawl_finds_locked_and_old_sheets_by_search(tmp_path, make_config, crawl, search):
     root = tmp_path / "sheets"
     root.mkdir()
-    for name in ("protect.xlsx", "testEXCEL_4.xls", "testEXCEL_protected_passtika.xlsx"):
+    for name in ("protect.xlsx", "testEXCEL_4.xls", "testEXCEL_protected_passtika.xlsx", "testComment.xlsx"):
         (root / name).write_bytes(tika_test_document("microsoft", name))
     config = make_config(root)
     run_ = crawl(config)
@@ -71,3 +77,4 @@ def test_crawl_finds_locked_and_old_sheets_by_search(tmp_path, make_config, craw
     assert [p["url"].rsplit("/", 1)[1] for p in run_.report["problems"]] == ["testEXCEL_protected_passtika.xlsx"]
     assert [hit["url"].rsplit("/", 1)[1] for hit in search(config, f'"{LOCKED_PHRASE}"')] == ["protect.xlsx"]
     assert [hit["url"].rsplit("/", 1)[1] for hit in search(config, f'"{BIFF4_PHRASE}"')] == ["testEXCEL_4.xls"]
+    assert [hit["url"].rsplit("/", 1)[1] for hit in search(config, '"Here is a comment"')] == ["testComment.xlsx"]

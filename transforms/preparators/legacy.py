@@ -21,7 +21,7 @@ from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.cell_format import displayed
 
 REVISION = 2  # part of the preparation fingerprint (base.py): 1 shows an XLS sheet's cells as their formats do;
-# 2 inlines embedded OLE objects (ole_objects)
+# 2 inlines embedded OLE objects (ole_objects), reads cells' comments, Excel 2-4 sheets, default-password workbooks
 
 DOC_TYPES = ("application/msword", "application/vnd.ms-word")
 XLS_TYPES = ("application/vnd.ms-excel", "application/msexcel")
@@ -169,6 +169,8 @@ def _xls_text(data: bytes) -> str:
                 line = " ".join(v for v in values if v)
                 if line:
                     lines.append(line)
+            notes = getattr(sheet, "cell_note_map", {})  # the cells' comments (read with the formats: BIFF8)
+            lines.extend(" ".join(note.text.split()) for _, note in sorted(notes.items()) if note.text.strip())
             book.unload_sheet(index)
         return "\n".join(lines)
     finally:
