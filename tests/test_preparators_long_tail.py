@@ -1,6 +1,6 @@
 """The long tail of formats Tika reads (issue 24, item 4), each on a file nobody here made: Apache Tika's
 own test documents (its modules' test jars on Maven Central). 7z, cpio and ar archives; lz4 frames and
-zlib streams, framed Snappy and Unix compress (``.Z``); ZIP entries imploded (7-Zip); WARC and ARC web archives; dBASE tables; Apple binary property lists and Safari
+zlib streams, framed Snappy and Unix compress (``.Z``); ZIP entries imploded (7-Zip); RAR (bsdtar); WARC and ARC web archives; dBASE tables; Apple binary property lists and Safari
 webarchives; compiled Java classes; compiled HTML help (CHM). Through the MIME decision and the preparators, then a real crawl
 whose text ``beamtrawl search`` finds."""
 
@@ -22,6 +22,7 @@ FILES = [
     ("pkg", "testTXT.zlib", "application/zlib", "Test d'indexation de Txt"),
     ("pkg", "testTXT.zlib0", "application/zlib", "Test d'indexation de Txt"),
     ("pkg", "testSnappy-framed.sz", "application/x-snappy-framed", "Lorem ipsum dolor sit amet, consectetur"),
+    ("pkg", "test-documents.rar", "application/x-rar", "Sample Excel Worksheet - Numbers and their Squares"),
     ("pkg", "moby.zip", "application/zip", "Call me Ishmael. Some years ago--never mind how long precisely"),
     ("pkg", "test-documents.tar.Z", "application/x-tarz", "Sample Excel Worksheet - Numbers and their Squares"),
     ("webarchive", "testWARC_multiple.warc", "application/warc", "1850 Slave Schedules to the 1850 Census"),
@@ -100,6 +101,17 @@ def test_imploded_zip_entries_without_7zip_are_names_and_a_report_line(monkeypat
     assert errors == [] and "moby.134" in prepared.content and "Call me Ishmael" not in prepared.content
     assert prepared.partial == ("entries in a legacy ZIP method not read: 7z is not installed "
                                 "(Debian package p7zip-full)")
+
+
+def test_rar_without_bsdtar_or_with_encrypted_headers_is_one_clear_failure(monkeypatch, tmp_path):
+    from tests.test_helper_programs import _path_without
+
+    prepared, errors, _mimetype = prepare("pkg", "test-documents-enc.rar")
+    assert prepared is None and errors == [("archive: not a readable RAR archive: bsdtar: RAR encryption support "
+                                            "unavailable.")]
+    monkeypatch.setenv("PATH", _path_without("bsdtar", tmp_path / "bin"))
+    prepared, errors, _mimetype = prepare("pkg", "test-documents.rar")
+    assert prepared is None and errors == ["archive: bsdtar is not installed (Debian package libarchive-tools)"]
 
 
 def test_warc_records_are_headlines_and_each_is_read_by_its_type():

@@ -1,4 +1,4 @@
-"""ZIP/JAR, TAR (plain or compressed with gzip, bzip2, xz or zstd), 7z, cpio and ar archives: entry names (with their parts split into words, as
+"""ZIP/JAR, TAR (plain or compressed with gzip, bzip2, xz or zstd), 7z, RAR (``rar``), cpio and ar archives: entry names (with their parts split into words, as
 regain indexed them), then the text of each entry: plain text decoded here, any other format prepared
 with the same configured preparators as a document (a PDF in a ZIP by the PDF preparator).
 
@@ -24,17 +24,18 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import magic
-from beamtrawl.transforms.preparators import compressed, members, zip_methods
+from beamtrawl.transforms.preparators import compressed, members, rar, zip_methods
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.chain import prepare_nested
 from beamtrawl.transforms.preparators.text import decode_text
 
-MIME_TYPES = ("application/zip", "application/java-archive", "application/x-tar", "application/x-gtar",
+MIME_TYPES = ("application/zip", "application/java-archive", "application/x-rar", "application/vnd.rar",
+              "application/x-rar-compressed", "application/x-tar", "application/x-gtar",
               *members.MIME_TYPES,
               "application/vnd.ms-excel.sheet.binary.macroenabled.12",  # an XLSB calamine cannot read: its parts
               *compressed.TAR_MIME_TYPES, *compressed.MIME_TYPES)
 MiB = compressed.MiB
-HELPERS = zip_methods.HELPERS
+HELPERS = (*zip_methods.HELPERS, *rar.HELPERS)
 DEFAULTS = (("max_entries", 1000), ("max_bytes", 10 * MiB), ("max_scan_bytes", 1024 * MiB), ("max_ratio", 100))
 _SNIFF = 8192
 _OPAQUE = ("application/octet-stream", "application/x-empty")
@@ -45,6 +46,9 @@ _READ_ERRORS = (*compressed.ERRORS, RuntimeError, NotImplementedError, zipfile.B
 
 def _entries(data: bytes, max_scan: int, max_bytes: int):
     """(name, open-function or None for non-files) for each entry, in archive order."""
+    if data.startswith(rar.MAGIC):
+        yield from rar.rar_entries(data, max_bytes)
+        return
     kind = members.kind_of(data)
     if kind is not None:
         try:

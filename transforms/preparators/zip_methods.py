@@ -32,20 +32,30 @@ def needs_seven_zip(info: zipfile.ZipInfo) -> bool:
 
 
 class Extractor:
-    """One archive's legacy entries, each by a run of 7z on one copy of the archive."""
+    """One archive's entries, each by a run of a program on one copy of the archive (``archive`` in an
+    empty folder): at most ``max_bytes`` of its standard output are kept. 7z for ZIP here; others say
+    their program and command line by ``helper`` and :meth:`argv`."""
+
+    helper = SEVEN_ZIP
 
     def __init__(self, data: bytes, max_bytes: int):
         self.data, self.max_bytes, self.folder = data, max_bytes, None
 
-    def open(self, name: str) -> io.BytesIO:
-        if not SEVEN_ZIP.installed():
-            raise Missing(SEVEN_ZIP.missing())
+    def ensure_file(self) -> None:
+        """The archive's copy, written once."""
         if self.folder is None:
             self.folder = tempfile.TemporaryDirectory(prefix="beamtrawl-")
-            with open(os.path.join(self.folder.name, "archive.zip"), "wb") as handle:
+            with open(os.path.join(self.folder.name, "archive"), "wb") as handle:
                 handle.write(self.data)
-        argv = [shutil.which("timeout") or "timeout", "-s", "KILL", str(TIMEOUT), SEVEN_ZIP.program, "e", "-so",
-                "-spd", "-bd", "-y", "-p", "archive.zip", "--", name]
+
+    def argv(self, name: str) -> list[str]:
+        return [self.helper.program, "e", "-so", "-spd", "-bd", "-y", "-p", "archive", "--", name]
+
+    def open(self, name: str) -> io.BytesIO:
+        if not self.helper.installed():
+            raise Missing(self.helper.missing())
+        self.ensure_file()
+        argv = [shutil.which("timeout") or "timeout", "-s", "KILL", str(TIMEOUT), *self.argv(name)]
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                    stderr=subprocess.DEVNULL, cwd=self.folder.name, start_new_session=True)
         try:
