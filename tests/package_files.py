@@ -41,7 +41,7 @@ PY_LIB = f"usr/lib/{PYTHON}"  # where the last two install their files
 DEBIAN_PACKAGES = (
     "apt", "bash", "bash-doc", "coreutils", "dovecot-core", "findutils", "git", "grep",
     "golang-github-pkg-errors-dev", "libreoffice-common", "librust-either-dev", "manpages", "node-abbrev", "node-tslib", "nodejs-doc",
-    "polkitd", "python3-matplotlib", "r-cran-readxl", "shared-mime-info", PY_DOC, PY_STDLIB, PY_TESTSUITE,
+    "polkitd", "python3-matplotlib", "r-cran-haven", "r-cran-readxl", "shared-mime-info", PY_DOC, PY_STDLIB, PY_TESTSUITE,
 )
 MAVEN_SOURCES = (("commons-cli", "commons-cli", "1.5.0"),)
 TIKA = "3.3.1"  # the Tika whose test documents the tests read

@@ -73,9 +73,10 @@ def test_several_instances_of_one_preparator():
 
 
 @pytest.mark.parametrize("entries, problem", [
-    ([{"name": "pfd"}], ("preparators[0].name: unknown preparator 'pfd' (known: archive, audio, chm, code, dbf, "
-                        "epub, external, html, image, java_class, legacy_office, mail, man, markdown, mbox, "
-                        "metadata_only, odf, office, outlook, pdf, plist, rtf, text, warc, xml)")),
+    ([{"name": "pfd"}], ("preparators[0].name: unknown preparator 'pfd' (known: access, archive, audio, chm, code, "
+                        "dbf, encrypted, epub, external, html, image, java_class, legacy_office, mail, man, markdown, "
+                        "mbox, metadata_only, odf, office, onenote, outlook, pdf, plist, rtf, statistics, text, warc, wordperfect, "
+                        "xml)")),
     ([{"name": "x", "preparator": "nope"}], "preparators[0].preparator: unknown preparator 'nope'"),
     ([{"name": "pdf", "enabled": "yes"}], "preparators[0].enabled: must be true or false, got 'yes'"),
     ([{"name": "pdf", "colour": 1}], ("preparators[0].colour: unknown key (allowed: enabled, mime_types, name, "

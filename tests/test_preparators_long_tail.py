@@ -1,6 +1,6 @@
 """The long tail of formats Tika reads (issue 24, item 4), each on a file nobody here made: Apache Tika's
 own test documents (its modules' test jars on Maven Central). 7z, cpio and ar archives; lz4 frames and
-zlib streams; WARC and ARC web archives; dBASE tables; Apple binary property lists and Safari
+zlib streams, framed Snappy and Unix compress (``.Z``); ZIP entries imploded (7-Zip); RAR (bsdtar); WARC and ARC web archives; dBASE tables; Apple binary property lists and Safari
 webarchives; compiled Java classes; compiled HTML help (CHM). Through the MIME decision and the preparators, then a real crawl
 whose text ``beamtrawl search`` finds."""
 
@@ -21,6 +21,10 @@ FILES = [
     ("pkg", "testLZ4-framed.lz4", "application/x-lz4", "qwertyuiop"),
     ("pkg", "testTXT.zlib", "application/zlib", "Test d'indexation de Txt"),
     ("pkg", "testTXT.zlib0", "application/zlib", "Test d'indexation de Txt"),
+    ("pkg", "testSnappy-framed.sz", "application/x-snappy-framed", "Lorem ipsum dolor sit amet, consectetur"),
+    ("pkg", "test-documents.rar", "application/x-rar", "Sample Excel Worksheet - Numbers and their Squares"),
+    ("pkg", "moby.zip", "application/zip", "Call me Ishmael. Some years ago--never mind how long precisely"),
+    ("pkg", "test-documents.tar.Z", "application/x-tarz", "Sample Excel Worksheet - Numbers and their Squares"),
     ("webarchive", "testWARC_multiple.warc", "application/warc", "1850 Slave Schedules to the 1850 Census"),
     ("webarchive", "testWARC_multiple.warc.gz", "application/warc", "1850 Slave Schedules to the 1850 Census"),
     ("webarchive", "cc.warc.gz", "application/warc", "open repository of web crawl data"),
@@ -72,6 +76,42 @@ def test_archive_bounds_hold_for_7z_and_cpio():
         prepared = archive.prepare_archive(tika_test_document("pkg", name), f"file:///{name}", "", {"max_bytes": 20000})
         assert prepared.fields["truncated"] == "true" and "max_bytes (20000)" in prepared.partial
         assert "test-documents/testXML.xml" in prepared.content  # every name is still listed
+
+
+def test_unix_compress_decodes_as_gzip_does_and_refuses_what_compress_cannot_write():
+    """The LZW decoder against gzip's (which reads .Z) on a real file; Tika's 30-bit-code file is one failure."""
+    import io
+    import subprocess
+
+    from beamtrawl.transforms.preparators import compressed
+
+    data = tika_test_document("pkg", "test-documents.tar.Z")
+    ours = compressed.COMPRESS.reader(io.BytesIO(data)).read()
+    assert ours == subprocess.run(["gzip", "-dc"], input=data, capture_output=True, check=True).stdout
+    prepared, errors, mimetype = prepare("pkg", "testZ_oom.Z")
+    assert (prepared, mimetype) == (None, "application/x-compress")
+    assert errors == ["archive: not a readable compress file: a .Z file of 30-bit codes"]
+
+
+def test_imploded_zip_entries_without_7zip_are_names_and_a_report_line(monkeypatch, tmp_path):
+    from tests.test_helper_programs import _path_without
+
+    monkeypatch.setenv("PATH", _path_without("7z", tmp_path / "bin"))
+    prepared, errors, _mimetype = prepare("pkg", "moby.zip")
+    assert errors == [] and "moby.134" in prepared.content and "Call me Ishmael" not in prepared.content
+    assert prepared.partial == ("entries in a legacy ZIP method not read: 7z is not installed "
+                                "(Debian package p7zip-full)")
+
+
+def test_rar_without_bsdtar_or_with_encrypted_headers_is_one_clear_failure(monkeypatch, tmp_path):
+    from tests.test_helper_programs import _path_without
+
+    prepared, errors, _mimetype = prepare("pkg", "test-documents-enc.rar")
+    assert prepared is None and errors == [("archive: not a readable RAR archive: bsdtar: RAR encryption support "
+                                            "unavailable.")]
+    monkeypatch.setenv("PATH", _path_without("bsdtar", tmp_path / "bin"))
+    prepared, errors, _mimetype = prepare("pkg", "test-documents.rar")
+    assert prepared is None and errors == ["archive: bsdtar is not installed (Debian package libarchive-tools)"]
 
 
 def test_warc_records_are_headlines_and_each_is_read_by_its_type():

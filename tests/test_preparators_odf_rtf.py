@@ -273,3 +273,11 @@ def test_rtf_without_info_has_no_title_and_honours_code_page():
 def test_non_rtf_raises_preparation_error():
     with pytest.raises(PreparationError):
         prepare_rtf(b"plain words", "file:///x.rtf", "text/rtf", {})
+
+
+def test_rtf_headers_and_footers_are_text():
+    """striprtf skips {\\header …} as a destination; a letterhead is what people search for (Tika reads it)."""
+    from tests.package_files import tika_test_document
+
+    content = prepare_rtf(tika_test_document("microsoft", "testRTFBoldPlain.rtf"), "file:///a.rtf", "", {}).content
+    assert content.startswith("Animal Hospital\n(555) 555-1212") and "Canine / Retriever/Golden" in content

@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 
 from beamtrawl.transforms.preparators import (
+    access,
     archive,
     audio,
     chm,
     code,
     dbf,
+    encrypted,
     epub,
     external,
     image,
@@ -23,11 +25,14 @@ from beamtrawl.transforms.preparators import (
     mbox,
     odf,
     office,
+    onenote,
     outlook,
     pdf,
     plist,
     rtf,
+    statistics,
     warc,
+    wordperfect,
     xml,
 )
 from beamtrawl.transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
@@ -61,6 +66,13 @@ BUILTIN = (
     PreparatorSpec("plist", plist.prepare_plist, plist.MIME_TYPES, priority=10),
     PreparatorSpec("java_class", java_class.prepare_class, java_class.MIME_TYPES, priority=10),
     PreparatorSpec("legacy_office", legacy.prepare_legacy_office, legacy.MIME_TYPES, priority=10),
+    PreparatorSpec("encrypted", encrypted.prepare_encrypted, encrypted.MIME_TYPES, priority=10),
+    PreparatorSpec("onenote", onenote.prepare_onenote, onenote.MIME_TYPES, priority=10),
+    PreparatorSpec("statistics", statistics.prepare_statistics, statistics.MIME_TYPES, priority=10,
+                   params=statistics.DEFAULTS),
+    PreparatorSpec("access", access.prepare_access, access.MIME_TYPES, priority=10, params=access.DEFAULTS),
+    PreparatorSpec("wordperfect", wordperfect.prepare_wordperfect, wordperfect.MIME_TYPES, priority=10,
+                   params=wordperfect.DEFAULTS),
     PreparatorSpec("code", code.prepare_code, code.CODE_MIME_TYPES, priority=5, url_pattern=code.URL_PATTERN,
                    url_and_mime=True),
     PreparatorSpec("text", prepare_text, TEXT_MIME_TYPES, priority=0),

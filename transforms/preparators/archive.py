@@ -1,4 +1,4 @@
-"""ZIP/JAR, TAR (plain or compressed with gzip, bzip2, xz or zstd), 7z, cpio and ar archives: entry names (with their parts split into words, as
+"""ZIP/JAR, TAR (plain or compressed with gzip, bzip2, xz or zstd), 7z, RAR (``rar``), cpio and ar archives: entry names (with their parts split into words, as
 regain indexed them), then the text of each entry: plain text decoded here, any other format prepared
 with the same configured preparators as a document (a PDF in a ZIP by the PDF preparator).
 
@@ -9,7 +9,8 @@ most ``max_bytes`` of uncompressed entry data read in total (reads are size-limi
 are not trusted), and for a compressed TAR, which must be decompressed to be walked, at most
 ``max_scan_bytes`` of stream. A single compressed file (``.gz``, ``.bz2``, ``.xz``, ``.zst`` that is no
 TAR) is read by ``compressed`` under the same bounds, ``max_bytes`` and ``max_ratio``: one configuration
-bounds everything decompressed.
+bounds everything decompressed. ZIP entries in methods zipfile does not know (implode) are read by 7-Zip
+(``zip_methods``), a helper program; without it they are listed by name and the report says why.
 """
 
 from __future__ import annotations
@@ -23,16 +24,18 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import magic
-from beamtrawl.transforms.preparators import compressed, members
+from beamtrawl.transforms.preparators import compressed, members, rar, zip_methods
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.chain import prepare_nested
 from beamtrawl.transforms.preparators.text import decode_text
 
-MIME_TYPES = ("application/zip", "application/java-archive", "application/x-tar", "application/x-gtar",
+MIME_TYPES = ("application/zip", "application/java-archive", "application/x-rar", "application/vnd.rar",
+              "application/x-rar-compressed", "application/x-tar", "application/x-gtar",
               *members.MIME_TYPES,
               "application/vnd.ms-excel.sheet.binary.macroenabled.12",  # an XLSB calamine cannot read: its parts
               *compressed.TAR_MIME_TYPES, *compressed.MIME_TYPES)
 MiB = compressed.MiB
+HELPERS = (*zip_methods.HELPERS, *rar.HELPERS)
 DEFAULTS = (("max_entries", 1000), ("max_bytes", 10 * MiB), ("max_scan_bytes", 1024 * MiB), ("max_ratio", 100))
 _SNIFF = 8192
 _OPAQUE = ("application/octet-stream", "application/x-empty")
@@ -43,6 +46,9 @@ _READ_ERRORS = (*compressed.ERRORS, RuntimeError, NotImplementedError, zipfile.B
 
 def _entries(data: bytes, max_scan: int, max_bytes: int):
     """(name, open-function or None for non-files) for each entry, in archive order."""
+    if data.startswith(rar.MAGIC):
+        yield from rar.rar_entries(data, max_bytes)
+        return
     kind = members.kind_of(data)
     if kind is not None:
         try:
@@ -60,8 +66,15 @@ def _entries(data: bytes, max_scan: int, max_bytes: int):
     except zipfile.BadZipFile:
         pass
     else:
-        for info in archive.infolist():
-            yield info.filename, None if info.is_dir() else (lambda info=info: archive.open(info))
+        legacy = zip_methods.Extractor(data, max_bytes)
+        try:
+            for info in archive.infolist():
+                if zip_methods.needs_seven_zip(info):
+                    yield info.filename, (lambda name=info.filename: legacy.open(name))
+                else:
+                    yield info.filename, None if info.is_dir() else (lambda info=info: archive.open(info))
+        finally:
+            legacy.close()
         return
     try:
         archive = _open_tar(data)
@@ -138,7 +151,7 @@ def read_members(entries, url: str, params: dict,
     names: list[str] = []
     texts: list[tuple[str, str]] = []
     limits: list[str] = []  # the bounds reached
-    damaged = ""
+    damaged = unread = ""
     try:
         for name, opener in entries:
             if len(names) >= max_entries:
@@ -163,6 +176,9 @@ def read_members(entries, url: str, params: dict,
                     cut = budget <= 0 and bool(stream.read(1))
                     if cut:
                         limits.append(f"max_bytes ({params['max_bytes']})")
+            except zip_methods.Missing as err:  # the name is known; the report says which program reads it
+                unread = str(err)
+                continue
             except _READ_ERRORS:  # encrypted, unsupported method, corrupt entry: the name is still known
                 continue
             whole = head + rest
@@ -181,6 +197,8 @@ def read_members(entries, url: str, params: dict,
         limits.append(f"max_scan_bytes ({params['max_scan_bytes']})")
     except _Damaged as err:
         damaged = f"archive damaged after {len(names)} entries ({err})"
+    if unread:
+        damaged = "; ".join(filter(None, (damaged, f"entries in a legacy ZIP method not read: {unread}")))
     return Members(names, texts, list(dict.fromkeys(limits)), damaged)
 
 

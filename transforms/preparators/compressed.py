@@ -1,4 +1,4 @@
-"""Single compressed files (gzip, bzip2, xz, zstd, lz4 frames, zlib streams): a changelog.Debian.gz, a man page ls.1.gz, a
+"""Single compressed files (gzip, bzip2, xz, zstd, lz4 frames, zlib streams, framed Snappy, Unix compress's ``.Z``): a changelog.Debian.gz, a man page ls.1.gz, a
 NEWS.bz2. The file inside is decompressed in memory and prepared by its own type, as if it lay beside
 its outer file under its name without the suffix; the document keeps the outer URL and says the inner
 type in its ``inner_mimetype`` field.
@@ -68,6 +68,131 @@ class _ZlibReader(io.RawIOBase):
         return True
 
 
+class _ChunkReader(io.RawIOBase):
+    """A stream over a generator of decompressed chunks; ``read1(n)`` returns at most ``n`` bytes."""
+
+    def __init__(self, chunks):
+        self.chunks, self.pending = chunks, b""
+
+    def read1(self, size: int = -1) -> bytes:
+        while not self.pending:
+            self.pending = next(self.chunks, None)
+            if self.pending is None:
+                self.pending = b""
+                return b""
+        size = len(self.pending) if size < 0 else size
+        out, self.pending = self.pending[:size], self.pending[size:]
+        return out
+
+    def read(self, size: int = -1) -> bytes:
+        out = bytearray()
+        while size < 0 or len(out) < size:
+            chunk = self.read1(_CHUNK if size < 0 else size - len(out))
+            if not chunk:
+                break
+            out += chunk
+        return bytes(out)
+
+    def readable(self) -> bool:
+        return True
+
+
+_SNAPPY_CHUNK = 65536  # the framing format's bound on a chunk's decompressed size
+
+
+def _snappy_length(block: bytes) -> int:
+    """The decompressed length a raw Snappy block declares (its leading varint)."""
+    length, shift = 0, 0
+    for byte in block[:5]:
+        length |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return length
+        shift += 7
+    raise ValueError("a Snappy block without its length")
+
+
+def _snappy_chunks(raw: io.BytesIO):
+    """The framing format's chunks (google/snappy framing_format.txt): stream identifier, compressed or
+    uncompressed data after a 4-byte checksum, skippable chunks; each at most 64 KiB once decompressed."""
+    import cramjam
+
+    while header := raw.read(4):
+        if len(header) < 4:
+            raise EOFError("the Snappy stream ends early")
+        kind, size = header[0], int.from_bytes(header[1:], "little")
+        body = raw.read(size)
+        if len(body) < size:
+            raise EOFError("the Snappy stream ends early")
+        if kind == 0x00:
+            if _snappy_length(body[4:]) > _SNAPPY_CHUNK:
+                raise ValueError("a Snappy chunk larger than the format allows")
+            yield bytes(cramjam.snappy.decompress_raw(body[4:]))
+        elif kind == 0x01:
+            yield body[4:]
+        elif kind == 0xFF:
+            if body != b"sNaPpY":
+                raise ValueError("not a Snappy stream identifier")
+        elif kind < 0x80:
+            raise ValueError(f"an unskippable Snappy chunk of type {kind:#x}")
+
+
+def _snappy_reader(raw: io.BytesIO):
+    return _ChunkReader(_snappy_chunks(raw))
+
+
+class _Lzw:
+    """Unix compress's LZW codes: ``bits`` wide (9 up to the header's maximum), read in groups of eight,
+    a group left unfinished when the width changes or the table is cleared (compress skips its rest)."""
+
+    def __init__(self, data: bytes):
+        self.data, self.base, self.count, self.bits = data, 3, 0, 9
+
+    def next_code(self) -> int | None:
+        offset = self.base * 8 + self.count * self.bits
+        if offset + self.bits > len(self.data) * 8:
+            return None
+        self.count += 1
+        window = int.from_bytes(self.data[offset >> 3:(offset >> 3) + 3], "little")
+        return (window >> (offset & 7)) & ((1 << self.bits) - 1)
+
+    def regroup(self, bits: int) -> None:
+        self.base += -(-self.count // 8) * self.bits
+        self.count, self.bits = 0, bits
+
+
+def _lzw_chunks(raw: io.BytesIO):
+    """The decompressed pieces of a ``.Z`` file, one table entry at a time (at most 64 KiB each)."""
+    data = raw.read()
+    flags = data[2] if len(data) > 2 else 0
+    top, block = flags & 0x1F, bool(flags & 0x80)
+    if not 9 <= top <= 16:
+        raise ValueError(f"a .Z file of {top}-bit codes")
+    first = 257 if block else 256
+    table, previous, codes = [bytes((i,)) for i in range(256)] + [b""] * block, None, _Lzw(data)
+    while (code := codes.next_code()) is not None:
+        if block and code == 256:  # clear: the table starts again, after the rest of this group
+            del table[first:]
+            previous = None
+            codes.regroup(9)
+            continue
+        if code < len(table):
+            entry = table[code]
+        elif code == len(table) and previous is not None:
+            entry = previous + previous[:1]
+        else:
+            raise ValueError(f"an invalid code {code} in the .Z stream")
+        if previous is not None and len(table) < 1 << top:
+            table.append(previous + entry[:1])
+        previous = entry
+        yield entry
+        if len(table) >= 1 << codes.bits and codes.bits < top:
+            codes.regroup(codes.bits + 1)
+
+
+def _lzw_reader(raw: io.BytesIO):
+    return _ChunkReader(_lzw_chunks(raw))
+
+
 class Codec(NamedTuple):
     """A compression format: how its files begin, their types and suffixes alone and around a TAR."""
 
@@ -91,11 +216,15 @@ CODECS = (
           (".tar.zst", ".tzst"), _zstd_reader),
     Codec("lz4", b"\x04\x22\x4d\x18", "application/x-lz4", "application/x-lz4-compressed-tar", (".lz4",),
           (".tar.lz4",), _lz4_reader),
+    Codec("snappy", b"\xff\x06\x00\x00sNaPpY", "application/x-snappy-framed", "application/x-snappy-framed",
+          (".sz",), (), _snappy_reader),
+    Codec("compress", b"\x1f\x9d", "application/x-compress", "application/x-tarz", (".z",), (".tar.z",),
+          _lzw_reader),
     # a zlib stream has no magic of its own: a first byte 0x78 (deflate, 32 KiB window), checked by _zlib_start
     Codec("zlib", b"\x78", "application/zlib", "application/zlib", (".zlib", ".z"), (), _ZlibReader),
 )
-GZIP, BZIP2, XZ, ZSTD, LZ4, ZLIB = CODECS
-STREAMED = (ZSTD, LZ4, ZLIB)  # tarfile does not know them: a TAR inside is walked as a stream
+GZIP, BZIP2, XZ, ZSTD, LZ4, SNAPPY, COMPRESS, ZLIB = CODECS
+STREAMED = (ZSTD, LZ4, SNAPPY, COMPRESS, ZLIB)  # tarfile does not know them: a TAR inside is walked as a stream
 # older names servers still send as Content-Type (a web page's type is not sniffed)
 _ALIASES = ("application/x-gzip", "application/x-bzip", "application/x-zstd", "application/x-compressed")
 MIME_TYPES = (*(c.mimetype for c in CODECS), *_ALIASES)

@@ -35,7 +35,7 @@ _ODF_PICTURES = "Pictures/"
 _OLE_PAYLOADS = ("package", "CONTENTS")  # an OOXML file inserted whole; Acrobat's PDF
 
 
-def _ole10_native(stream: bytes) -> tuple[str, bytes] | None:
+def ole10_native(stream: bytes) -> tuple[str, bytes] | None:
     """(file name, bytes) of an ``\\x01Ole10Native`` stream: size, flags, label, path, then the command
     line and the data, each after its length; None when it is not laid out so."""
     try:
@@ -67,7 +67,7 @@ def unwrap(name: str, data: bytes) -> tuple[str, bytes]:
         streams = {"/".join(entry): entry for entry in storage.listdir()}
         native = streams.get("\x01Ole10Native")
         if native is not None:
-            found = _ole10_native(storage.openstream(native).read())
+            found = ole10_native(storage.openstream(native).read())
             if found is not None:
                 inner, body = found
                 return f"{name}!/{inner}" if inner else name, body

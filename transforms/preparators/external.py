@@ -49,24 +49,32 @@ def run_program(data: bytes, url: str, params: dict) -> str:
     in an empty temporary folder, which is also the program's working folder: a relative path in the
     document (roff's ``.so man1/x.1``) finds nothing. ``params`` as :data:`DEFAULTS` has them (timeout,
     check_exit_code, max_output_bytes)."""
-    command, timeout = params["command"], params["timeout"]
+    command = params["command"]
     suffix = "." + extension(url) if extension(url) else ""
     with tempfile.TemporaryDirectory(prefix="beamtrawl-") as folder:
         path = os.path.join(folder, "document" + suffix)
         with open(path, "wb") as handle:
             handle.write(data)
         argv = [arg.replace(PLACEHOLDER, path) for arg in shlex.split(command)]
-        try:
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, start_new_session=True, cwd=folder)
-        except OSError as err:
-            raise PreparationError(f"cannot run {argv[0]}: {err.strerror or err}") from None
-        try:
-            out, err = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            raise PreparationError(f"{argv[0]} timed out after {timeout:g} s") from None
+        return run_in(argv, folder, params)
+
+
+def run_in(argv: list[str], folder: str, params: dict) -> str:
+    """The standard output of ``argv`` run in ``folder`` in a process group of its own, killed as a whole
+    after ``params["timeout"]`` seconds; with ``check_exit_code`` a non-zero exit is a failure naming the
+    first line of its standard error. For preparators that run several commands on one file."""
+    timeout = params["timeout"]
+    try:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, start_new_session=True, cwd=folder)
+    except OSError as err:
+        raise PreparationError(f"cannot run {argv[0]}: {err.strerror or err}") from None
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise PreparationError(f"{argv[0]} timed out after {timeout:g} s") from None
     if params["check_exit_code"] and process.returncode != 0:
         first = next((line for line in decode_text(err).splitlines() if line.strip()), "")
         detail = f": {first}"[:200] if first else ""

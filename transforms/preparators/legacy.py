@@ -1,23 +1,27 @@
 """Legacy Microsoft Office binaries (Word 97–2003 .doc, Excel 97–2003 .xls, PowerPoint 97–2003 .ppt).
 
-All three are OLE2 compound files, read with olefile; the SummaryInformation stream gives the title and
+All three are OLE2 compound files, read with olefile (but for Excel 2.x–4.0 worksheets: bare BIFF streams); the SummaryInformation stream gives the title and
 the metadata (author, subject, keywords, comments) for each. XLS cells come from xlrd. DOC and PPT text
 is read here from the streams, as the format specifications ([MS-DOC] piece table, [MS-PPT] text atoms)
-describe: both are a few dozen lines over olefile. Why not antiword/catdoc through the external
+describe: both are a few dozen lines over olefile. Embedded OLE objects (a workbook in a Word file, a PDF
+in a presentation) are prepared by their own type and inlined (``ole_objects``, ``embedded``). Why not antiword/catdoc through the external
 preparator: they are unmaintained (antiword's last release was 2005), need a Debian package on every
 worker (Flink, Dataflow) and a process per document; these readers are pure Python and in-process.
 """
 
 from __future__ import annotations
 
+import io
 import re
 import struct
 
 import olefile
+from beamtrawl.transforms.preparators import embedded, encrypted, ole_objects
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.cell_format import displayed
 
-REVISION = 1  # part of the preparation fingerprint (base.py): 1 shows an XLS sheet's cells as their formats do
+REVISION = 2  # part of the preparation fingerprint (base.py): 1 shows an XLS sheet's cells as their formats do;
+# 2 inlines embedded OLE objects (ole_objects), reads cells' comments, Excel 2-4 sheets, default-password workbooks
 
 DOC_TYPES = ("application/msword", "application/vnd.ms-word")
 XLS_TYPES = ("application/vnd.ms-excel", "application/msexcel")
@@ -29,6 +33,7 @@ MIME_TYPES = DOC_TYPES + XLS_TYPES + PPT_TYPES + OLE_TYPES
 _FIELD_CODE = re.compile(r"\x13[^\x13\x14\x15]*\x14")  # { field code | shown result } -> result
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f]")
 _PPT_TEXT_CHARS, _PPT_TEXT_BYTES, _PPT_MAIN_MASTER = 0x0FA0, 0x0FA8, 0x03F8
+_BARE_BIFF_BOF = (0x0009, 0x0209, 0x0409)  # BIFF2, BIFF3, BIFF4; BIFF5 and later live in a compound file
 
 
 def _ole(data: bytes) -> olefile.OleFileIO:
@@ -131,16 +136,29 @@ def _ppt_text(ole: olefile.OleFileIO) -> str:
     return "\n".join(dict.fromkeys(line for line in lines if line))
 
 
-def _xls_text(data: bytes) -> str:
+def _open_book(data: bytes, decrypted: bool = False):
+    """xlrd's workbook, with the cells' formats where xlrd reads them and the values alone where not (an
+    old BIFF); one encrypted with Excel's default password is decrypted first (``encrypted``)."""
     import xlrd  # loaded on the first spreadsheet
 
     try:
-        book = xlrd.open_workbook(file_contents=data, on_demand=True, formatting_info=True)
-    except (xlrd.XLRDError, NotImplementedError):
-        try:  # formats cannot be read (an old BIFF): the values alone
-            book = xlrd.open_workbook(file_contents=data, on_demand=True)
-        except xlrd.XLRDError as err:
-            raise PreparationError(f"not readable as XLS: {err}"[:200]) from None
+        return xlrd.open_workbook(file_contents=data, on_demand=True, formatting_info=True, logfile=io.StringIO())
+    except NotImplementedError:
+        pass
+    except xlrd.XLRDError as err:
+        if "encrypted" in str(err):
+            plain = None if decrypted else encrypted.decrypt(data)
+            if plain is None:
+                raise PreparationError(encrypted.NOT_DEFAULT) from None
+            return _open_book(plain, decrypted=True)
+    try:
+        return xlrd.open_workbook(file_contents=data, on_demand=True, logfile=io.StringIO())  # says BIFF4 has no on_demand
+    except xlrd.XLRDError as err:
+        raise PreparationError(f"not readable as XLS: {err}"[:200]) from None
+
+
+def _xls_text(data: bytes) -> str:
+    book = _open_book(data)
     try:
         lines = []
         for index in range(book.nsheets):
@@ -151,6 +169,8 @@ def _xls_text(data: bytes) -> str:
                 line = " ".join(v for v in values if v)
                 if line:
                     lines.append(line)
+            notes = getattr(sheet, "cell_note_map", {})  # the cells' comments (read with the formats: BIFF8)
+            lines.extend(" ".join(note.text.split()) for _, note in sorted(notes.items()) if note.text.strip())
             book.unload_sheet(index)
         return "\n".join(lines)
     finally:
@@ -180,19 +200,32 @@ def _cell(book, cell) -> str:
     return str(value).strip()
 
 
+def _is_biff_stream(data: bytes) -> bool:
+    """An Excel 2.x–4.0 worksheet: a bare BIFF stream, no compound file around it, opened by a BOF
+    record (0x0009, 0x0209, 0x0409) of a few bytes."""
+    if len(data) < 8:
+        return False
+    kind, length = struct.unpack_from("<HH", data, 0)
+    return kind in _BARE_BIFF_BOF and 4 <= length <= 16
+
+
 def prepare_legacy_office(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     """Any of the three: the streams inside, not the MIME type, say which (libmagic often cannot)."""
+    if _is_biff_stream(data):
+        return Prepared(content=_xls_text(data))
     ole = _ole(data)
     try:
         title, metadata = _summary(ole)
+        parts = ole_objects.storage_parts(data)
         if ole.exists("WordDocument"):
             content = _doc_text(ole)
         elif ole.exists("Workbook") or ole.exists("Book"):
             content = _xls_text(data)
         elif ole.exists("PowerPoint Document"):
             content = _ppt_text(ole)
-        elif ole.exists("EncryptedPackage"):
-            raise PreparationError("encrypted")
+            parts = ole_objects.ppt_parts(ole.openstream("PowerPoint Document").read())
+        elif ole.exists("EncryptedPackage"):  # an OOXML file, encrypted
+            return encrypted.prepare_encrypted(data, url, mimetype, params)
         else:  # another program's OLE2 file (a StarOffice gallery, an MSI): unsupported, not broken
             return Prepared(title=title, metadata=metadata,
                             partial="an OLE2 file of another program: indexed by its properties only")
@@ -200,6 +233,6 @@ def prepare_legacy_office(data: bytes, url: str, mimetype: str, params: dict) ->
         raise PreparationError(f"not readable as legacy Office: {type(err).__name__}: {err}"[:200]) from None
     finally:
         ole.close()
-    return Prepared(title=title, content=content, metadata=metadata)
+    return embedded.inline(Prepared(title=title, content=content, metadata=metadata), parts, url)
 
 

@@ -36,7 +36,9 @@ import magic
 import olefile
 from beamtrawl.transforms.preparators import office
 from beamtrawl.transforms.preparators.compressed import compressed_type
+from beamtrawl.transforms.preparators.onenote import SECTION_MAGIC as _ONENOTE_MAGIC
 from beamtrawl.transforms.preparators.plist import plist_type
+from beamtrawl.transforms.preparators.statistics import data_file_type
 from beamtrawl.transforms.urls import extension, file_name
 
 SNIFF_BYTES = 64 * 1024
@@ -216,6 +218,11 @@ class MimeSniffer:
             return ole_container_type(data) or self._magic.from_buffer(sample)
         if data.startswith(_PST_MAGIC):
             return "application/vnd.ms-outlook-pst"
+        if data.startswith(_ONENOTE_MAGIC):  # libmagic: application/octet-stream
+            return "application/onenote"
+        statistical = data_file_type(data, file_name(url))  # libmagic: application/octet-stream
+        if statistical is not None:
+            return statistical
         listed = plist_type(data, file_name(url))  # libmagic: application/octet-stream
         if listed is not None:
             return listed

@@ -17,7 +17,7 @@ from beamtrawl.transforms.preparators import embedded
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.cell_format import displayed
 
-REVISION = 4  # part of the preparation fingerprint (base.py): 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
+REVISION = 5  # part of the preparation fingerprint (base.py): 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
@@ -209,6 +209,7 @@ def _xlsx(stream) -> Prepared:
                 values = [displayed(cell.value, getattr(cell, "number_format", None)) for cell in row]
                 read += sum(cell.value is not None for cell in row)
                 lines.append(_join(values, " "))
+        lines.extend(_sheet_comments(zipfile.ZipFile(stream)))
         prepared = _prepared(workbook.properties, "creator", "description", _join(lines), sheets)
     finally:
         workbook.close()
@@ -217,6 +218,30 @@ def _xlsx(stream) -> Prepared:
         prepared.partial = (f"read {read:,} of the {held:,} cells the file's sheets hold: the rest is in parts "
                             f"the reading library skipped")
     return prepared
+
+
+_SHEET_COMMENTS = re.compile(r"xl/comments\d*\.xml")
+_MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+
+
+def _sheet_comments(archive: zipfile.ZipFile) -> list[str]:
+    """The text of the cells' comments (notes), one line each, after the sheets: openpyxl's read-only
+    mode skips them."""
+    from defusedxml import ElementTree
+
+    lines = []
+    for name in archive.namelist():
+        if not _SHEET_COMMENTS.fullmatch(name):
+            continue
+        try:
+            root = ElementTree.fromstring(archive.read(name))
+        except (ElementTree.ParseError, ValueError):  # defusedxml's refusals are ValueErrors
+            continue
+        for comment in root.iter(f"{_MAIN}comment"):
+            text = "".join(t.text or "" for t in comment.iter(f"{_MAIN}t"))
+            if text.strip():
+                lines.append(" ".join(text.split()))
+    return lines
 
 
 # A cell's value in the sheet XML: <v> (a number, or a shared string's index) or an inline string <is>.

@@ -1,18 +1,24 @@
 """RTF by striprtf. RTF is 7-bit text whose other characters are \\'xx escapes in the document's ANSI
 code page (\\ansicpgN, cp1252 when absent) or \\uN escapes; the bytes are read as that code page (Latin-1
-when it cannot decode them) and stripped to text. The title is the one in {\\info{\\title ...}}."""
+when it cannot decode them) and stripped to text, headers and footers included. The title is the one in {\\info{\\title ...}}.
+Embedded OLE objects (``\\objdata``: a workbook, a file inserted whole) are prepared by their own type and
+inlined (``ole_objects``, ``embedded``)."""
 
 from __future__ import annotations
 
 import codecs
 import re
 
+from beamtrawl.transforms.preparators import embedded, ole_objects
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from striprtf.striprtf import rtf_to_text
 
 MIME_TYPES = ("text/rtf", "application/rtf")
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 inlines embedded OLE objects, reads headers and footers
 
 _CODEPAGE = re.compile(rb"\\ansicpg(\d+)")
+# striprtf drops headers and footers as destinations; a letterhead is text people search for.
+_HEADER_FOOTER = re.compile(r"{\\(?:header|footer)[lrf]?(?![a-z])")
 _TITLE = re.compile(r"{\\title\s?((?:[^{}\\]|\\.|\\[a-z]+-?\d*\s?)*)}", re.IGNORECASE)
 
 
@@ -35,9 +41,10 @@ def prepare_rtf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     except UnicodeDecodeError:
         source = data.decode("latin-1")
     try:
-        content = rtf_to_text(source, encoding=encoding, errors="replace")
+        content = rtf_to_text(_HEADER_FOOTER.sub("{", source), encoding=encoding, errors="replace")
         match = _TITLE.search(source)
         title = rtf_to_text("{\\rtf1 " + match.group(1) + "}", encoding=encoding, errors="replace") if match else ""
     except (ValueError, IndexError, LookupError, RecursionError) as err:
         raise PreparationError(f"not readable as RTF: {type(err).__name__}: {err}"[:200]) from None
-    return Prepared(title=" ".join(title.split()), content=content.strip())
+    prepared = Prepared(title=" ".join(title.split()), content=content.strip())
+    return embedded.inline(prepared, ole_objects.rtf_parts(data), url)

@@ -1,0 +1,67 @@
+"""OneNote sections (issue 24, item 4), on Apache Tika's test documents (OneNote 2007 to Microsoft 365):
+typed by their revision store header, read page by page by onenote-converter, found by ``beamtrawl search``."""
+
+from __future__ import annotations
+
+import pytest
+from beamtrawl.transforms.preparators import BUILTIN, Chain
+from beamtrawl.transforms.preparators.mime import MimeSniffer
+
+from tests.package_files import tika_test_document
+
+SNIFF = MimeSniffer()
+# (file, its title, a phrase its text holds)
+FILES = [
+    ("testOneNote2007OrEarlier.one", "Friday, August 04, 2017",
+     "The notebooks are the files within the application."),
+    ("testOneNote2016.one", "So good", "This is one note 2016"),
+    ("testOneNote2.one", "Section1HeaderTitle", "wow this is neat"),
+    ("test-tika-4303-Chinese-notes.one", "中文标题", "OneNote 是一款数字笔记本，可在工作时自动保存并同步笔记。"),
+    ("testOneNoteFromOffice365-2.one", "Tuesday, June 9, 2020", "Content 2"),
+    ("testOneNoteEmbeddedWordDoc.one", "Embedded doc sheet", "Dude this is a super cool embedded doc.docx"),
+]
+
+
+def run(name: str, data: bytes | None = None):
+    data = tika_test_document("microsoft", name) if data is None else data
+    url = f"file:///notes/{name}"
+    mimetype = SNIFF(data, url)
+    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, mimetype)
+    return prepared, errors, mimetype
+
+
+@pytest.mark.parametrize("name, title, phrase", FILES, ids=[f[0] for f in FILES])
+def test_section_is_typed_and_read_with_its_title(name, title, phrase):
+    prepared, errors, mimetype = run(name)
+    assert (errors, mimetype) == ([], "application/onenote")
+    assert prepared.title == title and phrase in " ".join(prepared.content.split())
+
+
+def test_every_page_title_is_a_headline():
+    prepared, _errors, _mimetype = run("testOneNoteFromOffice365-2.one")
+    assert prepared.fields["pages"] == "4"
+    assert prepared.headlines == ["Tuesday, June 9, 2020", "Page 2", "Tuesday, June 9, 2020", "Tuesday, June 9, 2020"]
+
+
+@pytest.mark.parametrize("cut", [1024, 4096, 0.5])
+def test_damaged_section_is_one_failure_or_what_was_read(cut):
+    """Cut after its header, mid-way, or in half: the native parser's errors (panics included) are the
+    document's, never the crawl's."""
+    data = tika_test_document("microsoft", "testOneNote1.one")
+    size = int(len(data) * cut) if isinstance(cut, float) else cut
+    prepared, errors, mimetype = run("testOneNote1.one", data[:size])
+    assert mimetype == "application/onenote"
+    assert prepared is not None or (len(errors) == 1 and errors[0].startswith("onenote: ")), errors
+
+
+def test_crawl_finds_sections_by_search(tmp_path, make_config, crawl, search):
+    root = tmp_path / "notes"
+    root.mkdir()
+    for name, _title, _phrase in FILES:
+        (root / name).write_bytes(tika_test_document("microsoft", name))
+    config = make_config(root)
+    run_ = crawl(config)
+    assert run_.code == 0, (run_.stderr, run_.report.get("problems"))
+    for name, title, phrase in FILES:
+        hits = search(config, f'"{phrase}"')
+        assert [(hit["url"].rsplit("/", 1)[1], hit["title"]) for hit in hits] == [(name, title)], phrase
