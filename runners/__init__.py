@@ -22,7 +22,7 @@ _REFUSED = {
 
 def pipeline_options(name: str | None, beam_args: list[str], target):
     """Options for runner ``name`` (default: direct) plus any Beam pipeline options given."""
-    from apache_beam.options.pipeline_options import PipelineOptions
+    from beamtrawl.runners.view_once import ViewOnceOptions as PipelineOptions
 
     key = (name or "direct").lower()
     refusal = _REFUSED.get(key.removesuffix("runner"))

@@ -19,6 +19,9 @@ signal.signal(signal.SIGINT, signal.SIG_IGN)  # first of all: Beam takes a secon
 import os
 import sys
 
+from beamtrawl.runners.beam_import import import_beam
+
+import_beam()
 from apache_beam.runners.worker import sdk_worker_main
 from beamtrawl.transforms.preparators.isolation import end_children
 
