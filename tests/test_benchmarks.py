@@ -47,3 +47,18 @@ def test_the_benchmark_runs_in_its_tiny_mode(request, bench):
     print(done.stdout[-3000:])  # the figures, for pytest -rP
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert figure in done.stdout, done.stdout[-3000:]
+
+
+def test_every_benchmark_has_a_test_that_runs_its_tiny_mode():
+    """A benchmark that no test runs rots (issue 27, item 8): each bench/*.py program (one with a ``__main__``)
+    takes ``--tiny`` and is named, in a test module that passes ``--tiny``, here or beside its feature."""
+    tests = {path.name: path.read_text() for path in (REPO / "tests").glob("test_*.py")}
+    missing = []
+    for bench in sorted((REPO / "bench").glob("*.py")):
+        text = bench.read_text()
+        if '__name__ == "__main__"' not in text:
+            continue  # data for a benchmark (ocr_scans.py), no program
+        runners = [name for name, test in tests.items() if bench.stem in test and "--tiny" in test]
+        if "--tiny" not in text or not (bench.stem in BENCHES or runners):
+            missing.append(bench.name)
+    assert not missing, f"benchmarks without a tiny mode a test runs: {missing}"
