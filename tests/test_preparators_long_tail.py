@@ -7,12 +7,10 @@ whose text ``beamtrawl search`` finds."""
 from __future__ import annotations
 
 import pytest
-from beamtrawl.transforms.preparators import BUILTIN, Chain
-from beamtrawl.transforms.preparators.mime import MimeSniffer
 
 from tests.package_files import tika_test_document
+from tests.preparing import prepare_bytes
 
-SNIFF = MimeSniffer()
 # (Tika module, file, the type it is given, a phrase its text holds)
 FILES = [
     ("pkg", "test-documents.7z", "application/x-7z-compressed", "Sample Excel Worksheet - Numbers and their Squares"),
@@ -45,10 +43,7 @@ FILES = [
 
 def prepare(module: str, name: str):
     data = tika_test_document(module, name)
-    url = f"file:///tail/{name.rsplit('/', 1)[-1]}"
-    mimetype = SNIFF(data, url)
-    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, mimetype)
-    return prepared, errors, mimetype
+    return prepare_bytes(data, f"file:///tail/{name.rsplit('/', 1)[-1]}")
 
 
 @pytest.mark.parametrize("module, name, mimetype, phrase", FILES, ids=[f[1] for f in FILES])
@@ -155,7 +150,7 @@ def test_damaged_long_tail_files_are_one_failure_each():
         data = tika_test_document(module, name)
         url = f"file:///tail/{name.rsplit('/', 1)[-1]}"
         half = data[: len(data) // 2]
-        prepared, errors = Chain(BUILTIN, SNIFF).run(half, url, SNIFF(half, url))
+        prepared, errors, _ = prepare_bytes(half, url)
         assert prepared is not None or errors, name
 
 

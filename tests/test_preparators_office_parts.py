@@ -5,20 +5,14 @@ each typed by its [Content_Types].xml and read."""
 from __future__ import annotations
 
 import pytest
-from beamtrawl.transforms.preparators import BUILTIN, Chain
-from beamtrawl.transforms.preparators.mime import MimeSniffer
 
 from tests.package_files import tika_test_document
-
-SNIFF = MimeSniffer()
+from tests.preparing import prepare_bytes
 
 
 def prepare(name: str):
     data = tika_test_document("microsoft", name)
-    url = f"file:///office/{name}"
-    mimetype = SNIFF(data, url)
-    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, mimetype)
-    return prepared, errors, mimetype
+    return prepare_bytes(data, f"file:///office/{name}")
 
 
 def test_word_headers_footers_and_footnotes_are_text():
