@@ -6,11 +6,15 @@ Run from the repository root (beamtrawl installed, a JDK and Maven on PATH)::
     python bench/tika_compare.py [--corpus real|tika|both] [--workers 2] [--tiny]
 
 The peer is Tika's ``AutoDetectParser`` with ``BodyContentHandler(-1)`` and embedded documents recursed
-(``bench/TikaPeer.java``, ten lines of main; OCR skipped, as beamtrawl runs none yet — Tika would run
-tesseract on every image where it is installed): tika-app is not on Maven Central, so
+(``bench/TikaPeer.java``, ten lines of main): tika-app is not on Maven Central, so
 ``org.apache.tika:tika-parsers-standard-package`` (the pom, without ``com.github.junrar:junrar``) and
 ``tika-core`` are resolved by ``mvn dependency:copy-dependencies`` into ``~/.cache/beamtrawl/tika-peer``.
 It runs with as many threads as beamtrawl has workers.
+
+OCR is the same on both sides, so that neither pays for tesseract or gains its words alone: off by default
+(Tika's ``TesseractOCRConfig.setSkipOcr(true)``, beamtrawl's ``ocr.enabled: false``), on for both with
+``--ocr`` (tesseract installed: Tika's TesseractOCRParser and beamtrawl's ocr step each run it on images and
+scanned pages). The output says which.
 
 Corpora (nothing generated): ``real`` is the tree of tests/real_corpus.py (what ten Debian packages
 ship), ``tika`` every test document of the Tika modules tests/package_files.py fetches (TIKA_MODULES:
@@ -87,6 +91,11 @@ def fetch() -> None:
         subprocess.run(["mvn", "-q", "-B", "dependency:copy-dependencies", "-DoutputDirectory=lib",
                         "-DincludeScope=runtime"], cwd=PEER, check=True)
         (PEER / "lib" / ".complete").touch()
+    compile_peer()
+
+
+def compile_peer() -> None:
+    """Compile bench/TikaPeer.java against the fetched jars when the class is missing or older."""
     source = REPO / "bench" / "TikaPeer.java"
     target = _classes() / "TikaPeer.class"
     if not target.exists() or target.stat().st_mtime < source.stat().st_mtime:
@@ -129,7 +138,8 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_tika(files: list[Path], threads: int, work: Path, deadline: int) -> tuple[dict[str, tuple[str, str]], float]:
+def run_tika(files: list[Path], threads: int, work: Path, deadline: int,
+             ocr: bool) -> tuple[dict[str, tuple[str, str]], float]:
     """({path: (Tika's type, its text)}, CPU seconds)."""
     listing, out = work / "tika-files.txt", work / "tika-out"
     out.mkdir()
@@ -137,7 +147,7 @@ def run_tika(files: list[Path], threads: int, work: Path, deadline: int) -> tupl
     classpath = f"{_classes()}{os.pathsep}{PEER / 'lib' / '*'}"
     before = _children_cpu()
     subprocess.run(["java", "-Xmx2g", "-Dlog4j2.level=OFF", "-cp", classpath, "TikaPeer", str(threads), str(listing),
-                    str(out), str(deadline)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+                    str(out), str(deadline), "ocr" if ocr else "no-ocr"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     cpu = _children_cpu() - before
     results = {}
     for number, path in enumerate(files):
@@ -148,12 +158,13 @@ def run_tika(files: list[Path], threads: int, work: Path, deadline: int) -> tupl
     return results, cpu
 
 
-def run_beamtrawl(roots: list[Path], workers: int, work: Path) -> tuple[dict[str, tuple[str, str]], float, int]:
+def run_beamtrawl(roots: list[Path], workers: int, work: Path,
+                  ocr: bool) -> tuple[dict[str, tuple[str, str]], float, int]:
     """({path: (MIME type, title, content, headlines and metadata)}, CPU seconds, the crawl's exit code)."""
     index = work / "index.sqlite"
     settings = {"start": [{"url": path_to_url(str(r)), "parse": True, "index": False} for r in roots],
                 "whitelist": [{"prefix": path_to_url(str(r))} for r in roots],
-                "index": {"path": str(index)}, "max_failed_ratio": 1.0}
+                "index": {"path": str(index)}, "max_failed_ratio": 1.0, "ocr": {"enabled": ocr}}
     config = work / "crawl.yaml"
     config.write_text(json.dumps(settings), encoding="utf-8")
     before = _children_cpu()
@@ -250,6 +261,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--tiny", action="store_true", help="six of Tika's test documents (the suite runs this)")
     parser.add_argument("--deadline", type=int, default=3600, help="seconds Tika may take in all")
+    parser.add_argument("--ocr", action="store_true", help="both sides run tesseract (default: neither does)")
     parser.add_argument("--show-low", type=int, default=0, metavar="N", help="list the N files of lowest share")
     args = parser.parse_args()
     if args.fetch:
@@ -258,6 +270,7 @@ def main() -> int:
     if not fetched():
         print("Tika is not fetched: run python bench/tika_compare.py --fetch (tests/run.sh does)")
         return 1
+    compile_peer()
     with tempfile.TemporaryDirectory(prefix="beamtrawl-tika-") as folder:
         work = Path(folder)
         roots = []
@@ -270,12 +283,13 @@ def main() -> int:
             roots.append(corpus())
         files = _files(roots)
         started = time.perf_counter()
-        tika, tika_cpu = run_tika(files, args.workers, work, args.deadline)
-        ours, our_cpu, code = run_beamtrawl(roots, args.workers, work)
+        tika, tika_cpu = run_tika(files, args.workers, work, args.deadline, args.ocr)
+        ours, our_cpu, code = run_beamtrawl(roots, args.workers, work, args.ocr)
         if not tika or not ours:
             print(f"a side did not run: Tika read {len(tika)} files, beamtrawl indexed {len(ours)} (exit {code})")
             return 1
         report(compare(files, tika, ours), tika_cpu, our_cpu, len(files), args.workers, args.show_low)
+        print(f"\n  OCR: {'on for both (tesseract)' if args.ocr else 'off for both (--ocr runs tesseract on both sides)'}")
         print(f"\n  (both runs: {time.perf_counter() - started:.0f} s wall; the crawl exited {code})")
     return 0
 
