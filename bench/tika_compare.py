@@ -205,7 +205,7 @@ def read(text: str) -> bool:
 def compare(files: list[Path], tika: dict, ours: dict) -> list[dict]:
     """One row per MIME type, most files first."""
     rows: dict[str, dict] = defaultdict(lambda: {"files": 0, "tika": 0, "ours": 0, "shares": [], "only_tika": 0,
-                                                 "only_ours": 0, "low": []})
+                                                 "only_ours": 0, "low": [], "only_tika_files": []})
     for path in map(str, files):
         tika_type, tika_text = tika.get(path, ("", ""))
         our_type, our_text = ours.get(path, ("", ""))
@@ -215,6 +215,8 @@ def compare(files: list[Path], tika: dict, ours: dict) -> list[dict]:
         row["tika"] += tika_read
         row["ours"] += our_read
         row["only_tika"] += tika_read and not our_read
+        if tika_read and not our_read:
+            row["only_tika_files"].append(path)
         row["only_ours"] += our_read and not tika_read
         if tika_read:
             value = share(tika_text, our_text)
@@ -247,6 +249,11 @@ def report(rows: list[dict], tika_cpu: float, our_cpu: float, files: int, worker
     print(f"\n  Tika:      {tika_cpu:8.1f} CPU-s  {tika_rate:8.1f} documents per CPU-second (reads only)")
     print(f"  beamtrawl: {our_cpu:8.1f} CPU-s  {our_rate:8.1f} documents per CPU-second (reads and indexes)")
     print(f"  beamtrawl / Tika: {our_rate / tika_rate if tika_rate else 0:.2f}x (target ≥ 1.5x)")
+    only_tika = sorted(path for r in rows for path in r["only_tika_files"])
+    if only_tika:
+        print("\n  files only Tika read:")
+        for path in only_tika:
+            print(f"    {path}")
     if show_low:
         lows = sorted((value, path) for r in rows for value, path in r["low"])[:show_low]
         print("\n  lowest word shares:")
@@ -261,6 +268,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--tiny", action="store_true", help="six of Tika's test documents (the suite runs this)")
     parser.add_argument("--deadline", type=int, default=3600, help="seconds Tika may take in all")
+    parser.add_argument("--keep", metavar="FOLDER", help="work in this (new) folder and keep it: both sides' texts")
     parser.add_argument("--ocr", action="store_true", help="both sides run tesseract (default: neither does)")
     parser.add_argument("--show-low", type=int, default=0, metavar="N", help="list the N files of lowest share")
     args = parser.parse_args()
@@ -272,7 +280,8 @@ def main() -> int:
         return 1
     compile_peer()
     with tempfile.TemporaryDirectory(prefix="beamtrawl-tika-") as folder:
-        work = Path(folder)
+        work = Path(args.keep or folder)
+        work.mkdir(parents=True, exist_ok=True)
         roots = []
         if args.tiny or args.corpus in ("tika", "both"):
             _tika_documents(work / "tika", set(TINY) if args.tiny else None)

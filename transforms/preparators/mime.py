@@ -34,7 +34,7 @@ import zlib
 
 import magic
 import olefile
-from beamtrawl.transforms.preparators import office
+from beamtrawl.transforms.preparators import iwork, office
 from beamtrawl.transforms.preparators.compressed import compressed_type
 from beamtrawl.transforms.preparators.onenote import SECTION_MAGIC as _ONENOTE_MAGIC
 from beamtrawl.transforms.preparators.plist import plist_type
@@ -100,7 +100,7 @@ def zip_container_type(data: bytes) -> str | None:
                     return declared
             if "META-INF/MANIFEST.MF" in names:
                 return "application/java-archive"
-            return "application/zip"
+            return iwork.iwork_type(archive) or "application/zip"
     except (zipfile.BadZipFile, zlib.error, OSError, ValueError, EOFError, NotImplementedError, RuntimeError):
         return None
 
