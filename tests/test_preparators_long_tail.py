@@ -1,7 +1,8 @@
 """The long tail of formats Tika reads (issue 24, item 4), each on a file nobody here made: Apache Tika's
 own test documents (its modules' test jars on Maven Central). 7z, cpio and ar archives; lz4 frames and
 zlib streams, framed Snappy and Unix compress (``.Z``); ZIP entries imploded (7-Zip); RAR (bsdtar); WARC and ARC web archives; dBASE tables; Apple binary property lists and Safari
-webarchives; compiled Java classes; compiled HTML help (CHM). Through the MIME decision and the preparators, then a real crawl
+webarchives; compiled Java classes; compiled HTML help (CHM); iWork '05-'09 Pages, Numbers and Keynote; Outlook's
+TNEF (winmail.dat); FrameMaker MIF. Through the MIME decision and the preparators, then a real crawl
 whose text ``beamtrawl search`` finds."""
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ FILES = [
      "The HTML Help ActiveX control reference provides information about how to use the control"),
     ("microsoft", "chm/gpedit.CHM", "application/vnd.ms-htmlhelp",
      "composant logiciel enfichable MMC (Microsoft Management Console)"),
+    ("apple", "testPages.pages", "application/vnd.apple.pages", "Both Pages 1.x and Keynote 2.x, which form the basis"),
+    ("apple", "testNumbers.numbers", "application/vnd.apple.numbers", "Fill up SUV for camping trip"),
+    ("apple", "testKeynote.key", "application/vnd.apple.keynote", "Some random text for the sake of testability."),
+    ("microsoft", "testWINMAIL.dat", "application/vnd.ms-tnef", "Le renard brun rapide saute par-dessus le chien"),
+    ("miscoffice", "testFramemakerMif.mif", "application/vnd.mif", "Ut consequat semper viverra nam libero justo."),
 ]
 
 
@@ -208,3 +214,25 @@ def test_member_added_changed_and_removed_between_crawls(tmp_path, make_config, 
     assert crawl(config).code == 0
     assert found('"everyone\'s first program"') == [] and found('"Apache Tika"') == []
     assert found('"commenting out an alternative"') == [archive.name] and found('"Apache Beam"') == [archive.name]
+
+
+def test_iwork_cells_metadata_and_notes_are_text():
+    """Numbers keeps cell values in attributes (text, numbers, formulas' results); Keynote's notes are text."""
+    numbers, _errors, _ = prepare("apple", "testNumbers.numbers")
+    assert "Account Categories" in numbers.content and "-872.39999999999998" in numbers.content  # a table, a formula
+    keynote, _errors, _ = prepare("apple", "testKeynote.key")
+    assert "A nice note" in keynote.content and "A sample presentation" in keynote.content
+
+
+def test_tnef_attachments_are_prepared_by_their_type():
+    """winmail.dat's Word, PDF, HTML and XML attachments are read, its subject is the title."""
+    prepared, _errors, _ = prepare("microsoft", "testWINMAIL.dat")
+    assert prepared.title == "This is a test message"
+    for name in ("quick.doc", "quick.pdf", "quick.html", "quick.xml"):
+        assert f"attachment: {name}\nThe quick brown fox jumps over the lazy dog" in prepared.content, name
+
+
+def test_binary_framemaker_file_stays_unsupported():
+    """testMIF.mif is a binary <MakerFile>: nothing reads it (Tika neither), and it is no failure."""
+    prepared, errors, typed = prepare("miscoffice", "testMIF.mif")
+    assert typed != "application/vnd.mif" and errors == [] and len(prepared.content.strip()) < 50
