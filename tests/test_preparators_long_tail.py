@@ -2,7 +2,7 @@
 own test documents (its modules' test jars on Maven Central). 7z, cpio and ar archives; lz4 frames and
 zlib streams, framed Snappy and Unix compress (``.Z``); ZIP entries imploded (7-Zip); RAR (bsdtar); WARC and ARC web archives; dBASE tables; Apple binary property lists and Safari
 webarchives; compiled Java classes; compiled HTML help (CHM); iWork '05-'09 Pages, Numbers and Keynote; Outlook's
-TNEF (winmail.dat); FrameMaker MIF. Through the MIME decision and the preparators, then a real crawl
+TNEF (winmail.dat); FrameMaker MIF; Hangul (HWP 5, distribution documents decrypted). Through the MIME decision and the preparators, then a real crawl
 whose text ``beamtrawl search`` finds."""
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ FILES = [
     ("apple", "testKeynote.key", "application/vnd.apple.keynote", "Some random text for the sake of testability."),
     ("microsoft", "testWINMAIL.dat", "application/vnd.ms-tnef", "Le renard brun rapide saute par-dessus le chien"),
     ("miscoffice", "testFramemakerMif.mif", "application/vnd.mif", "Ut consequat semper viverra nam libero justo."),
+    ("miscoffice", "testHWP-v5b.hwp", "application/x-hwp", "파서 및 감지기 페이지 티카와 작동 방법의 주요 인터페이스를 설명합니다."),
+    ("miscoffice", "testHWP-v5-dist.hwp", "application/x-hwp", "파서 및 감지기 페이지 티카와 작동 방법의 주요 인터페이스를 설명합니다."),
 ]
 
 
@@ -160,12 +162,15 @@ def test_damaged_long_tail_files_are_one_failure_each():
         assert prepared is not None or errors, name
 
 
-def test_crawl_finds_the_long_tail_by_search(tmp_path, make_config, crawl, search):
+@pytest.mark.parametrize("target", ["embedded", "opensearch"])
+def test_crawl_finds_the_long_tail_by_search(tmp_path, make_config, request, crawl, search, target):
+    """Each file's known phrase is found by ``beamtrawl search``, in the embedded index and on OpenSearch
+    (the session's node)."""
     root = tmp_path / "tail"
     root.mkdir()
     for module, name, _mimetype, _phrase in FILES:
         (root / name.rsplit("/", 1)[-1]).write_bytes(tika_test_document(module, name))
-    config = make_config(root)
+    config = make_config(root) if target == "embedded" else request.getfixturevalue("os_config")(root)
     run = crawl(config)
     assert run.code == 0, (run.stderr, run.report.get("problems"))
     for _module, name, _mimetype, phrase in FILES:
