@@ -1,6 +1,7 @@
 """Office Open XML (DOCX, XLSX, PPTX, their templates and macro-enabled variants) by python-docx, openpyxl
 and python-pptx; a Word document's headers, footers, footnotes, endnotes and comments and a presentation's
-notes and comments count as its text, as Tika reads them. The parts inside the
+notes and comments count as its text, as Tika reads them, and so do charts, SmartArt diagrams and a
+spreadsheet's text boxes (``drawing_text``). The parts inside the
 ZIP, not the MIME type, say which kind it is. (libmagic names some of these files only "Microsoft OOXML",
 application/octet-stream, depending on the order of the archive's members; ``mime.MimeSniffer`` names
 them from their parts, so this preparator need not accept every unknown binary.) Embedded files, OLE objects
@@ -12,12 +13,14 @@ import io
 import re
 import zipfile
 import zlib
+from dataclasses import replace
 
 from beamtrawl.transforms.preparators import embedded
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.cell_format import displayed
+from beamtrawl.transforms.preparators.drawing_text import drawing_texts
 
-REVISION = 5  # part of the preparation fingerprint (base.py): 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
+REVISION = 6  # part of the preparation fingerprint (base.py): 6 reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
@@ -330,4 +333,8 @@ def prepare_ooxml(data: bytes, url: str, mimetype: str, params: dict) -> Prepare
         prepared = read(_as_plain(data))
     except (zipfile.BadZipFile, zlib.error, KeyError, ValueError, SyntaxError) as err:
         raise PreparationError(f"not readable as Office Open XML: {type(err).__name__}: {err}"[:200]) from None
-    return embedded.inline(prepared, embedded.ooxml_parts(zipfile.ZipFile(io.BytesIO(data))), url)
+    package = zipfile.ZipFile(io.BytesIO(data))
+    drawn = drawing_texts(package)
+    if drawn:
+        prepared = replace(prepared, content="\n\n".join((prepared.content, *drawn)).strip())
+    return embedded.inline(prepared, embedded.ooxml_parts(package), url)
