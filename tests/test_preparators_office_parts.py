@@ -116,3 +116,23 @@ def test_xlsb_is_read_by_calamine():
     assert "String This is a string" in lines and "date 2017-03-09" in lines
     prepared, errors, _ = prepare("testEXCEL.xlsb")  # one calamine cannot read: its parts' names, and why
     assert errors[0].startswith("office: not readable as XLSB") and "xl/workbook.bin" in prepared.content
+
+
+@pytest.mark.parametrize("name, phrases", [
+    ("testWORD_charts.docx", ("wants a peach", "NUMBER\tJanuary\tFebruary")),
+    ("testPPT_charts.pptx", ("wants a peach", "NUMBER\tJanuary\tFebruary")),
+    ("testEXCEL_charts.xlsx", ("wants a peach", "is a panda")),
+    ("testPPT_diagramData.pptx", ("VP – HR", "VP - Marketing")),
+    ("testEXCEL_textbox.xlsx", ("this is some autoshape text",)),
+])
+def test_charts_smartart_and_sheet_text_boxes_are_text(name, phrases):
+    """Charts' titles, series and categories, SmartArt's data and a sheet's text boxes (Tika reads them)."""
+    prepared, errors, _ = prepare(name)
+    assert errors == []
+    for phrase in phrases:
+        assert phrase in prepared.content, (name, phrase)
+
+
+def test_rtf_comments_and_their_authors_are_text():
+    prepared, errors, _ = prepare_bytes(tika_test_document("microsoft", "testComment.rtf"), "file:///o/c.rtf")
+    assert errors == [] and "Michael McCandless Here is a comment." in prepared.content
