@@ -136,3 +136,15 @@ def test_charts_smartart_and_sheet_text_boxes_are_text(name, phrases):
 def test_rtf_comments_and_their_authors_are_text():
     prepared, errors, _ = prepare_bytes(tika_test_document("microsoft", "testComment.rtf"), "file:///o/c.rtf")
     assert errors == [] and "Michael McCandless Here is a comment." in prepared.content
+
+
+def test_workbook_past_max_characters_is_read_to_there_and_says_so():
+    """testRecordSizeExceeded.xlsx holds 181 million characters of cells (12 MB zipped): read whole it took
+    longer than the preparation timeout and kept nothing; now its first max_characters are kept, quickly."""
+    from beamtrawl.transforms.preparators import office
+
+    data = tika_test_document("microsoft", "testRecordSizeExceeded.xlsx")
+    prepared = office.prepare_ooxml(data, "file:///o/big.xlsx", office.MIME_TYPES[1], {"max_characters": 100_000})
+    assert 100_000 < len(prepared.content) < 110_000
+    assert "Repetitive content pattern 1 for compression test row 1" in prepared.content
+    assert prepared.partial.startswith("read the first ") and "max_characters (100,000)" in prepared.partial

@@ -49,7 +49,7 @@ from beamtrawl.transforms.preparators.text import prepare_text
 BUILTIN = (
     PreparatorSpec("html", prepare_html, ("text/html", "application/xhtml+xml"), priority=10),
     PreparatorSpec("pdf", pdf.prepare_pdf, pdf.MIME_TYPES, priority=10, params=pdf.DEFAULTS),
-    PreparatorSpec("office", office.prepare_ooxml, office.MIME_TYPES, priority=10),
+    PreparatorSpec("office", office.prepare_ooxml, office.MIME_TYPES, priority=10, params=office.DEFAULTS),
     PreparatorSpec("mail", mail.prepare_mail, mail.MIME_TYPES, priority=10),
     PreparatorSpec("outlook", outlook.prepare_outlook, outlook.MIME_TYPES, priority=10, params=outlook.DEFAULTS),
     PreparatorSpec("mbox", mbox.prepare_mbox, mbox.MIME_TYPES, priority=10, params=mbox.DEFAULTS),
