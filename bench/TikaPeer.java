@@ -1,7 +1,8 @@
 // The peer of bench/tika_compare.py: Apache Tika's AutoDetectParser over a list of files, as tika-app's
 // text mode reads them (BodyContentHandler(-1): no write limit; embedded documents recursed by handing
-// the parser itself to the ParseContext). OCR is off: beamtrawl runs none yet, and Tika would run
-// tesseract on every image when it is installed. Usage: java TikaPeer THREADS LIST OUT_DIR DEADLINE_SECONDS.
+// the parser itself to the ParseContext). OCR (tesseract, as beamtrawl's ocr preparator step) runs when the
+// fifth argument is "ocr" and is skipped otherwise; bench/tika_compare.py sets beamtrawl's ocr.enabled to match.
+// Usage: java TikaPeer THREADS LIST OUT_DIR DEADLINE_SECONDS [ocr|no-ocr].
 // For line N of LIST it writes OUT_DIR/N.txt (the text) and OUT_DIR/N.type (Tika's Content-Type).
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -25,6 +26,7 @@ public class TikaPeer {
         int threads = Integer.parseInt(args[0]);
         List<String> files = Files.readAllLines(Paths.get(args[1]), StandardCharsets.UTF_8);
         Path out = Paths.get(args[2]);
+        boolean skipOcr = args.length < 5 || !args[4].equals("ocr");
         AutoDetectParser parser = new AutoDetectParser();
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         for (int i = 0; i < files.size(); i++) {
@@ -35,7 +37,7 @@ public class TikaPeer {
                 ParseContext context = new ParseContext();
                 context.set(Parser.class, parser);
                 TesseractOCRConfig ocr = new TesseractOCRConfig();
-                ocr.setSkipOcr(true);
+                ocr.setSkipOcr(skipOcr);
                 context.set(TesseractOCRConfig.class, ocr);
                 try (InputStream in = TikaInputStream.get(Paths.get(files.get(n)))) {
                     parser.parse(in, handler, metadata, context);

@@ -6,11 +6,15 @@ Run from the repository root (beamtrawl installed, a JDK and Maven on PATH)::
     python bench/tika_compare.py [--corpus real|tika|both] [--workers 2] [--tiny]
 
 The peer is Tika's ``AutoDetectParser`` with ``BodyContentHandler(-1)`` and embedded documents recursed
-(``bench/TikaPeer.java``, ten lines of main; OCR skipped, as beamtrawl runs none yet — Tika would run
-tesseract on every image where it is installed): tika-app is not on Maven Central, so
+(``bench/TikaPeer.java``, ten lines of main): tika-app is not on Maven Central, so
 ``org.apache.tika:tika-parsers-standard-package`` (the pom, without ``com.github.junrar:junrar``) and
 ``tika-core`` are resolved by ``mvn dependency:copy-dependencies`` into ``~/.cache/beamtrawl/tika-peer``.
 It runs with as many threads as beamtrawl has workers.
+
+OCR is the same on both sides, so that neither pays for tesseract or gains its words alone: off by default
+(Tika's ``TesseractOCRConfig.setSkipOcr(true)``, beamtrawl's ``ocr.enabled: false``), on for both with
+``--ocr`` (tesseract installed: Tika's TesseractOCRParser and beamtrawl's ocr step each run it on images and
+scanned pages). The output says which.
 
 Corpora (nothing generated): ``real`` is the tree of tests/real_corpus.py (what ten Debian packages
 ship), ``tika`` every test document of the Tika modules tests/package_files.py fetches (TIKA_MODULES:
@@ -87,6 +91,11 @@ def fetch() -> None:
         subprocess.run(["mvn", "-q", "-B", "dependency:copy-dependencies", "-DoutputDirectory=lib",
                         "-DincludeScope=runtime"], cwd=PEER, check=True)
         (PEER / "lib" / ".complete").touch()
+    compile_peer()
+
+
+def compile_peer() -> None:
+    """Compile bench/TikaPeer.java against the fetched jars when the class is missing or older."""
     source = REPO / "bench" / "TikaPeer.java"
     target = _classes() / "TikaPeer.class"
     if not target.exists() or target.stat().st_mtime < source.stat().st_mtime:
@@ -129,7 +138,8 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_tika(files: list[Path], threads: int, work: Path, deadline: int) -> tuple[dict[str, tuple[str, str]], float]:
+def run_tika(files: list[Path], threads: int, work: Path, deadline: int,
+             ocr: bool) -> tuple[dict[str, tuple[str, str]], float]:
     """({path: (Tika's type, its text)}, CPU seconds)."""
     listing, out = work / "tika-files.txt", work / "tika-out"
     out.mkdir()
@@ -137,7 +147,7 @@ def run_tika(files: list[Path], threads: int, work: Path, deadline: int) -> tupl
     classpath = f"{_classes()}{os.pathsep}{PEER / 'lib' / '*'}"
     before = _children_cpu()
     subprocess.run(["java", "-Xmx2g", "-Dlog4j2.level=OFF", "-cp", classpath, "TikaPeer", str(threads), str(listing),
-                    str(out), str(deadline)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+                    str(out), str(deadline), "ocr" if ocr else "no-ocr"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     cpu = _children_cpu() - before
     results = {}
     for number, path in enumerate(files):
@@ -148,12 +158,13 @@ def run_tika(files: list[Path], threads: int, work: Path, deadline: int) -> tupl
     return results, cpu
 
 
-def run_beamtrawl(roots: list[Path], workers: int, work: Path) -> tuple[dict[str, tuple[str, str]], float, int]:
+def run_beamtrawl(roots: list[Path], workers: int, work: Path,
+                  ocr: bool) -> tuple[dict[str, tuple[str, str]], float, int]:
     """({path: (MIME type, title, content, headlines and metadata)}, CPU seconds, the crawl's exit code)."""
     index = work / "index.sqlite"
     settings = {"start": [{"url": path_to_url(str(r)), "parse": True, "index": False} for r in roots],
                 "whitelist": [{"prefix": path_to_url(str(r))} for r in roots],
-                "index": {"path": str(index)}, "max_failed_ratio": 1.0}
+                "index": {"path": str(index)}, "max_failed_ratio": 1.0, "ocr": {"enabled": ocr}}
     config = work / "crawl.yaml"
     config.write_text(json.dumps(settings), encoding="utf-8")
     before = _children_cpu()
@@ -194,7 +205,7 @@ def read(text: str) -> bool:
 def compare(files: list[Path], tika: dict, ours: dict) -> list[dict]:
     """One row per MIME type, most files first."""
     rows: dict[str, dict] = defaultdict(lambda: {"files": 0, "tika": 0, "ours": 0, "shares": [], "only_tika": 0,
-                                                 "only_ours": 0, "low": []})
+                                                 "only_ours": 0, "low": [], "only_tika_files": []})
     for path in map(str, files):
         tika_type, tika_text = tika.get(path, ("", ""))
         our_type, our_text = ours.get(path, ("", ""))
@@ -204,6 +215,8 @@ def compare(files: list[Path], tika: dict, ours: dict) -> list[dict]:
         row["tika"] += tika_read
         row["ours"] += our_read
         row["only_tika"] += tika_read and not our_read
+        if tika_read and not our_read:
+            row["only_tika_files"].append(path)
         row["only_ours"] += our_read and not tika_read
         if tika_read:
             value = share(tika_text, our_text)
@@ -236,6 +249,11 @@ def report(rows: list[dict], tika_cpu: float, our_cpu: float, files: int, worker
     print(f"\n  Tika:      {tika_cpu:8.1f} CPU-s  {tika_rate:8.1f} documents per CPU-second (reads only)")
     print(f"  beamtrawl: {our_cpu:8.1f} CPU-s  {our_rate:8.1f} documents per CPU-second (reads and indexes)")
     print(f"  beamtrawl / Tika: {our_rate / tika_rate if tika_rate else 0:.2f}x (target ≥ 1.5x)")
+    only_tika = sorted(path for r in rows for path in r["only_tika_files"])
+    if only_tika:
+        print("\n  files only Tika read:")
+        for path in only_tika:
+            print(f"    {path}")
     if show_low:
         lows = sorted((value, path) for r in rows for value, path in r["low"])[:show_low]
         print("\n  lowest word shares:")
@@ -250,6 +268,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--tiny", action="store_true", help="six of Tika's test documents (the suite runs this)")
     parser.add_argument("--deadline", type=int, default=3600, help="seconds Tika may take in all")
+    parser.add_argument("--keep", metavar="FOLDER", help="work in this (new) folder and keep it: both sides' texts")
+    parser.add_argument("--ocr", action="store_true", help="both sides run tesseract (default: neither does)")
     parser.add_argument("--show-low", type=int, default=0, metavar="N", help="list the N files of lowest share")
     args = parser.parse_args()
     if args.fetch:
@@ -258,8 +278,10 @@ def main() -> int:
     if not fetched():
         print("Tika is not fetched: run python bench/tika_compare.py --fetch (tests/run.sh does)")
         return 1
+    compile_peer()
     with tempfile.TemporaryDirectory(prefix="beamtrawl-tika-") as folder:
-        work = Path(folder)
+        work = Path(args.keep or folder)
+        work.mkdir(parents=True, exist_ok=True)
         roots = []
         if args.tiny or args.corpus in ("tika", "both"):
             _tika_documents(work / "tika", set(TINY) if args.tiny else None)
@@ -270,12 +292,13 @@ def main() -> int:
             roots.append(corpus())
         files = _files(roots)
         started = time.perf_counter()
-        tika, tika_cpu = run_tika(files, args.workers, work, args.deadline)
-        ours, our_cpu, code = run_beamtrawl(roots, args.workers, work)
+        tika, tika_cpu = run_tika(files, args.workers, work, args.deadline, args.ocr)
+        ours, our_cpu, code = run_beamtrawl(roots, args.workers, work, args.ocr)
         if not tika or not ours:
             print(f"a side did not run: Tika read {len(tika)} files, beamtrawl indexed {len(ours)} (exit {code})")
             return 1
         report(compare(files, tika, ours), tika_cpu, our_cpu, len(files), args.workers, args.show_low)
+        print(f"\n  OCR: {'on for both (tesseract)' if args.ocr else 'off for both (--ocr runs tesseract on both sides)'}")
         print(f"\n  (both runs: {time.perf_counter() - started:.0f} s wall; the crawl exited {code})")
     return 0
 

@@ -14,15 +14,15 @@ import tarfile
 
 import magic
 import pytest
-from beamtrawl.transforms.preparators import BUILTIN, Chain, compressed
+from beamtrawl.transforms.preparators import BUILTIN, compressed
 from beamtrawl.transforms.preparators.archive import DEFAULTS
 from beamtrawl.transforms.preparators.html import prepare_html
-from beamtrawl.transforms.preparators.mime import MimeSniffer, mail_type
+from beamtrawl.transforms.preparators.mime import mail_type
 
 from tests.package_files import PY_LIB, PY_TESTSUITE, debian_deb, debian_file
+from tests.preparing import SNIFF, prepare_bytes
 
 MiB = 1024 * 1024
-SNIFF = MimeSniffer()
 LS_MAN = ("coreutils", "usr/share/man/man1/ls.1.gz")
 CHANGELOG = ("coreutils", "usr/share/doc/coreutils/changelog.Debian.gz")
 def _mandoc(test):
@@ -38,11 +38,7 @@ def real(package_path) -> bytes:
     return debian_file(*package_path).read_bytes()
 
 
-def prepare(data: bytes, url: str, preparators=BUILTIN):
-    """(prepared or None, failures, MIME type) as a crawl's preparing process makes them."""
-    mimetype = SNIFF(data, url)
-    prepared, errors = Chain(preparators, SNIFF).run(data, url, mimetype)
-    return prepared, errors, mimetype
+prepare = prepare_bytes
 
 
 # -- man pages and changelogs as Debian ships them -----------------------------------------------------------

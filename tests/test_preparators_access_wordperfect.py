@@ -7,14 +7,13 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from beamtrawl.transforms.preparators import BUILTIN, Chain, access, wordperfect
+from beamtrawl.transforms.preparators import access, wordperfect
 from beamtrawl.transforms.preparators.base import PreparationError
-from beamtrawl.transforms.preparators.mime import MimeSniffer
 
 from tests.package_files import tika_test_document
+from tests.preparing import prepare_bytes
 from tests.test_helper_programs import _path_without
 
-SNIFF = MimeSniffer()
 # (Tika module, file, its type, a phrase its text holds)
 FILES = [
     ("microsoft", "testACCESS.mdb", "application/x-msaccess", "TitleID TrackID TrackName"),
@@ -31,10 +30,7 @@ FILES = [
 
 def run(module: str, name: str, data: bytes | None = None):
     data = tika_test_document(module, name) if data is None else data
-    url = f"file:///helpers/{name}"
-    mimetype = SNIFF(data, url)
-    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, mimetype)
-    return prepared, errors, mimetype
+    return prepare_bytes(data, f"file:///helpers/{name}")
 
 
 @pytest.mark.parametrize("module, name, mimetype, phrase", FILES, ids=[f[1] for f in FILES])

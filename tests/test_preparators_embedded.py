@@ -12,19 +12,17 @@ import pytest
 from beamtrawl.transforms.preparators import BUILTIN, Chain, archive, embedded
 from beamtrawl.transforms.preparators.base import Prepared
 from beamtrawl.transforms.preparators.chain import _CONTEXT
-from beamtrawl.transforms.preparators.mime import MimeSniffer
 
 from tests.package_files import tika_test_document
+from tests.preparing import SNIFF, prepare_bytes
 
-SNIFF = MimeSniffer()
 # WPS Office's test files: one attachment of each kind, each holding "<kind>_content"
 WPS_KINDS = ("txt", "pdf", "xml", "doc", "docx", "xls", "xlsx", "ppt", "pptx")
 
 
 def prepare(module: str, name: str):
     data = tika_test_document(module, name)
-    url = f"file:///embedded/{name}"
-    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, SNIFF(data, url))
+    prepared, errors, _ = prepare_bytes(data, f"file:///embedded/{name}")
     assert errors == [], errors
     return prepared
 

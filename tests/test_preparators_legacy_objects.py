@@ -13,18 +13,16 @@ import pytest
 from beamtrawl.transforms.preparators import BUILTIN, Chain, archive, embedded, ole_objects
 from beamtrawl.transforms.preparators.base import Prepared
 from beamtrawl.transforms.preparators.chain import _CONTEXT
-from beamtrawl.transforms.preparators.mime import MimeSniffer
 
 from tests.package_files import tika_test_document
+from tests.preparing import SNIFF, prepare_bytes
 
-SNIFF = MimeSniffer()
 WPS_KINDS = ("txt", "pdf", "xml", "doc", "docx", "xls", "xlsx", "ppt", "pptx")  # each holds "<kind>_content"
 RTF = "testRTFEmbeddedFiles.rtf"
 
 
 def prepare(data: bytes, name: str) -> Prepared:
-    url = f"file:///objects/{name}"
-    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, SNIFF(data, url))
+    prepared, errors, _ = prepare_bytes(data, f"file:///objects/{name}")
     assert errors == [], errors
     return prepared
 

@@ -3,20 +3,15 @@ pages keeps the pages that can be read, and its report line names the ones lost.
 
 from __future__ import annotations
 
-from beamtrawl.transforms.preparators import BUILTIN, Chain
-from beamtrawl.transforms.preparators.mime import MimeSniffer
-
 from tests.package_files import tika_test_document
-
-SNIFF = MimeSniffer()
+from tests.preparing import prepare_bytes
 
 
 def test_pdf_with_bad_pages_keeps_the_others():
     """testPDF_bad_page_303226.pdf (govdocs1): three of its 19 pages' content streams are damaged; pypdf's error
     on them cost the whole file before."""
     data = tika_test_document("pdf", "testPDF_bad_page_303226.pdf")
-    url = "file:///pdf/bad_page.pdf"
-    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, SNIFF(data, url))
+    prepared, errors, _ = prepare_bytes(data, "file:///pdf/bad_page.pdf")
     assert errors == []
     assert prepared.partial.startswith("3 of 19 pages unreadable (page 2, 12, 13: PdfReadError")
     assert len(prepared.content) > 50_000

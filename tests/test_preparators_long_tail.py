@@ -1,18 +1,17 @@
 """The long tail of formats Tika reads (issue 24, item 4), each on a file nobody here made: Apache Tika's
 own test documents (its modules' test jars on Maven Central). 7z, cpio and ar archives; lz4 frames and
 zlib streams, framed Snappy and Unix compress (``.Z``); ZIP entries imploded (7-Zip); RAR (bsdtar); WARC and ARC web archives; dBASE tables; Apple binary property lists and Safari
-webarchives; compiled Java classes; compiled HTML help (CHM). Through the MIME decision and the preparators, then a real crawl
+webarchives; compiled Java classes; compiled HTML help (CHM); iWork '05-'09 Pages, Numbers and Keynote; Outlook's
+TNEF (winmail.dat); FrameMaker MIF; Hangul (HWP 5, distribution documents decrypted). Through the MIME decision and the preparators, then a real crawl
 whose text ``beamtrawl search`` finds."""
 
 from __future__ import annotations
 
 import pytest
-from beamtrawl.transforms.preparators import BUILTIN, Chain
-from beamtrawl.transforms.preparators.mime import MimeSniffer
 
 from tests.package_files import tika_test_document
+from tests.preparing import prepare_bytes
 
-SNIFF = MimeSniffer()
 # (Tika module, file, the type it is given, a phrase its text holds)
 FILES = [
     ("pkg", "test-documents.7z", "application/x-7z-compressed", "Sample Excel Worksheet - Numbers and their Squares"),
@@ -40,15 +39,19 @@ FILES = [
      "The HTML Help ActiveX control reference provides information about how to use the control"),
     ("microsoft", "chm/gpedit.CHM", "application/vnd.ms-htmlhelp",
      "composant logiciel enfichable MMC (Microsoft Management Console)"),
+    ("apple", "testPages.pages", "application/vnd.apple.pages", "Both Pages 1.x and Keynote 2.x, which form the basis"),
+    ("apple", "testNumbers.numbers", "application/vnd.apple.numbers", "Fill up SUV for camping trip"),
+    ("apple", "testKeynote.key", "application/vnd.apple.keynote", "Some random text for the sake of testability."),
+    ("microsoft", "testWINMAIL.dat", "application/vnd.ms-tnef", "Le renard brun rapide saute par-dessus le chien"),
+    ("miscoffice", "testFramemakerMif.mif", "application/vnd.mif", "Ut consequat semper viverra nam libero justo."),
+    ("miscoffice", "testHWP-v5b.hwp", "application/x-hwp", "파서 및 감지기 페이지 티카와 작동 방법의 주요 인터페이스를 설명합니다."),
+    ("miscoffice", "testHWP-v5-dist.hwp", "application/x-hwp", "파서 및 감지기 페이지 티카와 작동 방법의 주요 인터페이스를 설명합니다."),
 ]
 
 
 def prepare(module: str, name: str):
     data = tika_test_document(module, name)
-    url = f"file:///tail/{name.rsplit('/', 1)[-1]}"
-    mimetype = SNIFF(data, url)
-    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, mimetype)
-    return prepared, errors, mimetype
+    return prepare_bytes(data, f"file:///tail/{name.rsplit('/', 1)[-1]}")
 
 
 @pytest.mark.parametrize("module, name, mimetype, phrase", FILES, ids=[f[1] for f in FILES])
@@ -155,16 +158,19 @@ def test_damaged_long_tail_files_are_one_failure_each():
         data = tika_test_document(module, name)
         url = f"file:///tail/{name.rsplit('/', 1)[-1]}"
         half = data[: len(data) // 2]
-        prepared, errors = Chain(BUILTIN, SNIFF).run(half, url, SNIFF(half, url))
+        prepared, errors, _ = prepare_bytes(half, url)
         assert prepared is not None or errors, name
 
 
-def test_crawl_finds_the_long_tail_by_search(tmp_path, make_config, crawl, search):
+@pytest.mark.parametrize("target", ["embedded", "opensearch"])
+def test_crawl_finds_the_long_tail_by_search(tmp_path, make_config, request, crawl, search, target):
+    """Each file's known phrase is found by ``beamtrawl search``, in the embedded index and on OpenSearch
+    (the session's node)."""
     root = tmp_path / "tail"
     root.mkdir()
     for module, name, _mimetype, _phrase in FILES:
         (root / name.rsplit("/", 1)[-1]).write_bytes(tika_test_document(module, name))
-    config = make_config(root)
+    config = make_config(root) if target == "embedded" else request.getfixturevalue("os_config")(root)
     run = crawl(config)
     assert run.code == 0, (run.stderr, run.report.get("problems"))
     for _module, name, _mimetype, phrase in FILES:
@@ -213,3 +219,25 @@ def test_member_added_changed_and_removed_between_crawls(tmp_path, make_config, 
     assert crawl(config).code == 0
     assert found('"everyone\'s first program"') == [] and found('"Apache Tika"') == []
     assert found('"commenting out an alternative"') == [archive.name] and found('"Apache Beam"') == [archive.name]
+
+
+def test_iwork_cells_metadata_and_notes_are_text():
+    """Numbers keeps cell values in attributes (text, numbers, formulas' results); Keynote's notes are text."""
+    numbers, _errors, _ = prepare("apple", "testNumbers.numbers")
+    assert "Account Categories" in numbers.content and "-872.39999999999998" in numbers.content  # a table, a formula
+    keynote, _errors, _ = prepare("apple", "testKeynote.key")
+    assert "A nice note" in keynote.content and "A sample presentation" in keynote.content
+
+
+def test_tnef_attachments_are_prepared_by_their_type():
+    """winmail.dat's Word, PDF, HTML and XML attachments are read, its subject is the title."""
+    prepared, _errors, _ = prepare("microsoft", "testWINMAIL.dat")
+    assert prepared.title == "This is a test message"
+    for name in ("quick.doc", "quick.pdf", "quick.html", "quick.xml"):
+        assert f"attachment: {name}\nThe quick brown fox jumps over the lazy dog" in prepared.content, name
+
+
+def test_binary_framemaker_file_stays_unsupported():
+    """testMIF.mif is a binary <MakerFile>: nothing reads it (Tika neither), and it is no failure."""
+    prepared, errors, typed = prepare("miscoffice", "testMIF.mif")
+    assert typed != "application/vnd.mif" and errors == [] and len(prepared.content.strip()) < 50

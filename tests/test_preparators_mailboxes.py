@@ -8,12 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from beamtrawl.transforms.preparators import BUILTIN, Chain
-from beamtrawl.transforms.preparators.mime import MimeSniffer
 
 from tests.package_files import PY_LIB, PY_TESTSUITE, debian_file, pypi_sdist_file, tika_test_document
+from tests.preparing import SNIFF, prepare_bytes
 
-SNIFF = MimeSniffer()
 PERCEVAL = ("perceval", "1.6.1")
 HYPERKITTY = ("HyperKitty", "1.3.12")
 
@@ -32,10 +30,7 @@ def outlook(name: str) -> bytes:
 
 def prepare(data: bytes, name: str):
     """(prepared, failures, MIME type) as a crawl's preparing process makes them."""
-    url = f"file:///mail/{name}"
-    mimetype = SNIFF(data, url)
-    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, mimetype)
-    return prepared, errors, mimetype
+    return prepare_bytes(data, f"file:///mail/{name}")
 
 
 @pytest.mark.parametrize("name, title, to, phrase", [

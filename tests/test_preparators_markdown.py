@@ -4,19 +4,12 @@ ship: Node.js's API documentation (nodejs-doc, gzip-compressed Markdown), readxl
 
 from __future__ import annotations
 
-from beamtrawl.transforms.preparators import BUILTIN, Chain
-from beamtrawl.transforms.preparators.mime import MimeSniffer
 from beamtrawl.transforms.preparators.text import heading_title
 
 from tests.package_files import PY_DOC, PYTHON, debian_file
+from tests.preparing import prepare_bytes
 
-SNIFF = MimeSniffer()
-
-
-def prepare(data: bytes, url: str):
-    mimetype = SNIFF(data, url)
-    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, mimetype)
-    return prepared, errors, mimetype
+prepare = prepare_bytes
 
 
 def test_markdown_is_rendered_with_its_first_heading_as_title():

@@ -5,20 +5,14 @@ each typed by its [Content_Types].xml and read."""
 from __future__ import annotations
 
 import pytest
-from beamtrawl.transforms.preparators import BUILTIN, Chain
-from beamtrawl.transforms.preparators.mime import MimeSniffer
 
 from tests.package_files import tika_test_document
-
-SNIFF = MimeSniffer()
+from tests.preparing import prepare_bytes
 
 
 def prepare(name: str):
     data = tika_test_document("microsoft", name)
-    url = f"file:///office/{name}"
-    mimetype = SNIFF(data, url)
-    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, mimetype)
-    return prepared, errors, mimetype
+    return prepare_bytes(data, f"file:///office/{name}")
 
 
 def test_word_headers_footers_and_footnotes_are_text():
@@ -122,3 +116,35 @@ def test_xlsb_is_read_by_calamine():
     assert "String This is a string" in lines and "date 2017-03-09" in lines
     prepared, errors, _ = prepare("testEXCEL.xlsb")  # one calamine cannot read: its parts' names, and why
     assert errors[0].startswith("office: not readable as XLSB") and "xl/workbook.bin" in prepared.content
+
+
+@pytest.mark.parametrize("name, phrases", [
+    ("testWORD_charts.docx", ("wants a peach", "NUMBER\tJanuary\tFebruary")),
+    ("testPPT_charts.pptx", ("wants a peach", "NUMBER\tJanuary\tFebruary")),
+    ("testEXCEL_charts.xlsx", ("wants a peach", "is a panda")),
+    ("testPPT_diagramData.pptx", ("VP – HR", "VP - Marketing")),
+    ("testEXCEL_textbox.xlsx", ("this is some autoshape text",)),
+])
+def test_charts_smartart_and_sheet_text_boxes_are_text(name, phrases):
+    """Charts' titles, series and categories, SmartArt's data and a sheet's text boxes (Tika reads them)."""
+    prepared, errors, _ = prepare(name)
+    assert errors == []
+    for phrase in phrases:
+        assert phrase in prepared.content, (name, phrase)
+
+
+def test_rtf_comments_and_their_authors_are_text():
+    prepared, errors, _ = prepare_bytes(tika_test_document("microsoft", "testComment.rtf"), "file:///o/c.rtf")
+    assert errors == [] and "Michael McCandless Here is a comment." in prepared.content
+
+
+def test_workbook_past_max_characters_is_read_to_there_and_says_so():
+    """testRecordSizeExceeded.xlsx holds 181 million characters of cells (12 MB zipped): read whole it took
+    longer than the preparation timeout and kept nothing; now its first max_characters are kept, quickly."""
+    from beamtrawl.transforms.preparators import office
+
+    data = tika_test_document("microsoft", "testRecordSizeExceeded.xlsx")
+    prepared = office.prepare_ooxml(data, "file:///o/big.xlsx", office.MIME_TYPES[1], {"max_characters": 100_000})
+    assert 100_000 < len(prepared.content) < 110_000
+    assert "Repetitive content pattern 1 for compression test row 1" in prepared.content
+    assert prepared.partial.startswith("read the first ") and "max_characters (100,000)" in prepared.partial

@@ -6,20 +6,18 @@ password of its own stays a clear failure. And the cells' comments (notes) of XL
 from __future__ import annotations
 
 import xlrd
-from beamtrawl.transforms.preparators import BUILTIN, Chain, encrypted
-from beamtrawl.transforms.preparators.mime import MimeSniffer
+from beamtrawl.transforms.preparators import encrypted
 
 from tests.package_files import tika_test_document
+from tests.preparing import prepare_bytes
 
-SNIFF = MimeSniffer()
 LOCKED_PHRASE = "При запуске пробной версии Office 2007 в первый раз после активации лицензии"
 BIFF4_PHRASE = "Table 10 -- Examination Coverage: Recommended and Average Recommended Additional Tax After"
 
 
 def run(name: str):
     data = tika_test_document("microsoft", name)
-    url = f"file:///sheets/{name}"
-    return Chain(BUILTIN, SNIFF).run(data, url, SNIFF(data, url))
+    return prepare_bytes(data, f"file:///sheets/{name}")[:2]
 
 
 def test_workbook_encrypted_with_the_default_password_is_read_by_its_type():
@@ -62,7 +60,7 @@ def test_damaged_locked_and_old_sheets_are_one_failure_each():
     for name in ("protect.xlsx", "testEXCEL_4.xls"):
         data = tika_test_document("microsoft", name)
         half = data[: len(data) // 2]
-        prepared, errors = Chain(BUILTIN, SNIFF).run(half, f"file:///sheets/{name}", SNIFF(half, f"file:///{name}"))
+        prepared, errors, _ = prepare_bytes(half, f"file:///sheets/{name}")
         assert prepared is not None or errors, name
 
 

@@ -4,12 +4,10 @@ typed by their revision store header, read page by page by onenote-converter, fo
 from __future__ import annotations
 
 import pytest
-from beamtrawl.transforms.preparators import BUILTIN, Chain
-from beamtrawl.transforms.preparators.mime import MimeSniffer
 
 from tests.package_files import tika_test_document
+from tests.preparing import prepare_bytes
 
-SNIFF = MimeSniffer()
 # (file, its title, a phrase its text holds)
 FILES = [
     ("testOneNote2007OrEarlier.one", "Friday, August 04, 2017",
@@ -24,10 +22,7 @@ FILES = [
 
 def run(name: str, data: bytes | None = None):
     data = tika_test_document("microsoft", name) if data is None else data
-    url = f"file:///notes/{name}"
-    mimetype = SNIFF(data, url)
-    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, mimetype)
-    return prepared, errors, mimetype
+    return prepare_bytes(data, f"file:///notes/{name}")
 
 
 @pytest.mark.parametrize("name, title, phrase", FILES, ids=[f[0] for f in FILES])

@@ -5,12 +5,11 @@ found by ``beamtrawl search``."""
 from __future__ import annotations
 
 import pytest
-from beamtrawl.transforms.preparators import BUILTIN, Chain, statistics
-from beamtrawl.transforms.preparators.mime import MimeSniffer
+from beamtrawl.transforms.preparators import statistics
 
 from tests.package_files import debian_file, tika_test_document
+from tests.preparing import prepare_bytes
 
-SNIFF = MimeSniffer()
 HAVEN = "usr/lib/R/site-library/haven/examples"
 # (where: a Tika module or "haven", file, its type, a phrase its text holds)
 FILES = [
@@ -29,10 +28,7 @@ def document(where: str, name: str) -> bytes:
 
 
 def run(name: str, data: bytes):
-    url = f"file:///data/{name}"
-    mimetype = SNIFF(data, url)
-    prepared, errors = Chain(BUILTIN, SNIFF).run(data, url, mimetype)
-    return prepared, errors, mimetype
+    return prepare_bytes(data, f"file:///data/{name}")
 
 
 @pytest.mark.parametrize("where, name, mimetype, phrase", FILES, ids=[f"{f[0]}-{f[1]}" for f in FILES])

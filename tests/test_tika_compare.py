@@ -31,3 +31,4 @@ def test_tiny_comparison_prints_every_type_and_both_rates():
         assert f"  {kind} " in done.stdout, done.stdout
     assert "of the 6 files Tika read, beamtrawl read" in done.stdout
     assert "documents per CPU-second (reads and indexes)" in done.stdout and "beamtrawl / Tika:" in done.stdout
+    assert "OCR: off for both" in done.stdout

@@ -10,6 +10,15 @@ of a text type is still prepared, one of another format (a cut PDF) only named. 
 damaged keeps what was decompressed before the damage, and says so.
 
 The gzip header's stored file name is ignored: it is not the file's name, and may be anything.
+
+Framed Snappy and ``.Z`` are decoded here, not by a library, because none found pulls output in bounded pieces:
+cramjam's ``snappy.Decompressor`` collects all the input and decompresses it at ``flush()``, with no bound on
+the output, and a cut stream gives nothing at all ("failed to fill whole buffer"), so a bomb would be held
+whole and a damaged file would lose what precedes the damage; cramjam decodes each raw block here instead,
+at most 64 KiB each. unlzw3 returns the whole output of a ``.Z`` file at once. ncompress (C, about 35 times
+faster than the LZW decoder below) pushes its output into a writer, which can stop it at a bound, but the
+walk through a ``.tar.Z`` (``archive``) pulls from a stream, which it cannot give without a thread; the
+decoder below yields one table entry at a time.
 """
 
 from __future__ import annotations

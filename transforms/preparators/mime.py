@@ -34,7 +34,7 @@ import zlib
 
 import magic
 import olefile
-from beamtrawl.transforms.preparators import office
+from beamtrawl.transforms.preparators import hwp, iwork, office
 from beamtrawl.transforms.preparators.compressed import compressed_type
 from beamtrawl.transforms.preparators.onenote import SECTION_MAGIC as _ONENOTE_MAGIC
 from beamtrawl.transforms.preparators.plist import plist_type
@@ -100,7 +100,7 @@ def zip_container_type(data: bytes) -> str | None:
                     return declared
             if "META-INF/MANIFEST.MF" in names:
                 return "application/java-archive"
-            return "application/zip"
+            return iwork.iwork_type(archive) or "application/zip"
     except (zipfile.BadZipFile, zlib.error, OSError, ValueError, EOFError, NotImplementedError, RuntimeError):
         return None
 
@@ -108,6 +108,8 @@ def zip_container_type(data: bytes) -> str | None:
 def ole_container_type(data: bytes) -> str | None:
     try:
         with olefile.OleFileIO(data) as ole:
+            if ole.exists("FileHeader") and ole.openstream("FileHeader").read(17) == hwp.SIGNATURE:
+                return "application/x-hwp"  # libmagic: application/x-hwp or, for some, x-ole-storage
             return next((mimetype for stream, mimetype in _OLE if ole.exists(stream)), None)
     except (OSError, ValueError, struct.error, IndexError):
         return None

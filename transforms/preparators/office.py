@@ -1,6 +1,7 @@
 """Office Open XML (DOCX, XLSX, PPTX, their templates and macro-enabled variants) by python-docx, openpyxl
 and python-pptx; a Word document's headers, footers, footnotes, endnotes and comments and a presentation's
-notes and comments count as its text, as Tika reads them. The parts inside the
+notes and comments count as its text, as Tika reads them, and so do charts, SmartArt diagrams and a
+spreadsheet's text boxes (``drawing_text``). The parts inside the
 ZIP, not the MIME type, say which kind it is. (libmagic names some of these files only "Microsoft OOXML",
 application/octet-stream, depending on the order of the archive's members; ``mime.MimeSniffer`` names
 them from their parts, so this preparator need not accept every unknown binary.) Embedded files, OLE objects
@@ -12,17 +13,23 @@ import io
 import re
 import zipfile
 import zlib
+from dataclasses import replace
 
 from beamtrawl.transforms.preparators import embedded
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.cell_format import displayed
+from beamtrawl.transforms.preparators.drawing_text import drawing_texts
+from beamtrawl.transforms.values import Bounds
 
-REVISION = 5  # part of the preparation fingerprint (base.py): 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
+REVISION = 6  # part of the preparation fingerprint (base.py): 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
 # number formats display them (cell_format), its name a headline
 SHORT_READ = 0.9  # a document read to less than this share of the text its XML holds is reported
+# a workbook's cells are read until their text passes max_characters (the crawl keeps at most
+# preparation.max_content_length characters of any document, by default as many)
+DEFAULTS = (("max_characters", Bounds().max_content_length),)
 
 _WORD, _PPT = "application/vnd.openxmlformats-officedocument.wordprocessingml", \
     "application/vnd.openxmlformats-officedocument.presentationml"
@@ -108,7 +115,7 @@ def _body_blocks(element, parent):
             yield from _body_blocks(content, parent)
 
 
-def _docx(stream) -> Prepared:
+def _docx(stream, params: dict) -> Prepared:
     import docx
     from docx.oxml.ns import qn
     from docx.table import Table
@@ -193,26 +200,39 @@ def _say_if_short(prepared: Prepared, held: int, unit: str) -> None:
                             f"the reading library skipped")
 
 
-def _xlsx(stream) -> Prepared:
+def _sheet_lines(workbook, max_characters: int) -> tuple[list[str], list[str], int, bool]:
+    """(lines, sheet names, cells with a value read, whether ``max_characters`` stopped the reading)."""
+    lines, sheets, read, characters = [], [], 0, 0
+    for sheet in workbook.worksheets:
+        # Read-only mode stops at the size a sheet declares (``<dimension ref="A1"/>`` in files some
+        # writers make, readxl's datasets.xlsx among them): forget it and read every row there is.
+        sheet.reset_dimensions()
+        lines.append(sheet.title)
+        sheets.append(sheet.title)
+        for row in sheet.iter_rows():
+            line = _join((displayed(cell.value, getattr(cell, "number_format", None)) for cell in row), " ")
+            read += sum(cell.value is not None for cell in row)
+            lines.append(line)
+            characters += len(line) + 1
+            if characters > max_characters:
+                return lines, sheets, read, True
+    return lines, sheets, read, False
+
+
+def _xlsx(stream, params: dict) -> Prepared:
     import openpyxl
 
     workbook = openpyxl.load_workbook(stream, read_only=True, data_only=True)
     try:
-        lines, read, sheets = [], 0, []
-        for sheet in workbook.worksheets:
-            # Read-only mode stops at the size a sheet declares (``<dimension ref="A1"/>`` in files some
-            # writers make, readxl's datasets.xlsx among them): forget it and read every row there is.
-            sheet.reset_dimensions()
-            lines.append(sheet.title)
-            sheets.append(sheet.title)
-            for row in sheet.iter_rows():
-                values = [displayed(cell.value, getattr(cell, "number_format", None)) for cell in row]
-                read += sum(cell.value is not None for cell in row)
-                lines.append(_join(values, " "))
+        lines, sheets, read, stopped = _sheet_lines(workbook, params["max_characters"])
         lines.extend(_sheet_comments(zipfile.ZipFile(stream)))
         prepared = _prepared(workbook.properties, "creator", "description", _join(lines), sheets)
     finally:
         workbook.close()
+    if stopped:  # the rest would be cut at max_content_length anyway: reading it cost the time, not the text
+        prepared.partial = (f"read the first {read:,} cells: their text reached max_characters "
+                            f"({params['max_characters']:,})")
+        return prepared
     held = _cells_held(zipfile.ZipFile(stream))
     if read < held:
         prepared.partial = (f"read {read:,} of the {held:,} cells the file's sheets hold: the rest is in parts "
@@ -280,7 +300,7 @@ def _shape_texts(shapes):
             yield from (cell.text for row in shape.table.rows for cell in row.cells)
 
 
-def _pptx(stream) -> Prepared:
+def _pptx(stream, params: dict) -> Prepared:
     import pptx
     from pptx.oxml.ns import qn
 
@@ -298,7 +318,7 @@ def _pptx(stream) -> Prepared:
     return prepared
 
 
-def _xlsb(stream) -> Prepared:
+def _xlsb(stream, params: dict) -> Prepared:
     """An XLSB workbook by python-calamine (openpyxl reads no binary parts): each sheet's name, a headline,
     then its rows; values as calamine types them (dates as dates), without their number formats."""
     import python_calamine
@@ -327,7 +347,11 @@ def prepare_ooxml(data: bytes, url: str, mimetype: str, params: dict) -> Prepare
         read = next((read for part, read in _KINDS.items() if part in names), None)
         if read is None:
             raise PreparationError("not an Office Open XML document")
-        prepared = read(_as_plain(data))
+        prepared = read(_as_plain(data), {**dict(DEFAULTS), **params})
     except (zipfile.BadZipFile, zlib.error, KeyError, ValueError, SyntaxError) as err:
         raise PreparationError(f"not readable as Office Open XML: {type(err).__name__}: {err}"[:200]) from None
-    return embedded.inline(prepared, embedded.ooxml_parts(zipfile.ZipFile(io.BytesIO(data))), url)
+    package = zipfile.ZipFile(io.BytesIO(data))
+    drawn = drawing_texts(package)
+    if drawn:
+        prepared = replace(prepared, content="\n\n".join((prepared.content, *drawn)).strip())
+    return embedded.inline(prepared, embedded.ooxml_parts(package), url)
