@@ -22,15 +22,14 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import logging
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any
 
 import pluggy
 from beamtrawl.plugins import hookspecs
+from beamtrawl.transforms.registry import Registry, RegistryError
 
 ENTRY_POINT_GROUP = "beamtrawl.plugins"
 #: Plugins that ship with beamtrawl, by the name the configuration uses.
@@ -64,50 +63,34 @@ class PluginSpec:
         return self.plugin
 
 
-def _import(path: str) -> Any:
-    module_name, _, attr = path.partition(":")
-    if not attr:
-        module_name, _, attr = path.rpartition(".")
-        if not module_name:
-            raise PluginLoadError(f"'{path}' is not a dotted path such as package.module:Name")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise PluginLoadError(f"cannot import {module_name}: {err}") from None
-    try:
-        for part in attr.split("."):
-            module = getattr(module, part)
-    except AttributeError:
-        raise PluginLoadError(f"{module_name} has no {attr}") from None
-    return module
+#: The plugins of the configuration: shipped ones, entry points, and dotted paths (see the module's doc).
+REGISTRY = Registry("plugin", ENTRY_POINT_GROUP, SHIPPED)
 
 
 def resolve(name: str) -> Any:
     """The plugin class, module or object a configuration's ``plugin:`` names."""
-    if name in SHIPPED:
-        return _import(SHIPPED[name])
-    found = entry_points(group=ENTRY_POINT_GROUP, name=name)
-    if found:
-        try:
-            return next(iter(found)).load()
-        except Exception as err:  # noqa: BLE001 - any failure of third-party code is a load error
-            raise PluginLoadError(f"entry point {name} cannot be loaded: {type(err).__name__}: {err}") from None
-    if "." in name or ":" in name:
-        return _import(name)
-    known = sorted({*SHIPPED, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))})
-    raise PluginLoadError(f"no plugin named '{name}' (known: {', '.join(known)}; or give package.module:Name)")
+    if not REGISTRY.known(name) and not REGISTRY.skipped(name) and "." not in name and ":" not in name:
+        raise PluginLoadError(f"no plugin named '{name}' (known: {', '.join(REGISTRY.names())}; "
+                              "or give package.module:Name)")
+    try:
+        return REGISTRY.load(name, paths=True)
+    except RegistryError as err:
+        raise PluginLoadError(str(err)) from None
 
 
 def instantiate(spec: PluginSpec) -> Any:
-    target = resolve(spec.plugin)
-    params = dict(spec.params)
+    return construct(resolve(spec.plugin), dict(spec.params), spec.plugin)
+
+
+def construct(target: Any, params: dict, label: str) -> Any:
+    """A class built with ``params`` as keyword arguments; a module or other object as it is (no params)."""
     if inspect.isclass(target):
         try:
             return target(**params)
         except (TypeError, ValueError) as err:
             raise PluginLoadError(str(err), key="params") from None
     if params:
-        raise PluginLoadError(f"{spec.plugin} takes no params (it is not a class)", key="params")
+        raise PluginLoadError(f"{label} takes no params (it is not a class)", key="params")
     return target
 
 

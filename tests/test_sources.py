@@ -32,12 +32,10 @@ def with_memo(memo_path, monkeypatch):
     """The memo source visible here (sys.path, fresh registry) and to crawl subprocesses (PYTHONPATH)."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([memo_path, str(HERE.parent)]))
     monkeypatch.syspath_prepend(memo_path)
-    sources._registered.cache_clear()
-    sources.source_class.cache_clear()
+    sources.clear()
     yield
     sys.modules.pop("beamtrawl_memo", None)
-    sources._registered.cache_clear()
-    sources.source_class.cache_clear()
+    sources.clear()
 
 
 def memo_config(tmp_path: Path, **settings) -> dict:
@@ -109,11 +107,9 @@ def installed(tmp_path, monkeypatch):
     """Install distributions into a folder on sys.path, with a fresh registry."""
     folder = tmp_path / "site"
     monkeypatch.syspath_prepend(str(folder))
-    sources._registered.cache_clear()
-    sources.source_class.cache_clear()
+    sources.clear()
     yield folder
-    sources._registered.cache_clear()
-    sources.source_class.cache_clear()
+    sources.clear()
     for name in [m for m in sys.modules if m.endswith("_mod") and m.startswith("rt")]:
         sys.modules.pop(name)
 
@@ -125,10 +121,10 @@ NOTES = ("class Notes:\n    schemes = ('Notes',)\n    def __init__(self, setting
 
 @pytest.mark.parametrize(("entry_point", "module", "url", "problem"), [
     ("gone = rtgone_mod:X", "", "gone://h/",
-     "start[0].url: the source of gone: URLs (rtgone_mod:X) cannot be loaded: ModuleNotFoundError"),
+     "start[0].url: the source 'gone' (rtgone_mod:X) cannot be loaded: ModuleNotFoundError"),
     ("half = rthalf_mod:Half", NOTES, "half://h/", "start[0].url: rthalf_mod:Half is not a source of half: URLs"),
     ("exits = rtexits_mod:X", "raise SystemExit('bye')", "exits://h/",
-     "start[0].url: the source of exits: URLs (rtexits_mod:X) cannot be loaded: SystemExit: bye"),
+     "start[0].url: the source 'exits' (rtexits_mod:X) cannot be loaded: SystemExit: bye"),
 ])
 def test_a_broken_source_from_another_distribution_is_a_configuration_error(installed, tmp_path, entry_point, module,
                                                                             url, problem):
@@ -162,7 +158,7 @@ def test_a_claimed_built_in_or_twice_claimed_scheme_is_skipped_and_every_other_s
     two claims on ink won depended on the order of sys.path."""
     for path in rival_paths:
         monkeypatch.syspath_prepend(path)
-    sources._registered.cache_clear()
+    sources.clear()
     with caplog.at_level(logging.WARNING, logger="beamtrawl"):
         assert {"memo", "quill"} <= set(sources.schemes()) and "ink" not in sources.schemes()
     assert [record.getMessage() for record in caplog.records] == [

@@ -80,7 +80,7 @@ class AccessEntry(Section):
     posix: PosixSection | None = None
     """groups from the files' modes and POSIX ACLs"""
     class_: Text | None = Field(None, alias="class")
-    """your controller class, pkg.module:Class, with a groups(entry) method"""
+    """your controller class, pkg.module:Class or a beamtrawl.access entry point, with a groups(entry) method"""
     params: Annotated[dict[str, Any], OrEmpty] | None = None
     """keyword arguments of ``class``"""
 

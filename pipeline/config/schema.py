@@ -241,6 +241,11 @@ class IndexConfig(Section):
         return self.path or self.table or f"{self.url} ({self.name})"
 
     @property
+    def kind(self) -> str:
+        """The registered index target serving this section (``transforms.index.REGISTRY``)."""
+        return "delta" if self.table else "sqlite" if self.path else "opensearch"
+
+    @property
     def node_options(self) -> NodeOptions:
         return NodeOptions(*(getattr(self, key) for key in NodeOptions._fields))
 

@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 from beamtrawl.transforms.accept import rule_matched
 from beamtrawl.transforms.records import EVERYONE
+from beamtrawl.transforms.registry import Registry
 from beamtrawl.transforms.urls import is_under, url_to_path
 
 GROUP_NAME = re.compile(r"\S+")
@@ -214,7 +215,8 @@ class PosixOwnership:
 
 
 class CustomController:
-    """A controller class named by a dotted path, built with ``params`` on first use in each worker."""
+    """A controller class named by an entry point of ``beamtrawl.access`` or a dotted path, built with
+    ``params`` on first use in each worker."""
 
     def __init__(self, path: str, params: dict):
         self.path, self.params = path, dict(params)
@@ -227,15 +229,20 @@ class CustomController:
         self.__init__(state["path"], state["params"])
 
     def build(self):
-        from beamtrawl.plugins.manager import PluginSpec, instantiate  # the same loader as plugins
+        from beamtrawl.plugins.manager import construct  # built as plugins are
         if self._controller is None:
-            self._controller = instantiate(PluginSpec(self.path, 0, tuple(self.params.items())))
+            self._controller = construct(REGISTRY.load(self.path, paths=True), self.params, self.path)
             if not callable(getattr(self._controller, "groups", None)):
                 raise TypeError(f"{self.path} has no groups(entry) method")
         return self._controller
 
     def groups(self, entry) -> Sequence[str] | None:
         return self.build().groups(entry)
+
+
+#: Controllers a ``class:`` entry names: the built-ins by their section's name, ``beamtrawl.access`` entry points,
+#: dotted paths.
+REGISTRY = Registry("access controller", "beamtrawl.access", {"url_rules": UrlRules, "posix": PosixOwnership})
 
 
 def access_of(controllers, entry) -> Access:

@@ -152,6 +152,11 @@ def mapping(analyzer: str) -> dict:
 
 
 class OpenSearchIndex(IndexTarget):
+    @classmethod
+    def from_config(cls, index_config) -> OpenSearchIndex:
+        """The alias an ``index: {url: ..., name: ...}`` section names."""
+        return cls(index_config.url, index_config.name, index_config.node_options)
+
     def __init__(self, url: str, name: str, options: NodeOptions | None = None):
         self.url, self.name, self.options = url, name, options or NodeOptions()
         options = self.options

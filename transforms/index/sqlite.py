@@ -154,6 +154,11 @@ _ACCESS_COLUMNS = ACCESS_FIELDS  # stored in docs under the same names; ``rankin
 class EmbeddedIndex(IndexTarget):
     local_only = True
 
+    @classmethod
+    def from_config(cls, index_config) -> EmbeddedIndex:
+        """The index an ``index: {path: ...}`` section names."""
+        return cls(index_config.path)
+
     def __init__(self, path: str):
         self.path = path
         self._db: sqlite3.Connection | None = None

@@ -135,6 +135,11 @@ class DeltaIndex(IndexTarget):
 
     delete_batch = None  # every delete of a crawl in one transaction
 
+    @classmethod
+    def from_config(cls, index_config) -> DeltaIndex:
+        """The table an ``index: {table: ...}`` section names."""
+        return cls(index_config.table, dict(index_config.storage_options))
+
     def __init__(self, uri: str, storage_options: dict | None = None):
         self.uri = uri.rstrip("/")
         self.storage_options = dict(storage_options or {})

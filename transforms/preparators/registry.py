@@ -12,36 +12,30 @@ A third-party distribution declares, e.g. in its pyproject.toml::
 from __future__ import annotations
 
 from dataclasses import replace
-from importlib.metadata import entry_points
 
 from beamtrawl.transforms.preparators import BUILTIN, CONFIGURABLE
 from beamtrawl.transforms.preparators.base import PreparatorSpec
+from beamtrawl.transforms.registry import Registry, RegistryError
+
+__all__ = ["GROUP", "RegistryError", "default_instances", "registered"]
 
 GROUP = "beamtrawl.preparators"
 
 
-class RegistryError(Exception):
-    """A registered preparator cannot be loaded; the message is one line for the user."""
-
-
 def registered() -> dict[str, PreparatorSpec]:
-    """Every preparator by name; built-ins first, in their order."""
+    """Every preparator by name; built-ins first, in their order. An entry point that claims a built-in's
+    name or another's is skipped with a warning (the policy of :mod:`beamtrawl.transforms.registry`)."""
     specs = {spec.name: spec for spec in (*BUILTIN, *CONFIGURABLE)}
-    for point in sorted(entry_points(group=GROUP), key=lambda p: p.name):
-        where = f"entry point {point.name} = {point.value}"
-        if point.name in specs:
-            raise RegistryError(f"{where} ({point.dist.name if point.dist else '?'}): the name "
-                                f"{point.name!r} is taken by a built-in preparator")
-        try:
-            loaded = point.load()
-        except Exception as err:  # noqa: BLE001 - whatever a broken plugin raises, say which one
-            raise RegistryError(f"{where} cannot be loaded: {type(err).__name__}: {err}") from None
+    registry = Registry("preparator", GROUP, specs)
+    for name in registry.names()[len(specs):]:
+        loaded = registry.load(name)
         if isinstance(loaded, PreparatorSpec):
-            specs[point.name] = replace(loaded, name=point.name)
+            specs[name] = replace(loaded, name=name)
         elif callable(loaded):
-            specs[point.name] = PreparatorSpec(point.name, loaded)
+            specs[name] = PreparatorSpec(name, loaded)
         else:
-            raise RegistryError(f"{where} is neither a PreparatorSpec nor a function")
+            raise RegistryError(f"entry point {name} = {registry.where(name)} is neither a PreparatorSpec "
+                                "nor a function")
     return specs
 
 

@@ -16,15 +16,12 @@ process pays only for the clients (smbprotocol, urllib3, imapclient …) of the 
 from __future__ import annotations
 
 import functools
-import importlib
-import logging
 import re
-from importlib.metadata import entry_points
 
+from beamtrawl.transforms.registry import Registry, RegistryError
 from beamtrawl.transforms.sources.base import ByHost, ParentUrls, Source, capable
 from beamtrawl.transforms.sources.settings import SourceSettings
 
-log = logging.getLogger("beamtrawl")
 GROUP = "beamtrawl.sources"
 #: The sources beamtrawl ships, by scheme: "module:class" below this package.
 BUILTIN = {"file": "file:FileSource", "http": "http:WebSource", "https": "http:WebSource",
@@ -35,75 +32,42 @@ BUILTIN = {"file": "file:FileSource", "http": "http:WebSource", "https": "http:W
 #: What an entry point's name must be to serve URLs: a scheme as RFC 3986 writes one, of two characters at
 #: least (``C:/docs`` is a path on a Windows drive).
 _SCHEME_NAME = re.compile(r"[a-z][a-z0-9+.-]+")
-
-
-class RegistryError(ValueError):
-    """No source, or a broken one, for a scheme; the message is one line for the user."""
+_RULE = "a letter, then letters, digits, +, - or .; one letter alone is a Windows drive"
+REGISTRY = Registry("source", GROUP, {scheme: f"{__name__}.{where}" for scheme, where in BUILTIN.items()},
+                    noun="scheme", rule=(_SCHEME_NAME, _RULE))
 
 
 def scheme_of(url: str) -> str:
     return url.split(":", 1)[0].lower()
 
 
-@functools.cache
-def _registered() -> dict[str, str]:
-    """Scheme → where its source is ("module:attribute"): the built-ins, then the entry points. A built-in
-    scheme stays built-in, and a scheme two distributions claim is served by neither (which one would win
-    depends on the order of sys.path): such an entry point is skipped with a warning, the others load."""
-    found = {scheme: f"{__name__}.{where}" for scheme, where in BUILTIN.items()}
-    claims: dict[str, list] = {}
-    for point in entry_points(group=GROUP):  # a scheme is case-insensitive; URLs carry it in lower case
-        claims.setdefault(point.name.lower(), []).append(point)
-    for scheme, points in sorted(claims.items()):
-        named = " and ".join(sorted(_named(point) for point in points))
-        if not _SCHEME_NAME.fullmatch(scheme):
-            log.warning("%s: skipped: %r is not a URL scheme (a letter, then letters, digits, +, - or .; one "
-                        "letter alone is a Windows drive)", named, scheme)
-        elif scheme in BUILTIN:
-            log.warning("%s: skipped: the scheme %r is served by a built-in source", named, scheme)
-        elif len(points) > 1:
-            log.warning("%s claim the same scheme %r: %s is used", named, scheme,
-                        "neither" if len(points) == 2 else "none")
-        else:
-            found[scheme] = points[0].value
-    return found
-
-
-def _named(point) -> str:
-    """An entry point as a warning names it: ``entry point memo = pkg:Memo (distribution pkg-dist)``."""
-    return f"entry point {point.name} = {point.value} (distribution {point.dist.name if point.dist else '?'})"
-
-
 def schemes() -> tuple[str, ...]:
     """Every scheme a start URL may have (without importing any source)."""
-    return tuple(_registered())
+    return REGISTRY.names()
 
 
 def known(scheme: str) -> bool:
-    """Is there a source for ``scheme``? A built-in one is known without reading the entry points (100 ms
-    of a command's start-up on a full environment)."""
-    scheme = scheme.lower()
-    return scheme in BUILTIN or scheme in _registered()
+    """Is there a source for ``scheme``? A built-in one is known without reading the entry points."""
+    return REGISTRY.known(scheme.lower())
 
 
 @functools.cache
 def source_class(scheme: str) -> type[Source]:
     """The source class serving ``scheme``; raises RegistryError."""
-    try:
-        where = f"{__name__}.{BUILTIN[scheme]}" if scheme in BUILTIN else _registered()[scheme]
-    except KeyError:
-        raise RegistryError(f"no source handles {scheme}: URLs") from None
-    module, _, attribute = where.partition(":")
-    try:
-        loaded = getattr(importlib.import_module(module), attribute)
-    except (Exception, SystemExit) as err:  # noqa: BLE001 - whatever a broken source raises, say which one
-        raise RegistryError(f"the source of {scheme}: URLs ({where}) cannot be loaded: "
-                            f"{type(err).__name__}: {err}") from None
+    if not REGISTRY.known(scheme) and not REGISTRY.skipped(scheme):
+        raise RegistryError(f"no source handles {scheme}: URLs")
+    loaded = REGISTRY.load(scheme)
     if scheme not in [str(s).lower() for s in getattr(loaded, "schemes", ())] or not all(
             callable(getattr(loaded, method, None)) for method in ("expand", "open_document")):
-        raise RegistryError(f"{where} is not a source of {scheme}: URLs (a Source declares the scheme in "
-                            "`schemes` and has `expand` and `open_document`)")
+        raise RegistryError(f"{REGISTRY.where(scheme)} is not a source of {scheme}: URLs (a Source declares the "
+                            "scheme in `schemes` and has `expand` and `open_document`)")
     return loaded
+
+
+def clear() -> None:
+    """Forget the registered and loaded sources (a test that installs a distribution calls it)."""
+    REGISTRY.clear()
+    source_class.cache_clear()
 
 
 def source_for(url: str) -> type[Source]:
