@@ -50,4 +50,6 @@ python -m ruff check pipeline transforms plugins runners tests bench
 # --randomly-seed=N repeats one; docs/ci.md).
 order=(-p no:randomly)
 [ -n "${BEAMTRAWL_RANDOM_ORDER:-}" ] && order=()
-python -m pytest "${order[@]}" "$@"
+# One pytest worker per core, each given whole files (a file's servers and fixtures start once), and the
+# 25 slowest tests listed at the end; `-n 0` runs everything in this one process.
+python -m pytest "${order[@]}" -n auto --dist loadfile --durations=25 "$@"
