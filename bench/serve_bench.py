@@ -52,7 +52,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
-from beamtrawl.pipeline.serve.app import FACET_SIZE, PER_PAGE
+from beamtrawl.pipeline.serve.asking import FACET_SIZE, PER_PAGE
 from beamtrawl.transforms.index import EmbeddedIndex
 from beamtrawl.transforms.index.query import parse_query
 from beamtrawl.transforms.records import IndexDoc

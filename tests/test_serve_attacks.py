@@ -16,7 +16,8 @@ import urllib.parse
 
 import pytest
 from beamtrawl.pipeline.serve import documents
-from beamtrawl.pipeline.serve.app import Asked, facet_view, plain, shown_url
+from beamtrawl.pipeline.serve.asking import Asked, facet_view
+from beamtrawl.pipeline.serve.pages import plain, shown_url
 from beamtrawl.pipeline.serve.people import (
     Doorkeeper,
     Searcher,
