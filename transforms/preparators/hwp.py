@@ -14,6 +14,7 @@ OLE2) are not claimed.
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
 
@@ -28,6 +29,7 @@ _COMPRESSED, _PASSWORD, _DISTRIBUTION = 0x1, 0x2, 0x4
 _ONE_UNIT = {0, 10, 13, *range(24, 32)}  # character controls; every other code below 32 spans 8 units
 _AS_TEXT = {9: "\t", 10: "\n", 13: "\n", 24: "-", 30: "-", 31: " "}
 _MAX_SECTION = 256 * 1024 * 1024
+_CONTROL = re.compile("[\x00-\x1f]")
 
 
 def _records(stream: bytes):
@@ -45,17 +47,18 @@ def _records(stream: bytes):
 
 
 def paragraph_text(body: bytes) -> str:
-    """The characters of one PARA_TEXT record, its controls replaced by their whitespace or dropped."""
-    units = struct.unpack(f"<{len(body) // 2}H", body[: len(body) // 2 * 2])
+    """The characters of one PARA_TEXT record, its controls replaced by their whitespace or dropped. Decoded
+    at once, then cut at its controls only: a tuple of every code unit made a 64 MB record take 4.4 GB."""
+    text = body[: len(body) // 2 * 2].decode("utf-16-le", "surrogatepass")
     out, at = [], 0
-    while at < len(units):
-        unit = units[at]
-        if unit >= 32:
-            out.append(chr(unit))
-            at += 1
-        else:
-            out.append(_AS_TEXT.get(unit, ""))
-            at += 1 if unit in _ONE_UNIT else 8
+    for control in _CONTROL.finditer(text):
+        start = control.start()
+        if start < at:  # inside an extended control's eight units
+            continue
+        unit = ord(text[start])
+        out += (text[at:start], _AS_TEXT.get(unit, ""))
+        at = start + (1 if unit in _ONE_UNIT else 8)
+    out.append(text[at:])
     return "".join(out).encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
@@ -109,8 +112,9 @@ def _sections(ole: olefile.OleFileIO, distributed: bool) -> list[str]:
     """The section streams in their order (Section0, Section1, … Section10): BodyText's, or a distribution
     document's ViewText."""
     storage = "ViewText" if distributed else "BodyText"
-    names = ["/".join(entry) for entry in ole.listdir() if len(entry) == 2 and entry[0] == storage]
-    return sorted(names, key=lambda n: int(n.rsplit("Section", 1)[-1] or 0) if n[-1].isdigit() else 0)
+    numbers = {int(entry[1][7:]): "/".join(entry) for entry in ole.listdir()
+               if len(entry) == 2 and entry[0] == storage and re.fullmatch(r"Section[0-9]+", entry[1], re.ASCII)}
+    return [numbers[n] for n in sorted(numbers)]  # another stream there ("Section²", "Notes1") is no section
 
 
 def prepare_hwp(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:

@@ -131,7 +131,10 @@ def prepare_iwork(data: bytes, url: str, mimetype: str, params: dict) -> Prepare
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, ParseError, DefusedXmlException) as err:
         raise PreparationError(f"not a readable iWork package: {type(err).__name__}: {err}") from None
     out: list[str] = []
-    _walk(root, out)
+    try:
+        _walk(root, out)
+    except RecursionError:
+        raise PreparationError("not a readable iWork package: its XML is nested too deep") from None
     metadata = _metadata(root)
     title = metadata.pop("title", "")
     return Prepared(title=title, content=_lines("".join(out)), metadata=" ".join(metadata.values()))

@@ -8,6 +8,8 @@ TNEFParser hands them to its embedded-document extractor.
 
 from __future__ import annotations
 
+import struct
+
 from beamtrawl.transforms.preparators import mail
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.chain import prepare_nested
@@ -17,6 +19,9 @@ MIME_TYPES = ("application/vnd.ms-tnef",)
 MAGIC = b"\x78\x9f\x3e\x22"  # 0x223E9F78, little-endian
 _TOPIC = 0x0070  # MAPI PR_CONVERSATION_TOPIC
 _SUBJECT = 0x0037  # MAPI PR_SUBJECT
+_PROPERTY_LISTS = (0x9003, 0x9005)  # attMAPIProps, attAttachment: a count of properties, then the properties
+#: tnefparse copies the rest of the file for every attribute: attributes × bytes is what parsing costs
+_MAX_COPIED = 20_000_000_000  # about a second
 
 
 def _text(value) -> str:
@@ -32,11 +37,34 @@ def _subject(tnef) -> str:
     return (_text(subject) or _text(props.get(_SUBJECT)) or _text(props.get(_TOPIC))).strip()
 
 
+def _checked(data: bytes) -> None:
+    """Refuse what would keep tnefparse busy for hours: a property count beyond the bytes that follow (it
+    loops on past the end, a warning per step), or so many attributes that its copying is quadratic."""
+    offset, attributes = 6, 0  # signature, key
+    while offset + 9 <= len(data):
+        name, length = struct.unpack_from("<II", data, offset + 1)
+        if name & 0xFFFF in _PROPERTY_LISTS and length >= 4 and offset + 13 <= len(data):
+            count = struct.unpack_from("<I", data, offset + 9)[0]
+            if count * 4 > length:
+                raise PreparationError(f"not a readable TNEF file: {count:,} properties in {length:,} bytes")
+        offset, attributes = offset + 9 + length + 2, attributes + 1
+        if attributes * len(data) > _MAX_COPIED:
+            raise PreparationError(f"not read: more than {attributes:,} TNEF attributes in {len(data):,} bytes")
+
+
+def _rtf_body(tnef) -> bytes:
+    """The compressed RTF body, or nothing when it does not decompress (its attachments still count)."""
+    try:
+        return tnef.rtfbody or b""
+    except Exception:  # noqa: BLE001 - tnefparse's own ("CRC is invalid!")
+        return b""
+
+
 def _body(tnef, url: str) -> list[str]:
     """The body's text: plain, else HTML, else RTF, the latter two prepared by their preparators."""
     if tnef.body:
         return [_text(tnef.body).strip()]
-    for raw, name in ((tnef.htmlbody, "body.html"), (tnef.rtfbody, "body.rtf")):
+    for raw, name in ((tnef.htmlbody, "body.html"), (_rtf_body(tnef).rstrip(b"\x00"), "body.rtf")):
         if raw:
             prepared = prepare_nested(raw if isinstance(raw, bytes) else raw.encode("utf-8"), f"{url}!/{name}")
             return [prepared.content.strip()] if prepared is not None else []
@@ -48,6 +76,7 @@ def prepare_tnef(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
 
     if not data.startswith(MAGIC):
         raise PreparationError("not a TNEF file: no TNEF signature")
+    _checked(data)
     try:
         tnef = tnefparse.TNEF(data)
         attachments = [{"name": a.long_filename() or _text(a.name), "mimetype": "", "size": len(a.data or b""),
