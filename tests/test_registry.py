@@ -91,6 +91,21 @@ def test_a_preparator_claiming_a_built_in_name_is_skipped_and_the_others_load(si
                                               "name 'pdf' is served by a built-in preparator")
 
 
+def test_a_preparator_that_cannot_load_is_skipped_naming_its_distribution(site, caplog):
+    """Before, one broken distribution's preparator made every crawl's configuration fail."""
+    _distribution(site, "rg_b", preparators.GROUP, "gone = rg_b_missing:prepare\nodd = rg_b:MODULE_NUMBER\n"
+                                                    "fine = rg_b:prepare")
+    (site / "rg_b.py").write_text(MODULE + "MODULE_NUMBER = 7\n")
+    with caplog.at_level(logging.WARNING, logger="beamtrawl"):
+        found = preparators.registered()
+    assert "fine" in found and "gone" not in found and "odd" not in found
+    said = [record.getMessage() for record in caplog.records]
+    assert said == [("the preparator 'gone' (rg_b_missing:prepare) cannot be loaded: ModuleNotFoundError: No module "
+                    "named 'rg_b_missing' (distribution rg_b): skipped"),
+                    ("entry point odd = rg_b:MODULE_NUMBER (distribution rg_b) is neither a PreparatorSpec nor a "
+                    "function: skipped")], said
+
+
 def test_an_access_controller_from_an_entry_point_is_named_in_class(site, tmp_path):
     _distribution(site, "rg_c", "beamtrawl.access", "stamp = rg_c:Thing")
     raw = {"start": [{"url": str(tmp_path)}], "index": {"path": str(tmp_path / "i.sqlite")},

@@ -61,6 +61,7 @@ class Registry:
         self._points: dict[str, str] | None = None
         self._skipped: dict[str, str] = {}
         self._loaded: dict[str, Any] = {}
+        self._distributions: dict[str, str] = {}
 
     def _read(self) -> dict[str, str]:
         """Name → "module:attribute" of every entry point that survives the clash policy."""
@@ -76,6 +77,7 @@ class Registry:
                     log.warning("%s", problem)
                 else:
                     self._points[name] = points[0].value
+                    self._distributions[name] = points[0].dist.name if points[0].dist else "?"
         return self._points
 
     def _clash(self, name: str, points: list) -> str:
@@ -100,6 +102,11 @@ class Registry:
         """Why ``name`` was skipped by the clash policy ("" if it was not)."""
         self._read()
         return self._skipped.get(name, "")
+
+    def distribution(self, name: str) -> str:
+        """``distribution NAME`` of an entry point's name ("built in" for a built-in's)."""
+        self._read()
+        return f"distribution {self._distributions[name]}" if name in self._distributions else "built in"
 
     def where(self, name: str) -> str:
         """Where ``name``'s extension is ("module:attribute"); raises RegistryError."""

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from beamtrawl.transforms.preparators import BUILTIN, CONFIGURABLE
 from beamtrawl.transforms.preparators.base import PreparatorSpec
-from beamtrawl.transforms.registry import Registry, RegistryError
+from beamtrawl.transforms.registry import Registry, RegistryError, log
 
 __all__ = ["GROUP", "RegistryError", "default_instances", "registered"]
 
@@ -24,18 +24,23 @@ GROUP = "beamtrawl.preparators"
 
 def registered() -> dict[str, PreparatorSpec]:
     """Every preparator by name; built-ins first, in their order. An entry point that claims a built-in's
-    name or another's is skipped with a warning (the policy of :mod:`beamtrawl.transforms.registry`)."""
+    name or another's is skipped with a warning (the policy of :mod:`beamtrawl.transforms.registry`), and so
+    is one that cannot be imported or names neither a spec nor a function."""
     specs = {spec.name: spec for spec in (*BUILTIN, *CONFIGURABLE)}
     registry = Registry("preparator", GROUP, specs)
     for name in registry.names()[len(specs):]:
-        loaded = registry.load(name)
+        try:
+            loaded = registry.load(name)
+        except RegistryError as err:  # a broken distribution costs its own preparator, not every crawl
+            log.warning("%s (%s): skipped", err, registry.distribution(name))
+            continue
         if isinstance(loaded, PreparatorSpec):
             specs[name] = replace(loaded, name=name)
         elif callable(loaded):
             specs[name] = PreparatorSpec(name, loaded)
         else:
-            raise RegistryError(f"entry point {name} = {registry.where(name)} is neither a PreparatorSpec "
-                                "nor a function")
+            log.warning("entry point %s = %s (%s) is neither a PreparatorSpec nor a function: skipped", name,
+                        registry.where(name), registry.distribution(name))
     return specs
 
 
