@@ -16,7 +16,8 @@ from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.text import decode_text
 
 MIME_TYPES = ("application/vnd.mif",)  # libmagic: text MIF; a binary FrameMaker file is application/x-mif
-_STATEMENTS = re.compile(r"<(Para)\b|<String `((?:[^'\\]|\\.)*)'>|<Char (\w+)>")
+#: a string ends on its line, read one way only: unterminated strings made the pattern quadratic in the file
+_STATEMENTS = re.compile(r"<(Para)\b|<String `((?:[^'\\\n]++|\\.)*+)'>|<Char (\w+)>")
 _ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2} ?|.)")
 _ESCAPES = {">": ">", "q": "'", "Q": "`", "\\": "\\", "t": "\t"}
 _CHARS = {"Tab": "\t", "HardReturn": "\n", "HardSpace": " ", "EmDash": "—", "EnDash": "–", "Bullet": "•"}
