@@ -129,7 +129,7 @@ def prepare_hwp(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
             texts = [paragraph_text(body) for name in _sections(ole, bool(flags & _DISTRIBUTION))
                      for tag, body in _records(_section(ole, name, bool(flags & _COMPRESSED))) if tag == _PARA_TEXT]
             meta = ole.get_metadata() if ole.exists("\x05HwpSummaryInformation") else None
-    except (OSError, ValueError, struct.error, zlib.error, IndexError) as err:
+    except (OSError, ValueError, struct.error, zlib.error, IndexError, RecursionError) as err:
         raise PreparationError(f"not a readable HWP document: {type(err).__name__}: {err}") from None
     content = "\n".join(line.strip() for text in texts for line in text.splitlines() if line.strip())
     return Prepared(title=_decoded(getattr(meta, "title", None)), content=content,

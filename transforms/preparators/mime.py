@@ -111,7 +111,7 @@ def ole_container_type(data: bytes) -> str | None:
             if ole.exists("FileHeader") and ole.openstream("FileHeader").read(17) == hwp.SIGNATURE:
                 return "application/x-hwp"  # libmagic: application/x-hwp or, for some, x-ole-storage
             return next((mimetype for stream, mimetype in _OLE if ole.exists(stream)), None)
-    except (OSError, ValueError, struct.error, IndexError):
+    except (OSError, ValueError, struct.error, IndexError, RecursionError):  # olefile walks sibling chains recursively
         return None
 
 
