@@ -96,3 +96,11 @@ def test_unterminated_mif_strings_are_linear():
     mif_text("<MIFFile 2015>\n" + "<Para <ParaLine <String `x\n" * 40_000 + "<String `" + "y" * 5_000_000)
     assert mif_text("<MIFFile 2015>\n<Para <ParaLine <String `kept words'>>>\n") == "kept words"
     assert time.monotonic() - started < 10
+
+
+def test_mif_escapes_are_frame_roman():
+    """Latin-1 made typographic quotes letters that glued words together, and é a control character."""
+    from beamtrawl.transforms.preparators.mif import mif_text
+
+    text = "<MIFFile 2015>\n<Para <ParaLine <String `don\\xd5 t say \\xd2hello\\xd3  caf\\x8e \\x11 end'>>>\n"
+    assert mif_text(text) == "don’t say “hello” café end"

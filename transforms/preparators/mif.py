@@ -5,7 +5,7 @@ tags, frames' geometry, markers) is left out. A binary FrameMaker file (``<Maker
 and is not claimed (it stays unsupported, as for Tika, which reads none of it).
 
 MIF's escapes in strings are decoded: ``\\>`` ``\\q`` (') ``\\Q`` (`) ``\\\\`` ``\\t`` and ``\\xNN `` (a FrameRoman
-code; the Latin-1 character of that number is close enough for search).
+code: see :func:`_unescape`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,20 @@ _ESCAPES = {">": ">", "q": "'", "Q": "`", "\\": "\\", "t": "\t"}
 _CHARS = {"Tab": "\t", "HardReturn": "\n", "HardSpace": " ", "EmDash": "—", "EnDash": "–", "Bullet": "•"}
 
 
+#: FrameRoman below 0x20: tab, forced return, end of paragraph, numeric/thin/en/em space, non-breaking hyphen
+_FRAME_CONTROLS = {0x08: "\t", 0x09: "\n", 0x0A: "\n", 0x10: " ", 0x11: " ", 0x12: " ", 0x13: " ", 0x15: "-"}
+
+
 def _unescape(match: re.Match) -> str:
+    """``\\xNN `` is a FrameRoman byte: Mac Roman above 0x7F (typographic quotes, dashes, accented letters),
+    FrameMaker's spaces and hyphens below 0x20; other escapes are MIF's own."""
     code = match.group(1)
-    return chr(int(code[1:3], 16)) if code.startswith("x") and len(code) > 1 else _ESCAPES.get(code, code)
+    if not (code.startswith("x") and len(code) > 1):
+        return _ESCAPES.get(code, code)
+    byte = int(code[1:3], 16)
+    if byte < 0x20:
+        return _FRAME_CONTROLS.get(byte, "")
+    return bytes([byte]).decode("mac_roman")
 
 
 def mif_text(text: str) -> str:
