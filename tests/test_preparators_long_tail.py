@@ -241,3 +241,11 @@ def test_binary_framemaker_file_stays_unsupported():
     """testMIF.mif is a binary <MakerFile>: nothing reads it (Tika neither), and it is no failure."""
     prepared, errors, typed = prepare("miscoffice", "testMIF.mif")
     assert typed != "application/vnd.mif" and errors == [] and len(prepared.content.strip()) < 50
+
+
+@pytest.mark.parametrize("name", ["testHWP-v5b.hwp", "testHWP-v5-dist.hwp"])
+def test_hwp_title_and_authors_come_from_its_own_summary(name):
+    """HWP keeps them in HwpSummaryInformation, which olefile's metadata reader does not look at."""
+    prepared, errors, _ = prepare("miscoffice", name)
+    assert prepared.title == "Apache Tika" and "SooMyung Lee" in prepared.metadata, errors
+    assert "HWP 텍스트 추출기" in prepared.metadata and "\x00" not in prepared.metadata

@@ -3,7 +3,8 @@ file whose ``BodyText/Section<N>`` streams (raw deflate when the ``FileHeader`` 
 32-bit header (tag, level, size). The text is each paragraph's ``HWPTAG_PARA_TEXT`` record, UTF-16LE, with
 its control characters taken out as Tika's HwpTextExtractorV5 does: a character control (line break,
 paragraph end, hyphen, spaces) is one code unit, an inline or extended control (tab, fields, tables,
-pictures, footnotes' anchors) eight. The summary stream's title and author are the document's.
+pictures, footnotes' anchors) eight. The title, subject, authors, keywords and comments are those of its own
+summary stream, ``HwpSummaryInformation``.
 
 A "distribution" document (read-only, as Hancom's viewer shows it) keeps its sections under ``ViewText``,
 each AES-128 (ECB) encrypted with a key hidden in the stream's first record (``HWPTAG_DISTRIBUTE_DOC_DATA``:
@@ -29,6 +30,8 @@ _COMPRESSED, _PASSWORD, _DISTRIBUTION = 0x1, 0x2, 0x4
 _ONE_UNIT = {0, 10, 13, *range(24, 32)}  # character controls; every other code below 32 spans 8 units
 _AS_TEXT = {9: "\t", 10: "\n", 13: "\n", 24: "-", 30: "-", 31: " "}
 _MAX_SECTION = 256 * 1024 * 1024
+_SUMMARY = "\x05HwpSummaryInformation"
+_TITLE, _METADATA = 2, (3, 4, 5, 6)  # title; subject, author, keywords, comments
 _CONTROL = re.compile("[\x00-\x1f]")
 
 
@@ -128,13 +131,19 @@ def prepare_hwp(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
                 raise PreparationError("a password-protected HWP document: its text is not read")
             texts = [paragraph_text(body) for name in _sections(ole, bool(flags & _DISTRIBUTION))
                      for tag, body in _records(_section(ole, name, bool(flags & _COMPRESSED))) if tag == _PARA_TEXT]
-            meta = ole.get_metadata() if ole.exists("\x05HwpSummaryInformation") else None
+            summary = _summary(ole)
     except (OSError, ValueError, struct.error, zlib.error, IndexError, RecursionError) as err:
         raise PreparationError(f"not a readable HWP document: {type(err).__name__}: {err}") from None
     content = "\n".join(line.strip() for text in texts for line in text.splitlines() if line.strip())
-    return Prepared(title=_decoded(getattr(meta, "title", None)), content=content,
-                    metadata=_decoded(getattr(meta, "author", None)))
+    return Prepared(title=summary.get(_TITLE, ""), content=content,
+                    metadata=" ".join(summary[key] for key in _METADATA if summary.get(key)))
 
 
-def _decoded(value) -> str:
-    return value.decode("utf-8", "replace").strip() if isinstance(value, bytes) else str(value or "").strip()
+def _summary(ole: olefile.OleFileIO) -> dict[int, str]:
+    """The strings of ``HwpSummaryInformation`` (a property set like SummaryInformation, which olefile's
+    ``get_metadata`` does not read) by property id. olefile reads each wide string on to the stream's end:
+    a value ends at its first NUL."""
+    if not ole.exists(_SUMMARY):
+        return {}
+    found = ole.getproperties(_SUMMARY)
+    return {key: value.split("\x00", 1)[0].strip() for key, value in found.items() if isinstance(value, str)}
