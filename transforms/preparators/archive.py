@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import magic
-from beamtrawl.transforms.preparators import compressed, members, rar, zip_methods
+from beamtrawl.transforms.preparators import compressed, members, metafile, rar, zip_methods
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.chain import prepare_nested
 from beamtrawl.transforms.preparators.text import decode_text
@@ -169,7 +169,7 @@ def read_members(entries, url: str, params: dict,
                     if not head:
                         continue
                     kind = magic.from_buffer(head, mime=True)
-                    if kind in _OPAQUE and not head.startswith(_CONTAINERS):  # keep the budget for readable ones
+                    if kind in _OPAQUE and not head.startswith(_CONTAINERS) and not metafile.is_emf(head):  # keep the budget for readable ones
                         continue
                     rest = stream.read(budget)
                     budget -= len(rest)

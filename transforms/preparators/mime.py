@@ -34,7 +34,7 @@ import zlib
 
 import magic
 import olefile
-from beamtrawl.transforms.preparators import hwp, iwork, office
+from beamtrawl.transforms.preparators import hwp, iwork, metafile, office
 from beamtrawl.transforms.preparators.compressed import compressed_type
 from beamtrawl.transforms.preparators.onenote import SECTION_MAGIC as _ONENOTE_MAGIC
 from beamtrawl.transforms.preparators.plist import plist_type
@@ -222,6 +222,8 @@ class MimeSniffer:
             return "application/vnd.ms-outlook-pst"
         if data.startswith(_ONENOTE_MAGIC):  # libmagic: application/octet-stream
             return "application/onenote"
+        if metafile.is_emf(data):  # libmagic: application/octet-stream
+            return "image/emf"
         statistical = data_file_type(data, file_name(url))  # libmagic: application/octet-stream
         if statistical is not None:
             return statistical
