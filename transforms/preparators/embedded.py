@@ -32,6 +32,9 @@ from beamtrawl.transforms.preparators.base import Prepared
 _OOXML_FOLDERS = ("word/embeddings/", "xl/embeddings/", "ppt/embeddings/",
                   "word/media/", "xl/media/", "ppt/media/")  # pictures, whose text OCR reads (image)
 _ODF_PICTURES = "Pictures/"
+# A thumbnail drawn as a metafile holds the first page's text as text (Tika reads it); a JPEG or PNG one
+# would only repeat, by OCR, text the document holds anyway.
+_OOXML_THUMBNAILS = ("docProps/thumbnail.emf", "docProps/thumbnail.wmf")
 _OLE_PAYLOADS = ("package", "CONTENTS")  # an OOXML file inserted whole; Acrobat's PDF
 
 
@@ -87,11 +90,11 @@ def _params(params: dict) -> dict:
 
 
 def ooxml_parts(package: zipfile.ZipFile):
-    """(name, opener) of an OOXML package's embedded files, pictures and altChunk parts."""
+    """(name, opener) of an OOXML package's embedded files, pictures, altChunk parts and metafile thumbnail."""
     for info in package.infolist():
         name = info.filename
         chunk = name.startswith("word/") and name.lower().endswith((".mht", ".mhtml", ".htm", ".html"))
-        if (name.startswith(_OOXML_FOLDERS) or chunk) and not info.is_dir():
+        if (name.startswith(_OOXML_FOLDERS) or chunk or name in _OOXML_THUMBNAILS) and not info.is_dir():
             yield name, (lambda i=info: package.open(i))
 
 

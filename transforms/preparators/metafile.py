@@ -14,6 +14,7 @@ ends the walk with a report line), and the text is at most the file's size.
 from __future__ import annotations
 
 import io
+import re
 import struct
 
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
@@ -25,6 +26,8 @@ _GDIC, _MULTIFORMATS, _PDF_SIGNATURE = b"GDIC", 0x40000004, 0x50444620  # "PDF "
 _WMF_PLACEABLE = b"\xd7\xcd\xc6\x9a"
 _META_EOF, _META_TEXTOUT, _META_EXTTEXTOUT = 0x0000, 0x0521, 0x0A32
 _ETO_OPAQUE_OR_CLIPPED = 0x0006  # these options put a rectangle before the string
+# NULs, and the private-use characters symbol fonts draw bullets and arrows with (U+F0A7 in Wingdings)
+_PRIVATE_USE = re.compile("[\0\ue000-\uf8ff]")
 
 
 def is_emf(data: bytes) -> bool:
@@ -45,7 +48,7 @@ class _Lines:
         self._baseline: int | None = None
 
     def add(self, text: str, baseline: int) -> None:
-        text = " ".join(text.replace("\0", " ").split())
+        text = " ".join(_PRIVATE_USE.sub(" ", text).split())
         if not text:
             return
         if baseline != self._baseline or not self.lines:
@@ -136,6 +139,8 @@ def prepare_metafile(data: bytes, url: str, mimetype: str, params: dict) -> Prep
     else:
         raise PreparationError("not a Windows metafile: no EMF or WMF header")
     prepared = Prepared(content=text, partial=damaged)
-    from beamtrawl.transforms.preparators import embedded  # here: embedded reads parts through archive, which types by is_emf
+    from beamtrawl.transforms.preparators import (
+        embedded,  # here: embedded reads parts through archive, which types by is_emf
+    )
     parts = [(f"embedded{i + 1}.pdf", lambda pdf=pdf: io.BytesIO(pdf)) for i, pdf in enumerate(pdfs)]
     return embedded.inline(prepared, parts, url) if parts else prepared

@@ -7,7 +7,9 @@
   document of its own (a WordDocument, Workbook or PowerPoint Document stream) yields the container's bytes
   with the root entry's child pointer set to the storage's (:func:`_storage_as_file`): a compound file
   whose root *is* the storage, its streams left where they are. Costlier in bytes (the whole container,
-  counted against ``max_bytes``) than writing a new compound file, but it cannot get one wrong.
+  counted against ``max_bytes``) than writing a new compound file, but it cannot get one wrong. Word also
+  keeps each object's picture, as the reader sees it, in a ``\x03EPRINT`` stream (an EMF): a linked file's
+  first page or an inserted file's icon and name, which is all a document holds of a link (``metafile``).
 - PowerPoint 97+ keeps them in ExOleObjStg records of its ``PowerPoint Document`` stream ([MS-PPT] 2.10.34),
   each a compound file, zlib-compressed after its 4-byte size when the record's instance is 1.
 - RTF keeps them hex-encoded in ``{\\*\\objdata …}`` groups ([MS-OLEDS] 2.2.4 ObjectHeader, then the
@@ -26,6 +28,7 @@ from beamtrawl.transforms.preparators import embedded
 
 _OFFICE_STREAMS = ("WordDocument", "Workbook", "Book", "PowerPoint Document")
 _PAYLOADS = ("\x01Ole10Native", "package", "CONTENTS")
+_PICTURE = "\x03EPRINT"
 _DIRECTORY_START, _SECTOR_SHIFT, _ROOT_CHILD = 0x30, 0x1E, 0x4C
 _PPT_OLE_STORAGE, _PPT_MAIN_MASTER = 0x1011, 0x03F8
 _OBJDATA = re.compile(rb"{\\\*\\objdata\b")
@@ -72,8 +75,11 @@ def storage_parts(data: bytes):
     except (OSError, ValueError, struct.error, IndexError):
         return
     try:
-        storages = _object_storages(ole)
-        bodies = [("/".join(path), _storage_part(data, ole, path)) for path in storages]
+        bodies = []
+        for path in _object_storages(ole):
+            bodies.append(("/".join(path), _storage_part(data, ole, path)))
+            if ole.exists("/".join((*path, _PICTURE))):
+                bodies.append(("/".join(path) + "/picture.emf", ole.openstream([*path, _PICTURE]).read()))
     except (OSError, ValueError, struct.error, IndexError, KeyError):
         return
     finally:

@@ -2,11 +2,15 @@
 code page (\\ansicpgN, cp1252 when absent) or \\uN escapes; the bytes are read as that code page (Latin-1
 when it cannot decode them) and stripped to text, headers, footers and comments included. The title is the one in {\\info{\\title ...}}.
 Embedded OLE objects (``\\objdata``: a workbook, a file inserted whole) are prepared by their own type and
-inlined (``ole_objects``, ``embedded``)."""
+inlined (``ole_objects``, ``embedded``), and so are pictures drawn as metafiles (``\\emfblip``, ``\\wmetafile``:
+a linked object's first page, a file's icon and name: ``metafile``); pictures' descriptions (their
+alternative text, or the path they were inserted from) are text too."""
 
 from __future__ import annotations
 
 import codecs
+import io
+import itertools
 import re
 
 from beamtrawl.transforms.preparators import embedded, ole_objects
@@ -22,6 +26,11 @@ _CODEPAGE = re.compile(rb"\\ansicpg(\d+)")
 # (annotations) and their authors' names and initials, which Tika writes where the comment is anchored.
 _HEADER_FOOTER = re.compile(r"{\\(?:header|footer)[lrf]?(?![a-z])|{\\\*\\(?:annotation|atnauthor|atnid)(?![a-z])")
 #: possessive: a control word is read one way only (three ways made 84 unclosed bytes take 6 s, ×5 per word)
+_DESCRIPTION = re.compile(r"{\\sp\s*{\\sn\s*wzDescription\s*}\s*{\\sv\s?((?:[^{}\\]++|\\[a-z]++-?\d*+\s?|\\[^a-z])*+)}")
+_PICTURE = re.compile(rb"{\\pict(?![a-z])")
+# A picture group's tokens: \binN and its bytes, a control word, a control symbol, a brace, hex digits, other text.
+_PICTURE_TOKEN = re.compile(rb"\\bin(\d+) ?|\\([a-zA-Z]+)-?\d* ?|\\.|([{}])|([0-9a-fA-F\s]+)|[^\\{}]+", re.DOTALL)
+_METAFILE_WORDS = {b"emfblip": "emf", b"wmetafile": "wmf"}
 _TITLE = re.compile(r"{\\title\s?((?:[^{}\\]++|\\[a-z]++-?\d*+\s?|\\[^a-z])*+)}", re.IGNORECASE)
 
 
@@ -52,7 +61,50 @@ def prepare_rtf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
         content = rtf_to_text(_HEADER_FOOTER.sub(_as_group, source), encoding=encoding, errors="replace")
         match = _TITLE.search(source)
         title = rtf_to_text("{\\rtf1 " + match.group(1) + "}", encoding=encoding, errors="replace") if match else ""
+        descriptions = [rtf_to_text("{\\rtf1 " + m.group(1) + "}", encoding=encoding, errors="replace")
+                        for m in _DESCRIPTION.finditer(source)]
     except (ValueError, IndexError, LookupError, RecursionError) as err:
         raise PreparationError(f"not readable as RTF: {type(err).__name__}: {err}"[:200]) from None
-    prepared = Prepared(title=" ".join(title.split()), content=content.strip())
-    return embedded.inline(prepared, ole_objects.rtf_parts(data), url)
+    content = "\n".join(s for s in (content.strip(), *(" ".join(d.split()) for d in descriptions)) if s)
+    prepared = Prepared(title=" ".join(title.split()), content=content)
+    return embedded.inline(prepared, itertools.chain(ole_objects.rtf_parts(data), _metafiles(data)), url)
+
+
+def _metafiles(data: bytes):
+    """(name, opener) of the pictures drawn as metafiles, ``picture N.emf`` or ``.wmf``; a ``{\\pict`` inside
+    another is part of it (each byte is scanned once)."""
+    end = 0
+    for index, match in enumerate(_PICTURE.finditer(data), start=1):
+        if match.start() < end:
+            continue
+        kind, body, end = _picture(data, match.end())
+        if kind:
+            yield f"picture {index}.{kind}", (lambda b=body: io.BytesIO(b))
+
+
+def _picture(data: bytes, at: int) -> tuple[str, bytes, int]:
+    """(the metafile kind or "", its bytes, where the group ends) of the ``{\\pict`` group from ``at``;
+    nested groups (``\\picprop``, ``\\blipuid``) are skipped, hex digits and ``\\binN`` bytes read."""
+    depth, kind, out, digits = 1, "", bytearray(), bytearray()
+    while depth and at < len(data):
+        token = _PICTURE_TOKEN.match(data, at)
+        if token is None:  # a backslash ends the file
+            break
+        at = token.end()
+        binary, word, brace, hexes = token.groups()
+        if brace:
+            depth += 1 if brace == b"{" else -1
+        elif binary:
+            if depth == 1:
+                out += _unhex(digits) + data[at:at + int(binary)]
+                digits.clear()
+            at += int(binary)
+        elif word and depth == 1:
+            kind = _METAFILE_WORDS.get(word, kind)
+        elif hexes and depth == 1:
+            digits += b"".join(hexes.split())
+    return (kind, bytes(out + _unhex(digits)), at) if kind else ("", b"", at)
+
+
+def _unhex(digits: bytearray) -> bytes:
+    return bytes.fromhex(digits[:len(digits) & ~1].decode())
