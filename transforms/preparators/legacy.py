@@ -3,7 +3,8 @@
 All three are OLE2 compound files, read with olefile (but for Excel 2.x–4.0 worksheets: bare BIFF streams); the SummaryInformation stream gives the title and
 the metadata (author, subject, keywords, comments) for each. XLS cells come from xlrd. DOC and PPT text
 is read here from the streams, as the format specifications ([MS-DOC] piece table, [MS-PPT] text atoms)
-describe: both are a few dozen lines over olefile. Embedded OLE objects (a workbook in a Word file, a PDF
+describe: both are a few dozen lines over olefile; an XLS's text boxes, charts' titles and drawn pictures come
+from ``xls_drawing``, a PPT's comments from their Comment10 records. Embedded OLE objects (a workbook in a Word file, a PDF
 in a presentation) are prepared by their own type and inlined (``ole_objects``, ``embedded``). Why not antiword/catdoc through the external
 preparator: they are unmaintained (antiword's last release was 2005), need a Debian package on every
 worker (Flink, Dataflow) and a process per document; these readers are pure Python and in-process.
@@ -16,12 +17,13 @@ import re
 import struct
 
 import olefile
-from beamtrawl.transforms.preparators import embedded, encrypted, ole_objects
+from beamtrawl.transforms.preparators import embedded, encrypted, ole_objects, xls_drawing
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.cell_format import displayed
 
-REVISION = 2  # part of the preparation fingerprint (base.py): 1 shows an XLS sheet's cells as their formats do;
-# 2 inlines embedded OLE objects (ole_objects), reads cells' comments, Excel 2-4 sheets, default-password workbooks
+REVISION = 3  # part of the preparation fingerprint (base.py): 1 shows an XLS sheet's cells as their formats do;
+# 2 inlines embedded OLE objects (ole_objects), reads cells' comments, Excel 2-4 sheets, default-password workbooks;
+# 3 reads XLS sheet names as headlines, text boxes, chart titles and metafile pictures (xls_drawing), PPT comments, Word objects' pictures
 
 DOC_TYPES = ("application/msword", "application/vnd.ms-word")
 XLS_TYPES = ("application/vnd.ms-excel", "application/msexcel")
@@ -33,6 +35,8 @@ MIME_TYPES = DOC_TYPES + XLS_TYPES + PPT_TYPES + OLE_TYPES
 _FIELD_CODE = re.compile(r"\x13[^\x13\x14\x15]*\x14")  # { field code | shown result } -> result
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f]")
 _PPT_TEXT_CHARS, _PPT_TEXT_BYTES, _PPT_MAIN_MASTER = 0x0FA0, 0x0FA8, 0x03F8
+_PPT_COMMENT, _PPT_CSTRING = 0x2EE0, 0x0FBA  # Comment10Container; its CStrings: author, text, initials
+_PPT_TAG_BLOB = 0x138B  # BinaryTagDataBlob: records (a slide's comments among them) though not marked a container
 _BARE_BIFF_BOF = (0x0009, 0x0209, 0x0409)  # BIFF2, BIFF3, BIFF4; BIFF5 and later live in a compound file
 
 
@@ -121,7 +125,9 @@ def _ppt_text(ole: olefile.OleFileIO) -> str:
         while pos + 8 <= end:
             ver_instance, kind, length = struct.unpack_from("<HHI", stream, pos)
             body = pos + 8
-            if (ver_instance & 0xF) == 0xF:  # a container: walk its children, then the rest
+            if kind == _PPT_COMMENT:
+                texts.append(_ppt_comment(stream[body:body + length]))
+            elif (ver_instance & 0xF) == 0xF or kind == _PPT_TAG_BLOB:  # a container: its children, then the rest
                 if kind != _PPT_MAIN_MASTER:
                     stack.append((body + length, end))
                     end = min(body + length, end)
@@ -134,6 +140,19 @@ def _ppt_text(ole: olefile.OleFileIO) -> str:
             pos = body + length
     lines = (" ".join(_CONTROL.sub(" ", t.replace("\r", "\n").replace("\x0b", "\n")).split()) for t in texts)
     return "\n".join(dict.fromkeys(line for line in lines if line))
+
+
+def _ppt_comment(container: bytes) -> str:
+    """A comment as Tika writes it: "author (initials) - text", from the container's CString atoms."""
+    strings = {}
+    pos = 0
+    while pos + 8 <= len(container):
+        ver_instance, kind, length = struct.unpack_from("<HHI", container, pos)
+        if kind == _PPT_CSTRING:
+            strings[ver_instance >> 4] = container[pos + 8:pos + 8 + length].decode("utf-16-le", "replace")
+        pos += 8 + length
+    author, text, initials = (strings.get(i, "") for i in range(3))
+    return f"{author} ({initials}) - {text}" if initials else f"{author} - {text}" if author else text
 
 
 def _open_book(data: bytes, decrypted: bool = False):
@@ -157,13 +176,15 @@ def _open_book(data: bytes, decrypted: bool = False):
         raise PreparationError(f"not readable as XLS: {err}"[:200]) from None
 
 
-def _xls_text(data: bytes) -> str:
+def _xls_text(data: bytes) -> tuple[str, list[str]]:
+    """(the sheets' names and cells, the names: headlines, as an XLSX's are)."""
     book = _open_book(data)
     try:
-        lines = []
+        lines, names = [], []
         for index in range(book.nsheets):
             sheet = book.sheet_by_index(index)
             lines.append(sheet.name)
+            names.append(sheet.name)
             for row in range(sheet.nrows):
                 values = (_cell(book, cell) for cell in sheet.row(row))
                 line = " ".join(v for v in values if v)
@@ -172,7 +193,7 @@ def _xls_text(data: bytes) -> str:
             notes = getattr(sheet, "cell_note_map", {})  # the cells' comments (read with the formats: BIFF8)
             lines.extend(" ".join(note.text.split()) for _, note in sorted(notes.items()) if note.text.strip())
             book.unload_sheet(index)
-        return "\n".join(lines)
+        return "\n".join(lines), names
     finally:
         book.release_resources()
 
@@ -212,15 +233,21 @@ def _is_biff_stream(data: bytes) -> bool:
 def prepare_legacy_office(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     """Any of the three: the streams inside, not the MIME type, say which (libmagic often cannot)."""
     if _is_biff_stream(data):
-        return Prepared(content=_xls_text(data))
+        content, headlines = _xls_text(data)
+        return Prepared(content=content, headlines=headlines)
     ole = _ole(data)
     try:
         title, metadata = _summary(ole)
-        parts = ole_objects.storage_parts(data)
+        parts, headlines = ole_objects.storage_parts(data), []
         if ole.exists("WordDocument"):
             content = _doc_text(ole)
-        elif ole.exists("Workbook") or ole.exists("Book"):
-            content = _xls_text(data)
+        elif ole.exists("Workbook"):  # BIFF8: cells, then what is drawn over them
+            drawing = xls_drawing.read_drawing(ole.openstream("Workbook").read())
+            cells, headlines = _xls_text(data)
+            content = "\n".join(filter(None, (cells, *drawing.texts)))
+            parts = [*parts, *((name, lambda b=body: io.BytesIO(b)) for name, body in drawing.pictures)]
+        elif ole.exists("Book"):
+            content, headlines = _xls_text(data)
         elif ole.exists("PowerPoint Document"):
             content = _ppt_text(ole)
             parts = ole_objects.ppt_parts(ole.openstream("PowerPoint Document").read())
@@ -233,6 +260,6 @@ def prepare_legacy_office(data: bytes, url: str, mimetype: str, params: dict) ->
         raise PreparationError(f"not readable as legacy Office: {type(err).__name__}: {err}"[:200]) from None
     finally:
         ole.close()
-    return embedded.inline(Prepared(title=title, content=content, metadata=metadata), parts, url)
+    return embedded.inline(Prepared(title=title, content=content, metadata=metadata, headlines=headlines), parts, url)
 
 

@@ -24,7 +24,11 @@ _EMR_HEADER, _EMR_EOF, _EMR_COMMENT, _EMR_EXTTEXTOUTA, _EMR_EXTTEXTOUTW = 1, 14,
 _EMF_SIGNATURE = b" EMF"  # at byte 40 of the EMR_HEADER record
 _GDIC, _MULTIFORMATS, _PDF_SIGNATURE = b"GDIC", 0x40000004, 0x50444620  # "PDF " as a little-endian integer
 _WMF_PLACEABLE = b"\xd7\xcd\xc6\x9a"
-_META_EOF, _META_TEXTOUT, _META_EXTTEXTOUT = 0x0000, 0x0521, 0x0A32
+_META_EOF, _META_TEXTOUT, _META_EXTTEXTOUT, _META_CREATEFONTINDIRECT = 0x0000, 0x0521, 0x0A32, 0x02FB
+# A WMF font's CharSet ([MS-WMF] 2.1.1.5) names the code page of the strings drawn with it.
+_CHARSETS = {128: "cp932", 129: "cp949", 130: "johab", 134: "gbk", 136: "cp950", 161: "cp1253", 162: "cp1254",
+             163: "cp1258", 177: "cp1255", 178: "cp1256", 186: "cp1257", 204: "cp1251", 222: "cp874", 238: "cp1250",
+             77: "mac_roman"}
 _ETO_OPAQUE_OR_CLIPPED = 0x0006  # these options put a rectangle before the string
 # NULs, and the private-use characters symbol fonts draw bullets and arrows with (U+F0A7 in Wingdings)
 _PRIVATE_USE = re.compile("[\0\ue000-\uf8ff]")
@@ -41,23 +45,30 @@ def is_wmf(data: bytes) -> bool:
 
 
 class _Lines:
-    """Text pieces joined as drawn: one line per baseline, pieces on it separated by a space."""
+    """Text pieces joined as drawn: one line per baseline. Mac Office and PDF printers draw one character
+    at a time, spaces included: such characters are glued into words until a space is drawn; longer
+    pieces (runs of text) are words apart."""
 
     def __init__(self):
         self.lines: list[list[str]] = []
         self._baseline: int | None = None
+        self._glue = False  # whether the next single character continues the last piece
 
     def add(self, text: str, baseline: int) -> None:
         text = " ".join(_PRIVATE_USE.sub(" ", text).split())
-        if not text:
-            return
         if baseline != self._baseline or not self.lines:
             self.lines.append([])
-            self._baseline = baseline
-        self.lines[-1].append(text)
+            self._baseline, self._glue = baseline, False
+        if not text:
+            self._glue = False
+        elif self._glue and len(text) == 1:
+            self.lines[-1][-1] += text
+        else:
+            self.lines[-1].append(text)
+            self._glue = len(text) == 1
 
     def text(self) -> str:
-        return "\n".join(" ".join(line) for line in self.lines)
+        return "\n".join(" ".join(line) for line in self.lines if line)
 
 
 def _emf(data: bytes) -> tuple[str, list[bytes], str]:
@@ -97,12 +108,13 @@ def _comment_pdfs(record: bytes) -> list[bytes]:
 
 
 def _wmf(data: bytes) -> tuple[str, str]:
-    """(text, why the walk stopped early or ""): META_TEXTOUT and META_EXTTEXTOUT strings, as ANSI."""
+    """(text, why the walk stopped early or ""): META_TEXTOUT and META_EXTTEXTOUT strings, in the code page
+    of the font created last (cp1252 before one; fonts are rarely created long before they are used)."""
     pos = 22 if data.startswith(_WMF_PLACEABLE) else 0
     if pos + 18 > len(data):
         return "", "WMF damaged: no header"
     pos += 2 * struct.unpack_from("<H", data, pos + 2)[0]  # the header's size in 16-bit words
-    lines = _Lines()
+    lines, codec = _Lines(), "cp1252"
     while pos + 6 <= len(data):
         words, function = struct.unpack_from("<IH", data, pos)
         size = 2 * words
@@ -113,11 +125,13 @@ def _wmf(data: bytes) -> tuple[str, str]:
             length = struct.unpack_from("<H", params)[0]
             padded = length + (length & 1)
             baseline = struct.unpack_from("<h", params, 2 + padded)[0] if len(params) >= 4 + padded else 0
-            lines.add(params[2:2 + length].decode("cp1252", "replace"), baseline)
+            lines.add(params[2:2 + length].decode(codec, "replace"), baseline)
         elif function == _META_EXTTEXTOUT and len(params) >= 8:
             baseline, _, length, options = struct.unpack_from("<hhHH", params)
             start = 8 + (8 if options & _ETO_OPAQUE_OR_CLIPPED else 0)
-            lines.add(params[start:start + length].decode("cp1252", "replace"), baseline)
+            lines.add(params[start:start + length].decode(codec, "replace"), baseline)
+        elif function == _META_CREATEFONTINDIRECT and len(params) >= 14:
+            codec = _CHARSETS.get(params[13], "cp1252")
         elif function == _META_EOF:
             break
         pos += size
