@@ -40,7 +40,7 @@ _PPT_TAG_BLOB = 0x138B  # BinaryTagDataBlob: records (a slide's comments among t
 _BARE_BIFF_BOF = (0x0009, 0x0209, 0x0409)  # BIFF2, BIFF3, BIFF4; BIFF5 and later live in a compound file
 
 
-def _ole(data: bytes) -> olefile.OleFileIO:
+def open_ole(data: bytes) -> olefile.OleFileIO:
     if data[:8] != olefile.MAGIC:
         raise PreparationError("not an OLE2 compound file (legacy Office)")
     try:
@@ -49,7 +49,7 @@ def _ole(data: bytes) -> olefile.OleFileIO:
         raise PreparationError(f"not readable as an OLE2 compound file: {err}"[:200]) from None
 
 
-def _summary(ole: olefile.OleFileIO) -> tuple[str, str]:
+def summary(ole: olefile.OleFileIO) -> tuple[str, str]:
     """(title, "author subject keywords comments") from SummaryInformation."""
     try:
         meta = ole.get_metadata()
@@ -235,9 +235,9 @@ def prepare_legacy_office(data: bytes, url: str, mimetype: str, params: dict) ->
     if _is_biff_stream(data):
         content, headlines = _xls_text(data)
         return Prepared(content=content, headlines=headlines)
-    ole = _ole(data)
+    ole = open_ole(data)
     try:
-        title, metadata = _summary(ole)
+        title, metadata = summary(ole)
         parts, headlines = ole_objects.storage_parts(data), []
         if ole.exists("WordDocument"):
             content = _doc_text(ole)

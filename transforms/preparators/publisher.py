@@ -1,0 +1,55 @@
+"""Microsoft Publisher 98–2016 (``.pub``): the text of its stories, as Tika (POI's HPBF) reads it. A
+publication is an OLE2 compound file whose ``Quill/QuillSub/CONTENTS`` stream is Quill's chunk file: a
+``CHNKINK`` header, then 24-byte entries naming each chunk (``TEXT``, ``STSH``, ``FONT``…) with its offset
+and length; the TEXT chunks hold every story's characters in UTF-16, paragraphs ended by CR. Fonts, styles
+and layout are not needed for search. Title and properties come from SummaryInformation, as for the other
+legacy Office files. No library on PyPI reads Publisher files; libmspub's ``pub2xhtml`` would need a
+helper program for what is a dozen lines here.
+
+Bounds: entries are read within the header's first sector (at most ``_MAX_ENTRIES``), each chunk within
+the stream.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.legacy import open_ole, summary
+
+MIME_TYPES = ("application/x-mspublisher", "application/vnd.ms-publisher")
+STREAM = "Quill/QuillSub/CONTENTS"
+_HEADER, _ENTRIES, _ENTRY, _MARKER = b"CHNKINK ", 0x20, 24, 0x18
+_MAX_ENTRIES = (0x200 - _ENTRIES) // _ENTRY  # the entries fill the stream's first 512 bytes at most
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffc]")  # what a story holds besides text (objects' marks)
+
+
+def _chunks(contents: bytes):
+    """(name, bytes) of each chunk the header lists."""
+    for index in range(_MAX_ENTRIES):
+        at = _ENTRIES + index * _ENTRY
+        if at + _ENTRY > len(contents) or struct.unpack_from("<H", contents, at)[0] != _MARKER:
+            return
+        name = contents[at + 2:at + 6]
+        offset, length = struct.unpack_from("<II", contents, at + 16)
+        yield name, contents[offset:offset + length]
+
+
+def prepare_publisher(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    ole = open_ole(data)
+    try:
+        if not ole.exists(STREAM):
+            raise PreparationError(f"no {STREAM} stream: not a Publisher file")
+        contents = ole.openstream(STREAM).read()
+        title, metadata = summary(ole)
+    except (OSError, ValueError, struct.error, IndexError) as err:
+        raise PreparationError(f"not readable as a Publisher file: {type(err).__name__}: {err}"[:200]) from None
+    finally:
+        ole.close()
+    if not contents.startswith(_HEADER):
+        raise PreparationError("not a Publisher file: its CONTENTS stream has no CHNKINK header")
+    text = "".join(chunk.decode("utf-16-le", "replace") for name, chunk in _chunks(contents) if name == b"TEXT")
+    lines = (" ".join(_CONTROL.sub(" ", line).split()) for line in text.replace("\r", "\n").split("\n"))
+    return Prepared(title=title, content="\n".join(line for line in lines if line), metadata=metadata)
+
