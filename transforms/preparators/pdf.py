@@ -1,4 +1,4 @@
-"""PDF by pypdf (pure Python, no poppler to install): page text, then annotation comments after
+"""PDF by pypdf (pure Python, no poppler to install): page text, then annotations (author, subject, comment) after
 " Annotations " and "p.<pages> <author> <subject> <keywords>" as metadata, as regain's PdfBoxPreparator
 did. An encrypted PDF is read when its user password is empty, as viewers open it without asking. A page
 that cannot be read (a damaged content stream) costs that page only: the others are kept, and the
@@ -22,8 +22,8 @@ from beamtrawl.transforms.preparators import embedded, ocr
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 
 MIME_TYPES = ("application/pdf",)
-REVISION = 3  # part of the preparation fingerprint (base.py): 1 keeps the readable pages of a PDF with bad ones;
-# 2 inlines its file attachments (embedded); 3 OCRs the pages without a text layer
+REVISION = 4  # part of the preparation fingerprint (base.py): 1 keeps the readable pages of a PDF with bad ones;
+# 2 inlines its file attachments (embedded); 3 OCRs the pages without a text layer; 4 annotations' authors, subjects
 DEFAULTS = (("ocr", ocr.DEFAULT),)
 helpers_needed = ocr.helpers_needed
 MIN_LETTERS = 3  # a page with fewer letters or digits has no text layer worth the name
@@ -32,11 +32,19 @@ _LETTERS = re.compile(r"[^\W_]" + r"(?:.*?[^\W_])" * (MIN_LETTERS - 1), re.DOTAL
 _CONTROL = re.compile("[" + re.escape("".join(chr(code) for code in range(0x100) if unicodedata.category(chr(code))
                                               == "Cc" and not chr(code).isspace())) + "]")  # Latin-1's bad ones
 _WIDE = re.compile(r"[^\x00-\xff]")
+_UNAUTHORED = ("/Widget", "/Link", "/Popup")  # annotations whose /T is no author (a field's name) or absent
 
 
 def _annotations(page) -> list[str]:
-    contents = (annotation.get_object().get("/Contents") for annotation in page.get("/Annots") or ())
-    return [str(text).strip() for text in contents if text and str(text).strip()]
+    """Each markup annotation's author (/T), subject (/Subj) and text (/Contents), as Tika writes them; a
+    form field's /T is its name and a link's is none, so those give only their /Contents."""
+    found = []
+    for annotation in page.get("/Annots") or ():
+        annotation = annotation.get_object()
+        keys = ("/Contents",) if annotation.get("/Subtype") in _UNAUTHORED else ("/T", "/Subj", "/Contents")
+        texts = (str(annotation.get(key) or "").strip() for key in keys)
+        found.append(" ".join(text for text in texts if text))
+    return [text for text in found if text]
 
 
 def prepare_pdf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
