@@ -21,7 +21,7 @@ from beamtrawl.transforms.preparators.cell_format import displayed
 from beamtrawl.transforms.preparators.drawing_text import drawing_texts
 from beamtrawl.transforms.values import Bounds
 
-REVISION = 6  # part of the preparation fingerprint (base.py): 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
+REVISION = 7  # part of the preparation fingerprint (base.py): 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
@@ -30,6 +30,7 @@ SHORT_READ = 0.9  # a document read to less than this share of the text its XML 
 # a workbook's cells are read until their text passes max_characters (the crawl keeps at most
 # preparation.max_content_length characters of any document, by default as many)
 DEFAULTS = (("max_characters", Bounds().max_content_length),)
+_MAX_TABLE_NESTING = 20  # deeper tables in tables are not read (Word itself stops near 60)
 
 _WORD, _PPT = "application/vnd.openxmlformats-officedocument.wordprocessingml", \
     "application/vnd.openxmlformats-officedocument.presentationml"
@@ -115,6 +116,23 @@ def _body_blocks(element, parent):
             yield from _body_blocks(content, parent)
 
 
+def _row_text(row, depth: int = 0) -> str:
+    """A table row's cells, a merged cell once; a cell's text includes the tables nested in it (a layout of
+    tables in tables, as mail templates are made), which python-docx's ``cell.text`` leaves out."""
+    from docx.table import Table
+
+    cells = []
+    for cell in row.cells:
+        lines = []
+        for block in _body_blocks(cell._tc, cell):
+            if not isinstance(block, Table):
+                lines.append(block.text)
+            elif depth < _MAX_TABLE_NESTING:
+                lines.extend(_row_text(inner, depth + 1) for inner in block.rows)
+        cells.append("\n".join(line for line in lines if line))
+    return " ".join(dict.fromkeys(cells))
+
+
 def _docx(stream, params: dict) -> Prepared:
     import docx
     from docx.oxml.ns import qn
@@ -127,7 +145,7 @@ def _docx(stream, params: dict) -> Prepared:
     blocks, headlines = [], []
     for block in _body_blocks(document.element.body, document._body):
         if isinstance(block, Table):
-            blocks.extend(" ".join(dict.fromkeys(c.text for c in row.cells)) for row in block.rows)
+            blocks.extend(_row_text(row) for row in block.rows)
             continue
         blocks.append(block.text)
         style = names.get(block._p.style, "")  # no style id: the default paragraph style, never a heading

@@ -18,8 +18,8 @@ from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from striprtf.striprtf import rtf_to_text
 
 MIME_TYPES = ("text/rtf", "application/rtf")
-REVISION = 2  # part of the preparation fingerprint (base.py): 1 inlines embedded OLE objects, reads headers and footers;
-# 2 reads comments (annotations) and their authors
+REVISION = 3  # part of the preparation fingerprint (base.py): 1 inlines embedded OLE objects, reads headers and footers;
+# 2 reads comments (annotations) and their authors; 3 metafile pictures and pictures' descriptions
 
 _CODEPAGE = re.compile(rb"\\ansicpg(\d+)")
 # striprtf drops headers and footers as destinations; a letterhead is text people search for. So are comments
