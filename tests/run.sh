@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 # sox writes the MP3, Ogg and FLAC files of the audio preparator's tests; Samba (smbd, smbclient) and
 # Dovecot serve the SMB and IMAP tests on loopback (tests/servers/; the system services are not started);
 # mandoc renders man pages for the man preparator; libchm-bin's extract_chmLib unpacks CHM help files; mdbtools
-# reads Access databases and libwpd-tools' wpd2text WordPerfect documents (transforms/preparators/access.py, wordperfect.py);
+# reads Access databases, libwpd-tools' wpd2text WordPerfect documents and libvisio-tools' vsd2text Visio drawings
+# (transforms/preparators/access.py, wordperfect.py, visio.py);
 # p7zip-full's 7z reads ZIP entries in legacy methods (zip_methods.py), libarchive-tools' bsdtar RAR archives (rar.py); chromium and chromium-driver run the search page's
 # browser tests (tests/test_serve_browser.py); tests call zstd, bzip2, xz, ar (binutils) and git to make
 # their hostile files and repositories; nginx is the TLS reverse proxy with basic auth in front of the
@@ -24,7 +25,7 @@ if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/nul
    || ! command -v zstd >/dev/null || ! command -v bzip2 >/dev/null || ! command -v xz >/dev/null \
    || ! command -v ar >/dev/null || ! command -v git >/dev/null || ! command -v nginx >/dev/null \
    || ! command -v extract_chmLib >/dev/null || ! command -v mdb-export >/dev/null || ! command -v wpd2text >/dev/null \
-   || ! command -v 7z >/dev/null || ! command -v bsdtar >/dev/null \
+   || ! command -v vsd2text >/dev/null || ! command -v 7z >/dev/null || ! command -v bsdtar >/dev/null \
    || ! command -v tesseract >/dev/null || [ ! -e /usr/share/tesseract-ocr/5/tessdata/deu.traineddata ]; then
   apt-get update -qq
   if [ ! -e /usr/sbin/policy-rc.d ]; then  # install the servers without starting their system services
@@ -33,7 +34,7 @@ if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/nul
   fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 util-linux maven openjdk-17-jdk-headless \
     sox libsox-fmt-mp3 samba smbclient dovecot-imapd openssl mandoc acl chromium chromium-driver \
-    zstd bzip2 xz-utils binutils git nginx libchm-bin mdbtools libwpd-tools p7zip-full libarchive-tools tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
+    zstd bzip2 xz-utils binutils git nginx libchm-bin mdbtools libwpd-tools libvisio-tools p7zip-full libarchive-tools tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
 fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)
 # the bench extra (Scrapy, the peer of bench/http_bench.py): tests/test_benchmarks.py runs every bench

@@ -2,7 +2,8 @@
 own test documents (its modules' test jars on Maven Central). 7z, cpio and ar archives; lz4 frames and
 zlib streams, framed Snappy and Unix compress (``.Z``); ZIP entries imploded (7-Zip); RAR (bsdtar); WARC and ARC web archives; dBASE tables; Apple binary property lists and Safari
 webarchives; compiled Java classes; compiled HTML help (CHM); iWork '05-'09 Pages, Numbers and Keynote; Outlook's
-TNEF (winmail.dat); FrameMaker MIF; Hangul (HWP 5, distribution documents decrypted). Through the MIME decision and the preparators, then a real crawl
+TNEF (winmail.dat); FrameMaker MIF; Hangul (HWP 5, distribution documents decrypted); and what only Tika read
+before (drawn text, links, Publisher, Visio, MATLAB; see test_preparators_drawn_text.py). Through the MIME decision and the preparators, then a real crawl
 whose text ``beamtrawl search`` finds."""
 
 from __future__ import annotations
@@ -46,6 +47,30 @@ FILES = [
     ("miscoffice", "testFramemakerMif.mif", "application/vnd.mif", "Ut consequat semper viverra nam libero justo."),
     ("miscoffice", "testHWP-v5b.hwp", "application/x-hwp", "파서 및 감지기 페이지 티카와 작동 방법의 주요 인터페이스를 설명합니다."),
     ("miscoffice", "testHWP-v5-dist.hwp", "application/x-hwp", "파서 및 감지기 페이지 티카와 작동 방법의 주요 인터페이스를 설명합니다."),
+    # What only Tika read before: drawn text (metafiles, their pictures in Office files), links, Publisher, Visio,
+    # MATLAB, XLS text boxes and charts, PPT comments, PDF annotations (tests/test_preparators_drawn_text.py)
+    ("code", "breidamerkurjokull_radar_profiles_2009.mat", "application/x-matlab-data", "waveform: [1024x1261 double array]"),
+    ("microsoft", "testEMF_iconOnlyLongFilename.emf", "image/emf", "a very long name that should be wrapped.docx"),
+    ("microsoft", "testEMF_zero_coords.emf", "image/emf", "we help organizations virtually manage agile workflows"),
+    ("microsoft", "Doc1_ole.doc", "application/msword", "MSj00974840000[1].wav"),
+    ("microsoft", "testDocumentLink.doc", "application/msword", "list the packages available for reporting"),
+    ("microsoft", "testRTFEmbeddedLink.rtf", "application/rtf", "This is a sample Microsoft Word Document."),
+    ("microsoft", "testRTFRegularImages.rtf", "application/rtf", "rtf_attachments\\testJPEG_EXIF_普林斯顿.jpg"),
+    ("microsoft", "testInstrLink.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+     "Invoice document shared with your Gmail Workspace."),
+    ("microsoft", "testEXCEL_textbox.xls", "application/vnd.ms-excel", "this is some autoshape text"),
+    ("microsoft", "testMSChart-govdocs-428996.xls", "application/vnd.ms-excel", "2002 2003 2004 2005 Tech Partners"),
+    ("microsoft", "testMSChart-govdocs-428996.xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+     "2002 2003 2004 2005 Tech Partners"),
+    ("microsoft", "testEXCEL_embeddedPDF_mac.xls", "application/vnd.ms-excel",
+     "Apache Tika is a toolkit for detecting and extracting metadata"),
+    ("microsoft", "testEXCEL_embeddedPDF_mac.xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+     "Apache Tika is a toolkit for detecting and extracting metadata"),
+    ("microsoft", "testPPT_comment.ppt", "application/vnd.ms-powerpoint",
+     "Allison, Timothy B. (ATB) - I'm afraid I'm going to have to ask you to add some content"),
+    ("microsoft", "testPUBLISHER.pub", "application/x-mspublisher", "0123456789abcdef0123456789abcdef0123456789abcdef"),
+    ("microsoft", "testVISIO.vsd", "application/vnd.visio", "Some random text, on a page"),
+    ("pdf", "testPopupAnnotation.pdf", "application/pdf", "igalsh Sticky Note this is the note"),
 ]
 
 

@@ -177,12 +177,12 @@ def _listing(data: bytes) -> tuple[list[str], str]:
 
 
 def prepare_matlab(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    if data.startswith(b"MATLAB 7.3 MAT-file") or data[124:126] == b"\x00\x02":
+        raise PreparationError("a MATLAB 7.3 file (HDF5): not read")
     if not data.startswith(_HEADER) or len(data) < 128:
         raise PreparationError("not a MATLAB 5 to 7 MAT-file: no 'MATLAB 5.0 MAT-file' header")
     if data[126:128] != b"IM":
         raise PreparationError("a big-endian MAT-file: not read")
     header = " ".join(data[:116].decode("latin-1").replace("\0", " ").split())
-    if data[124:126] == b"\x00\x02":
-        raise PreparationError("a MATLAB 7.3 file (HDF5): not read")
     lines, partial = _listing(data)
     return Prepared(content="\n".join(lines), metadata=header, partial=partial)
