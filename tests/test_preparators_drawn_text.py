@@ -147,7 +147,8 @@ def test_xls_text_box_without_its_text_and_a_blip_claiming_gigabytes_are_bounded
     blip = struct.pack("<HHI", 0x3D4 << 4, 0xF01A, len(header) + 16) + header + zlib.compress(b"\0" * 16)[:16]
     group = _biff(0x00EB, struct.pack("<HHI", 0xF, 0xF000, len(blip)) + blip)
     drawing = xls_drawing.read_drawing(group + txo + _biff(0x000A, b""))
-    assert drawing.texts == [] and [len(body) for _, body in drawing.pictures] <= [16]
+    sizes = [len(opener().read()) for _, opener in drawing.pictures]  # what the 16 deflated bytes hold, no more
+    assert drawing.texts == [] and len(sizes) == 1 and sizes[0] <= 16
 
 
 def _mat(*elements: bytes) -> bytes:
@@ -185,5 +186,28 @@ def test_matlab_bombs_counts_and_nesting_end_the_listing_with_a_report_line(monk
 def test_matlab_files_that_are_not_version_5_to_7_are_refused_by_name():
     with pytest.raises(PreparationError, match="HDF5"):
         matlab.prepare_matlab(b"MATLAB 7.3 MAT-file".ljust(124, b" ") + b"\x00\x02IM", "file:///h/x.mat", "", {})
-    prepared, errors, _ = prepare_bytes(_mat()[:100], "file:///h/cut.mat")
-    assert prepared is None or not prepared.content
+    with pytest.raises(PreparationError, match="no 128-byte 'MATLAB 5.0 MAT-file' header"):
+        matlab.prepare_matlab(_mat()[:100], "file:///h/cut.mat", "", {})
+
+
+def test_tables_nested_in_cells_merged_across_rows_are_read_once():
+    """Each level's cell is merged across 30 rows; reading the nested table once per row would be 30**12."""
+    import docx
+
+    document = docx.Document()
+    table = document.add_table(rows=30, cols=1)
+    for level in range(12):
+        cell = table.cell(0, 0).merge(table.cell(29, 0))
+        cell.paragraphs[0].text = f"level{level}"
+        table = cell.add_table(rows=30, cols=1)
+    table.cell(0, 0).text = "innermost words"
+    out = io.BytesIO()
+    document.save(out)
+    (prepared, errors, _), seconds = _quick(out.getvalue(), "file:///h/nested.docx")
+    assert not errors and seconds < 5
+    assert prepared.content.count("innermost words") == 1 and "level0" in prepared.content
+
+
+def test_a_blip_store_entry_cut_short_costs_the_pictures_not_the_cells():
+    fbse = struct.pack("<HHI", 0x2, 0xF007, 36) + bytes(20)  # declares 36 bytes, holds 20: the stream ends
+    assert xls_drawing.read_drawing(_biff(0x00EB, fbse)).pictures == []

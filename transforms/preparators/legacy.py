@@ -245,7 +245,7 @@ def prepare_legacy_office(data: bytes, url: str, mimetype: str, params: dict) ->
             drawing = xls_drawing.read_drawing(ole.openstream("Workbook").read())
             cells, headlines = _xls_text(data)
             content = "\n".join(filter(None, (cells, *drawing.texts)))
-            parts = [*parts, *((name, lambda b=body: io.BytesIO(b)) for name, body in drawing.pictures)]
+            parts = [*parts, *drawing.pictures]
         elif ole.exists("Book"):
             content, headlines = _xls_text(data)
         elif ole.exists("PowerPoint Document"):

@@ -11,7 +11,8 @@ and a miMATRIX per field and element, a cell's a miMATRIX per element. MATLAB 7 
 would be a 40 MB dependency for a few dozen lines; the elements are read here from a stream that
 inflates as it goes and discards the numbers it skips.
 
-Bounds: ``_MAX_INFLATED`` bytes inflated in all, ``_MAX_DEPTH`` levels of nesting, ``_MAX_LINES`` lines;
+Bounds: ``_MAX_INFLATED`` bytes inflated in all, ``_MAX_DEPTH`` levels of nesting, ``_MAX_LINES`` lines,
+``_MAX_DIMENSIONS`` dimensions;
 reaching one ends the listing with a report line.
 """
 
@@ -30,7 +31,7 @@ _CELL, _STRUCT, _OBJECT = 1, 2, 3
 _CLASSES = {1: "cell", 2: "struct", 3: "object", 4: "char", 5: "sparse", 6: "double", 7: "single", 8: "int8",
             9: "uint8", 10: "int16", 11: "uint16", 12: "int32", 13: "uint32", 14: "int64", 15: "uint64",
             16: "function", 17: "opaque"}
-_MAX_INFLATED, _MAX_DEPTH, _MAX_LINES = 256 * 1024**2, 8, 100_000
+_MAX_INFLATED, _MAX_DEPTH, _MAX_LINES, _MAX_DIMENSIONS = 256 * 1024**2, 8, 100_000, 32
 _CHUNK = 1024**2
 
 
@@ -115,6 +116,8 @@ def _variable(elements: _Elements, name: str | None, depth: int, lines: list[str
     if len(flags) < 8 or len(dims_data) < 8:
         raise _Bound("a variable's header is damaged")
     kind = flags[0]
+    if len(dims_data) > 4 * _MAX_DIMENSIONS:
+        raise _Bound(f"a variable of more than {_MAX_DIMENSIONS} dimensions")
     dims = struct.unpack(f"<{len(dims_data) // 4}i", dims_data[:len(dims_data) // 4 * 4])
     label = name if name is not None else name_data.decode("latin-1")
     shape = "x".join(str(d) for d in dims)
@@ -126,8 +129,8 @@ def _variable(elements: _Elements, name: str | None, depth: int, lines: list[str
         _, width = elements.value()
         _, names = elements.value()
         size = struct.unpack("<i", width[:4])[0] if len(width) >= 4 else 0
-        fields = [names[i:i + size].split(b"\0", 1)[0].decode("latin-1") for i in range(0, len(names), size)] \
-            if size > 0 else []
+        fields = [names[i:i + size].split(b"\0", 1)[0].decode("latin-1")
+                  for i in range(0, min(len(names), size * _MAX_LINES), size)] if size > 0 else []
         for _ in range(min(count, _MAX_LINES)):
             for field in fields:
                 _member(elements, field, depth + 1, lines)
@@ -180,7 +183,7 @@ def prepare_matlab(data: bytes, url: str, mimetype: str, params: dict) -> Prepar
     if data.startswith(b"MATLAB 7.3 MAT-file") or data[124:126] == b"\x00\x02":
         raise PreparationError("a MATLAB 7.3 file (HDF5): not read")
     if not data.startswith(_HEADER) or len(data) < 128:
-        raise PreparationError("not a MATLAB 5 to 7 MAT-file: no 'MATLAB 5.0 MAT-file' header")
+        raise PreparationError("not a MATLAB 5 to 7 MAT-file: no 128-byte 'MATLAB 5.0 MAT-file' header")
     if data[126:128] != b"IM":
         raise PreparationError("a big-endian MAT-file: not read")
     header = " ".join(data[:116].decode("latin-1").replace("\0", " ").split())

@@ -116,19 +116,21 @@ def _body_blocks(element, parent):
             yield from _body_blocks(content, parent)
 
 
-def _row_text(row, depth: int = 0) -> str:
+def _row_text(row, seen: set, depth: int = 0) -> str:
     """A table row's cells, a merged cell once; a cell's text includes the tables nested in it (a layout of
-    tables in tables, as mail templates are made), which python-docx's ``cell.text`` leaves out."""
+    tables in tables, as mail templates are made), which python-docx's ``cell.text`` leaves out. Each nested
+    table is read once (``seen``): cells merged across rows would otherwise repeat it, level upon level."""
     from docx.table import Table
 
     cells = []
-    for cell in row.cells:
+    for cell in {cell._tc: cell for cell in row.cells}.values():
         lines = []
         for block in _body_blocks(cell._tc, cell):
             if not isinstance(block, Table):
                 lines.append(block.text)
-            elif depth < _MAX_TABLE_NESTING:
-                lines.extend(_row_text(inner, depth + 1) for inner in block.rows)
+            elif depth < _MAX_TABLE_NESTING and block._tbl not in seen:
+                seen.add(block._tbl)
+                lines.extend(_row_text(inner, seen, depth + 1) for inner in block.rows)
         cells.append("\n".join(line for line in lines if line))
     return " ".join(dict.fromkeys(cells))
 
@@ -142,10 +144,10 @@ def _docx(stream, params: dict) -> Prepared:
     # Style names by id, read once: Paragraph.style looks the default style up anew for every paragraph,
     # which took most of the time of a DOCX.
     names = {style.style_id: style.name or "" for style in document.styles}
-    blocks, headlines = [], []
+    blocks, headlines, seen = [], [], set()
     for block in _body_blocks(document.element.body, document._body):
         if isinstance(block, Table):
-            blocks.extend(_row_text(row) for row in block.rows)
+            blocks.extend(_row_text(row, seen) for row in block.rows)
             continue
         blocks.append(block.text)
         style = names.get(block._p.style, "")  # no style id: the default paragraph style, never a heading

@@ -29,7 +29,7 @@ _HEADER_FOOTER = re.compile(r"{\\(?:header|footer)[lrf]?(?![a-z])|{\\\*\\(?:anno
 _DESCRIPTION = re.compile(r"{\\sp\s*{\\sn\s*wzDescription\s*}\s*{\\sv\s?((?:[^{}\\]++|\\[a-z]++-?\d*+\s?|\\[^a-z])*+)}")
 _PICTURE = re.compile(rb"{\\pict(?![a-z])")
 # A picture group's tokens: \binN and its bytes, a control word, a control symbol, a brace, hex digits, other text.
-_PICTURE_TOKEN = re.compile(rb"\\bin(\d+) ?|\\([a-zA-Z]+)-?\d* ?|\\.|([{}])|([0-9a-fA-F\s]+)|[^\\{}]+", re.DOTALL)
+_PICTURE_TOKEN = re.compile(rb"\\bin(\d{1,10}) ?|\\([a-zA-Z]+)-?\d* ?|\\.|([{}])|([0-9a-fA-F\s]+)|[^\\{}]+", re.DOTALL)
 _METAFILE_WORDS = {b"emfblip": "emf", b"wmetafile": "wmf"}
 _TITLE = re.compile(r"{\\title\s?((?:[^{}\\]++|\\[a-z]++-?\d*+\s?|\\[^a-z])*+)}", re.IGNORECASE)
 

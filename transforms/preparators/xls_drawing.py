@@ -11,8 +11,10 @@ Bounds: one pass over the stream; a picture is decompressed to at most its decla
 
 from __future__ import annotations
 
+import io
 import struct
 import zlib
+from collections.abc import Callable
 from typing import NamedTuple
 
 _TXO, _CONTINUE, _SERIESTEXT, _DRAWING_GROUP = 0x01B6, 0x003C, 0x100D, 0x00EB
@@ -20,12 +22,12 @@ _CONTAINER = 0xF
 _FBSE, _BLIP_EMF, _BLIP_WMF = 0xF007, 0xF01A, 0xF01B
 _ONE_UID = {_BLIP_EMF: 0x3D4, _BLIP_WMF: 0x216}  # the instance with one UID; the next has two
 _METAFILE_HEADER, _DEFLATE = 34, 0x00
-_MAX_PICTURE = 64 * 1024**2
+_MAX_PICTURE = 16 * 1024**2
 
 
 class Drawing(NamedTuple):
     texts: list[str]  # text boxes' and charts' text, in stream order
-    pictures: list[tuple[str, bytes]]  # (name, metafile bytes)
+    pictures: list[tuple[str, Callable[[], io.BytesIO]]]  # (name, opener): inflated when read, within the bounds
 
 
 def _records(stream: bytes):
@@ -75,7 +77,7 @@ def read_drawing(stream: bytes) -> Drawing:
     return Drawing([line for line in lines if line], _metafile_blips(bytes(group)))
 
 
-def _metafile_blips(group: bytes) -> list[tuple[str, bytes]]:
+def _metafile_blips(group: bytes) -> list[tuple[str, Callable[[], io.BytesIO]]]:
     """The EMF and WMF pictures of an OfficeArt record list: containers are entered, a BLIP store entry
     (FBSE) is entered past its fixed part and name, other atoms stepped over."""
     found = []
@@ -86,13 +88,13 @@ def _metafile_blips(group: bytes) -> list[tuple[str, bytes]]:
         if (version_instance & 0xF) == _CONTAINER:
             pos = body
             continue
-        if kind == _FBSE and length >= 36:
+        if kind == _FBSE and length >= 36 and body + 36 <= len(group):
             pos = body + 36 + group[body + 33]
             continue
         if kind in _ONE_UID:
-            picture = _metafile(group[body:body + length], kind, version_instance >> 4)
-            if picture:
-                found.append((f"picture {len(found) + 1}.{'emf' if kind == _BLIP_EMF else 'wmf'}", picture))
+            name = f"picture {len(found) + 1}.{'emf' if kind == _BLIP_EMF else 'wmf'}"
+            blip, instance = group[body:body + length], version_instance >> 4
+            found.append((name, lambda b=blip, k=kind, i=instance: io.BytesIO(_metafile(b, k, i))))
         pos = body + length
     return found
 
