@@ -169,7 +169,8 @@ def read_members(entries, url: str, params: dict,
                     if not head:
                         continue
                     kind = magic.from_buffer(head, mime=True)
-                    if kind in _OPAQUE and not head.startswith(_CONTAINERS) and not metafile.is_emf(head):  # keep the budget for readable ones
+                    # keep the budget for readable ones (libmagic calls ZIP, OLE2 and EMF bytes octet-stream)
+                    if kind in _OPAQUE and not head.startswith(_CONTAINERS) and not metafile.is_emf(head):
                         continue
                     rest = stream.read(budget)
                     budget -= len(rest)

@@ -4,8 +4,8 @@
 libmagic recognises OOXML, ODF, EPUB and JAR only when the archive's members come in the usual order,
 and says just "Composite Document File" for many legacy Office files. For ZIP and OLE2 containers the
 members themselves decide (``[Content_Types].xml`` and the main part, the ``mimetype`` member,
-``META-INF/MANIFEST.MF``; the WordDocument, Workbook or PowerPoint Document stream), whatever the
-file's name says.
+``META-INF/MANIFEST.MF``; the WordDocument, Workbook, PowerPoint Document, VisioDocument or Publisher's
+Quill stream), whatever the file's name says. An EMF (libmagic: octet-stream) is known by its header record.
 
 Compressed bytes (gzip, bzip2, xz, zstd) are a compressed TAR when the name says so (``.tar.gz``,
 ``.tgz``, ``.tar.xz``, …), else a single compressed file, whose inner file is typed later by these same
