@@ -190,7 +190,10 @@ def straightened(image):
 
 def _tesseract(image, settings: OcrSettings, timeout: float) -> str:
     engine = _engine("+".join(settings.languages))
-    engine.SetImage(image)
+    try:
+        engine.SetImage(image)  # the callers hand RGB, L or 1; an empty or odd image is no page to read
+    except (OSError, ValueError) as err:
+        raise Skipped(f"not a picture tesseract reads: {err}"[:200]) from None
     if not engine.Recognize(timeout=max(1, int(timeout * 1000))):
         engine.Clear()
         raise Skipped(f"OCR took longer than {timeout:g} s (ocr.page_timeout)")
