@@ -88,8 +88,15 @@ class OcrSettings(NamedTuple):
 
     def identity(self) -> tuple:
         """What changes the text a document gets, for the preparation fingerprint: not the cache, nor the
-        time bounds (as ``preparation.timeout`` is not in it)."""
-        return (self.enabled, self.languages, self.min_image_side, self.max_pages, self.max_pixels, self.dpi)
+        time bounds (as ``preparation.timeout`` is not in it); the engine's version (tesserocr's wheel carries
+        tesseract itself)."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            engine = version("tesserocr") if self.enabled else ""
+        except PackageNotFoundError:
+            engine = "missing"
+        return (self.enabled, self.languages, self.min_image_side, self.max_pages, self.max_pixels, self.dpi, engine)
 
 
 TESSERACT_PROGRAM, TESSERACT_PACKAGE = "tesseract", "tesseract-ocr"  # the OCR engine, and its Debian package

@@ -12,14 +12,12 @@ the crawl runs, and its summary has one warning naming ``tesseract-ocr`` and the
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from dataclasses import replace
-from functools import cache
 from typing import Annotated
 
 from beamtrawl.pipeline.config.fields import Count, Flag, Items, Seconds, Section, context, fail, matching
-from beamtrawl.transforms.values import TESSERACT_PROGRAM, OcrSettings, language_package
+from beamtrawl.transforms.preparators.ocr import packs
+from beamtrawl.transforms.values import OcrSettings, language_package
 from pydantic import Field, ValidationInfo, field_validator
 
 _DEFAULT = OcrSettings._field_defaults  # the defaults are written once, in OcrSettings
@@ -27,18 +25,10 @@ CACHE_FOLDER = "ocr-cache"  # in the crawl's work folder, kept from crawl to cra
 Language = matching(r"[A-Za-z_]+", "must be a tesseract language such as eng or deu, got {value!r}")
 
 
-@cache
 def installed_languages() -> frozenset[str] | None:
-    """The language packs tesseract reads (``tesseract --list-langs``); None without tesseract."""
-    program = shutil.which(TESSERACT_PROGRAM)
-    if program is None:
-        return None
-    try:
-        listed = subprocess.run([program, "--list-langs"], capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    lines = (listed.stdout or listed.stderr).splitlines()
-    return frozenset(line.strip() for line in lines[1:] if line.strip())
+    """The language packs tesseract reads; None without tesseract."""
+    found = packs()
+    return None if found is None else found[1]
 
 
 class OcrSection(Section):

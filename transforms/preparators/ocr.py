@@ -1,5 +1,11 @@
-"""Text recognised in pictures: one page or image at a time through Debian's ``tesseract`` command
-(pytesseract drives it), under the ``ocr:`` section's bounds, and cached by content so that it is done once.
+"""Text recognised in pictures: one page or image at a time by tesseract's library through its API
+(tesserocr), with the language packs of Debian's ``tesseract-ocr``, under the ``ocr:`` section's bounds, and
+cached by content so that it is done once.
+
+The API, not the command: a preparing process loads a language's model once and keeps it for every page it
+reads, where the command loaded it for each page and was handed each page as a file (tesserocr's engine read a
+page in 0.83 of the command's CPU time: ``bench/ocr_bench.py``). Debian's ``tesseract-ocr`` package is what is
+"installed" or not: its packs are the models, and its program says where they are (``--list-langs``).
 
 A page is OCR'd only if it is within ``max_pixels`` and tesseract answers within ``page_timeout``;
 otherwise :class:`Skipped` says why, and the preparator keeps the other pages and reports the skipped ones
@@ -19,8 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import subprocess
+import threading
 import time
 import uuid
+from functools import cache
 
 from beamtrawl.transforms.preparators.chain import document_shared, nesting_depth, when_prepared
 from beamtrawl.transforms.preparators.helpers import Helper
@@ -34,6 +44,7 @@ _PRUNE_EVERY = 64  # one write in this many (by key) checks the cache's size
 MIN_SKEW, MAX_SKEW = 3, 15  # degrees of a page's skew: below, tesseract copes; past, it is no skew but a layout
 _SKEW_SIDE = 500  # pixels of the longer side of the copy the skew is measured on
 _SKEW_GAIN = 1.5  # how much more uneven the turned rows must be than the rows as they are
+_ENGINES = threading.local()  # each thread's engines (:func:`_engine`)
 PARTS_SHARE = 0.5  # of a document's OCR time (document_budget), what the pictures in its parts may spend
 
 
@@ -178,25 +189,59 @@ def straightened(image):
 
 
 def _tesseract(image, settings: OcrSettings, timeout: float) -> str:
-    import pytesseract  # loaded on the first picture
+    engine = _engine("+".join(settings.languages))
+    try:
+        engine.SetImage(image)  # the callers hand RGB, L or 1; an empty or odd image is no page to read
+    except (OSError, ValueError) as err:
+        raise Skipped(f"not a picture tesseract reads: {err}"[:200]) from None
+    if not engine.Recognize(timeout=max(1, int(timeout * 1000))):
+        engine.Clear()
+        raise Skipped(f"OCR took longer than {timeout:g} s (ocr.page_timeout)")
+    text = engine.GetUTF8Text()
+    engine.Clear()
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
 
+
+@cache
+def packs() -> tuple[str, frozenset[str]] | None:
+    """The folder of tesseract's language packs and the languages in it, as Debian's ``tesseract`` reports them
+    (``--list-langs``: the folder on its first line); None without it."""
+    program = shutil.which(TESSERACT_PROGRAM)
+    if program is None:
+        return None
+    try:
+        listed = subprocess.run([program, "--list-langs"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = (listed.stdout or listed.stderr).splitlines()
+    folder = lines[0].partition('"')[2].rpartition('"')[0] if lines else ""
+    return folder, frozenset(line.strip() for line in lines[1:] if line.strip())
+
+
+def _engine(languages: str):
+    """This thread's engine for ``languages`` (eng+deu), its models loaded once and kept for every page (an
+    engine reads one page at a time)."""
+    engines = _ENGINES.__dict__.setdefault("by_languages", {})
+    if languages not in engines:
+        engines[languages] = _new_engine(languages)
+    return engines[languages]
+
+
+def _new_engine(languages: str):
     # One thread per page: the crawl's workers are the parallelism. Tesseract's OpenMP threads, on a machine
     # whose cores the workers already use, made a page 4 times slower (bench/ocr_bench.py).
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")
-    # pytesseract hands tesseract a file in the image's format: a raw bitmap (PNM) is written in 0.03 s where
-    # PNG's compression took 0.36 s of a 300 dpi page, a tenth of its OCR time (bench/ocr_bench.py)
-    image.format = "PPM"
     try:
-        text = pytesseract.image_to_string(image, lang="+".join(settings.languages), timeout=timeout)
-    except RuntimeError as err:  # pytesseract kills tesseract at the timeout and says so this way
-        if "timeout" in str(err).lower():
-            raise Skipped(f"OCR took longer than {timeout:g} s (ocr.page_timeout)") from None
+        import tesserocr  # loaded on the first picture
+    except ImportError:  # no wheel for this platform (pyproject.toml)
+        raise Skipped("tesseract's API is not installed (the Python package tesserocr)") from None
+    found = packs()
+    if found is None:
+        raise Skipped(TESSERACT.missing())
+    try:
+        return tesserocr.PyTessBaseAPI(path=found[0].rstrip("/") + "/", lang=languages)
+    except RuntimeError as err:
         raise Skipped(f"tesseract failed: {' '.join(str(err).split())}"[:200]) from None
-    except pytesseract.TesseractNotFoundError:
-        raise Skipped(TESSERACT.missing()) from None
-    except pytesseract.TesseractError as err:
-        raise Skipped(f"tesseract failed: {' '.join(str(err.message).split())}"[:200]) from None
-    return "\n".join(line.rstrip() for line in text.strip().splitlines())
 
 
 class Cache:
