@@ -254,6 +254,19 @@ def test_a_picture_in_an_office_file_is_ocrd(name):
     assert prepared.fields["ocr"] == "true" and prepared.fields["ocr_pages"] == "1"
 
 
+def test_a_picture_in_an_odf_file_is_ocrd():
+    """An ODT's ``Pictures/`` are parts, as an OOXML file's media are: Tika's ODT with an embedded picture,
+    that picture's bytes swapped for Tika's photographed text (no package here ships an ODT holding one)."""
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(tika_test_document("miscoffice", "testODTEmbedded.odt"))) as odt:
+        members = {info.filename: odt.read(info) for info in odt.infolist()}
+    picture = next(name for name in members if name.startswith("Pictures/"))
+    prepared = _in_chain(_zip({**members, picture: tika_test_document("ocr", "testOCR.jpg")}), "letter.odt")
+    assert "Apache Tika\nOCR Testing" in prepared.content
+    assert prepared.fields["ocr"] == "true" and prepared.fields["ocr_pages"] == "1"
+
+
 def test_a_picture_in_an_archive_is_ocrd_and_its_icons_are_not():
     icon = debian_file("libreoffice-common", "usr/share/icons/hicolor/16x16/apps/libreoffice-writer.png")
     archive = _zip({"notes.txt": b"plain notes", "scan.jpg": tika_test_document("ocr", "testOCR.jpg"),
