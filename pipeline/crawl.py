@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -126,24 +125,6 @@ def check_start_folders(config, new_index: bool) -> None:
                            f"crawled and nothing created")
 
 
-def check_index_folder(index_path: str | None) -> None:
-    """Raise :class:`CrawlRefused`, naming the index and its folder, unless that folder exists (it is made, as
-    the index would make it) and may be written to (SQLite writes its journal beside the file)."""
-    if not index_path or "://" in index_path:
-        return
-    folder = os.path.dirname(os.path.abspath(index_path))
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError as err:
-        raise CrawlRefused(f"index {index_path}: its folder {folder} cannot be created ({err.strerror}); "
-                           f"choose another index.path") from None
-    try:
-        tempfile.TemporaryFile(dir=folder).close()
-    except OSError as err:
-        raise CrawlRefused(f"index {index_path}: its folder {folder} cannot be written ({err.strerror}); "
-                           f"choose another index.path") from None
-
-
 #: Free space the work folder needs before a crawl starts (its totals, problems and delete candidates).
 MIN_WORK_SPACE = 16 * 1024**2
 
@@ -214,7 +195,8 @@ def crawl(config, launch: Launch = Launch()) -> dict:
     if not launch.other_config:
         check_owner(stored, owner, config.index.label)
     check_start_folders(config, new_index=stored is None)
-    check_index_folder(config.index.path)
+    if problem := make_target(config.index).place_problem(create=True):
+        raise CrawlRefused(f"index {config.index.label}: {problem}")
     check_writable(config.report, config.work_dir)
     plugins = PluginHost(config.plugins)
     plugins.call("on_start_crawling", config=config)

@@ -18,7 +18,7 @@ from dataclasses import replace
 from functools import cache
 from typing import Annotated
 
-from beamtrawl.pipeline.config.fields import Count, Flag, Items, Seconds, Section, context, fail, matching
+from beamtrawl.transforms.fields import Count, Flag, Items, Seconds, Section, context, fail, matching
 from beamtrawl.transforms.values import TESSERACT_PROGRAM, OcrSettings, language_package
 from pydantic import Field, ValidationInfo, field_validator
 

@@ -19,8 +19,8 @@ import functools
 import re
 
 from beamtrawl.transforms.registry import Registry, RegistryError
-from beamtrawl.transforms.sources.base import ByHost, ParentUrls, Source, capable
-from beamtrawl.transforms.sources.settings import SourceSettings
+from beamtrawl.transforms.sources.base import ByHost, ParentUrls, Source, StartUrls, capable
+from beamtrawl.transforms.sources.settings import SourceSettings, section_name
 
 GROUP = "beamtrawl.sources"
 #: The sources beamtrawl ships, by scheme: "module:class" below this package.
@@ -73,6 +73,35 @@ def clear() -> None:
 def source_for(url: str) -> type[Source]:
     """The source class serving ``url``'s scheme; raises RegistryError."""
     return source_class(scheme_of(url))
+
+
+def start_problem(url: str) -> str:
+    """What ``url``'s source says is wrong with it as a start URL ("" if nothing); raises RegistryError."""
+    kind = source_for(url)
+    return kind.start_problem(url) if capable(kind, StartUrls) else ""
+
+
+def section_source(name: str) -> type[Source] | None:
+    """The source whose settings the crawl file's top-level section ``name`` holds (``smb``, ``http``), if
+    any; raises RegistryError when that source cannot be loaded."""
+    if not isinstance(name, str) or not _SCHEME_NAME.fullmatch(name) or not known(name):
+        return None
+    kind = source_class(name)
+    return kind if getattr(kind, "Settings", None) is not None and section_name(kind) == name else None
+
+
+def settings_sources() -> dict[str, type[Source]]:
+    """Every source with settings by its section name, entry points' included (the reference, ``init``): this
+    imports every source."""
+    found = {}
+    for scheme in schemes():
+        try:
+            kind = section_source(scheme)
+        except RegistryError:
+            continue  # a broken extension: its warning was given; the crawl that names it says so
+        if kind is not None:
+            found[scheme] = kind
+    return found
 
 
 class Sources:

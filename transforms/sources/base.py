@@ -7,6 +7,8 @@ source can do is an optional capability, a method the pipeline or the driver loo
 
 * :class:`ParentUrls` (freshness): containers a URL lies in beyond its path segments;
 * :class:`UnchangedState` (the driver, pipeline/unchanged.py): a cheap summary of a start URL's state;
+* :class:`StartUrls` (the configuration): what is wrong with a start URL of its scheme;
+* :class:`Probe` (``crawl --dry-run``): reach a start URL without expanding it;
 * :class:`ByHost` (discovery): crawl all of a round's items of one host in one call, with the index's
   state of that host's documents at hand — politeness needs every request to a host in one place.
 
@@ -39,6 +41,10 @@ class Source(Protocol):
 
     #: The URL schemes it serves; its registration (built-in table or entry point) names each one.
     schemes: ClassVar[tuple[str, ...]]
+    #: Its settings, if it has any: a :class:`~beamtrawl.transforms.fields.Section` model whose every key has a
+    #: default, checked as the crawl file's top-level section named after ``schemes[0]`` (``smb:``) and documented
+    #: in the generated reference; an instance reads its own with ``settings.of(type(self))``.
+    Settings: ClassVar[type | None]
 
     def __init__(self, settings: SourceSettings) -> None: ...
 
@@ -77,6 +83,22 @@ class ByHost(Protocol):
         """Crawl ``host`` (``scheme://netloc``) from a round's ``items`` on it; ``known`` maps URL →
         SnapshotEntry of its indexed documents. Yields what ``expand`` yields plus :class:`Visited` URLs.
         Discovery then never calls ``expand`` for this source's URLs."""
+        ...
+
+
+class StartUrls(Protocol):
+    @staticmethod
+    def start_problem(url: str) -> str:
+        """What is wrong with ``url`` as a start URL, as the configuration says it ("" if nothing): a check the
+        file gets before the crawl runs. A static method: the configuration asks without settings."""
+        ...
+
+
+class Probe(Protocol):
+    def probe(self, url: str) -> str:
+        """Reach start URL ``url`` alone, with the crawl's logins and limits: "" if it answered, else why not
+        (one line). For a source whose ``expand`` does far more than reach its item (a web source crawls the
+        host); ``crawl --dry-run`` otherwise looks at the first records of ``expand``."""
         ...
 
 

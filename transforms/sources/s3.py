@@ -19,19 +19,23 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import threading
 from collections.abc import Iterator
 from datetime import datetime
+from typing import Annotated, Literal
 from urllib.parse import unquote, urlsplit
 
 import boto3
 import smart_open.s3
+from beamtrawl.transforms.fields import Count, Items, Seconds, Section, Text, fail
 from beamtrawl.transforms.records import Entry, FrontierItem, event
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import AfterValidator, Field
 
 # Their DEBUG traces print request headers, signatures included: never print them (--debug).
 for _name in ("botocore", "boto3", "urllib3.connectionpool", "smart_open"):
@@ -72,10 +76,44 @@ def _odd(key: str) -> bool:
     return any(segment in ("", ".", "..") for segment in key.rstrip("/").split("/"))
 
 
+def _http_url(url: str) -> str:
+    if not re.match(r"https?://[^/\s]+", url) or "@" in url.split("://", 1)[1].split("/", 1)[0]:
+        raise fail(f"must be an http:// or https:// URL without a login in it, got {url!r}")
+    return url.rstrip("/")
+
+
+class S3Settings(Section):
+    """S3 buckets and S3-compatible stores (MinIO, Ceph, …); logins from boto3's chain (the environment,
+    ~/.aws, an instance role) or a credentials entry for s3://bucket/ (username: access key id)."""
+
+    endpoint_url: Annotated[Text, AfterValidator(_http_url)] | None = None
+    """an S3-compatible store's http(s):// endpoint; not given: AWS_ENDPOINT_URL, else AWS itself"""
+    region: Text | None = None
+    """the region; not given: AWS_REGION / ~/.aws, else us-east-1"""
+    addressing_style: Literal["auto", "path", "virtual"] = "auto"
+    """bucket in the path (most S3-compatible stores) or in the host name (AWS); auto: boto3 decides"""
+    connect_timeout: Seconds = 10.0
+    """seconds to connect"""
+    read_timeout: Seconds = 60.0
+    """seconds between two reads"""
+    max_attempts: Count = Field(4, ge=1, le=20)
+    """tries of one request (throttling and 5xx are retried with backoff); then the prefix is kept as it is"""
+    groups: Annotated[tuple[Text, ...], Items] = ()
+    """the access-control groups of every object (none: public; access_control entries may decide instead)"""
+
+
 class S3Source:
     """``s3://bucket/[prefix/]`` URLs: a bucket, a prefix (a folder) or one object."""
 
     schemes = ("s3",)
+    Settings = S3Settings
+
+    @staticmethod
+    def start_problem(url: str) -> str:
+        if not re.fullmatch(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[^?#]*", url):
+            return ("an s3:// start URL is s3://bucket/[prefix/] (a bucket name is 3-63 lower case letters, "
+                    "digits, '.' or '-')")
+        return ""
 
     def __init__(self, settings: SourceSettings | None = None):
         self.settings = settings or SourceSettings()
@@ -87,13 +125,13 @@ class S3Source:
         login = self.settings.login_for(url)
         keys = (login.username, login.password) if login else (None, None)
         if keys not in self._clients:
-            options = self.settings.s3  # None (settings made without a configuration): boto3's defaults
-            config = options and Config(connect_timeout=options.connect_timeout, read_timeout=options.read_timeout,
+            options = self.settings.of(S3Source)
+            config = Config(connect_timeout=options.connect_timeout, read_timeout=options.read_timeout,
                                         retries={"max_attempts": options.max_attempts, "mode": "standard"},
                                         s3={"addressing_style": options.addressing_style})
             with _MAKE:
                 self._clients[keys] = boto3.session.Session().client(
-                    "s3", endpoint_url=options and options.endpoint_url, region_name=options and options.region,
+                    "s3", endpoint_url=options.endpoint_url, region_name=options.region,
                     aws_access_key_id=keys[0], aws_secret_access_key=keys[1], config=config)
         return self._clients[keys]
 
@@ -102,7 +140,7 @@ class S3Source:
         return Entry(id=doc_id(url), url=url, root=item.root, depth=depth_below(url, item.root), size=size,
                      mtime_ns=_mtime_ns(modified), identity="", content=None, mimetype="", outlinks=[],
                      etag=etag.strip('"'), http_last_modified="", source_url=item.url, link_text="",
-                     groups=list(self.settings.s3.groups) if self.settings.s3 else [])
+                     groups=list(self.settings.of(S3Source).groups))
 
     def _list(self, folder: FrontierItem, rules, stack: list):
         """List one prefix, page by page: objects become entries, common prefixes go on ``stack``."""

@@ -14,14 +14,53 @@ import io
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from beamtrawl.transforms.fields import Count, Delay, Flag, Seconds, Section, Size, Text
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.urls import host_of
+from beamtrawl.transforms.values import Limits
+from pydantic import Field
+
+
+class HttpSettings(Section):
+    """Web crawling: politeness, timeouts, robots.txt, traps."""
+
+    user_agent: Text = Limits._field_defaults["user_agent"]
+    """the User-Agent header, also the name robots.txt rules are read for"""
+    delay: Delay = 1.0
+    """seconds between two requests to one host (robots.txt Crawl-delay may ask for more)"""
+    concurrency_per_host: Count = Field(2, ge=1)
+    """requests in flight to one host"""
+    connect_timeout: Seconds = Limits._field_defaults["connect_timeout"]
+    """seconds to connect"""
+    read_timeout: Seconds = Limits._field_defaults["read_timeout"]
+    """seconds between two reads"""
+    total_timeout: Seconds = Limits._field_defaults["total_timeout"]
+    """seconds for one page, redirects included"""
+    max_body: Size = Limits._field_defaults["max_body"]
+    """decompressed bytes; a larger page is reported and not indexed"""
+    max_redirects: Count = Field(Limits._field_defaults["max_redirects"], ge=0)
+    """redirects followed for one URL"""
+    max_pages_per_host: Count = Field(100_000, ge=1)
+    """pages of one host; a host cut there keeps all its indexed pages"""
+    max_cycle_count: Count = Field(3, ge=-1)
+    """regain's MaxCycleCount (repeated path segments); -1 switches it off"""
+    max_query_strings_per_path: Count = Field(200, ge=1)
+    """distinct query strings on one path (calendar traps)"""
+    robots_txt: Flag = True
+    """obey robots.txt"""
+    honour_robots_meta: Flag = True
+    """obey <meta name="robots" content="noindex, nofollow">"""
+    sitemaps: Flag = True
+    """read robots.txt Sitemap: lines and /sitemap.xml"""
+    block_private_addresses: Flag = Limits._field_defaults["block_private_addresses"]
+    """never fetch private or loopback addresses (set it for public sites)"""
 
 
 class WebSource:
     """``http://`` and ``https://`` URLs: pages found by following links, host by host."""
 
     schemes = ("http", "https")
+    Settings = HttpSettings
 
     def __init__(self, settings: SourceSettings):
         self.settings = settings
@@ -32,21 +71,32 @@ class WebSource:
         from beamtrawl.transforms.sources.http.crawl import HostCrawl, make_fetcher
 
         if self._fetcher is None:
-            self._fetcher = make_fetcher(self.settings.http)
+            self._fetcher = make_fetcher(self.settings.of(WebSource))
         return HostCrawl(self.settings, rules, self._fetcher).run(host, items, known)
 
     def expand(self, item, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
         """A start page alone: its host crawled from it, nothing indexed known (discovery uses ``expand_host``)."""
         return self.expand_host(host_of(item.url), [item], {}, rules)
 
+    def probe(self, url: str) -> str:
+        """The start page alone, fetched as the crawl would: "" if it answered below 400, else why not."""
+        from beamtrawl.transforms.sources.http.crawl import make_fetcher
+        from beamtrawl.transforms.sources.http.fetch import FetchError
+
+        try:
+            page = make_fetcher(self.settings.of(WebSource)).fetch(url, credential=self.settings.login_for)
+        except FetchError as err:
+            return str(err)
+        return "" if page.status < 400 else f"HTTP {page.status}"
+
     def open_document(self, url: str) -> BinaryIO:
         """The page's bytes (UTF-8 for HTML), fetched with the configured limits and login; raises OSError."""
         from beamtrawl.transforms.sources.http import charset
         from beamtrawl.transforms.sources.http.crawl import HTML_TYPES, make_fetcher
-        from beamtrawl.transforms.sources.http.fetch import Fetcher, FetchError
+        from beamtrawl.transforms.sources.http.fetch import FetchError
 
         try:
-            fetcher = make_fetcher(self.settings.http) if self.settings.http is not None else Fetcher()
+            fetcher = make_fetcher(self.settings.of(WebSource))
             page = fetcher.fetch(url, credential=self.settings.login_for)
         except FetchError as err:
             raise OSError(f"cannot fetch: {err}") from None
