@@ -8,6 +8,7 @@ source can do is an optional capability, a method the pipeline or the driver loo
 * :class:`ParentUrls` (freshness): containers a URL lies in beyond its path segments;
 * :class:`UnchangedState` (the driver, pipeline/unchanged.py): a cheap summary of a start URL's state;
 * :class:`StartUrls` (the configuration): what is wrong with a start URL of its scheme;
+* :class:`Starter` (``beamtrawl init``): what a starter file says about a start URL of its scheme;
 * :class:`Probe` (``crawl --dry-run``): reach a start URL without expanding it;
 * :class:`ByHost` (discovery): crawl all of a round's items of one host in one call, with the index's
   state of that host's documents at hand — politeness needs every request to a host in one place.
@@ -22,7 +23,7 @@ never anything else.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, BinaryIO, ClassVar, Protocol
+from typing import TYPE_CHECKING, BinaryIO, ClassVar, NamedTuple, Protocol
 
 from beamtrawl.transforms.records import Entry, Event, FrontierItem
 
@@ -91,6 +92,23 @@ class StartUrls(Protocol):
     def start_problem(url: str) -> str:
         """What is wrong with ``url`` as a start URL, as the configuration says it ("" if nothing): a check the
         file gets before the crawl runs. A static method: the configuration asks without settings."""
+        ...
+
+
+class StartHints(NamedTuple):
+    """What ``beamtrawl init`` writes for one start URL (:class:`Starter`); the defaults are a source's without one."""
+
+    index: bool = False  # the start URL is itself a document (a page, a file, an object)
+    prefix: str = ""  # its whitelist prefix; "": the URL itself
+    login: bool = False  # it needs a credentials entry (the password read from an environment variable)
+    lines: tuple[str, ...] = ()  # YAML lines with comments: its section, keys that matter for it; (): its
+    # section with every key commented out at its default, generated from ``Settings``
+
+
+class Starter(Protocol):
+    @staticmethod
+    def start_hints(url: str) -> StartHints:
+        """What the starter file says about start URL ``url`` (``beamtrawl init``). A static method."""
         ...
 
 

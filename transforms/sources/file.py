@@ -16,6 +16,7 @@ from typing import BinaryIO
 
 import smart_open
 from beamtrawl.transforms.records import Entry, FrontierItem, event
+from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.walk import walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment, url_to_path
 
@@ -95,6 +96,12 @@ class FileSource:
 
     def __init__(self, settings=None):
         self.settings = settings
+
+    @staticmethod
+    def start_hints(url: str) -> StartHints:
+        """A single file is indexed itself; a folder is listed."""
+        return StartHints(index=os.path.isfile(url_to_path(url)), lines=(
+            "# follow_symlinks: true        # follow symbolic links (each target indexed once); off: skipped, counted",))
 
     def expand(self, item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
         """Yield Entry records for files, FrontierItem records for folders left to the next round and

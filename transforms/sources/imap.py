@@ -36,6 +36,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from beamtrawl.transforms.fields import FileWhenCrawling, Flag, Section
 from beamtrawl.transforms.records import Entry, FrontierItem, event
+from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import evidenced, walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id
@@ -345,6 +346,10 @@ class ImapSource:
 
     schemes = ("imap", "imaps")
     Settings = ImapSettings
+
+    @staticmethod
+    def start_hints(url: str) -> StartHints:
+        return StartHints(login=True, lines=("imap:", "  starttls: true               # imap:// logs in only after STARTTLS"))
 
     def __init__(self, settings: SourceSettings):
         self.settings = settings

@@ -30,6 +30,7 @@ import boto3
 import smart_open.s3
 from beamtrawl.transforms.fields import Count, Items, Seconds, Section, Text, fail
 from beamtrawl.transforms.records import Entry, FrontierItem, event
+from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment
@@ -107,6 +108,16 @@ class S3Source:
 
     schemes = ("s3",)
     Settings = S3Settings
+
+    @staticmethod
+    def start_hints(url: str) -> StartHints:
+        """An object's key is indexed itself; a bucket or a prefix ending in / is listed."""
+        return StartHints(index=not url.endswith("/"), lines=(
+            "s3:                              # the login: boto3's chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY,",
+            "                                 # ~/.aws or an instance role), never this file",
+            "  # endpoint_url: http://127.0.0.1:9000   # an S3-compatible store (or AWS_ENDPOINT_URL); not given: AWS",
+            "  # region: eu-west-1",
+            "  max_attempts: 4               # tries of one request; then the prefix keeps its documents"))
 
     @staticmethod
     def start_problem(url: str) -> str:

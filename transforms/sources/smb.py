@@ -33,6 +33,7 @@ import smbclient
 from beamtrawl.transforms.fields import Flag, OrEmpty, Section, Text, matching
 from beamtrawl.transforms.records import ACCESS_DENIED, Entry, FrontierItem, event
 from beamtrawl.transforms.sources import smb_acl, smb_shares
+from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import evidenced, walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment
@@ -296,6 +297,10 @@ class SmbSource:
 
     schemes = ("smb",)
     Settings = SmbSettings
+
+    @staticmethod
+    def start_hints(url: str) -> StartHints:
+        return StartHints(login=True, lines=("smb:", "  read_acls: true              # each file's Windows ACL decides who finds it"))
 
     @staticmethod
     def start_problem(url: str) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from beamtrawl.transforms.fields import Count, Delay, Flag, Seconds, Section, Size, Text
+from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.urls import host_of
 from beamtrawl.transforms.values import Limits
@@ -77,6 +78,17 @@ class WebSource:
     def expand(self, item, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
         """A start page alone: its host crawled from it, nothing indexed known (discovery uses ``expand_host``)."""
         return self.expand_host(host_of(item.url), [item], {}, rules)
+
+    @staticmethod
+    def start_hints(url: str) -> StartHints:
+        """A start page is indexed; its folder (``…/docs/index.html`` → ``…/docs/``) is the whitelist prefix."""
+        folder = url.rsplit("/", 1)[0] + "/" if url.count("/") > 2 and not url.endswith("/") else url
+        return StartHints(index=True, prefix=folder, lines=(
+            "http:",
+            '  user_agent: "beamtrawl (+mailto:you@example.org)"   # say who crawls, and how to reach you',
+            "  delay: 1.0                   # seconds between requests to one host (robots.txt may ask more)",
+            "  robots_txt: true             # obey robots.txt",
+            "# max_depth: 10                # at most this many links (or folder levels) from a start URL"))
 
     def probe(self, url: str) -> str:
         """The start page alone, fetched as the crawl would: "" if it answered below 400, else why not."""
