@@ -82,8 +82,8 @@ def starter_config(start: list[str], index_path: str = "crawl-index.sqlite") -> 
     lines += ["blacklist:                     # never crawled (regexes match the whole URL)",
               '  - {regex: ".*/\\\\.git/.*"}',
               '  - {regex: ".*~$"}',
-              f"index: {{kind: sqlite, path: \"{index_path}\"}}   # the embedded index; OpenSearch: {{kind: opensearch, "
-              "url: …, name: docs}",
+              (f"index: {{kind: sqlite, path: \"{index_path}\"}}   # the embedded index; OpenSearch: "
+               "{kind: opensearch, url: …, name: docs}"),
               "max_failed_ratio: 0.2          # more failed documents than this share: no deletes, exit 2",
               "max_delete_ratio: 0.5          # deletes would remove more than this share: none run, exit 2"]
     for source_hints in dict(hints).values():  # once per source, in the order of the start URLs
