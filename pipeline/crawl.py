@@ -176,6 +176,21 @@ def check_writable(report_path: str, work_dir: str) -> None:
                                f"{MIN_WORK_SPACE // 1024**2} MiB a crawl needs")
 
 
+def _finish(target, report: dict) -> None:
+    """Publish what the crawl wrote (the target's finish) and count the index; a failure of either is the
+    report's, never an exception."""
+    try:
+        target.finish(succeeded=reports.exit_code(report) != reports.EXIT_FATAL)
+    except Exception as err:  # noqa: BLE001 - e.g. the alias could not be swapped
+        deletes = f" after {len(report['deleted_urls'])} deletes ran (the report lists them)" \
+            if report.get("deleted_urls") else ""
+        report["fatal"] = report.get("fatal") or f"finishing the index failed{deletes}: {err}"
+    try:
+        report["documents_in_index"] = target.count()
+    except Exception:  # noqa: BLE001 - the index may be what failed; the report says so already
+        report["documents_in_index"] = None
+
+
 @dataclass(frozen=True)
 class Launch:
     """How the command runs one crawl, beyond what the configuration says."""
@@ -273,16 +288,7 @@ def _crawl(config, launch: Launch, plugins: PluginHost, owner: dict) -> dict:
         report["listed_again"] = listed_again
     warnings, stage_seconds = outcome.warnings, outcome.stage_seconds
     report["warnings"] = warnings + helpers.warnings(preparators, problems)
-    try:
-        target.finish(succeeded=reports.exit_code(report) != reports.EXIT_FATAL)
-    except Exception as err:  # noqa: BLE001 - e.g. the alias could not be swapped
-        deletes = f" after {len(report['deleted_urls'])} deletes ran (the report lists them)" \
-            if report.get("deleted_urls") else ""
-        report["fatal"] = report.get("fatal") or f"finishing the index failed{deletes}: {err}"
-    try:
-        report["documents_in_index"] = target.count()
-    except Exception:  # noqa: BLE001 - the index may be what failed; the report says so already
-        report["documents_in_index"] = None
+    _finish(target, report)
     if state is not None and reports.exit_code(report) == reports.EXIT_OK:
         _store_state(target, {**state, "documents": report["documents_in_index"]})
     target.close()

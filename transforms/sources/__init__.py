@@ -19,7 +19,7 @@ import functools
 import re
 
 from beamtrawl.transforms.registry import Registry, RegistryError
-from beamtrawl.transforms.sources.base import ByHost, ParentUrls, Source, StartUrls, capable
+from beamtrawl.transforms.sources.base import ByHost, OwnAddress, ParentUrls, Source, StartUrls, capable
 from beamtrawl.transforms.sources.settings import SourceSettings, section_name
 
 GROUP = "beamtrawl.sources"
@@ -126,6 +126,16 @@ def by_host(url: str) -> bool:
         return capable(source_for(url), ByHost)
     except RegistryError:
         return False
+
+
+def at_own_address(url: str) -> bool:
+    """Does a searcher open ``url`` at its own address (its source's OwnAddress capability)? False for an unknown
+    scheme."""
+    try:
+        kind = source_for(url)
+    except RegistryError:
+        return False
+    return capable(kind, OwnAddress) and bool(kind.own_address(url))
 
 
 def parent_urls(url: str) -> tuple[str, ...]:

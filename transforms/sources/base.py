@@ -9,6 +9,8 @@ source can do is an optional capability, a method the pipeline or the driver loo
 * :class:`UnchangedState` (the driver, pipeline/unchanged.py): a cheap summary of a start URL's state;
 * :class:`StartUrls` (the configuration): what is wrong with a start URL of its scheme;
 * :class:`Starter` (``beamtrawl init``): what a starter file says about a start URL of its scheme;
+* :class:`Deliver` and :class:`OwnAddress` (``beamtrawl serve``): how a searcher gets a document;
+* :class:`Explains` (``beamtrawl explain``): what the source says of a URL now;
 * :class:`Probe` (``crawl --dry-run``): reach a start URL without expanding it;
 * :class:`ByHost` (discovery): crawl all of a round's items of one host in one call, with the index's
   state of that host's documents at hand — politeness needs every request to a host in one place.
@@ -109,6 +111,33 @@ class Starter(Protocol):
     @staticmethod
     def start_hints(url: str) -> StartHints:
         """What the starter file says about start URL ``url`` (``beamtrawl init``). A static method."""
+        ...
+
+
+class NotIndexed(OSError):
+    """The document at its place is no longer the one that was indexed (a file changed, replaced by a symbolic
+    link, a FIFO or a device): its groups were decided for another, so it is not sent to a searcher."""
+
+
+class Deliver(Protocol):
+    def deliver(self, stored, follow_symlinks: bool) -> BinaryIO:
+        """The bytes of indexed document ``stored`` (its URL, size and modification time) for a searcher, only if
+        it is still the document that was indexed, else :class:`NotIndexed`. Without it, ``open_document``."""
+        ...
+
+
+class OwnAddress(Protocol):
+    @staticmethod
+    def own_address(url: str) -> str:
+        """The address a searcher's browser opens the document at by itself (a web page's URL), or "": the
+        search page then links there and never delivers the document. A static method."""
+        ...
+
+
+class Explains(Protocol):
+    def explain(self, url: str) -> list[str]:
+        """What the source says of ``url`` now, one line each (a web page: its host's robots.txt verdict), for
+        ``beamtrawl explain``; a line that says the crawl would decline it starts with ``declined:``."""
         ...
 
 

@@ -80,6 +80,11 @@ class WebSource:
         return self.expand_host(host_of(item.url), [item], {}, rules)
 
     @staticmethod
+    def own_address(url: str) -> str:
+        """A page opens at its own address: the search page links to it."""
+        return url
+
+    @staticmethod
     def start_hints(url: str) -> StartHints:
         """A start page is indexed; its folder (``…/docs/index.html`` → ``…/docs/``) is the whitelist prefix."""
         folder = url.rsplit("/", 1)[0] + "/" if url.count("/") > 2 and not url.endswith("/") else url
@@ -89,6 +94,27 @@ class WebSource:
             "  delay: 1.0                   # seconds between requests to one host (robots.txt may ask more)",
             "  robots_txt: true             # obey robots.txt",
             "# max_depth: 10                # at most this many links (or folder levels) from a start URL"))
+
+    def explain(self, url: str) -> list[str]:
+        """What the host's robots.txt says of ``url`` now, read as the crawl reads it."""
+        from urllib.parse import urlsplit
+
+        from beamtrawl.transforms.sources.http.crawl import make_fetcher
+        from beamtrawl.transforms.sources.http.fetch import FetchError
+        from beamtrawl.transforms.sources.http.robots import load_robots
+
+        http = self.settings.of(WebSource)
+        if not http.robots_txt:
+            return ["robots.txt is not obeyed (http.robots_txt is false)"]
+        parts = urlsplit(url)
+        host = f"{parts.scheme}://{parts.netloc}"
+        try:
+            robots = load_robots(make_fetcher(http), host + "/", http.user_agent, http.delay)
+        except FetchError as err:
+            return [f"robots.txt of {host} cannot be read now ({err}): the crawl keeps the host's pages, fetches none"]
+        if robots.allows(url):
+            return [f"robots.txt of {host} allows it for {http.user_agent!r}"]
+        return [f"declined: robots.txt of {host} disallows it for {http.user_agent!r}"]
 
     def probe(self, url: str) -> str:
         """The start page alone, fetched as the crawl would: "" if it answered below 400, else why not."""
