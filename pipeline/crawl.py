@@ -34,7 +34,7 @@ from beamtrawl.runners.options import check_reachable
 from beamtrawl.transforms.index import make_target
 from beamtrawl.transforms.preparators import helpers
 from beamtrawl.transforms.records import conform, event
-from beamtrawl.transforms.sources import ancestors
+from beamtrawl.transforms.sources import ancestors, local_path
 from beamtrawl.transforms.urls import container_key, url_to_path
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def check_start_folders(config, new_index: bool) -> None:
     one is that root failing, its documents kept (a share gone for an hour, an unmounted disk), and the others
     are crawled."""
     missing = [(i, s.url) for i, s in enumerate(config.start)
-               if s.url.startswith("file:") and not os.path.exists(url_to_path(s.url))]
+               if (path := local_path(s.url)) is not None and not os.path.exists(path)]
     if missing and new_index:
         i, url = missing[0]
         more = f" (and {len(missing) - 1} more start URLs)" if len(missing) > 1 else ""

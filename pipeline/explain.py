@@ -23,8 +23,8 @@ from pathlib import Path
 from beamtrawl.pipeline import history
 from beamtrawl.pipeline.report import plural, terminal_safe
 from beamtrawl.transforms.records import EVERYONE
-from beamtrawl.transforms.sources import by_host
-from beamtrawl.transforms.urls import depth_below, doc_id, is_under, normalize_url, url_to_path
+from beamtrawl.transforms.sources import by_host, local_path
+from beamtrawl.transforms.urls import depth_below, doc_id, is_under, normalize_url
 
 
 def as_url(text: str) -> str:
@@ -113,9 +113,9 @@ def _describe(pattern) -> str:
 
 def _on_disk(config, url: str, record: dict | None) -> list[str]:
     """For a local file: whether it is there, a link the crawl skips, over the size limit, changed since."""
-    if not url.startswith("file:"):
+    path = local_path(url)
+    if path is None:
         return []
-    path = url_to_path(url)
     if os.path.islink(path) and not config.follow_symlinks:
         return ["a symbolic link: skipped, not followed (follow_symlinks is false)"]
     try:

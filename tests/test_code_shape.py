@@ -72,15 +72,13 @@ def test_no_function_in_the_four_packages_is_over_sixty_lines():
 
 #: Scheme literals left outside transforms/sources/, each with why (issue 29 moved the rest behind the Source
 #: protocol's capabilities). ``file:`` is the local file system's scheme, which paths and URLs convert through
-#: (transforms/urls.py) and which local-only checks test; the others are not URL schemes at all.
+#: (transforms/urls.py, which also keeps the default ports and IMAP's RFC 5092 containment); the others are not
+#: schemes of crawled URLs at all.
 SCHEME_LITERALS_LEFT = {
     "transforms/urls.py": {"file", "file:", "file://", "http", "https", "smb", "imap", "imaps", "imap:", "imaps:"},
     "transforms/fields.py": {"file:"},  # a plain path becomes a file: URL
     "pipeline/config/schema.py": {"file"},  # file:/x is a URL without //; any other scheme's is a typo
-    "pipeline/crawl.py": {"file:"}, "pipeline/explain.py": {"file:"}, "pipeline/hits.py": {"file://"},
-    "transforms/enrich/access.py": {"file:"}, "transforms/enrich/auxfields.py": {"file:"},
     "transforms/index/sqlite.py": {"file:"}, "transforms/index/table.py": {"file://"},  # their own files' URIs
-    "plugins/filesize.py": {"file:"},
     "pipeline/report.py": {"file"},  # the word, plural(n, "file")
     "pipeline/serve/app.py": {"http"}, "pipeline/serve/middleware.py": {"http"},  # ASGI's protocol name
 }

@@ -19,7 +19,15 @@ import functools
 import re
 
 from beamtrawl.transforms.registry import Registry, RegistryError
-from beamtrawl.transforms.sources.base import ByHost, OwnAddress, ParentUrls, Source, StartUrls, capable
+from beamtrawl.transforms.sources.base import (
+    ByHost,
+    LocalFiles,
+    OwnAddress,
+    ParentUrls,
+    Source,
+    StartUrls,
+    capable,
+)
 from beamtrawl.transforms.sources.settings import SourceSettings, section_name
 
 GROUP = "beamtrawl.sources"
@@ -126,6 +134,16 @@ def by_host(url: str) -> bool:
         return capable(source_for(url), ByHost)
     except RegistryError:
         return False
+
+
+def local_path(url: str) -> str | None:
+    """``url``'s path in this machine's file system if its source keeps documents there (its LocalFiles
+    capability), else None (also for an unknown scheme)."""
+    try:
+        kind = source_for(url)
+    except RegistryError:
+        return None
+    return kind.local_path(url) if capable(kind, LocalFiles) else None
 
 
 def at_own_address(url: str) -> bool:

@@ -11,6 +11,7 @@ source can do is an optional capability, a method the pipeline or the driver loo
 * :class:`Starter` (``beamtrawl init``): what a starter file says about a start URL of its scheme;
 * :class:`Deliver` and :class:`OwnAddress` (``beamtrawl serve``): how a searcher gets a document;
 * :class:`Explains` (``beamtrawl explain``): what the source says of a URL now;
+* :class:`LocalFiles` (anyone): the local path of a URL whose documents are files of this machine;
 * :class:`Probe` (``crawl --dry-run``): reach a start URL without expanding it;
 * :class:`ByHost` (discovery): crawl all of a round's items of one host in one call, with the index's
   state of that host's documents at hand — politeness needs every request to a host in one place.
@@ -131,6 +132,14 @@ class OwnAddress(Protocol):
     def own_address(url: str) -> str:
         """The address a searcher's browser opens the document at by itself (a web page's URL), or "": the
         search page then links there and never delivers the document. A static method."""
+        ...
+
+
+class LocalFiles(Protocol):
+    @staticmethod
+    def local_path(url: str) -> str:
+        """The path of ``url`` in this machine's file system, for what only local files have (a path to show, POSIX
+        permissions, a size on disk). A static method."""
         ...
 
 

@@ -15,7 +15,6 @@ import stat
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
-import smart_open
 from beamtrawl.transforms.records import Entry, FrontierItem, event
 from beamtrawl.transforms.sources.base import NotIndexed, StartHints
 from beamtrawl.transforms.sources.walk import walk_to_budget
@@ -102,6 +101,10 @@ class FileSource:
         self.settings = settings
 
     @staticmethod
+    def local_path(url: str) -> str:
+        return url_to_path(url)
+
+    @staticmethod
     def deliver(stored, follow_symlinks: bool) -> BinaryIO:
         """The indexed file for a searcher, only if it is still the file that was indexed (:func:`open_local_file`)."""
         return open_local_file(stored, follow_symlinks)
@@ -134,7 +137,10 @@ class FileSource:
                                   lambda folder, stack: _list(folder, rules, follow_symlinks, stack))
 
     def open_document(self, url: str) -> BinaryIO:
-        """A binary stream of the document's bytes (through smart_open, like every file-like source)."""
+        """A binary stream of the document's bytes (through smart_open, like every file-like source; imported here,
+        as it costs a second, which searching and serving, which ask this source, never pay)."""
+        import smart_open
+
         return smart_open.open(url_to_path(url), "rb", compression="disable")
 
 
