@@ -593,3 +593,19 @@ def test_a_password_file_that_is_not_text_is_named(tmp_path):
     (tmp_path / "pw.bin").write_bytes(b"\xff\xfesecret")
     assert error_of(tmp_path, with_top("credentials: [{url: 'http://h', username: u, password_file: pw.bin}]\n")) == (
         f"credentials[0].password_file: {tmp_path / 'pw.bin'} is not UTF-8 text (byte 0xff at offset 0)")
+
+
+def test_the_index_names_its_kind_and_a_file_without_kind_reads_as_before(tmp_path):
+    """issue 29: ``index: {kind: …}`` with the kind's own keys; without ``kind``, the key that named the kind
+    before names it still."""
+    def index(text: str):
+        path = tmp_path / "kind.yaml"
+        path.write_text(f'start: [{{url: "/srv"}}]\nindex: {text}\n', encoding="utf-8")
+        return load_config(str(path)).index
+    assert index("{kind: sqlite, path: i.sqlite}") == index("{path: i.sqlite}")
+    assert index('{kind: opensearch, url: "http://h:9200", name: docs}').label == "http://h:9200 (docs)"
+    assert index("{table: t}").kind == "delta"
+    assert error_of(tmp_path, 'start: [{url: "/srv"}]\nindex: {kind: SQLite, path: i.sqlite}\n') == (
+        "index.kind: must be one of sqlite, opensearch, delta, got 'SQLite' (did you mean sqlite?)")
+    assert error_of(tmp_path, 'start: [{url: "/srv"}]\nindex: {kind: delta, path: i.sqlite}\n').startswith(
+        "index.path: unknown key (allowed: format, kind, storage_options, table)")

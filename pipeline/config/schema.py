@@ -4,6 +4,7 @@ docs/configuration-reference.md is generated from these models (:mod:`pipeline.c
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from typing import Annotated, Any, Literal
@@ -39,6 +40,7 @@ from beamtrawl.transforms.sources import (
     known,
     schemes,
     section_source,
+    settings_sources,
     source_for,
     start_problem,
 )
@@ -202,7 +204,9 @@ def index_section(raw: Any, info: ValidationInfo) -> TargetSettings:
         raise fail(f"must be a mapping, got {kind_of(raw)}")
     name = raw["kind"] if "kind" in raw else _guessed_kind(raw)
     if not isinstance(name, str) or not targets.REGISTRY.known(name) and not targets.REGISTRY.skipped(name):
-        raise fail(_KIND_NEEDED.format(kinds=", ".join(targets.REGISTRY.names())) + f", got {name!r}", at=".kind")
+        near = difflib.get_close_matches(str(name).lower(), targets.REGISTRY.names(), n=1)
+        raise fail(f"must be one of {', '.join(targets.REGISTRY.names())}, got {name!r}"
+                   + (f" (did you mean {near[0]}?)" if near else ""), at=".kind")
     try:
         model = targets.settings_model(name)
     except RegistryError as err:
@@ -265,6 +269,10 @@ class CrawlFile(Section):
     """bounds of every preparator run"""
     ocr: Annotated[OcrSection, OrEmpty] = OcrSection()
     """text recognised in images and scanned PDF pages (tesseract)"""
+
+    @classmethod
+    def other_keys(cls) -> set[str]:
+        return set(settings_sources())  # only when a key is unknown: this imports every source
 
     @field_validator("start")
     @classmethod
