@@ -190,7 +190,8 @@ def _guessed_kind(raw: dict) -> str:
     for key in _GUESSED_KIND:  # written as nothing, each would pass for not given
         if key in raw and raw[key] is None:
             raise fail("must be a non-empty string, got nothing", at=f".{key}")
-    kinds = {kind for key, kind in _GUESSED_KIND.items() if key in raw}
+    kinds = {kind for key, kind in _GUESSED_KIND.items() if key in raw and key != "name"} or \
+        {kind for key, kind in _GUESSED_KIND.items() if key in raw}  # a name beside a table is the table's mistake
     if len(kinds) != 1:
         raise fail(_KIND_NEEDED.format(kinds=", ".join(targets.REGISTRY.names())))
     return kinds.pop()
