@@ -38,6 +38,7 @@ from beamtrawl.transforms.index.base import TargetSettings
 from beamtrawl.transforms.sources import (
     RegistryError,
     known,
+    local_path,
     schemes,
     section_source,
     settings_sources,
@@ -80,8 +81,8 @@ class StartEntry(Section):
         if written and not known(written.group(1).lower()):  # the built-ins and those of entry points
             raise fail(f"scheme '{written.group(1).lower()}' is not crawlable; sources: {', '.join(schemes())} "
                        f"{_PATH_HINT}")
-        if written and written.group(1).lower() != "file" and not text[written.end():].startswith("//"):
-            scheme = written.group(1).lower()  # "http:/host" is a typo, not a folder named "http:"
+        if written and not text[written.end():].startswith("//") and local_path(text) is None:
+            scheme = written.group(1).lower()  # "http:/host" is a typo, not a folder named "http:"; file:/x is a URL
             raise fail(f"{scheme}: URLs are written {scheme}://host/… {_PATH_HINT}")
         if re.match(r"[a-z][a-z0-9+.-]*://[^/]*@", text, re.IGNORECASE):  # any scheme: the URL is indexed
             raise fail("must not hold a user or password; put the login in credentials")
