@@ -20,11 +20,11 @@ from beamtrawl.pipeline.config.schema import CrawlFile
 from beamtrawl.plugins.manager import PluginSpec
 from beamtrawl.transforms.enrich.auxfields import AuxFieldSpec
 from beamtrawl.transforms.fields import Problem
-from beamtrawl.transforms.index.base import TargetSettings
 from beamtrawl.transforms.sources import section_source
 from beamtrawl.transforms.values import Bounds, Credential, OcrSettings, StartUrl, UrlPattern
 
 if TYPE_CHECKING:
+    from beamtrawl.transforms.index.base import TargetSettings
     from beamtrawl.transforms.preparators import PreparatorSpec
 
 

@@ -14,7 +14,6 @@ from beamtrawl.pipeline.config.auxfields import AuxFieldEntry
 from beamtrawl.pipeline.config.ocr import OcrSection
 from beamtrawl.pipeline.config.plugins import PluginEntry
 from beamtrawl.pipeline.config.preparators import PreparationSection, PreparatorEntry
-from beamtrawl.transforms import index as targets
 from beamtrawl.transforms.fields import (
     Count,
     Flag,
@@ -34,7 +33,6 @@ from beamtrawl.transforms.fields import (
     fail,
 )
 from beamtrawl.transforms.fields import kind as kind_of
-from beamtrawl.transforms.index.base import TargetSettings
 from beamtrawl.transforms.sources import (
     RegistryError,
     known,
@@ -186,6 +184,14 @@ _KIND_NEEDED = ("needs 'kind' (one of {kinds}), or 'path' (the embedded index), 
                 "or 'table' (a Delta table)")
 
 
+def _targets():
+    """The index targets' registry, imported when an ``index`` section is checked (its built-in, the embedded
+    index, costs a configuration's import 0.1 s otherwise)."""
+    from beamtrawl.transforms import index
+
+    return index
+
+
 def _guessed_kind(raw: dict) -> str:
     """The kind a section without ``kind`` was always read as (a file written before ``kind`` keeps loading)."""
     for key in _GUESSED_KIND:  # written as nothing, each would pass for not given
@@ -194,13 +200,15 @@ def _guessed_kind(raw: dict) -> str:
     kinds = {kind for key, kind in _GUESSED_KIND.items() if key in raw and key != "name"} or \
         {kind for key, kind in _GUESSED_KIND.items() if key in raw}  # a name beside a table is the table's mistake
     if len(kinds) != 1:
-        raise fail(_KIND_NEEDED.format(kinds=", ".join(targets.REGISTRY.names())))
+        raise fail(_KIND_NEEDED.format(kinds=", ".join(_targets().REGISTRY.names())))
     return kinds.pop()
 
 
-def index_section(raw: Any, info: ValidationInfo) -> TargetSettings:
-    """The ``index`` section, checked by the model of its kind's target (``kind``, else guessed)."""
-    if isinstance(raw, TargetSettings):
+def index_section(raw: Any, info: ValidationInfo) -> Any:
+    """The ``index`` section, checked by the model of its kind's target (``kind``, else guessed): a
+    :class:`~beamtrawl.transforms.index.base.TargetSettings`."""
+    targets = _targets()
+    if isinstance(raw, targets.TargetSettings):
         return raw
     if not isinstance(raw, dict):
         raise fail(f"must be a mapping, got {kind_of(raw)}")
@@ -230,7 +238,7 @@ class CrawlFile(Section):
     """URLs to crawl; the first matching entry gives the flags. Not given: everything under the starts"""
     blacklist: Annotated[tuple[PatternEntry, ...], Items] = ()
     """URLs never crawled, though whitelisted"""
-    index: Annotated[TargetSettings, PlainValidator(index_section),
+    index: Annotated[Any, PlainValidator(index_section),
                      WithJsonSchema({"type": "object", "description": "the kind's own keys: see `index` (kind: …)"})]
     """the index written to: ``kind`` and the kind's own keys"""
     report: Path | None = None
