@@ -52,6 +52,9 @@ def _section_lines(kind: type) -> tuple[str, ...]:
     about = " ".join((model.__doc__ or "").split()).split("; ")[0]
     lines = [f"{section_name(kind) + ':':<31}# {about}"]
     for name, field in model.model_fields.items():
+        if field.is_required():  # no default to fall back on: written open, for the person to fill in
+            lines.append(f"  {name}:{'':<24}# required: {docs.get(name, '')}".rstrip())
+            continue
         default = json.dumps(field.get_default(call_default_factory=True), default=str, ensure_ascii=False)
         lines.append(f"  # {name}: {default:<24}# {docs.get(name, '')}".rstrip())
     return tuple(lines)

@@ -56,6 +56,18 @@ class MemoSource:
         return io.BytesIO(f"{self.settings.of(MemoSource).greeting} from memo {url}".encode())
 
 
+class LedgerSettings(Section):
+    """Ledgers: whose they are."""
+
+    owner: Text
+    """who keeps the ledger (no default: the section must say)"""
+
+
+class LedgerSource(MemoSource):
+    schemes = ("ledger",)
+    Settings = LedgerSettings
+
+
 class NotebookSettings(TargetSettings):
     """A notebook: the embedded index kept in a folder of notebooks."""
 
@@ -90,7 +102,8 @@ def site(tmp_path_factory):
     info = folder / f"{DISTRIBUTION}-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {DISTRIBUTION}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[beamtrawl.sources]\nmemo = {DISTRIBUTION}:MemoSource\n\n"
+    (info / "entry_points.txt").write_text(f"[beamtrawl.sources]\nmemo = {DISTRIBUTION}:MemoSource\n"
+                                           f"ledger = {DISTRIBUTION}:LedgerSource\n\n"
                                            f"[beamtrawl.targets]\nnotebook = {DISTRIBUTION}:Notebook\n")
     (info / "RECORD").write_text("")
     (folder / f"{DISTRIBUTION}.py").write_text(MODULE)
@@ -117,6 +130,10 @@ def test_an_extensions_sections_are_checked_by_its_own_models(site, tmp_path):
     for memo, index, message in wrong:
         done = run(site, "crawl", "--dry-run", _config(tmp_path, memo, index))
         assert done.returncode == 2 and message in done.stderr, (message, done.stderr)
+    ledger = tmp_path / "ledger.yaml"  # a section its model requires is asked for though the file leaves it out
+    ledger.write_text(f"start: [{{url: 'ledger://book/'}}]\nindex: {{path: {tmp_path / 'l.sqlite'}}}\n")
+    done = run(site, "crawl", "--dry-run", str(ledger))
+    assert done.returncode == 2 and "ledger.owner: is required" in done.stderr, done.stderr
 
 
 def test_an_extension_appears_in_init_and_in_the_reference(site, tmp_path):
@@ -125,6 +142,8 @@ def test_an_extension_appears_in_init_and_in_the_reference(site, tmp_path):
     text = written.read_text(encoding="utf-8")
     assert "memo:                          # Memo pads: what every memo says." in text
     assert '  # greeting: "hello"' in text and "# the word every memo starts with" in text
+    assert run(site, "init", "ledger://book/", "--output", str(tmp_path / "ledger.yaml")).returncode == 0
+    assert "  owner:                        # required: who keeps the ledger" in (tmp_path / "ledger.yaml").read_text()
     reference = subprocess.run([sys.executable, "-m", "beamtrawl.pipeline.config.reference"], capture_output=True,
                                text=True, env=site, check=True).stdout
     assert "| `memo.memos` | integer from 1 to 10 | `2` | memos on each pad |" in reference

@@ -71,7 +71,7 @@ def parse_config(raw: Any, source: str, crawling: bool = True) -> Config:
     context = {"base": os.path.dirname(os.path.abspath(source)), "crawling": crawling}
     try:
         raw = expand_environment(raw)
-        return build(crawl_file(sections_named(raw)).model_validate(raw, context=context), source, crawling)
+        return build(crawl_file(sections_named(raw, crawling)).model_validate(raw, context=context), source, crawling)
     except ValidationError as err:
         key, problem = explain(err.errors(include_url=False)[0])
         raise _error(source, key.lstrip("."), problem) from None

@@ -35,6 +35,7 @@ from beamtrawl.transforms.fields import (
 from beamtrawl.transforms.fields import kind as kind_of
 from beamtrawl.transforms.sources import (
     RegistryError,
+    builtin,
     known,
     local_path,
     schemes,
@@ -43,6 +44,7 @@ from beamtrawl.transforms.sources import (
     source_for,
     start_problem,
 )
+from beamtrawl.transforms.sources.settings import section_name
 from beamtrawl.transforms.urls import normalize_url
 from beamtrawl.transforms.values import Credential, StartUrl, UrlPattern
 from pydantic import (
@@ -298,9 +300,10 @@ def _source_field(model: type) -> tuple:
     return Annotated[model, OrEmpty], Field(default_factory=dict, validate_default=True, description=about)
 
 
-def sections_named(raw: Any) -> frozenset[str]:
-    """The top-level keys of ``raw`` that are sources' sections (``smb``, ``http``, an extension's); raises
-    Problem when the source a key names cannot be loaded."""
+def sections_named(raw: Any, crawling: bool = True) -> frozenset[str]:
+    """The top-level keys of ``raw`` that are sources' sections (``smb``, ``http``, an extension's) and, for a
+    crawl, the sections of the start URLs' sources from other distributions, given or not (so a key their model
+    requires is asked for now, not on a worker); raises Problem when the source a key names cannot be loaded."""
     names = set()
     for key in raw if isinstance(raw, dict) else ():
         if key not in CrawlFile.model_fields:
@@ -309,7 +312,24 @@ def sections_named(raw: Any) -> frozenset[str]:
                     names.add(key)
             except RegistryError as err:
                 raise Problem(str(key), str(err)) from None
-    return frozenset(names)
+    return frozenset(names | (_extension_sections(raw) if crawling else set()))
+
+
+def _extension_sections(raw: Any) -> set[str]:
+    """The sections of the sources of ``raw``'s start URLs that another distribution registers."""
+    starts = raw.get("start") if isinstance(raw, dict) else None
+    names = set()
+    for entry in starts if isinstance(starts, list) else ():
+        url = entry.get("url") if isinstance(entry, dict) else None
+        written = _SCHEME.match(url.strip()) if isinstance(url, str) else None
+        if written and not builtin(written.group(1).lower()):
+            try:
+                source = source_for(written.group(0))
+            except RegistryError:
+                continue  # the start URL's own check says so, at its key
+            if getattr(source, "Settings", None) is not None:
+                names.add(section_name(source))
+    return names
 
 
 @functools.cache

@@ -54,6 +54,11 @@ def schemes() -> tuple[str, ...]:
     return REGISTRY.names()
 
 
+def builtin(scheme: str) -> bool:
+    """Is ``scheme`` served by a source beamtrawl ships (known without reading the entry points)?"""
+    return scheme in REGISTRY.builtin
+
+
 def known(scheme: str) -> bool:
     """Is there a source for ``scheme``? A built-in one is known without reading the entry points."""
     return REGISTRY.known(scheme.lower())
