@@ -127,3 +127,14 @@ def test_every_documented_default_is_what_the_loader_gives(tmp_path):
         node[name] = yaml.safe_load(literal.group(1))
         path.write_text(yaml.safe_dump(raw))
         assert load_config(str(path)) == plain, key
+
+
+def test_every_built_in_source_section_has_a_default_for_every_key():
+    """A section a file leaves out is its model's defaults (SourceSettings.of): a built-in may require nothing."""
+    from beamtrawl.transforms.sources import settings_sources
+    from beamtrawl.transforms.sources.settings import SourceSettings
+
+    found = settings_sources()
+    assert sorted(found) == ["http", "imap", "s3", "smb"]
+    for kind in found.values():
+        assert SourceSettings().of(kind) == kind.Settings()
