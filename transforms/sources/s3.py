@@ -26,22 +26,33 @@ from datetime import datetime
 from typing import Annotated, Literal
 from urllib.parse import unquote, urlsplit
 
-import boto3
-import smart_open.s3
 from beamtrawl.transforms.fields import Count, Items, Seconds, Section, Text, fail
 from beamtrawl.transforms.records import Entry, FrontierItem, event
 from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import AfterValidator, Field
 
 # Their DEBUG traces print request headers, signatures included: never print them (--debug).
 for _name in ("botocore", "boto3", "urllib3.connectionpool", "smart_open"):
     logging.getLogger(_name).setLevel(logging.INFO)
-_FAILURES = (BotoCoreError, ClientError, OSError, ValueError)
+
+
+def _client_error() -> type:
+    """botocore's ClientError, imported when a failure is looked at (botocore costs 0.15 s, which a search that
+    only asks this source about a URL never pays)."""
+    from botocore.exceptions import ClientError
+
+    return ClientError
+
+
+def _failures() -> tuple:
+    """What one request may raise: unreachable, refused, throttled, a bad answer."""
+    from botocore.exceptions import BotoCoreError
+
+    return (BotoCoreError, _client_error(), OSError, ValueError)
+
 _MAKE = threading.Lock()  # boto3's default session is not safe to build clients from in parallel
 
 
@@ -58,7 +69,7 @@ def object_url(bucket: str, key: str) -> str:
 
 def reason(err: Exception) -> str:
     """A one-line reason without secrets: the store's error code and status, or what failed to connect."""
-    if isinstance(err, ClientError):
+    if isinstance(err, _client_error()):
         error = err.response.get("Error", {})
         status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         code = error.get("Code") or "error"
@@ -136,10 +147,13 @@ class S3Source:
         login = self.settings.login_for(url)
         keys = (login.username, login.password) if login else (None, None)
         if keys not in self._clients:
+            import boto3  # imported with the first client: see _client_error
+            from botocore.config import Config
+
             options = self.settings.of(S3Source)
             config = Config(connect_timeout=options.connect_timeout, read_timeout=options.read_timeout,
-                                        retries={"max_attempts": options.max_attempts, "mode": "standard"},
-                                        s3={"addressing_style": options.addressing_style})
+                            retries={"max_attempts": options.max_attempts, "mode": "standard"},
+                            s3={"addressing_style": options.addressing_style})
             with _MAKE:
                 self._clients[keys] = boto3.session.Session().client(
                     "s3", endpoint_url=options.endpoint_url, region_name=options.region,
@@ -169,7 +183,7 @@ class S3Source:
                     yield from self._object(found, bucket, prefix, folder, rules)
                 for common in prefixes:
                     yield from self._prefix(common["Prefix"], bucket, folder, rules, stack)
-        except _FAILURES as err:  # unreachable, refused, throttled: its documents stay in the index
+        except _failures() as err:  # unreachable, refused, throttled: its documents stay in the index
             yield event("incomplete", folder.url, "discover", f"cannot list s3://{bucket}/{prefix}: {reason(err)}")
         return listed
 
@@ -207,12 +221,12 @@ class S3Source:
         if key and not key.endswith("/") and start is not None:  # a start URL may name one object
             try:
                 head = self.client(item.url).head_object(Bucket=bucket, Key=key)
-            except ClientError as err:
+            except _client_error() as err:
                 if err.response.get("ResponseMetadata", {}).get("HTTPStatusCode") != 404:
                     yield event("incomplete", item.url, "discover", f"unavailable: {reason(err)}")
                     return
                 head = None  # no such object: a prefix
-            except _FAILURES as err:
+            except _failures() as err:
                 yield event("incomplete", item.url, "discover", f"unavailable: {reason(err)}")
                 return
             if head is not None:
@@ -230,8 +244,10 @@ class S3Source:
         """The object's bytes, streamed by smart-open in ranged GETs as the reader asks for them."""
         bucket, key = bucket_and_key(url)
         try:
+            import smart_open.s3
+
             raw = smart_open.s3.open(bucket, key, "rb", client=self.client(url))
-        except _FAILURES as err:
+        except _failures() as err:
             raise OSError(f"cannot open: {reason(err)}") from None
         return io.BufferedReader(_Stream(raw), buffer_size=1024 * 1024)
 
@@ -248,7 +264,7 @@ class _Stream(io.RawIOBase):
     def readinto(self, buffer) -> int:
         try:
             data = self.reader.read(len(buffer))
-        except _FAILURES as err:
+        except _failures() as err:
             raise OSError(f"S3 read failed: {reason(err)}") from None
         buffer[:len(data)] = data
         return len(data)
@@ -256,6 +272,6 @@ class _Stream(io.RawIOBase):
     def close(self) -> None:
         try:
             self.reader.close()
-        except _FAILURES:
+        except _failures():
             pass
         super().close()
