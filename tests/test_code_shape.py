@@ -93,9 +93,25 @@ def _scheme_literals(path: Path, schemes: tuple[str, ...]) -> set[str]:
             and id(node) not in docs and pattern.fullmatch(node.value)}
 
 
+#: The modules of transforms/sources/ that are no one source's: the contract, the settings, the shared walk.
+SHARED_SOURCE_MODULES = {"base", "settings", "walk"}
+
+
+def _source_modules_imported(path: Path) -> set[str]:
+    """The modules of one source (``beamtrawl.transforms.sources.http.crawl``…) that ``path`` imports."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+        names.update(m for m in modules if m.startswith("beamtrawl.transforms.sources.")
+                     and m.split(".")[3] not in SHARED_SOURCE_MODULES)
+    return names
+
+
 def test_no_module_outside_the_sources_names_a_scheme():
     """issue 29: "nothing else in beamtrawl names a scheme" (docs/sources.md): dry-run, document delivery, the
-    starter file, URL acceptance and the schema ask the Source protocol's capabilities instead."""
+    starter file, URL acceptance and the schema ask the Source protocol's capabilities instead — neither by a
+    scheme literal nor by importing one source's module."""
     from beamtrawl.transforms.sources import BUILTIN
 
     found = {}
@@ -104,6 +120,7 @@ def test_no_module_outside_the_sources_names_a_scheme():
             where = str(path.relative_to(ROOT))
             if not where.startswith("transforms/sources/"):
                 named = _scheme_literals(path, tuple(BUILTIN)) - SCHEME_LITERALS_LEFT.get(where, set())
+                named |= _source_modules_imported(path)
                 if named:
                     found[where] = sorted(named)
     assert found == {}
