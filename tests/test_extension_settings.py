@@ -115,6 +115,23 @@ def run(site: dict, *args: str) -> subprocess.CompletedProcess:
                           timeout=600, check=False)
 
 
+@pytest.fixture
+def installed(site, monkeypatch):
+    """The distribution on this process's path, every registry and the file's model fresh before and after."""
+    from beamtrawl.pipeline.config.schema import crawl_file
+    from beamtrawl.transforms import index, sources
+
+    def clear():
+        sources.clear()
+        index.REGISTRY.clear()
+        crawl_file.cache_clear()
+        sys.modules.pop(DISTRIBUTION, None)
+    monkeypatch.syspath_prepend(site["PYTHONPATH"].split(os.pathsep)[0])
+    clear()
+    yield
+    clear()
+
+
 def _config(tmp_path, memo: str = "{greeting: ahoy, memos: 3}", index: str = "") -> str:
     path = tmp_path / "memo.yaml"
     index = index or f"{{kind: notebook, folder: {tmp_path / 'books'}}}"
@@ -122,35 +139,43 @@ def _config(tmp_path, memo: str = "{greeting: ahoy, memos: 3}", index: str = "")
     return str(path)
 
 
-def test_an_extensions_sections_are_checked_by_its_own_models(site, tmp_path):
+def test_an_extensions_sections_are_checked_by_its_own_models(installed, tmp_path):
+    from beamtrawl.pipeline.config import ConfigError, load_config
+    from beamtrawl.transforms.sources.settings import SourceSettings
+
+    config = load_config(_config(tmp_path))
+    assert (config.index.kind, config.index.label) == ("notebook", str(tmp_path / "books" / "notes.sqlite"))
+    source = sys.modules[DISTRIBUTION].MemoSource
+    assert SourceSettings.from_config(config).of(source).greeting == "ahoy"
     wrong = [("{memos: 11}", "", "memo.memos: must be at most 10, got 11"),
              ("{greting: x}", "", "memo.greting: unknown key, did you mean greeting? (allowed: greeting, memos)"),
              ("{}", "{kind: notebook}", "index.folder: is required"),
              ("{}", f"{{kind: notebook, folder: {tmp_path}, path: x}}", "index.path: unknown key")]
     for memo, index, message in wrong:
-        done = run(site, "crawl", "--dry-run", _config(tmp_path, memo, index))
-        assert done.returncode == 2 and message in done.stderr, (message, done.stderr)
+        with pytest.raises(ConfigError) as caught:
+            load_config(_config(tmp_path, memo, index))
+        assert message in str(caught.value)
     ledger = tmp_path / "ledger.yaml"  # a section its model requires is asked for though the file leaves it out
     ledger.write_text(f"start: [{{url: 'ledger://book/'}}]\nindex: {{path: {tmp_path / 'l.sqlite'}}}\n")
-    done = run(site, "crawl", "--dry-run", str(ledger))
-    assert done.returncode == 2 and "ledger.owner: is required" in done.stderr, done.stderr
+    with pytest.raises(ConfigError, match="ledger.owner: is required"):
+        load_config(str(ledger))
 
 
-def test_an_extension_appears_in_init_and_in_the_reference(site, tmp_path):
-    written = tmp_path / "init.yaml"
-    assert run(site, "init", "memo://pad/", "--output", str(written)).returncode == 0
-    text = written.read_text(encoding="utf-8")
+def test_an_extension_appears_in_init_and_in_the_reference(installed):
+    from beamtrawl.pipeline.config.reference import reference
+    from beamtrawl.pipeline.starter import starter_config
+
+    text = starter_config(["memo://pad/", "ledger://book/"])
     assert "memo:                          # Memo pads: what every memo says." in text
     assert '  # greeting: "hello"' in text and "# the word every memo starts with" in text
-    assert run(site, "init", "ledger://book/", "--output", str(tmp_path / "ledger.yaml")).returncode == 0
-    assert "  owner:                        # required: who keeps the ledger" in (tmp_path / "ledger.yaml").read_text()
-    reference = subprocess.run([sys.executable, "-m", "beamtrawl.pipeline.config.reference"], capture_output=True,
-                               text=True, env=site, check=True).stdout
-    assert "| `memo.memos` | integer from 1 to 10 | `2` | memos on each pad |" in reference
-    assert "## `index` (kind: notebook)" in reference and "| `index.folder` | path | required |" in reference
+    assert "  owner:                        # required: who keeps the ledger" in text
+    written = reference()
+    assert "| `memo.memos` | integer from 1 to 10 | `2` | memos on each pad |" in written
+    assert "## `index` (kind: notebook)" in written and "| `index.folder` | path | required |" in written
 
 
 def test_an_extension_source_crawls_into_an_extension_target(site, tmp_path):
+    """In processes of their own, workers included, as a user runs them."""
     config = _config(tmp_path)
     done = run(site, "crawl", config, "--direct_num_workers=1")
     assert done.returncode == 0, done.stderr
