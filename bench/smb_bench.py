@@ -62,7 +62,8 @@ def _beamtrawl(url: str, read_acls: bool) -> tuple[float, int]:
     smb._CONNECTIONS.clear()  # fresh connections and logins, as a new worker process has
     smb._ACL_LOCAL = threading.local()
     started = time.perf_counter()
-    source = smb.SmbSource(SourceSettings((Credential(url, USER, PASSWORD),), read_acls))
+    settings = SourceSettings((Credential(url, USER, PASSWORD),), sections=(("smb", smb.SmbSettings(read_acls=read_acls)),))
+    source = smb.SmbSource(settings)
     found = sum(r.route == "entries" for r in source.expand(FrontierItem(url, url, 0, url, [], "", ""),
                                                              _Rules(url), False, None))
     return time.perf_counter() - started, found

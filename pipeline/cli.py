@@ -40,6 +40,18 @@ def _parser() -> argparse.ArgumentParser:
                            help="override a configuration key (repeatable), validated like the file: "
                                 "--set index.path=/srv/i.sqlite --set 'blacklist[0].regex=.*\\.bak'")
 
+    _crawl_parser(commands, overrides)
+    init = commands.add_parser("init", help="write a commented starter configuration for START_URLs")
+    init.add_argument("start", nargs="*", metavar="START_URL",
+                      help="folders, file://, http(s)://, smb:// or imap(s):// URLs (default: this folder)")
+    init.add_argument("--output", "-o", default="crawl.yaml", help="the file to write (default: crawl.yaml)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    _search_parsers(commands, overrides)
+    _serve_parsers(commands, overrides)
+    return parser
+
+
+def _crawl_parser(commands, overrides) -> None:
     crawl = commands.add_parser("crawl", parents=[overrides], help="crawl the start URLs of CONFIG into its index",
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 description="Any further --option is passed to Beam as a pipeline option.",
@@ -62,12 +74,9 @@ def _parser() -> argparse.ArgumentParser:
     crawl.add_argument("--quiet", "-q", action="store_true",
                        help="no progress display and no log lines; the summary and problems only")
 
-    init = commands.add_parser("init", help="write a commented starter configuration for START_URLs")
-    init.add_argument("start", nargs="*", metavar="START_URL",
-                      help="folders, file://, http(s)://, smb:// or imap(s):// URLs (default: this folder)")
-    init.add_argument("--output", "-o", default="crawl.yaml", help="the file to write (default: crawl.yaml)")
-    init.add_argument("--force", action="store_true", help="overwrite an existing file")
 
+def _search_parsers(commands, overrides) -> None:
+    """``search``, ``export``, ``maintain`` and ``explain``: the commands that read an index."""
     search = commands.add_parser("search", parents=[overrides], help="search the index of CONFIG",
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=f"{QUERY_SYNTAX}\n\n{CONFIG_REFERENCE}")
@@ -96,8 +105,6 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("target", metavar="URL_OR_PATH", help="a URL, or a local path (a file:// URL)")
     explain.add_argument("--config", required=True, help=CONFIG_HELP)
     explain.add_argument("--debug", action="store_true", help=DEBUG_HELP)
-    _serve_parsers(commands, overrides)
-    return parser
 
 
 def _serve_parsers(commands, overrides) -> None:
@@ -256,27 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             args.config = _default_config(args)
         # explain compares with what a crawl would do: the configuration as a crawl loads it
         config = load_config(args.config, crawling=args.command in ("crawl", "explain"), overrides=args.overrides)
-        if args.command == "crawl" and args.dry_run:
-            from beamtrawl.pipeline.dry_run import dry_run
-
-            text, code = dry_run(config, args.runner, args.report, args.other_config)
-            print(text)
-            return code
-        if args.command == "crawl":
-            return _crawl(config, args, extra)
-        if args.command == "export":
-            return _export(config, args.dest)
-        if args.command == "maintain":
-            return _maintain(config, args.retention_hours)
-        if args.command == "serve":
-            return _serve(config, args)
-        if args.command == "explain":
-            from beamtrawl.pipeline.explain import explain
-
-            print("\n".join(explain(config, args.target)))
-            return EXIT_OK
-        groups = [g.strip() for g in args.groups.split(",") if g.strip()]
-        return _search(config, args.query, args.limit, args.json, groups)
+        return _run(config, args, extra)
     except (ConfigError, OtherConfiguration) as err:
         log.error("%s", err)
         return EXIT_FATAL
@@ -291,6 +278,31 @@ def main(argv: list[str] | None = None) -> int:
             raise
         log.error("beamtrawl: %s", (str(err) or type(err).__name__)[:MAX_MESSAGE])
         return EXIT_FATAL
+
+
+def _run(config, args, extra: list[str]) -> int:
+    """The command ``args`` names, on the loaded configuration."""
+    if args.command == "crawl" and args.dry_run:
+        from beamtrawl.pipeline.dry_run import dry_run
+
+        text, code = dry_run(config, args.runner, args.report, args.other_config)
+        print(text)
+        return code
+    if args.command == "crawl":
+        return _crawl(config, args, extra)
+    if args.command == "export":
+        return _export(config, args.dest)
+    if args.command == "maintain":
+        return _maintain(config, args.retention_hours)
+    if args.command == "serve":
+        return _serve(config, args)
+    if args.command == "explain":
+        from beamtrawl.pipeline.explain import explain
+
+        print("\n".join(explain(config, args.target)))
+        return EXIT_OK
+    groups = [g.strip() for g in args.groups.split(",") if g.strip()]
+    return _search(config, args.query, args.limit, args.json, groups)
 
 
 def _unknown_beam_options(extra: list[str]) -> str:

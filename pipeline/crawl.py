@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from beamtrawl.runners.options import check_reachable
 from beamtrawl.transforms.index import make_target
 from beamtrawl.transforms.preparators import helpers
 from beamtrawl.transforms.records import conform, event
-from beamtrawl.transforms.sources import ancestors
+from beamtrawl.transforms.sources import ancestors, local_path
 from beamtrawl.transforms.urls import container_key, url_to_path
 
 if TYPE_CHECKING:
@@ -118,30 +117,12 @@ def check_start_folders(config, new_index: bool) -> None:
     one is that root failing, its documents kept (a share gone for an hour, an unmounted disk), and the others
     are crawled."""
     missing = [(i, s.url) for i, s in enumerate(config.start)
-               if s.url.startswith("file:") and not os.path.exists(url_to_path(s.url))]
+               if (path := local_path(s.url)) is not None and not os.path.exists(path)]
     if missing and new_index:
         i, url = missing[0]
         more = f" (and {len(missing) - 1} more start URLs)" if len(missing) > 1 else ""
         raise CrawlRefused(f"{config.source}: start[{i}]: {url_to_path(url)} does not exist{more}; nothing was "
                            f"crawled and nothing created")
-
-
-def check_index_folder(index_path: str | None) -> None:
-    """Raise :class:`CrawlRefused`, naming the index and its folder, unless that folder exists (it is made, as
-    the index would make it) and may be written to (SQLite writes its journal beside the file)."""
-    if not index_path or "://" in index_path:
-        return
-    folder = os.path.dirname(os.path.abspath(index_path))
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError as err:
-        raise CrawlRefused(f"index {index_path}: its folder {folder} cannot be created ({err.strerror}); "
-                           f"choose another index.path") from None
-    try:
-        tempfile.TemporaryFile(dir=folder).close()
-    except OSError as err:
-        raise CrawlRefused(f"index {index_path}: its folder {folder} cannot be written ({err.strerror}); "
-                           f"choose another index.path") from None
 
 
 #: Free space the work folder needs before a crawl starts (its totals, problems and delete candidates).
@@ -195,6 +176,21 @@ def check_writable(report_path: str, work_dir: str) -> None:
                                f"{MIN_WORK_SPACE // 1024**2} MiB a crawl needs")
 
 
+def _finish(target, report: dict) -> None:
+    """Publish what the crawl wrote (the target's finish) and count the index; a failure of either is the
+    report's, never an exception."""
+    try:
+        target.finish(succeeded=reports.exit_code(report) != reports.EXIT_FATAL)
+    except Exception as err:  # noqa: BLE001 - e.g. the alias could not be swapped
+        deletes = f" after {len(report['deleted_urls'])} deletes ran (the report lists them)" \
+            if report.get("deleted_urls") else ""
+        report["fatal"] = report.get("fatal") or f"finishing the index failed{deletes}: {err}"
+    try:
+        report["documents_in_index"] = target.count()
+    except Exception:  # noqa: BLE001 - the index may be what failed; the report says so already
+        report["documents_in_index"] = None
+
+
 @dataclass(frozen=True)
 class Launch:
     """How the command runs one crawl, beyond what the configuration says."""
@@ -214,7 +210,8 @@ def crawl(config, launch: Launch = Launch()) -> dict:
     if not launch.other_config:
         check_owner(stored, owner, config.index.label)
     check_start_folders(config, new_index=stored is None)
-    check_index_folder(config.index.path)
+    if problem := make_target(config.index).place_problem(create=True):
+        raise CrawlRefused(f"index {config.index.label}: {problem}")
     check_writable(config.report, config.work_dir)
     plugins = PluginHost(config.plugins)
     plugins.call("on_start_crawling", config=config)
@@ -291,16 +288,7 @@ def _crawl(config, launch: Launch, plugins: PluginHost, owner: dict) -> dict:
         report["listed_again"] = listed_again
     warnings, stage_seconds = outcome.warnings, outcome.stage_seconds
     report["warnings"] = warnings + helpers.warnings(preparators, problems)
-    try:
-        target.finish(succeeded=reports.exit_code(report) != reports.EXIT_FATAL)
-    except Exception as err:  # noqa: BLE001 - e.g. the alias could not be swapped
-        deletes = f" after {len(report['deleted_urls'])} deletes ran (the report lists them)" \
-            if report.get("deleted_urls") else ""
-        report["fatal"] = report.get("fatal") or f"finishing the index failed{deletes}: {err}"
-    try:
-        report["documents_in_index"] = target.count()
-    except Exception:  # noqa: BLE001 - the index may be what failed; the report says so already
-        report["documents_in_index"] = None
+    _finish(target, report)
     if state is not None and reports.exit_code(report) == reports.EXIT_OK:
         _store_state(target, {**state, "documents": report["documents_in_index"]})
     target.close()

@@ -50,14 +50,8 @@ def _index_line(config) -> tuple[str, int, int | None]:
         target.check()
         return f"index {config.index.label}: reachable", EXIT_OK, target.count()
     except IndexUnavailable as err:
-        if config.index.path and not os.path.exists(config.index.path):
-            folder = _nearest_folder(os.path.dirname(os.path.abspath(config.index.path)))
-            try:
-                tempfile.TemporaryFile(dir=folder).close()  # what a crawl would need; leaves nothing
-            except OSError as why:
-                return (f"index {config.index.label}: cannot be created in {folder}: {why.strerror}", EXIT_FATAL,
-                        None)
-            return f"index {config.index.label}: will be created", EXIT_OK, 0
+        if problem := target.place_problem(create=False):
+            return f"index {config.index.label}: {problem}", EXIT_FATAL, None
         if "no index" in str(err) and "reached" not in str(err):
             return f"index {config.index.label}: reachable; the index will be created", EXIT_OK, 0
         return f"index: {err}", EXIT_FATAL, None
@@ -69,20 +63,14 @@ def _reach(config, url: str) -> str:
     """'' when ``url`` answered, else why not."""
     from beamtrawl.transforms.accept import Rules
     from beamtrawl.transforms.records import Entry, Event, FrontierItem
-    from beamtrawl.transforms.sources import Sources, by_host
+    from beamtrawl.transforms.sources import Sources
+    from beamtrawl.transforms.sources.base import Probe, capable
     from beamtrawl.transforms.sources.settings import SourceSettings
 
-    settings = SourceSettings.from_config(config)
-    if by_host(url):  # a host crawl would fetch the whole site: ask for the start page alone
-        from beamtrawl.transforms.sources.http.crawl import make_fetcher
-        from beamtrawl.transforms.sources.http.fetch import FetchError
-
-        try:
-            page = make_fetcher(config.http).fetch(url, credential=settings.login_for)
-        except FetchError as err:
-            return str(err)
-        return "" if page.status < 400 else f"HTTP {page.status}"
-    found = Sources(settings)(url).expand(FrontierItem(url, url, 0, url, [], "", ""), Rules(config),
+    source = Sources(SourceSettings.from_config(config))(url)
+    if capable(source, Probe):  # its expand would crawl far more than the start URL (a web site)
+        return source.probe(url)
+    found = source.expand(FrontierItem(url, url, 0, url, [], "", ""), Rules(config),
                                           config.follow_symlinks, PEEK)
     for record in itertools.islice(found, PEEK):
         if record.route == Event.route and record.reason and record.url in (url, url.rstrip("/")):

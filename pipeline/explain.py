@@ -23,7 +23,8 @@ from pathlib import Path
 from beamtrawl.pipeline import history
 from beamtrawl.pipeline.report import plural, terminal_safe
 from beamtrawl.transforms.records import EVERYONE
-from beamtrawl.transforms.urls import depth_below, doc_id, is_under, normalize_url, url_to_path
+from beamtrawl.transforms.sources import by_host, local_path
+from beamtrawl.transforms.urls import depth_below, doc_id, is_under, normalize_url
 
 
 def as_url(text: str) -> str:
@@ -81,7 +82,7 @@ def _scope(config, rules, url: str, root: str | None) -> list[str]:
         lines.append(f"declined by {black.describe()} (accepted by {_describe(white)} before it)")
     else:
         lines.append(f"accepted by {_describe(white)}; no blacklist entry matches it")
-    if not url.startswith(("http://", "https://")) and config.max_depth is not None:
+    if not by_host(url) and config.max_depth is not None:  # a ByHost source's depth is link hops, not its path
         depth = depth_below(url, root)
         lines.append(f"{depth} levels below its start URL, max_depth is {config.max_depth}"
                      + (": declined, too deep" if depth > config.max_depth else ""))
@@ -92,26 +93,17 @@ def _scope(config, rules, url: str, root: str | None) -> list[str]:
 
 
 def _robots(config, url: str, root: str | None) -> list[str]:
-    """For a web page under a start URL: what its host's robots.txt says now, asked as the crawl asks it."""
-    if root is None or not url.startswith(("http://", "https://")):
-        return []
-    if not config.http.robots_txt:
-        return ["robots.txt is not obeyed (http.robots_txt is false)"]
-    from urllib.parse import urlsplit
+    """For a document under a start URL: what its source says of it now (its Explains capability: a web page's
+    robots.txt, asked as the crawl asks it)."""
+    from beamtrawl.transforms.sources import RegistryError, Sources
+    from beamtrawl.transforms.sources.base import Explains, capable
+    from beamtrawl.transforms.sources.settings import SourceSettings
 
-    from beamtrawl.transforms.sources.http.crawl import make_fetcher
-    from beamtrawl.transforms.sources.http.fetch import FetchError
-    from beamtrawl.transforms.sources.http.robots import load_robots
-
-    parts = urlsplit(url)
-    host = f"{parts.scheme}://{parts.netloc}"
     try:
-        robots = load_robots(make_fetcher(config.http), host + "/", config.http.user_agent, config.http.delay)
-    except FetchError as err:
-        return [f"robots.txt of {host} cannot be read now ({err}): the crawl keeps the host's pages, fetches none"]
-    if robots.allows(url):
-        return [f"robots.txt of {host} allows it for {config.http.user_agent!r}"]
-    return [f"declined: robots.txt of {host} disallows it for {config.http.user_agent!r}"]
+        source = None if root is None else Sources(SourceSettings.from_config(config))(url)
+    except RegistryError:
+        return []
+    return list(source.explain(url)) if capable(source, Explains) else []
 
 
 def _describe(pattern) -> str:
@@ -121,9 +113,9 @@ def _describe(pattern) -> str:
 
 def _on_disk(config, url: str, record: dict | None) -> list[str]:
     """For a local file: whether it is there, a link the crawl skips, over the size limit, changed since."""
-    if not url.startswith("file:"):
+    path = local_path(url)
+    if path is None:
         return []
-    path = url_to_path(url)
     if os.path.islink(path) and not config.follow_symlinks:
         return ["a symbolic link: skipped, not followed (follow_symlinks is false)"]
     try:

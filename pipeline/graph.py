@@ -85,18 +85,10 @@ class Pass:
     again: tuple[str, ...] = ()
 
 
-def build(p: beam.Pipeline, config, target, fingerprint: str, run: Pass) -> None:
-    """Wire one crawl of ``config`` into ``p``: writing to ``target``, documents carrying the preparation
-    ``fingerprint``; ``run`` says where its results go and what a second pass lists again."""
-    work_dir, again = run.work_dir, run.again
-    use_row_coders()
-    rules = Rules(config)
-    discovery = DiscoverOptions.from_config(config, rules)  # logins travel to workers here, never in records
-    snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
-    keys = frozenset(container_key(url) for url in again)
-    roots = _again(rules, keys) if again else _roots(rules)
-    if again:
-        snapshot = snapshot | "BelowListedAgain" >> beam.Filter(_under, keys)
+def _discover(snapshot, rules: Rules, discovery: DiscoverOptions, roots: list, again: bool) -> tuple:
+    """(entries, events, listings) of discovery from ``roots``: item by item, and host by host for the sources
+    that crawl a host in one call (with the index's ``snapshot`` of each page at hand)."""
+    p = snapshot.pipeline
     found = []
     item_roots = [r for r in roots if not by_host(r.url)]
     host_roots = [r for r in roots if by_host(r.url)]
@@ -111,12 +103,25 @@ def build(p: beam.Pipeline, config, target, fingerprint: str, run: Pass) -> None
     if host_roots:  # web pages are found host by host, with the index's state of each page at hand
         found.append(snapshot | "DiscoverByHost" >> DiscoverByHost(host_roots, discovery))
     if len(found) == 1:
-        entries, discover_events, listings = found[0]
-    else:
-        entries = tuple(f[0] for f in found) | "AllEntries" >> beam.Flatten().with_output_types(Entry)
-        discover_events = tuple(f[1] for f in found) | "AllDiscoverEvents" >> beam.Flatten().with_output_types(
-            Event)
-        listings = tuple(f[2] for f in found) | "AllListings" >> beam.Flatten().with_output_types(Listing)
+        return found[0]
+    return (tuple(f[0] for f in found) | "AllEntries" >> beam.Flatten().with_output_types(Entry),
+            tuple(f[1] for f in found) | "AllDiscoverEvents" >> beam.Flatten().with_output_types(Event),
+            tuple(f[2] for f in found) | "AllListings" >> beam.Flatten().with_output_types(Listing))
+
+
+def build(p: beam.Pipeline, config, target, fingerprint: str, run: Pass) -> None:
+    """Wire one crawl of ``config`` into ``p``: writing to ``target``, documents carrying the preparation
+    ``fingerprint``; ``run`` says where its results go and what a second pass lists again."""
+    work_dir, again = run.work_dir, run.again
+    use_row_coders()
+    rules = Rules(config)
+    discovery = DiscoverOptions.from_config(config, rules)  # logins travel to workers here, never in records
+    snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
+    keys = frozenset(container_key(url) for url in again)
+    roots = _again(rules, keys) if again else _roots(rules)
+    if again:
+        snapshot = snapshot | "BelowListedAgain" >> beam.Filter(_under, keys)
+    entries, discover_events, listings = _discover(snapshot, rules, discovery, roots, bool(again))
     entries, listings = in_transit(entries, DROP_ENTRIES, bool(again)), in_transit(listings, DROP_LISTINGS, bool(again))
     incomplete = discover_events | "IncompleteSubtrees" >> beam.FlatMap(
         lambda e: [e.url] if e.kind == "incomplete" else []).with_output_types(str)

@@ -11,7 +11,8 @@ import html
 import os
 
 from beamtrawl.pipeline.report import terminal_safe
-from beamtrawl.transforms.urls import readable_url, url_to_path
+from beamtrawl.transforms.sources import local_path
+from beamtrawl.transforms.urls import readable_url
 
 #: What a terminal shows around a match: bold and reverse video, then back to normal.
 _ON, _OFF = "\x1b[1;7m", "\x1b[0m"
@@ -26,12 +27,10 @@ def highlights(stream) -> bool:
 def location(url: str) -> str:
     """Where a hit lives as a person types it: a file's local path (``/srv/meeting notes.txt``), else its
     URL with percent-escapes decoded (``https://host/meeting notes``)."""
-    if url.startswith("file://"):
-        try:
-            return url_to_path(url)
-        except ValueError:
-            pass
-    return readable_url(url)
+    try:
+        return local_path(url) or readable_url(url)
+    except ValueError:
+        return readable_url(url)
 
 
 def snippet(hit, highlight: bool) -> str:

@@ -1,17 +1,21 @@
 """``beamtrawl init [START_URL …]``: a commented starter configuration that crawls as written.
 
-Each start URL gets its whitelist prefix; web, SMB, IMAP and S3 URLs bring the sections they use, with the
-login read from an environment variable (S3: boto3's own chain), so no secret is written into the file.
+Each start URL gets its whitelist prefix; its source says what else the file needs (its Starter capability:
+the section it uses, whether it logs in — the password then read from an environment variable, so no secret
+is written into the file); a source without one brings its section with every key at its default.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
 
-from beamtrawl.transforms.sources import known, schemes
-from beamtrawl.transforms.urls import normalize_url, url_to_path
+from beamtrawl.transforms.sources import known, schemes, source_for
+from beamtrawl.transforms.sources.base import Starter, StartHints, capable
+from beamtrawl.transforms.sources.settings import section_name
+from beamtrawl.transforms.urls import normalize_url
 
 _ENV_NAME = re.compile(r"[^A-Z0-9]+")
 
@@ -29,18 +33,31 @@ def _url(text: str) -> str:
     return path.as_uri()
 
 
-def _indexed(url: str) -> bool:
-    """Whether the start URL itself is a document: a web page, a single file or an object's key (a folder, a
-    bucket or a prefix ending in / is not)."""
-    return url.startswith("http") or (url.startswith("file:") and Path(url_to_path(url)).is_file()) or (
-        url.startswith("s3:") and not url.endswith("/"))
+def _hints(url: str) -> tuple[type, StartHints]:
+    """``url``'s source and what the starter file says about it (its Starter capability; without one, the source's
+    section with every key commented out at its default)."""
+    kind = source_for(url)
+    hints = kind.start_hints(url) if capable(kind, Starter) else StartHints()
+    if not hints.lines and getattr(kind, "Settings", None) is not None:
+        hints = hints._replace(lines=_section_lines(kind))
+    return kind, hints
 
 
-def _prefix(url: str) -> str:
-    """A web start page's folder (``…/docs/index.html`` → ``…/docs/``); any other start URL itself."""
-    if url.split("://", 1)[0] in {"http", "https"} and url.count("/") > 2 and not url.endswith("/"):
-        return url.rsplit("/", 1)[0] + "/"
-    return url
+def _section_lines(kind: type) -> tuple[str, ...]:
+    """A source's section, each key commented out at its default with its documentation."""
+    from beamtrawl.pipeline.config.reference import field_docs
+
+    model = kind.Settings
+    docs = field_docs(model)
+    about = " ".join((model.__doc__ or "").split()).split("; ")[0]
+    lines = [f"{section_name(kind) + ':':<31}# {about}"]
+    for name, field in model.model_fields.items():
+        if field.is_required():  # no default to fall back on: written open, for the person to fill in
+            lines.append(f"  {name}:{'':<24}# required: {docs.get(name, '')}".rstrip())
+            continue
+        default = json.dumps(field.get_default(call_default_factory=True), default=str, ensure_ascii=False)
+        lines.append(f"  # {name}: {default:<24}# {docs.get(name, '')}".rstrip())
+    return tuple(lines)
 
 
 def _password_variable(url: str) -> str:
@@ -57,43 +74,28 @@ def index_for(config_file: str) -> str:
 def starter_config(start: list[str], index_path: str = "crawl-index.sqlite") -> str:
     """The text of the file (YAML with comments)."""
     urls = [_url(s) for s in start] or [Path.cwd().as_uri()]
-    schemes = {u.split("://", 1)[0] for u in urls}
+    hints = [_hints(u) for u in urls]
     lines = ["# beamtrawl crawl configuration, written by `beamtrawl init`. Every key and its default:",
              "# README.md, section 'Configuration'. Paths without a scheme are relative to this file.",
              "# Crawl:  beamtrawl crawl THIS_FILE      Search:  beamtrawl search WORDS --config THIS_FILE",
              "start:                         # parse: follow links / list folders; index: index the start page itself"]
-    lines += [f"  - {{url: \"{u}\", parse: true, index: {'true' if _indexed(u) else 'false'}}}" for u in urls]
+    lines += [f"  - {{url: \"{u}\", parse: true, index: {'true' if h.index else 'false'}}}" for u, (_, h) in zip(urls, hints)]
     lines += ["whitelist:                     # only URLs under these prefixes are crawled"]
-    lines += [f"  - {{prefix: \"{_prefix(u)}\"}}" for u in urls]
+    lines += [f"  - {{prefix: \"{h.prefix or u}\"}}" for u, (_, h) in zip(urls, hints)]
     lines += ["blacklist:                     # never crawled (regexes match the whole URL)",
               '  - {regex: ".*/\\\\.git/.*"}',
               '  - {regex: ".*~$"}',
-              f"index: {{path: \"{index_path}\"}}   # the embedded index; or {{url: https://…, name: docs}} for OpenSearch",
+              (f"index: {{kind: sqlite, path: \"{index_path}\"}}   # the embedded index; OpenSearch: "
+               "{kind: opensearch, url: …, name: docs}"),
               "max_failed_ratio: 0.2          # more failed documents than this share: no deletes, exit 2",
               "max_delete_ratio: 0.5          # deletes would remove more than this share: none run, exit 2"]
-    if "file" in schemes:
-        lines += ["# follow_symlinks: true        # follow symbolic links (each target indexed once); off: skipped, counted"]
-    if {"http", "https"} & schemes:
-        lines += ["http:",
-                  '  user_agent: "beamtrawl (+mailto:you@example.org)"   # say who crawls, and how to reach you',
-                  "  delay: 1.0                   # seconds between requests to one host (robots.txt may ask more)",
-                  "  robots_txt: true             # obey robots.txt",
-                  "# max_depth: 10                # at most this many links (or folder levels) from a start URL"]
-    logins = [u for u in urls if u.split("://", 1)[0] in {"smb", "imap", "imaps"}]
+    for source_hints in dict(hints).values():  # once per source, in the order of the start URLs
+        lines += source_hints.lines
+    logins = [u for u, (_, h) in zip(urls, hints) if h.login]
     if logins:
         lines += ["credentials:                    # the password comes from the environment, never from this file"]
         for u in logins:
             prefix = u.split("://", 1)[0] + "://" + u.split("://", 1)[1].split("/", 1)[0] + "/"
             lines.append(f'  - {{url: "{prefix}", username: "{os.environ.get("USER", "crawler")}", '
                          f'password: "${{{_password_variable(u)}}}"}}')
-    if "smb" in schemes:
-        lines += ["smb:", "  read_acls: true              # each file's Windows ACL decides who finds it"]
-    if "imap" in schemes:
-        lines += ["imap:", "  starttls: true               # imap:// logs in only after STARTTLS"]
-    if "s3" in schemes:
-        lines += ["s3:                              # the login: boto3's chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY,",
-                  "                                 # ~/.aws or an instance role), never this file",
-                  "  # endpoint_url: http://127.0.0.1:9000   # an S3-compatible store (or AWS_ENDPOINT_URL); not given: AWS",
-                  "  # region: eu-west-1",
-                  "  max_attempts: 4               # tries of one request; then the prefix keeps its documents"]
     return "\n".join(lines) + "\n"

@@ -15,7 +15,7 @@ import os
 import stat
 
 from beamtrawl.plugins.hookspecs import hookimpl
-from beamtrawl.transforms.urls import url_to_path
+from beamtrawl.transforms.sources import local_path
 
 
 def _size(value, name: str, allow_none: bool) -> int | None:
@@ -35,10 +35,11 @@ class FilesizeFilter:
 
     @hookimpl
     def check_dynamic_blacklist(self, url: str) -> bool:
-        if not url.startswith("file:"):
+        path = local_path(url)
+        if path is None:
             return False
         try:
-            st = os.stat(url_to_path(url))
+            st = os.stat(path)
         except OSError:  # the source reports unreadable files itself
             return False
         if not stat.S_ISREG(st.st_mode):

@@ -29,7 +29,7 @@ def test_set_overrides_keys_and_is_validated_like_the_file(tmp_path, make_config
     loaded = load_config(str(config), overrides=["index.path=other.sqlite", "max_depth=3",
                                                   "blacklist[0].regex=.*\\.bak", "http.user_agent=Bot 1.0"])
     assert loaded.index.path == str(tmp_path / "other.sqlite") and loaded.max_depth == 3
-    assert loaded.blacklist[0].regex.pattern == ".*\\.bak" and loaded.http.user_agent == "Bot 1.0"
+    assert loaded.blacklist[0].regex.pattern == ".*\\.bak" and loaded.section("http").user_agent == "Bot 1.0"
     for option, message in [
         ("index.pathx=3", "--set index.pathx=3: index.pathx: unknown key"),
         ("max_failed_ratio=7", "--set max_failed_ratio=7: max_failed_ratio: must be a number from 0 to 1"),

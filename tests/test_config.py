@@ -195,8 +195,8 @@ def test_unknown_nested_key_regain_tolower_case(tmp_path):
     ('start: [{url: "corpus"}]\n', "index: is required"),
     ('start: []\nindex: {path: "i.sqlite"}\n', "start: needs at least one start URL"),
     ('start: [{parse: true}]\nindex: {path: "i.sqlite"}\n', "start[0].url: is required"),
-    ('start: [{url: "corpus"}]\nindex: {}\n', "index: needs either 'path' (the embedded index) or 'url' and 'name' (OpenSearch)"),
-    ('start: [{url: "corpus"}]\nindex: {path: "i.sqlite", kind: "opensearch"}\n', "index.kind: unknown key"),
+    ('start: [{url: "corpus"}]\nindex: {}\n', "index: needs 'kind' (one of sqlite, opensearch, delta), or 'path' (the embedded index)"),
+    ('start: [{url: "corpus"}]\nindex: {path: "i.sqlite", kind: "opensearch"}\n', "index.path: unknown key"),
     ('start: "corpus"\nindex: {path: "i.sqlite"}\n', "start: must be a list, got a string"),
     ("", "must be a mapping, got nothing"),
 ])
@@ -405,17 +405,17 @@ def test_opensearch_index_section(tmp_path, monkeypatch):
     path.write_text('start: [{url: "/srv"}]\nindex: {url: "https://h:9200/", name: docs, analyzer: german,\n'
                     '  username: u, password: "${OS_PASSWORD}", verify_certs: false}\n')
     index = load_config(str(path)).index
-    assert (index.url, index.name, index.analyzer, index.password, index.verify_certs, index.path) == (
-        "https://h:9200", "docs", "german", "s3cret", False, None)
+    assert (index.kind, index.url, index.name, index.analyzer, index.password, index.verify_certs) == (
+        "opensearch", "https://h:9200", "docs", "german", "s3cret", False)
     assert load_config(str(path)).report == str(tmp_path / "beamtrawl-docs.report.json")
 
 
 @pytest.mark.parametrize(("index", "message"), [
     ('{url: "h:9200", name: docs}', "index.url: must start with http:// or https://"),
-    ('{url: "http://h:9200"}', "index.name: is required with index.url"),
+    ('{url: "http://h:9200"}', "index.name: is required"),
     ('{url: "http://h:9200", name: Docs}', "index.name: must be lower case"),
     ('{url: "http://h:9200", name: docs, analyzer: klingon}', "index.analyzer: must be one of"),
-    ('{path: x.sqlite, analyzer: german}', "index.analyzer: applies only to an OpenSearch index"),
+    ('{path: x.sqlite, analyzer: german}', "index.analyzer: unknown key (allowed: kind, path)"),
     ('{url: "http://h", name: d, ca_file: nope.pem}', "index.ca_file: no such file"),
     ('{url: "http://h", name: d, timeout: 0}', "index.timeout: must be a positive number"),
 ])
@@ -472,7 +472,7 @@ def test_a_self_containing_alias_is_refused(tmp_path):
 
 def test_aliases_of_reasonable_size_still_work(tmp_path):
     config = load_config(str(write(tmp_path, with_top("http: {connect_timeout: &t 7, read_timeout: *t}\n"))))
-    assert (config.http.connect_timeout, config.http.read_timeout) == (7, 7)
+    assert (config.section("http").connect_timeout, config.section("http").read_timeout) == (7, 7)
 
 
 def test_a_large_value_is_cut_in_the_message(tmp_path):
@@ -494,7 +494,7 @@ def test_a_merge_key_may_be_overridden(tmp_path):
     config = load_config(str(write(tmp_path, MINIMAL + "smb: &base {read_acls: false}\n"
                                    "imap: {starttls: false}\n"
                                    "http: {<<: {delay: 1, total_timeout: 9}, delay: 2}\n")))
-    assert (config.http.delay, config.http.total_timeout) == (2, 9)
+    assert (config.section("http").delay, config.section("http").total_timeout) == (2, 9)
 
 
 def test_a_file_that_is_not_utf8_is_named(tmp_path):
@@ -593,3 +593,19 @@ def test_a_password_file_that_is_not_text_is_named(tmp_path):
     (tmp_path / "pw.bin").write_bytes(b"\xff\xfesecret")
     assert error_of(tmp_path, with_top("credentials: [{url: 'http://h', username: u, password_file: pw.bin}]\n")) == (
         f"credentials[0].password_file: {tmp_path / 'pw.bin'} is not UTF-8 text (byte 0xff at offset 0)")
+
+
+def test_the_index_names_its_kind_and_a_file_without_kind_reads_as_before(tmp_path):
+    """issue 29: ``index: {kind: …}`` with the kind's own keys; without ``kind``, the key that named the kind
+    before names it still."""
+    def index(text: str):
+        path = tmp_path / "kind.yaml"
+        path.write_text(f'start: [{{url: "/srv"}}]\nindex: {text}\n', encoding="utf-8")
+        return load_config(str(path)).index
+    assert index("{kind: sqlite, path: i.sqlite}") == index("{path: i.sqlite}")
+    assert index('{kind: opensearch, url: "http://h:9200", name: docs}').label == "http://h:9200 (docs)"
+    assert index("{table: t}").kind == "delta"
+    assert error_of(tmp_path, 'start: [{url: "/srv"}]\nindex: {kind: SQLite, path: i.sqlite}\n') == (
+        "index.kind: must be one of sqlite, opensearch, delta, got 'SQLite' (did you mean sqlite?)")
+    assert error_of(tmp_path, 'start: [{url: "/srv"}]\nindex: {kind: delta, path: i.sqlite}\n').startswith(
+        "index.path: unknown key (allowed: format, kind, storage_options, table)")

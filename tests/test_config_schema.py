@@ -95,11 +95,11 @@ def test_sections_keep_their_names_types_and_defaults_for_the_stages(tmp_path):
     path = tmp_path / "crawl.yaml"
     path.write_text('start: [{url: "/srv"}]\nindex: {path: i.sqlite}\nhttp: {max_body: 2 MiB}\n', encoding="utf-8")
     config = load_config(str(path))
-    assert config.http.max_body == 2 * 1024**2
-    assert (config.http.delay, config.smb.read_acls, config.imap.starttls, config.preparation.timeout) == (
+    assert config.section("http").max_body == 2 * 1024**2
+    assert (config.section("http").delay, config.section("smb").read_acls, config.section("imap").starttls, config.preparation.timeout) == (
         1.0, True, True, 60.0)
     with pytest.raises(ValidationError):  # frozen, as the dataclasses were
-        config.http.delay = 5
+        config.section("http").delay = 5
 
 
 def test_every_documented_default_is_what_the_loader_gives(tmp_path):
@@ -127,3 +127,14 @@ def test_every_documented_default_is_what_the_loader_gives(tmp_path):
         node[name] = yaml.safe_load(literal.group(1))
         path.write_text(yaml.safe_dump(raw))
         assert load_config(str(path)) == plain, key
+
+
+def test_every_built_in_source_section_has_a_default_for_every_key():
+    """A section a file leaves out is its model's defaults (SourceSettings.of): a built-in may require nothing."""
+    from beamtrawl.transforms.sources import settings_sources
+    from beamtrawl.transforms.sources.settings import SourceSettings
+
+    found = settings_sources()
+    assert sorted(found) == ["http", "imap", "s3", "smb"]
+    for kind in found.values():
+        assert SourceSettings().of(kind) == kind.Settings()

@@ -26,6 +26,7 @@ from beamtrawl.pipeline.serve.people import (
 )
 from beamtrawl.pipeline.serve.protocol import HEAD_SECONDS
 from beamtrawl.transforms.index.base import Page, Stored
+from beamtrawl.transforms.sources.file import open_local_file
 from beamtrawl.transforms.urls import path_to_url
 
 from tests.conftest import beamtrawl_command
@@ -60,7 +61,7 @@ def tree(tmp_path):
 
 def test_the_indexed_file_opens(tree):
     root, doc = tree
-    with documents.open_local_file(_indexed(root / "docs", doc), follow_symlinks=False) as stream:
+    with open_local_file(_indexed(root / "docs", doc), follow_symlinks=False) as stream:
         assert stream.read() == b"a note\n"
 
 
@@ -70,7 +71,7 @@ def test_a_symbolic_link_swapped_in_after_the_crawl_is_refused(tree):
     doc.unlink()
     doc.symlink_to(root / "secret")
     with pytest.raises(documents.NotIndexed):
-        documents.open_local_file(stored, follow_symlinks=False)
+        open_local_file(stored, follow_symlinks=False)
 
 
 def test_a_folder_swapped_for_a_symbolic_link_is_refused(tree):
@@ -82,8 +83,8 @@ def test_a_folder_swapped_for_a_symbolic_link_is_refused(tree):
     (root / "docs" / "sub").rename(root / "old")
     (root / "docs" / "sub").symlink_to(elsewhere)
     with pytest.raises(documents.NotIndexed):
-        documents.open_local_file(stored, follow_symlinks=False)
-    with documents.open_local_file(stored, follow_symlinks=True) as stream:  # the crawl followed links
+        open_local_file(stored, follow_symlinks=False)
+    with open_local_file(stored, follow_symlinks=True) as stream:  # the crawl followed links
         assert stream.read() == b"a note\n"
 
 
@@ -101,7 +102,7 @@ def test_a_fifo_in_its_place_does_not_hold_a_thread(tree):
 
 def _refused(stored) -> bool:
     try:
-        documents.open_local_file(stored, follow_symlinks=False)
+        open_local_file(stored, follow_symlinks=False)
     except documents.NotIndexed:
         return True
     return False
@@ -112,7 +113,7 @@ def test_a_changed_file_is_not_sent_with_the_old_access(tree):
     stored = _indexed(root / "docs", doc)
     doc.write_text("a note, longer now\n")
     with pytest.raises(documents.NotIndexed):
-        documents.open_local_file(stored, follow_symlinks=False)
+        open_local_file(stored, follow_symlinks=False)
 
 
 def test_a_deleted_file_is_not_found(tree):
@@ -120,7 +121,7 @@ def test_a_deleted_file_is_not_found(tree):
     stored = _indexed(root / "docs", doc)
     doc.unlink()
     with pytest.raises(FileNotFoundError):
-        documents.open_local_file(stored, follow_symlinks=False)
+        open_local_file(stored, follow_symlinks=False)
 
 
 @pytest.mark.parametrize("level", ["start folder", "above the start folder", "below the start folder"])
@@ -139,7 +140,7 @@ def test_a_swapped_folder_at_any_level_is_refused(tree, level):
     swapped.rename(swapped.parent / f"{swapped.name}-moved")
     swapped.symlink_to(look_alike)
     with pytest.raises(documents.NotIndexed):
-        documents.open_local_file(stored, follow_symlinks=False)
+        open_local_file(stored, follow_symlinks=False)
 
 
 def _report(base: str, name: str) -> dict:
@@ -273,14 +274,14 @@ def test_without_a_start_folder_the_file_itself_must_be_no_link(tree):
     doc.unlink()
     doc.symlink_to(root / "secret")
     with pytest.raises(documents.NotIndexed):
-        documents.open_local_file(stored, follow_symlinks=False)
+        open_local_file(stored, follow_symlinks=False)
 
 
 def test_a_start_url_naming_the_file_opens_it(tree):
     root, doc = tree
     stored = _indexed(root / "docs", doc)
     stored.root = stored.url
-    with documents.open_local_file(stored, follow_symlinks=False) as stream:
+    with open_local_file(stored, follow_symlinks=False) as stream:
         assert stream.read() == b"a note\n"
 
 

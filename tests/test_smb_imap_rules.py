@@ -4,9 +4,18 @@ keys ``smb`` and ``imap``, IMAP URLs under their folder, and attachments found i
 from __future__ import annotations
 
 import pytest
-from beamtrawl.pipeline.config import ImapConfig, SmbConfig, load_config
+from beamtrawl.pipeline.config import load_config
 from beamtrawl.transforms.sources import ancestors
-from beamtrawl.transforms.sources.imap import _attachment_name, _attachments, folder_url, message_url
+from beamtrawl.transforms.sources.imap import (
+    ImapSettings,
+    ImapSource,
+    _attachment_name,
+    _attachments,
+    folder_url,
+    message_url,
+)
+from beamtrawl.transforms.sources.settings import SourceSettings
+from beamtrawl.transforms.sources.smb import SmbSettings, SmbSource
 from beamtrawl.transforms.sources.smb_acl import readers
 from beamtrawl.transforms.urls import is_under
 from imapclient.response_types import BodyData
@@ -36,14 +45,15 @@ def test_readers_follow_windows_ace_order(aces, expected):
 
 
 def test_smb_and_imap_settings(tmp_path):
-    assert load_config(str(write(tmp_path, MINIMAL))).smb == SmbConfig(read_acls=True, sid_names={})
+    defaults = SourceSettings.from_config(load_config(str(write(tmp_path, MINIMAL))))
+    assert defaults.of(SmbSource) == SmbSettings(read_acls=True, sid_names={})
     (tmp_path / "ca.pem").write_text("x", encoding="utf-8")
     config = load_config(str(write(tmp_path, with_top(f"""
         smb: {{read_acls: false, sid_names: {{{ALICE}: alice, S-1-1-0: everyone}}}}
         imap: {{starttls: false, ca_file: ca.pem}}
         """))))
-    assert config.smb == SmbConfig(read_acls=False, sid_names={ALICE: "alice", EVERYONE: "everyone"})
-    assert config.imap == ImapConfig(starttls=False, ca_file=str(tmp_path / "ca.pem"))
+    assert config.section("smb") == SmbSettings(read_acls=False, sid_names={ALICE: "alice", EVERYONE: "everyone"})
+    assert SourceSettings.from_config(config).of(ImapSource) == ImapSettings(starttls=False, ca_file=str(tmp_path / "ca.pem"))
 
 
 @pytest.mark.parametrize(("extra", "expected"), [

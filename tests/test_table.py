@@ -256,8 +256,8 @@ def test_a_table_crawl_refuses_a_folder_that_is_not_its_table(tmp_path, make_con
 
 @pytest.mark.parametrize("index, problem", [
     ({"table": "t", "format": "iceberg"}, "index.format: must be delta"),
-    ({"table": "t", "path": "x.sqlite"}, "needs one of"),
-    ({"table": "t", "name": "x"}, "index.name: does not apply to a table"),
+    ({"table": "t", "path": "x.sqlite"}, "index: needs 'kind' (one of sqlite, opensearch, delta)"),
+    ({"table": "t", "name": "x"}, "index.name: unknown key (allowed: format, kind, storage_options, table)"),
     ({"table": "ftp://host/t"}, "index.table: must be a path"),
     ({"table": "s3://b/t", "storage_options": ["x"]}, "index.storage_options: must be a mapping"),
     ({"table": None}, "index.table: must be a non-empty string, got nothing"),

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from beamtrawl.plugins.hookspecs import Job
 from beamtrawl.plugins.manager import PluginHost
+from beamtrawl.transforms.sources import by_host
 from beamtrawl.transforms.urls import depth_below, is_under
 
 RULES_MATCHED = "rules_matched"  # Beam metrics namespace: one counter per rule that decided a URL
@@ -118,7 +119,7 @@ class Rules:
             return False
         if root == url:  # a start URL naming one document
             return self.starts[url].index
-        # a web page's depth is link hops, known only while crawling: its path says nothing about it
-        depth = 0 if url.startswith(("http://", "https://")) else depth_below(url, root)
+        # a web page's depth is link hops (a ByHost source's), known only while crawling: its path says nothing
+        depth = 0 if by_host(url) else depth_below(url, root)
         decision = self._rules(url, depth)
         return decision.accepted and decision.index

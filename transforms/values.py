@@ -109,7 +109,7 @@ def language_package(language: str) -> str:
 
 class NodeOptions(NamedTuple):
     """How to reach and lay out an OpenSearch index (the ``index:`` section's OpenSearch keys): its defaults
-    are written here, once; the schema (pipeline/config/schema.py) reads them."""
+    are written here, once; the OpenSearch target's settings (transforms/index/opensearch.py) read them."""
 
     analyzer: str = "english"  # the text analyzer of the content fields
     username: str | None = None
@@ -122,7 +122,7 @@ class NodeOptions(NamedTuple):
 
 class Limits(NamedTuple):
     """What one web request may take (the ``http:`` section's limits): its defaults are written here, once;
-    the schema reads them."""
+    the web source's settings (transforms/sources/http/__init__.py) read them."""
 
     connect_timeout: float = 10.0
     read_timeout: float = 30.0

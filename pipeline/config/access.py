@@ -16,7 +16,8 @@ from __future__ import annotations
 import inspect
 from typing import Annotated, Any
 
-from beamtrawl.pipeline.config.fields import (
+from beamtrawl.transforms.enrich.access import GROUP_NAME, CustomController, PosixOwnership, UrlRules
+from beamtrawl.transforms.fields import (
     Items,
     OrEmpty,
     Problem,
@@ -27,7 +28,6 @@ from beamtrawl.pipeline.config.fields import (
     exactly_one,
     fail,
 )
-from beamtrawl.transforms.enrich.access import GROUP_NAME, CustomController, PosixOwnership, UrlRules
 from beamtrawl.transforms.values import UrlPattern
 from pydantic import BeforeValidator, Field, model_validator
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from beamtrawl.pipeline.config.fields import Count, Flag, Problem, Regex, Section, Text, fail, matching
 from beamtrawl.transforms.enrich.auxfields import DEFAULT_AUX_FIELDS, RESERVED, AuxFieldSpec
+from beamtrawl.transforms.fields import Count, Flag, Problem, Regex, Section, Text, fail, matching
 from pydantic import Field, field_validator, model_validator
 
 FieldName = matching(r"[a-z][a-z0-9_]*", "must be lower case letters, digits or '_', starting with a letter, got "

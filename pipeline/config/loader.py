@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import yaml
-from beamtrawl.pipeline.config.fields import FromEnvironment, Problem, explain
 from beamtrawl.pipeline.config.model import Config, build
-from beamtrawl.pipeline.config.schema import CrawlFile
+from beamtrawl.pipeline.config.schema import crawl_file, sections_named
+from beamtrawl.transforms.fields import FromEnvironment, Problem, explain
 from pydantic import ValidationError
 
 MAX_YAML_VALUES = 100_000  # values a file may expand to through its aliases (a "billion laughs" stops here)
@@ -70,7 +70,8 @@ def parse_config(raw: Any, source: str, crawling: bool = True) -> Config:
     the preparator instances (``preparators`` is empty) nor ask for files only a crawl opens (``imap.ca_file``)."""
     context = {"base": os.path.dirname(os.path.abspath(source)), "crawling": crawling}
     try:
-        return build(CrawlFile.model_validate(expand_environment(raw), context=context), source, crawling)
+        raw = expand_environment(raw)
+        return build(crawl_file(sections_named(raw, crawling)).model_validate(raw, context=context), source, crawling)
     except ValidationError as err:
         key, problem = explain(err.errors(include_url=False)[0])
         raise _error(source, key.lstrip("."), problem) from None

@@ -9,27 +9,22 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from beamtrawl.pipeline.config.access import controllers
 from beamtrawl.pipeline.config.auxfields import aux_field_specs
-from beamtrawl.pipeline.config.fields import Problem
 from beamtrawl.pipeline.config.ocr import with_ocr
 from beamtrawl.pipeline.config.plugins import plugin_specs
 from beamtrawl.pipeline.config.preparators import preparator_specs
-from beamtrawl.pipeline.config.schema import (
-    CrawlFile,
-    HttpConfig,
-    ImapConfig,
-    IndexConfig,
-    S3Config,
-    SmbConfig,
-)
+from beamtrawl.pipeline.config.schema import CrawlFile
 from beamtrawl.plugins.manager import PluginSpec
 from beamtrawl.transforms.enrich.auxfields import AuxFieldSpec
+from beamtrawl.transforms.fields import Problem
+from beamtrawl.transforms.sources import section_source
 from beamtrawl.transforms.values import Bounds, Credential, OcrSettings, StartUrl, UrlPattern
 
 if TYPE_CHECKING:
+    from beamtrawl.transforms.index.base import TargetSettings
     from beamtrawl.transforms.preparators import PreparatorSpec
 
 
@@ -41,15 +36,12 @@ class Config:
     start: tuple[StartUrl, ...]
     whitelist: tuple[UrlPattern, ...]
     blacklist: tuple[UrlPattern, ...]
-    index: IndexConfig
+    index: TargetSettings  # the kind's own model (transforms/index: its target's Settings)
     report: str
     work_dir: str
     url_cleaners: tuple[re.Pattern, ...]
     credentials: tuple[Credential, ...]
-    http: HttpConfig
-    smb: SmbConfig
-    imap: ImapConfig
-    s3: S3Config
+    sections: tuple[tuple[str, Any], ...]  # the sources' sections the file changes: name → the source's Settings
     max_depth: int | None
     max_file_size: int
     max_summary_length: int
@@ -66,11 +58,24 @@ class Config:
     preparation: Bounds
     ocr: OcrSettings  # also the ``ocr`` parameter of the preparators that OCR (image, pdf)
 
+    def section(self, name: str) -> Any:
+        """The source section ``name`` as the file gave it, else its defaults (None: no source has a section
+        ``name``). Sources read theirs through :class:`~beamtrawl.transforms.sources.settings.SourceSettings`."""
+        given = dict(self.sections).get(name)
+        source = given is None and section_source(name)
+        return source.Settings() if source else given
+
 
 #: The top-level limits and switches with their defaults, read from the schema (the report and work folder
 #: default to places beside the index, found in :func:`build`).
 DEFAULTS = {name: field.default for name, field in CrawlFile.model_fields.items()
             if name not in ("report", "work_dir") and (field.default is None or isinstance(field.default, (int, float)))}
+
+
+def _changed_sections(file: CrawlFile) -> tuple:
+    """The sources' sections the file gives other values than their defaults (``http: {}`` changes nothing)."""
+    given = ((name, getattr(file, name)) for name in type(file).model_fields if name not in CrawlFile.model_fields)
+    return tuple((name, value) for name, value in given if value != type(value)())
 
 
 def build(file: CrawlFile, source: str, crawling: bool = True) -> Config:
@@ -88,9 +93,7 @@ def build(file: CrawlFile, source: str, crawling: bool = True) -> Config:
                                              "would be crawled")
     index = file.index
     base = os.path.dirname(os.path.abspath(source))
-    stem = (os.path.splitext(index.path)[0] if index.path
-            else index.table.rstrip("/") if index.table and "://" not in index.table
-            else os.path.join(base, f"beamtrawl-{index.name or 'table'}"))
+    stem = index.stem(base)
     settings = {key: getattr(file, key) for key in DEFAULTS}
     work_dir = file.work_dir or stem + ".work"
     ocr = file.ocr.settings(work_dir, file.preparation.timeout)
@@ -99,8 +102,9 @@ def build(file: CrawlFile, source: str, crawling: bool = True) -> Config:
         blacklist=tuple(entry.value(f"blacklist[{i}]") for i, entry in enumerate(file.blacklist)),
         credentials=tuple(entry.value(f"credentials[{i}]") for i, entry in enumerate(file.credentials)),
         index=index, report=file.report or stem + ".report.json", work_dir=work_dir,
-        url_cleaners=file.url_cleaners, http=file.http, smb=file.smb,
-        imap=file.imap, s3=file.s3, plugins=plugin_specs(file.plugins, load=crawling),
+        url_cleaners=file.url_cleaners,
+        sections=_changed_sections(file),
+        plugins=plugin_specs(file.plugins, load=crawling),
         auxiliary_fields=aux_field_specs(file.auxiliary_fields), access_control=controllers(file.access_control),
         preparators=with_ocr(preparator_specs(file.preparators), ocr) if crawling else (),
         preparation=file.preparation.bounds(), ocr=ocr, **settings)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Annotated
 
-from beamtrawl.pipeline.config.fields import Count, Flag, Items, Seconds, Section, context, fail, matching
+from beamtrawl.transforms.fields import Count, Flag, Items, Seconds, Section, context, fail, matching
 from beamtrawl.transforms.preparators.ocr import packs
 from beamtrawl.transforms.values import OcrSettings, language_package
 from pydantic import Field, ValidationInfo, field_validator

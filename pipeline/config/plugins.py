@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from beamtrawl.pipeline.config.fields import Count, Flag, OrEmpty, Problem, Section, Text, fail
 from beamtrawl.plugins.manager import PluginHost, PluginLoadError, PluginSpec
+from beamtrawl.transforms.fields import Count, Flag, OrEmpty, Problem, Section, Text, fail
 from pydantic import Field, field_validator
 
 

@@ -25,7 +25,7 @@ from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any
 
-from beamtrawl.pipeline.config.fields import (
+from beamtrawl.transforms.fields import (
     Count,
     Flag,
     Number,

@@ -11,8 +11,11 @@ import itertools
 import json
 import textwrap
 
-from beamtrawl.pipeline.config.fields import Section
-from beamtrawl.pipeline.config.schema import CrawlFile
+from beamtrawl.pipeline.config.schema import crawl_file
+from beamtrawl.transforms import index as targets
+from beamtrawl.transforms.fields import Section
+from beamtrawl.transforms.registry import RegistryError
+from beamtrawl.transforms.sources import settings_sources
 
 _FORMATS = {"size": "size", "regex": "regex", "url": "URL or path", "path": "path"}
 _BOUNDS = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤"}
@@ -21,14 +24,35 @@ _BOUNDS = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤"}
 _JSON_BOUNDS = {"ge": "minimum", "gt": "exclusiveMinimum", "le": "maximum", "lt": "exclusiveMaximum"}
 
 
+def _spelled(node):
+    """A bound on a number that reads an environment value first (``Count``) is kept by pydantic under its own
+    name (``ge``): JSON Schema's is ``minimum``."""
+    if isinstance(node, dict):
+        return {_JSON_BOUNDS.get(k, k) if not isinstance(v, (dict, list)) else k: _spelled(v) for k, v in node.items()}
+    return [_spelled(v) for v in node] if isinstance(node, list) else node
+
+
+def index_kinds() -> dict[str, type[Section]]:
+    """Every index target's section model by kind, entry points' included (a broken one is left out: the
+    registry warned, and a file naming it gets the error)."""
+    found = {}
+    for kind in targets.REGISTRY.names():
+        try:
+            found[kind] = targets.settings_model(kind)
+        except RegistryError:
+            continue
+    return found
+
+
 def json_schema() -> dict:
-    """The file's JSON Schema. A bound on a number that reads an environment value first (``Count``) is kept
-    by pydantic under its own name (``ge``): JSON Schema's is ``minimum``."""
-    def spelled(node):
-        if isinstance(node, dict):
-            return {_JSON_BOUNDS.get(k, k) if not isinstance(v, (dict, list)) else k: spelled(v) for k, v in node.items()}
-        return [spelled(v) for v in node] if isinstance(node, list) else node
-    return spelled(CrawlFile.model_json_schema())
+    """The file's JSON Schema, with the section of every registered source that has settings and ``index`` as
+    one of its kinds' mappings."""
+    schema = _spelled(crawl_file(frozenset(settings_sources())).model_json_schema())
+    kinds = [_spelled(model.model_json_schema()) for model in index_kinds().values()]
+    for kind in kinds:
+        schema.setdefault("$defs", {}).update(kind.pop("$defs", {}))
+    schema["properties"]["index"] = {"anyOf": kinds, "description": schema["properties"]["index"].get("description", "")}
+    return schema
 
 
 def _number(value: float) -> str:
@@ -90,12 +114,15 @@ def field_docs(model: type[Section]) -> dict[str, str]:
     """The docstring under each field of ``model`` (and of the sections it extends), as one line."""
     docs = {}
     for cls in reversed([c for c in model.__mro__ if issubclass(c, Section) and c is not Section]):
-        body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+        try:
+            body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+        except (OSError, TypeError):  # a model made at run time (the file with its sources' sections)
+            continue
         for field, text in itertools.pairwise(body):
             if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
                     and isinstance(text, ast.Expr) and isinstance(text.value, ast.Constant)):
                 docs[field.target.id] = " ".join(text.value.value.split())
-    return {field.alias or name: docs.get(name, "") for name, field in model.model_fields.items()}
+    return {field.alias or name: docs.get(name) or field.description or "" for name, field in model.model_fields.items()}
 
 
 def _rows(schema: dict, defs: dict, prefix: str, docs: dict) -> tuple[list[str], list[tuple[str, dict]]]:
@@ -114,11 +141,26 @@ def _rows(schema: dict, defs: dict, prefix: str, docs: dict) -> tuple[list[str],
     return rows, below
 
 
+def _tables(schema: dict, models: dict, prefix: str = "", heading: str = "") -> list[str]:
+    """The tables of one mapping and of every mapping below it, each under its key path."""
+    out, defs = [], schema.get("$defs", {})
+    todo = [(prefix, schema)]
+    while todo:
+        prefix, section = todo.pop(0)
+        docs = field_docs(models[section.get("title", "CrawlFile")])
+        rows, below = _rows(section, defs, f"{prefix}." if prefix else "", docs)
+        title = f"`{prefix}`{heading if prefix and not out else ''}" if prefix else "Top level"
+        out += [f"## {title}", "", section.get("description", "").strip(), "",
+                "| key | type | default | meaning |", "|---|---|---|---|", *rows, ""]
+        todo += below
+    return out
+
+
 def reference() -> str:
-    schema = json_schema()
-    defs = schema.get("$defs", {})
+    schema = _spelled(crawl_file(frozenset(settings_sources())).model_json_schema())
     out = ["# Configuration reference", "",
-           ("Generated from the schema (`pipeline/config/schema.py`) by "
+           ("Generated from the schema (`pipeline/config/schema.py`) and the settings every registered source and "
+            "index target declares (its `Settings`) by "
             "`python -m beamtrawl.pipeline.config.reference > docs/configuration-reference.md`; do not edit."),
            ("A key path `a.b` is key `b` of mapping `a`; `a[].b` is key `b` of each item of list `a`. "
             "`${NAME}` in any string value, at any depth (parameters included, keys not), is the environment "
@@ -126,15 +168,11 @@ def reference() -> str:
             "is read as a number or true/false where the key wants one. "
             "Relative paths are relative to the configuration file; "
             "a size is bytes or a string such as `10 MiB` or `2GB`. Unknown keys are errors."), ""]
-    models = sections()
-    todo = [("", schema)]
-    while todo:
-        prefix, section = todo.pop(0)
-        docs = field_docs(models[section.get("title", "CrawlFile")])
-        rows, below = _rows(section, defs, f"{prefix}." if prefix else "", docs)
-        out += [f"## `{prefix}`" if prefix else "## Top level", "", section.get("description", "").strip(), "",
-                "| key | type | default | meaning |", "|---|---|---|---|", *rows, ""]
-        todo += below
+    kinds = index_kinds()
+    models = sections()  # once every source and target is imported
+    out += _tables(schema, models)
+    for kind, model in kinds.items():
+        out += _tables(_spelled(model.model_json_schema()), models, "index", f" (kind: {kind})")
     return "\n".join(out)
 
 

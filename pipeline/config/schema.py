@@ -4,16 +4,18 @@ docs/configuration-reference.md is generated from these models (:mod:`pipeline.c
 
 from __future__ import annotations
 
+import difflib
+import functools
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from beamtrawl.pipeline.config.access import AccessEntry
 from beamtrawl.pipeline.config.auxfields import AuxFieldEntry
-from beamtrawl.pipeline.config.fields import (
+from beamtrawl.pipeline.config.ocr import OcrSection
+from beamtrawl.pipeline.config.plugins import PluginEntry
+from beamtrawl.pipeline.config.preparators import PreparationSection, PreparatorEntry
+from beamtrawl.transforms.fields import (
     Count,
-    Delay,
-    ExistingFile,
-    FileWhenCrawling,
     Flag,
     Items,
     OrEmpty,
@@ -21,24 +23,39 @@ from beamtrawl.pipeline.config.fields import (
     Problem,
     Ratio,
     Regex,
-    Seconds,
     Section,
     Size,
     Text,
     Url,
     context,
     exactly_one,
+    explain,
     fail,
-    matching,
 )
-from beamtrawl.pipeline.config.ocr import OcrSection
-from beamtrawl.pipeline.config.plugins import PluginEntry
-from beamtrawl.pipeline.config.preparators import PreparationSection, PreparatorEntry
-from beamtrawl.transforms.sources import BUILTIN, RegistryError, known, schemes, source_class
-from beamtrawl.transforms.sources.settings import SourceSettings
+from beamtrawl.transforms.fields import kind as kind_of
+from beamtrawl.transforms.sources import (
+    RegistryError,
+    builtin,
+    known,
+    local_path,
+    schemes,
+    section_source,
+    settings_sources,
+    source_for,
+    start_problem,
+)
+from beamtrawl.transforms.sources.settings import section_name
 from beamtrawl.transforms.urls import normalize_url
-from beamtrawl.transforms.values import Credential, Limits, NodeOptions, StartUrl, UrlPattern
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+from beamtrawl.transforms.values import Credential, StartUrl, UrlPattern
+from pydantic import (
+    Field,
+    PlainValidator,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+    create_model,
+    field_validator,
+)
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
 _PATH_HINT = "(a relative path with ':' in its first folder is written ./folder)"
@@ -64,8 +81,8 @@ class StartEntry(Section):
         if written and not known(written.group(1).lower()):  # the built-ins and those of entry points
             raise fail(f"scheme '{written.group(1).lower()}' is not crawlable; sources: {', '.join(schemes())} "
                        f"{_PATH_HINT}")
-        if written and written.group(1).lower() != "file" and not text[written.end():].startswith("//"):
-            scheme = written.group(1).lower()  # "http:/host" is a typo, not a folder named "http:"
+        if written and not text[written.end():].startswith("//") and local_path(text) is None:
+            scheme = written.group(1).lower()  # "http:/host" is a typo, not a folder named "http:"; file:/x is a URL
             raise fail(f"{scheme}: URLs are written {scheme}://host/… {_PATH_HINT}")
         if re.match(r"[a-z][a-z0-9+.-]*://[^/]*@", text, re.IGNORECASE):  # any scheme: the URL is indexed
             raise fail("must not hold a user or password; put the login in credentials")
@@ -74,17 +91,14 @@ class StartEntry(Section):
     @field_validator("url")
     @classmethod
     def _supported(cls, url: str, info: ValidationInfo) -> str:
-        scheme = url.split(":", 1)[0]
-        if context(info)["crawling"] and scheme not in BUILTIN:
+        if context(info)["crawling"]:  # a source loads now, not on a worker mid-crawl; a search needs none
             try:
-                source_class(scheme)  # another distribution's source loads now, not on a worker mid-crawl
+                source_for(url)
             except RegistryError as err:
                 raise fail(str(err)) from None
-        if scheme == "s3" and not re.fullmatch(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[^?#]*", url):
-            raise fail("an s3:// start URL is s3://bucket/[prefix/] (a bucket name is 3-63 lower case letters, "
-                       "digits, '.' or '-')")
-        if scheme == "smb" and not re.fullmatch(r"smb://[^/?#]+/[^?#]*", url):
-            raise fail("an smb:// start URL is smb://host[:port]/[share[/folder]]")
+            problem = start_problem(url)
+            if problem:
+                raise fail(problem)
         return url
 
     def value(self) -> StartUrl:
@@ -166,175 +180,54 @@ class CredentialEntry(Section):
         return Credential(self.url, self.username, password, self.auth)
 
 
-IndexName = matching(r"[a-z0-9][a-z0-9_.-]*", "must be lower case letters, digits, '_', '.' or '-', got {value!r}")
+#: The kind of an ``index`` section without ``kind``, guessed from the key that names it, as before ``kind`` was.
+_GUESSED_KIND = {"table": "delta", "path": "sqlite", "url": "opensearch", "name": "opensearch"}
+_KIND_NEEDED = ("needs 'kind' (one of {kinds}), or 'path' (the embedded index), 'url' and 'name' (OpenSearch) "
+                "or 'table' (a Delta table)")
 
 
-def _table_scheme(location: str) -> str:
-    if "://" in location and not re.match(r"(file:///|(s3|s3a|gs|gcs|az|abfss?)://[^/\s])", location):
-        raise fail(f"must be a path or a file://, s3://, gs:// or abfss:// URL with its bucket, got {location!r}")
-    return location
+def _targets():
+    """The index targets' registry, imported when an ``index`` section is checked (its built-in, the embedded
+    index, costs a configuration's import 0.1 s otherwise)."""
+    from beamtrawl.transforms import index
+
+    return index
 
 
-class IndexConfig(Section):
-    """The embedded SQLite/FTS5 index (``path``), an OpenSearch alias (``url`` and ``name``) or an open table
-    (``table``: docs/table.md)."""
+def _guessed_kind(raw: dict) -> str:
+    """The kind a section without ``kind`` was always read as (a file written before ``kind`` keeps loading)."""
+    for key in _GUESSED_KIND:  # written as nothing, each would pass for not given
+        if key in raw and raw[key] is None:
+            raise fail("must be a non-empty string, got nothing", at=f".{key}")
+    kinds = {kind for key, kind in _GUESSED_KIND.items() if key in raw and key != "name"} or \
+        {kind for key, kind in _GUESSED_KIND.items() if key in raw}  # a name beside a table is the table's mistake
+    if len(kinds) != 1:
+        raise fail(_KIND_NEEDED.format(kinds=", ".join(_targets().REGISTRY.names())))
+    return kinds.pop()
 
-    path: Path | None = None
-    """the embedded index's file (relative to the configuration file)"""
-    table: Annotated[Path, AfterValidator(_table_scheme)] | None = None
-    """a Delta table: a folder (relative to the configuration file) or a file/s3/gs/az/abfss URL"""
-    format: Literal["delta"] = "delta"
-    """table: the open table format (Delta Lake through delta-rs; docs/table.md says why not Iceberg)"""
-    storage_options: Annotated[dict[str, Text], OrEmpty,
-                               AfterValidator(lambda options: tuple(sorted(options.items())))] = ()
-    """table: options for delta-rs's object stores (credentials as ``${ENV_VAR}``)"""
-    url: Text | None = None
-    """OpenSearch: the node's http(s):// URL"""
-    name: IndexName | None = None
-    """OpenSearch: the alias (lower case letters, digits, '_', '.' or '-')"""
-    analyzer: Literal["english", "german", "french", "italian", "standard"] = NodeOptions._field_defaults["analyzer"]
-    """OpenSearch: the text analyzer"""
-    username: Text | None = None
-    """OpenSearch: the login"""
-    password: Text | None = Field(None, repr=False)
-    """OpenSearch: the password, as ``${ENV_VAR}``"""
-    ca_file: ExistingFile | None = None
-    """OpenSearch: certificates to trust instead of the system's"""
-    verify_certs: Flag = NodeOptions._field_defaults["verify_certs"]
-    """OpenSearch: check the node's certificate"""
-    timeout: Seconds = NodeOptions._field_defaults["timeout"]
-    """OpenSearch: seconds one request may take"""
-    compress: Flag = NodeOptions._field_defaults["compress"]
-    """OpenSearch: gzip requests"""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _one_kind(cls, raw):
-        if not isinstance(raw, dict):
-            return raw
-        for key in ("path", "table", "url", "name"):  # written as nothing, each would pass for not given
-            if key in raw and raw[key] is None:
-                raise fail("must be a non-empty string, got nothing", at=f".{key}")
-        if "table" in raw and ("path" in raw or "url" in raw):
-            raise fail("needs one of 'path' (the embedded index), 'url' (OpenSearch) or 'table'")
-        if "table" not in raw and ("path" in raw) == ("url" in raw):
-            raise fail("needs either 'path' (the embedded index) or 'url' and 'name' (OpenSearch), "
-                       "or 'table' (a Delta table)")
-        kind = next(key for key in ("table", "path", "url") if key in raw)
-        keys = {"table": _TABLE_KEYS, "path": ("path",)}.get(kind) or set(cls.model_fields) - set(_TABLE_KEYS)
-        wrong = sorted(key for key in raw if key in cls.model_fields and key not in keys)
-        if wrong:
-            raise fail(_NOT_FOR[kind], at=f".{wrong[0]}")
-        if kind == "url" and "name" not in raw:
-            raise fail("is required with index.url", at=".name")
+def index_section(raw: Any, info: ValidationInfo) -> Any:
+    """The ``index`` section, checked by the model of its kind's target (``kind``, else guessed): a
+    :class:`~beamtrawl.transforms.index.base.TargetSettings`."""
+    targets = _targets()
+    if isinstance(raw, targets.TargetSettings):
         return raw
-
-    @field_validator("url")
-    @classmethod
-    def _http(cls, url: str) -> str:
-        if not url.startswith(("http://", "https://")):
-            raise fail(f"must start with http:// or https://, got {url!r}")
-        return url.rstrip("/")
-
-    @property
-    def label(self) -> str:
-        return self.path or self.table or f"{self.url} ({self.name})"
-
-    @property
-    def kind(self) -> str:
-        """The registered index target serving this section (``transforms.index.REGISTRY``)."""
-        return "delta" if self.table else "sqlite" if self.path else "opensearch"
-
-    @property
-    def node_options(self) -> NodeOptions:
-        return NodeOptions(*(getattr(self, key) for key in NodeOptions._fields))
-
-
-_TABLE_KEYS = ("table", "format", "storage_options")
-_NOT_FOR = {"table": "does not apply to a table (with 'table')", "path": "applies only to an OpenSearch index (with 'url')",
-            "url": "applies only to a table (with 'table')"}  # a key given beside the kind of index it does not serve
-
-
-class HttpConfig(Section):
-    """Web crawling."""
-
-    user_agent: Text = Limits._field_defaults["user_agent"]
-    """the User-Agent header, also the name robots.txt rules are read for"""
-    delay: Delay = 1.0
-    """seconds between two requests to one host (robots.txt Crawl-delay may ask for more)"""
-    concurrency_per_host: Count = Field(2, ge=1)
-    """requests in flight to one host"""
-    connect_timeout: Seconds = Limits._field_defaults["connect_timeout"]
-    """seconds to connect"""
-    read_timeout: Seconds = Limits._field_defaults["read_timeout"]
-    """seconds between two reads"""
-    total_timeout: Seconds = Limits._field_defaults["total_timeout"]
-    """seconds for one page, redirects included"""
-    max_body: Size = Limits._field_defaults["max_body"]
-    """decompressed bytes; a larger page is reported and not indexed"""
-    max_redirects: Count = Field(Limits._field_defaults["max_redirects"], ge=0)
-    """redirects followed for one URL"""
-    max_pages_per_host: Count = Field(100_000, ge=1)
-    """pages of one host; a host cut there keeps all its indexed pages"""
-    max_cycle_count: Count = Field(3, ge=-1)
-    """regain's MaxCycleCount (repeated path segments); -1 switches it off"""
-    max_query_strings_per_path: Count = Field(200, ge=1)
-    """distinct query strings on one path (calendar traps)"""
-    robots_txt: Flag = True
-    """obey robots.txt"""
-    honour_robots_meta: Flag = True
-    """obey <meta name="robots" content="noindex, nofollow">"""
-    sitemaps: Flag = True
-    """read robots.txt Sitemap: lines and /sitemap.xml"""
-    block_private_addresses: Flag = Limits._field_defaults["block_private_addresses"]
-    """never fetch private or loopback addresses (set it for public sites)"""
-
-
-Sid = matching(r"S-1(-\d+)+", "must be a SID such as S-1-5-21-1004336348-1177238915-1001")
-
-
-class SmbConfig(Section):
-    """SMB shares."""
-
-    read_acls: Flag = SourceSettings.smb_read_acls
-    """read each file's Windows ACL into its groups"""
-    sid_names: Annotated[dict[Sid, Text], OrEmpty] = Field(default_factory=dict)
-    """the group name of a SID; others become groups spelled as the SID (S-1-5-21-…-1001)"""
-
-
-class ImapConfig(Section):
-    """Mailboxes."""
-
-    starttls: Flag = SourceSettings.imap_starttls
-    """imap:// logs in only after STARTTLS; false: plain text, for trusted networks"""
-    ca_file: FileWhenCrawling | None = None
-    """certificates to trust instead of the system's"""
-
-
-class S3Config(Section):
-    """S3 buckets and S3-compatible stores (MinIO, Ceph, …); logins from boto3's chain (the environment,
-    ~/.aws, an instance role) or a credentials entry for s3://bucket/ (username: access key id)."""
-
-    endpoint_url: Annotated[Text, AfterValidator(lambda url: _http_url(url))] | None = None
-    """an S3-compatible store's http(s):// endpoint; not given: AWS_ENDPOINT_URL, else AWS itself"""
-    region: Text | None = None
-    """the region; not given: AWS_REGION / ~/.aws, else us-east-1"""
-    addressing_style: Literal["auto", "path", "virtual"] = "auto"
-    """bucket in the path (most S3-compatible stores) or in the host name (AWS); auto: boto3 decides"""
-    connect_timeout: Seconds = 10.0
-    """seconds to connect"""
-    read_timeout: Seconds = 60.0
-    """seconds between two reads"""
-    max_attempts: Count = Field(4, ge=1, le=20)
-    """tries of one request (throttling and 5xx are retried with backoff); then the prefix is kept as it is"""
-    groups: Annotated[tuple[Text, ...], Items] = ()
-    """the access-control groups of every object (none: public; access_control entries may decide instead)"""
-
-
-def _http_url(url: str) -> str:
-    if not re.match(r"https?://[^/\s]+", url) or "@" in url.split("://", 1)[1].split("/", 1)[0]:
-        raise fail(f"must be an http:// or https:// URL without a login in it, got {url!r}")
-    return url.rstrip("/")
+    if not isinstance(raw, dict):
+        raise fail(f"must be a mapping, got {kind_of(raw)}")
+    name = raw["kind"] if "kind" in raw else _guessed_kind(raw)
+    if not isinstance(name, str) or not targets.REGISTRY.known(name) and not targets.REGISTRY.skipped(name):
+        near = difflib.get_close_matches(str(name).lower(), targets.REGISTRY.names(), n=1)
+        raise fail(f"must be one of {', '.join(targets.REGISTRY.names())}, got {name!r}"
+                   + (f" (did you mean {near[0]}?)" if near else ""), at=".kind")
+    try:
+        model = targets.settings_model(name)
+    except RegistryError as err:
+        raise fail(str(err), at=".kind") from None
+    try:
+        return model.model_validate({**raw, "kind": name}, context=info.context)
+    except ValidationError as err:
+        key, problem = explain(err.errors(include_url=False)[0])
+        raise fail(problem, at=key) from None
 
 
 class CrawlFile(Section):
@@ -347,8 +240,9 @@ class CrawlFile(Section):
     """URLs to crawl; the first matching entry gives the flags. Not given: everything under the starts"""
     blacklist: Annotated[tuple[PatternEntry, ...], Items] = ()
     """URLs never crawled, though whitelisted"""
-    index: IndexConfig
-    """the index written to"""
+    index: Annotated[Any, PlainValidator(index_section),
+                     WithJsonSchema({"type": "object", "description": "the kind's own keys: see `index` (kind: …)"})]
+    """the index written to: ``kind`` and the kind's own keys"""
     report: Path | None = None
     """the crawl report's path; not given: beside the index (NAME.report.json)"""
     work_dir: Path | None = None
@@ -357,14 +251,6 @@ class CrawlFile(Section):
     """regexes whose matches are removed from URLs (session ids)"""
     credentials: Annotated[tuple[CredentialEntry, ...], Items] = ()
     """logins by URL prefix"""
-    http: Annotated[HttpConfig, OrEmpty] = HttpConfig()
-    """web crawling: politeness, timeouts, robots.txt, traps"""
-    smb: Annotated[SmbConfig, OrEmpty] = SmbConfig()
-    """SMB shares: ACLs and SID names"""
-    imap: Annotated[ImapConfig, OrEmpty] = ImapConfig()
-    """mailboxes: TLS"""
-    s3: Annotated[S3Config, OrEmpty] = S3Config()
-    """S3 buckets: endpoint, timeouts, retries, groups"""
     max_depth: Count | None = Field(None, ge=0)
     """folder levels (link hops for the web) below a start URL; nothing: unlimited"""
     max_file_size: Size = 100 * 1024**2
@@ -396,9 +282,61 @@ class CrawlFile(Section):
     ocr: Annotated[OcrSection, OrEmpty] = OcrSection()
     """text recognised in images and scanned PDF pages (tesseract)"""
 
+    @classmethod
+    def other_keys(cls) -> set[str]:
+        return set(settings_sources())  # only when a key is unknown: this imports every source
+
     @field_validator("start")
     @classmethod
     def _some(cls, start):
         if not start:
             raise fail("needs at least one start URL")
         return start
+
+
+def _source_field(model: type) -> tuple:
+    """A source's section as a field of the file: written as nothing or left out, it has its defaults."""
+    about = " ".join((model.__doc__ or "").split()).split("; ")[0]  # its first line, as a table row says it
+    return Annotated[model, OrEmpty], Field(default_factory=dict, validate_default=True, description=about)
+
+
+def sections_named(raw: Any, crawling: bool = True) -> frozenset[str]:
+    """The top-level keys of ``raw`` that are sources' sections (``smb``, ``http``, an extension's) and, for a
+    crawl, the sections of the start URLs' sources from other distributions, given or not (so a key their model
+    requires is asked for now, not on a worker); raises Problem when the source a key names cannot be loaded."""
+    names = set()
+    for key in raw if isinstance(raw, dict) else ():
+        if key not in CrawlFile.model_fields:
+            try:
+                if section_source(key) is not None:
+                    names.add(key)
+            except RegistryError as err:
+                raise Problem(str(key), str(err)) from None
+    return frozenset(names | (_extension_sections(raw) if crawling else set()))
+
+
+def _extension_sections(raw: Any) -> set[str]:
+    """The sections of the sources of ``raw``'s start URLs that another distribution registers."""
+    starts = raw.get("start") if isinstance(raw, dict) else None
+    names = set()
+    for entry in starts if isinstance(starts, list) else ():
+        url = entry.get("url") if isinstance(entry, dict) else None
+        written = _SCHEME.match(url.strip()) if isinstance(url, str) else None
+        if written and not builtin(written.group(1).lower()):
+            try:
+                source = source_for(written.group(0))
+            except RegistryError:
+                continue  # the start URL's own check says so, at its key
+            if getattr(source, "Settings", None) is not None:
+                names.add(section_name(source))
+    return names
+
+
+@functools.cache
+def crawl_file(names: frozenset[str]) -> type[CrawlFile]:
+    """The file's model with the sections ``names`` of the sources' settings (every other key of the file is
+    the schema's own); only the sources a file names are imported."""
+    if not names:
+        return CrawlFile
+    fields = {name: _source_field(section_source(name).Settings) for name in sorted(names)}
+    return create_model("CrawlFile", __base__=CrawlFile, __doc__=CrawlFile.__doc__, **fields)

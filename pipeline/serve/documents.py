@@ -10,22 +10,18 @@ Content-Security-Policy of its own, so an indexed file can never script the sear
 
 from __future__ import annotations
 
-import errno
-import fcntl
-import os
 import re
-import stat
 import urllib.parse
 from collections.abc import Iterator
-from typing import BinaryIO
 
 from beamtrawl.transforms.index.base import Stored
-from beamtrawl.transforms.sources import Sources
-from beamtrawl.transforms.urls import url_to_path
+from beamtrawl.transforms.sources import Sources, at_own_address
+from beamtrawl.transforms.sources.base import Deliver, NotIndexed, capable
+
+__all__ = ["NotIndexed", "chunks", "headers", "is_web", "open_stream"]
 
 CHUNK = 256 * 1024
 DOCUMENT_ID = re.compile(r"[0-9a-f]{32}")  # transforms.urls.doc_id: anything else is no id of ours
-WEB_SCHEMES = ("http", "https")
 #: Shown in the browser rather than downloaded: types a browser displays without running them.
 INLINE_TYPES = re.compile(r"text/plain|application/pdf|image/(png|jpeg|gif|webp|bmp)|audio/[\w.+-]+|video/[\w.+-]+")
 #: Shown in the browser inside the sandbox of DOCUMENT_SANDBOX: HTML, to read as a page, never as this site.
@@ -41,8 +37,9 @@ _MIMETYPE = re.compile(r"[\w.+-]+/[\w.+-]+")
 
 
 def is_web(stored: Stored) -> bool:
-    """Web pages open at their own address; everything else through the search page."""
-    return stored.url.split(":", 1)[0].lower() in WEB_SCHEMES
+    """Web pages open at their own address (their source's OwnAddress capability); everything else through
+    the search page."""
+    return at_own_address(stored.url)
 
 
 def content_type(stored: Stored) -> str:
@@ -70,66 +67,14 @@ def headers(stored: Stored) -> dict[str, str]:
             "x-content-type-options": "nosniff"}
 
 
-class NotIndexed(OSError):
-    """The file at a document's place is no longer the file that was indexed (changed, replaced by a
-    symbolic link, a FIFO or a device): its groups were decided for another file, so it is not sent."""
-
-
 def open_stream(sources: Sources, stored: Stored, follow_symlinks: bool = False):
-    """The document's bytes as an open binary stream, from its source (raises what the source raises);
-    a local file through :func:`open_local_file`."""
-    if stored.url.startswith("file:"):
-        return open_local_file(stored, follow_symlinks)
-    return sources(stored.url).open_document(stored.url)
-
-
-def open_local_file(stored: Stored, follow_symlinks: bool) -> BinaryIO:
-    """The indexed local file, or NotIndexed. A file is served only if it is still a regular file of the
-    indexed size and modification time, reached without a symbolic link anywhere on its path — from ``/``,
-    through the start folder, to the file — unless the crawl followed them: each folder is opened relative
-    to the one above it (openat with O_NOFOLLOW), so a start folder or any folder swapped for a link, before
-    or during the walk, is refused. Opened non-blocking, so a FIFO put in its place cannot hold a thread."""
-    path = url_to_path(stored.url)
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
-    if follow_symlinks:  # the crawl followed links: so may delivery, the checks on the file still hold
-        return _checked(os.open(path, flags), stored)
-    parts = [part for part in os.path.normpath(os.path.abspath(path)).split(os.sep) if part]
-    folder = os.open(os.sep, flags | os.O_DIRECTORY)
-    try:
-        for name in parts[:-1]:
-            inner = _open(name, flags | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
-            os.close(folder)
-            folder = inner
-        fd = _open(parts[-1], flags | os.O_NOFOLLOW, dir_fd=folder)
-    finally:
-        os.close(folder)
-    return _checked(fd, stored)
-
-
-def _open(name: str, flags: int, dir_fd: int) -> int:
-    """os.open relative to ``dir_fd``, with a symbolic link in the way (O_NOFOLLOW's ELOOP, or ENOTDIR for a
-    folder replaced by a link or a file) as NotIndexed."""
-    try:
-        return os.open(name, flags, dir_fd=dir_fd)
-    except OSError as err:
-        if err.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise NotIndexed("a symbolic link is in its place") from None
-        raise
-
-
-def _checked(fd: int, stored: Stored) -> BinaryIO:
-    """The open ``fd`` as a blocking stream if it is the indexed regular file, else NotIndexed."""
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotIndexed("it is no longer a regular file")
-        if (st.st_size, st.st_mtime_ns) != (stored.size, stored.mtime_ns):
-            raise NotIndexed("it changed after it was indexed")
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    """The document's bytes as an open binary stream, from its source (raises what the source raises): through
+    its Deliver capability if it has one (a local file, checked to be the file that was indexed), else
+    ``open_document``."""
+    source = sources(stored.url)
+    if capable(source, Deliver):
+        return source.deliver(stored, follow_symlinks)
+    return source.open_document(stored.url)
 
 
 def chunks(stream) -> Iterator[bytes]:

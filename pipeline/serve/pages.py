@@ -11,6 +11,7 @@ from beamtrawl.pipeline import __version__
 from beamtrawl.pipeline.serve import documents, mime_names, thumbnails
 from beamtrawl.pipeline.serve.asking import MAX_EXPLAIN_CHARS
 from beamtrawl.transforms.index.query import MAX_QUERY_CHARS
+from beamtrawl.transforms.sources import at_own_address
 from markupsafe import Markup
 
 ORDER_LABELS = {"relevance": "Best match", "date": "Newest first"}
@@ -19,7 +20,7 @@ _HERE = Path(__file__).parent
 
 def hit_link(hit) -> str:
     """Where a hit opens: a web page at its address, anything else through /document/<id>."""
-    if hit.url.split(":", 1)[0].lower() in documents.WEB_SCHEMES:
+    if at_own_address(hit.url):
         return hit.url
     return f"/document/{hit.id}"
 

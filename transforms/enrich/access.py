@@ -35,7 +35,8 @@ from typing import NamedTuple
 from beamtrawl.transforms.accept import rule_matched
 from beamtrawl.transforms.records import EVERYONE
 from beamtrawl.transforms.registry import Registry
-from beamtrawl.transforms.urls import is_under, url_to_path
+from beamtrawl.transforms.sources import local_path
+from beamtrawl.transforms.urls import is_under
 
 GROUP_NAME = re.compile(r"\S+")
 
@@ -156,9 +157,9 @@ class PosixOwnership:
         self.__init__(**state)
 
     def groups(self, entry) -> Access | None:
-        if not entry.url.startswith("file:"):
+        path = local_path(entry.url)
+        if path is None:
             return None
-        path = url_to_path(entry.url)
         readers = self._reach(os.path.dirname(path)) & self._check(path, _READ)
         if readers not in self._answers:
             self._answers[readers] = self._answer(readers)

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from beamtrawl.transforms.urls import url_to_path
+from beamtrawl.transforms.sources import local_path
 
 #: Names an auxiliary field cannot take: the standard fields of every document (IndexDoc) but
 #: ``extension``, regain's default auxiliary field (tests check this list against IndexDoc).
@@ -50,8 +50,8 @@ class AuxFieldSpec:
         )
 
         text = url
-        if self.source == "path" and url.startswith("file:"):
-            text = url_to_path(url)
+        if self.source == "path":
+            text = local_path(url) or url
         match = self.regex.search(text)
         if match is None:
             return None

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from beamtrawl.transforms.fields import Section
 from beamtrawl.transforms.index.query import Query
 from beamtrawl.transforms.records import IndexDoc, SnapshotEntry
 
@@ -147,7 +149,25 @@ RECORD_FIELDS = ("url", "root", "title", "mimetype", "size", "mtime_ns", "last_m
                  "preparation_error", "content_hash", "prep_fingerprint", "indexed_at")
 
 
+class TargetSettings(Section):
+    """The ``index`` section of one kind of target: ``kind`` (its registered name) and the kind's own keys. A
+    target class declares its subclass as its ``Settings``; the configuration checks the section with it and
+    the reference documents it, so a target from another distribution is configured like a built-in one."""
+
+    @property
+    def label(self) -> str:
+        """The index as messages name it (a path, a URL and an alias)."""
+        return self.kind
+
+    def stem(self, base: str) -> str:
+        """Where the report and the work folder go when the file does not say: this path plus ``.report.json``
+        and ``.work``; ``base`` is the configuration file's folder."""
+        return os.path.join(base, f"beamtrawl-{self.kind}")
+
+
 class IndexTarget(ABC):
+    #: The model of its ``index`` section (a :class:`TargetSettings`); :meth:`from_config` takes one.
+    Settings: type[TargetSettings]
     #: True if only processes on this machine can write to it (the embedded index).
     local_only = False
     #: Ids per :meth:`delete` call of the delete batch; None: all of them in one call (one transaction).
@@ -163,6 +183,12 @@ class IndexTarget(ABC):
 
     def close(self) -> None:
         """Release connections; the target may be used again afterwards."""
+
+    def place_problem(self, create: bool) -> str:
+        """Driver, before a crawl (``create``: making the folders the index needs) and in ``--dry-run`` (not):
+        why the index cannot be created or written where the configuration puts it, naming it; "" if it can (a
+        server's index is made by :meth:`prepare`)."""
+        return ""
 
     def finish(self, succeeded: bool) -> None:
         """Driver, after the pipeline (also after a failure): release what :meth:`snapshot_splits`

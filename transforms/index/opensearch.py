@@ -38,12 +38,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from beamtrawl.transforms.enrich.auxfields import tokens
+from beamtrawl.transforms.fields import ExistingFile, Flag, Seconds, Text, fail, matching
 from beamtrawl.transforms.index.base import (
     ACCESS_FIELDS,
     DATE_FACET,
@@ -61,6 +63,7 @@ from beamtrawl.transforms.index.base import (
     Page,
     Rejected,
     Stored,
+    TargetSettings,
     access_key,
     date_buckets,
     render_snippet,
@@ -81,6 +84,9 @@ from beamtrawl.transforms.records import EVERYONE, AuxValue, IndexDoc, SnapshotE
 from beamtrawl.transforms.values import NodeOptions
 from opensearchpy import OpenSearch, helpers
 from opensearchpy.exceptions import NotFoundError, OpenSearchException, TransportError
+from pydantic import AfterValidator, Field
+
+IndexName = matching(r"[a-z0-9][a-z0-9_.-]*", "must be lower case letters, digits, '_', '.' or '-', got {value!r}")
 
 SLICE_DOCS = 50_000  # documents per snapshot slice
 PAGE = 5_000
@@ -151,9 +157,53 @@ def mapping(analyzer: str) -> dict:
     }
 
 
+def _node_url(url: str) -> str:
+    if not re.match(r"https?://", url):
+        raise fail(f"must start with http:// or https://, got {url!r}")
+    return url.rstrip("/")
+
+
+class OpenSearchSettings(TargetSettings):
+    """An OpenSearch alias (``kind: opensearch``; a section with ``url`` and no ``kind`` is one)."""
+
+    kind: Literal["opensearch"] = "opensearch"
+    """an OpenSearch alias"""
+    url: Annotated[Text, AfterValidator(_node_url)]
+    """the node's http(s):// URL"""
+    name: IndexName
+    """the alias (lower case letters, digits, '_', '.' or '-')"""
+    analyzer: Literal["english", "german", "french", "italian", "standard"] = NodeOptions._field_defaults["analyzer"]
+    """the text analyzer"""
+    username: Text | None = None
+    """the login"""
+    password: Text | None = Field(None, repr=False)
+    """the password, as ``${ENV_VAR}``"""
+    ca_file: ExistingFile | None = None
+    """certificates to trust instead of the system's"""
+    verify_certs: Flag = NodeOptions._field_defaults["verify_certs"]
+    """check the node's certificate"""
+    timeout: Seconds = NodeOptions._field_defaults["timeout"]
+    """seconds one request may take"""
+    compress: Flag = NodeOptions._field_defaults["compress"]
+    """gzip requests"""
+
+    @property
+    def label(self) -> str:
+        return f"{self.url} ({self.name})"
+
+    def stem(self, base: str) -> str:
+        return os.path.join(base, f"beamtrawl-{self.name}")
+
+    @property
+    def node_options(self) -> NodeOptions:
+        return NodeOptions(*(getattr(self, key) for key in NodeOptions._fields))
+
+
 class OpenSearchIndex(IndexTarget):
+    Settings = OpenSearchSettings
+
     @classmethod
-    def from_config(cls, index_config) -> OpenSearchIndex:
+    def from_config(cls, index_config: OpenSearchSettings) -> OpenSearchIndex:
         """The alias an ``index: {url: ..., name: ...}`` section names."""
         return cls(index_config.url, index_config.name, index_config.node_options)
 

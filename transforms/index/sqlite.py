@@ -44,10 +44,13 @@ import math
 import os
 import re
 import sqlite3
+import tempfile
 import urllib.parse
 from collections.abc import Iterator, Sequence
+from typing import Literal
 
 from beamtrawl.transforms.enrich.auxfields import tokens
+from beamtrawl.transforms.fields import Path
 from beamtrawl.transforms.index import sqlite_parts as parts
 from beamtrawl.transforms.index.base import (
     ACCESS_FIELDS,
@@ -65,6 +68,7 @@ from beamtrawl.transforms.index.base import (
     IndexUnavailable,
     Page,
     Stored,
+    TargetSettings,
     date_buckets,
     render_snippet,
 )
@@ -151,11 +155,28 @@ _BM25_K1, _BM25_B = 1.2, 0.75  # the constants of FTS5's bm25()
 _ACCESS_COLUMNS = ACCESS_FIELDS  # stored in docs under the same names; ``ranking`` has a row per partition
 
 
+class SqliteSettings(TargetSettings):
+    """The embedded SQLite/FTS5 index, one file (``kind: sqlite``; a section with ``path`` and no ``kind`` is one)."""
+
+    kind: Literal["sqlite"] = "sqlite"
+    """the embedded index"""
+    path: Path
+    """the index's file (relative to the configuration file)"""
+
+    @property
+    def label(self) -> str:
+        return self.path
+
+    def stem(self, base: str) -> str:
+        return os.path.splitext(self.path)[0]
+
+
 class EmbeddedIndex(IndexTarget):
+    Settings = SqliteSettings
     local_only = True
 
     @classmethod
-    def from_config(cls, index_config) -> EmbeddedIndex:
+    def from_config(cls, index_config: SqliteSettings) -> EmbeddedIndex:
         """The index an ``index: {path: ...}`` section names."""
         return cls(index_config.path)
 
@@ -166,6 +187,25 @@ class EmbeddedIndex(IndexTarget):
 
     def __getstate__(self):
         return {"path": self.path}
+
+    def place_problem(self, create: bool) -> str:
+        """The index file's folder must exist (a crawl makes it, as the index would) and take files: SQLite writes
+        its journal beside the file. ``--dry-run`` asks the nearest folder there is, leaving nothing behind."""
+        folder = os.path.dirname(os.path.abspath(self.path))
+        try:
+            if create:
+                os.makedirs(folder, exist_ok=True)
+            else:
+                while not os.path.isdir(folder):
+                    folder = os.path.dirname(folder)
+        except OSError as err:
+            return f"its folder {folder} cannot be created ({err.strerror}); choose another index.path"
+        try:
+            tempfile.TemporaryFile(dir=folder).close()
+        except OSError as err:
+            return (f"its folder {folder} cannot be written ({err.strerror}); choose another index.path" if create
+                    else f"cannot be created in {folder}: {err.strerror}")
+        return ""
 
     def __setstate__(self, state):
         self.__init__(state["path"])

@@ -33,15 +33,18 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from typing import Annotated, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-from beamtrawl.transforms.index.base import RECORD_FIELDS, IndexTarget, IndexUnavailable
+from beamtrawl.transforms.fields import OrEmpty, Path, Text, fail
+from beamtrawl.transforms.index.base import RECORD_FIELDS, IndexTarget, IndexUnavailable, TargetSettings
 from beamtrawl.transforms.index.query import Query
 from beamtrawl.transforms.records import AuxValue, IndexDoc, SnapshotEntry
+from pydantic import AfterValidator
 
 log = logging.getLogger("beamtrawl")
 #: delta-rs logs its own warnings to stderr (each probe of an object store's credential chain, several lines
@@ -130,13 +133,42 @@ def from_arrow(row: dict) -> IndexDoc:
     return IndexDoc(**values)
 
 
+def _table_location(location: str) -> str:
+    if "://" in location and not re.match(r"(file:///|(s3|s3a|gs|gcs|az|abfss?)://[^/\s])", location):
+        raise fail(f"must be a path or a file://, s3://, gs:// or abfss:// URL with its bucket, got {location!r}")
+    return location
+
+
+class DeltaSettings(TargetSettings):
+    """An open table (``kind: delta``; a section with ``table`` and no ``kind`` is one): docs/table.md."""
+
+    kind: Literal["delta"] = "delta"
+    """a Delta table"""
+    table: Annotated[Path, AfterValidator(_table_location)]
+    """the table: a folder (relative to the configuration file) or a file/s3/gs/az/abfss URL"""
+    format: Literal["delta"] = "delta"
+    """the open table format (Delta Lake through delta-rs; docs/table.md says why not Iceberg)"""
+    storage_options: Annotated[dict[str, Text], OrEmpty,
+                               AfterValidator(lambda options: tuple(sorted(options.items())))] = ()
+    """options for delta-rs's object stores (credentials as ``${ENV_VAR}``)"""
+
+    @property
+    def label(self) -> str:
+        return self.table
+
+    def stem(self, base: str) -> str:
+        return self.table.rstrip("/") if "://" not in self.table else os.path.join(base, "beamtrawl-table")
+
+
 class DeltaIndex(IndexTarget):
     """A Delta table at ``uri``; ``storage_options`` go to delta-rs for object stores (credentials)."""
+
+    Settings = DeltaSettings
 
     delete_batch = None  # every delete of a crawl in one transaction
 
     @classmethod
-    def from_config(cls, index_config) -> DeltaIndex:
+    def from_config(cls, index_config: DeltaSettings) -> DeltaIndex:
         """The table an ``index: {table: ...}`` section names."""
         return cls(index_config.table, dict(index_config.storage_options))
 

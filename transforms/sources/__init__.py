@@ -19,8 +19,16 @@ import functools
 import re
 
 from beamtrawl.transforms.registry import Registry, RegistryError
-from beamtrawl.transforms.sources.base import ByHost, ParentUrls, Source, capable
-from beamtrawl.transforms.sources.settings import SourceSettings
+from beamtrawl.transforms.sources.base import (
+    ByHost,
+    LocalFiles,
+    OwnAddress,
+    ParentUrls,
+    Source,
+    StartUrls,
+    capable,
+)
+from beamtrawl.transforms.sources.settings import SourceSettings, section_name
 
 GROUP = "beamtrawl.sources"
 #: The sources beamtrawl ships, by scheme: "module:class" below this package.
@@ -44,6 +52,11 @@ def scheme_of(url: str) -> str:
 def schemes() -> tuple[str, ...]:
     """Every scheme a start URL may have (without importing any source)."""
     return REGISTRY.names()
+
+
+def builtin(scheme: str) -> bool:
+    """Is ``scheme`` served by a source beamtrawl ships (known without reading the entry points)?"""
+    return scheme in REGISTRY.builtin
 
 
 def known(scheme: str) -> bool:
@@ -75,6 +88,35 @@ def source_for(url: str) -> type[Source]:
     return source_class(scheme_of(url))
 
 
+def start_problem(url: str) -> str:
+    """What ``url``'s source says is wrong with it as a start URL ("" if nothing); raises RegistryError."""
+    kind = source_for(url)
+    return kind.start_problem(url) if capable(kind, StartUrls) else ""
+
+
+def section_source(name: str) -> type[Source] | None:
+    """The source whose settings the crawl file's top-level section ``name`` holds (``smb``, ``http``), if
+    any; raises RegistryError when that source cannot be loaded."""
+    if not isinstance(name, str) or not _SCHEME_NAME.fullmatch(name) or not known(name):
+        return None
+    kind = source_class(name)
+    return kind if getattr(kind, "Settings", None) is not None and section_name(kind) == name else None
+
+
+def settings_sources() -> dict[str, type[Source]]:
+    """Every source with settings by its section name, entry points' included (the reference, ``init``): this
+    imports every source."""
+    found = {}
+    for scheme in schemes():
+        try:
+            kind = section_source(scheme)
+        except RegistryError:
+            continue  # a broken extension: its warning was given; the crawl that names it says so
+        if kind is not None:
+            found[scheme] = kind
+    return found
+
+
 class Sources:
     """The sources of one crawl in one process, each made once with the crawl's settings. A DoFn builds
     one in ``setup`` from the settings it took in its constructor."""
@@ -97,6 +139,26 @@ def by_host(url: str) -> bool:
         return capable(source_for(url), ByHost)
     except RegistryError:
         return False
+
+
+def local_path(url: str) -> str | None:
+    """``url``'s path in this machine's file system if its source keeps documents there (its LocalFiles
+    capability), else None (also for an unknown scheme)."""
+    try:
+        kind = source_for(url)
+    except RegistryError:
+        return None
+    return kind.local_path(url) if capable(kind, LocalFiles) else None
+
+
+def at_own_address(url: str) -> bool:
+    """Does a searcher open ``url`` at its own address (its source's OwnAddress capability)? False for an unknown
+    scheme."""
+    try:
+        kind = source_for(url)
+    except RegistryError:
+        return False
+    return capable(kind, OwnAddress) and bool(kind.own_address(url))
 
 
 def parent_urls(url: str) -> tuple[str, ...]:

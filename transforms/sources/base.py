@@ -7,6 +7,12 @@ source can do is an optional capability, a method the pipeline or the driver loo
 
 * :class:`ParentUrls` (freshness): containers a URL lies in beyond its path segments;
 * :class:`UnchangedState` (the driver, pipeline/unchanged.py): a cheap summary of a start URL's state;
+* :class:`StartUrls` (the configuration): what is wrong with a start URL of its scheme;
+* :class:`Starter` (``beamtrawl init``): what a starter file says about a start URL of its scheme;
+* :class:`Deliver` and :class:`OwnAddress` (``beamtrawl serve``): how a searcher gets a document;
+* :class:`Explains` (``beamtrawl explain``): what the source says of a URL now;
+* :class:`LocalFiles` (anyone): the local path of a URL whose documents are files of this machine;
+* :class:`Probe` (``crawl --dry-run``): reach a start URL without expanding it;
 * :class:`ByHost` (discovery): crawl all of a round's items of one host in one call, with the index's
   state of that host's documents at hand — politeness needs every request to a host in one place.
 
@@ -20,7 +26,7 @@ never anything else.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, BinaryIO, ClassVar, Protocol
+from typing import TYPE_CHECKING, BinaryIO, ClassVar, NamedTuple, Protocol
 
 from beamtrawl.transforms.records import Entry, Event, FrontierItem
 
@@ -39,6 +45,10 @@ class Source(Protocol):
 
     #: The URL schemes it serves; its registration (built-in table or entry point) names each one.
     schemes: ClassVar[tuple[str, ...]]
+    #: Its settings, if it has any: a :class:`~beamtrawl.transforms.fields.Section` model whose every key has a
+    #: default, checked as the crawl file's top-level section named after ``schemes[0]`` (``smb:``) and documented
+    #: in the generated reference; an instance reads its own with ``settings.of(type(self))``.
+    Settings: ClassVar[type | None]
 
     def __init__(self, settings: SourceSettings) -> None: ...
 
@@ -77,6 +87,74 @@ class ByHost(Protocol):
         """Crawl ``host`` (``scheme://netloc``) from a round's ``items`` on it; ``known`` maps URL →
         SnapshotEntry of its indexed documents. Yields what ``expand`` yields plus :class:`Visited` URLs.
         Discovery then never calls ``expand`` for this source's URLs."""
+        ...
+
+
+class StartUrls(Protocol):
+    @staticmethod
+    def start_problem(url: str) -> str:
+        """What is wrong with ``url`` as a start URL, as the configuration says it ("" if nothing): a check the
+        file gets before the crawl runs. A static method: the configuration asks without settings."""
+        ...
+
+
+class StartHints(NamedTuple):
+    """What ``beamtrawl init`` writes for one start URL (:class:`Starter`); the defaults are a source's without one."""
+
+    index: bool = False  # the start URL is itself a document (a page, a file, an object)
+    prefix: str = ""  # its whitelist prefix; "": the URL itself
+    login: bool = False  # it needs a credentials entry (the password read from an environment variable)
+    lines: tuple[str, ...] = ()  # YAML lines with comments: its section, keys that matter for it; (): its
+    # section with every key commented out at its default, generated from ``Settings``
+
+
+class Starter(Protocol):
+    @staticmethod
+    def start_hints(url: str) -> StartHints:
+        """What the starter file says about start URL ``url`` (``beamtrawl init``). A static method."""
+        ...
+
+
+class NotIndexed(OSError):
+    """The document at its place is no longer the one that was indexed (a file changed, replaced by a symbolic
+    link, a FIFO or a device): its groups were decided for another, so it is not sent to a searcher."""
+
+
+class Deliver(Protocol):
+    def deliver(self, stored, follow_symlinks: bool) -> BinaryIO:
+        """The bytes of indexed document ``stored`` (its URL, size and modification time) for a searcher, only if
+        it is still the document that was indexed, else :class:`NotIndexed`. Without it, ``open_document``."""
+        ...
+
+
+class OwnAddress(Protocol):
+    @staticmethod
+    def own_address(url: str) -> str:
+        """The address a searcher's browser opens the document at by itself (a web page's URL), or "": the
+        search page then links there and never delivers the document. A static method."""
+        ...
+
+
+class LocalFiles(Protocol):
+    @staticmethod
+    def local_path(url: str) -> str:
+        """The path of ``url`` in this machine's file system, for what only local files have (a path to show, POSIX
+        permissions, a size on disk). A static method."""
+        ...
+
+
+class Explains(Protocol):
+    def explain(self, url: str) -> list[str]:
+        """What the source says of ``url`` now, one line each (a web page: its host's robots.txt verdict), for
+        ``beamtrawl explain``; a line that says the crawl would decline it starts with ``declined:``."""
+        ...
+
+
+class Probe(Protocol):
+    def probe(self, url: str) -> str:
+        """Reach start URL ``url`` alone, with the crawl's logins and limits: "" if it answered, else why not
+        (one line). For a source whose ``expand`` does far more than reach its item (a web source crawls the
+        host); ``crawl --dry-run`` otherwise looks at the first records of ``expand``."""
         ...
 
 

@@ -9,15 +9,19 @@ folder that is its own ancestor is a loop and is not entered.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-import smart_open
 from beamtrawl.transforms.records import Entry, FrontierItem, event
+from beamtrawl.transforms.sources.base import NotIndexed, StartHints
 from beamtrawl.transforms.sources.walk import walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment, url_to_path
+
+if TYPE_CHECKING:  # what the index stored of a document: its URL, size and modification time
+    from beamtrawl.transforms.index.base import Stored
 
 
 def _reason(err: OSError) -> str:
@@ -96,6 +100,21 @@ class FileSource:
     def __init__(self, settings=None):
         self.settings = settings
 
+    @staticmethod
+    def local_path(url: str) -> str:
+        return url_to_path(url)
+
+    @staticmethod
+    def deliver(stored, follow_symlinks: bool) -> BinaryIO:
+        """The indexed file for a searcher, only if it is still the file that was indexed (:func:`open_local_file`)."""
+        return open_local_file(stored, follow_symlinks)
+
+    @staticmethod
+    def start_hints(url: str) -> StartHints:
+        """A single file is indexed itself; a folder is listed."""
+        return StartHints(index=os.path.isfile(url_to_path(url)), lines=(
+            "# follow_symlinks: true        # follow symbolic links (each target indexed once); off: skipped, counted",))
+
     def expand(self, item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
         """Yield Entry records for files, FrontierItem records for folders left to the next round and
         Event records for counts and problems."""
@@ -118,5 +137,57 @@ class FileSource:
                                   lambda folder, stack: _list(folder, rules, follow_symlinks, stack))
 
     def open_document(self, url: str) -> BinaryIO:
-        """A binary stream of the document's bytes (through smart_open, like every file-like source)."""
+        """A binary stream of the document's bytes (through smart_open, like every file-like source; imported here,
+        as it costs a second, which searching and serving, which ask this source, never pay)."""
+        import smart_open
+
         return smart_open.open(url_to_path(url), "rb", compression="disable")
+
+
+def open_local_file(stored: Stored, follow_symlinks: bool) -> BinaryIO:
+    """The indexed local file, or NotIndexed. A file is served only if it is still a regular file of the
+    indexed size and modification time, reached without a symbolic link anywhere on its path — from ``/``,
+    through the start folder, to the file — unless the crawl followed them: each folder is opened relative
+    to the one above it (openat with O_NOFOLLOW), so a start folder or any folder swapped for a link, before
+    or during the walk, is refused. Opened non-blocking, so a FIFO put in its place cannot hold a thread."""
+    path = url_to_path(stored.url)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    if follow_symlinks:  # the crawl followed links: so may delivery, the checks on the file still hold
+        return _checked(os.open(path, flags), stored)
+    parts = [part for part in os.path.normpath(os.path.abspath(path)).split(os.sep) if part]
+    folder = os.open(os.sep, flags | os.O_DIRECTORY)
+    try:
+        for name in parts[:-1]:
+            inner = _open(name, flags | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        fd = _open(parts[-1], flags | os.O_NOFOLLOW, dir_fd=folder)
+    finally:
+        os.close(folder)
+    return _checked(fd, stored)
+
+
+def _open(name: str, flags: int, dir_fd: int) -> int:
+    """os.open relative to ``dir_fd``, with a symbolic link in the way (O_NOFOLLOW's ELOOP, or ENOTDIR for a
+    folder replaced by a link or a file) as NotIndexed."""
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise NotIndexed("a symbolic link is in its place") from None
+        raise
+
+
+def _checked(fd: int, stored: Stored) -> BinaryIO:
+    """The open ``fd`` as a blocking stream if it is the indexed regular file, else NotIndexed."""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotIndexed("it is no longer a regular file")
+        if (st.st_size, st.st_mtime_ns) != (stored.size, stored.mtime_ns):
+            raise NotIndexed("it changed after it was indexed")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

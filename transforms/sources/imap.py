@@ -34,7 +34,9 @@ from datetime import UTC
 from typing import NamedTuple
 from urllib.parse import quote, unquote, urlsplit
 
+from beamtrawl.transforms.fields import FileWhenCrawling, Flag, Section
 from beamtrawl.transforms.records import Entry, FrontierItem, event
+from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import evidenced, walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id
@@ -61,6 +63,15 @@ def message_url(folder: str, uidvalidity: int, uid: int, section: str = "") -> s
     return f"{url}/;SECTION={section}" if section else url
 
 
+class ImapSettings(Section):
+    """Mailboxes (imap:// and imaps://): TLS."""
+
+    starttls: Flag = True
+    """imap:// logs in only after STARTTLS; false: plain text, for trusted networks"""
+    ca_file: FileWhenCrawling | None = None
+    """certificates to trust instead of the system's"""
+
+
 class _Server:
     """Scheme, host, port and login of a URL; the key of the connection pool."""
 
@@ -77,11 +88,12 @@ class _Server:
         self.key = (self.scheme, self.host, self.port, login.username if login else "")
 
     def connect(self) -> IMAPClient:
-        context = ssl.create_default_context(cafile=self.settings.imap_ca_file or None)
+        settings = self.settings.of(ImapSource)
+        context = ssl.create_default_context(cafile=settings.ca_file)
         client = IMAPClient(self.host, self.port, ssl=self.scheme == "imaps", ssl_context=context, timeout=60)
         client.normalise_times = False  # INTERNALDATE with its zone: one instant whatever the worker's zone
         try:
-            if self.scheme == "imap" and self.settings.imap_starttls:
+            if self.scheme == "imap" and settings.starttls:
                 client.starttls(context)
             if self.login:
                 client.login(*self.login)
@@ -333,6 +345,11 @@ class ImapSource:
     """``imap://`` and ``imaps://`` URLs (RFC 5092): a server, a folder, a message or an attachment."""
 
     schemes = ("imap", "imaps")
+    Settings = ImapSettings
+
+    @staticmethod
+    def start_hints(url: str) -> StartHints:
+        return StartHints(login=True, lines=("imap:", "  starttls: true               # imap:// logs in only after STARTTLS"))
 
     def __init__(self, settings: SourceSettings):
         self.settings = settings

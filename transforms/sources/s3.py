@@ -19,24 +19,40 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import threading
 from collections.abc import Iterator
 from datetime import datetime
+from typing import Annotated, Literal
 from urllib.parse import unquote, urlsplit
 
-import boto3
-import smart_open.s3
+from beamtrawl.transforms.fields import Count, Items, Seconds, Section, Text, fail
 from beamtrawl.transforms.records import Entry, FrontierItem, event
+from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import AfterValidator, Field
 
 # Their DEBUG traces print request headers, signatures included: never print them (--debug).
 for _name in ("botocore", "boto3", "urllib3.connectionpool", "smart_open"):
     logging.getLogger(_name).setLevel(logging.INFO)
-_FAILURES = (BotoCoreError, ClientError, OSError, ValueError)
+
+
+def _client_error() -> type:
+    """botocore's ClientError, imported when a failure is looked at (botocore costs 0.15 s, which a search that
+    only asks this source about a URL never pays)."""
+    from botocore.exceptions import ClientError
+
+    return ClientError
+
+
+def _failures() -> tuple:
+    """What one request may raise: unreachable, refused, throttled, a bad answer."""
+    from botocore.exceptions import BotoCoreError
+
+    return (BotoCoreError, _client_error(), OSError, ValueError)
+
 _MAKE = threading.Lock()  # boto3's default session is not safe to build clients from in parallel
 
 
@@ -53,7 +69,7 @@ def object_url(bucket: str, key: str) -> str:
 
 def reason(err: Exception) -> str:
     """A one-line reason without secrets: the store's error code and status, or what failed to connect."""
-    if isinstance(err, ClientError):
+    if isinstance(err, _client_error()):
         error = err.response.get("Error", {})
         status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         code = error.get("Code") or "error"
@@ -72,10 +88,54 @@ def _odd(key: str) -> bool:
     return any(segment in ("", ".", "..") for segment in key.rstrip("/").split("/"))
 
 
+def _http_url(url: str) -> str:
+    if not re.match(r"https?://[^/\s]+", url) or "@" in url.split("://", 1)[1].split("/", 1)[0]:
+        raise fail(f"must be an http:// or https:// URL without a login in it, got {url!r}")
+    return url.rstrip("/")
+
+
+class S3Settings(Section):
+    """S3 buckets and S3-compatible stores (MinIO, Ceph, …); logins from boto3's chain (the environment,
+    ~/.aws, an instance role) or a credentials entry for s3://bucket/ (username: access key id)."""
+
+    endpoint_url: Annotated[Text, AfterValidator(_http_url)] | None = None
+    """an S3-compatible store's http(s):// endpoint; not given: AWS_ENDPOINT_URL, else AWS itself"""
+    region: Text | None = None
+    """the region; not given: AWS_REGION / ~/.aws, else us-east-1"""
+    addressing_style: Literal["auto", "path", "virtual"] = "auto"
+    """bucket in the path (most S3-compatible stores) or in the host name (AWS); auto: boto3 decides"""
+    connect_timeout: Seconds = 10.0
+    """seconds to connect"""
+    read_timeout: Seconds = 60.0
+    """seconds between two reads"""
+    max_attempts: Count = Field(4, ge=1, le=20)
+    """tries of one request (throttling and 5xx are retried with backoff); then the prefix is kept as it is"""
+    groups: Annotated[tuple[Text, ...], Items] = ()
+    """the access-control groups of every object (none: public; access_control entries may decide instead)"""
+
+
 class S3Source:
     """``s3://bucket/[prefix/]`` URLs: a bucket, a prefix (a folder) or one object."""
 
     schemes = ("s3",)
+    Settings = S3Settings
+
+    @staticmethod
+    def start_hints(url: str) -> StartHints:
+        """An object's key is indexed itself; a bucket or a prefix ending in / is listed."""
+        return StartHints(index=not url.endswith("/"), lines=(
+            "s3:                              # the login: boto3's chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY,",
+            "                                 # ~/.aws or an instance role), never this file",
+            "  # endpoint_url: http://127.0.0.1:9000   # an S3-compatible store (or AWS_ENDPOINT_URL); not given: AWS",
+            "  # region: eu-west-1",
+            "  max_attempts: 4               # tries of one request; then the prefix keeps its documents"))
+
+    @staticmethod
+    def start_problem(url: str) -> str:
+        if not re.fullmatch(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[^?#]*", url):
+            return ("an s3:// start URL is s3://bucket/[prefix/] (a bucket name is 3-63 lower case letters, "
+                    "digits, '.' or '-')")
+        return ""
 
     def __init__(self, settings: SourceSettings | None = None):
         self.settings = settings or SourceSettings()
@@ -87,13 +147,16 @@ class S3Source:
         login = self.settings.login_for(url)
         keys = (login.username, login.password) if login else (None, None)
         if keys not in self._clients:
-            options = self.settings.s3  # None (settings made without a configuration): boto3's defaults
-            config = options and Config(connect_timeout=options.connect_timeout, read_timeout=options.read_timeout,
-                                        retries={"max_attempts": options.max_attempts, "mode": "standard"},
-                                        s3={"addressing_style": options.addressing_style})
+            import boto3  # imported with the first client: see _client_error
+            from botocore.config import Config
+
+            options = self.settings.of(S3Source)
+            config = Config(connect_timeout=options.connect_timeout, read_timeout=options.read_timeout,
+                            retries={"max_attempts": options.max_attempts, "mode": "standard"},
+                            s3={"addressing_style": options.addressing_style})
             with _MAKE:
                 self._clients[keys] = boto3.session.Session().client(
-                    "s3", endpoint_url=options and options.endpoint_url, region_name=options and options.region,
+                    "s3", endpoint_url=options.endpoint_url, region_name=options.region,
                     aws_access_key_id=keys[0], aws_secret_access_key=keys[1], config=config)
         return self._clients[keys]
 
@@ -102,7 +165,7 @@ class S3Source:
         return Entry(id=doc_id(url), url=url, root=item.root, depth=depth_below(url, item.root), size=size,
                      mtime_ns=_mtime_ns(modified), identity="", content=None, mimetype="", outlinks=[],
                      etag=etag.strip('"'), http_last_modified="", source_url=item.url, link_text="",
-                     groups=list(self.settings.s3.groups) if self.settings.s3 else [])
+                     groups=list(self.settings.of(S3Source).groups))
 
     def _list(self, folder: FrontierItem, rules, stack: list):
         """List one prefix, page by page: objects become entries, common prefixes go on ``stack``."""
@@ -120,7 +183,7 @@ class S3Source:
                     yield from self._object(found, bucket, prefix, folder, rules)
                 for common in prefixes:
                     yield from self._prefix(common["Prefix"], bucket, folder, rules, stack)
-        except _FAILURES as err:  # unreachable, refused, throttled: its documents stay in the index
+        except _failures() as err:  # unreachable, refused, throttled: its documents stay in the index
             yield event("incomplete", folder.url, "discover", f"cannot list s3://{bucket}/{prefix}: {reason(err)}")
         return listed
 
@@ -158,12 +221,12 @@ class S3Source:
         if key and not key.endswith("/") and start is not None:  # a start URL may name one object
             try:
                 head = self.client(item.url).head_object(Bucket=bucket, Key=key)
-            except ClientError as err:
+            except _client_error() as err:
                 if err.response.get("ResponseMetadata", {}).get("HTTPStatusCode") != 404:
                     yield event("incomplete", item.url, "discover", f"unavailable: {reason(err)}")
                     return
                 head = None  # no such object: a prefix
-            except _FAILURES as err:
+            except _failures() as err:
                 yield event("incomplete", item.url, "discover", f"unavailable: {reason(err)}")
                 return
             if head is not None:
@@ -181,8 +244,10 @@ class S3Source:
         """The object's bytes, streamed by smart-open in ranged GETs as the reader asks for them."""
         bucket, key = bucket_and_key(url)
         try:
+            import smart_open.s3
+
             raw = smart_open.s3.open(bucket, key, "rb", client=self.client(url))
-        except _FAILURES as err:
+        except _failures() as err:
             raise OSError(f"cannot open: {reason(err)}") from None
         return io.BufferedReader(_Stream(raw), buffer_size=1024 * 1024)
 
@@ -199,7 +264,7 @@ class _Stream(io.RawIOBase):
     def readinto(self, buffer) -> int:
         try:
             data = self.reader.read(len(buffer))
-        except _FAILURES as err:
+        except _failures() as err:
             raise OSError(f"S3 read failed: {reason(err)}") from None
         buffer[:len(data)] = data
         return len(data)
@@ -207,6 +272,6 @@ class _Stream(io.RawIOBase):
     def close(self) -> None:
         try:
             self.reader.close()
-        except _FAILURES:
+        except _failures():
             pass
         super().close()

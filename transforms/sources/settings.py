@@ -1,6 +1,9 @@
-"""What sources need from the configuration on workers: logins and per-protocol settings.
+"""What sources need from the configuration on workers: logins, URL cleaners and each source's own section.
 
-The driver builds one :class:`SourceSettings` from the configuration (:meth:`SourceSettings.from_config`);
+A source that has settings declares them as a pydantic model, its class attribute ``Settings`` (a
+:class:`~beamtrawl.transforms.fields.Section`); the crawl file's top-level section named after the source's
+first scheme (``smb:``, ``imap:``, ``memo:``) is checked against it, and its reference entry is generated
+from it. The driver builds one :class:`SourceSettings` from the configuration (:meth:`SourceSettings.from_config`);
 each DoFn that calls sources (discovery, reading) takes it in its constructor and builds its
 :class:`~beamtrawl.transforms.sources.Sources` from it in ``setup``, so every source instance holds
 the settings it was made with — no module state to remember to set. Secrets travel only here, never
@@ -10,27 +13,31 @@ in a URL or a record, so they cannot reach the index, a log or the report.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from beamtrawl.transforms.values import Credential, credential_for
 
 
+def section_name(source: type) -> str:
+    """The crawl file's section of ``source``'s settings: its first scheme (``http`` for http and https)."""
+    return str(source.schemes[0]).lower()
+
+
 @dataclass(frozen=True)
 class SourceSettings:
-    """Defaults are written here once; the configuration schema reads them."""
-
     credentials: tuple[Credential, ...] = ()
-    smb_read_acls: bool = True  # read each file's security descriptor into Entry.groups
-    smb_sid_names: tuple[tuple[str, str], ...] = ()  # SID → group name; unnamed SIDs stay SID strings
-    imap_starttls: bool = True  # imap:// upgrades with STARTTLS before logging in
-    imap_ca_file: str = ""  # certificates to trust for IMAP TLS; "" = the system's
-    http: object = None  # the configuration's http section (the web source: limits, politeness, robots.txt)
     url_cleaners: tuple = ()  # regexes cut from links before they are normalised (the web source)
-    s3: object = None  # the configuration's s3 section (endpoint, timeouts, retries, groups); None: boto3's defaults
+    sections: tuple[tuple[str, Any], ...] = ()  # section name → the source's checked Settings, as the file gave them
 
     @classmethod
     def from_config(cls, config) -> SourceSettings:
-        return cls(config.credentials, config.smb.read_acls, tuple(sorted(config.smb.sid_names.items())),
-                   config.imap.starttls, config.imap.ca_file or "", config.http, tuple(config.url_cleaners), config.s3)
+        return cls(config.credentials, tuple(config.url_cleaners), config.sections)
+
+    def of(self, source: type) -> Any:
+        """``source``'s settings: its section as the file gave it, else its ``Settings`` defaults (None without)."""
+        model = getattr(source, "Settings", None)
+        given = dict(self.sections).get(section_name(source))
+        return given if isinstance(given, model or ()) else model() if model is not None else None
 
     def login_for(self, url: str) -> Credential | None:
         """The configured login for ``url`` (longest prefix), if any."""

@@ -26,15 +26,18 @@ import struct
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 import smbclient
+from beamtrawl.transforms.fields import Flag, OrEmpty, Section, Text, matching
 from beamtrawl.transforms.records import ACCESS_DENIED, Entry, FrontierItem, event
 from beamtrawl.transforms.sources import smb_acl, smb_shares
+from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import evidenced, walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment
+from pydantic import Field
 from smbclient._io import SMBDirectoryIO, SMBFileTransaction, SMBRawIO
 from smbprotocol.exceptions import AccessDenied, NoMoreFiles, NoSuchFile, NtStatus, SMBException
 from smbprotocol.file_info import FileAttributes, FileInformationClass
@@ -51,6 +54,18 @@ _ACL_LOCAL = threading.local()
 ACL_CONNECTIONS = 4  # connections per worker process that read security descriptors
 _FAILURES = (OSError, ValueError, SMBException)  # a server that is down raises a plain ValueError
 STATUS_NETWORK_ACCESS_DENIED = 0xC00000CA  # a share refusing the user (smbprotocol has no name for it)
+
+
+Sid = matching(r"S-1(-\d+)+", "must be a SID such as S-1-5-21-1004336348-1177238915-1001")
+
+
+class SmbSettings(Section):
+    """SMB shares: ACLs and SID names."""
+
+    read_acls: Flag = True
+    """read each file's Windows ACL into its groups"""
+    sid_names: Annotated[dict[Sid, Text], OrEmpty] = Field(default_factory=dict)
+    """the group name of a SID; others become groups spelled as the SID (S-1-5-21-…-1001)"""
 
 
 class _Location:
@@ -146,9 +161,10 @@ def _access_groups(uncs: list[str], location: _Location) -> list:
     """Access of each file (or the exception that stopped reading it), or None per file when ACLs are
     not read. Descriptors are queried by ``ACL_CONNECTIONS`` threads, each over its own pooled
     connection: Samba serves one connection in one process, so one connection would serialise them."""
-    if not location.settings.smb_read_acls:
+    settings = location.settings.of(SmbSource)
+    if not settings.read_acls:
         return [None] * len(uncs)
-    names = dict(location.settings.smb_sid_names)
+    names = settings.sid_names
 
     def one(unc: str):
         caches = _ACL_LOCAL.__dict__.setdefault("caches", {})  # this thread's connection per server
@@ -280,6 +296,15 @@ class SmbSource:
     """``smb://host[:port]/[share[/path]]`` URLs: a server, a share, a folder or a file."""
 
     schemes = ("smb",)
+    Settings = SmbSettings
+
+    @staticmethod
+    def start_hints(url: str) -> StartHints:
+        return StartHints(login=True, lines=("smb:", "  read_acls: true              # each file's Windows ACL decides who finds it"))
+
+    @staticmethod
+    def start_problem(url: str) -> str:
+        return "" if re.fullmatch(r"smb://[^/?#]+/[^?#]*", url) else "an smb:// start URL is smb://host[:port]/[share[/folder]]"
 
     def __init__(self, settings: SourceSettings):
         self.settings = settings

@@ -14,14 +14,54 @@ import io
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from beamtrawl.transforms.fields import Count, Delay, Flag, Seconds, Section, Size, Text
+from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.urls import host_of
+from beamtrawl.transforms.values import Limits
+from pydantic import Field
+
+
+class HttpSettings(Section):
+    """Web crawling: politeness, timeouts, robots.txt, traps."""
+
+    user_agent: Text = Limits._field_defaults["user_agent"]
+    """the User-Agent header, also the name robots.txt rules are read for"""
+    delay: Delay = 1.0
+    """seconds between two requests to one host (robots.txt Crawl-delay may ask for more)"""
+    concurrency_per_host: Count = Field(2, ge=1)
+    """requests in flight to one host"""
+    connect_timeout: Seconds = Limits._field_defaults["connect_timeout"]
+    """seconds to connect"""
+    read_timeout: Seconds = Limits._field_defaults["read_timeout"]
+    """seconds between two reads"""
+    total_timeout: Seconds = Limits._field_defaults["total_timeout"]
+    """seconds for one page, redirects included"""
+    max_body: Size = Limits._field_defaults["max_body"]
+    """decompressed bytes; a larger page is reported and not indexed"""
+    max_redirects: Count = Field(Limits._field_defaults["max_redirects"], ge=0)
+    """redirects followed for one URL"""
+    max_pages_per_host: Count = Field(100_000, ge=1)
+    """pages of one host; a host cut there keeps all its indexed pages"""
+    max_cycle_count: Count = Field(3, ge=-1)
+    """regain's MaxCycleCount (repeated path segments); -1 switches it off"""
+    max_query_strings_per_path: Count = Field(200, ge=1)
+    """distinct query strings on one path (calendar traps)"""
+    robots_txt: Flag = True
+    """obey robots.txt"""
+    honour_robots_meta: Flag = True
+    """obey <meta name="robots" content="noindex, nofollow">"""
+    sitemaps: Flag = True
+    """read robots.txt Sitemap: lines and /sitemap.xml"""
+    block_private_addresses: Flag = Limits._field_defaults["block_private_addresses"]
+    """never fetch private or loopback addresses (set it for public sites)"""
 
 
 class WebSource:
     """``http://`` and ``https://`` URLs: pages found by following links, host by host."""
 
     schemes = ("http", "https")
+    Settings = HttpSettings
 
     def __init__(self, settings: SourceSettings):
         self.settings = settings
@@ -32,21 +72,69 @@ class WebSource:
         from beamtrawl.transforms.sources.http.crawl import HostCrawl, make_fetcher
 
         if self._fetcher is None:
-            self._fetcher = make_fetcher(self.settings.http)
+            self._fetcher = make_fetcher(self.settings.of(WebSource))
         return HostCrawl(self.settings, rules, self._fetcher).run(host, items, known)
 
     def expand(self, item, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
         """A start page alone: its host crawled from it, nothing indexed known (discovery uses ``expand_host``)."""
         return self.expand_host(host_of(item.url), [item], {}, rules)
 
+    @staticmethod
+    def own_address(url: str) -> str:
+        """A page opens at its own address: the search page links to it."""
+        return url
+
+    @staticmethod
+    def start_hints(url: str) -> StartHints:
+        """A start page is indexed; its folder (``…/docs/index.html`` → ``…/docs/``) is the whitelist prefix."""
+        folder = url.rsplit("/", 1)[0] + "/" if url.count("/") > 2 and not url.endswith("/") else url
+        return StartHints(index=True, prefix=folder, lines=(
+            "http:",
+            '  user_agent: "beamtrawl (+mailto:you@example.org)"   # say who crawls, and how to reach you',
+            "  delay: 1.0                   # seconds between requests to one host (robots.txt may ask more)",
+            "  robots_txt: true             # obey robots.txt",
+            "# max_depth: 10                # at most this many links (or folder levels) from a start URL"))
+
+    def explain(self, url: str) -> list[str]:
+        """What the host's robots.txt says of ``url`` now, read as the crawl reads it."""
+        from urllib.parse import urlsplit
+
+        from beamtrawl.transforms.sources.http.crawl import make_fetcher
+        from beamtrawl.transforms.sources.http.fetch import FetchError
+        from beamtrawl.transforms.sources.http.robots import load_robots
+
+        http = self.settings.of(WebSource)
+        if not http.robots_txt:
+            return ["robots.txt is not obeyed (http.robots_txt is false)"]
+        parts = urlsplit(url)
+        host = f"{parts.scheme}://{parts.netloc}"
+        try:
+            robots = load_robots(make_fetcher(http), host + "/", http.user_agent, http.delay)
+        except FetchError as err:
+            return [f"robots.txt of {host} cannot be read now ({err}): the crawl keeps the host's pages, fetches none"]
+        if robots.allows(url):
+            return [f"robots.txt of {host} allows it for {http.user_agent!r}"]
+        return [f"declined: robots.txt of {host} disallows it for {http.user_agent!r}"]
+
+    def probe(self, url: str) -> str:
+        """The start page alone, fetched as the crawl would: "" if it answered below 400, else why not."""
+        from beamtrawl.transforms.sources.http.crawl import make_fetcher
+        from beamtrawl.transforms.sources.http.fetch import FetchError
+
+        try:
+            page = make_fetcher(self.settings.of(WebSource)).fetch(url, credential=self.settings.login_for)
+        except FetchError as err:
+            return str(err)
+        return "" if page.status < 400 else f"HTTP {page.status}"
+
     def open_document(self, url: str) -> BinaryIO:
         """The page's bytes (UTF-8 for HTML), fetched with the configured limits and login; raises OSError."""
         from beamtrawl.transforms.sources.http import charset
         from beamtrawl.transforms.sources.http.crawl import HTML_TYPES, make_fetcher
-        from beamtrawl.transforms.sources.http.fetch import Fetcher, FetchError
+        from beamtrawl.transforms.sources.http.fetch import FetchError
 
         try:
-            fetcher = make_fetcher(self.settings.http) if self.settings.http is not None else Fetcher()
+            fetcher = make_fetcher(self.settings.of(WebSource))
             page = fetcher.fetch(url, credential=self.settings.login_for)
         except FetchError as err:
             raise OSError(f"cannot fetch: {err}") from None

@@ -124,7 +124,9 @@ class HostCrawl:
     :class:`~beamtrawl.transforms.sources.http.WebSource`)."""
 
     def __init__(self, settings, rules, fetcher: Fetcher):
-        self.http = settings.http
+        from beamtrawl.transforms.sources.http import WebSource
+
+        self.http = settings.of(WebSource)
         self.cleaners = settings.url_cleaners
         self.login_for = settings.login_for
         self.rules = rules

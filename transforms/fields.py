@@ -100,10 +100,18 @@ class Section(BaseModel):
             allowed = {field.alias or name for name, field in cls.model_fields.items()}
             for key in data:
                 if key not in allowed:
+                    allowed |= cls.other_keys()
                     near = difflib.get_close_matches(str(key), allowed, n=1)  # first: the list may be cut
                     hint = f", did you mean {near[0]}?" if near else ""
                     raise fail(f"unknown key{hint} (allowed: {', '.join(sorted(allowed))})", at=f".{key}")
         return data
+
+
+    @classmethod
+    def other_keys(cls) -> set[str]:
+        """Keys the section also takes that are not its fields, for the message on an unknown key (the crawl
+        file: the sections of the sources it does not name)."""
+        return set()
 
 
 def context(info: ValidationInfo) -> dict:
