@@ -5,7 +5,10 @@ rules they match by (:mod:`transforms.urls`), so both ``pipeline/`` and ``transf
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass, field
+from functools import cache
 from typing import NamedTuple
 
 from beamtrawl.transforms.urls import is_under, readable_url
@@ -100,6 +103,22 @@ class OcrSettings(NamedTuple):
 
 
 TESSERACT_PROGRAM, TESSERACT_PACKAGE = "tesseract", "tesseract-ocr"  # the OCR engine, and its Debian package
+
+
+@cache
+def tesseract_packs() -> tuple[str, frozenset[str]] | None:
+    """The folder of tesseract's language packs and the languages in it, as Debian's ``tesseract`` reports them
+    (``--list-langs``: the folder on its first line); None without it."""
+    program = shutil.which(TESSERACT_PROGRAM)
+    if program is None:
+        return None
+    try:
+        listed = subprocess.run([program, "--list-langs"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = (listed.stdout or listed.stderr).splitlines()
+    folder = lines[0].partition('"')[2].rpartition('"')[0] if lines else ""
+    return folder, frozenset(line.strip() for line in lines[1:] if line.strip())
 
 
 def language_package(language: str) -> str:

@@ -16,8 +16,7 @@ from dataclasses import replace
 from typing import Annotated
 
 from beamtrawl.transforms.fields import Count, Flag, Items, Seconds, Section, context, fail, matching
-from beamtrawl.transforms.preparators.ocr import packs
-from beamtrawl.transforms.values import OcrSettings, language_package
+from beamtrawl.transforms.values import OcrSettings, language_package, tesseract_packs
 from pydantic import Field, ValidationInfo, field_validator
 
 _DEFAULT = OcrSettings._field_defaults  # the defaults are written once, in OcrSettings
@@ -27,7 +26,7 @@ Language = matching(r"[A-Za-z_]+", "must be a tesseract language such as eng or 
 
 def installed_languages() -> frozenset[str] | None:
     """The language packs tesseract reads; None without tesseract."""
-    found = packs()
+    found = tesseract_packs()
     return None if found is None else found[1]
 
 

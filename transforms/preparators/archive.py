@@ -143,10 +143,9 @@ def _identity(name: str, data: bytes) -> tuple[str, bytes]:
 def read_members(entries, url: str, params: dict,
                  unwrap: Callable[[str, bytes], tuple[str, bytes]] = _identity) -> Members:
     """Walk ``entries`` ((name, open-function or None), as :func:`_entries` yields them) under the bounds
-    ``params`` holds (``max_entries``, ``max_bytes``): each member's bytes are prepared by their own type
-    as the part ``<url>!/<name>``. The one walk every container uses: archives here, and the documents
-    embedded in Office files and PDFs (``embedded``), whose ``unwrap`` takes a payload out of its OLE
-    wrapper first."""
+    ``params`` holds (``max_entries``, ``max_bytes``): each member's bytes are prepared by their own type as
+    the part ``<url>!/<name>``. The one walk every container uses: archives here, and the documents embedded
+    in Office files and PDFs (``embedded``), whose ``unwrap`` takes a payload out of its OLE wrapper first."""
     max_entries, budget = params["max_entries"], params["max_bytes"]
     names: list[str] = []
     texts: list[tuple[str, str]] = []

@@ -25,16 +25,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import subprocess
 import threading
 import time
 import uuid
-from functools import cache
 
 from beamtrawl.transforms.preparators.chain import document_shared, nesting_depth, when_prepared
 from beamtrawl.transforms.preparators.helpers import Helper
-from beamtrawl.transforms.values import TESSERACT_PACKAGE, TESSERACT_PROGRAM, OcrSettings
+from beamtrawl.transforms.values import TESSERACT_PACKAGE, TESSERACT_PROGRAM, OcrSettings, tesseract_packs
 
 TESSERACT = Helper(TESSERACT_PROGRAM, TESSERACT_PACKAGE, "images and PDFs with scanned pages")
 FIELD = "ocr"  # the field marking a document whose content was (partly) recognised from a scan: "true"
@@ -202,22 +199,6 @@ def _tesseract(image, settings: OcrSettings, timeout: float) -> str:
     return "\n".join(line.rstrip() for line in text.strip().splitlines())
 
 
-@cache
-def packs() -> tuple[str, frozenset[str]] | None:
-    """The folder of tesseract's language packs and the languages in it, as Debian's ``tesseract`` reports them
-    (``--list-langs``: the folder on its first line); None without it."""
-    program = shutil.which(TESSERACT_PROGRAM)
-    if program is None:
-        return None
-    try:
-        listed = subprocess.run([program, "--list-langs"], capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    lines = (listed.stdout or listed.stderr).splitlines()
-    folder = lines[0].partition('"')[2].rpartition('"')[0] if lines else ""
-    return folder, frozenset(line.strip() for line in lines[1:] if line.strip())
-
-
 def _engine(languages: str):
     """This thread's engine for ``languages`` (eng+deu), its models loaded once and kept for every page (an
     engine reads one page at a time)."""
@@ -235,7 +216,7 @@ def _new_engine(languages: str):
         import tesserocr  # loaded on the first picture
     except ImportError:  # no wheel for this platform (pyproject.toml)
         raise Skipped("tesseract's API is not installed (the Python package tesserocr)") from None
-    found = packs()
+    found = tesseract_packs()
     if found is None:
         raise Skipped(TESSERACT.missing())
     try:
