@@ -66,10 +66,13 @@ class _Upsert(beam.DoFn):
 
     def _upsert(self, batch):
         originals = {doc.url: IndexDoc(*doc) for doc in batch}
-        ready = []
-        for doc in originals.values():  # each under its own guard: one that cannot be written gets a substitute
-            ready.extend(isolated(self._entry(doc), doc.url, _GUARD,
-                                  substitute=lambda reason, doc=doc: [_substitute(doc, reason)]))
+        if not self.plugins:  # Prepare conformed each document, and the coder between cannot change a type
+            ready = list(originals.values())
+        else:
+            ready = []
+            for doc in originals.values():  # each under its own guard: one that cannot be written gets a substitute
+                ready.extend(isolated(self._entry(doc), doc.url, _GUARD,
+                                      substitute=lambda reason, doc=doc: [_substitute(doc, reason)]))
         yield from (e for e in ready if not isinstance(e, IndexDoc))
         docs = [doc for doc in ready if isinstance(doc, IndexDoc)]
         failures = self._write(docs)
@@ -99,10 +102,9 @@ class _Upsert(beam.DoFn):
 
     def _entry(self, doc: IndexDoc):
         """``on_create_index_entry`` (it may replace the document), then the document checked for the index."""
-        if self.plugins:
-            with stage("plugins"):
-                doc = self.plugins.chain("on_create_index_entry", "doc", doc, doc.url, index=self.target)
-            yield from self.plugins.problems()
+        with stage("plugins"):
+            doc = self.plugins.chain("on_create_index_entry", "doc", doc, doc.url, index=self.target)
+        yield from self.plugins.problems()
         yield IndexDoc(*doc)  # conformed by ``isolated``: a value of the wrong type fails here, for this document
 
     def teardown(self):

@@ -14,7 +14,6 @@ import stat
 from collections.abc import Iterator
 from typing import BinaryIO
 
-import smart_open
 from beamtrawl.transforms.records import Entry, FrontierItem, event
 from beamtrawl.transforms.sources.walk import walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment, url_to_path
@@ -118,5 +117,5 @@ class FileSource:
                                   lambda folder, stack: _list(folder, rules, follow_symlinks, stack))
 
     def open_document(self, url: str) -> BinaryIO:
-        """A binary stream of the document's bytes (through smart_open, like every file-like source)."""
-        return smart_open.open(url_to_path(url), "rb", compression="disable")
+        """A binary stream of the document's bytes (a plain file: smart_open's dispatch cost 3 % of a crawl)."""
+        return open(url_to_path(url), "rb")
