@@ -246,6 +246,24 @@ def test_upsert_same_id_twice_keeps_one_document(tmp_path):
     index.close()
 
 
+def test_one_batch_with_a_document_twice_keeps_its_last_version(tmp_path):
+    """A batch's texts are written before its rows (EmbeddedIndex._write): a document twice in one batch, new
+    or indexed, in another access partition the second time, ends as its second version only."""
+    index = build_index(tmp_path / "index.sqlite")
+    first, second = make_doc("new.txt", content="walrus tusks"), make_doc("new.txt", content="narwhal horn")
+    moved = make_doc("lab/notes.txt", content="the lamp was replaced yesterday")._replace(groups=["staff"])
+    assert index.upsert([first, moved, second, make_doc("lab/notes.txt", content="lamp bulbs ordered"), moved]) == []
+    assert index.count() == len(DOCS) + 1
+    assert found(index, "walrus") == found(index, "bulbs") == set()
+    assert found(index, "narwhal") == {"new.txt"}
+    db = index._connect()
+    texts = db.execute("SELECT count(*) FROM docs_fts").fetchone()[0]
+    ranked = db.execute("SELECT sum(docs) FROM ranking").fetchone()[0]
+    assert texts == ranked == len(DOCS) + 1
+    assert db.execute("SELECT groups FROM docs WHERE url = ?", (moved.url,)).fetchone() == ('["staff"]',)
+    index.close()
+
+
 def test_delete_removes_from_search(tmp_path):
     index = build_index(tmp_path / "index.sqlite")
     index.delete([doc_id(url_of("lab/notes.txt")), doc_id("file:///not/indexed")])

@@ -50,7 +50,8 @@ from apache_beam.utils.windowed_value import WindowedValue
 from beamtrawl.plugins.manager import PluginHost
 from beamtrawl.transforms.enrich.auxfields import aux_values
 from beamtrawl.transforms.guard import Guard, isolated, stage
-from beamtrawl.transforms.preparators import PreparatorSpec, Prepared, chain_for
+from beamtrawl.transforms.preparators import PreparatorSpec, Prepared
+from beamtrawl.transforms.preparators.chain import Chooser
 from beamtrawl.transforms.preparators.isolation import DEFAULT_BOUNDS, MAX_IN_FLIGHT, Bounds, runner_for
 from beamtrawl.transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
 from beamtrawl.transforms.preparators.ocr import PAGES_FIELD as OCR_PAGES_FIELD
@@ -203,6 +204,7 @@ class _PrepareFamily(beam.DoFn):
         self.progress = Progress(f"documents prepared ({self.family})")
         self.tally = Tally(EVENTS)
         self.runner = runner_for(self.options.preparators, self.options.bounds, self.shared)
+        self.chain_for = Chooser(self.options.preparators)
         self.plugins.load()
         self.pending = deque()  # (document, chain, ticket, window, timestamp) handed over, not yet emitted
 
@@ -221,7 +223,7 @@ class _PrepareFamily(beam.DoFn):
         return timed(self.us, self._hand_over(raw, window, timestamp))
 
     def _hand_over(self, raw, window, timestamp):
-        chain = chain_for(self.options.preparators, raw.mimetype, raw.entry.url)
+        chain = self.chain_for(raw.mimetype, raw.entry.url)
         if not chain:  # a type nothing reads and no catch-all: no document, as regain made none
             yield from self._unread(raw.entry, raw.mimetype, window, timestamp)
         elif not raw.metadata_only_reason:  # one the preparing process cannot take (it does not start) gets its substitute
@@ -332,9 +334,10 @@ class Prepare(beam.PTransform):
                                               ).with_output_types(RawDocument).with_outputs(EVENTS, main="raw")
         preparators = self.options.preparators
         families = [p.name for p in preparators] + ["unprepared"]
+        chain_for = Chooser(preparators)
 
         def route(raw, _count):
-            chain = chain_for(preparators, raw.mimetype, raw.entry.url)
+            chain = chain_for(raw.mimetype, raw.entry.url)
             return preparators.index(chain[0]) if chain else len(preparators)
 
         parts = read["raw"] | "ByPreparator" >> beam.Partition(route, len(families))

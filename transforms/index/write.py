@@ -20,9 +20,11 @@ before its batch is deleted, in the driver (only when the guard lets deletes run
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
+from apache_beam.utils.windowed_value import WindowedValue
 from beamtrawl.plugins.manager import PluginHost
 from beamtrawl.transforms.guard import Guard, describe, isolated, stage
 from beamtrawl.transforms.index.base import IndexUnavailable, Rejected
@@ -49,30 +51,57 @@ class ReadSnapshot(beam.PTransform):
 
 
 class _Upsert(beam.DoFn):
+    """Writes a batch in a thread of its own while the stages fused before it make the next batch (SQLite and
+    the HTTP client wait without the GIL): the write of one batch is awaited when the next arrives or the
+    bundle ends, so at most one batch is in flight and its events come out before the bundle is done."""
+
     def __init__(self, target, plugins: PluginHost | None = None):
         self.target = target
         self.plugins = plugins or PluginHost()
         self.us = Metrics.counter("stage_us", "write")
 
     def setup(self):
+        self.writer = ThreadPoolExecutor(1, thread_name_prefix="beamtrawl-write")
+        self.in_flight = None  # (future of the failures, documents, originals, window, timestamp)
         self.progress = Progress("documents written")
         self.plugins.load()
 
-    def process(self, batch):
-        return timed(self.us, self._upsert(batch))
+    def start_bundle(self):
+        if self.in_flight is not None:  # left by a bundle that failed: its events went with it
+            wait([self.in_flight[0]])
+            self.in_flight = None
+
+    def process(self, batch, window=beam.DoFn.WindowParam, timestamp=beam.DoFn.TimestampParam):
+        return timed(self.us, self._upsert(batch, window, timestamp))
 
     def finish_bundle(self):
+        window, timestamp = self.in_flight[3:] if self.in_flight else (None, None)
+        for output in timed(self.us, self._written()):
+            yield WindowedValue(output, timestamp, [window])
         self.progress.flush()
 
-    def _upsert(self, batch):
+    def _upsert(self, batch, window, timestamp):
         originals = {doc.url: IndexDoc(*doc) for doc in batch}
-        ready = []
-        for doc in originals.values():  # each under its own guard: one that cannot be written gets a substitute
-            ready.extend(isolated(self._entry(doc), doc.url, _GUARD,
-                                  substitute=lambda reason, doc=doc: [_substitute(doc, reason)]))
+        if not self.plugins:  # Prepare conformed each document, and the coder between cannot change a type
+            ready = list(originals.values())
+        else:
+            ready = []
+            for doc in originals.values():  # each under its own guard: one that cannot be written gets a substitute
+                ready.extend(isolated(self._entry(doc), doc.url, _GUARD,
+                                      substitute=lambda reason, doc=doc: [_substitute(doc, reason)]))
         yield from (e for e in ready if not isinstance(e, IndexDoc))
         docs = [doc for doc in ready if isinstance(doc, IndexDoc)]
-        failures = self._write(docs)
+        yield from self._written()  # the batch before, written while this one was made
+        self.in_flight = (self.writer.submit(self._write, docs), docs, originals, window, timestamp)
+
+    def _written(self):
+        """The events of the batch in flight, once written (its rejected documents' substitutes are written
+        here, in this thread: they are rare)."""
+        if self.in_flight is None:
+            return
+        future, docs, originals = self.in_flight[:3]
+        self.in_flight = None
+        failures = future.result()
         rejected = [(url, reason) for url, reason in failures if isinstance(reason, Rejected)]
         if rejected:  # the index refused these documents (not the index failing): their substitutes go in
             for url, reason in rejected:
@@ -99,13 +128,13 @@ class _Upsert(beam.DoFn):
 
     def _entry(self, doc: IndexDoc):
         """``on_create_index_entry`` (it may replace the document), then the document checked for the index."""
-        if self.plugins:
-            with stage("plugins"):
-                doc = self.plugins.chain("on_create_index_entry", "doc", doc, doc.url, index=self.target)
-            yield from self.plugins.problems()
+        with stage("plugins"):
+            doc = self.plugins.chain("on_create_index_entry", "doc", doc, doc.url, index=self.target)
+        yield from self.plugins.problems()
         yield IndexDoc(*doc)  # conformed by ``isolated``: a value of the wrong type fails here, for this document
 
     def teardown(self):
+        self.writer.shutdown()
         self.target.close()
 
 
