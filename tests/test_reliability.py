@@ -113,7 +113,10 @@ def test_sigkill_at_ten_points_then_rerun_converges(tmp_path, make_config):
         proc = start_crawl(config)
         _elapsed, written = wait_for(proc, index, point.get("seconds"), point.get("written"))
         time.sleep(point.get("seconds_after", 0))
-        os.killpg(proc.pid, signal.SIGKILL)  # the whole crawl: driver and worker processes
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the whole crawl: driver and worker processes
+        except ProcessLookupError:  # the last point, on a loaded machine: the crawl had ended; it must converge too
+            pass
         proc.wait()
         code, _seconds, stderr = run_crawl(config)
         assert code == 0, f"re-run after kill point {point}: {stderr}"
