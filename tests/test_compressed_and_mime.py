@@ -21,6 +21,7 @@ from beamtrawl.transforms.preparators.mime import mail_type
 
 from tests.package_files import PY_LIB, PY_TESTSUITE, debian_deb, debian_file
 from tests.preparing import SNIFF, prepare_bytes
+from tests.real_corpus import corpus
 
 MiB = 1024 * 1024
 LS_MAN = ("coreutils", "usr/share/man/man1/ls.1.gz")
@@ -334,6 +335,35 @@ def test_so_redirect_page_is_titled_by_its_name():
     prepared, errors, _ = prepare(debian_file("manpages", path).read_bytes(), f"file:///{path}")
     assert errors == [] and prepared.fields["inner_mimetype"] == "text/troff"
     assert prepared.title == "siginfo_t(3type)" and prepared.content == "see man7/system_data_types.7"
+
+
+def test_gnu_info_manual_is_read_node_by_node():
+    """makeinfo's node separator (0x1F) made libmagic call an Info manual data: coreutils.info.gz gave nothing."""
+    path = "usr/share/info/coreutils.info.gz"
+    prepared, errors, _ = prepare(debian_file("coreutils", path).read_bytes(), f"file:///{path}")
+    assert errors == [] and prepared.fields["inner_mimetype"] == "text/x-info"
+    assert prepared.title == "GNU Coreutils" and "Common options" in prepared.headlines
+    assert "Certain options are available in all of these programs." in " ".join(prepared.content.split())
+    assert not set("\x1f\x7f\x08") & set(prepared.content)  # separators, tag table offsets, index markers
+
+
+def test_split_info_manual_main_file_names_its_nodes():
+    """groff.info.gz holds only the indirect and tag tables of groff.info-1 and -2: found by its nodes' names,
+    not by their byte offsets."""
+    data = (corpus() / "groff/usr/share/info/groff.info.gz").read_bytes()
+    prepared, errors, _ = prepare(data, "file:///usr/share/info/groff.info.gz")
+    assert errors == [] and "Groff Options" in prepared.headlines and "This manual documents GNU" in prepared.content
+    assert "975" not in prepared.content
+
+
+@pytest.mark.parametrize("path, phrase", [
+    ("groff/usr/share/groff/1.22.4/tmac/s.tmac", "These ms macros require groff."),
+    ("groff/usr/share/doc/groff-base/examples/hdtbl/rainbow.roff", "This file is part of groff"),
+])
+def test_roff_that_is_no_manual_page_is_read_as_its_source(path, phrase):
+    """mandoc formats man and mdoc only: a macro package or an hdtbl document gave it (next to) nothing."""
+    prepared, errors, mimetype = prepare((corpus() / path).read_bytes(), f"file:///{path}")
+    assert (errors, mimetype) == ([], "text/troff") and phrase in prepared.content
 
 
 def test_html_reader_says_when_it_reads_a_sliver_of_a_large_page():
