@@ -21,7 +21,7 @@ from beamtrawl.transforms.preparators.cell_format import displayed
 from beamtrawl.transforms.preparators.drawing_text import drawing_texts
 from beamtrawl.transforms.values import Bounds
 
-REVISION = 6  # part of the preparation fingerprint (base.py): 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
+REVISION = 7  # part of the preparation fingerprint (base.py): 7 reads shared strings' phonetic readings; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
@@ -226,6 +226,7 @@ def _xlsx(stream, params: dict) -> Prepared:
     try:
         lines, sheets, read, stopped = _sheet_lines(workbook, params["max_characters"])
         lines.extend(_sheet_comments(zipfile.ZipFile(stream)))
+        lines.extend(_phonetic_readings(zipfile.ZipFile(stream)))
         prepared = _prepared(workbook.properties, "creator", "description", _join(lines), sheets)
     finally:
         workbook.close()
@@ -261,6 +262,35 @@ def _sheet_comments(archive: zipfile.ZipFile) -> list[str]:
             text = "".join(t.text or "" for t in comment.iter(f"{_MAIN}t"))
             if text.strip():
                 lines.append(" ".join(text.split()))
+    return lines
+
+
+_SHARED_STRINGS = "xl/sharedStrings.xml"
+
+
+def _phonetic_readings(archive: zipfile.ZipFile) -> list[str]:
+    """Each shared string that carries phonetic readings (Japanese furigana, ``<rPh>``: 豊田 as トヨ タ) as
+    the string then its readings, one line each, after the sheets: a search in kana finds the kanji cell,
+    and openpyxl drops the readings."""
+    from defusedxml import ElementTree
+
+    try:
+        data = archive.read(_SHARED_STRINGS)
+    except KeyError:
+        return []
+    if b"<rPh" not in data:
+        return []
+    try:
+        root = ElementTree.fromstring(data)
+    except (ElementTree.ParseError, ValueError):  # defusedxml's refusals are ValueErrors
+        return []
+    lines = []
+    for item in root.iter(f"{_MAIN}si"):
+        readings = [" ".join("".join(t.text or "" for t in run.iter(f"{_MAIN}t")).split())
+                    for run in item.iter(f"{_MAIN}rPh")]
+        if any(readings):
+            text = "".join(t.text or "" for child in item if child.tag != f"{_MAIN}rPh" for t in child.iter(f"{_MAIN}t"))
+            lines.append(_join([" ".join(text.split()), *readings], " "))
     return lines
 
 
