@@ -366,6 +366,17 @@ def test_roff_that_is_no_manual_page_is_read_as_its_source(path, phrase):
     assert (errors, mimetype) == ([], "text/troff") and phrase in prepared.content
 
 
+@pytest.mark.parametrize("path, mimetype, phrase", [
+    ("libreoffice-common/usr/lib/libreoffice/share/psprint/driver/SGENPRT.PS", "application/vnd.cups-ppd",
+     '*ModelName: "Generic Printer"'),
+    ("libreoffice-common/usr/lib/libreoffice/program/versionrc", "application/x-setupscript", "[Version]"),
+])
+def test_text_under_application_types_is_text(path, mimetype, phrase):
+    """A printer description and an INI file libmagic names as applications were indexed by name only."""
+    prepared, errors, typed = prepare((corpus() / path).read_bytes(), f"file:///{path}")
+    assert (errors, typed) == ([], mimetype) and phrase in prepared.content
+
+
 def test_html_reader_keeps_what_the_main_text_extractor_left_out():
     """Node's changelogs open with a <table>, so libmagic calls them HTML, and read as HTML they gave 195
     of 400,000 characters without a word (trafilatura took all of it for boilerplate). The same shape from
