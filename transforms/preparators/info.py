@@ -21,6 +21,7 @@ from beamtrawl.transforms.preparators.text import decode_text, heading_title
 MIME_TYPES = ("text/x-info",)
 _START = re.compile(rb"This is [^\n]{1,200}(?:produced by makeinfo|Info file)")
 _SEPARATOR = "\x1f"
+MAX_NODES = 50_000  # Python's manual, among the largest, has 5,309
 _NODE = re.compile(r"File: [^,\n]*,\s+Node: ([^,\n\t]+)")
 _TABLE_NODE = re.compile(r"^(?:Node|Ref): ([^\x7f\n]+)\x7f", re.MULTILINE)
 _CODING = re.compile(rb"\x1f\nLocal Variables:\ncoding: ([\w.:-]{1,40})\n")
@@ -33,11 +34,14 @@ def info_type(data: bytes) -> str | None:
 
 
 def _decode(data: bytes) -> str:
+    """By the declared coding when it reads makeinfo's ASCII first line as ASCII (not "utf-16", "rot13")."""
     declared = _CODING.search(data[-4096:])
     if declared is not None:
         try:
-            return data.decode(codecs.lookup(declared.group(1).decode("ascii")).name, errors="replace")
-        except LookupError:
+            codec = codecs.lookup(declared.group(1).decode("ascii")).name
+            if data[:8].decode(codec) == "This is ":
+                return data.decode(codec, errors="replace")
+        except (LookupError, UnicodeError):  # no such codec, or none for text ("rot13", "undefined")
             pass
     return decode_text(data)
 
@@ -45,7 +49,9 @@ def _decode(data: bytes) -> str:
 def prepare_info(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     text = _MARKER.sub("", _decode(data))
     lines, headlines, title = [], [], ""
-    for number, part in enumerate(text.split(_SEPARATOR)):
+    parts = text.split(_SEPARATOR, MAX_NODES)
+    parts[-1] = parts[-1].replace(_SEPARATOR, "\n")  # past MAX_NODES: the rest, as one
+    for number, part in enumerate(parts):
         part = part.strip("\n")
         header, _newline, body = part.partition("\n")
         node = _NODE.match(header)
@@ -60,4 +66,5 @@ def prepare_info(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
         elif header.startswith("Tag Table:"):
             headlines += [name.strip() for name in _TABLE_NODE.findall(body)]
     headlines = list(dict.fromkeys(h for h in headlines if h != "Top"))
-    return Prepared(title=title, content="\n".join(lines), headlines=headlines)
+    partial = f"read {MAX_NODES:,} nodes as nodes, the rest as one" if len(parts) > MAX_NODES else ""
+    return Prepared(title=title, content="\n".join(lines), headlines=headlines, partial=partial)

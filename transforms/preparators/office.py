@@ -268,29 +268,42 @@ def _sheet_comments(archive: zipfile.ZipFile) -> list[str]:
 _SHARED_STRINGS = "xl/sharedStrings.xml"
 
 
+def _holds(archive: zipfile.ZipFile, name: str, marker: bytes) -> bool:
+    """Whether a part's bytes hold ``marker``, read a chunk at a time (a marker cut by a chunk's end is found)."""
+    previous = b""
+    with archive.open(name) as part:
+        while chunk := part.read(_CHUNK):
+            if marker in previous + chunk[:len(marker)] or marker in chunk:
+                return True
+            previous = chunk[-len(marker):]
+    return False
+
+
 def _phonetic_readings(archive: zipfile.ZipFile) -> list[str]:
     """Each shared string that carries phonetic readings (Japanese furigana, ``<rPh>``: 豊田 as トヨ タ) as
     the string then its readings, one line each, after the sheets: a search in kana finds the kanji cell,
-    and openpyxl drops the readings."""
+    and openpyxl drops the readings. Parsed string by string, so a large table is not held as a tree."""
     from defusedxml import ElementTree
 
-    try:
-        data = archive.read(_SHARED_STRINGS)
-    except KeyError:
+    if _SHARED_STRINGS not in archive.namelist():
         return []
-    if b"<rPh" not in data:
-        return []
-    try:
-        root = ElementTree.fromstring(data)
-    except (ElementTree.ParseError, ValueError):  # defusedxml's refusals are ValueErrors
+    if not _holds(archive, _SHARED_STRINGS, b"<rPh"):
         return []
     lines = []
-    for item in root.iter(f"{_MAIN}si"):
-        readings = [" ".join("".join(t.text or "" for t in run.iter(f"{_MAIN}t")).split())
-                    for run in item.iter(f"{_MAIN}rPh")]
-        if any(readings):
-            text = "".join(t.text or "" for child in item if child.tag != f"{_MAIN}rPh" for t in child.iter(f"{_MAIN}t"))
-            lines.append(_join([" ".join(text.split()), *readings], " "))
+    try:
+        with archive.open(_SHARED_STRINGS) as part:
+            for _event, item in ElementTree.iterparse(part):
+                if item.tag != f"{_MAIN}si":
+                    continue
+                readings = [" ".join("".join(t.text or "" for t in run.iter(f"{_MAIN}t")).split())
+                            for run in item.iter(f"{_MAIN}rPh")]
+                if any(readings):
+                    text = "".join(t.text or "" for child in item if child.tag != f"{_MAIN}rPh"
+                                   for t in child.iter(f"{_MAIN}t"))
+                    lines.append(_join([" ".join(text.split()), *readings], " "))
+                item.clear()
+    except (ElementTree.ParseError, ValueError):  # defusedxml's refusals are ValueErrors: what was read stays
+        pass
     return lines
 
 
