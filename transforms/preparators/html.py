@@ -9,10 +9,11 @@ would match the words of its menus, and snippets would show them. (A lower-weigh
 would keep them searchable without that; it needs a new column in both index targets, not made yet.)
 
 The text is trafilatura's main text, then every other block of visible text that is not furniture and
-holds a word the main text lacks, in page order (``_rest``): trafilatura judges a list of links boilerplate, and so dropped the body of index
-pages (Python's "Python Runtime Services", a toctree of its modules, kept 70 % of its words) and of pages
-laid out with tables (a WARC capture of a 1990s site kept its headings but not the paragraphs beside its
-links). The main text comes first, so the first lines and snippets are still the article's."""
+holds a word the main text lacks, in page order (``_rest``): trafilatura judges a list of links
+boilerplate, and so dropped the body of index pages (Python's "Python Runtime Services", a toctree of its
+modules, kept 70 % of its words) and of pages laid out with tables (a WARC capture of a 1990s site kept its
+headings but not the paragraphs beside its links). The main text comes first, so the first lines and
+snippets are still the article's."""
 
 from __future__ import annotations
 

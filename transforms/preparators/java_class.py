@@ -1,8 +1,9 @@
 """Compiled Java classes (``.class``): the class's package and name, its superclass and interfaces, its
-fields and methods with their types and declared exceptions, written as a Java declaration outline (Tika's class parser writes the same),
-constant fields with their values (``static final String TYPE = "application/applefile"``: a searcher finds
-the class by a message, a MIME type or a number it defines), and the source file it was compiled from. Read from the class file's constant pool and member tables
-(JVM specification, chapter 4) with the standard library; the code itself is not decompiled.
+fields and methods with their types and declared exceptions, written as a Java declaration outline (Tika's
+class parser writes the same), constant fields with their values (``static final String TYPE = "list"``: a
+searcher finds the class by a message, a MIME type or a number it defines), and the source file it was
+compiled from. Read from the class file's constant pool and member tables (JVM specification, chapter 4)
+with the standard library; the code itself is not decompiled.
 """
 
 from __future__ import annotations

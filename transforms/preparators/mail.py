@@ -66,10 +66,10 @@ def _text_of(part: EmailMessage) -> str:
     return decode_text(payload)
 
 
+_ENCODED_LINE = re.compile(r"^[A-Za-z0-9+/=]{40,}\r?\n", re.MULTILINE)  # base64 of a part whose boundary is lost
 # A delivery or read report's machine-readable parts (RFC 3464, 8098, 6522): header blocks saying which
 # recipient failed and why ("Action: failed", "Diagnostic-Code: smtp; 550 …"), and the headers of the
 # message the report is about. They are text; as attachments they gave nothing (their payload is no bytes).
-_ENCODED_LINE = re.compile(r"^[A-Za-z0-9+/=]{40,}\r?\n", re.MULTILINE)  # base64 of a part whose boundary is lost
 _REPORT_PARTS = ("message/delivery-status", "message/disposition-notification", "text/rfc822-headers")
 
 

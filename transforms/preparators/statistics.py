@@ -73,7 +73,7 @@ def _formatted(values, display_format: str | None):
     percent = _PERCENT.fullmatch(display_format or "")
     if percent is None:
         return values
-    decimals = int(percent.group(2) or 0)
+    decimals = min(int(percent.group(2) or 0), 15)  # a float holds no more
     return [f"{value * 100:.{decimals}f}%" if isinstance(value, float) and not math.isnan(value) else value
             for value in values]
 
@@ -106,7 +106,7 @@ def prepare_statistics(data: bytes, url: str, mimetype: str, params: dict) -> Pr
         raise PreparationError(f"not readable as {_NAMES[kind]} data: {type(err).__name__}: {err}"[:200]) from None
     names = list(columns)
     formats = meta.original_variable_types or {}
-    shown = [_labelled(_formatted(columns[name], formats.get(name)), (meta.variable_value_labels or {}).get(name))
+    shown = [_formatted(_labelled(columns[name], (meta.variable_value_labels or {}).get(name)), formats.get(name))
              for name in names]
     rows = zip(*shown, strict=False) if names else ()
     lines = [" ".join(filter(None, map(_value, row))) for row in rows]
