@@ -391,6 +391,13 @@ def test_html_reader_keeps_what_the_main_text_extractor_left_out():
     assert "can allow this old data to be leaked when the `Buffer` memory is read." in text
 
 
+def test_html_after_the_closing_html_tag_is_read():
+    """groff -Thtml writes an empty page, then the page after its </html>: libxml2 dropped all of it."""
+    path = "groff/usr/share/doc/groff-base/examples/webpage.html"
+    prepared, errors, _ = prepare((corpus() / path).read_bytes(), f"file:///{path}")
+    assert errors == [] and "HIS is the home page for groff" in " ".join(prepared.content.split())
+
+
 def test_html_index_page_keeps_its_list_of_links():
     """A Sphinx toctree page is a list of links, which trafilatura judges boilerplate: Python's "Python
     Runtime Services" kept 70 % of its words; its modules' entries are its text, the sidebar is not."""

@@ -41,6 +41,9 @@ _BLOCKS = frozenset({"address", "article", "aside", "blockquote", "body", "capti
                      "header", "hr", "li", "main", "ol", "p", "pre", "section", "summary", "table", "td", "th",
                      "tr", "ul", "br"})
 _WORD = re.compile(r"\w+")
+# Markup after the closing </html>, which libxml2 drops: groff -Thtml writes an empty page, then the page.
+_AFTER_END = re.compile(rb"</html\s*>\s*<", re.IGNORECASE)
+_CLOSING = re.compile(rb"</(?:body|html)\s*>", re.IGNORECASE)
 
 
 def _text(element) -> str:
@@ -66,13 +69,18 @@ def _drop_furniture(tree) -> None:
             element.drop_tree()
 
 
-def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+def _load(data: bytes):
     tree = load_html(data)
     if tree is None:  # trafilatura refuses fragments such as "<p>tiny</p>"
         try:
             tree = lxml.html.document_fromstring(data)
         except (lxml.etree.ParserError, ValueError) as err:
             raise PreparationError(f"not parseable as HTML: {err}") from None
+    return tree
+
+
+def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    tree = _load(_CLOSING.sub(b"", data) if _AFTER_END.search(data) else data)
     title_element = tree.find(".//title")
     title = _text(title_element) if title_element is not None else ""
     description = " ".join(" ".join(tree.xpath("//meta[@name='description' or @name='Description']/@content")).split())
