@@ -155,3 +155,11 @@ def test_phonetic_readings_follow_their_strings():
     prepared, errors, _mimetype = prepare_bytes(tika_test_document("microsoft", "testEXCEL_phonetic.xlsx"),
                                                 "file:///sheets/testEXCEL_phonetic.xlsx")
     assert errors == [] and "本田車株式会社 ホンダ クルマ カブシキ カイシャ" in prepared.content.splitlines()
+
+
+def test_sheet_headers_and_footers_are_text_without_their_codes():
+    """``&LHeader - Corporate Spreadsheet&CHeader - For Internal Use Only``: openpyxl's read-only mode skips them."""
+    prepared, errors, _mimetype = prepare_bytes(tika_test_document("microsoft", "testEXCEL_headers_footers.xlsx"),
+                                                "file:///sheets/testEXCEL_headers_footers.xlsx")
+    assert errors == [] and ("Footer - Corporate Spreadsheet Footer - For Internal Use Only Footer - Author: John Smith"
+                             in prepared.content.splitlines())

@@ -14,6 +14,7 @@ import re
 import zipfile
 import zlib
 from dataclasses import replace
+from xml.sax.saxutils import unescape as xml_unescape
 
 from beamtrawl.transforms.preparators import embedded
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
@@ -21,7 +22,7 @@ from beamtrawl.transforms.preparators.cell_format import displayed
 from beamtrawl.transforms.preparators.drawing_text import drawing_texts
 from beamtrawl.transforms.values import Bounds
 
-REVISION = 7  # part of the preparation fingerprint (base.py): 7 reads shared strings' phonetic readings; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
+REVISION = 7  # part of the preparation fingerprint (base.py): 7 reads shared strings' phonetic readings and sheets' headers and footers; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
@@ -227,6 +228,8 @@ def _xlsx(stream, params: dict) -> Prepared:
         lines, sheets, read, stopped = _sheet_lines(workbook, params["max_characters"])
         lines.extend(_sheet_comments(zipfile.ZipFile(stream)))
         lines.extend(_phonetic_readings(zipfile.ZipFile(stream)))
+        if not stopped:  # (past max_characters the rest would be cut: a sheet is not inflated again for them)
+            lines.extend(_headers_footers(zipfile.ZipFile(stream)))
         prepared = _prepared(workbook.properties, "creator", "description", _join(lines), sheets)
     finally:
         workbook.close()
@@ -305,6 +308,43 @@ def _phonetic_readings(archive: zipfile.ZipFile) -> list[str]:
     except (ElementTree.ParseError, ValueError):  # defusedxml's refusals are ValueErrors: what was read stays
         pass
     return lines
+
+
+_HEADER_FOOTER = re.compile(rb"<(?:\w{1,16}:)?headerFooter\b.{0,65536}?</(?:\w{1,16}:)?headerFooter>", re.DOTALL)
+_ELEMENT_TEXT = re.compile(rb">([^<]+)<")
+# Excel's codes in a header or footer: sections (&L &C &R), fields (&P page, &D date, &A sheet …), font,
+# size, colour and style (&B bold … &O outline, &H shadow); "&&" is an ampersand.
+_HEADER_CODE = re.compile(r'&(?:"[^"]*"|\d+|K(?:[0-9A-Fa-f]{6}|\d\d[+-]\d{3})|[LCRPNDTFAZGBIUESXYOH])')
+
+
+def _headers_footers(archive: zipfile.ZipFile) -> list[str]:
+    """The text of each sheet's page headers and footers ("Header - For Internal Use Only"), one line each
+    and each once, without Excel's codes: openpyxl's read-only mode skips them. Found in the sheet's bytes
+    as they are inflated (the element follows the cells), so a large sheet is not parsed twice."""
+    lines: list[str] = []
+    for name in archive.namelist():
+        if not (name.startswith("xl/worksheets/") and name.endswith(".xml")):
+            continue
+        block = _first_match(archive, name, b"headerFooter", _HEADER_FOOTER, 65536 + 64)
+        for raw in _ELEMENT_TEXT.findall(block or b""):
+            text = xml_unescape(raw.decode("utf-8", "replace")).replace("&&", "\0")
+            line = " ".join(_HEADER_CODE.sub(" ", text).replace("\0", "&").split())
+            if line and line not in lines:
+                lines.append(line)
+    return lines
+
+
+def _first_match(archive: zipfile.ZipFile, name: str, marker: bytes, pattern: re.Pattern, longest: int) -> bytes | None:
+    """The first match of ``pattern`` (at most ``longest`` bytes, holding ``marker``) in a part, read a chunk
+    at a time."""
+    buffer = b""
+    with archive.open(name) as part:
+        while chunk := part.read(_CHUNK):
+            buffer = buffer[-longest:] + chunk
+            found = pattern.search(buffer) if marker in buffer else None  # find() first: it is memchr-fast
+            if found is not None:
+                return found.group()
+    return None
 
 
 # A cell's value in the sheet XML: <v> (a number, or a shared string's index) or an inline string <is>.
