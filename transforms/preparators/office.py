@@ -18,7 +18,7 @@ from xml.sax.saxutils import unescape as xml_unescape
 
 from beamtrawl.transforms.preparators import embedded
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
-from beamtrawl.transforms.preparators.cell_format import displayed
+from beamtrawl.transforms.preparators.cell_format import displayed, header_footer_text
 from beamtrawl.transforms.preparators.drawing_text import drawing_texts
 from beamtrawl.transforms.values import Bounds
 
@@ -312,9 +312,6 @@ def _phonetic_readings(archive: zipfile.ZipFile) -> list[str]:
 
 _HEADER_FOOTER = re.compile(rb"<(?:\w{1,16}:)?headerFooter\b.{0,65536}?</(?:\w{1,16}:)?headerFooter>", re.DOTALL)
 _ELEMENT_TEXT = re.compile(rb">([^<]+)<")
-# Excel's codes in a header or footer: sections (&L &C &R), fields (&P page, &D date, &A sheet …), font,
-# size, colour and style (&B bold … &O outline, &H shadow); "&&" is an ampersand.
-_HEADER_CODE = re.compile(r'&(?:"[^"]*"|\d+|K(?:[0-9A-Fa-f]{6}|\d\d[+-]\d{3})|[LCRPNDTFAZGBIUESXYOH])')
 
 
 def _headers_footers(archive: zipfile.ZipFile) -> list[str]:
@@ -327,8 +324,7 @@ def _headers_footers(archive: zipfile.ZipFile) -> list[str]:
             continue
         block = _first_match(archive, name, b"headerFooter", _HEADER_FOOTER, 65536 + 64)
         for raw in _ELEMENT_TEXT.findall(block or b""):
-            text = xml_unescape(raw.decode("utf-8", "replace")).replace("&&", "\0")
-            line = " ".join(_HEADER_CODE.sub(" ", text).replace("\0", "&").split())
+            line = header_footer_text(xml_unescape(raw.decode("utf-8", "replace")))
             if line and line not in lines:
                 lines.append(line)
     return lines
