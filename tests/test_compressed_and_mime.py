@@ -19,8 +19,9 @@ from beamtrawl.transforms.preparators.archive import DEFAULTS
 from beamtrawl.transforms.preparators.html import prepare_html
 from beamtrawl.transforms.preparators.mime import mail_type
 
-from tests.package_files import PY_LIB, PY_TESTSUITE, debian_deb, debian_file
+from tests.package_files import PY_DOC, PY_LIB, PY_TESTSUITE, debian_deb, debian_file
 from tests.preparing import SNIFF, prepare_bytes
+from tests.real_corpus import corpus
 
 MiB = 1024 * 1024
 LS_MAN = ("coreutils", "usr/share/man/man1/ls.1.gz")
@@ -336,19 +337,75 @@ def test_so_redirect_page_is_titled_by_its_name():
     assert prepared.title == "siginfo_t(3type)" and prepared.content == "see man7/system_data_types.7"
 
 
-def test_html_reader_says_when_it_reads_a_sliver_of_a_large_page():
+def test_gnu_info_manual_is_read_node_by_node():
+    """makeinfo's node separator (0x1F) made libmagic call an Info manual data: coreutils.info.gz gave nothing."""
+    path = "usr/share/info/coreutils.info.gz"
+    prepared, errors, _ = prepare(debian_file("coreutils", path).read_bytes(), f"file:///{path}")
+    assert errors == [] and prepared.fields["inner_mimetype"] == "text/x-info"
+    assert prepared.title == "GNU Coreutils" and "Common options" in prepared.headlines
+    assert "Certain options are available in all of these programs." in " ".join(prepared.content.split())
+    assert not set("\x1f\x7f\x08") & set(prepared.content)  # separators, tag table offsets, index markers
+
+
+def test_split_info_manual_main_file_names_its_nodes():
+    """groff.info.gz holds only the indirect and tag tables of groff.info-1 and -2: found by its nodes' names,
+    not by their byte offsets."""
+    data = (corpus() / "groff/usr/share/info/groff.info.gz").read_bytes()
+    prepared, errors, _ = prepare(data, "file:///usr/share/info/groff.info.gz")
+    assert errors == [] and "Groff Options" in prepared.headlines and "This manual documents GNU" in prepared.content
+    assert "975" not in prepared.content
+
+
+@pytest.mark.parametrize("path, phrase", [
+    ("groff/usr/share/groff/1.22.4/tmac/s.tmac", "These ms macros require groff."),
+    ("groff/usr/share/doc/groff-base/examples/hdtbl/rainbow.roff", "This file is part of groff"),
+])
+def test_roff_that_is_no_manual_page_is_read_as_its_source(path, phrase):
+    """mandoc formats man and mdoc only: a macro package or an hdtbl document gave it (next to) nothing."""
+    prepared, errors, mimetype = prepare((corpus() / path).read_bytes(), f"file:///{path}")
+    assert (errors, mimetype) == ([], "text/troff") and phrase in prepared.content
+
+
+@pytest.mark.parametrize("path, mimetype, phrase", [
+    ("libreoffice-common/usr/lib/libreoffice/share/psprint/driver/SGENPRT.PS", "application/vnd.cups-ppd",
+     '*ModelName: "Generic Printer"'),
+    ("libreoffice-common/usr/lib/libreoffice/program/versionrc", "application/x-setupscript", "[Version]"),
+])
+def test_text_under_application_types_is_text(path, mimetype, phrase):
+    """A printer description and an INI file libmagic names as applications were indexed by name only."""
+    prepared, errors, typed = prepare((corpus() / path).read_bytes(), f"file:///{path}")
+    assert (errors, typed) == ([], mimetype) and phrase in prepared.content
+
+
+def test_html_reader_keeps_what_the_main_text_extractor_left_out():
     """Node's changelogs open with a <table>, so libmagic calls them HTML, and read as HTML they gave 195
-    of 400,000 characters without a word. The same shape from Node's real buffer.md (nodejs-doc): a table,
-    then 200 KB of Markdown."""
+    of 400,000 characters without a word (trafilatura took all of it for boilerplate). The same shape from
+    Node's real buffer.md (nodejs-doc): a table, then 200 KB of Markdown; now read whole, the main text first."""
     markdown = gzip.decompress(debian_file("nodejs-doc", "usr/share/doc/nodejs/api/buffer.md.gz").read_bytes())
     data = b"<table>\n<tr><th>Stable</th></tr>\n<tr><td>v18</td></tr>\n</table>\n\n" + markdown
     url = "file:///usr/share/doc/nodejs/changelogs/CHANGELOG_V18.md"
     assert SNIFF(data, url) == "text/markdown"  # libmagic: a script or HTML; the name says Markdown
     as_html = prepare_html(data, url, "text/html", {})
-    assert re.fullmatch(r"kept [\d,]+ of the page's [\d,]+ visible characters as its text: the rest looked like "
-                        r"menus, headers and footers to the main-text extractor", as_html.partial), as_html.partial
-    small = debian_file("git", "usr/share/doc/git/RelNotes/2.32.0.txt").read_bytes()  # under 20 KB: no line
-    assert prepare_html(small, "file:///x.html", "text/html", {}).partial == ""
+    text = " ".join(as_html.content.split())
+    assert text.startswith("| Stable |") and as_html.partial == ""
+    assert "can allow this old data to be leaked when the `Buffer` memory is read." in text
+
+
+def test_html_after_the_closing_html_tag_is_read():
+    """groff -Thtml writes an empty page, then the page after its </html>: libxml2 dropped all of it."""
+    path = "groff/usr/share/doc/groff-base/examples/webpage.html"
+    prepared, errors, _ = prepare((corpus() / path).read_bytes(), f"file:///{path}")
+    assert errors == [] and "HIS is the home page for groff" in " ".join(prepared.content.split())
+
+
+def test_html_index_page_keeps_its_list_of_links():
+    """A Sphinx toctree page is a list of links, which trafilatura judges boilerplate: Python's "Python
+    Runtime Services" kept 70 % of its words; its modules' entries are its text, the sidebar is not."""
+    path = "usr/share/doc/python3.11/html/library/python.html"
+    prepared, errors, _ = prepare((corpus() / PY_DOC / path).read_bytes(), f"file:///{path}")
+    text = " ".join(prepared.content.split())
+    assert errors == [] and "sysconfig — Provide access to Python’s configuration information" in text
+    assert "Report a Bug" not in text and "Show Source" not in text
 
 
 def test_a_text_named_compressed_file_is_not_text():

@@ -33,6 +33,13 @@ def run(module: str, name: str, data: bytes | None = None):
     return prepare_bytes(data, f"file:///helpers/{name}")
 
 
+def test_access_values_read_as_access_shows_them():
+    """mdb-export's defaults wrote 06/24/15 00:00:00, 1 and 6.2300: a search for 2015 or TRUE missed the row."""
+    prepared, _errors, _typed = run("microsoft", "testAccess2.accdb")
+    assert "1 the quick 3 6.23 2015-06-24 TRUE fox jumped" in prepared.content
+    assert "2 普林斯顿大学 0 0 FALSE" in prepared.content
+
+
 @pytest.mark.parametrize("module, name, mimetype, phrase", FILES, ids=[f[1] for f in FILES])
 def test_file_is_typed_and_read_through_its_helper(module, name, mimetype, phrase):
     prepared, errors, typed = run(module, name)

@@ -163,6 +163,12 @@ def test_java_class_outline_names_class_and_members():
     assert "public AutoDetectParser();" in prepared.content
 
 
+def test_java_class_constants_have_their_values():
+    """Constant fields' ConstantValue attributes: a search for 15 or a string a class defines finds it."""
+    prepared, _errors, _ = prepare("code", "AppleSingleFileParser.class")
+    assert "    private static final int DIRECTORY_ID = 15;" in prepared.content.splitlines()
+
+
 def test_help_file_contents_are_headlines_in_their_code_page():
     prepared, _errors, _ = prepare("microsoft", "chm/gpedit.CHM")  # a French help file, its contents in cp1252
     assert prepared.headlines[0] == "Éditeur d’objets de stratégie de groupe"

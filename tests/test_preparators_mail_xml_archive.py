@@ -19,6 +19,9 @@ from beamtrawl.transforms.preparators.archive import prepare_archive
 from beamtrawl.transforms.preparators.mail import prepare_mail
 from beamtrawl.transforms.preparators.xml import prepare_xml
 
+from tests.package_files import PY_TESTSUITE, PYTHON, debian_file
+from tests.preparing import prepare_bytes
+
 MiB = 1024 * 1024
 PASSWD = Path("/etc/passwd").read_text().splitlines()[0]  # "root:x:0:0:..."
 
@@ -137,6 +140,18 @@ def test_mail_attachments_are_listed():
          "mimetype": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
          "size": len(docx)},
     ]
+
+
+@pytest.mark.parametrize("name, phrase", [
+    # a delivery report's status part (message/delivery-status): as an attachment it gave nothing
+    ("msg_43.txt", "Diagnostic-Code: smtp; 550 5.7.1 Message content rejected, id=01956-02-2"),
+    # Content-Type's boundary parameter is cut by a broken line: the parts' text is still the message's
+    ("msg_25.txt", "554 Too many hops 19 (17 max)"),
+])
+def test_delivery_reports_are_read(name, phrase):
+    path = f"usr/lib/{PYTHON}/test/test_email/data/{name}"
+    prepared, errors, _mimetype = prepare_bytes(debian_file(PY_TESTSUITE, path).read_bytes(), f"file:///{name}")
+    assert errors == [] and phrase in " ".join(prepared.content.split())
 
 
 def test_mail_with_malformed_headers_is_still_prepared():

@@ -148,3 +148,18 @@ def test_workbook_past_max_characters_is_read_to_there_and_says_so():
     assert 100_000 < len(prepared.content) < 110_000
     assert "Repetitive content pattern 1 for compression test row 1" in prepared.content
     assert prepared.partial.startswith("read the first ") and "max_characters (100,000)" in prepared.partial
+
+
+def test_phonetic_readings_follow_their_strings():
+    """Furigana (``<rPh>``) in the shared strings: openpyxl drops them, and a search in kana missed 本田."""
+    prepared, errors, _mimetype = prepare_bytes(tika_test_document("microsoft", "testEXCEL_phonetic.xlsx"),
+                                                "file:///sheets/testEXCEL_phonetic.xlsx")
+    assert errors == [] and "本田車株式会社 ホンダ クルマ カブシキ カイシャ" in prepared.content.splitlines()
+
+
+def test_sheet_headers_and_footers_are_text_without_their_codes():
+    """``&LHeader - Corporate Spreadsheet&CHeader - For Internal Use Only``: openpyxl's read-only mode skips them."""
+    prepared, errors, _mimetype = prepare_bytes(tika_test_document("microsoft", "testEXCEL_headers_footers.xlsx"),
+                                                "file:///sheets/testEXCEL_headers_footers.xlsx")
+    assert errors == [] and ("Footer - Corporate Spreadsheet Footer - For Internal Use Only Footer - Author: John Smith"
+                             in prepared.content.splitlines())

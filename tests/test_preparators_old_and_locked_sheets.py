@@ -76,3 +76,11 @@ def test_crawl_finds_locked_and_old_sheets_by_search(tmp_path, make_config, craw
     assert [hit["url"].rsplit("/", 1)[1] for hit in search(config, f'"{LOCKED_PHRASE}"')] == ["protect.xlsx"]
     assert [hit["url"].rsplit("/", 1)[1] for hit in search(config, f'"{BIFF4_PHRASE}"')] == ["testEXCEL_4.xls"]
     assert [hit["url"].rsplit("/", 1)[1] for hit in search(config, '"Here is a comment"')] == ["testComment.xlsx"]
+
+
+def test_xls_headers_and_footers_are_text_without_their_codes():
+    """HEADER and FOOTER records, which xlrd does not read: ``&LHeader - Corporate Spreadsheet&C…``."""
+    prepared, errors, _mimetype = prepare_bytes(tika_test_document("microsoft", "testEXCEL_headers_footers.xls"),
+                                                "file:///sheets/testEXCEL_headers_footers.xls")
+    assert errors == [] and ("Header - Corporate Spreadsheet Header - For Internal Use Only Header - Author: John Smith"
+                             in prepared.content.splitlines())

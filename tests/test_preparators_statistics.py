@@ -46,6 +46,12 @@ def test_labels_are_title_headlines_and_values():
     assert "Species setosa versicolor virginica" in spss.content  # the value labels, and rows show them
 
 
+def test_percent_formats_show_as_sas_shows_them():
+    """PERCENT7.1 holds 0.6666…: SAS (and Tika) show 66.7%, which a search for 66.7 finds."""
+    prepared, _errors, _typed = run("test-columnar.sas7bdat", document("code", "test-columnar.sas7bdat"))
+    assert "3 9 This is row 3 of 10 30% 66.7% 1960-03-22 1960-01-01T00:16:40 00:00:27" in prepared.content.splitlines()
+
+
 def test_rows_beyond_the_bound_are_said():
     data = document("haven", "iris.sav")
     prepared = statistics.prepare_statistics(data, "file:///iris.sav", statistics.SPSS, {"max_rows": 10})

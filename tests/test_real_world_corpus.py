@@ -69,6 +69,12 @@ SPOT_PHRASES = [
     ("Python source", '"complained about a missing flush"', f"{_TESTS}/test_tarfile.py"),
     ("XML in ISO-8859-1", '"Introduction to XSL"', f"{_TESTS}/xmltestdata/test.xml"),
     ("mail", '"Ppp digest"', f"{_TESTS}/test_email/data/msg_02.txt"),
+    ("GNU Info manual in .gz", '"Certain options are available in all of these programs"',
+     "coreutils/usr/share/info/coreutils.info.gz"),
+    ("roff macro package", '"These ms macros require groff"', "groff/usr/share/groff/1.22.4/tmac/s.tmac"),
+    ("HTML index page's list of links", '"Provide access to Python’s configuration information"',
+     f"{_PYDOC}/library/python.html"),
+    ("delivery report's status part", '"Message content rejected"', f"{_TESTS}/test_email/data/msg_43.txt"),
 ]
 
 # names that say text: "when the name says a text type and the bytes decode as text, it is text"

@@ -4,7 +4,10 @@ library reads Jet pages; mdbtools is what Debian ships for it, and it runs here 
 folder, under the time bound, one ``mdb-export`` per table.
 
 The table names are the headlines; each table is its name on a line, then its rows as CSV gives them
-(column names first), fields separated by spaces, rich-text memos (HTML) as their text. Binary columns (OLE objects, attachments) are left
+(column names first), fields separated by spaces, rich-text memos (HTML) as their text; dates as ISO 8601
+(``2015-06-24``, with the time when it is not midnight: mdb-export's default ``06/24/15 00:00:00`` hid the
+century from a search for 2015), Yes/No fields as ``TRUE``/``FALSE``, and numbers without the zeros mdb-export
+pads currency with (``6.23``, not ``6.2300``), as Access shows them. Binary columns (OLE objects, attachments) are left
 out (``-b strip``). At most ``max_tables`` tables and ``max_output_bytes`` of text per table are read;
 more is said in the report (``partial``). Without mdbtools this preparator fails with the reason, the
 summary warns once with the count, and installing the package re-prepares the databases.
@@ -23,6 +26,7 @@ from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.external import run_in
 from beamtrawl.transforms.preparators.helpers import Helper
 
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 writes ISO dates, TRUE/FALSE, unpadded numbers
 MIME_TYPES = ("application/x-msaccess", "application/vnd.ms-access", "application/msaccess")
 DEFAULTS = (("timeout", 60.0), ("max_tables", 500), ("max_output_bytes", 16 * 1024**2))
 EXPORT = Helper("mdb-export", "mdbtools", "Access databases")
@@ -30,12 +34,18 @@ TABLES = Helper("mdb-tables", "mdbtools", "Access databases")
 HELPERS = (EXPORT, TABLES)
 _TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 _RICH_TEXT = ("<div", "<font")  # how Access stores a rich-text memo: HTML
+_MIDNIGHT = " 00:00:00"
+_PADDED = re.compile(r"(-?\d+)\.(\d*?)0+")  # 6.2300, 0.0000
+_EXPORT = ("-b", "strip", "-B", "-D", "%Y-%m-%d", "-T", "%Y-%m-%d %H:%M:%S")
 
 
 def _field(value: str) -> str:
     if value.lstrip().startswith(_RICH_TEXT):
         value = html.unescape(_TAG.sub(" ", value))
-    return " ".join(value.split())
+    padded = _PADDED.fullmatch(value)
+    if padded is not None:
+        value = f"{padded.group(1)}.{padded.group(2)}" if padded.group(2) else padded.group(1)
+    return " ".join(value.removesuffix(_MIDNIGHT).split())
 
 
 def _rows(csv_text: str) -> list[str]:
@@ -63,7 +73,7 @@ def prepare_access(data: bytes, url: str, mimetype: str, params: dict) -> Prepar
             raise PreparationError("not an Access database: no Jet or ACE header")
         lines, headlines = [], []
         for table in tables[:params["max_tables"]]:
-            rows = _rows(run_in([EXPORT.program, "-b", "strip", path, table], folder, run))
+            rows = _rows(run_in([EXPORT.program, *_EXPORT, path, table], folder, run))
             headlines.append(table)
             lines += [table, *rows]
     partial = f"read {params['max_tables']} of {len(tables)} tables" if len(tables) > params["max_tables"] else ""

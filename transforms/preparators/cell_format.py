@@ -160,3 +160,13 @@ def displayed(value, code: str | None) -> str:
         return _number(float(value), _TOKENS.findall(section))
     except (ValueError, IndexError, OverflowError, ZeroDivisionError):
         return _general(value)
+
+
+# Excel's codes in a page header or footer: sections (&L &C &R), fields (&P page, &D date, &A sheet …), font,
+# size, colour and style (&B bold … &O outline, &H shadow); "&&" is an ampersand.
+_HEADER_CODE = re.compile(r'&(?:"[^"]*"|\d+|K(?:[0-9A-Fa-f]{6}|\d\d[+-]\d{3})|[LCRPNDTFAZGBIUESXYOH])')
+
+
+def header_footer_text(raw: str) -> str:
+    """A sheet's page header or footer as its words, without Excel's codes (XLSX and XLS store the same)."""
+    return " ".join(_HEADER_CODE.sub(" ", raw.replace("&&", "\0")).replace("\0", "&").split())

@@ -5,10 +5,19 @@ the web source.
 Page furniture is dropped before the text and headlines are taken (links are taken before, since the
 crawler follows navigation): navigation, search boxes, the page's own header and footer, sidebars
 and the "¶" permalinks beside headings that Sphinx and MkDocs print. Otherwise every page of a site
-would match the words of its menus, and snippets would show them."""
+would match the words of its menus, and snippets would show them. (A lower-weight field of their own
+would keep them searchable without that; it needs a new column in both index targets, not made yet.)
+
+The text is trafilatura's main text, then every other block of visible text that is not furniture and
+holds a word the main text lacks, in page order (``_rest``): trafilatura judges a list of links
+boilerplate, and so dropped the body of index pages (Python's "Python Runtime Services", a toctree of its
+modules, kept 70 % of its words) and of pages laid out with tables (a WARC capture of a 1990s site kept its
+headings but not the paragraphs beside its links). The main text comes first, so the first lines and
+snippets are still the article's."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urljoin
 
 import lxml.html
@@ -16,7 +25,8 @@ import trafilatura
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from trafilatura.utils import load_html
 
-REVISION = 1  # part of the preparation fingerprint (base.py): 1 keeps the page's description as its metadata
+REVISION = 2  # part of the preparation fingerprint (base.py): 1 keeps the page's description as its metadata,
+# 2 the blocks the main text left out that are not furniture
 
 _SKIP_LINKS = ("mailto:", "javascript:", "tel:", "data:")
 _FURNITURE_TAGS = frozenset({"nav", "script", "style", "noscript", "template"})
@@ -26,8 +36,14 @@ _FURNITURE_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "
 _FURNITURE_CLASSES = frozenset({"headerlink", "sphinxsidebar"})
 _SPHINX_BARS = frozenset({"related", "footer"})  # <div class="related">, <div class="footer">
 _OWNS_HEADER = frozenset({"article", "main", "section"})  # their header and footer hold a title, a byline
-# A large page whose main text is under this share of its visible text was mostly not read: say so.
-_LARGE_PAGE, _READ_SHARE = 20 * 1024, 0.1
+_BLOCKS = frozenset({"address", "article", "aside", "blockquote", "body", "caption", "dd", "details", "div", "dl", "dt",
+                     "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6",
+                     "header", "hr", "li", "main", "ol", "p", "pre", "section", "summary", "table", "td", "th",
+                     "tr", "ul", "br"})
+_WORD = re.compile(r"\w+")
+# Markup after the closing </html>, which libxml2 drops: groff -Thtml writes an empty page, then the page.
+_AFTER_END = re.compile(rb"</html\s*>\s*<", re.IGNORECASE)
+_CLOSING = re.compile(rb"</(?:body|html)\s*>", re.IGNORECASE)
 
 
 def _text(element) -> str:
@@ -53,13 +69,18 @@ def _drop_furniture(tree) -> None:
             element.drop_tree()
 
 
-def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+def _load(data: bytes):
     tree = load_html(data)
     if tree is None:  # trafilatura refuses fragments such as "<p>tiny</p>"
         try:
             tree = lxml.html.document_fromstring(data)
         except (lxml.etree.ParserError, ValueError) as err:
             raise PreparationError(f"not parseable as HTML: {err}") from None
+    return tree
+
+
+def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    tree = _load(_CLOSING.sub(b"", data) if _AFTER_END.search(data) else data)
     title_element = tree.find(".//title")
     title = _text(title_element) if title_element is not None else ""
     description = " ".join(" ".join(tree.xpath("//meta[@name='description' or @name='Description']/@content")).split())
@@ -75,19 +96,38 @@ def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
     # fast: no fallback extractors, no metadata (htmldate alone costs more than the rest together).
     document = trafilatura.bare_extraction(tree, url=url, fast=True, include_comments=False)
     content = (document.text if document is not None else "") or ""
-    if not content.strip():  # too short for trafilatura's main-text heuristics: take all visible text
-        body = tree.find(".//body")
-        content = _text(body if body is not None else tree)
-    return Prepared(title=title, content=content, headlines=headlines, links=links, metadata=description,
-                    partial=_unread(tree, content) if len(data) > _LARGE_PAGE else "")
-
-
-def _unread(tree, content: str) -> str:
-    """Why the text is short (what was kept, of what, and why) when the main text is a sliver of the visible text (a Markdown file
-    opening with ``<table>``, taken for HTML), else ""."""
     body = tree.find(".//body")
-    visible = len(_text(body if body is not None else tree))
-    if len(content) >= _READ_SHARE * visible:
-        return ""
-    return (f"kept {len(content):,} of the page's {visible:,} visible characters as its text: the rest looked like "
-            f"menus, headers and footers to the main-text extractor")
+    if not content.strip():  # too short for trafilatura's main-text heuristics: take all visible text
+        content = _text(body if body is not None else tree)
+    else:
+        content = "\n".join([content, *_rest(body if body is not None else tree, content)])
+    return Prepared(title=title, content=content, headlines=headlines, links=links, metadata=description)
+
+
+def _lines(root) -> list[str]:
+    """The visible text under ``root`` as lines, one per block element (a paragraph, a list item, a cell)."""
+    parts: list[str] = []
+    for event, element in lxml.etree.iterwalk(root, events=("start", "end")):
+        block = isinstance(element.tag, str) and element.tag in _BLOCKS
+        if event == "start":
+            parts.append("\n" if block else "")
+            if isinstance(element.tag, str) and element.text:
+                parts.append(element.text)
+        else:
+            parts.append("\n" if block else "")
+            if element.tail and element is not root:
+                parts.append(element.tail)
+    return [line for line in (" ".join(piece.split()) for piece in "".join(parts).split("\n")) if line]
+
+
+def _rest(root, main: str) -> list[str]:
+    """The lines of visible text that hold a word the main text does not, in page order (a word set, not a
+    substring test, so that a huge page costs one pass)."""
+    known = {word.lower() for word in _WORD.findall(main)}
+    rest = []
+    for line in _lines(root):
+        words = {word.lower() for word in _WORD.findall(line)}
+        if not words <= known:
+            known |= words
+            rest.append(line)
+    return rest

@@ -1,15 +1,19 @@
 """Compiled Java classes (``.class``): the class's package and name, its superclass and interfaces, its
-fields and methods with their types and declared exceptions, written as a Java declaration outline (Tika's class parser writes the same),
-and the source file it was compiled from. Read from the class file's constant pool and member tables
-(JVM specification, chapter 4) with the standard library; the code itself is not decompiled.
+fields and methods with their types and declared exceptions, written as a Java declaration outline (Tika's
+class parser writes the same), constant fields with their values (``static final String TYPE = "list"``: a
+searcher finds the class by a message, a MIME type or a number it defines), and the source file it was
+compiled from. Read from the class file's constant pool and member tables (JVM specification, chapter 4)
+with the standard library; the code itself is not decompiled.
 """
 
 from __future__ import annotations
 
+import json
 import struct
 
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 writes constant fields' values
 MAGIC = b"\xca\xfe\xba\xbe"
 MIME_TYPES = ("application/x-java-applet", "application/java-vm", "application/x-java-vm",
               "application/x-java-class")
@@ -91,6 +95,35 @@ class _ClassFile:
         return out
 
 
+def _float32(raw: bytes) -> str:
+    """The shortest decimal that is this float (0.1, not 0.10000000149011612)."""
+    value = struct.unpack(">f", raw)[0]
+    return next((text for digits in range(1, 10) if struct.pack(">f", float(text := f"{value:.{digits}g}")) == raw),
+                repr(value))
+
+
+def _constant(klass: _ClassFile, descriptor: str, attributes: list[tuple[str, bytes]]) -> str:
+    """`` = value`` of a field with a ConstantValue attribute (JVM specification 4.7.2), else ""."""
+    raw = next((value for name, value in attributes if name == "ConstantValue" and len(value) == 2), None)
+    if raw is None:
+        return ""
+    tag, value = klass.pool.get(struct.unpack(">H", raw)[0], (0, b""))
+    if tag == 3 and len(value) == 4:
+        number = struct.unpack(">i", value)[0]
+        shown = ("true" if number else "false") if descriptor == "Z" else str(number)
+    elif tag == 5 and len(value) == 8:
+        shown = str(struct.unpack(">q", value)[0])
+    elif tag == 4 and len(value) == 4:
+        shown = _float32(value)
+    elif tag == 6 and len(value) == 8:
+        shown = repr(struct.unpack(">d", value)[0])
+    elif tag == 8 and len(value) == 2:
+        shown = json.dumps(klass.utf8(struct.unpack(">H", value)[0]), ensure_ascii=False)
+    else:
+        return ""
+    return f" = {shown}"
+
+
 def _method(flags: int, name: str, descriptor: str, owner: str, throws: list[str]) -> str:
     params, _, result = descriptor[1:].partition(")")
     shown = owner.rsplit(".", 1)[-1] if name == "<init>" else name
@@ -125,8 +158,8 @@ def prepare_class(data: bytes, url: str, mimetype: str, params: dict) -> Prepare
     package, _, simple = this.rpartition(".")
     lines = [f"package {package};"] if package else []
     lines.append(head + " {")
-    lines += [f"    {' '.join(filter(None, (_modifiers(f), _types(d)[0] if d else '', n)))};"
-              for f, n, d, _ in fields if not f & 0x1000]  # synthetic members are the compiler's
+    lines += [f"    {' '.join(filter(None, (_modifiers(f), _types(d)[0] if d else '', n)))}{_constant(klass, d, a)};"
+              for f, n, d, a in fields if not f & 0x1000]  # synthetic members are the compiler's
     lines += [f"    {_method(f, n, d, this, _throws(klass, a))}" for f, n, d, a in methods
               if not f & 0x1000 and n != "<clinit>"]
     lines.append("}")

@@ -19,11 +19,12 @@ import struct
 import olefile
 from beamtrawl.transforms.preparators import embedded, encrypted, ole_objects, xls_drawing
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
-from beamtrawl.transforms.preparators.cell_format import displayed
+from beamtrawl.transforms.preparators.cell_format import displayed, header_footer_text
 
-REVISION = 3  # part of the preparation fingerprint (base.py): 1 shows an XLS sheet's cells as their formats do;
+REVISION = 4  # part of the preparation fingerprint (base.py): 1 shows an XLS sheet's cells as their formats do;
 # 2 inlines embedded OLE objects (ole_objects), reads cells' comments, Excel 2-4 sheets, default-password workbooks;
-# 3 reads XLS sheet names as headlines, text boxes, chart titles and metafile pictures (xls_drawing), PPT comments, Word objects' pictures
+# 3 reads XLS sheet names as headlines, text boxes, chart titles and metafile pictures (xls_drawing), PPT comments, Word objects' pictures;
+# 4 reads sheets' headers and footers
 
 DOC_TYPES = ("application/msword", "application/vnd.ms-word")
 XLS_TYPES = ("application/vnd.ms-excel", "application/msexcel")
@@ -37,6 +38,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f]")
 _PPT_TEXT_CHARS, _PPT_TEXT_BYTES, _PPT_MAIN_MASTER = 0x0FA0, 0x0FA8, 0x03F8
 _PPT_COMMENT, _PPT_CSTRING = 0x2EE0, 0x0FBA  # Comment10Container; its CStrings: author, text, initials
 _PPT_TAG_BLOB = 0x138B  # BinaryTagDataBlob: records (a slide's comments among them) though not marked a container
+_HEADER_FOOTER_RECORDS = (0x0014, 0x0015)  # HEADER, FOOTER
 _BARE_BIFF_BOF = (0x0009, 0x0209, 0x0409)  # BIFF2, BIFF3, BIFF4; BIFF5 and later live in a compound file
 
 
@@ -193,9 +195,41 @@ def _xls_text(data: bytes) -> tuple[str, list[str]]:
             notes = getattr(sheet, "cell_note_map", {})  # the cells' comments (read with the formats: BIFF8)
             lines.extend(" ".join(note.text.split()) for _, note in sorted(notes.items()) if note.text.strip())
             book.unload_sheet(index)
+        # xlrd keeps the workbook stream as (mem, base, stream_len): the file's bytes, where it starts, its length
+        stream = (book.mem or b"")[book.base:book.base + book.stream_len]
+        lines.extend(_headers_footers(stream, book.biff_version, book.encoding))
         return "\n".join(lines), names
     finally:
         book.release_resources()
+
+
+def _headers_footers(stream: bytes, biff: int, encoding: str | None) -> list[str]:
+    """The sheets' page headers and footers (HEADER and FOOTER records), each once, without Excel's codes:
+    xlrd does not read them."""
+    lines, at = [], 0
+    while at + 4 <= len(stream):
+        kind, size = struct.unpack_from("<HH", stream, at)
+        body, at = stream[at + 4:at + 4 + size], at + 4 + size
+        if kind in _HEADER_FOOTER_RECORDS and body:
+            line = header_footer_text(_biff_string(body, biff, encoding))
+            if line and line not in lines:
+                lines.append(line)
+    return lines
+
+
+def _biff_string(body: bytes, biff: int, encoding: str | None) -> str:
+    """A record's string: BIFF8's 16-bit count, flags and Latin-1 or UTF-16 characters; earlier BIFF's
+    8-bit count and bytes in the workbook's code page."""
+    if biff >= 80:
+        if len(body) < 3:
+            return ""
+        count, flags = struct.unpack_from("<HB", body)
+        return (body[3:3 + 2 * count].decode("utf-16-le", "replace") if flags & 1
+                else body[3:3 + count].decode("latin-1"))
+    try:
+        return body[1:1 + body[0]].decode(encoding or "cp1252", "replace")
+    except LookupError:
+        return body[1:1 + body[0]].decode("cp1252", "replace")
 
 
 def _cell(book, cell) -> str:

@@ -16,7 +16,8 @@ import email
 import email.header
 import email.policy
 import json
-from email.message import EmailMessage
+import re
+from email.message import EmailMessage, Message
 
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.chain import prepare_nested
@@ -24,7 +25,8 @@ from beamtrawl.transforms.preparators.html import prepare_html
 from beamtrawl.transforms.preparators.text import decode_text
 
 MIME_TYPES = ("message/rfc822",)
-REVISION = 2  # part of the preparation fingerprint (base.py): 1 makes a message of headers alone a document,
+REVISION = 3  # part of the preparation fingerprint (base.py): 3 reads delivery reports' status parts and a
+# multipart body whose boundary is lost; 1 makes a message of headers alone a document,
 # 2 stores From, To, Cc and Date as fields
 HEADERS = ("Subject", "From", "To", "Cc", "Date")
 _FIELDS = ("From", "To", "Cc", "Date")
@@ -64,10 +66,27 @@ def _text_of(part: EmailMessage) -> str:
     return decode_text(payload)
 
 
+_ENCODED_LINE = re.compile(r"^[A-Za-z0-9+/=]{40,}\r?\n", re.MULTILINE)  # base64 of a part whose boundary is lost
+# A delivery or read report's machine-readable parts (RFC 3464, 8098, 6522): header blocks saying which
+# recipient failed and why ("Action: failed", "Diagnostic-Code: smtp; 550 …"), and the headers of the
+# message the report is about. They are text; as attachments they gave nothing (their payload is no bytes).
+_REPORT_PARTS = ("message/delivery-status", "message/disposition-notification", "text/rfc822-headers")
+
+
+def _report_text(part: EmailMessage) -> str:
+    payload = part.get_payload()
+    if isinstance(payload, list):  # the email package parses a status part into header blocks
+        return "\n".join(block.as_string().strip() for block in payload if isinstance(block, Message))
+    return _text_of(part)
+
+
 def _walk(part: EmailMessage, url: str, texts: list[str], attachments: list[dict]) -> None:
     ctype = part.get_content_type()
     if part.get_content_maintype() == "multipart":
         children = list(part.iter_parts())
+        if not children and isinstance(part.get_payload(), str):  # its boundary is lost (a damaged header)
+            texts.append(_ENCODED_LINE.sub("", part.get_payload()).strip())  # the parts' text, markers and all
+            return
         if part.get_content_subtype() == "alternative" and any(c.get_content_type() == "text/plain"
                                                                 for c in children):
             children = [c for c in children if c.get_content_type() != "text/html"]
@@ -81,6 +100,8 @@ def _walk(part: EmailMessage, url: str, texts: list[str], attachments: list[dict
             except PreparationError:
                 return
         texts.append(text.strip())
+    elif ctype in _REPORT_PARTS:
+        texts.append(_report_text(part).strip())
     else:
         if ctype == "message/rfc822":
             inner = part.get_payload()

@@ -5,6 +5,11 @@ an empty folder, so relative ones find nothing). The title is the NAME section (
 contents") or else the page name from the header; the headlines are the section and subsection headings.
 A page that only redirects (``.so man7/string_copying.7``) is titled by its own name and holds its target.
 
+Roff that is no manual page (not named by a section, no ``.TH`` with a section, no ``.Dd``) — a macro
+package (``ms.tmac``), a document in the ms, me, mm or hdtbl macros (``examples/hdtbl/rainbow.roff``) — is
+read as its source, as Tika reads it: mandoc formats only man and mdoc and renders next to nothing of it. A
+searcher finds a macro package by its macros' names and comments, a document by its words.
+
 Without mandoc installed this preparator fails ("mandoc is not installed (Debian package mandoc)") and
 the text preparator reads the roff source instead; the report has a "fallback" line per page and the summary
 one warning with their number, and installing mandoc re-prepares them (``helpers``).
@@ -17,8 +22,10 @@ import re
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.external import run_program
 from beamtrawl.transforms.preparators.helpers import Helper
+from beamtrawl.transforms.preparators.text import prepare_text
 from beamtrawl.transforms.urls import file_name
 
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 reads roff that is no manual page as its source
 MIME_TYPES = ("text/troff", "text/x-troff", "text/x-troff-man", "application/x-troff-man")
 DEFAULTS = (("command", "mandoc -T utf8 -O width=200 ${filename}"), ("timeout", 30.0),
             ("max_output_bytes", 64 * 1024**2))
@@ -28,6 +35,8 @@ _OVERSTRIKE = re.compile(r".\x08")  # the terminal's bold and underline: "N\bN",
 _SUBSECTION = "   "  # mandoc indents .SS headings by 3, body text by 7 or more
 _REDIRECT = re.compile(rb'(?:[.\']\\".*\n|\s*\n)*\.so\s+(\S+)\s*\Z')  # comments, then only ".so target"
 _PAGE_NAME = re.compile(r"^(.+)\.([0-9][a-z]*)$")  # "siginfo_t.3type"
+# man's ``.TH LS 1 …`` (a name, then a section: ms and hdtbl have a .TH macro of their own), mdoc's ``.Dd``
+_PAGE_HEADER = re.compile(rb"""^[.'][ \t]*(?:TH[ \t]+(?:"[^"\n]*"|\S+)[ \t]+"?[0-9nlox]|Dd\b)""", re.MULTILINE)
 
 
 def _redirect(data: bytes, url: str) -> Prepared | None:
@@ -40,10 +49,17 @@ def _redirect(data: bytes, url: str) -> Prepared | None:
     return Prepared(title=title, content=f"see {found.group(1).decode('utf-8', 'replace')}")
 
 
+def _manual_page(data: bytes, url: str) -> bool:
+    """Named by its section (``ls.1``, ``siginfo_t.3type``), or headed as man or mdoc pages are."""
+    return _PAGE_NAME.match(file_name(url)) is not None or _PAGE_HEADER.search(data) is not None
+
+
 def prepare_man(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     redirect = _redirect(data, url)
     if redirect is not None:
         return redirect
+    if not _manual_page(data, url):
+        return prepare_text(data, url, "text/plain", {})
     if params["command"].split()[0] == MANDOC.program and not MANDOC.installed():
         raise PreparationError(MANDOC.missing())
     text = _OVERSTRIKE.sub("", run_program(data, url, {**params, "check_exit_code": False}))

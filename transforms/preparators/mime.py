@@ -36,6 +36,7 @@ import magic
 import olefile
 from beamtrawl.transforms.preparators import hwp, iwork, metafile, office, publisher, visio
 from beamtrawl.transforms.preparators.compressed import compressed_type
+from beamtrawl.transforms.preparators.info import info_type
 from beamtrawl.transforms.preparators.onenote import SECTION_MAGIC as _ONENOTE_MAGIC
 from beamtrawl.transforms.preparators.plist import plist_type
 from beamtrawl.transforms.preparators.statistics import data_file_type
@@ -231,6 +232,9 @@ class MimeSniffer:
         listed = plist_type(data, file_name(url))  # libmagic: application/octet-stream
         if listed is not None:
             return listed
+        manual = info_type(data)  # libmagic: application/octet-stream (the node separator is a control character)
+        if manual is not None:
+            return manual
         archived = _web_archive_type(data, file_name(url))
         if archived is not None:
             return archived

@@ -14,14 +14,15 @@ import re
 import zipfile
 import zlib
 from dataclasses import replace
+from xml.sax.saxutils import unescape as xml_unescape
 
 from beamtrawl.transforms.preparators import embedded
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
-from beamtrawl.transforms.preparators.cell_format import displayed
+from beamtrawl.transforms.preparators.cell_format import displayed, header_footer_text
 from beamtrawl.transforms.preparators.drawing_text import drawing_texts
 from beamtrawl.transforms.values import Bounds
 
-REVISION = 7  # part of the preparation fingerprint (base.py): 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
+REVISION = 8  # part of the preparation fingerprint (base.py): 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
@@ -246,6 +247,9 @@ def _xlsx(stream, params: dict) -> Prepared:
     try:
         lines, sheets, read, stopped = _sheet_lines(workbook, params["max_characters"])
         lines.extend(_sheet_comments(zipfile.ZipFile(stream)))
+        lines.extend(_phonetic_readings(zipfile.ZipFile(stream)))
+        if not stopped:  # (past max_characters the rest would be cut: a sheet is not inflated again for them)
+            lines.extend(_headers_footers(zipfile.ZipFile(stream)))
         prepared = _prepared(workbook.properties, "creator", "description", _join(lines), sheets)
     finally:
         workbook.close()
@@ -282,6 +286,81 @@ def _sheet_comments(archive: zipfile.ZipFile) -> list[str]:
             if text.strip():
                 lines.append(" ".join(text.split()))
     return lines
+
+
+_SHARED_STRINGS = "xl/sharedStrings.xml"
+
+
+def _holds(archive: zipfile.ZipFile, name: str, marker: bytes) -> bool:
+    """Whether a part's bytes hold ``marker``, read a chunk at a time (a marker cut by a chunk's end is found)."""
+    previous = b""
+    with archive.open(name) as part:
+        while chunk := part.read(_CHUNK):
+            if marker in previous + chunk[:len(marker)] or marker in chunk:
+                return True
+            previous = chunk[-len(marker):]
+    return False
+
+
+def _phonetic_readings(archive: zipfile.ZipFile) -> list[str]:
+    """Each shared string that carries phonetic readings (Japanese furigana, ``<rPh>``: 豊田 as トヨ タ) as
+    the string then its readings, one line each, after the sheets: a search in kana finds the kanji cell,
+    and openpyxl drops the readings. Parsed string by string, so a large table is not held as a tree."""
+    from defusedxml import ElementTree
+
+    if _SHARED_STRINGS not in archive.namelist():
+        return []
+    if not _holds(archive, _SHARED_STRINGS, b"<rPh"):
+        return []
+    lines = []
+    try:
+        with archive.open(_SHARED_STRINGS) as part:
+            for _event, item in ElementTree.iterparse(part):
+                if item.tag != f"{_MAIN}si":
+                    continue
+                readings = [" ".join("".join(t.text or "" for t in run.iter(f"{_MAIN}t")).split())
+                            for run in item.iter(f"{_MAIN}rPh")]
+                if any(readings):
+                    text = "".join(t.text or "" for child in item if child.tag != f"{_MAIN}rPh"
+                                   for t in child.iter(f"{_MAIN}t"))
+                    lines.append(_join([" ".join(text.split()), *readings], " "))
+                item.clear()
+    except (ElementTree.ParseError, ValueError):  # defusedxml's refusals are ValueErrors: what was read stays
+        pass
+    return lines
+
+
+_HEADER_FOOTER = re.compile(rb"<(?:\w{1,16}:)?headerFooter\b.{0,65536}?</(?:\w{1,16}:)?headerFooter>", re.DOTALL)
+_ELEMENT_TEXT = re.compile(rb">([^<]+)<")
+
+
+def _headers_footers(archive: zipfile.ZipFile) -> list[str]:
+    """The text of each sheet's page headers and footers ("Header - For Internal Use Only"), one line each
+    and each once, without Excel's codes: openpyxl's read-only mode skips them. Found in the sheet's bytes
+    as they are inflated (the element follows the cells), so a large sheet is not parsed twice."""
+    lines: list[str] = []
+    for name in archive.namelist():
+        if not (name.startswith("xl/worksheets/") and name.endswith(".xml")):
+            continue
+        block = _first_match(archive, name, b"headerFooter", _HEADER_FOOTER, 65536 + 64)
+        for raw in _ELEMENT_TEXT.findall(block or b""):
+            line = header_footer_text(xml_unescape(raw.decode("utf-8", "replace")))
+            if line and line not in lines:
+                lines.append(line)
+    return lines
+
+
+def _first_match(archive: zipfile.ZipFile, name: str, marker: bytes, pattern: re.Pattern, longest: int) -> bytes | None:
+    """The first match of ``pattern`` (at most ``longest`` bytes, holding ``marker``) in a part, read a chunk
+    at a time."""
+    buffer = b""
+    with archive.open(name) as part:
+        while chunk := part.read(_CHUNK):
+            buffer = buffer[-longest:] + chunk
+            found = pattern.search(buffer) if marker in buffer else None  # find() first: it is memchr-fast
+            if found is not None:
+                return found.group()
+    return None
 
 
 # A cell's value in the sheet XML: <v> (a number, or a shared string's index) or an inline string <is>.

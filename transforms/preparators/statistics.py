@@ -2,7 +2,8 @@
 (``.sav``, ``.zsav``) and Stata (``.dta``) files, read by pyreadstat (ReadStat's C library in a wheel). The
 dataset's label is the title; the variables' labels (else names) are the headlines; the text is the
 variables (name, label, value labels), then each row's values separated by spaces (a labelled value as its
-label), at most ``max_rows`` rows (more is said in the report, ``partial``).
+label; a value in a ``PERCENTw.d`` format as SAS shows it, ``66.7%`` for 0.6666…; dates and times as ISO 8601),
+at most ``max_rows`` rows (more is said in the report, ``partial``).
 
 libmagic names none of these, so :func:`data_file_type` types them by their own signatures; an old
 binary Stata file (before format 117) has none worth the name and is typed by its ``.dta`` name as well.
@@ -13,9 +14,11 @@ from __future__ import annotations
 import datetime
 import io
 import math
+import re
 
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 shows PERCENT formats as SAS does
 SAS_DATA, SAS_XPORT = "application/x-sas-data", "application/x-sas-xport"
 SPSS, STATA = "application/x-spss-sav", "application/x-stata-dta"
 MIME_TYPES = (SAS_DATA, SAS_XPORT, SPSS, STATA)
@@ -25,6 +28,7 @@ _SAS_MAGIC = bytes(12) + bytes.fromhex("c2ea8160b31411cfbd92080009c7318c181f1011
 _XPORT_MAGIC = b"HEADER RECORD*******LIBRARY HEADER RECORD!!!!!!!"
 _SPSS_MAGIC = (b"$FL2", b"$FL3")
 _STATA_XML = b"<stata_dta>"
+_PERCENT = re.compile(r"PERCENT(\d*)(?:\.(\d+))?", re.IGNORECASE)  # SAS's PERCENTw.d: the value × 100, d decimals
 _OLD_STATA = range(0x69, 0x74)  # formats 105–115: the first byte, then the byte order (1 or 2)
 
 
@@ -64,6 +68,16 @@ def _value(value) -> str:
     return " ".join(str(value).split())
 
 
+def _formatted(values, display_format: str | None):
+    """A column's values as its SAS display format shows them, for the formats done here (PERCENT)."""
+    percent = _PERCENT.fullmatch(display_format or "")
+    if percent is None:
+        return values
+    decimals = min(int(percent.group(2) or 0), 15)  # a float holds no more
+    return [f"{value * 100:.{decimals}f}%" if isinstance(value, float) and not math.isnan(value) else value
+            for value in values]
+
+
 def _labelled(values, labels: dict | None):
     """A column's values, each shown by its value label where it has one (SPSS's 1 as "setosa")."""
     return values if not labels else [labels.get(value, value) for value in values]
@@ -91,7 +105,9 @@ def prepare_statistics(data: bytes, url: str, mimetype: str, params: dict) -> Pr
     except Exception as err:  # noqa: BLE001 - ReadStat's errors (ReadstatError, PyreadstatError) and damage
         raise PreparationError(f"not readable as {_NAMES[kind]} data: {type(err).__name__}: {err}"[:200]) from None
     names = list(columns)
-    shown = [_labelled(columns[name], (meta.variable_value_labels or {}).get(name)) for name in names]
+    formats = meta.original_variable_types or {}
+    shown = [_formatted(_labelled(columns[name], (meta.variable_value_labels or {}).get(name)), formats.get(name))
+             for name in names]
     rows = zip(*shown, strict=False) if names else ()
     lines = [" ".join(filter(None, map(_value, row))) for row in rows]
     title = meta.file_label or meta.table_name or ""

@@ -10,10 +10,11 @@ from beamtrawl.transforms.preparators.base import Prepared
 
 REVISION = 1  # part of the preparation fingerprint (base.py): 1 titles a text by its underlined first line
 #: Text under an application/… name: script and data read as they are (a ``*.rules`` file, a NEWS file
-#: libmagic calls JavaScript, a ``.json`` or ``.ipynb``, a shell script or TeX under its older names).
+#: libmagic calls JavaScript, a ``.json`` or ``.ipynb``, a shell script or TeX under its older names, a
+#: printer's PPD file, an INI file libmagic calls a setup script).
 MIME_TYPES = ("text/*", "application/javascript", "application/x-javascript", "application/ecmascript",
               "application/json", "application/x-ndjson", "application/x-ipynb+json", "application/x-sh",
-              "application/x-tex", "application/x-latex",
+              "application/x-tex", "application/x-latex", "application/vnd.cups-ppd", "application/x-setupscript",
               "application/mbox")  # a mailbox the mbox preparator cannot read is still text
 
 
