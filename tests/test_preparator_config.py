@@ -73,10 +73,9 @@ def test_several_instances_of_one_preparator():
 
 
 @pytest.mark.parametrize("entries, problem", [
-    ([{"name": "pfd"}], ("preparators[0].name: unknown preparator 'pfd' (known: access, archive, audio, chm, code, "
-                        "dbf, encrypted, epub, external, html, hwp, image, info, iwork, java_class, legacy_office, mail, "
-                        "man, markdown, mbox, metadata_only, mif, odf, office, onenote, outlook, pdf, plist, rtf, "
-                        "statistics, text, tnef, warc, wordperfect, xml)")),
+    ([{"name": "pfd"}], ("preparators[0].name: unknown preparator 'pfd', did you mean pdf? (known: access, archive, "
+                        "audio, chm, code, dbf, encrypted, epub, external, html, hwp, image, info, iwork, java_class, "
+                        "legacy_office, mail, man, markdown, matlab, mbox, metadata_only, metafile, mif, odf, office, ")),
     ([{"name": "x", "preparator": "nope"}], "preparators[0].preparator: unknown preparator 'nope'"),
     ([{"name": "pdf", "enabled": "yes"}], "preparators[0].enabled: must be true or false, got 'yes'"),
     ([{"name": "pdf", "colour": 1}], ("preparators[0].colour: unknown key (allowed: enabled, mime_types, name, "

@@ -21,6 +21,7 @@ values of the type of its default (checked against the registry in :func:`prepar
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any
@@ -156,8 +157,10 @@ def preparator_specs(entries: tuple[PreparatorEntry, ...]) -> tuple[PreparatorSp
         own_kind = (current.preparator or current.name) if current is not None else entry.name
         kind = entry.preparator or own_kind
         if kind not in available:
+            near = difflib.get_close_matches(kind, available, n=1)  # the list may be cut: the likely one first
             raise Problem(f"{where}.preparator" if entry.preparator else f"{where}.name",
-                          f"unknown preparator {kind!r} (known: {', '.join(sorted(available))})")
+                          f"unknown preparator {kind!r}" + (f", did you mean {near[0]}?" if near else "")
+                          + f" (known: {', '.join(sorted(available))})")
         if current is not None and own_kind != kind:
             raise Problem(f"{where}.name", f"{entry.name!r} is the {current.preparator or current.name} "
                                            "preparator's instance; give the new instance another name")
