@@ -15,6 +15,9 @@ searcher at once (transforms/freshness.py); so is a file whose ACL the crawler m
 that lets no one read. A server that is down or unreachable is no such evidence. Connections are opened on first use and pooled
 per worker process (smbprotocol's connection cache: one connection per server, one session per
 user, plus ``ACL_CONNECTIONS`` that read security descriptors), never one per document. Logins come from ``credentials:``; they are never put in URLs.
+
+This module is the source as the rest of beamtrawl asks it (its settings, start URLs, default port); the work
+with a server is :mod:`transforms.sources.smb_client`, imported with the first expansion or read.
 """
 
 from __future__ import annotations
