@@ -3,7 +3,7 @@
 holds, for every URL :func:`urls` makes, its id and its containment verdicts computed once by transforms/urls.py
 at commit becb73a (before the move)::
 
-    git archive becb73a transforms/urls.py | tar -x -O > /tmp/urls_becb73a.py
+    git show becb73a:transforms/urls.py > /tmp/urls_becb73a.py
     .venv/bin/python -m tests.test_url_ids /tmp/urls_becb73a.py > tests/data/url_ids.json
 """
 
