@@ -166,7 +166,8 @@ def run_loop(config_path: str, index_path: str) -> None:
     from beamtrawl.transforms.preparators.mime import MimeSniffer
     from beamtrawl.transforms.prepare import PrepareOptions, make_document
     from beamtrawl.transforms.records import Entry, RawDocument
-    from beamtrawl.transforms.urls import depth_below, doc_id, path_to_url, url_to_path
+    from beamtrawl.transforms.sources.file import path_to_url, url_to_path
+    from beamtrawl.transforms.urls import depth_below, doc_id
 
     started = time.perf_counter()
     config = load_config(config_path)

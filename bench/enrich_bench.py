@@ -49,7 +49,8 @@ from beamtrawl.transforms.index.query import parse_query
 from beamtrawl.transforms.preparators import Prepared
 from beamtrawl.transforms.prepare import PrepareOptions, make_document
 from beamtrawl.transforms.records import Entry, RawDocument
-from beamtrawl.transforms.urls import doc_id, path_to_url, url_to_path
+from beamtrawl.transforms.sources.file import path_to_url, url_to_path
+from beamtrawl.transforms.urls import doc_id
 
 WORDS = ("apple", "banana", "cherry", "delta", "echo", "falcon", "glacier", "harbor", "island", "jungle", "kernel",
          "lantern", "meadow", "nebula", "orchard", "pepper", "quartz", "river", "saddle", "timber", "umbrella",

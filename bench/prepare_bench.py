@@ -54,7 +54,8 @@ from beamtrawl.transforms.preparators.isolation import Bounds
 from beamtrawl.transforms.preparators.mime import MimeSniffer
 from beamtrawl.transforms.prepare import Prepare, PrepareOptions, make_document
 from beamtrawl.transforms.records import Entry, RawDocument, use_row_coders
-from beamtrawl.transforms.urls import doc_id, path_to_url
+from beamtrawl.transforms.sources.file import path_to_url
+from beamtrawl.transforms.urls import doc_id
 
 MAX_FILE_SIZE = 100 * 1024**2
 MAX_SUMMARY = 250_000

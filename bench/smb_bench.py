@@ -12,7 +12,7 @@ It writes the files (100 per folder, not timed) into a share of a Samba server s
     folder listed, every file's size and last-write time taken from the listing (the same work
     ``smbclient ls`` does), with ``smb.read_acls`` off;
 (b) the same with ``smb.read_acls`` on (one extra QUERY_INFO per file for its security descriptor,
-    over ``smb.ACL_CONNECTIONS`` connections);
+    over ``smb_client.ACL_CONNECTIONS`` connections);
 (c) the baseline: ``smbclient -c 'recurse; ls'`` (a fresh process with its own login, like (a) and
     (b), which also log in anew).
 
@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from beamtrawl.pipeline.config import Credential, StartUrl, UrlPattern
 from beamtrawl.transforms.records import FrontierItem
-from beamtrawl.transforms.sources import smb
+from beamtrawl.transforms.sources import smb, smb_client
 from beamtrawl.transforms.sources.settings import SourceSettings
 
 from tests.servers.samba import running_samba
@@ -59,8 +59,8 @@ class _Rules:
 
 
 def _beamtrawl(url: str, read_acls: bool) -> tuple[float, int]:
-    smb._CONNECTIONS.clear()  # fresh connections and logins, as a new worker process has
-    smb._ACL_LOCAL = threading.local()
+    smb_client._CONNECTIONS.clear()  # fresh connections and logins, as a new worker process has
+    smb_client._ACL_LOCAL = threading.local()
     started = time.perf_counter()
     settings = SourceSettings((Credential(url, USER, PASSWORD),), sections=(("smb", smb.SmbSettings(read_acls=read_acls)),))
     source = smb.SmbSource(settings)

@@ -53,7 +53,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from beamtrawl.transforms.urls import path_to_url
+from beamtrawl.transforms.sources.file import path_to_url
 
 TIKA = "3.3.1"
 PEER = Path.home() / ".cache" / "beamtrawl" / "tika-peer"

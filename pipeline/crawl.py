@@ -35,7 +35,7 @@ from beamtrawl.transforms.index import make_target
 from beamtrawl.transforms.preparators import helpers
 from beamtrawl.transforms.records import conform, event
 from beamtrawl.transforms.sources import ancestors, local_path
-from beamtrawl.transforms.urls import container_key, url_to_path
+from beamtrawl.transforms.urls import container_key
 
 if TYPE_CHECKING:
     from beamtrawl.pipeline.config import Config
@@ -116,12 +116,12 @@ def check_start_folders(config, new_index: bool) -> None:
     the crawl could do nothing but fail on it and leave an empty index. Into an index a crawl filled, a missing
     one is that root failing, its documents kept (a share gone for an hour, an unmounted disk), and the others
     are crawled."""
-    missing = [(i, s.url) for i, s in enumerate(config.start)
+    missing = [(i, path) for i, s in enumerate(config.start)
                if (path := local_path(s.url)) is not None and not os.path.exists(path)]
     if missing and new_index:
-        i, url = missing[0]
+        i, path = missing[0]
         more = f" (and {len(missing) - 1} more start URLs)" if len(missing) > 1 else ""
-        raise CrawlRefused(f"{config.source}: start[{i}]: {url_to_path(url)} does not exist{more}; nothing was "
+        raise CrawlRefused(f"{config.source}: start[{i}]: {path} does not exist{more}; nothing was "
                            f"crawled and nothing created")
 
 

@@ -70,13 +70,11 @@ def test_no_function_in_the_four_packages_is_over_sixty_lines():
     assert long == [], f"functions over {MAX_LINES} lines: {long}"
 
 
-#: Scheme literals left outside transforms/sources/, each with why (issue 29 moved the rest behind the Source
-#: protocol's capabilities). ``file:`` is the local file system's scheme, which paths and URLs convert through
-#: (transforms/urls.py, which also keeps the default ports and IMAP's RFC 5092 containment); the others are not
-#: schemes of crawled URLs at all.
+#: Literals left outside transforms/sources/ that look like a scheme but name none of a source's URLs (issue 29
+#: moved every scheme's knowledge into its source: capabilities, ``default_ports``, ``inside_marks``, the
+#: registry's LOCAL scheme that plain paths become): SQLite's and delta-rs's URIs of the index's own files, a word,
+#: ASGI's protocol name.
 SCHEME_LITERALS_LEFT = {
-    "transforms/urls.py": {"file", "file:", "file://", "http", "https", "smb", "imap", "imaps", "imap:", "imaps:"},
-    "transforms/fields.py": {"file:"},  # a plain path becomes a file: URL
     "transforms/index/sqlite.py": {"file:"}, "transforms/index/table.py": {"file://"},  # their own files' URIs
     "pipeline/report.py": {"file"},  # the word, plural(n, "file")
     "pipeline/serve/app.py": {"http"}, "pipeline/serve/middleware.py": {"http"},  # ASGI's protocol name

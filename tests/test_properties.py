@@ -11,7 +11,8 @@ from urllib.parse import urlsplit
 import yaml
 from beamtrawl.pipeline.config import ConfigError, load_config, parse_config
 from beamtrawl.transforms.accept import Rules
-from beamtrawl.transforms.urls import doc_id, is_under, normalize_url, path_to_url, url_to_path
+from beamtrawl.transforms.sources.file import path_to_url, url_to_path
+from beamtrawl.transforms.urls import doc_id, is_under, normalize_url
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -26,8 +26,7 @@ from beamtrawl.pipeline.serve.people import (
 )
 from beamtrawl.pipeline.serve.protocol import HEAD_SECONDS
 from beamtrawl.transforms.index.base import Page, Stored
-from beamtrawl.transforms.sources.file import open_local_file
-from beamtrawl.transforms.urls import path_to_url
+from beamtrawl.transforms.sources.file import open_local_file, path_to_url
 
 from tests.conftest import beamtrawl_command
 from tests.serve_site import PASSWORD, api, get, make_site, served

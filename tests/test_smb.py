@@ -199,3 +199,24 @@ def test_revoked_access_hides_at_once_denies_win_and_a_server_down_changes_nothi
     assert fifth.code == 1 and fifth.counts.get("revoked", 0) == 0 and fifth.counts.get("deleted", 0) == 0
     assert found("everyone") == ["open.txt", "staff-only.txt"]
     assert index_denied(tmp_path) == denied | {f"{root}/staff-only.txt": []}
+
+
+def test_a_start_url_naming_one_file_lists_that_file(samba, tmp_path, make_config):
+    """A start URL naming one file of a share (``index: true``) is that document alone, with the size and time the
+    server gives (the start-file step of smb_client.expand, in process: a crawl's other steps are tested above)."""
+    from beamtrawl.pipeline.config import load_config
+    from beamtrawl.transforms.accept import Rules
+    from beamtrawl.transforms.records import FrontierItem
+    from beamtrawl.transforms.sources.settings import SourceSettings
+    from beamtrawl.transforms.sources.smb import SmbSource
+
+    url = samba.url("docs", "public.txt")
+    secret_file = tmp_path / "crawl.password"
+    secret_file.write_text(PASSWORDS["btcrawl"], encoding="utf-8")
+    config = load_config(str(make_config(
+        tmp_path, start=[{"url": url, "parse": False, "index": True}], whitelist=[{"prefix": url}],
+        credentials=[{"url": samba.url(), "username": "btcrawl", "password_file": str(secret_file)}],
+        smb={"read_acls": False})))
+    found = list(SmbSource(SourceSettings.from_config(config)).expand(
+        FrontierItem(url, url, 0, url, [], "", ""), Rules(config), False, None))
+    assert [(e.url, e.root, e.size, e.source_url) for e in found] == [(url, url, len("public notice for everyone"), url)]

@@ -31,6 +31,50 @@ sys.exit('apache_beam' in sys.modules)"""
     assert [hit["url"].rsplit("/", 1)[-1] for hit in json.loads(done.stdout)] == ["notes.txt"]
 
 
+def _index_of(path, urls: list[str]) -> None:
+    """An embedded index at ``path`` with one public document per URL, each saying "tern" and its own number (the
+    same content twice would be one hit)."""
+    from beamtrawl.transforms.index import EmbeddedIndex
+    from beamtrawl.transforms.preparators import Prepared
+    from beamtrawl.transforms.prepare import PrepareOptions, make_document
+    from beamtrawl.transforms.records import Entry, RawDocument
+    from beamtrawl.transforms.urls import doc_id
+
+    index = EmbeddedIndex(str(path))
+    index.prepare()
+    docs = [make_document(RawDocument(Entry(
+        id=doc_id(url), url=url, root=url.rsplit("/", 1)[0], depth=0, size=9, mtime_ns=1_700_000_000_000_000_000,
+        identity="", content=None, mimetype="", outlinks=[], etag="", http_last_modified="", source_url="",
+        link_text=""), "text/plain", f"tern {i}".encode(), ""), Prepared(content=f"tern {i}"),
+        PrepareOptions((), "fingerprint-1", 2**20, 1000)) for i, url in enumerate(urls)]
+    assert index.upsert(docs) == []
+    index.close()
+
+
+def test_a_search_with_smb_and_imap_hits_imports_neither_client(tmp_path):
+    """issue 29: ``beamtrawl search`` asks each hit's source about it (its local path, its own address), which
+    imports the SMB and IMAP sources' modules — but not smbprotocol (~70 ms) or imapclient (~20 ms): they are
+    imported where a connection is made."""
+    urls = ["smb://fs/share/a.txt", "imap://mail/INBOX;UIDVALIDITY=1/;UID=2", "imaps://mail/INBOX;UIDVALIDITY=1/;UID=3",
+            f"file://{tmp_path}/b.txt", "https://www.example.org/c.html"]
+    _index_of(tmp_path / "index.sqlite", urls)
+    config = tmp_path / "crawl.yaml"
+    config.write_text(f"start: [{{url: {tmp_path}}}]\nindex: {{path: {tmp_path / 'index.sqlite'}}}\n")
+    code = f"""import json, sys
+from beamtrawl.pipeline.cli import main
+status = main(["search", "tern", "--config", {str(config)!r}, "--limit", "10"])
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("smbprotocol", "smbclient", "spnego",
+      "imapclient") or m.startswith("beamtrawl.transforms.sources."))), file=sys.stderr)
+sys.exit(status)"""
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert all(url.removeprefix("file://") in done.stdout for url in urls), done.stdout  # each hit where it lives
+    loaded = json.loads(done.stderr.strip().splitlines()[-1])
+    assert {"beamtrawl.transforms.sources.smb", "beamtrawl.transforms.sources.imap"} <= set(loaded)  # asked
+    assert [m for m in loaded if not m.startswith("beamtrawl.")] == []
+    assert "beamtrawl.transforms.sources.smb_client" not in loaded
+
+
 @pytest.mark.parametrize("scheme", ["file", "http", "https", "smb", "imap", "imaps"])
 def test_each_scheme_has_the_source_that_names_it(scheme):
     assert scheme in schemes()

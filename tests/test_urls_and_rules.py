@@ -12,6 +12,7 @@ import pytest
 import yaml
 from beamtrawl.pipeline.config import load_config
 from beamtrawl.transforms.accept import Decision, Rules
+from beamtrawl.transforms.sources.file import path_to_url, url_to_path
 from beamtrawl.transforms.urls import (
     depth_below,
     doc_id,
@@ -20,8 +21,6 @@ from beamtrawl.transforms.urls import (
     is_under,
     normalize_url,
     parent_path,
-    path_to_url,
-    url_to_path,
 )
 
 SESSION = (re.compile("PHPSESSID=[0-9a-z]{5,}"),)

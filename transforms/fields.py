@@ -14,7 +14,7 @@ import re
 from typing import Annotated, Any
 
 import yaml
-from beamtrawl.transforms.urls import normalize_url
+from beamtrawl.transforms.urls import is_path, normalize_url
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -174,7 +174,7 @@ def _regex(value: Any) -> re.Pattern:
 
 def _url(value: Any, info: ValidationInfo) -> str:
     text = _text(value)
-    if "://" not in text and text[:5].lower() != "file:":
+    if is_path(text):
         text = os.path.join(context(info)["base"], text)  # a plain path, relative to the configuration file
     if "\\" in text:
         raise fail("use forward slashes in URLs")

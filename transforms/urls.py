@@ -1,13 +1,14 @@
-"""URL rules, each written once: normalisation, document ids, file paths as URLs, containment.
+"""URL rules, each written once: normalisation, document ids, containment.
 
 Every stage that compares, stores or hashes a URL calls these functions, so a URL found by
-discovery, stored in the index and named in the configuration always has the same spelling.
+discovery, stored in the index and named in the configuration always has the same spelling. What one
+scheme adds (its default ports, what lies inside a container beyond path segments, how a plain path
+becomes a URL) its source declares; these rules ask the sources' registry (:mod:`transforms.sources`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import posixpath
 import re
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit, urlunsplit
@@ -16,26 +17,26 @@ from beamtrawl.transforms.records import lossless
 
 # Characters left unescaped in paths: RFC 3986 unreserved plus the sub-delims and ":@" allowed in a segment.
 _PATH_SAFE = "/!$&'()*+,;=:@~"
-_DEFAULT_PORTS = {"http": 80, "https": 443, "smb": 445, "imap": 143, "imaps": 993}
 
 
-def path_to_url(path: str | bytes) -> str:
-    """``file://`` URL of an absolute local path; bytes that are not UTF-8 survive as %XX escapes."""
-    raw = os.fsencode(os.path.abspath(path))
-    return "file://" + quote(raw, safe=_PATH_SAFE)
+def _sources():
+    """The sources' registry, imported on first use: it imports the configuration's values, which match URLs by
+    these rules (an import at the top would be a circle)."""
+    from beamtrawl.transforms import sources
+
+    return sources
 
 
 def quote_segment(name: bytes) -> str:
-    """One path segment (a file name as bytes) spelled as :func:`path_to_url` spells it."""
+    """One path segment (a file name, or a whole local path, as bytes) spelled with the escapes URLs keep."""
     return quote(name, safe=_PATH_SAFE)
 
 
-def url_to_path(url: str) -> str:
-    """Local path of a ``file://`` URL, the exact inverse of :func:`path_to_url`."""
-    parts = urlsplit(url)
-    if parts.scheme != "file":
-        raise ValueError(f"not a file URL: {url}")
-    return os.fsdecode(unquote_to_bytes(parts.path))
+def is_path(text: str) -> bool:
+    """Is ``text`` a plain path of this machine rather than a URL: no ``://`` and not the local files' scheme with
+    a colon (a scheme is case-insensitive: ``FILE:/x`` is a URL)?"""
+    local = _sources().LOCAL + ":"
+    return "://" not in text and text[:len(local)].lower() != local
 
 
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
@@ -78,20 +79,21 @@ def normalize_url(url: str, cleaners: tuple[re.Pattern, ...] = ()) -> str:
     """The one spelling of a URL: scheme and host lower-cased, default port and fragment dropped,
     percent-encoding normalised, dot segments resolved, then the configured cleaners applied."""
     url = url.strip()
-    if "://" not in url and url[:5].lower() != "file:":  # a scheme is case-insensitive: FILE:/x is a URL
-        url = path_to_url(url) + ("/" if url.endswith("/") and len(url) > 1 else "")
+    if is_path(url):
+        url = _sources().path_url(url) + ("/" if url.endswith("/") and len(url) > 1 else "")
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     netloc = parts.hostname or ""  # lower-cased, without user and password
     if ":" in netloc:  # an IPv6 address
         netloc = f"[{netloc}]"
-    if parts.port and _DEFAULT_PORTS.get(scheme) != parts.port:
+    if parts.port and _sources().default_port(scheme) != parts.port:
         netloc = f"{netloc}:{parts.port}"
     path = _normalise_path(parts.path or "/")
     query = _normalise_percent(parts.query, "=&;/:?@!$'()*+,~") if parts.query else ""
     result = urlunsplit((scheme, netloc, path, query, ""))
-    if scheme == "file" and not result.startswith("file://"):
-        result = "file://" + result[len("file:"):]
+    local = _sources().LOCAL
+    if scheme == local and not result.startswith(local + "://"):  # a local file's URL has an empty host: file:///x
+        result = f"{local}://{result[len(local) + 1:]}"
     return _clean(result, cleaners) if cleaners else result
 
 
@@ -105,10 +107,11 @@ def is_under(url: str, root: str) -> bool:
     contain ``/blaber``: regain's start-URL prefix bug)."""
     if url == root:
         return True
-    if url.startswith(("imap:", "imaps:")) and url.startswith(root + ";"):
-        return True  # RFC 5092: a folder's messages are Folder;UIDVALIDITY=n/;UID=m
     base = root if root.endswith("/") else root + "/"
-    return url.startswith(base)
+    if url.startswith(base):
+        return True
+    # what its source says lies inside a container beyond "/" (IMAP: Folder;UIDVALIDITY=n/;UID=m)
+    return len(url) > len(root) and url.startswith(root) and url[len(root)] in _sources().inside_marks(url)
 
 
 def host_of(url: str) -> str:

@@ -35,6 +35,9 @@ GROUP = "beamtrawl.sources"
 BUILTIN = {"file": "file:FileSource", "http": "http:WebSource", "https": "http:WebSource",
            "smb": "smb:SmbSource", "imap": "imap:ImapSource", "imaps": "imap:ImapSource",
            "s3": "s3:S3Source"}
+#: The scheme of this machine's files (its source has the LocalFiles capability and ``path_url``): a plain path in
+#: the configuration or on the command line is a URL of it.
+LOCAL = "file"
 
 
 #: What an entry point's name must be to serve URLs: a scheme as RFC 3986 writes one, of two characters at
@@ -159,6 +162,32 @@ def at_own_address(url: str) -> bool:
     except RegistryError:
         return False
     return capable(kind, OwnAddress) and bool(kind.own_address(url))
+
+
+def path_url(path: str | bytes) -> str:
+    """The URL of plain path ``path`` (absolute or relative to the working folder): the LOCAL source says it."""
+    return source_class(LOCAL).path_url(path)
+
+
+def default_port(scheme: str) -> int | None:
+    """The port a URL of ``scheme`` means when it names none (its source's ``default_ports``), which normalisation
+    drops; None for a scheme without one or without a source."""
+    try:
+        return getattr(source_class(scheme), "default_ports", {}).get(scheme)
+    except RegistryError:
+        return None
+
+
+def inside_marks(url: str) -> str:
+    """The characters after a container's URL that begin something inside it besides "/" (the ``inside_marks`` of
+    ``url``'s source: IMAP's ";"); "" for a scheme without a source, or one not spelled in lower case."""
+    scheme = url.split(":", 1)[0]
+    if not _SCHEME_NAME.fullmatch(scheme):
+        return ""
+    try:
+        return getattr(source_class(scheme), "inside_marks", "")
+    except RegistryError:
+        return ""
 
 
 def parent_urls(url: str) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ never anything else.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, BinaryIO, ClassVar, NamedTuple, Protocol
 
 from beamtrawl.transforms.records import Entry, Event, FrontierItem
@@ -49,6 +49,12 @@ class Source(Protocol):
     #: default, checked as the crawl file's top-level section named after ``schemes[0]`` (``smb:``) and documented
     #: in the generated reference; an instance reads its own with ``settings.of(type(self))``.
     Settings: ClassVar[type | None]
+    #: Optional: the port each of its schemes means when a URL names none (``{"smb": 445}``). Normalisation drops
+    #: it (transforms/urls.py), so ``smb://h:445/x`` and ``smb://h/x`` are one document with one id.
+    default_ports: ClassVar[Mapping[str, int]]
+    #: Optional: the characters that, right after a container's URL, begin something inside it besides "/" (IMAP,
+    #: RFC 5092: ``imap://h/F;UIDVALIDITY=n/;UID=m`` lies in ``imap://h/F``), for the one containment rule.
+    inside_marks: ClassVar[str]
 
     def __init__(self, settings: SourceSettings) -> None: ...
 

@@ -14,14 +14,28 @@ import os
 import stat
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
+from urllib.parse import unquote_to_bytes, urlsplit
 
 from beamtrawl.transforms.records import Entry, FrontierItem, event
 from beamtrawl.transforms.sources.base import NotIndexed, StartHints
 from beamtrawl.transforms.sources.walk import walk_to_budget
-from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment, url_to_path
+from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment
 
 if TYPE_CHECKING:  # what the index stored of a document: its URL, size and modification time
     from beamtrawl.transforms.index.base import Stored
+
+
+def path_to_url(path: str | bytes) -> str:
+    """``file://`` URL of an absolute local path; bytes that are not UTF-8 survive as %XX escapes."""
+    return "file://" + quote_segment(os.fsencode(os.path.abspath(path)))
+
+
+def url_to_path(url: str) -> str:
+    """Local path of a ``file://`` URL, the exact inverse of :func:`path_to_url`."""
+    parts = urlsplit(url)
+    if parts.scheme != "file":
+        raise ValueError(f"not a file URL: {url}")
+    return os.fsdecode(unquote_to_bytes(parts.path))
 
 
 def _reason(err: OSError) -> str:
@@ -103,6 +117,11 @@ class FileSource:
     @staticmethod
     def local_path(url: str) -> str:
         return url_to_path(url)
+
+    @staticmethod
+    def path_url(path: str | bytes) -> str:
+        """The URL of a plain path (the registry's LOCAL scheme: a path in the configuration is a file)."""
+        return path_to_url(path)
 
     @staticmethod
     def deliver(stored, follow_symlinks: bool) -> BinaryIO:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import email
 import email.policy
+import imaplib
 import io
 import logging
 import mimetypes
@@ -31,7 +32,7 @@ import ssl
 import threading
 from collections.abc import Iterator
 from datetime import UTC
-from typing import NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 from urllib.parse import quote, unquote, urlsplit
 
 from beamtrawl.transforms.fields import FileWhenCrawling, Flag, Section
@@ -40,8 +41,12 @@ from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import evidenced, walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id
-from imapclient import IMAPClient
-from imapclient.exceptions import IMAPClientAbortError, IMAPClientError
+
+if TYPE_CHECKING:  # imapclient is imported where a connection is made: asking the source about a URL costs none
+    from imapclient import IMAPClient
+
+# imapclient's own names for imaplib's errors (imapclient.exceptions): catching them needs no imapclient import
+IMAPClientError, IMAPClientAbortError = imaplib.IMAP4.error, imaplib.IMAP4.abort
 
 logging.getLogger("imapclient").setLevel(logging.INFO)  # its DEBUG trace shows commands, LOGIN included
 _FAILURES = (OSError, IMAPClientError, ssl.SSLError)  # IMAPClientError covers imaplib's errors
@@ -80,7 +85,7 @@ class _Server:
         self.settings = settings
         self.scheme = parts.scheme
         self.host = parts.hostname or ""
-        self.port = parts.port or (993 if self.scheme == "imaps" else 143)
+        self.port = parts.port or ImapSource.default_ports[self.scheme]
         self.base = f"{self.scheme}://{parts.netloc}"
         self.path = parts.path
         login = settings.login_for(url)
@@ -90,6 +95,8 @@ class _Server:
     def connect(self) -> IMAPClient:
         settings = self.settings.of(ImapSource)
         context = ssl.create_default_context(cafile=settings.ca_file)
+        from imapclient import IMAPClient
+
         client = IMAPClient(self.host, self.port, ssl=self.scheme == "imaps", ssl_context=context, timeout=60)
         client.normalise_times = False  # INTERNALDATE with its zone: one instant whatever the worker's zone
         try:
@@ -346,6 +353,8 @@ class ImapSource:
 
     schemes = ("imap", "imaps")
     Settings = ImapSettings
+    default_ports: ClassVar[dict[str, int]] = {"imap": 143, "imaps": 993}
+    inside_marks = ";"  # RFC 5092: a folder's messages are Folder;UIDVALIDITY=n/;UID=m
 
     @staticmethod
     def start_hints(url: str) -> StartHints:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import BinaryIO, ClassVar
 
 from beamtrawl.transforms.fields import Count, Delay, Flag, Seconds, Section, Size, Text
 from beamtrawl.transforms.sources.base import StartHints
@@ -62,6 +62,7 @@ class WebSource:
 
     schemes = ("http", "https")
     Settings = HttpSettings
+    default_ports: ClassVar[dict[str, int]] = {"http": 80, "https": 443}
 
     def __init__(self, settings: SourceSettings):
         self.settings = settings
