@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 _TXO, _CONTINUE, _SERIESTEXT, _DRAWING_GROUP = 0x01B6, 0x003C, 0x100D, 0x00EB
+_OBJ, _FT_CMO, _OT_NOTE = 0x005D, 0x15, 0x19  # an OBJ record's first subrecord (ftCmo) says what it is; 0x19: a comment
 _CONTAINER = 0xF
 _FBSE, _BLIP_EMF, _BLIP_WMF = 0xF007, 0xF01A, 0xF01B
 _ONE_UID = {_BLIP_EMF: 0x3D4, _BLIP_WMF: 0x216}  # the instance with one UID; the next has two
@@ -56,6 +57,7 @@ def read_drawing(stream: bytes) -> Drawing:
     group = bytearray()
     pending = 0  # characters of a text box still to come in CONTINUE records
     previous = None  # the record the CONTINUE records that follow belong to
+    note = False  # whether the last OBJ was a cell's comment, whose TXO xlrd reads already (cell_note_map)
     for kind, data in _records(stream):
         if kind == _CONTINUE:
             if previous == _DRAWING_GROUP:
@@ -66,7 +68,11 @@ def read_drawing(stream: bytes) -> Drawing:
                 pending -= len(part) or pending  # an empty part ends the text
             continue
         previous, pending = kind, 0
-        if kind == _TXO and len(data) >= 12:
+        if kind == _OBJ:
+            note = len(data) >= 6 and struct.unpack_from("<HHH", data)[::2] == (_FT_CMO, _OT_NOTE)
+        elif kind == _TXO and note:
+            previous = None  # its text and CONTINUE records are the comment's: read once, by xlrd
+        elif kind == _TXO and len(data) >= 12:
             pending = struct.unpack_from("<H", data, 10)[0]
             texts.append("")
         elif kind == _SERIESTEXT and len(data) >= 4:
