@@ -334,6 +334,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of crawls with OCR off and on")
     parser.add_argument("--speed-rounds", type=int, default=2, help="rounds of the speed measurements")
     parser.add_argument("--tiny", action="store_true", help="two pages, for the test suite")
+    parser.add_argument("--speed-only", action="store_true", help="only the speed against the command")
     args = parser.parse_args()
     count = 2 if args.tiny else args.pages
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # its font warnings are no figure
@@ -348,6 +349,9 @@ def main() -> int:
             poor.append(os.path.join(folder, f"poor{n}.jpg"))
             Path(poor[-1]).write_bytes(degraded(image))
 
+        if args.speed_only:
+            speed(files, args.speed_rounds, two=True)
+            return 0
         clean = [recall(layer, prepare(path)) for (_, _, layer), path in zip(chosen, files, strict=True)]
         rough = [recall(layer, prepare(path)) for (_, _, layer), path in zip(chosen, poor, strict=True)]
         for (label, _, _), a, b in zip(chosen, clean, rough, strict=True):
