@@ -160,7 +160,9 @@ def run_tika(files: list[Path], threads: int, work: Path, deadline: int,
 
 def run_beamtrawl(roots: list[Path], workers: int, work: Path,
                   ocr: bool) -> tuple[dict[str, tuple[str, str]], float, int]:
-    """({path: (MIME type, title, content, headlines and metadata)}, CPU seconds, the crawl's exit code)."""
+    """({path: (MIME type, the text a search finds)}, CPU seconds, the crawl's exit code). The text is every
+    searchable column of the document's own text (searched: its file name and URL are not), so page furniture,
+    searched at a lower weight, counts as the content does."""
     index = work / "index.sqlite"
     settings = {"start": [{"url": path_to_url(str(r)), "parse": True, "index": False} for r in roots],
                 "whitelist": [{"prefix": path_to_url(str(r))} for r in roots],
@@ -174,13 +176,15 @@ def run_beamtrawl(roots: list[Path], workers: int, work: Path,
     if not index.exists():
         print(done.stderr[-2000:])
         return {}, cpu, done.returncode
-    from beamtrawl.transforms.index.sqlite_parts import all_parts, fts
+    from beamtrawl.transforms.index.sqlite_parts import COLUMNS, all_parts, fts
+
+    searched = [c for c in COLUMNS if c not in ("filename", "location")]
 
     results = {}
     by_url = {path_to_url(str(p)): str(p) for p in _files(roots)}
     with sqlite3.connect(index) as db:
         for part in all_parts(db):
-            rows = db.execute(f"SELECT d.url, d.mimetype, f.title, f.content, f.headlines, f.metadata "
+            rows = db.execute(f"SELECT d.url, d.mimetype, {', '.join('f.' + c for c in searched)} "
                               f"FROM docs d JOIN {fts(part)} f ON f.rowid = d.rid")
             for url, mimetype, *texts in rows:
                 if url in by_url:

@@ -127,7 +127,7 @@ def _document(raw: RawDocument, prepared: Prepared, error: str, aux: list, optio
         # a preparator's additional fields (regain's getAdditionalFields) are stored and returned with hits
         aux=[*aux,
              *(AuxValue(name, value, True, False, False) for name, value in sorted(prepared.fields.items()))],
-        denied=sorted(entry.denied),
+        denied=sorted(entry.denied), furniture=prepared.furniture,
     )
 
 
@@ -280,6 +280,7 @@ class _PrepareFamily(beam.DoFn):
             if len(prepared.content) > limit:
                 prepared.content = prepared.content[:limit]
                 partial.append(f"text cut at max_content_length ({limit} characters)")
+            prepared.furniture = prepared.furniture[:limit]  # searched, never shown: bounded without a word
             problems = []
             if partial:
                 problems.append(event("truncated", entry.url, "prepare", "; ".join(partial)))

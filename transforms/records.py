@@ -146,6 +146,7 @@ class IndexDoc(NamedTuple):
     indexed_at: str
     aux: Sequence[AuxValue] = ()  # auxiliary fields (regain's auxiliaryField)
     denied: Sequence[str] = ()  # searchers holding any of these do not see it, whatever ``groups`` says
+    furniture: str = ""  # page furniture (Prepared.furniture): searched with a low weight, never in snippets
 
 
 class Event(NamedTuple):

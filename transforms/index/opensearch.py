@@ -14,7 +14,7 @@
 * **Auxiliary fields** go under ``aux.<name>`` (keyword: exact values), ``aux_text.<name>`` (text,
   standard analyzer: tokenized fields) and ``aux_stored.<name>`` (not indexed: what hits return),
   by each field's index/tokenize/store flags.
-* **Text** (title, content, headlines, metadata, file name, URL) is analysed by :func:`analysis` to
+* **Text** (title, content, headlines, metadata, file name, URL, page furniture) is analysed by :func:`analysis` to
   give the words the embedded index gives, and a search is built from the parsed query
   (``_clause_query``, ``_term_query``: ``multi_match`` phrase queries), never handed to a query
   parser, so one query finds the same documents on both targets (docs/search.md). ``name_keys``
@@ -72,6 +72,7 @@ from beamtrawl.transforms.index.query import (
     CHANGE_LOG_NAMES,
     CHANGE_LOG_WEIGHT,
     EXACT_NAME_BOOST,
+    FURNITURE_WEIGHT,
     RANGE_COLUMNS,
     RANGE_FIELDS,
     Query,
@@ -98,9 +99,11 @@ _PUBLIC = access_key(object())  # the key of a document without groups
 #: Bumped when the layout of the physical indices changes, so a crawl rebuilds them (see ``physical``);
 #: a change of ACCESS_FIELDS does the same.
 _LAYOUT = ["partitions-by-access-1", *ACCESS_FIELDS]
-_SEARCH_FIELDS = ["title^10", "headlines^4", "filename^3", "metadata^2", "content", "location"]
+# page furniture (query.FURNITURE_WEIGHT) is searched, never highlighted (``_HIGHLIGHT``)
+_SEARCH_FIELDS = ["title^10", "headlines^4", "filename^3", "metadata^2", "content", "location",
+                  f"furniture^{FURNITURE_WEIGHT}"]
 TEXT_ANALYZER = "beamtrawl_text"
-# A phrase whose last word is a prefix expands to at most this many words per field: six fields' worth stays
+# A phrase whose last word is a prefix expands to at most this many words per field: seven fields' worth stays
 # under OpenSearch's indices.query.bool.max_clause_count (1,024), which the DFS statistics pass meets. A
 # prefix of one word has no bound: it is a prefix query, which matches without expanding into clauses.
 MAX_PREFIX_WORDS = 100
@@ -148,7 +151,7 @@ def mapping(analyzer: str) -> dict:
             "title": {**text, "fields": {"raw": {"type": "keyword", "ignore_above": 512}}},
             "content": text, "summary": {**text, "index": False}, "headlines": text, "metadata": text,
             "filename": {**text, "fields": {"raw": keyword}},
-            "location": text, "name_keys": keyword, "copies": keyword,
+            "location": text, "furniture": text, "name_keys": keyword, "copies": keyword,
             "size": {"type": "long"}, "mtime_ns": {"type": "long"},
             "last_modified": {"type": "date"}, "indexed_at": {"type": "date"},
             "content_hash": keyword, "etag": stored_only, "http_last_modified": stored_only,

@@ -55,6 +55,9 @@ EXACT_NAME_BOOST = 1000.0
 #: and documents they describe (``grep`` listed NEWS.gz and changelog.gz first).
 CHANGE_LOG_NAMES = ("changelog", "changes", "news", "history", "releasenotes", "release-notes", "release_notes")
 CHANGE_LOG_WEIGHT = 0.2
+#: The weight of page furniture (menus, sidebars, footers: IndexDoc.furniture) against the text's 1, in both
+#: targets: a page whose sidebar holds a word is found, below a page whose text holds it.
+FURNITURE_WEIGHT = 0.2
 _COMPRESSED = re.compile(r"\.(gz|bz2|xz|zst|lz|lzma|z)$", re.IGNORECASE)
 _MAN_SECTION = re.compile(r"\.[1-9n][a-z]*$")  # grep.1, printf.3posix, sources.list.5
 MAX_QUERY_CHARS = 1000

@@ -14,7 +14,8 @@ row per field with its flags (and, for tokenized fields, its words in ``tokens``
 Schema version 2 added ``aux``, version 3 the column ``denied`` (groups that may not see a document)
 and ``names`` (what a query must equal to match a document's name exactly, query.name_keys; one row
 per key, so the exact-name boost of a search is one indexed lookup), version 4 the text split by access
-partition (``parts``, ``docs.part``). An older index is migrated when a
+partition (``parts``, ``docs.part``), version 6 the text column ``furniture`` (page furniture: searched with
+the lowest weight, never in snippets). An older index is migrated when a
 crawl opens it (the table and column are added, ``names`` filled from the stored documents); its
 documents get their auxiliary fields when they are re-prepared, which that crawl does because the
 preparation fingerprint covers the field definitions. An index made before ``ranking`` gets it and
@@ -76,6 +77,7 @@ from beamtrawl.transforms.index.query import (
     CHANGE_LOG_NAMES,
     CHANGE_LOG_WEIGHT,
     EXACT_NAME_BOOST,
+    FURNITURE_WEIGHT,
     RANGE_COLUMNS,
     RANGE_FIELDS,
     Query,
@@ -86,7 +88,7 @@ from beamtrawl.transforms.index.query import (
 )
 from beamtrawl.transforms.records import EVERYONE, AuxValue, IndexDoc, SnapshotEntry
 
-SCHEMA_VERSION = 5  # 5: name keys of whole file names and manual pages (query.name_keys)
+SCHEMA_VERSION = 6  # 5: name keys of whole file names and manual pages (query.name_keys); 6: furniture
 SPLIT_ROWS = 50_000
 #: What SQLite says when a query, not the index, is beyond its limits (parse_query bounds queries first).
 _QUERY_TOO_COMPLEX = ("Expression tree is too large", "too many SQL variables", "pattern too complex",
@@ -143,7 +145,8 @@ _STORED = ("id", "url", "root", "title", "mimetype", "extension", "filename", "p
 _UPSERT = (f"INSERT INTO docs(rid, {', '.join(_STORED)}, length, part) VALUES (?, {', '.join('?' * len(_STORED))}, "
            f"?, ?) ON CONFLICT(id) DO UPDATE SET "
            f"{', '.join(f'{c}=excluded.{c}' for c in (*_STORED[1:], 'length', 'part'))}")
-_WEIGHTS = "10.0, 1.0, 4.0, 2.0, 3.0, 1.0"  # bm25() column weights: title weighs most, then headlines
+#: bm25() column weights (sqlite_parts.COLUMNS): title weighs most, then headlines; page furniture least
+_WEIGHTS = f"10.0, 1.0, 4.0, 2.0, 3.0, 1.0, {FURNITURE_WEIGHT}"
 #: A change log's score factor (query.is_change_log, the same names and weight as OpenSearch's); constants of
 #: this module only, never user text.
 _CHANGE_LOG_FACTOR = (f"(CASE WHEN lower(substr(docs.filename, 1, instr(docs.filename || '.', '.') - 1)) IN "
@@ -255,7 +258,7 @@ class EmbeddedIndex(IndexTarget):
         _refuse_a_folder(self.path)
         _refuse_read_only(self.path, folder)
         version = _inspect(self.path)
-        if version is not None and version not in (1, 2, 3, 4, SCHEMA_VERSION):
+        if version is not None and version not in (1, 2, 3, 4, 5, SCHEMA_VERSION):
             raise IndexUnavailable(f"{self.path}: index schema version {version}, this beamtrawl reads version "
                                    f"{SCHEMA_VERSION}; crawl into a new index file")
         try:
@@ -269,6 +272,8 @@ class EmbeddedIndex(IndexTarget):
                 _prepare_ranking(db)
                 if parts.is_single_table(db):  # 4: the text of each access partition in a table of its own
                     parts.split_single(db)
+                if version is not None and version < 6:  # 6: the furniture column
+                    parts.add_columns(db)
                 if version is not None and version < SCHEMA_VERSION:  # 3: names; 4: names by partition; 5: more names
                     _partition_names(db)
                 if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'docs_fts'").fetchone() is None:
@@ -374,9 +379,8 @@ class EmbeddedIndex(IndexTarget):
             # A new document's rid is cleared too: rows left by a docs row deleted by other means would break the write.
             for n in {old, part}:
                 db.execute(f"DELETE FROM {parts.fts(n)} WHERE rowid = ?", (rid,))
-            db.execute(f"INSERT INTO {parts.fts(part)}(rowid, title, content, headlines, metadata, filename, location) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (rid, doc.title, doc.content, doc.headlines, doc.metadata, doc.filename, doc.url))
+            db.execute(f"INSERT INTO {parts.fts(part)}(rowid, {', '.join(parts.COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       (rid, doc.title, doc.content, doc.headlines, doc.metadata, doc.filename, doc.url, doc.furniture))
             (size,) = db.execute(f"SELECT sz FROM {parts.fts(part)}_docsize WHERE id = ?", (rid,)).fetchone()
             lengths.append((rid, part, _length(size), groups, denied))
         for doc, (rid, part, length, groups, denied) in zip(docs, lengths, strict=True):
@@ -427,7 +431,7 @@ class EmbeddedIndex(IndexTarget):
     @staticmethod
     def _documents_of(db: sqlite3.Connection, part: int, columns: list[str]) -> Iterator[IndexDoc]:
         rows = db.execute(f"SELECT docs.rid, {', '.join('docs.' + c for c in columns)}, docs.groups, docs.denied, "
-                          f"docs.outlinks, f.content, f.headlines, f.metadata "
+                          f"docs.outlinks, f.content, f.headlines, f.metadata, f.furniture "
                           f"FROM docs JOIN {parts.fts(part)} AS f ON f.rowid = docs.rid WHERE docs.part = ? "
                           f"ORDER BY docs.rid", (part,))
         while batch := rows.fetchmany(1000):
@@ -439,10 +443,10 @@ class EmbeddedIndex(IndexTarget):
                 aux.setdefault(rid, []).append(AuxValue(*value[:2], *map(bool, value[2:])))
             for rid, *values in batch:
                 stored = dict(zip(columns, values, strict=False))
-                groups, denied, outlinks, content, headlines, metadata = values[len(columns):]
+                groups, denied, outlinks, content, headlines, metadata, furniture = values[len(columns):]
                 yield IndexDoc(**stored, groups=json.loads(groups), denied=json.loads(denied),
                                outlinks=json.loads(outlinks), content=content, headlines=headlines,
-                               metadata=metadata, summary="", aux=aux.get(rid, []))
+                               metadata=metadata, summary="", aux=aux.get(rid, []), furniture=furniture)
 
     # -- searching ---------------------------------------------------------------------------
     def count(self) -> int:

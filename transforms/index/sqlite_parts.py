@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 
-COLUMNS = ("title", "content", "headlines", "metadata", "filename", "location")
+COLUMNS = ("title", "content", "headlines", "metadata", "filename", "location", "furniture")
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
 #: SQLite's bound on the terms of one compound SELECT is 500: arms go in nested groups of this many.
 ARMS_PER_GROUP = 400
@@ -88,16 +88,37 @@ def is_single_table(db: sqlite3.Connection) -> bool:
     return row is not None and row[0] == "table"
 
 
+def columns_of(db: sqlite3.Connection, table: str) -> list[str]:
+    """The text columns ``table`` has (an older index's lack the later ones of COLUMNS)."""
+    return [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+
+
 def split_single(db: sqlite3.Connection) -> None:
     """Migration to schema version 4: the one ``docs_fts`` table's rows into their partitions' tables."""
-    columns = ", ".join(COLUMNS)
+    old = columns_of(db, "docs_fts")
+    columns = ", ".join(old)
     for groups, denied in db.execute("SELECT DISTINCT groups, denied FROM docs").fetchall():
         part = part_of(db, groups, denied)
-        db.execute(f"INSERT INTO {fts(part)}(rowid, {columns}) SELECT f.rowid, {', '.join('f.' + c for c in COLUMNS)} "
+        db.execute(f"INSERT INTO {fts(part)}(rowid, {columns}) SELECT f.rowid, {', '.join('f.' + c for c in old)} "
                    f"FROM docs_fts AS f JOIN docs ON docs.rid = f.rowid WHERE docs.groups = ? AND docs.denied = ?",
                    (groups, denied))
         db.execute("UPDATE docs SET part = ? WHERE groups = ? AND denied = ?", (part, groups, denied))
     db.execute("DROP TABLE docs_fts")
+    refresh_view(db)
+
+
+def add_columns(db: sqlite3.Connection) -> None:
+    """Migration to schema version 6 (``furniture``): FTS5 tables cannot gain a column, so a partition's
+    table without one of COLUMNS is made again with all of them and its rows copied (the text once)."""
+    db.execute("DROP VIEW IF EXISTS docs_fts")
+    for n in all_parts(db):
+        old = columns_of(db, fts(n))
+        if old == list(COLUMNS):
+            continue
+        db.execute(f"CREATE VIRTUAL TABLE {fts(n)}_new USING fts5({', '.join(COLUMNS)}, tokenize = '{_TOKENIZER}')")
+        db.execute(f"INSERT INTO {fts(n)}_new(rowid, {', '.join(old)}) SELECT rowid, {', '.join(old)} FROM {fts(n)}")
+        db.execute(f"DROP TABLE {fts(n)}")
+        db.execute(f"ALTER TABLE {fts(n)}_new RENAME TO {fts(n)}")
     refresh_view(db)
 
 

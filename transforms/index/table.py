@@ -82,7 +82,10 @@ SCHEMA = pa.schema([
     pa.field("outlinks", pa.list_(pa.string())),
     pa.field("indexed_at", pa.timestamp("us", tz="UTC")),
     pa.field("crawl_id", pa.string()),  # the crawl that wrote this row (also in the commit's metadata)
+    pa.field("furniture", pa.string()),  # page furniture: menus, sidebars, footers (IndexDoc.furniture)
 ])
+#: Columns SCHEMA gained after its version 1: a crawl adds them to an older table (its rows' values: null).
+ADDED = ("furniture",)
 ACCESS_SCHEMA = pa.schema([SCHEMA.field("id"), SCHEMA.field("groups"), SCHEMA.field("denied")])
 _SNAPSHOT_COLUMNS = list(SnapshotEntry._fields)
 #: Table properties a new table gets: the change data feed on, our schema version.
@@ -129,7 +132,8 @@ def from_arrow(row: dict) -> IndexDoc:
     values.update(
         headlines="\n".join(row["headlines"] or ()),
         last_modified=_iso(row["last_modified"], "milliseconds"), indexed_at=_iso(row["indexed_at"], "seconds"),
-        aux=[AuxValue(name, value, True, True, False) for name, value in row["aux"] or ()])
+        aux=[AuxValue(name, value, True, True, False) for name, value in row["aux"] or ()],
+        furniture=row.get("furniture") or "")
     return IndexDoc(**values)
 
 
@@ -234,6 +238,7 @@ class DeltaIndex(IndexTarget):
                                   storage_options=self.storage_options or None, raise_if_key_not_exists=False)
             self._table = None
             self._check_table(self.table)
+            self._add_columns(self.table)  # after the check: someone else's table is left as it is
         except IndexUnavailable:
             raise
         except (DeltaError, OSError) as err:
@@ -270,13 +275,24 @@ class DeltaIndex(IndexTarget):
                                        f"remove it; name a folder outside it")
             parent = parent.rpartition("/")[0]
 
+    def _add_columns(self, table) -> None:
+        """The ADDED columns an older table lacks, in a transaction of their own (the table's files stay)."""
+        from deltalake.schema import Field, PrimitiveType
+
+        have = {field.name for field in table.schema().fields}
+        missing = [name for name in ADDED if name not in have]
+        if missing:
+            table.alter.add_columns([Field(name, PrimitiveType("string"), nullable=True) for name in missing])
+            self._table = None
+
     def _check_table(self, table) -> None:
         version = table.metadata().configuration.get(SCHEMA_PROPERTY)
         if version != str(SCHEMA_VERSION):
             what = f"schema version {version}" if version else "no beamtrawl schema version"
             raise IndexUnavailable(f"{self._where()}: a Delta table with {what}, this beamtrawl writes version "
                                    f"{SCHEMA_VERSION}; crawl into a new table (or `beamtrawl export` the old index)")
-        missing = [name for name in SCHEMA.names if name not in {field.name for field in table.schema().fields}]
+        missing = [name for name in SCHEMA.names
+                   if name not in {field.name for field in table.schema().fields} and name not in ADDED]
         if missing:
             raise IndexUnavailable(f"{self._where()}: a Delta table without the column{'s' * (len(missing) > 1)} "
                                    f"{', '.join(missing[:5])} of schema version {SCHEMA_VERSION}; left as it is, "

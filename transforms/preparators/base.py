@@ -32,6 +32,7 @@ class Prepared:
     links: list[tuple[str, str]] = field(default_factory=list)  # (absolute URL, link text)
     path: list[tuple[str, str]] = field(default_factory=list)  # breadcrumb (URL, title), regain's getPath
     partial: str = ""  # why only part of the document was read (a bound was reached); a report line
+    furniture: str = ""  # words every page of a site repeats (menus, sidebars): searchable at a low weight, never shown
 
 
 @dataclass(frozen=True)

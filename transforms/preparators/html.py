@@ -2,11 +2,12 @@
 (``<meta name="description">``, which Tika reads too) is the metadata; links are kept with their text for
 the web source.
 
-Page furniture is dropped before the text and headlines are taken (links are taken before, since the
+Page furniture is taken out before the text and headlines are taken (links are taken before, since the
 crawler follows navigation): navigation, search boxes, the page's own header and footer, sidebars
-and the "¶" permalinks beside headings that Sphinx and MkDocs print. Otherwise every page of a site
-would match the words of its menus, and snippets would show them. (A lower-weight field of their own
-would keep them searchable without that; it needs a new column in both index targets, not made yet.)
+and the "¶" permalinks beside headings that Sphinx and MkDocs print. In the text, every page of a site
+would match the words of its menus, and snippets would show them; so their visible text goes to the
+document's ``furniture`` field, which the index targets search with a low weight and never show
+(docs/search.md): a word only a sidebar holds still finds the page, below pages that hold it in their text.
 
 The text is trafilatura's main text, then every other block of visible text that is not furniture and
 holds a word the main text lacks, in page order (``_rest``): trafilatura judges a list of links
@@ -25,11 +26,12 @@ import trafilatura
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from trafilatura.utils import load_html
 
-REVISION = 2  # part of the preparation fingerprint (base.py): 1 keeps the page's description as its metadata,
-# 2 the blocks the main text left out that are not furniture
+REVISION = 3  # part of the preparation fingerprint (base.py): 1 keeps the page's description as its metadata,
+# 2 the blocks the main text left out that are not furniture, 3 the furniture's text in its own field
 
 _SKIP_LINKS = ("mailto:", "javascript:", "tel:", "data:")
-_FURNITURE_TAGS = frozenset({"nav", "script", "style", "noscript", "template"})
+_INVISIBLE = frozenset({"script", "style", "noscript", "template"})  # no words a reader sees
+_FURNITURE_TAGS = frozenset({"nav", *_INVISIBLE})
 # ARIA landmarks that are not the main text
 _FURNITURE_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "complementary", "menu", "menubar"})
 # heading permalinks (Sphinx, MkDocs: <a class="headerlink">¶</a>) and Sphinx's sidebar
@@ -62,11 +64,22 @@ def _is_furniture(element) -> bool:
     return tag == "a" and len(element) == 0 and (element.text or "").strip() == "¶"
 
 
-def _drop_furniture(tree) -> None:
-    """Remove what every page of a site repeats around its main text (see the module docstring)."""
-    for element in [e for e in tree.iter() if isinstance(e.tag, str) and _is_furniture(e)]:
+def _drop_furniture(tree) -> str:
+    """Remove what every page of a site repeats around its main text (see the module docstring); return its
+    visible text, a line per block, for the ``furniture`` field."""
+    found = [e for e in tree.iter() if isinstance(e.tag, str) and _is_furniture(e)]
+    for element in found:  # invisible first, so that a menu's script is not the menu's text
+        if element.tag in _INVISIBLE and element.getparent() is not None:
+            element.drop_tree()
+    dropped, lines = set(), []
+    for element in found:
+        if element.tag in _INVISIBLE or any(a in dropped for a in element.iterancestors()):
+            continue
+        dropped.add(element)
+        lines.extend(line for line in _lines(element) if _WORD.search(line))
         if element.getparent() is not None:
             element.drop_tree()
+    return "\n".join(dict.fromkeys(lines))  # a menu shown twice (wide and narrow screens): once
 
 
 def _load(data: bytes):
@@ -90,7 +103,7 @@ def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
         target = anchor.get("href") or anchor.get("src")
         if target and not target.strip().lower().startswith(_SKIP_LINKS):
             links.append((urljoin(base, target.strip()), _text(anchor)))
-    _drop_furniture(tree)
+    furniture = _drop_furniture(tree)
     headlines = [h for h in (_text(e) for e in tree.iter("h1", "h2", "h3", "h4", "h5", "h6")) if h]
 
     # fast: no fallback extractors, no metadata (htmldate alone costs more than the rest together).
@@ -101,7 +114,8 @@ def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
         content = _text(body if body is not None else tree)
     else:
         content = "\n".join([content, *_rest(body if body is not None else tree, content)])
-    return Prepared(title=title, content=content, headlines=headlines, links=links, metadata=description)
+    return Prepared(title=title, content=content, headlines=headlines, links=links, metadata=description,
+                    furniture=furniture)
 
 
 def _lines(root) -> list[str]:
