@@ -48,13 +48,16 @@ def test_a_sphinx_pages_sidebar_and_footer_are_furniture_not_text():
 
 
 def test_a_word_only_a_sidebar_holds_finds_the_page_below_pages_whose_text_holds_it(tmp_path):
+    """os.html is 12 times as long as os.path.html, whose sidebar names fileinput once, as os.html's text does:
+    the short page's furniture still ranks below the long page's text."""
     index = EmbeddedIndex(str(tmp_path / "index.sqlite"))
     index.prepare()
     docs = [_document(name) for name in PAGES]
+    docs += [_document(p.name) for p in sorted(python_library_docs().glob("asyncio-*.html"))]  # a site's lengths
     assert "fileinput" in docs[1].furniture and "fileinput" not in docs[1].content.lower()
     assert index.upsert(docs) == []
     assert _names(index, "fileinput") == ["os.html", "os.path.html"]
-    assert sorted(_names(index, '"report a bug"')) == sorted(PAGES)  # every page's footer: found, at a low weight
+    assert len(index.search(parse_query('"report a bug"'), 100)) == len(docs)  # every page's footer, at a low weight
     for hit in index.search(parse_query('fileinput OR "report a bug" OR donate'), 10):
         assert not any(w in hit.snippet.lower() for w in ("report a bug", "donate", "previous topic")), hit
     assert [d.furniture for d in index.documents()] == [d.furniture for d in docs]  # export keeps it

@@ -328,6 +328,6 @@ def prepare_compressed(data: bytes, url: str, params: dict) -> Prepared:
     if stopped and not mimetype.startswith("text/"):
         partial.append(f"the {mimetype} inside was not prepared")
     return Prepared(title=prepared.title, content=prepared.content, summary=prepared.summary,
-                    headlines=prepared.headlines, metadata=prepared.metadata,
+                    headlines=prepared.headlines, metadata=prepared.metadata, furniture=prepared.furniture,
                     fields={"inner_mimetype": mimetype, "compression": codec.name, **prepared.fields},  # innermost
                     partial="; ".join(partial))
