@@ -68,7 +68,7 @@ def test_several_instances_of_one_preparator():
     assert dict(by_name["dvi"].params) == {"command": "cat ${filename}", "timeout": 60.0, "check_exit_code": False,
                                           "max_output_bytes": 64 * 1024**2}
     assert dict(by_name["small_archives"].params)["max_entries"] == 10
-    assert dict(by_name["archive"].params)["max_entries"] == 1000  # the built-in instance keeps its defaults
+    assert dict(by_name["archive"].params)["max_entries"] == 10_000  # the built-in instance keeps its defaults
     assert by_name["dvi"].preparator == "external" and by_name["dvi"].func is by_name["postscript"].func
 
 
