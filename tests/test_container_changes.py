@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 from tests.package_files import tika_test_document
-from tests.test_preparators_mailboxes import outlook, perceval
+from tests.test_preparators_mailboxes import perceval
 
 CODE = ("testC.c", "testJAVA.java", "testGROOVY.groovy")
 

@@ -4,6 +4,9 @@ each typed by its [Content_Types].xml and read."""
 
 from __future__ import annotations
 
+import io
+import zipfile
+
 import pytest
 
 from tests.package_files import tika_test_document
@@ -114,8 +117,26 @@ def test_xlsb_is_read_by_calamine():
     assert prepared.headlines == ["mySheet1"]
     lines = prepared.content.split("\n")
     assert "String This is a string" in lines and "date 2017-03-09" in lines
+    # the comments and page headers and footers calamine skips (Excel begins a note with its author's name)
+    assert "Allison, Timothy B.: comment6 actually in cell" in lines and "comment8 end of file" in prepared.content
+    assert "EvenLeftHeader EvenCenterHeader EvenRightHeader" in lines and "&" not in prepared.content
     prepared, errors, _ = prepare("testEXCEL.xlsb")  # one calamine cannot read: its parts' names, and why
     assert errors[0].startswith("office: not readable as XLSB") and "xl/workbook.bin" in prepared.content
+
+
+def test_xlsb_comments_and_headers_cut_anywhere_are_what_was_read_before():
+    """Every prefix of the real parts, and their bytes reversed: never an exception, never more lines."""
+    from beamtrawl.transforms.preparators import xlsb_parts
+
+    package = zipfile.ZipFile(io.BytesIO(tika_test_document("microsoft", "testEXCEL_various.xlsb")))
+    for part, read in (("xl/comments1.bin", xlsb_parts.comment_lines),
+                       ("xl/worksheets/sheet1.bin", xlsb_parts.header_footer_lines)):
+        whole = package.read(part)
+        for cut in (*range(0, len(whole), 7), -1):
+            buffer = io.BytesIO()
+            with zipfile.ZipFile(buffer, "w") as damaged:
+                damaged.writestr(part, whole[:cut] if cut >= 0 else whole[::-1])
+            assert len(read(zipfile.ZipFile(buffer))) <= len(read(package)), (part, cut)
 
 
 @pytest.mark.parametrize("name, phrases", [

@@ -16,13 +16,13 @@ import zlib
 from dataclasses import replace
 from xml.sax.saxutils import unescape as xml_unescape
 
-from beamtrawl.transforms.preparators import embedded
+from beamtrawl.transforms.preparators import embedded, xlsb_parts
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.cell_format import displayed, header_footer_text
 from beamtrawl.transforms.preparators.drawing_text import drawing_texts
 from beamtrawl.transforms.values import Bounds
 
-REVISION = 8  # part of the preparation fingerprint (base.py): 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
+REVISION = 9  # part of the preparation fingerprint (base.py): 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
@@ -419,7 +419,8 @@ def _pptx(stream, params: dict) -> Prepared:
 
 def _xlsb(stream, params: dict) -> Prepared:
     """An XLSB workbook by python-calamine (openpyxl reads no binary parts): each sheet's name, a headline,
-    then its rows; values as calamine types them (dates as dates), without their number formats."""
+    then its rows; values as calamine types them (dates as dates), without their number formats; then the
+    cells' comments and the sheets' headers and footers, which calamine skips (xlsb_parts)."""
     import python_calamine
 
     try:
@@ -433,6 +434,8 @@ def _xlsb(stream, params: dict) -> Prepared:
         if isinstance(err, (KeyboardInterrupt, SystemExit)):
             raise
         raise PreparationError(f"not readable as XLSB: {type(err).__name__}: {err}"[:200]) from None
+    package = zipfile.ZipFile(stream)
+    lines.extend([*xlsb_parts.comment_lines(package), *xlsb_parts.header_footer_lines(package)])
     return Prepared(content=_join(lines), headlines=sheets)
 
 
