@@ -411,7 +411,7 @@ def test_a_version_1_index_is_migrated_by_a_crawl_and_refused_by_search_until_th
     db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.commit()
     db.close()
-    with pytest.raises(IndexUnavailable, match="index schema version 1, this beamtrawl searches version 5; "
+    with pytest.raises(IndexUnavailable, match="index schema version 1, this beamtrawl searches version 6; "
                                                "run beamtrawl crawl once to upgrade it"):
         EmbeddedIndex(path).check()
     index = EmbeddedIndex(path)
