@@ -7,7 +7,8 @@ from __future__ import annotations
 import sqlite3
 
 import pyarrow as pa
-from beamtrawl.transforms.index import EmbeddedIndex
+import pytest
+from beamtrawl.transforms.index import EmbeddedIndex, IndexUnavailable
 from beamtrawl.transforms.index.query import parse_query
 from beamtrawl.transforms.index.table import SCHEMA, DeltaIndex
 from beamtrawl.transforms.preparators.html import prepare_html
@@ -85,6 +86,8 @@ def test_an_index_made_before_the_field_gets_it_when_a_crawl_opens_it(tmp_path):
                    "location FROM fts_1")
         db.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     db.close()
+    with pytest.raises(IndexUnavailable, match="index schema version 5, .* run beamtrawl crawl once to upgrade it"):
+        EmbeddedIndex(str(path)).check()
     upgraded = EmbeddedIndex(str(path))
     upgraded.prepare()
     assert [h.score for h in upgraded.search(parse_query("fileinput"), 10)] == [h.score for h in before]
