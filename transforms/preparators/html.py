@@ -63,6 +63,7 @@ _BLOCKS = ("address", "article", "aside", "blockquote", "body", "caption", "dd",
 # private use area, which a page may hold (icon fonts) at the cost of a line break there.
 _BREAK = "\ue000"
 _WORD = re.compile(r"\w+")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")  # C0 controls but tab and line breaks: not XML
 # Markup after the closing </html>, which libxml2 drops: groff -Thtml writes an empty page, then the page.
 _AFTER_END = re.compile(rb"</html\s*>\s*<", re.IGNORECASE)
 _CLOSING = re.compile(rb"</(?:body|html)\s*>", re.IGNORECASE)
@@ -157,13 +158,22 @@ def _lines(root) -> list[str]:
     for pre in list(root.iter("pre")):
         text, tail = lxml.etree.tostring(pre, method="text", encoding="unicode", with_tail=False), pre.tail
         pre.clear()
-        pre.text, pre.tail = text.replace("\n", _BREAK), tail
+        _assign(pre, "text", text.replace("\n", _BREAK))
+        _assign(pre, "tail", tail)
     for element in root.iter(*_BLOCKS):
-        element.text = _BREAK + (element.text or "")
+        _assign(element, "text", _BREAK + (element.text or ""))
         if element is not root:
-            element.tail = _BREAK + (element.tail or "")
+            _assign(element, "tail", _BREAK + (element.tail or ""))
     text = lxml.etree.tostring(root, method="text", encoding="unicode", with_tail=False)
     return [line for line in (" ".join(piece.split()) for piece in text.split(_BREAK)) if line]
+
+
+def _assign(element, part: str, text: str | None) -> None:
+    """Set an element's text or tail; lxml refuses control characters, which libxml2 kept from a broken page."""
+    try:
+        setattr(element, part, text)
+    except ValueError:
+        setattr(element, part, _CONTROL.sub("", text))
 
 
 def _rest(root, main: str) -> list[str]:
