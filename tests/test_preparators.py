@@ -82,6 +82,34 @@ def test_sphinx_page_furniture_is_dropped(page):
     assert any(url.endswith("/index.html") for url, _ in prepared.links)  # the navigation's links
 
 
+def test_declared_main_content_is_the_main_text_and_code_keeps_its_lines():
+    """A Sphinx page says which part is its main content (role="main"): that part's text comes first, read
+    without trafilatura's guess (most of a page's time), and a code block's lines stay lines (trafilatura glued
+    them: "Courier, Timessize")."""
+    path = python_library_docs() / "tkinter.font.html"
+    prepared = prepare_html(path.read_bytes(), path.as_uri(), "text/html", {})
+    lines = prepared.content.split("\n")
+    assert lines[0] == "tkinter.font — Tkinter font wrapper" and lines[1] == "Source code: Lib/tkinter/font.py"
+    assert "family - font family i.e. Courier, Times" in lines and "size - font size" in lines
+    assert "\ue000" not in prepared.content
+
+
+@pytest.mark.parametrize("data, content", [
+    (b'<html role="main"><body><p>words here</p></body></html>', "words here"),  # the whole page
+    (b"<html><body><main><p>one</p></main><main><p>two</p></main><p>three</p></body></html>", "one two three"),
+    (b"<html><body><main> <img src=a.png> </main><p>the text outside stays</p></body></html>",
+     "the text outside stays"),  # a main part without a word: trafilatura's turn
+    (b"<html><body><main><p>outer</p><div role=main><p>inner</p></div></main><p>after</p></body></html>",
+     "outer inner after"),
+    ("<html><body><main><p>an icon \ue000 font</p></main></body></html>".encode(), "an icon font"),
+    (b"<html><body><main><p>con\x01trol c\x02hars</p>kept<pre>a\x03\nb</pre></main></body></html>",
+     "control chars kept a b"),  # libxml2 keeps them, lxml refuses to set them
+])
+def test_declared_main_content_of_odd_pages(data, content):
+    prepared = prepare_html(data, "file:///a.html", "text/html", {})
+    assert " ".join(prepared.content.split()) == content
+
+
 def test_links_resolve_against_the_document_without_base():
     page = b'<html><body><p>See <a href="../other/b.html">the other page</a>.</p></body></html>'
     prepared = prepare_html(page, "file:///srv/docs/web/a.html", "text/html", {})
