@@ -53,6 +53,7 @@ from beamtrawl.transforms.index.opensearch import (
     PAGE,
     SLICE_DOCS,
     OpenSearchIndex,
+    _snapshot_entry,
     _source,
     analysis,
     mapping,
@@ -152,8 +153,17 @@ def refreshed_count(client: OpenSearch, index: str) -> int:
     return client.count(index=index)["count"]
 
 
+OPENED: set[str] = set()  # the points in time this benchmark's reads opened (the node may serve others meanwhile)
+
+
+def opened(target: OpenSearchIndex) -> None:
+    if target.pit_id:
+        OPENED.add(target.pit_id)
+
+
 def open_pits(client: OpenSearch) -> int:
-    return len(client.get_all_pits().get("pits", []))
+    """How many of the points in time this benchmark opened are still open."""
+    return len(OPENED & {pit["pit_id"] for pit in client.get_all_pits().get("pits", [])})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,7 +280,9 @@ def read_direct(target: OpenSearchIndex) -> int:
     """Every split read in this process, one after the other; the entries."""
     entries, succeeded = 0, False
     try:
-        for split in target.snapshot_splits():
+        splits = target.snapshot_splits()
+        opened(target)
+        for split in splits:
             entries += sum(1 for _ in target.read_snapshot(split))
         succeeded = True
     finally:
@@ -287,6 +299,8 @@ def read_beam(target: OpenSearchIndex | None) -> int:
         with beam.Pipeline(runner=make_runner(options), options=options) as p:
             entries = (p | "ReadSnapshot" >> ReadSnapshot(target) if target else
                        p | "NoSplits" >> beam.Create([]).with_output_types(SnapshotEntry))
+            if target:
+                opened(target)
             _ = (entries
                  | "Count" >> beam.combiners.Count.Globally()
                  | "Report" >> beam.Map(lambda n: Metrics.counter("bench", "entries").inc(n)))
@@ -297,20 +311,24 @@ def read_beam(target: OpenSearchIndex | None) -> int:
     return counters(p.result, "bench").get("entries", 0)
 
 
-def read_scan(client: OpenSearch, index: str) -> int:
-    return sum(1 for _ in helpers.scan(client, index=index, size=PAGE, query={"_source": list(SnapshotEntry._fields)}))
+def read_scan(target: OpenSearchIndex) -> int:
+    """The peer: one scroll through the target's own client (the same connection and JSON parsing), each hit made
+    the same record the target makes; the entries."""
+    hits = helpers.scan(target.client, index=target.physical, size=PAGE, query={"_source": list(SnapshotEntry._fields)})
+    return sum(1 for hit in hits if _snapshot_entry(hit["_source"]))
 
 
 def snapshot(url: str, client: OpenSearch, name: str, m: int, rounds: int) -> list[Row]:
     print(f"\n(2) snapshot read of {m:,} documents, {rounds} round(s), each read once per round in turn (the "
           f"wall ratio\n  is the median round's; CPU seconds, this process's and the node's, are summed over "
-          f"the rounds)")
+          f"the rounds;\n  the node's count whatever else it serves meanwhile)")
     target = OpenSearchIndex(url, name, NodeOptions(analyzer=ANALYZER))
-    reads = {"target": lambda: read_direct(target), "scan": lambda: read_scan(client, target.physical),
+    reads = {"target": lambda: read_direct(target), "scan": lambda: read_scan(target),
              "ReadSnapshot": lambda: read_beam(target), "empty pipeline": lambda: read_beam(None)}
     runs: dict[str, list] = {what: [] for what in reads}
     try:
         splits = len(target.snapshot_splits())
+        opened(target)
         target.finish(False)
         for _ in range(rounds):
             for what, read in reads.items():
@@ -331,7 +349,7 @@ def snapshot(url: str, client: OpenSearch, name: str, m: int, rounds: int) -> li
           f"{cpu['target'][1]:.2f} s node\n{'':48}({splits} split(s) of at most {SLICE_DOCS:,} docs read one "
           f"after the other;\n{'':48}a point in time, index order, search_after, pages of {PAGE:,})")
     print(f"  helpers.scan:         {rate(m, wall['scan']):>24}  CPU {cpu['scan'][0]:.2f} s here + "
-          f"{cpu['scan'][1]:.2f} s node\n{'':48}(one scroll, pages of {PAGE:,})")
+          f"{cpu['scan'][1]:.2f} s node\n{'':48}(one scroll, pages of {PAGE:,}, through the target's client,\n{'':48}each hit made the same SnapshotEntry)")
     print(f"  ReadSnapshot + Count: {rate(m, wall['ReadSnapshot']):>24}  (FnApiRunner, {WORKERS} workers, whole "
           f"pipeline run;\n{'':48}the same pipeline over no splits takes {wall['empty pipeline']:.2f} s)")
     print(f"  Each read returns the same fields of every document, from _source: {fields}.")
@@ -373,7 +391,8 @@ def benchmark(url: str, n: int, m: int, seed: int, rounds: int) -> list[Row]:
               f"{time.perf_counter() - started:.1f} s\n  (not part of any figure)")
         rows = (indexing(url, client, run, docs) if n else []) + snapshot(url, client, f"bench-snapshot-{run}", m, rounds)
         left = open_pits(client)
-        print(f"\npoints in time left open (GET /_search/point_in_time/_all): {left}  {verdict(left == 0)}")
+        print(f"\npoints in time this benchmark opened left open (GET /_search/point_in_time/_all): {left}  "
+              f"{verdict(left == 0)}")
         if left:
             fail(f"{left} points in time left open")
         return [*rows, check("points in time left", str(left), "0", left == 0)]
