@@ -53,6 +53,7 @@ from beamtrawl.transforms.index.opensearch import (
     PAGE,
     SLICE_DOCS,
     OpenSearchIndex,
+    _snapshot_entry,
     _source,
     analysis,
     mapping,
@@ -152,8 +153,17 @@ def refreshed_count(client: OpenSearch, index: str) -> int:
     return client.count(index=index)["count"]
 
 
+OPENED: set[str] = set()  # the points in time this benchmark's reads opened (the node may serve others meanwhile)
+
+
+def opened(target: OpenSearchIndex) -> None:
+    if target.pit_id:
+        OPENED.add(target.pit_id)
+
+
 def open_pits(client: OpenSearch) -> int:
-    return len(client.get_all_pits().get("pits", []))
+    """How many of the points in time this benchmark opened are still open."""
+    return len(OPENED & {pit["pit_id"] for pit in client.get_all_pits().get("pits", [])})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,81 +263,123 @@ def indexing(url: str, client: OpenSearch, run: str, docs: list[IndexDoc]) -> li
 # (2) snapshot read
 # ---------------------------------------------------------------------------------------------
 
-def read_direct(target: OpenSearchIndex) -> tuple[float, int, int]:
-    """(seconds, entries, splits) reading every split in this process."""
-    started, entries, splits, succeeded = time.perf_counter(), 0, [], False
+def node_cpu(client: OpenSearch) -> float:
+    """CPU seconds the node's process has used so far (its own account, so any node URL will do)."""
+    stats = client.nodes.stats(metric="process", params={"filter_path": "nodes.*.process.cpu"})
+    return sum(node["process"]["cpu"]["total_in_millis"] for node in stats["nodes"].values()) / 1000
+
+
+def measured(client: OpenSearch, read) -> tuple[float, float, float, int]:
+    """(wall seconds, this process's CPU seconds, the node's CPU seconds, entries) of ``read()``."""
+    wall, cpu, node = time.perf_counter(), time.process_time(), node_cpu(client)
+    entries = read()
+    return time.perf_counter() - wall, time.process_time() - cpu, node_cpu(client) - node, entries
+
+
+def read_direct(target: OpenSearchIndex) -> int:
+    """Every split read in this process, one after the other; the entries."""
+    entries, succeeded = 0, False
     try:
         splits = target.snapshot_splits()
+        opened(target)
         for split in splits:
             entries += sum(1 for _ in target.read_snapshot(split))
         succeeded = True
     finally:
         target.finish(succeeded)
-        target.close()
-    return time.perf_counter() - started, entries, len(splits)
+    return entries
 
 
-def read_beam(target: OpenSearchIndex) -> tuple[float, int]:
-    started, succeeded = time.perf_counter(), False
+def read_beam(target: OpenSearchIndex | None) -> int:
+    """``ReadSnapshot(target) | Count`` on 2 workers (None: the same pipeline over no splits, for Beam's own
+    cost); the entries."""
+    succeeded = False
     try:
         options = pipeline_options(None, [f"--direct_num_workers={WORKERS}"], target)
         with beam.Pipeline(runner=make_runner(options), options=options) as p:
-            _ = (p
-                 | "ReadSnapshot" >> ReadSnapshot(target)
+            entries = (p | "ReadSnapshot" >> ReadSnapshot(target) if target else
+                       p | "NoSplits" >> beam.Create([]).with_output_types(SnapshotEntry))
+            if target:
+                opened(target)
+            _ = (entries
                  | "Count" >> beam.combiners.Count.Globally()
                  | "Report" >> beam.Map(lambda n: Metrics.counter("bench", "entries").inc(n)))
         succeeded = True
     finally:
-        target.finish(succeeded)
-        target.close()
-    return time.perf_counter() - started, counters(p.result, "bench").get("entries", 0)
+        if target:
+            target.finish(succeeded)
+    return counters(p.result, "bench").get("entries", 0)
 
 
-def read_scan(client: OpenSearch, index: str) -> tuple[float, int]:
-    started = time.perf_counter()
-    entries = sum(1 for _ in helpers.scan(client, index=index, size=PAGE,
-                                          query={"_source": list(SnapshotEntry._fields)}))
-    return time.perf_counter() - started, entries
+def read_scan(target: OpenSearchIndex) -> int:
+    """The peer: one scroll through the target's own client (the same connection and JSON parsing), each hit made
+    the same record the target makes; the entries."""
+    hits = helpers.scan(target.client, index=target.physical, size=PAGE, query={"_source": list(SnapshotEntry._fields)})
+    return sum(1 for hit in hits if _snapshot_entry(hit["_source"]))
 
 
-def snapshot(url: str, client: OpenSearch, name: str, m: int) -> list[Row]:
-    print(f"\n(2) snapshot read of {m:,} documents")
+def snapshot(url: str, client: OpenSearch, name: str, m: int, rounds: int) -> list[Row]:
+    print(f"\n(2) snapshot read of {m:,} documents, {rounds} round(s), each read once per round in turn (the "
+          f"wall ratio\n  is the median round's; CPU seconds, this process's and the node's, are summed over "
+          f"the rounds;\n  the node's count whatever else it serves meanwhile)")
     target = OpenSearchIndex(url, name, NodeOptions(analyzer=ANALYZER))
-    direct_s, direct_n, splits = read_direct(target)
-    beam_s, beam_n = read_beam(target)
-    scan_s, scan_n = read_scan(client, target.physical)
-    target.close()
-    print(f"  target, one process:  {rate(direct_n, direct_s):>24}  ({splits} PIT slice(s), one per "
-          f"{SLICE_DOCS:,} docs; search_after on id, pages of {PAGE:,})")
-    print(f"  ReadSnapshot + Count: {rate(beam_n, beam_s):>24}  (FnApiRunner, {WORKERS} workers, "
-          "whole pipeline run)")
-    print(f"  helpers.scan:         {rate(scan_n, scan_s):>24}  (scroll, pages of {PAGE:,}, same _source fields)")
-    direct_ratio, beam_ratio = scan_s / direct_s, scan_s / beam_s
-    print(f"  target/scan: {direct_ratio:.2f}x docs/s, ReadSnapshot/scan: {beam_ratio:.2f}x docs/s")
-    if {direct_n, beam_n, scan_n} != {m}:
-        fail(f"every read should return {m} entries: target {direct_n}, Beam {beam_n}, scan {scan_n}")
+    reads = {"target": lambda: read_direct(target), "scan": lambda: read_scan(target),
+             "ReadSnapshot": lambda: read_beam(target), "empty pipeline": lambda: read_beam(None)}
+    runs: dict[str, list] = {what: [] for what in reads}
+    try:
+        splits = len(target.snapshot_splits())
+        opened(target)
+        target.finish(False)
+        for _ in range(rounds):
+            for what, read in reads.items():
+                runs[what].append(measured(client, read))
+    finally:
+        target.close()
+    for what, figures in runs.items():
+        wrong = [entries for *_, entries in figures if entries != (0 if what == "empty pipeline" else m)]
+        if wrong:
+            fail(f"{what} returned {wrong[0]} entries, not {m}")
+    wall = {what: sorted(f[0] for f in figures)[len(figures) // 2] for what, figures in runs.items()}
+    cpu = {what: (sum(f[1] for f in figures), sum(f[2] for f in figures)) for what, figures in runs.items()}
+    beam_net = max(wall["ReadSnapshot"] - wall["empty pipeline"], 1e-3)
+    ratio, cpu_ratio = wall["scan"] / wall["target"], sum(cpu["scan"]) / sum(cpu["target"])
+    beam_ratio, net_ratio = wall["scan"] / wall["ReadSnapshot"], wall["scan"] / beam_net
+    fields = ", ".join(SnapshotEntry._fields)
+    print(f"  target, one process:  {rate(m, wall['target']):>24}  CPU {cpu['target'][0]:.2f} s here + "
+          f"{cpu['target'][1]:.2f} s node\n{'':48}({splits} split(s) of at most {SLICE_DOCS:,} docs read one "
+          f"after the other;\n{'':48}a point in time, index order, search_after, pages of {PAGE:,})")
+    print(f"  helpers.scan:         {rate(m, wall['scan']):>24}  CPU {cpu['scan'][0]:.2f} s here + "
+          f"{cpu['scan'][1]:.2f} s node\n{'':48}(one scroll, pages of {PAGE:,}, through the target's client,\n{'':48}each hit made the same SnapshotEntry)")
+    print(f"  ReadSnapshot + Count: {rate(m, wall['ReadSnapshot']):>24}  (FnApiRunner, {WORKERS} workers, whole "
+          f"pipeline run;\n{'':48}the same pipeline over no splits takes {wall['empty pipeline']:.2f} s)")
+    print(f"  Each read returns the same fields of every document, from _source: {fields}.")
+    print(f"  target/scan: {ratio:.2f}x docs/s (wall), {cpu_ratio:.2f}x docs per CPU-second (here + node)   "
+          f"target >= 1.0  {verdict(ratio >= 1.0)}")
+    print(f"  ReadSnapshot/scan: {beam_ratio:.2f}x docs/s, {net_ratio:.2f}x without the empty pipeline's time")
     print(f"  every read returned {m:,} entries: OK")
-    return [("snapshot, target direct", rate(m, direct_s), "", ""),
-            ("snapshot, ReadSnapshot (Beam)", rate(m, beam_s), "", ""),
-            ("snapshot, helpers.scan", rate(m, scan_s), "", ""),
-            ("snapshot target / scan", f"{direct_ratio:.2f}x", "", ""),
-            ("snapshot ReadSnapshot / scan", f"{beam_ratio:.2f}x", "", "")]
+    return [("snapshot, target direct", rate(m, wall["target"]), "", ""),
+            ("snapshot, helpers.scan", rate(m, wall["scan"]), "", ""),
+            ("snapshot, ReadSnapshot (Beam)", rate(m, wall["ReadSnapshot"]), "", ""),
+            check("snapshot target / scan", f"{ratio:.2f}x", ">= 1.0", ratio >= 1.0),
+            ("snapshot target / scan, CPU", f"{cpu_ratio:.2f}x", "", ""),
+            ("snapshot ReadSnapshot / scan", f"{beam_ratio:.2f}x ({net_ratio:.2f}x net)", "", "")]
 
 
 # ---------------------------------------------------------------------------------------------
 # The benchmark
 # ---------------------------------------------------------------------------------------------
 
-def benchmark(url: str, n: int, m: int, seed: int) -> list[Row]:
+def benchmark(url: str, n: int, m: int, seed: int, rounds: int) -> list[Row]:
     client = OpenSearch(hosts=[url], timeout=120)
     version = client.info()["version"]["number"]
     run = uuid.uuid4().hex[:8]
     print(f"beamtrawl OpenSearch benchmark: OpenSearch {version} at {url}, {os.cpu_count()} CPUs, run {run}")
     started = time.perf_counter()
     docs = generate_docs(n, seed)
-    size = sum(len(d.content) for d in docs)
-    print(f"prepared {n:,} documents in {time.perf_counter() - started:.1f} s (not part of any figure): half "
-          f"text, half HTML,\n  content {size / n / 1024:.1f} KiB on average, seed {seed}")
+    if n:
+        size = sum(len(d.content) for d in docs)
+        print(f"prepared {n:,} documents in {time.perf_counter() - started:.1f} s (not part of any figure): half "
+              f"text, half HTML,\n  content {size / n / 1024:.1f} KiB on average, seed {seed}")
     try:
         started = time.perf_counter()
         snap = OpenSearchIndex(url, f"bench-snapshot-{run}", NodeOptions(analyzer=ANALYZER))
@@ -337,9 +389,10 @@ def benchmark(url: str, n: int, m: int, seed: int) -> list[Row]:
         snap.close()
         print(f"indexed the {m:,} small snapshot documents with streaming_bulk in "
               f"{time.perf_counter() - started:.1f} s\n  (not part of any figure)")
-        rows = indexing(url, client, run, docs) + snapshot(url, client, f"bench-snapshot-{run}", m)
+        rows = (indexing(url, client, run, docs) if n else []) + snapshot(url, client, f"bench-snapshot-{run}", m, rounds)
         left = open_pits(client)
-        print(f"\npoints in time left open (GET /_search/point_in_time/_all): {left}  {verdict(left == 0)}")
+        print(f"\npoints in time this benchmark opened left open (GET /_search/point_in_time/_all): {left}  "
+              f"{verdict(left == 0)}")
         if left:
             fail(f"{left} points in time left open")
         return [*rows, check("points in time left", str(left), "0", left == 0)]
@@ -353,17 +406,18 @@ def benchmark(url: str, n: int, m: int, seed: int) -> list[Row]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=20_000, help="documents to index (default 20000)")
+    parser.add_argument("--docs", type=int, default=20_000, help="documents to index (default 20000; 0: the snapshot read only)")
     parser.add_argument("--snapshot-docs", type=int, default=100_000, help="documents to read (default 100000)")
     parser.add_argument("--url", help="an OpenSearch to use (default: start one in a temporary folder)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated documents (default 7)")
-    parser.add_argument("--tiny", action="store_true", help="300 and 1,000 documents: the test suite's run")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the snapshot reads (default 3)")
+    parser.add_argument("--tiny", action="store_true", help="300 and 1,000 documents, one round: the test suite's run")
     args = parser.parse_args()
     if args.tiny:
-        args.docs, args.snapshot_docs = 300, 1000
+        args.docs, args.snapshot_docs, args.rounds = 300, 1000, 1
     use_row_coders()
     if args.url:
-        rows = benchmark(args.url, args.docs, args.snapshot_docs, args.seed)
+        rows = benchmark(args.url, args.docs, args.snapshot_docs, args.seed, args.rounds)
     else:
         sys.path.insert(0, str(REPO))  # tests/ is not installed
         from tests.servers.opensearch import running_node
@@ -374,7 +428,7 @@ def main() -> None:
             started = time.perf_counter()
             with running_node(work) as url:
                 print(f"started OpenSearch in {time.perf_counter() - started:.1f} s (in {work})")
-                rows = benchmark(url, args.docs, args.snapshot_docs, args.seed)
+                rows = benchmark(url, args.docs, args.snapshot_docs, args.seed, args.rounds)
         finally:
             with contextlib.suppress(OSError):
                 shutil.rmtree(work)

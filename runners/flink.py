@@ -3,9 +3,8 @@
 ``--flink_master [local]`` (the default) runs an embedded Flink MiniCluster inside the job server and the
 Python workers in LOOPBACK mode, inside this process. ``--flink_master host:port`` names the REST endpoint
 of a real cluster's JobManager; its Python workers then run EXTERNAL: start
-``python -m apache_beam.runners.worker.worker_pool_main --service_port=50000`` beside every TaskManager (with
-that Python first on PATH: the pool starts each worker as ``python -c …``) and pass
-``--environment_config=localhost:50000``. Beam finds the job-server jar
+``python -m beamtrawl.runners.worker_pool --service_port=50000`` beside every TaskManager (runners/worker_pool.py:
+Beam's own pool starts workers with the ``python`` on PATH) and pass ``--environment_config=localhost:50000``. Beam finds the job-server jar
 (``org.apache.beam:beam-runners-flink-<flink>-job-server:<beam version>``) in ``~/.apache_beam/cache/jars``,
 downloads it from Maven Central once, or takes ``--flink_job_server_jar PATH`` (docs/clusters.md: one built
 from Maven artifacts); the command stops the job server it started before it exits. A job server already

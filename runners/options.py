@@ -45,8 +45,9 @@ def endpoints(runner: str | None, args: list[str]) -> list[tuple[str, str]]:
 
 
 def check_reachable(runner: str | None, args: list[str], timeout: float = REACH_TIMEOUT_S) -> None:
-    """Raise :class:`RunnerError` naming the first endpoint of the cluster that does not answer, so a crawl
-    aimed at a cluster that is down stops with one line before it touches the index."""
+    """Raise :class:`RunnerError` naming the first endpoint of the cluster that does not answer, or the worker
+    pool that starts no worker (runners/worker_pool.py), so a crawl aimed at a cluster that is down, or whose
+    workers would never connect, stops with one line before it touches the index."""
     for what, endpoint in endpoints(runner, args):
         host, _, port = endpoint.rpartition(":")
         try:
@@ -54,3 +55,6 @@ def check_reachable(runner: str | None, args: list[str], timeout: float = REACH_
         except (OSError, ValueError) as err:
             reason = getattr(err, "strerror", None) or str(err) or type(err).__name__
             raise RunnerError(f"{what} at {endpoint} cannot be reached ({reason}); nothing was crawled") from None
+    from beamtrawl.runners.worker_pool import check_workers
+
+    check_workers(runner, args)

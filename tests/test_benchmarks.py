@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 # bench → (the line that carries its figure and ratio, whether it needs the OpenSearch node)
 BENCHES = {
+    "cluster_bench": ("cluster/direct:", True),
     "code_bench": ("ratio code/text (CPU time):", False),
     "crawl_bench": ("beamtrawl/loop:", False),
     "enrich_bench": ("baseline no auxiliary fields", False),

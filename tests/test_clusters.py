@@ -218,6 +218,42 @@ def test_an_unreachable_cluster_is_one_line_before_any_work(tmp_path, os_config)
         assert not report_path(config).exists()  # nothing was crawled
 
 
+def test_a_cluster_whose_workers_cannot_start_is_one_line_and_exit_2_within_the_bound(tmp_path, os_config, flink):
+    """The session cluster handed Beam's own worker pool, started from another folder with a ``python`` first on
+    PATH that has no apache_beam (how the cluster was once started by hand): its workers die at once, and the
+    crawl, which waited for them for ever, ends within the bound with one line naming the pool, exit 2,
+    before the index is touched (runners/worker_pool.py)."""
+    from beamtrawl.runners.worker_pool import WORKER_START_TIMEOUT_S
+
+    from tests.servers.jvm import free_ports, start, stop, wait_port
+
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    system = next(p for p in ("/usr/bin/python3", "/bin/python3") if os.access(p, os.X_OK))
+    (bin_folder / "python").symlink_to(system)
+    (port,) = free_ports(1)
+    log = tmp_path / "beam-pool.log"
+    pool = start([sys.executable, "-P", "-m", "apache_beam.runners.worker.worker_pool_main", f"--service_port={port}"],
+                 log, {"PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}"}, cwd=tmp_path)
+    try:
+        wait_port(port, pool, log)
+        root = tmp_path / "docs"
+        build_tree(root)
+        config = os_config(root)
+        options = [o for o in flink.options if not o.startswith("--environment_config=")]
+        started = time.monotonic()
+        done = beamtrawl("crawl", str(config), *options, f"--environment_config=localhost:{port}")
+        took = time.monotonic() - started
+    finally:
+        stop(pool)
+    assert done.returncode == 2 and took < WORKER_START_TIMEOUT_S + 60, (took, done.stderr[-3000:])
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1 and f"the worker pool at localhost:{port}" in lines[0], lines
+    assert "did not connect" in lines[0] and "nothing was crawled" in lines[0], lines
+    assert "No module named 'apache_beam'" in log.read_text()
+    assert not report_path(config).exists()
+
+
 def _jvms() -> set[int]:
     out = subprocess.run(["pgrep", "-f", "beamtrawl-flink-job-server.jar"], capture_output=True, text=True,
                          check=False).stdout

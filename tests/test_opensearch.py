@@ -451,3 +451,34 @@ def test_python_docs_an_exact_name_comes_first_and_snippets_have_no_furniture(
         assert len(sidebars) == len(list(root.glob("*.html")))  # found by furniture alone
         assert not [h for h in sidebars if "previous topic" in h["snippet"].lower()]
         assert "fileinput" not in search(config, "fileinput")[1]["snippet"].lower()
+
+
+def test_the_snapshot_splits_cover_every_document_of_every_partition_once(opensearch, fresh_index, monkeypatch):
+    """Splits of a few documents each, by partition index (a group set each) and ranges of document numbers
+    (over several segments, some documents deleted), read in short pages: every document once, with its
+    fields; and the point in time is released."""
+    import beamtrawl.transforms.index.opensearch as target_module
+
+    from tests.test_query_and_search import make_doc
+
+    target = OpenSearchIndex(opensearch, fresh_index())
+    target.prepare()
+    target.snapshot_splits()
+    docs = [make_doc(f"part{n % 3}/doc{n}.txt", content=f"text {n}")._replace(groups=[f"g{n % 3}"] if n % 3 else [])
+            for n in range(60)]
+    for batch in range(0, 60, 20):  # a segment each
+        assert target.upsert(docs[batch:batch + 20]) == []
+        target.client.indices.refresh(index=f"{target.physical}*")
+    target.delete([d.id for d in docs[:5]])
+    target.finish(succeeded=True)
+    monkeypatch.setattr(target_module, "SLICE_DOCS", 4)
+    monkeypatch.setattr(target_module, "PAGE", 3)
+    splits = target.snapshot_splits()
+    assert len({s["index"] for s in splits}) == 3 and len(splits) >= 12
+    entries = [e for split in splits for e in target.read_snapshot(split)]
+    target.finish(succeeded=True)
+    assert sorted(e.id for e in entries) == sorted(d.id for d in docs[5:])
+    entry = next(e for e in entries if e.id == docs[7].id)
+    assert (entry.url, list(entry.groups), entry.prep_fingerprint) == (docs[7].url, ["g1"], "fingerprint-1")
+    assert _get(f"{opensearch}/_search/point_in_time/_all")["pits"] == []
+    target.close()

@@ -167,13 +167,11 @@ def session_cluster(workdir: Path) -> Iterator[Flink]:
 
 
 def worker_pool(port: int) -> list[str]:
-    """Python workers for EXTERNAL environments: the crawl's own interpreter and packages (never the
-    current folder's modules: -P); as root, without the capabilities that bypass file permissions, as
-    the tests' crawls (tests/conftest.py), so unreadable files are unreadable to them too. The pool starts each
-    worker as ``python -c …``: the interpreter's folder comes first on PATH, activated or not."""
-    path = f"PATH={os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}"
-    command = ["env", path, sys.executable, "-P", "-m", "apache_beam.runners.worker.worker_pool_main",
-               f"--service_port={port}"]
+    """Python workers for EXTERNAL environments: beamtrawl's pool (runners/worker_pool.py), which starts each
+    worker with the crawl's own interpreter (never the ``python`` on PATH) and never imports the current
+    folder's modules (-P); as root, without the capabilities that bypass file permissions, as the tests'
+    crawls (tests/conftest.py), so unreadable files are unreadable to them too."""
+    command = [sys.executable, "-P", "-m", "beamtrawl.runners.worker_pool", f"--service_port={port}"]
     return DROP_DAC + command if os.geteuid() == 0 else command
 
 
