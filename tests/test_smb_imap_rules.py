@@ -66,6 +66,18 @@ def test_smb_and_imap_setting_errors(tmp_path, extra, expected):
     assert error_of(tmp_path, with_top(extra)).startswith(expected)
 
 
+@pytest.mark.parametrize("url, expected", [
+    ("http://", "a web start URL is http(s)://host[:port]/[path]"),
+    ("https://:8080/docs/", "a web start URL is http(s)://host[:port]/[path]"),
+    ("imaps:///INBOX", "an imap:// start URL is imap(s)://host[:port]/[folder]"),
+    ("imap://", "an imap:// start URL is imap(s)://host[:port]/[folder]"),
+])
+def test_web_and_imap_start_urls_name_their_host(tmp_path, url, expected):
+    """Without a host they passed the check, and the crawl reported "No host specified" for each fetch."""
+    text = f'start: [{{url: "{url}"}}]\nindex: {{path: i.sqlite}}\n'
+    assert error_of(tmp_path, text) == f"start[0].url: {expected}"
+
+
 @pytest.mark.parametrize("url", ["smb:///share", "smb://fileserver/share?x=1"])
 def test_smb_start_url_names_a_server_share_or_folder(tmp_path, url):
     text = f'start: [{{url: "{url}"}}]\nindex: {{path: i.sqlite}}\n'

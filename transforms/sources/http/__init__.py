@@ -81,6 +81,13 @@ class WebSource:
         return self.expand_host(host_of(item.url), [item], {}, rules)
 
     @staticmethod
+    def start_problem(url: str) -> str:
+        """A start page names its host (``http://`` alone passed, and every fetch failed with "No host")."""
+        from urllib.parse import urlsplit
+
+        return "" if urlsplit(url).hostname else "a web start URL is http(s)://host[:port]/[path]"
+
+    @staticmethod
     def own_address(url: str) -> str:
         """A page opens at its own address: the search page links to it."""
         return url
