@@ -61,6 +61,9 @@ def test_smb_and_imap_settings(tmp_path):
     ("smb: {sid_names: {alice: x}}", "smb.sid_names.alice: must be a SID such as"),
     ("smb: {read_acls: 1}", "smb.read_acls: must be true or false, got 1"),
     ("imap: {ca_file: missing.pem}", "imap.ca_file: no such file: "),
+    # a header broken over lines passed, and every request of the crawl failed with "Invalid header value"
+    ('http: {user_agent: "bot\\nX-Injected: 1"}', "http.user_agent: must be one line of at most 1000 characters"),
+    (f'http: {{user_agent: "{"b" * 1001}"}}', "http.user_agent: must be one line of at most 1000 characters"),
 ])
 def test_smb_and_imap_setting_errors(tmp_path, extra, expected):
     assert error_of(tmp_path, with_top(extra)).startswith(expected)
