@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -191,6 +193,17 @@ def test_pages_over_the_pixel_and_page_bounds_are_skipped(scans):
     pages = prepare_image(scans["manual.tif"], "file:///m.tif", "image/tiff", _params(max_pages=1))
     assert "Western Reserve" in pages.content and "job control" not in pages.content
     assert pages.partial == "pages 2-2 not OCR'd: over ocr.max_pages (1)"
+
+
+def test_an_image_over_pillows_bomb_bound_is_indexed_by_name_not_failed():
+    """A PNG header of 20000×20000 pixels (400 million) failed the document, and so the crawl's exit code."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 20000, 20000, 8, 0, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(b"\0" * 20001)) + chunk(b"IEND", b""))
+    prepared = prepare_image(png, "file:///h/map.png", "image/png", _params())
+    assert prepared.content == "" and prepared.partial.startswith("not OCR'd: Image size (400000000 pixels)")
 
 
 def test_the_cache_answers_a_second_preparation_without_tesseract(scans, tmp_path, no_tesseract):
