@@ -350,6 +350,10 @@ def test_languages_are_checked_against_the_installed_packs():
         _config(languages=["eng", "fra"])
     assert str(caught.value).startswith("crawl.yaml: ocr.languages[1]: tesseract has no language pack 'fra' "
                                         "(install the Debian package tesseract-ocr-fra; installed: deu, eng")
+    with pytest.raises(ConfigError) as caught:  # installed, listed, and it read an English page as garbage
+        _config(languages=["osd"])
+    assert str(caught.value).startswith("crawl.yaml: ocr.languages[0]: 'osd' is tesseract's orientation and script "
+                                        "detection, not a language")
 
 
 # ---- crawls and searches ----------------------------------------------------------------------------------
