@@ -356,6 +356,14 @@ def test_languages_are_checked_against_the_installed_packs():
                                         "detection, not a language")
 
 
+
+def test_a_language_pack_missing_on_the_preparing_machine_is_named(scans):
+    """Checked with the configuration, absent where the page is read (a worker): tesseract said only "Failed to
+    init API, possibly an invalid tessdata path"."""
+    prepared = prepare_image(scans["manual.tif"], "file:///m.tif", "image/tiff", _params(languages=("xyz",)))
+    assert prepared.content == "" and prepared.partial.startswith(
+        "page 1: tesseract has no language pack 'xyz' here (install the Debian package tesseract-ocr-xyz)")
+
 # ---- crawls and searches ----------------------------------------------------------------------------------
 
 def _tree(root: Path, scans: dict[str, bytes]) -> Path:
