@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from beamtrawl.transforms.sources import known, schemes, source_for
+from beamtrawl.transforms.sources import known, schemes, source_for, start_problem
 from beamtrawl.transforms.sources.base import Starter, StartHints, capable
 from beamtrawl.transforms.sources.settings import section_name
 from beamtrawl.transforms.urls import normalize_url
@@ -26,10 +26,17 @@ def _url(text: str) -> str:
         scheme = text.split("://", 1)[0].lower()
         if not known(scheme):
             raise ValueError(f"{text}: beamtrawl crawls {', '.join(schemes())} URLs, not {scheme}://")
-        return normalize_url(text)
-    path = Path(text).resolve()
-    if not path.exists():
-        raise ValueError(f"{text}: no such file or folder")
+        url = normalize_url(text)
+        problem = start_problem(url)  # the check the configuration makes: a file it would refuse is not written
+        if problem:
+            raise ValueError(f"{text}: {problem}")
+        return url
+    try:
+        path = Path(text).resolve()
+        if not path.exists():
+            raise ValueError(f"{text}: no such file or folder")
+    except OSError as err:  # a name too long for the file system
+        raise ValueError(f"{text[:100]}: {err.strerror}") from None
     return path.as_uri()
 
 

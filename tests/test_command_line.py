@@ -83,7 +83,8 @@ def test_init_writes_a_configuration_that_crawls_as_written(tmp_path):
 
 def test_init_refuses_what_would_not_crawl_and_indexes_a_single_file(tmp_path):
     config = tmp_path / "crawl.yaml"
-    for start, reason in (("ftp://example.org/pub", "not ftp://"), (str(tmp_path / "missing"), "no such file")):
+    for start, reason in (("ftp://example.org/pub", "not ftp://"), (str(tmp_path / "missing"), "no such file"),
+                          ("smb://", "an smb:// start URL is"), ("x" * 5000, "File name too long")):  # were tracebacks
         done = beamtrawl("init", start, "--output", str(config), check_dac=False)
         assert done.returncode == 2 and reason in done.stderr and not config.exists()
     single = tmp_path / "notes.txt"

@@ -356,6 +356,19 @@ def test_split_info_manual_main_file_names_its_nodes():
     assert "975" not in prepared.content
 
 
+
+def test_an_info_tag_table_of_millions_of_nodes_keeps_max_nodes_names(monkeypatch):
+    """A tag table's names are headlines: a hostile one of 3 million (60 MB) once made as many, unbounded."""
+    from beamtrawl.transforms.preparators import info
+
+    monkeypatch.setattr(info, "MAX_NODES", 1000)  # 50,000 as shipped: the same bound, made small here
+    table = b"".join(b"Node: node %d\x7f%d\n" % (i, i) for i in range(30_000))
+    data = (b"This is x.info, produced by makeinfo version 7.0 from x.texi.\n\x1f\nFile: x.info,  Node: Top\n\nhi\n"
+            b"\x1f\nTag Table:\n" + table + b"\x1f\nEnd Tag Table\n")
+    prepared = info.prepare_info(data, "file:///h/x.info", "text/x-info", {})
+    assert len(prepared.headlines) == 999 and prepared.headlines[-1] == "node 998"  # after "Top", not a headline
+    assert prepared.partial == "kept the first 1,000 node names of its tables" and "hi" in prepared.content
+
 @pytest.mark.parametrize("path, phrase", [
     ("groff/usr/share/groff/1.22.4/tmac/s.tmac", "These ms macros require groff."),
     ("groff/usr/share/doc/groff-base/examples/hdtbl/rainbow.roff", "This file is part of groff"),

@@ -418,6 +418,9 @@ def test_opensearch_index_section(tmp_path, monkeypatch):
     ('{path: x.sqlite, analyzer: german}', "index.analyzer: unknown key (allowed: kind, path)"),
     ('{url: "http://h", name: d, ca_file: nope.pem}', "index.ca_file: no such file"),
     ('{url: "http://h", name: d, timeout: 0}', "index.timeout: must be a positive number"),
+    # the URL is the index's label: a login in it was printed by --dry-run and written to the report
+    ('{url: "https://admin:s3cret@h:9200", name: d}', "index.url: must not hold a user or password"),
+    ('{kind: sqlite, path: "x.sqlite\\0"}', "index.path: must not contain a NUL character"),  # "embedded null byte"
 ])
 def test_opensearch_index_errors(tmp_path, index, message):
     path = tmp_path / "os.yaml"

@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -193,6 +195,17 @@ def test_pages_over_the_pixel_and_page_bounds_are_skipped(scans):
     assert pages.partial == "pages 2-2 not OCR'd: over ocr.max_pages (1)"
 
 
+def test_an_image_over_pillows_bomb_bound_is_indexed_by_name_not_failed():
+    """A PNG header of 20000×20000 pixels (400 million) failed the document, and so the crawl's exit code."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 20000, 20000, 8, 0, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(b"\0" * 20001)) + chunk(b"IEND", b""))
+    prepared = prepare_image(png, "file:///h/map.png", "image/png", _params())
+    assert prepared.content == "" and prepared.partial.startswith("not OCR'd: Image size (400000000 pixels)")
+
+
 def test_the_cache_answers_a_second_preparation_without_tesseract(scans, tmp_path, no_tesseract):
     os.environ["PATH"] += os.pathsep + os.path.dirname(shutil.which("tesseract", path="/usr/bin"))
     first = prepare_pdf(scans["mixed.pdf"], "file:///m.pdf", "application/pdf", _params(tmp_path))
@@ -337,7 +350,19 @@ def test_languages_are_checked_against_the_installed_packs():
         _config(languages=["eng", "fra"])
     assert str(caught.value).startswith("crawl.yaml: ocr.languages[1]: tesseract has no language pack 'fra' "
                                         "(install the Debian package tesseract-ocr-fra; installed: deu, eng")
+    with pytest.raises(ConfigError) as caught:  # installed, listed, and it read an English page as garbage
+        _config(languages=["osd"])
+    assert str(caught.value).startswith("crawl.yaml: ocr.languages[0]: 'osd' is tesseract's orientation and script "
+                                        "detection, not a language")
 
+
+
+def test_a_language_pack_missing_on_the_preparing_machine_is_named(scans):
+    """Checked with the configuration, absent where the page is read (a worker): tesseract said only "Failed to
+    init API, possibly an invalid tessdata path"."""
+    prepared = prepare_image(scans["manual.tif"], "file:///m.tif", "image/tiff", _params(languages=("xyz",)))
+    assert prepared.content == "" and prepared.partial.startswith(
+        "page 1: tesseract has no language pack 'xyz' here (install the Debian package tesseract-ocr-xyz)")
 
 # ---- crawls and searches ----------------------------------------------------------------------------------
 

@@ -40,6 +40,18 @@ def test_access_values_read_as_access_shows_them():
     assert "2 普林斯顿大学 0 0 FALSE" in prepared.content
 
 
+
+@pytest.mark.parametrize("value, shown", [
+    ("6.2300", "6.23"), ("0.0000", "0"), ("-3.1000", "-3.1"), ("2015-06-24 00:00:00", "2015-06-24"),
+    ("10.10", "10.10"), ("2.0", "2.0"), ("12.340", "12.340"), ("Meet at 00:00:00", "Meet at 00:00:00"),
+])
+def test_only_currency_and_dates_at_midnight_are_shortened(value, shown):
+    """The CSV does not say a column's type: a text "10.10" (a version) became 10.1, "2.0" became 2."""
+    from beamtrawl.transforms.preparators.access import _field
+
+    assert _field(value) == shown
+
+
 @pytest.mark.parametrize("module, name, mimetype, phrase", FILES, ids=[f[1] for f in FILES])
 def test_file_is_typed_and_read_through_its_helper(module, name, mimetype, phrase):
     prepared, errors, typed = run(module, name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import resource
 import signal
 import time
 import zipfile
@@ -94,6 +95,20 @@ def test_external_timeout_kills_the_command_and_its_children():
     with pytest.raises(PreparationError, match=r"^sh timed out after 0.5 s$"):
         prepare_external(b"x", "file:///x/a.ps", "", params)
     assert time.monotonic() - start < 5
+
+
+
+def test_a_program_flooding_its_output_costs_no_memory():
+    """mdb-tables on a truncated database writes warnings at 10 MB/s: communicate() kept them all (6 GB in ten
+    minutes). 150 MB on each pipe now leave the first bytes of each and no trace in the process's size."""
+    params = external("sh -c 'head -c 150000000 /dev/zero | tr \"\\0\" w >&2; echo start; "
+                      "head -c 150000000 /dev/zero; exit 2' sh ${filename}", max_output_bytes=1000)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(PreparationError, match="^sh exited with 2: w{100}"):
+        prepare_external(b"x", "file:///x/a.ps", "", params)
+    params = dict(params, check_exit_code=False)
+    assert prepare_external(b"x", "file:///x/a.ps", "", params).content.startswith("start")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100 * 1024  # KiB: under 100 MB
 
 
 # -- MIME of containers -------------------------------------------------------------------------------------

@@ -8,7 +8,10 @@ whose text ``beamtrawl search`` finds."""
 
 from __future__ import annotations
 
+import struct
+
 import pytest
+from beamtrawl.transforms.preparators import publisher
 
 from tests.package_files import tika_test_document
 from tests.preparing import prepare_bytes
@@ -280,3 +283,11 @@ def test_hwp_title_and_authors_come_from_its_own_summary(name):
     prepared, errors, _ = prepare("miscoffice", name)
     assert prepared.title == "Apache Tika" and "SooMyung Lee" in prepared.metadata, errors
     assert "HWP 텍스트 추출기" in prepared.metadata and "\x00" not in prepared.metadata
+
+
+def test_publisher_chunks_that_all_name_the_whole_stream_give_its_text_once():
+    """20 TEXT entries with offset 0 and a length of 4 GB each decoded the whole stream: 20 copies of it."""
+    entries = b"".join(struct.pack("<H4s10sII", 0x18, b"TEXT", bytes(10), 0, 0xFFFFFFFF) for _ in range(20))
+    contents = (b"CHNKINK ".ljust(0x20, b"\0") + entries).ljust(0x200, b"\0") + "words".encode("utf-16-le")
+    text = publisher.story_text(contents)
+    assert len(text) == len(contents) // 2 and text.endswith("words") and text.count("words") == 1

@@ -61,9 +61,24 @@ def test_smb_and_imap_settings(tmp_path):
     ("smb: {sid_names: {alice: x}}", "smb.sid_names.alice: must be a SID such as"),
     ("smb: {read_acls: 1}", "smb.read_acls: must be true or false, got 1"),
     ("imap: {ca_file: missing.pem}", "imap.ca_file: no such file: "),
+    # a header broken over lines passed, and every request of the crawl failed with "Invalid header value"
+    ('http: {user_agent: "bot\\nX-Injected: 1"}', "http.user_agent: must be one line of at most 1000 characters"),
+    (f'http: {{user_agent: "{"b" * 1001}"}}', "http.user_agent: must be one line of at most 1000 characters"),
 ])
 def test_smb_and_imap_setting_errors(tmp_path, extra, expected):
     assert error_of(tmp_path, with_top(extra)).startswith(expected)
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("http://", "a web start URL is http(s)://host[:port]/[path]"),
+    ("https://:8080/docs/", "a web start URL is http(s)://host[:port]/[path]"),
+    ("imaps:///INBOX", "an imap:// start URL is imap(s)://host[:port]/[folder]"),
+    ("imap://", "an imap:// start URL is imap(s)://host[:port]/[folder]"),
+])
+def test_web_and_imap_start_urls_name_their_host(tmp_path, url, expected):
+    """Without a host they passed the check, and the crawl reported "No host specified" for each fetch."""
+    text = f'start: [{{url: "{url}"}}]\nindex: {{path: i.sqlite}}\n'
+    assert error_of(tmp_path, text) == f"start[0].url: {expected}"
 
 
 @pytest.mark.parametrize("url", ["smb:///share", "smb://fileserver/share?x=1"])

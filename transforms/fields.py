@@ -186,6 +186,8 @@ def _url(value: Any, info: ValidationInfo) -> str:
 
 def _path(value: Any, info: ValidationInfo) -> str:
     text = _text(value)
+    if "\0" in text:  # "\0" in YAML: the file system would refuse it mid-crawl ("embedded null byte")
+        raise fail("must not contain a NUL character")
     return text if "://" in text else os.path.normpath(os.path.join(context(info)["base"], text))
 
 

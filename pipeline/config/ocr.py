@@ -22,6 +22,9 @@ from pydantic import Field, ValidationInfo, field_validator
 _DEFAULT = OcrSettings._field_defaults  # the defaults are written once, in OcrSettings
 CACHE_FOLDER = "ocr-cache"  # in the crawl's work folder, kept from crawl to crawl
 Language = matching(r"[A-Za-z_]+", "must be a tesseract language such as eng or deu, got {value!r}")
+#: Packs tesseract lists that are no language: as one, ``osd`` (orientation and script detection) read an English
+#: page as "неио dea mrraen".
+NOT_LANGUAGES = {"osd": "orientation and script detection", "equ": "equation detection"}
 
 
 def installed_languages() -> frozenset[str] | None:
@@ -57,9 +60,13 @@ class OcrSection(Section):
             raise fail("needs at least one language, e.g. [eng]")
         found = installed_languages() if context(info)["crawling"] else None  # a search OCRs nothing
         for i, language in enumerate(languages):
+            if language in NOT_LANGUAGES:
+                raise fail(f"{language!r} is tesseract's {NOT_LANGUAGES[language]}, not a language: its text would be "
+                           "garbage; name languages such as eng or deu", at=f"[{i}]")
             if found is not None and language not in found:
                 raise fail(f"tesseract has no language pack {language!r} (install the Debian package "
-                           f"{language_package(language)}; installed: {', '.join(sorted(found)) or 'none'})", at=f"[{i}]")
+                           f"{language_package(language)}; installed: {', '.join(sorted(found - set(NOT_LANGUAGES))) or 'none'})",
+                           at=f"[{i}]")
         return languages
 
     def settings(self, work_dir: str, preparation_timeout: float) -> OcrSettings:

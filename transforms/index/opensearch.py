@@ -180,6 +180,8 @@ class _FastJson(JSONSerializer):
 def _node_url(url: str) -> str:
     if not re.match(r"https?://", url):
         raise fail(f"must start with http:// or https://, got {url!r}")
+    if "@" in url.split("://", 1)[1].split("/", 1)[0]:  # the URL is the index's label: in messages and the report
+        raise fail("must not hold a user or password; put the login in username and password")
     return url.rstrip("/")
 
 

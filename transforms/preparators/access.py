@@ -26,7 +26,8 @@ from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.external import run_in
 from beamtrawl.transforms.preparators.helpers import Helper
 
-REVISION = 1  # part of the preparation fingerprint (base.py): 1 writes ISO dates, TRUE/FALSE, unpadded numbers
+REVISION = 2  # part of the preparation fingerprint (base.py): 1 writes ISO dates, TRUE/FALSE, unpadded numbers; 2
+# keeps the zeros of texts such as "10.10"
 MIME_TYPES = ("application/x-msaccess", "application/vnd.ms-access", "application/msaccess")
 DEFAULTS = (("timeout", 60.0), ("max_tables", 500), ("max_output_bytes", 16 * 1024**2))
 EXPORT = Helper("mdb-export", "mdbtools", "Access databases")
@@ -34,18 +35,21 @@ TABLES = Helper("mdb-tables", "mdbtools", "Access databases")
 HELPERS = (EXPORT, TABLES)
 _TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 _RICH_TEXT = ("<div", "<font")  # how Access stores a rich-text memo: HTML
-_MIDNIGHT = " 00:00:00"
-_PADDED = re.compile(r"(-?\d+)\.(\d*?)0+")  # 6.2300, 0.0000
+# mdb-export's CSV types no column: only a value written as it writes a date at midnight or a currency amount
+# (four decimals) is shortened. A text "10.10" or "2.0" (a version) once lost its zeros.
+_MIDNIGHT = re.compile(r"(\d{4}-\d\d-\d\d) 00:00:00")
+_CURRENCY = re.compile(r"(-?\d+)\.(\d{4})")  # 6.2300, 0.0000
 _EXPORT = ("-b", "strip", "-B", "-D", "%Y-%m-%d", "-T", "%Y-%m-%d %H:%M:%S")
 
 
 def _field(value: str) -> str:
     if value.lstrip().startswith(_RICH_TEXT):
         value = html.unescape(_TAG.sub(" ", value))
-    padded = _PADDED.fullmatch(value)
-    if padded is not None:
-        value = f"{padded.group(1)}.{padded.group(2)}" if padded.group(2) else padded.group(1)
-    return " ".join(value.removesuffix(_MIDNIGHT).split())
+    currency = _CURRENCY.fullmatch(value)
+    if currency is not None:
+        value = ".".join(filter(None, (currency.group(1), currency.group(2).rstrip("0"))))
+    midnight = _MIDNIGHT.fullmatch(value)
+    return midnight.group(1) if midnight is not None else " ".join(value.split())
 
 
 def _rows(csv_text: str) -> list[str]:

@@ -11,11 +11,13 @@ regain) a non-zero exit is a failure, and the next preparator is tried.
 from __future__ import annotations
 
 import os
+import selectors
 import shlex
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
 
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.text import decode_text
@@ -23,6 +25,7 @@ from beamtrawl.transforms.urls import extension
 
 PLACEHOLDER = "${filename}"
 DEFAULTS = (("command", ""), ("timeout", 60.0), ("check_exit_code", True), ("max_output_bytes", 64 * 1024**2))
+MAX_ERROR_BYTES = 64 * 1024  # of a program's standard error kept (its first line names a failure)
 
 
 def check_params(params: dict) -> dict:
@@ -70,16 +73,42 @@ def run_in(argv: list[str], folder: str, params: dict) -> str:
     except OSError as err:
         raise PreparationError(f"cannot run {argv[0]}: {err.strerror or err}") from None
     try:
-        out, err = process.communicate(timeout=timeout)
+        out, err = _bounded_output(process, timeout, params["max_output_bytes"])
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
+        process.wait()
         raise PreparationError(f"{argv[0]} timed out after {timeout:g} s") from None
+    finally:
+        process.stdout.close()
+        process.stderr.close()
     if params["check_exit_code"] and process.returncode != 0:
         first = next((line for line in decode_text(err).splitlines() if line.strip()), "")
         detail = f": {first}"[:200] if first else ""
         raise PreparationError(f"{argv[0]} exited with {process.returncode}{detail}")
-    return decode_text(out[:params["max_output_bytes"]])
+    return decode_text(out)
+
+
+def _bounded_output(process: subprocess.Popen, timeout: float, limit: int) -> tuple[bytes, bytes]:
+    """The first ``limit`` bytes of the program's standard output and :data:`MAX_ERROR_BYTES` of its standard
+    error, read until it exits; what comes past them is read and dropped. ``communicate`` kept all of both:
+    mdb-tables on a truncated database writes warnings at 10 MB/s until its time is up. Raises TimeoutExpired."""
+    deadline = time.monotonic() + timeout
+    kept = {process.stdout.fileno(): bytearray(), process.stderr.fileno(): bytearray()}
+    room = {process.stdout.fileno(): limit, process.stderr.fileno(): MAX_ERROR_BYTES}
+    with selectors.DefaultSelector() as selector:
+        for fd in kept:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(process.args, timeout)
+            for key, _ in selector.select(left):
+                chunk = os.read(key.fd, 1024**2)
+                if not chunk:
+                    selector.unregister(key.fd)
+                kept[key.fd] += chunk[:max(0, room[key.fd] - len(kept[key.fd]))]
+    process.wait(max(0.0, deadline - time.monotonic()))
+    return bytes(kept[process.stdout.fileno()]), bytes(kept[process.stderr.fileno()])
 
 
 def prepare_external(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:

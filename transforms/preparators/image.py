@@ -45,7 +45,9 @@ def prepare_image(data: bytes, url: str, mimetype: str, params: dict) -> Prepare
     try:
         image = Image.open(io.BytesIO(data))
         photo = photo_metadata(image)
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError) as err:
+    except Image.DecompressionBombError as err:  # a header claiming over 179 million pixels: too large, not broken
+        return Prepared(partial=f"not OCR'd: {err}"[:200])
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as err:
         raise PreparationError(f"not readable as an image: {type(err).__name__}: {err}"[:200]) from None
     texts, skipped = _recognised(image, data, settings) if settings.enabled else ([], [])
     fields = {key: value for key, value in photo.items() if key != "title"}

@@ -13,6 +13,7 @@ node's underlined heading ("GNU troff"). The charset is the one the file's ``Loc
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
 
 from beamtrawl.transforms.preparators.base import Prepared
@@ -63,8 +64,10 @@ def prepare_info(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
             lines += [name, body.strip("\n")]
             if name == "Top" and not title:
                 title = heading_title(body)
-        elif header.startswith("Tag Table:"):
-            headlines += [name.strip() for name in _TABLE_NODE.findall(body)]
-    headlines = list(dict.fromkeys(h for h in headlines if h != "Top"))
-    partial = f"read {MAX_NODES:,} nodes as nodes, the rest as one" if len(parts) > MAX_NODES else ""
+        elif header.startswith("Tag Table:"):  # its names count against MAX_NODES as the nodes' do
+            names = itertools.islice(_TABLE_NODE.finditer(body), max(0, MAX_NODES - len(headlines)) + 1)
+            headlines += [name.group(1).strip() for name in names]
+    partial = (f"read {MAX_NODES:,} nodes as nodes, the rest as one" if len(parts) > MAX_NODES
+               else f"kept the first {MAX_NODES:,} node names of its tables" if len(headlines) > MAX_NODES else "")
+    headlines = list(dict.fromkeys(h for h in headlines[:MAX_NODES] if h != "Top"))
     return Prepared(title=title, content="\n".join(lines), headlines=headlines, partial=partial)

@@ -50,8 +50,8 @@ class _Lines:
     pieces (runs of text) are words apart."""
 
     def __init__(self):
-        self.lines: list[list[str]] = []
-        self._baseline: int | None = None
+        self.lines: list[list[list[str]]] = []  # a line's pieces, each its characters or runs (joined once: a
+        self._baseline: int | None = None       # word glued by += would copy itself per character drawn)
         self._glue = False  # whether the next single character continues the last piece
 
     def add(self, text: str, baseline: int) -> None:
@@ -62,13 +62,13 @@ class _Lines:
         if not text:
             self._glue = False
         elif self._glue and len(text) == 1:
-            self.lines[-1][-1] += text
+            self.lines[-1][-1].append(text)
         else:
-            self.lines[-1].append(text)
+            self.lines[-1].append([text])
             self._glue = len(text) == 1
 
     def text(self) -> str:
-        return "\n".join(" ".join(line) for line in self.lines if line)
+        return "\n".join(" ".join("".join(piece) for piece in line) for line in self.lines if line)
 
 
 def _emf(data: bytes) -> tuple[str, list[bytes], str]:

@@ -31,7 +31,13 @@ import uuid
 
 from beamtrawl.transforms.preparators.chain import document_shared, nesting_depth, when_prepared
 from beamtrawl.transforms.preparators.helpers import Helper
-from beamtrawl.transforms.values import TESSERACT_PACKAGE, TESSERACT_PROGRAM, OcrSettings, tesseract_packs
+from beamtrawl.transforms.values import (
+    TESSERACT_PACKAGE,
+    TESSERACT_PROGRAM,
+    OcrSettings,
+    language_package,
+    tesseract_packs,
+)
 
 TESSERACT = Helper(TESSERACT_PROGRAM, TESSERACT_PACKAGE, "images and PDFs with scanned pages")
 FIELD = "ocr"  # the field marking a document whose content was (partly) recognised from a scan: "true"
@@ -222,6 +228,10 @@ def _new_engine(languages: str):
     try:
         return tesserocr.PyTessBaseAPI(path=found[0].rstrip("/") + "/", lang=languages)
     except RuntimeError as err:
+        missing = [language for language in languages.split("+") if language not in found[1]]
+        if missing:  # checked with the configuration, but this machine (a worker) lacks it: tesseract says "tessdata"
+            raise Skipped(f"tesseract has no language pack {missing[0]!r} here (install the Debian package "
+                          f"{language_package(missing[0])})") from None
         raise Skipped(f"tesseract failed: {' '.join(str(err).split())}"[:200]) from None
 
 

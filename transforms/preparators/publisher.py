@@ -7,7 +7,7 @@ legacy Office files. No library on PyPI reads Publisher files; libmspub's ``pub2
 helper program for what is a dozen lines here.
 
 Bounds: entries are read within the header's first sector (at most ``_MAX_ENTRIES``), each chunk within
-the stream.
+the stream, and the chunks' text is at most the stream's size.
 """
 
 from __future__ import annotations
@@ -36,6 +36,17 @@ def _chunks(contents: bytes):
         yield name, contents[offset:offset + length]
 
 
+def story_text(contents: bytes) -> str:
+    """The TEXT chunks' characters, at most as many bytes as the stream holds: 20 entries naming the whole
+    stream (lengths that lie, chunks that overlap) made 20 copies of it, 2 GB of text from a 100 MB file."""
+    pieces, left = [], len(contents)
+    for name, chunk in _chunks(contents):
+        if name == b"TEXT" and left > 0:
+            pieces.append(chunk[:left].decode("utf-16-le", "replace"))
+            left -= len(chunk)
+    return "".join(pieces)
+
+
 def prepare_publisher(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     ole = open_ole(data)
     try:
@@ -49,7 +60,7 @@ def prepare_publisher(data: bytes, url: str, mimetype: str, params: dict) -> Pre
         ole.close()
     if not contents.startswith(_HEADER):
         raise PreparationError("not a Publisher file: its CONTENTS stream has no CHNKINK header")
-    text = "".join(chunk.decode("utf-16-le", "replace") for name, chunk in _chunks(contents) if name == b"TEXT")
+    text = story_text(contents)
     lines = (" ".join(_CONTROL.sub(" ", line).split()) for line in text.replace("\r", "\n").split("\n"))
     return Prepared(title=title, content="\n".join(line for line in lines if line), metadata=metadata)
 

@@ -53,7 +53,7 @@ def _characters(data: bytes, count: int) -> str:
 
 def read_drawing(stream: bytes) -> Drawing:
     """The text boxes, chart texts and metafile pictures of a Workbook stream."""
-    texts: list[str] = []
+    texts: list[list[str]] = []  # each text's pieces, joined once (+= copied a 64K-character box per piece)
     group = bytearray()
     pending = 0  # characters of a text box still to come in CONTINUE records
     previous = None  # the record the CONTINUE records that follow belong to
@@ -64,7 +64,7 @@ def read_drawing(stream: bytes) -> Drawing:
                 group += data
             elif pending:
                 part = _characters(data, pending)
-                texts[-1] += part
+                texts[-1].append(part)
                 pending -= len(part) or pending  # an empty part ends the text
             continue
         previous, pending = kind, 0
@@ -74,12 +74,12 @@ def read_drawing(stream: bytes) -> Drawing:
             previous = None  # its text and CONTINUE records are the comment's: read once, by xlrd
         elif kind == _TXO and len(data) >= 12:
             pending = struct.unpack_from("<H", data, 10)[0]
-            texts.append("")
+            texts.append([])
         elif kind == _SERIESTEXT and len(data) >= 4:
-            texts.append(_characters(data[3:], data[2]))
+            texts.append([_characters(data[3:], data[2])])
         elif kind == _DRAWING_GROUP:
             group += data
-    lines = (" ".join(text.split()) for text in texts)
+    lines = (" ".join("".join(text).split()) for text in texts)
     return Drawing([line for line in lines if line], _metafile_blips(bytes(group)))
 
 

@@ -360,6 +360,11 @@ class ImapSource:
     def start_hints(url: str) -> StartHints:
         return StartHints(login=True, lines=("imap:", "  starttls: true               # imap:// logs in only after STARTTLS"))
 
+    @staticmethod
+    def start_problem(url: str) -> str:
+        """A start URL names its server (``imaps:///INBOX`` passed, and looked up a host named "")."""
+        return "" if re.match(r"imaps?://[^/?#;]+", url) else "an imap:// start URL is imap(s)://host[:port]/[folder]"
+
     def __init__(self, settings: SourceSettings):
         self.settings = settings
 

@@ -14,18 +14,22 @@ import io
 from collections.abc import Iterator
 from typing import BinaryIO, ClassVar
 
-from beamtrawl.transforms.fields import Count, Delay, Flag, Seconds, Section, Size, Text
+from beamtrawl.transforms.fields import Count, Delay, Flag, Seconds, Section, Size, matching
 from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.urls import host_of
 from beamtrawl.transforms.values import Limits
 from pydantic import Field
 
+# A header's value: a line break or control character made every request fail mid-crawl ("Invalid header value")
+HeaderValue = matching(r"[^\x00-\x1f\x7f]{1,1000}", "must be one line of at most 1000 characters without control "
+                       "characters, got {value!r}")
+
 
 class HttpSettings(Section):
     """Web crawling: politeness, timeouts, robots.txt, traps."""
 
-    user_agent: Text = Limits._field_defaults["user_agent"]
+    user_agent: HeaderValue = Limits._field_defaults["user_agent"]
     """the User-Agent header, also the name robots.txt rules are read for"""
     delay: Delay = 1.0
     """seconds between two requests to one host (robots.txt Crawl-delay may ask for more)"""
@@ -79,6 +83,13 @@ class WebSource:
     def expand(self, item, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
         """A start page alone: its host crawled from it, nothing indexed known (discovery uses ``expand_host``)."""
         return self.expand_host(host_of(item.url), [item], {}, rules)
+
+    @staticmethod
+    def start_problem(url: str) -> str:
+        """A start page names its host (``http://`` alone passed, and every fetch failed with "No host")."""
+        from urllib.parse import urlsplit
+
+        return "" if urlsplit(url).hostname else "a web start URL is http(s)://host[:port]/[path]"
 
     @staticmethod
     def own_address(url: str) -> str:
