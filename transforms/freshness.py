@@ -2,14 +2,16 @@
 
 ::
 
-    entries  (by id) ──┐
-    snapshot (by id) ──┴► CoGroupByKey ─► Classify ─┬─► new, changed        ─► Prepare
-          incomplete subtrees (side input) ─────────┤
-          access-denied subtrees (side input) ──────┼─► access changed, revoked ─► access batch (at once)
-                                                    ├─► rejected            ─► delete batch (last)
-                                                    ├─► vanished ─► CheckListings (+ listings) ─► delete batch
-                                                    └─► events (new, changed, unchanged, kept, …)
+    entries  (folder batches) ──┐
+    snapshot (folder batches) ──┴► CoGroupByKey ─► Classify ─┬─► new, changed        ─► Prepare
+          incomplete subtrees (side input) ──────────────────┤
+          access-denied subtrees (side input) ───────────────┼─► access changed, revoked ─► access batch (at once)
+                                                             ├─► rejected            ─► delete batch (last)
+                                                             ├─► vanished ─► CheckListings (+ listings) ─► delete batch
+                                                             └─► events (new, changed, unchanged, kept, …)
 
+Both sides come in folder batches (transforms/batches.py): one element per folder, not per document, so an
+unchanged file is counted inside the folder's element and crosses no stage of its own (docs/scaling.md).
 Unchanged means the same size, the same ``mtime_ns`` (nanoseconds, not regain's days), the same ETag where an
 object store's listing gives one, the same preparation fingerprint and the same access groups and denies: such a document is neither read nor
 written. A document in the index that was not found is deleted only if the rules no longer accept
@@ -86,8 +88,44 @@ class _Classify(beam.DoFn):
         self.arrived.clear()
 
     def process(self, keyed, incomplete, denied):
-        urls = [e.url for e in keyed[1]["found"]] or [s.url for s in keyed[1]["indexed"]] or [""]
-        return list(isolated(self._classify(keyed, incomplete, denied), min(urls), _GUARD))
+        """One folder: its batches of entries found and of documents indexed, each document classified."""
+        _key, joined = keyed
+        found: dict[str, list] = {}
+        indexed: dict[str, list] = {}
+        for batch in joined["found"]:
+            for entry in batch:
+                found.setdefault(entry.id, []).append(entry)
+        for batch in joined["indexed"]:
+            for old in batch:
+                indexed.setdefault(old.id, []).append(old)
+        outputs = []
+        for doc_id, entries in found.items():
+            olds = indexed.pop(doc_id, ())
+            if len(entries) == 1 and len(olds) == 1 and self._unchanged(entries[0], olds[0]):
+                continue
+            outputs += self._one(doc_id, entries, olds, incomplete, denied)
+        for doc_id, olds in indexed.items():
+            outputs += self._one(doc_id, (), olds, incomplete, denied)
+        return outputs
+
+    def _unchanged(self, entry: Entry, old: SnapshotEntry) -> bool:
+        """The common case, counted without the general path: found once, indexed once, nothing changed."""
+        if (self.reprepare or entry.size != old.size or entry.mtime_ns != old.mtime_ns
+                or old.prep_fingerprint != self.fingerprint or list(entry.groups) != list(old.groups)
+                or entry.denied or old.denied or _etag_changed(entry, old)):
+            return False
+        self.tally.count("in_index")
+        self.tally.count("accepted")
+        self.tally.count("unchanged")
+        self.compared.add(1)
+        if entry.listing:
+            self.arrived[entry.listing] += 1
+        return True
+
+    def _one(self, doc_id: str, found, indexed, incomplete, denied) -> list:
+        urls = [e.url for e in found] or [s.url for s in indexed] or [""]
+        return list(isolated(self._classify((doc_id, {"found": found, "indexed": indexed}), incomplete, denied),
+                             min(urls), _GUARD))
 
     def _classify(self, keyed, incomplete, denied):
         if incomplete is not self._incomplete_source:  # side inputs are fixed per window: cache the set
@@ -154,7 +192,7 @@ class _Classify(beam.DoFn):
 
 
 class Freshness(beam.PTransform):
-    """(entries, snapshot, incomplete subtree URLs, access-denied subtree URLs, listings)
+    """(entries and snapshot in folder batches, incomplete subtree URLs, access-denied subtree URLs, listings)
     → (to_prepare, to_delete, access changes, events)."""
 
     def __init__(self, rules, fingerprint: str, reprepare: bool = False, roots: frozenset[str] | None = None):
@@ -168,12 +206,11 @@ class Freshness(beam.PTransform):
 
     def expand(self, inputs):
         entries, snapshot, incomplete, denied, listings = inputs
-        # CoGroupByKey pickles its values: our own classes pickle by reference, while Beam's generated
-        # row classes would be re-created for every element.
+        # Both sides come in folder batches (transforms/batches.py), pickled: our own classes pickle by
+        # reference, while Beam's generated row classes would be re-created for every element.
         out = (
-            {"found": entries | "KeyFound" >> beam.Map(lambda e: (e.id, Entry(*e))),
-             "indexed": snapshot | "KeyIndexed" >> beam.Map(lambda s: (s.id, SnapshotEntry(*s)))}
-            | "JoinById" >> beam.CoGroupByKey()
+            {"found": entries, "indexed": snapshot}
+            | "JoinByFolder" >> beam.CoGroupByKey()
             | "Classify" >> beam.ParDo(_Classify(self.rules, self.fingerprint, self.reprepare),
                                        incomplete=beam.pvalue.AsList(incomplete),
                                        denied=beam.pvalue.AsList(denied))
