@@ -67,8 +67,8 @@ def _again(rules, again: frozenset[str]) -> list[FrontierItem]:
     return starts + inner
 
 
-def _under(entry, again: frozenset[str]) -> bool:
-    return any(container_key(url) in again for url in ancestors(entry.url))
+def _under(url: str, again: frozenset[str]) -> bool:
+    return any(container_key(above) in again for above in ancestors(url))
 
 
 def _write_totals(totals: dict, path: str) -> None:
@@ -122,7 +122,7 @@ def build(p: beam.Pipeline, config, target, fingerprint: str, run: Pass) -> None
     roots = _again(rules, keys) if again else _roots(rules)
     if again:
         snapshot = snapshot | "BelowListedAgain" >> beam.FlatMap(
-            batches.keep, lambda s: _under(s, keys)).with_output_types(Batch)
+            batches.keep, lambda url: _under(url, keys)).with_output_types(Batch)
     entries, discover_events, listings = _discover(snapshot, rules, discovery, roots, bool(again))
     entries, listings = in_transit(entries, DROP_ENTRIES, bool(again)), in_transit(listings, DROP_LISTINGS, bool(again))
     incomplete = discover_events | "IncompleteSubtrees" >> beam.FlatMap(

@@ -9,14 +9,17 @@ so a document and its indexed version always meet, whichever listing found it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from beamtrawl.transforms.sources import by_host
 
 #: A batch's element type: keyed by a plain string and pickled, so a runner in Java (Flink, Spark) shuffles
-#: it without decoding our records' schemas.
+#: it without decoding our records' schemas. Its records travel as plain tuples of their fields: a named tuple
+#: is unpickled through its class, several times slower, and most records of a batch (unchanged files) are
+#: only compared, never used whole.
 Batch = tuple[str, Any]
+URL = 1  # where the URL is in an Entry's and in a SnapshotEntry's fields
 
 _BY_HOST: dict[str, bool] = {}
 
@@ -31,21 +34,22 @@ def batch_key(url: str) -> str:
 
 
 def by_folder(records: Iterable) -> Iterator[Batch]:
-    """``records`` (entries or snapshot rows, each with a ``url``) as batches, one per key they hold."""
+    """``records`` (entries or snapshot rows) as batches, one per key they hold."""
     batches: dict[str, list] = {}
     for record in records:
-        batches.setdefault(batch_key(record.url), []).append(record)
+        batches.setdefault(batch_key(record.url), []).append(tuple(record))
     yield from batches.items()
 
 
-def records_of(batch: Batch) -> list:
-    """The records of one batch (a stage that needs them one by one: following symbolic links, the web)."""
-    return batch[1]
+def unpack(batch: Batch, kind: type) -> list:
+    """The records of one batch as ``kind`` (a stage that needs them one by one: following symbolic links,
+    the web)."""
+    return [kind._make(fields) for fields in batch[1]]
 
 
-def keep(batch: Batch, wanted) -> Iterator[Batch]:
-    """``batch`` with only the records ``wanted(record)`` accepts; nothing if none is left."""
+def keep(batch: Batch, wanted: Callable[[str], bool]) -> Iterator[Batch]:
+    """``batch`` with only the records whose URL ``wanted`` accepts; nothing if none is left."""
     key, records = batch
-    kept = [r for r in records if wanted(r)]
+    kept = [r for r in records if wanted(r[URL])]
     if kept:
         yield key, kept

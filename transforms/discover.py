@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from beamtrawl.transforms.accept import Rules
-from beamtrawl.transforms.batches import Batch, batch_key, records_of
+from beamtrawl.transforms.batches import Batch, batch_key, unpack
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.progress import Progress, Tally, busy
 from beamtrawl.transforms.records import (
@@ -153,7 +153,7 @@ class _Expand(beam.DoFn):
                         yield beam.pvalue.TaggedOutput(ENTRIES, (key, batch))
                         batch = []
                     key = folder
-                    batch.append(conform(record))
+                    batch.append(tuple(conform(record)))
                     continue
                 if batch and record.route == LISTINGS:
                     yield beam.pvalue.TaggedOutput(ENTRIES, (key, batch))
@@ -254,7 +254,7 @@ def _smallest_url(keyed):
     its own). The others arrived all the same, as far as their listings' evidence goes."""
     _identity, entries = keyed
     ordered = sorted(entries, key=lambda e: e.url)
-    yield batch_key(ordered[0].url), [ordered[0]]
+    yield batch_key(ordered[0].url), [tuple(ordered[0])]
     for duplicate in ordered[1:]:
         yield beam.pvalue.TaggedOutput(EVENTS, event("duplicate", duplicate.url, "discover",
                                                      f"same file as {ordered[0].url}"))
@@ -276,7 +276,7 @@ class Discover(beam.PTransform):
         if not self.options.follow_symlinks:
             return entries, events, listings
         unique = (entries
-                  | "EachEntry" >> beam.FlatMap(records_of).with_output_types(Entry)
+                  | "EachEntry" >> beam.FlatMap(unpack, Entry).with_output_types(Entry)
                   | "ByFile" >> beam.Map(lambda e: (e.identity, e)).with_output_types(tuple[str, Entry])
                   | "GroupByFile" >> beam.GroupByKey()
                   | "SmallestUrl" >> beam.FlatMap(_smallest_url).with_output_types(Batch)
@@ -311,7 +311,7 @@ class DiscoverByHost(beam.PTransform):
 
     def expand(self, snapshot):
         indexed = (snapshot  # folder batches (transforms/batches.py): a web page's is its own
-                   | "ByHostPages" >> beam.FlatMap(lambda b: records_of(b) if by_host(b[0]) else ()
+                   | "ByHostPages" >> beam.FlatMap(lambda b: unpack(b, SnapshotEntry) if by_host(b[0]) else ()
                                                    ).with_output_types(SnapshotEntry)
                    | "IndexedByHost" >> beam.Map(lambda s: (host_of(s.url), SnapshotEntry(*s))))
         step = HostStep(self.options, indexed)

@@ -29,5 +29,5 @@ def in_transit(records, variable: str, second_pass: bool = False):
     expression = re.compile(pattern)
     if variable == DROP_ENTRIES:  # entries travel in folder batches (transforms/batches.py)
         return records | f"Fault{variable.title()}" >> beam.FlatMap(
-            keep, lambda r: not expression.search(r.url)).with_output_types(Batch)
+            keep, lambda url: not expression.search(url)).with_output_types(Batch)
     return records | f"Fault{variable.title()}" >> beam.Filter(lambda r: not expression.search(r.url))

@@ -45,6 +45,10 @@ from beamtrawl.transforms.sources import ancestors, by_host
 from beamtrawl.transforms.urls import container_key, host_of
 
 PREPARE, DELETE, ACCESS, EVENTS, VANISHED, ARRIVED = "prepare", "delete", "access", "events", "vanished", "arrived"
+_SIZE, _MTIME, _CONTENT, _ETAG, _GROUPS, _DENIED, _LISTING = (
+    Entry._fields.index(f) for f in ("size", "mtime_ns", "content", "etag", "groups", "denied", "listing"))
+_OLD_SIZE, _OLD_MTIME, _OLD_FINGERPRINT, _OLD_ETAG, _OLD_GROUPS, _OLD_DENIED = (
+    SnapshotEntry._fields.index(f) for f in ("size", "mtime_ns", "prep_fingerprint", "etag", "groups", "denied"))
 _GUARD = Guard("freshness", EVENTS)
 
 
@@ -88,38 +92,42 @@ class _Classify(beam.DoFn):
         self.arrived.clear()
 
     def process(self, keyed, incomplete, denied):
-        """One folder: its batches of entries found and of documents indexed, each document classified."""
+        """One folder: its batches of entries found and of documents indexed (tuples of their fields,
+        transforms/batches.py), each document classified."""
         _key, joined = keyed
         found: dict[str, list] = {}
         indexed: dict[str, list] = {}
         for batch in joined["found"]:
             for entry in batch:
-                found.setdefault(entry.id, []).append(entry)
+                found.setdefault(entry[0], []).append(entry)
         for batch in joined["indexed"]:
             for old in batch:
-                indexed.setdefault(old.id, []).append(old)
+                indexed.setdefault(old[0], []).append(old)
         outputs = []
         for doc_id, entries in found.items():
             olds = indexed.pop(doc_id, ())
             if len(entries) == 1 and len(olds) == 1 and self._unchanged(entries[0], olds[0]):
                 continue
-            outputs += self._one(doc_id, entries, olds, incomplete, denied)
+            outputs += self._one(doc_id, [Entry._make(e) for e in entries], [SnapshotEntry._make(o) for o in olds],
+                                 incomplete, denied)
         for doc_id, olds in indexed.items():
-            outputs += self._one(doc_id, (), olds, incomplete, denied)
+            outputs += self._one(doc_id, [], [SnapshotEntry._make(o) for o in olds], incomplete, denied)
         return outputs
 
-    def _unchanged(self, entry: Entry, old: SnapshotEntry) -> bool:
-        """The common case, counted without the general path: found once, indexed once, nothing changed."""
-        if (self.reprepare or entry.size != old.size or entry.mtime_ns != old.mtime_ns
-                or old.prep_fingerprint != self.fingerprint or list(entry.groups) != list(old.groups)
-                or entry.denied or old.denied or _etag_changed(entry, old)):
+    def _unchanged(self, entry: tuple, old: tuple) -> bool:
+        """The common case, counted without the general path: found once, indexed once, nothing changed
+        (what :meth:`_classify` decides, on the records' fields)."""
+        if (self.reprepare or entry[_SIZE] != old[_OLD_SIZE] or entry[_MTIME] != old[_OLD_MTIME]
+                or old[_OLD_FINGERPRINT] != self.fingerprint or list(entry[_GROUPS]) != list(old[_OLD_GROUPS])
+                or entry[_DENIED] or old[_OLD_DENIED]
+                or (entry[_CONTENT] is None and entry[_ETAG] != old[_OLD_ETAG])):
             return False
         self.tally.count("in_index")
         self.tally.count("accepted")
         self.tally.count("unchanged")
         self.compared.add(1)
-        if entry.listing:
-            self.arrived[entry.listing] += 1
+        if entry[_LISTING]:
+            self.arrived[entry[_LISTING]] += 1
         return True
 
     def _one(self, doc_id: str, found, indexed, incomplete, denied) -> list:

@@ -14,10 +14,10 @@ is built in ``setup`` on each worker.
 from __future__ import annotations
 
 import apache_beam as beam
-from beamtrawl.transforms.batches import Batch
+from beamtrawl.transforms.batches import Batch, unpack
 from beamtrawl.transforms.enrich.access import CustomController, access_of
 from beamtrawl.transforms.guard import Guard, isolated
-from beamtrawl.transforms.records import arrival
+from beamtrawl.transforms.records import Entry, arrival
 
 EVENTS, KEEP, ARRIVED = "events", "keep", "arrived"
 _GUARD = Guard("access", EVENTS)
@@ -34,14 +34,16 @@ class _AssignGroups(beam.DoFn):
 
     def process(self, batch):
         """A folder batch (transforms/batches.py): its entries with their groups, as a batch again."""
-        key, entries = batch
-        assigned, outputs = [], []
-        for entry in entries:
+        key, assigned, outputs = batch[0], [], []
+        for entry in unpack(batch, Entry):
             # A controller that fails for one document keeps that document as indexed (neither re-indexed nor deleted).
             for output in isolated(self._assign(entry), entry.url, _GUARD, substitute=lambda _reason, entry=entry: [
                     beam.pvalue.TaggedOutput(KEEP, entry.url),
                     *([beam.pvalue.TaggedOutput(ARRIVED, arrival(entry.listing))] if entry.listing else [])]):
-                (outputs if isinstance(output, beam.pvalue.TaggedOutput) else assigned).append(output)
+                if isinstance(output, beam.pvalue.TaggedOutput):
+                    outputs.append(output)
+                else:
+                    assigned.append(tuple(output))
         if assigned:
             outputs.append((key, assigned))
         return outputs
