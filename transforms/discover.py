@@ -44,7 +44,6 @@ from beamtrawl.transforms.records import (
     Listing,
     SnapshotEntry,
     arrival,
-    conform,
     event,
 )
 from beamtrawl.transforms.sources import Sources, by_host
@@ -153,7 +152,7 @@ class _Expand(beam.DoFn):
                         yield beam.pvalue.TaggedOutput(ENTRIES, (key, batch))
                         batch = []
                     key = folder
-                    batch.append(tuple(conform(record)))
+                    batch.append(tuple(record))  # conformed where it leaves the freshness join changed or new
                     continue
                 if batch and record.route == LISTINGS:
                     yield beam.pvalue.TaggedOutput(ENTRIES, (key, batch))

@@ -116,11 +116,16 @@ class _Classify(beam.DoFn):
 
     def _unchanged(self, entry: tuple, old: tuple) -> bool:
         """The common case, counted without the general path: found once, indexed once, nothing changed
-        (what :meth:`_classify` decides, on the records' fields)."""
-        if (self.reprepare or entry[_SIZE] != old[_OLD_SIZE] or entry[_MTIME] != old[_OLD_MTIME]
-                or old[_OLD_FINGERPRINT] != self.fingerprint or list(entry[_GROUPS]) != list(old[_OLD_GROUPS])
-                or entry[_DENIED] or old[_OLD_DENIED]
-                or (entry[_CONTENT] is None and entry[_ETAG] != old[_OLD_ETAG])):
+        (what :meth:`_classify` decides, on the records' fields). Entries reach the join as their source
+        made them: one that is malformed (a third party's source) goes the general path, which conforms
+        what it hands on and reports a failure as that document's."""
+        try:
+            if (self.reprepare or entry[_SIZE] != old[_OLD_SIZE] or entry[_MTIME] != old[_OLD_MTIME]
+                    or old[_OLD_FINGERPRINT] != self.fingerprint or list(entry[_GROUPS]) != list(old[_OLD_GROUPS])
+                    or entry[_DENIED] or old[_OLD_DENIED] or type(entry[_LISTING]) is not str
+                    or (entry[_CONTENT] is None and entry[_ETAG] != old[_OLD_ETAG])):
+                return False
+        except Exception:  # noqa: BLE001 - see above
             return False
         self.tally.count("in_index")
         self.tally.count("accepted")
@@ -133,7 +138,7 @@ class _Classify(beam.DoFn):
     def _one(self, doc_id: str, found, indexed, incomplete, denied) -> list:
         urls = [e.url for e in found] or [s.url for s in indexed] or [""]
         return list(isolated(self._classify((doc_id, {"found": found, "indexed": indexed}), incomplete, denied),
-                             min(urls), _GUARD))
+                             min(urls, key=str), _GUARD))
 
     def _classify(self, keyed, incomplete, denied):
         if incomplete is not self._incomplete_source:  # side inputs are fixed per window: cache the set
