@@ -20,6 +20,9 @@ from beamtrawl.transforms.sources import by_host
 #: only compared, never used whole.
 Batch = tuple[str, Any]
 URL = 1  # where the URL is in an Entry's and in a SnapshotEntry's fields
+#: At most this many records in one batch (~2 MB): a folder of more is several batches of one key, which the
+#: join brings together again (so one folder's records still meet in one worker: see docs/scaling.md).
+MOST = 5_000
 
 _BY_HOST: dict[str, bool] = {}
 
@@ -37,7 +40,11 @@ def by_folder(records: Iterable) -> Iterator[Batch]:
     """``records`` (entries or snapshot rows) as batches, one per key they hold."""
     batches: dict[str, list] = {}
     for record in records:
-        batches.setdefault(batch_key(record.url), []).append(tuple(record))
+        key = batch_key(record.url)
+        batch = batches.setdefault(key, [])
+        batch.append(tuple(record))
+        if len(batch) >= MOST:
+            yield key, batches.pop(key)
     yield from batches.items()
 
 

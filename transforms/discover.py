@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from beamtrawl.transforms.accept import Rules
-from beamtrawl.transforms.batches import Batch, batch_key, unpack
+from beamtrawl.transforms.batches import MOST, Batch, batch_key, unpack
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.progress import Progress, Tally, busy
 from beamtrawl.transforms.records import (
@@ -141,14 +141,15 @@ class _Expand(beam.DoFn):
 
     def _route(self, records):
         """Each record to its output; entries gathered in folder batches (transforms/batches.py): a folder's
-        entries come one after the other, so a batch is handed on when the next entry's folder differs, when
-        the folder's listing evidence comes, and when the listing ends or fails."""
+        entries come one after the other, so a batch is handed on when the next entry's folder differs, when it
+        holds MOST, when the folder's listing evidence comes, and when the listing ends or fails."""
         key, batch = None, []
         try:
             for record in records:
                 if record.route == ENTRIES:
                     self.progress.add()
-                    if (folder := batch_key(record.url)) != key and batch:
+                    folder = batch_key(record.url)
+                    if batch and (folder != key or len(batch) >= MOST):
                         yield beam.pvalue.TaggedOutput(ENTRIES, (key, batch))
                         batch = []
                     key = folder
