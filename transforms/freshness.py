@@ -219,8 +219,7 @@ class Freshness(beam.PTransform):
 
     def expand(self, inputs):
         entries, snapshot, incomplete, denied, listings = inputs
-        # Both sides come in folder batches (transforms/batches.py), pickled: our own classes pickle by
-        # reference, while Beam's generated row classes would be re-created for every element.
+        # Both sides come in folder batches of plain tuples (transforms/batches.py), keyed by the folder.
         out = (
             {"found": entries, "indexed": snapshot}
             | "JoinByFolder" >> beam.CoGroupByKey()
