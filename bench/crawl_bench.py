@@ -3,6 +3,7 @@
 Run from the repository root (beamtrawl installed, psutil present)::
 
     python bench/crawl_bench.py [--files 20000] [--workers 2] [--keep DIR] [--seed 7] [--tiny]
+    python bench/crawl_bench.py --slope 20000,100000 [--workers 2] [--keep DIR]
     python bench/crawl_bench.py --baseline-code DIR [--rounds 3] [--files 20000] [--workers 2]
 
 It generates a deterministic tree of small text and HTML files (1-4 KB, about 100 per folder, three
@@ -26,7 +27,15 @@ run weighs on both alike), each into a fresh index (``--current-code DIR``: the 
 checkout of its own, so that editing this one while it runs changes nothing), and prints each figure, the medians, and the ratio
 current/baseline (the median of the rounds' ratios) beside current/loop.
 
-``--tiny`` (tests/test_benchmarks.py runs it) is the same run on 200 files: seconds, not minutes.
+(b) also times the floor of an unchanged re-crawl (issue 27): a recursive ``os.scandir`` walk with stat plus
+reading ``url, mtime_ns, size`` of every document from the index, in this process. ``--slope N1,N2``
+measures instead (d): full crawl, floor and unchanged re-crawl of trees of N1 and N2 files, and fits the
+fixed cost and the cost per unchanged file of both as a line through the two sizes; it prints both
+slopes, their ratio (target <= 3), the extrapolated ratio for a million files (target <= 4), and the
+growth of peak memory between the sizes (target <= +10 %).
+
+``--tiny`` (tests/test_benchmarks.py runs it) is the same run on 200 files, with (d) between 200 and 400
+files: seconds, not minutes.
 
 Exit code 0 when the figures were measured (targets may be missed), 1 when a check fails.
 """
@@ -43,6 +52,7 @@ import os
 import random
 import shutil
 import sqlite3
+import stat
 import statistics
 import subprocess
 import sys
@@ -267,6 +277,31 @@ def time_find(tree: Path, repeats: int = 3) -> float:
     return best
 
 
+def _walk(path: str | bytes) -> int:
+    """Files below ``path``: a recursive os.scandir walk with a stat of every entry."""
+    files = 0
+    with os.scandir(path) as listing:
+        for entry in listing:
+            st = entry.stat(follow_symlinks=False)
+            files += _walk(entry.path) if stat.S_ISDIR(st.st_mode) else 1
+    return files
+
+
+def time_floor(tree: Path, index: Path, repeats: int = 3) -> float:
+    """The floor of an unchanged re-crawl (issue 27): fastest of a few runs, in this process, of a recursive
+    os.scandir walk with stat plus reading ``url, mtime_ns, size`` of every document from the index."""
+    best = math.inf
+    for _ in range(repeats):
+        started = time.perf_counter()
+        files = _walk(os.fsencode(tree))
+        with contextlib.closing(sqlite3.connect(f"file:{index}?mode=ro", uri=True)) as db:
+            rows = db.execute("SELECT url, mtime_ns, size FROM docs").fetchall()
+        best = min(best, time.perf_counter() - started)
+    if len(rows) != files:
+        fail(f"the floor walked {files} files but the index holds {len(rows)}")
+    return best
+
+
 def index_count(path: Path) -> int:
     from beamtrawl.transforms.index.sqlite import EmbeddedIndex  # imports Beam: only when needed
 
@@ -412,13 +447,17 @@ def verify_indexes(beamtrawl: Path, loop: Path, files: int) -> None:
 def re_crawl(work: Path, config: Path, files: int, workers: int, full: dict) -> tuple[dict, list[Row]]:
     print("\n(b) re-crawl of the unchanged tree")
     find = time_find(work / "tree")
+    floor = time_floor(work / "tree", work / "beamtrawl.sqlite")
     again = crawl(config, workers, work / "logs" / "re-crawl.log")
     r = again["report"]["counts"]
     to_full, to_find = again["seconds"] / full["seconds"], again["seconds"] / find
+    again["floor"] = floor
     unchanged = r["read"] == 0 and r["unchanged"] == files
     print(f"  beamtrawl re-crawl: {again['seconds']:7.2f} s  "
           f"(crawl() itself {again['report']['timings']['total_s']:.2f} s)")
     print(f"  find -printf:       {find:7.3f} s  (fastest of 3)")
+    print(f"  floor:              {floor:7.3f} s  (scandir walk with stat + url, mtime_ns, size from the index; "
+          f"fastest of 3)   re-crawl/floor {again['seconds'] / floor:.0f}x")
     print(f"  re-crawl/full crawl: {to_full:6.3f}   target <= 0.10  {verdict(to_full <= 0.10)}")
     print(f"  re-crawl/find:       {to_find:6.1f}x  target <= 5x    {verdict(to_find <= 5)}")
     print(f"  report: read {r['read']} (want 0), unchanged {r['unchanged']:,} (want {files:,})  "
@@ -441,13 +480,69 @@ def memory(full: dict, again: dict, loop: dict) -> list[Row]:
             ("peak RSS, plain loop", mib(loop["peak_rss"]), "", "")]
 
 
-def benchmark(work: Path, files: int, workers: int, seed: int) -> list[Row]:
+def benchmark(work: Path, files: int, workers: int, seed: int, then: int | None = None) -> list[Row]:
+    """(a)-(c); with ``then``, (d) too, between this tree and one of ``then`` files."""
     prepare_workdir(work)
     print(f"beamtrawl crawl benchmark: {files:,} files, {workers} workers, {os.cpu_count()} CPUs, in {work}")
     config = generate(work, files, seed)
     full, loop, rows = full_crawl(work, config, files, workers)
     again, more = re_crawl(work, config, files, workers, full)
-    return rows + more + memory(full, again, loop)
+    rows += more + memory(full, again, loop)
+    if then is not None:
+        first = (files, again["seconds"], again["floor"], full["peak_rss"], again["peak_rss"])
+        rows += slope([first, point(work, then, workers, seed)])
+    return rows
+
+
+Point = tuple[int, float, float, int, int]  # files, re-crawl s, floor s, peak RSS of full crawl and re-crawl
+
+
+def point(work: Path, files: int, workers: int, seed: int) -> Point:
+    """A tree of ``files``: its full crawl, its floor (:func:`time_floor`) and its unchanged re-crawl."""
+    prepare_workdir(work)
+    print(f"\n{files:,} files")
+    config = generate(work, files, seed)
+    full = crawl(config, workers, work / "logs" / f"full-{files}.log")
+    floor = time_floor(work / "tree", work / "beamtrawl.sqlite")
+    again = crawl(config, workers, work / "logs" / f"re-crawl-{files}.log")
+    counts = again["report"]["counts"]
+    if counts.get("read", 0) or counts.get("unchanged") != files:
+        fail(f"the re-crawl of {files} unchanged files read {counts.get('read', 0)} and found "
+             f"{counts.get('unchanged')} unchanged")
+    print(f"  full crawl {full['seconds']:.2f} s, peak {mib(full['peak_rss'])}; unchanged re-crawl "
+          f"{again['seconds']:.2f} s ({again['cpu']:.1f} CPU s), peak {mib(again['peak_rss'])}; "
+          f"floor {floor:.3f} s; re-crawl/floor {again['seconds'] / floor:.0f}x")
+    return files, again["seconds"], floor, full["peak_rss"], again["peak_rss"]
+
+
+def slope(points: list[Point]) -> list[Row]:
+    """The fixed cost and the cost per unchanged file of beamtrawl's re-crawl and of the floor, fitted as a
+    line through two tree sizes measured in the same run (issue 27, target 1: beamtrawl's per-file cost <= 3x
+    the floor's, and a million files <= 4x the floor, extrapolated), and the growth of peak memory of full
+    crawl and re-crawl between them (target 4)."""
+    print("\n(d) unchanged re-crawl against the floor, fitted over two tree sizes")
+    (n1, t1, f1, full1, re1), (n2, t2, f2, full2, re2) = points
+    per_file, floor_per_file = (t2 - t1) / (n2 - n1), (f2 - f1) / (n2 - n1)
+    fixed, floor_fixed = t1 - per_file * n1, f1 - floor_per_file * n1
+    # a slope that is not positive is noise (a loaded machine: the larger tree went faster): no verdict
+    fitted = per_file > 0 and floor_per_file > 0
+    ratio = per_file / floor_per_file if fitted else math.nan
+    million = (fixed + per_file * 1e6) / (floor_fixed + floor_per_file * 1e6) if fitted else math.nan
+    growth_full, growth_again = full2 / full1 - 1, re2 / re1 - 1
+    print(f"\n  per unchanged file: beamtrawl {per_file * 1e6:.1f} us, floor {floor_per_file * 1e6:.2f} us, "
+          f"ratio {ratio:.1f}x (target <= 3)\n  fixed: beamtrawl {fixed:.2f} s, floor {floor_fixed:.3f} s\n"
+          f"  a million unchanged files (extrapolated): {fixed + per_file * 1e6:.0f} s, "
+          f"{million:.1f}x the floor (target <= 4)\n  peak memory growth {n1:,} -> {n2:,} files: full crawl "
+          f"{growth_full:+.0%}, re-crawl {growth_again:+.0%} (target <= +10 %)")
+    return [("re-crawl per unchanged file", f"{per_file * 1e6:.1f} us", "", ""),
+            ("floor per file", f"{floor_per_file * 1e6:.2f} us", "", ""),
+            check("per file, beamtrawl / floor", f"{ratio:.1f}x", "<= 3x", fitted and ratio <= 3),
+            ("re-crawl fixed cost", f"{fixed:.2f} s", "", ""),
+            check("1M unchanged / floor (extrapolated)", f"{million:.1f}x", "<= 4x", fitted and million <= 4),
+            check(f"peak RSS growth {n1:,} -> {n2:,}, full crawl", f"{growth_full:+.0%} ({mib(full2)})", "<= +10 %",
+                  growth_full <= 0.10),
+            check(f"peak RSS growth {n1:,} -> {n2:,}, re-crawl", f"{growth_again:+.0%} ({mib(re2)})", "<= +10 %",
+                  growth_again <= 0.10)]
 
 
 def fresh_index(work: Path) -> None:
@@ -522,18 +617,25 @@ def main() -> None:
     parser.add_argument("--current-code", metavar="DIR", type=Path,
                         help="with --baseline-code: crawl with this checkout instead of the installed one")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the comparison (default 3)")
-    parser.add_argument("--tiny", action="store_true", help="200 files: the test suite's run")
+    parser.add_argument("--slope", metavar="N1,N2", help="unchanged re-crawls of two tree sizes against the "
+                        "floor, e.g. 20000,100000: the cost per unchanged file and the fixed cost of each")
+    parser.add_argument("--tiny", action="store_true", help="200 files, and (d) with 400: the test suite's run")
     parser.add_argument("--loop", nargs=2, metavar=("CONFIG", "INDEX"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.tiny:
         args.files = 200
     if args.loop:
         return run_loop(*args.loop)
-    if args.baseline_code:
+    if args.slope:
+        sizes = [int(n) for n in args.slope.split(",")] if args.slope.replace(",", "").isdigit() else []
+        if len(sizes) != 2 or not 0 < sizes[0] < sizes[1]:
+            parser.error("--slope takes two sizes, the smaller first: --slope 20000,100000")
+        measure = lambda work: slope([point(work, n, args.workers, args.seed) for n in sizes])
+    elif args.baseline_code:
         code, current = args.baseline_code.resolve(), args.current_code and args.current_code.resolve()
         measure = lambda work: compare(work, code, args.files, args.workers, args.seed, args.rounds, current)
     else:
-        measure = lambda work: benchmark(work, args.files, args.workers, args.seed)
+        measure = lambda work: benchmark(work, args.files, args.workers, args.seed, 400 if args.tiny else None)
     if args.keep:
         rows = measure(Path(args.keep).resolve())
     else:

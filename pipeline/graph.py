@@ -21,7 +21,9 @@ from dataclasses import dataclass
 
 import apache_beam as beam
 import smart_open
+from beamtrawl.transforms import batches
 from beamtrawl.transforms.accept import Rules
+from beamtrawl.transforms.batches import Batch
 from beamtrawl.transforms.discover import Discover, DiscoverByHost, DiscoverOptions
 from beamtrawl.transforms.enrich.assign import AssignGroups
 from beamtrawl.transforms.faults import DROP_ENTRIES, DROP_LISTINGS, in_transit
@@ -37,7 +39,6 @@ from beamtrawl.transforms.index.write import (
 from beamtrawl.transforms.prepare import Prepare, PrepareOptions
 from beamtrawl.transforms.records import (
     ACCESS_DENIED,
-    Entry,
     Event,
     FrontierItem,
     Listing,
@@ -66,8 +67,8 @@ def _again(rules, again: frozenset[str]) -> list[FrontierItem]:
     return starts + inner
 
 
-def _under(entry, again: frozenset[str]) -> bool:
-    return any(container_key(url) in again for url in ancestors(entry.url))
+def _under(url: str, again: frozenset[str]) -> bool:
+    return any(container_key(above) in again for above in ancestors(url))
 
 
 def _write_totals(totals: dict, path: str) -> None:
@@ -93,7 +94,7 @@ def _discover(snapshot, rules: Rules, discovery: DiscoverOptions, roots: list, a
     item_roots = [r for r in roots if not by_host(r.url)]
     host_roots = [r for r in roots if by_host(r.url)]
     if rules.declined_starts and not again:
-        found.append((p | "EmptyEntries" >> beam.Create([]).with_output_types(Entry),
+        found.append((p | "EmptyEntries" >> beam.Create([]).with_output_types(Batch),
                       p | "DeclinedStarts" >> beam.Create(
                           [event("declined", url, "discover", "the start URL matches a blacklist entry")
                            for url in rules.declined_starts]).with_output_types(Event),
@@ -104,7 +105,7 @@ def _discover(snapshot, rules: Rules, discovery: DiscoverOptions, roots: list, a
         found.append(snapshot | "DiscoverByHost" >> DiscoverByHost(host_roots, discovery))
     if len(found) == 1:
         return found[0]
-    return (tuple(f[0] for f in found) | "AllEntries" >> beam.Flatten().with_output_types(Entry),
+    return (tuple(f[0] for f in found) | "AllEntries" >> beam.Flatten().with_output_types(Batch),
             tuple(f[1] for f in found) | "AllDiscoverEvents" >> beam.Flatten().with_output_types(Event),
             tuple(f[2] for f in found) | "AllListings" >> beam.Flatten().with_output_types(Listing))
 
@@ -116,11 +117,12 @@ def build(p: beam.Pipeline, config, target, fingerprint: str, run: Pass) -> None
     use_row_coders()
     rules = Rules(config)
     discovery = DiscoverOptions.from_config(config, rules)  # logins travel to workers here, never in records
-    snapshot = p | "ReadSnapshot" >> ReadSnapshot(target)
+    snapshot = p | "ReadSnapshot" >> ReadSnapshot(target, by_folder=True)
     keys = frozenset(container_key(url) for url in again)
     roots = _again(rules, keys) if again else _roots(rules)
     if again:
-        snapshot = snapshot | "BelowListedAgain" >> beam.Filter(_under, keys)
+        snapshot = snapshot | "BelowListedAgain" >> beam.FlatMap(
+            batches.keep, lambda url: _under(url, keys)).with_output_types(Batch)
     entries, discover_events, listings = _discover(snapshot, rules, discovery, roots, bool(again))
     entries, listings = in_transit(entries, DROP_ENTRIES, bool(again)), in_transit(listings, DROP_LISTINGS, bool(again))
     incomplete = discover_events | "IncompleteSubtrees" >> beam.FlatMap(

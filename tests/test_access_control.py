@@ -21,6 +21,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from beamtrawl.pipeline.config import ConfigError, parse_config
 from beamtrawl.pipeline.crawl import preparation_fingerprint
+from beamtrawl.transforms.batches import by_folder, unpack
 from beamtrawl.transforms.enrich.access import Access, PosixOwnership, UrlRules, access_of
 from beamtrawl.transforms.enrich.assign import AssignGroups
 from beamtrawl.transforms.enrich.auxfields import RESERVED, AuxFieldSpec, aux_values
@@ -446,9 +447,9 @@ def test_a_controller_failure_is_reported_and_names_the_document_to_keep():
     index then keeps its version is the crawl's part: test_isolation.py's failing access controller)."""
     use_row_coders()
     with BeamTestPipeline() as p:
-        entries = p | beam.Create([_entry("file:///srv/acl/a.txt"), _entry("file:///srv/acl/secret.txt")])
+        entries = p | beam.Create(by_folder([_entry("file:///srv/acl/a.txt"), _entry("file:///srv/acl/secret.txt")]))
         assigned, events, keep, _arrived = entries | AssignGroups([FailsOnSecrets()])
-        assert_that(assigned | "Pairs" >> beam.Map(lambda e: (e.url, list(e.groups))),
+        assert_that(assigned | "Pairs" >> beam.FlatMap(lambda b: [(e.url, list(e.groups)) for e in unpack(b, Entry)]),
                     equal_to([("file:///srv/acl/a.txt", ["staff"])]), label="Assigned")
         assert_that(events | "Reasons" >> beam.Map(lambda e: (e.kind, e.url, e.stage, e.reason)), equal_to([
             ("failed", "file:///srv/acl/secret.txt", "access",

@@ -3,7 +3,7 @@
 ::
 
     start URLs ─► Fixpoint(step) ─► entries, events, listings
-    each round:  frontier ─► step ─┬─► entries  (documents)
+    each round:  frontier ─► step ─┬─► entries  (documents, one batch per folder: transforms/batches.py)
                                    ├─► events   (counts, problems)
                                    ├─► listings (what each container's listing saw: the evidence deletes need)
                                    ├─► visited  (URLs the step dealt with that no round may take again)
@@ -34,9 +34,18 @@ from dataclasses import dataclass
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from beamtrawl.transforms.accept import Rules
+from beamtrawl.transforms.batches import MOST, Batch, batch_key, unpack
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.progress import Progress, Tally, busy
-from beamtrawl.transforms.records import Entry, Event, FrontierItem, Listing, SnapshotEntry, arrival, event
+from beamtrawl.transforms.records import (
+    Entry,
+    Event,
+    FrontierItem,
+    Listing,
+    SnapshotEntry,
+    arrival,
+    event,
+)
 from beamtrawl.transforms.sources import Sources, by_host
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import evidenced, item_evidence
@@ -76,7 +85,7 @@ class Fixpoint(beam.PTransform):
                 | f"Dedupe{n}" >> beam.CoGroupByKey()
                 | f"FirstUnseen{n}" >> beam.FlatMap(_first_unseen, self.step.order).with_output_types(FrontierItem))
             seen.append(frontier | f"KeyFrontier{n}" >> beam.Map(_key))
-        return (tuple(entries) | "AllEntries" >> beam.Flatten().with_output_types(Entry),
+        return (tuple(entries) | "AllEntries" >> beam.Flatten().with_output_types(Batch),
                 tuple(events) | "AllEvents" >> beam.Flatten().with_output_types(Event),
                 tuple(listings) | "AllListings" >> beam.Flatten().with_output_types(Listing))
 
@@ -131,15 +140,36 @@ class _Expand(beam.DoFn):
         yield from self.tally.flush()
 
     def _route(self, records):
-        for record in records:
-            if record.route != EVENTS:
+        """Each record to its output; entries gathered in folder batches (transforms/batches.py): a folder's
+        entries come one after the other, so a batch is handed on when the next entry's folder differs, when it
+        holds MOST, when the folder's listing evidence comes, and when the listing ends or fails."""
+        key, batch = None, []
+        try:
+            for record in records:
                 if record.route == ENTRIES:
                     self.progress.add()
-                yield beam.pvalue.TaggedOutput(record.route, record)
-            elif record.kind == "incomplete" and record.url:  # freshness needs each one, reason or not
-                yield beam.pvalue.TaggedOutput(EVENTS, record)
-            elif (problem := self.tally(record)) is not None:
-                yield problem
+                    folder = batch_key(record.url)
+                    if batch and (folder != key or len(batch) >= MOST):
+                        yield beam.pvalue.TaggedOutput(ENTRIES, (key, batch))
+                        batch = []
+                    key = folder
+                    batch.append(tuple(record))  # conformed where it leaves the freshness join changed or new
+                    continue
+                if batch and record.route == LISTINGS:
+                    yield beam.pvalue.TaggedOutput(ENTRIES, (key, batch))
+                    batch = []
+                if record.route != EVENTS:
+                    yield beam.pvalue.TaggedOutput(record.route, record)
+                elif record.kind == "incomplete" and record.url:  # freshness needs each one, reason or not
+                    yield beam.pvalue.TaggedOutput(EVENTS, record)
+                elif (problem := self.tally(record)) is not None:
+                    yield problem
+        except Exception:
+            if batch:  # what was listed before the failure stays found (the guard keeps partial outputs)
+                yield beam.pvalue.TaggedOutput(ENTRIES, (key, batch))
+            raise
+        if batch:
+            yield beam.pvalue.TaggedOutput(ENTRIES, (key, batch))
         for problem in self.rules.plugin_problems():  # plugins that failed in the accept decision
             yield self.tally(problem)
 
@@ -220,11 +250,11 @@ class HostStep:
 
 
 def _smallest_url(keyed):
-    """With followed symlinks one file may appear under several URLs: keep the smallest URL. The others
-    arrived all the same, as far as their listings' evidence goes."""
+    """With followed symlinks one file may appear under several URLs: keep the smallest URL (as a batch of
+    its own). The others arrived all the same, as far as their listings' evidence goes."""
     _identity, entries = keyed
     ordered = sorted(entries, key=lambda e: e.url)
-    yield ordered[0]
+    yield batch_key(ordered[0].url), [tuple(ordered[0])]
     for duplicate in ordered[1:]:
         yield beam.pvalue.TaggedOutput(EVENTS, event("duplicate", duplicate.url, "discover",
                                                      f"same file as {ordered[0].url}"))
@@ -233,8 +263,8 @@ def _smallest_url(keyed):
 
 
 class Discover(beam.PTransform):
-    """Start URLs of item-by-item sources → (entries, events, listings). See the module docstring for the
-    graph."""
+    """Start URLs of item-by-item sources → (entries in folder batches, events, listings). See the module
+    docstring for the graph."""
 
     def __init__(self, roots: list[FrontierItem], options: DiscoverOptions):
         super().__init__()
@@ -246,9 +276,10 @@ class Discover(beam.PTransform):
         if not self.options.follow_symlinks:
             return entries, events, listings
         unique = (entries
+                  | "EachEntry" >> beam.FlatMap(unpack, Entry).with_output_types(Entry)
                   | "ByFile" >> beam.Map(lambda e: (e.identity, e)).with_output_types(tuple[str, Entry])
                   | "GroupByFile" >> beam.GroupByKey()
-                  | "SmallestUrl" >> beam.FlatMap(_smallest_url).with_output_types(Entry)
+                  | "SmallestUrl" >> beam.FlatMap(_smallest_url).with_output_types(Batch)
                   .with_outputs(EVENTS, LISTINGS, main=ENTRIES))
         return (unique[ENTRIES],
                 (events, unique[EVENTS]) | "WithDuplicates" >> beam.Flatten().with_output_types(Event),
@@ -270,7 +301,8 @@ def other_hosts_possible(roots, whitelist) -> bool:
 
 
 class DiscoverByHost(beam.PTransform):
-    """snapshot → (entries, events, listings) for the start URLs of ByHost sources (the web)."""
+    """snapshot (in folder batches) → (entries, events, listings) for the start URLs of ByHost sources (the
+    web)."""
 
     def __init__(self, roots: list[FrontierItem], options: DiscoverOptions):
         super().__init__()
@@ -278,8 +310,9 @@ class DiscoverByHost(beam.PTransform):
         self.rounds = options.rounds if other_hosts_possible(roots, options.rules.whitelist) else 1
 
     def expand(self, snapshot):
-        indexed = (snapshot
-                   | "ByHostPages" >> beam.Filter(lambda s: by_host(s.url))
+        indexed = (snapshot  # folder batches (transforms/batches.py): a web page's is its own
+                   | "ByHostPages" >> beam.FlatMap(lambda b: unpack(b, SnapshotEntry) if by_host(b[0]) else ()
+                                                   ).with_output_types(SnapshotEntry)
                    | "IndexedByHost" >> beam.Map(lambda s: (host_of(s.url), SnapshotEntry(*s))))
         step = HostStep(self.options, indexed)
         return snapshot.pipeline | "Rounds" >> Fixpoint(self.roots, step, self.rounds)

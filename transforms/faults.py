@@ -14,6 +14,7 @@ import os
 import re
 
 import apache_beam as beam
+from beamtrawl.transforms.batches import Batch, keep
 
 DROP_ENTRIES, DROP_LISTINGS = "BEAMTRAWL_FAULT_DROP_ENTRIES", "BEAMTRAWL_FAULT_DROP_LISTINGS"
 PASSES = "BEAMTRAWL_FAULT_PASSES"
@@ -26,4 +27,7 @@ def in_transit(records, variable: str, second_pass: bool = False):
     if not pattern or (second_pass and os.environ.get(PASSES) != "all"):
         return records
     expression = re.compile(pattern)
+    if variable == DROP_ENTRIES:  # entries travel in folder batches (transforms/batches.py)
+        return records | f"Fault{variable.title()}" >> beam.FlatMap(
+            keep, lambda url: not expression.search(url)).with_output_types(Batch)
     return records | f"Fault{variable.title()}" >> beam.Filter(lambda r: not expression.search(r.url))

@@ -2,14 +2,16 @@
 
 ::
 
-    entries  (by id) ──┐
-    snapshot (by id) ──┴► CoGroupByKey ─► Classify ─┬─► new, changed        ─► Prepare
-          incomplete subtrees (side input) ─────────┤
-          access-denied subtrees (side input) ──────┼─► access changed, revoked ─► access batch (at once)
-                                                    ├─► rejected            ─► delete batch (last)
-                                                    ├─► vanished ─► CheckListings (+ listings) ─► delete batch
-                                                    └─► events (new, changed, unchanged, kept, …)
+    entries  (folder batches) ──┐
+    snapshot (folder batches) ──┴► CoGroupByKey ─► Classify ─┬─► new, changed        ─► Prepare
+          incomplete subtrees (side input) ──────────────────┤
+          access-denied subtrees (side input) ───────────────┼─► access changed, revoked ─► access batch (at once)
+                                                             ├─► rejected            ─► delete batch (last)
+                                                             ├─► vanished ─► CheckListings (+ listings) ─► delete batch
+                                                             └─► events (new, changed, unchanged, kept, …)
 
+Both sides come in folder batches (transforms/batches.py): one element per folder, not per document, so an
+unchanged file is counted inside the folder's element and crosses no stage of its own (docs/scaling.md).
 Unchanged means the same size, the same ``mtime_ns`` (nanoseconds, not regain's days), the same ETag where an
 object store's listing gives one, the same preparation fingerprint and the same access groups and denies: such a document is neither read nor
 written. A document in the index that was not found is deleted only if the rules no longer accept
@@ -43,6 +45,10 @@ from beamtrawl.transforms.sources import ancestors, by_host
 from beamtrawl.transforms.urls import container_key, host_of
 
 PREPARE, DELETE, ACCESS, EVENTS, VANISHED, ARRIVED = "prepare", "delete", "access", "events", "vanished", "arrived"
+_SIZE, _MTIME, _CONTENT, _ETAG, _GROUPS, _DENIED, _LISTING = (
+    Entry._fields.index(f) for f in ("size", "mtime_ns", "content", "etag", "groups", "denied", "listing"))
+_OLD_SIZE, _OLD_MTIME, _OLD_FINGERPRINT, _OLD_ETAG, _OLD_GROUPS, _OLD_DENIED = (
+    SnapshotEntry._fields.index(f) for f in ("size", "mtime_ns", "prep_fingerprint", "etag", "groups", "denied"))
 _GUARD = Guard("freshness", EVENTS)
 
 
@@ -86,8 +92,53 @@ class _Classify(beam.DoFn):
         self.arrived.clear()
 
     def process(self, keyed, incomplete, denied):
-        urls = [e.url for e in keyed[1]["found"]] or [s.url for s in keyed[1]["indexed"]] or [""]
-        return list(isolated(self._classify(keyed, incomplete, denied), min(urls), _GUARD))
+        """One folder: its batches of entries found and of documents indexed (tuples of their fields,
+        transforms/batches.py), each document classified."""
+        _key, joined = keyed
+        found: dict[str, list] = {}
+        indexed: dict[str, list] = {}
+        for batch in joined["found"]:
+            for entry in batch:
+                found.setdefault(entry[0], []).append(entry)
+        for batch in joined["indexed"]:
+            for old in batch:
+                indexed.setdefault(old[0], []).append(old)
+        outputs = []
+        for doc_id, entries in found.items():
+            olds = indexed.pop(doc_id, ())
+            if len(entries) == 1 and len(olds) == 1 and self._unchanged(entries[0], olds[0]):
+                continue
+            outputs += self._one(doc_id, [Entry._make(e) for e in entries], [SnapshotEntry._make(o) for o in olds],
+                                 incomplete, denied)
+        for doc_id, olds in indexed.items():
+            outputs += self._one(doc_id, [], [SnapshotEntry._make(o) for o in olds], incomplete, denied)
+        return outputs
+
+    def _unchanged(self, entry: tuple, old: tuple) -> bool:
+        """The common case, counted without the general path: found once, indexed once, nothing changed
+        (what :meth:`_classify` decides, on the records' fields). Entries reach the join as their source
+        made them: one that is malformed (a third party's source) goes the general path, which conforms
+        what it hands on and reports a failure as that document's."""
+        try:
+            if (self.reprepare or entry[_SIZE] != old[_OLD_SIZE] or entry[_MTIME] != old[_OLD_MTIME]
+                    or old[_OLD_FINGERPRINT] != self.fingerprint or list(entry[_GROUPS]) != list(old[_OLD_GROUPS])
+                    or entry[_DENIED] or old[_OLD_DENIED] or type(entry[_LISTING]) is not str
+                    or (entry[_CONTENT] is None and entry[_ETAG] != old[_OLD_ETAG])):
+                return False
+        except Exception:  # noqa: BLE001 - see above
+            return False
+        self.tally.count("in_index")
+        self.tally.count("accepted")
+        self.tally.count("unchanged")
+        self.compared.add(1)
+        if entry[_LISTING]:
+            self.arrived[entry[_LISTING]] += 1
+        return True
+
+    def _one(self, doc_id: str, found, indexed, incomplete, denied) -> list:
+        urls = [e.url for e in found] or [s.url for s in indexed] or [""]
+        return list(isolated(self._classify((doc_id, {"found": found, "indexed": indexed}), incomplete, denied),
+                             min(urls, key=str), _GUARD))
 
     def _classify(self, keyed, incomplete, denied):
         if incomplete is not self._incomplete_source:  # side inputs are fixed per window: cache the set
@@ -154,7 +205,7 @@ class _Classify(beam.DoFn):
 
 
 class Freshness(beam.PTransform):
-    """(entries, snapshot, incomplete subtree URLs, access-denied subtree URLs, listings)
+    """(entries and snapshot in folder batches, incomplete subtree URLs, access-denied subtree URLs, listings)
     → (to_prepare, to_delete, access changes, events)."""
 
     def __init__(self, rules, fingerprint: str, reprepare: bool = False, roots: frozenset[str] | None = None):
@@ -168,12 +219,10 @@ class Freshness(beam.PTransform):
 
     def expand(self, inputs):
         entries, snapshot, incomplete, denied, listings = inputs
-        # CoGroupByKey pickles its values: our own classes pickle by reference, while Beam's generated
-        # row classes would be re-created for every element.
+        # Both sides come in folder batches of plain tuples (transforms/batches.py), keyed by the folder.
         out = (
-            {"found": entries | "KeyFound" >> beam.Map(lambda e: (e.id, Entry(*e))),
-             "indexed": snapshot | "KeyIndexed" >> beam.Map(lambda s: (s.id, SnapshotEntry(*s)))}
-            | "JoinById" >> beam.CoGroupByKey()
+            {"found": entries, "indexed": snapshot}
+            | "JoinByFolder" >> beam.CoGroupByKey()
             | "Classify" >> beam.ParDo(_Classify(self.rules, self.fingerprint, self.reprepare),
                                        incomplete=beam.pvalue.AsList(incomplete),
                                        denied=beam.pvalue.AsList(denied))

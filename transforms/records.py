@@ -220,6 +220,8 @@ def _checker(hint: str):
         inner = _checker(hint[len("Sequence["):-1])
 
         def check_all(value, where):
+            if not value and type(value) in (list, tuple):  # nearly every value of most fields
+                return []
             if type(value) not in (list, tuple) and (
                     isinstance(value, str | bytes) or not isinstance(value, Sequence | set | frozenset)):
                 raise TypeError(f"{where} is {type(value).__name__}, not a sequence")

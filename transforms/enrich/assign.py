@@ -14,6 +14,7 @@ is built in ``setup`` on each worker.
 from __future__ import annotations
 
 import apache_beam as beam
+from beamtrawl.transforms.batches import Batch, unpack
 from beamtrawl.transforms.enrich.access import CustomController, access_of
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.records import Entry, arrival
@@ -31,12 +32,21 @@ class _AssignGroups(beam.DoFn):
             if isinstance(controller, CustomController):
                 controller.build()
 
-    def process(self, entry):
-        entry = Entry(*entry)
-        # A controller that fails for one document keeps that document as indexed (neither re-indexed nor deleted).
-        return isolated(self._assign(entry), entry.url, _GUARD, substitute=lambda _reason: [
-            beam.pvalue.TaggedOutput(KEEP, entry.url),
-            *([beam.pvalue.TaggedOutput(ARRIVED, arrival(entry.listing))] if entry.listing else [])])
+    def process(self, batch):
+        """A folder batch (transforms/batches.py): its entries with their groups, as a batch again."""
+        key, assigned, outputs = batch[0], [], []
+        for entry in unpack(batch, Entry):
+            # A controller that fails for one document keeps that document as indexed (neither re-indexed nor deleted).
+            for output in isolated(self._assign(entry), entry.url, _GUARD, substitute=lambda _reason, entry=entry: [
+                    beam.pvalue.TaggedOutput(KEEP, entry.url),
+                    *([beam.pvalue.TaggedOutput(ARRIVED, arrival(entry.listing))] if entry.listing else [])]):
+                if isinstance(output, beam.pvalue.TaggedOutput):
+                    outputs.append(output)
+                else:
+                    assigned.append(tuple(output))
+        if assigned:
+            outputs.append((key, assigned))
+        return outputs
 
     def _assign(self, entry):
         access = access_of(self.controllers, entry)
@@ -44,7 +54,8 @@ class _AssignGroups(beam.DoFn):
 
 
 class AssignGroups(beam.PTransform):
-    """entries → (entries with groups, events, URLs whose indexed version must stay, their arrivals)."""
+    """entries in folder batches → (the same with groups, events, URLs whose indexed version must stay, their
+    arrivals)."""
 
     def __init__(self, controllers):
         super().__init__()
@@ -52,5 +63,5 @@ class AssignGroups(beam.PTransform):
 
     def expand(self, entries):
         out = entries | "Groups" >> beam.ParDo(_AssignGroups(self.controllers)).with_output_types(
-            Entry).with_outputs(EVENTS, KEEP, ARRIVED, main="entries")
+            Batch).with_outputs(EVENTS, KEEP, ARRIVED, main="entries")
         return out["entries"], out[EVENTS], out[KEEP], out[ARRIVED]

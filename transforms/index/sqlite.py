@@ -339,7 +339,7 @@ class EmbeddedIndex(IndexTarget):
             "SELECT id, url, size, mtime_ns, prep_fingerprint, content_hash, etag, http_last_modified, groups, "
             "outlinks, denied, root FROM docs WHERE rid >= ? AND rid < ?", split)
         for *row, groups, outlinks, denied, root in rows:
-            yield SnapshotEntry(*row, json.loads(groups), json.loads(outlinks), json.loads(denied), root)
+            yield SnapshotEntry(*row, _json_list(groups), _json_list(outlinks), _json_list(denied), root)
 
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
         try:
@@ -562,6 +562,12 @@ _SNIPPET = ("CASE WHEN instr(snippet({t}, 1, '{on}', '{off}', '…', 24), '{on}'
             "WHEN instr(snippet({t}, 2, '{on}', '{off}', '…', 24), '{on}') > 0 "
             "THEN snippet({t}, 2, '{on}', '{off}', '…', 24) "
             "ELSE snippet({t}, 1, '{on}', '{off}', '…', 24) END")
+
+
+def _json_list(text: str) -> list:
+    """A list the index stored as JSON; the empty one, nearly every document's, without the decoder (the
+    snapshot decodes three per document: issue 27)."""
+    return [] if text == "[]" else json.loads(text)
 
 
 def _snippet(db: sqlite3.Connection, rid: int, query: Query) -> str:

@@ -26,6 +26,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.utils.windowed_value import WindowedValue
 from beamtrawl.plugins.manager import PluginHost
+from beamtrawl.transforms import batches
 from beamtrawl.transforms.guard import Guard, describe, isolated, stage
 from beamtrawl.transforms.index.base import IndexUnavailable, Rejected
 from beamtrawl.transforms.progress import Progress, timed
@@ -36,18 +37,24 @@ BATCH = 500  # documents per upsert call (the OpenSearch target cuts requests at
 
 
 class ReadSnapshot(beam.PTransform):
-    def __init__(self, target):
+    """The index's documents, split by split; ``by_folder``: in folder batches (transforms/batches.py), one
+    element per folder of a split, the freshness join's input."""
+
+    def __init__(self, target, by_folder: bool = False):
         super().__init__()
         self.target = target
+        self.by_folder = by_folder
 
     def expand(self, pbegin):
         target = self.target
-        return (
-            pbegin
-            | "Splits" >> beam.Create(target.snapshot_splits())
-            | "SpreadSplits" >> beam.Reshuffle()
-            | "ReadSplit" >> beam.FlatMap(lambda split: target.read_snapshot(split)).with_output_types(SnapshotEntry)
-        )
+        splits = (pbegin
+                  | "Splits" >> beam.Create(target.snapshot_splits())
+                  | "SpreadSplits" >> beam.Reshuffle())
+        if self.by_folder:
+            return splits | "ReadSplit" >> beam.FlatMap(
+                lambda split: batches.by_folder(target.read_snapshot(split))).with_output_types(batches.Batch)
+        return splits | "ReadSplit" >> beam.FlatMap(lambda split: target.read_snapshot(split)
+                                                    ).with_output_types(SnapshotEntry)
 
 
 class _Upsert(beam.DoFn):

@@ -42,9 +42,11 @@ def _reason(err: OSError) -> str:
     return err.strerror or errno.errorcode.get(err.errno, str(err))
 
 
-def _entry(url: str, root: str, st: os.stat_result, identity: str, item: FrontierItem) -> Entry:
-    return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root), size=st.st_size,
-                 mtime_ns=st.st_mtime_ns, identity=identity, content=None, mimetype="", outlinks=[],
+def _entry(url: str, root: str, st: os.stat_result, identity: str, item: FrontierItem, depth: int | None = None
+           ) -> Entry:
+    """``depth``: below ``root``, if the caller knows it already (a listing computes it once per file)."""
+    return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root) if depth is None else depth,
+                 size=st.st_size, mtime_ns=st.st_mtime_ns, identity=identity, content=None, mimetype="", outlinks=[],
                  etag="", http_last_modified="", source_url=item.url, link_text="")
 
 
@@ -90,7 +92,7 @@ def _list(folder: FrontierItem, rules, follow_symlinks: bool, stack: list):
             if not decision.accepted or not decision.index:
                 yield event("declined", url, "discover", "")
                 continue
-            yield _entry(url, folder.root, st, _identity(st) if follow_symlinks else "", folder)
+            yield _entry(url, folder.root, st, _identity(st) if follow_symlinks else "", folder, depth)
         else:
             yield event("declined", url, "discover", "")
     return len(children)

@@ -1,0 +1,79 @@
+"""Folder batches (transforms/batches.py) and the freshness join's classification of a folder's batches
+(transforms/freshness.py): the fast count of unchanged files decides what the per-document path decides."""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from beamtrawl.pipeline.config import parse_config
+from beamtrawl.transforms import batches
+from beamtrawl.transforms.accept import Rules
+from beamtrawl.transforms.freshness import ARRIVED, EVENTS, VANISHED, _Classify
+from beamtrawl.transforms.records import Entry, SnapshotEntry
+from beamtrawl.transforms.urls import doc_id
+
+FOLDER = "file:///srv/docs/a"
+FINGERPRINT = "f" * 16
+
+
+def _entry(name: str, size: int = 10, **fields) -> Entry:
+    url = f"{FOLDER}/{name}"
+    return Entry(doc_id(url), url, "file:///srv/docs", 2, size, 1_000, "", None, "", [], "", "", FOLDER, "",
+                 listing="L1")._replace(**fields)
+
+
+def _indexed(name: str, size: int = 10, **fields) -> SnapshotEntry:
+    url = f"{FOLDER}/{name}"
+    return SnapshotEntry(doc_id(url), url, size, 1_000, FINGERPRINT, "", "", "", [], [], [],
+                         "file:///srv/docs")._replace(**fields)
+
+
+def test_batches_are_keyed_by_folder_and_hold_at_most_most():
+    records = [_entry(f"f{n}") for n in range(batches.MOST + 3)] + [_entry("x")._replace(url="file:///srv/b/y")]
+    out = list(batches.by_folder(records))
+    assert [(key, len(rows)) for key, rows in out] == [(FOLDER, batches.MOST), (FOLDER, 3), ("file:///srv/b", 1)]
+    assert batches.unpack(out[2], Entry)[0].url == "file:///srv/b/y"
+    assert batches.batch_key("http://host/a/b.html") == "http://host/a/b.html"  # the web: a page by itself
+    assert list(batches.keep(out[2], lambda url: "b/" not in url)) == []
+
+
+def _classify(found: list[Entry], indexed: list[SnapshotEntry], incomplete=()):
+    rules = Rules(parse_config({"start": [{"url": "file:///srv/docs"}], "index": {"path": "/tmp/x.sqlite"}},
+                               "/tmp/batches.yaml"))
+    classify = _Classify(rules, FINGERPRINT)
+    classify.setup()
+    half = len(found) // 2  # two batches on the found side, as a folder of more than MOST arrives
+    outputs = classify.process((FOLDER, {"found": [[tuple(e) for e in found[:half]], [tuple(e) for e in found[half:]]],
+                                         "indexed": [[tuple(s) for s in indexed]]}), list(incomplete), [])
+    outputs += list(classify.finish_bundle())
+    main = [o for o in outputs if not isinstance(o, beam.pvalue.TaggedOutput)]
+    tagged = {}
+    for o in outputs:
+        if isinstance(o, beam.pvalue.TaggedOutput):
+            tagged.setdefault(o.tag, []).append(o.value)
+    counts = {}
+    for value in tagged.get(EVENTS, []):
+        event = getattr(value, "value", value)
+        counts[event.kind] = counts.get(event.kind, 0) + event.count
+    return main, tagged, counts
+
+
+def test_a_folders_batches_are_classified_as_document_by_document():
+    found = [_entry("same"), _entry("bigger", size=11), _entry("new"), _entry("regrouped", groups=["staff"]),
+             _entry("same2")]
+    indexed = [_indexed("same"), _indexed("bigger"), _indexed("regrouped"), _indexed("gone"), _indexed("same2")]
+    main, tagged, counts = _classify(found, indexed)
+    assert sorted(e.url.rsplit("/", 1)[1] for e in main) == ["bigger", "new", "regrouped"]
+    assert [s.url.rsplit("/", 1)[1] for s in tagged[VANISHED]] == ["gone"]
+    assert counts["unchanged"] == 2 and counts["changed"] == 2 and counts["new"] == 1
+    assert counts["accepted"] == 5 and counts["in_index"] == 5
+    arrivals = [getattr(a, "value", a) for a in tagged[ARRIVED]]
+    assert [(a.listing, a.documents) for a in arrivals] == [("L1", 5)]  # every entry counted for its listing
+
+
+def test_a_malformed_entry_is_its_own_report_line_not_the_folders_failure():
+    """A third party's source may hand on an entry with a field of the wrong type: the folder's other
+    documents are classified, the bad one is one line."""
+    found = [_entry("same"), _entry("bad", groups=5)]
+    main, _tagged, counts = _classify(found, [_indexed("same"), _indexed("bad")])
+    assert main == []
+    assert counts["unchanged"] == 1 and counts["failed"] == 1
