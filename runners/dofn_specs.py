@@ -51,4 +51,5 @@ def remember_dofn_specs() -> None:
         return set(specs[0]), set(specs[1])
 
     get_dofn_specs._beamtrawl_remembered = True
+    get_dofn_specs.__wrapped__ = introspect  # Beam's own
     userstate.get_dofn_specs = get_dofn_specs  # is_stateful_dofn and validate_stateful_dofn call it by this name
