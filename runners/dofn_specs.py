@@ -19,15 +19,37 @@ import types
 import weakref
 
 _BY_CLASS: dict[type, tuple[frozenset, frozenset]] = {}
-_BY_INSTANCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_BY_INSTANCE: dict[int, tuple[weakref.ref, tuple[frozenset, frozenset]]] = {}  # by id: a DoFn's own __eq__ is not asked
 
 
 def _per_class(dofn) -> bool:
     """Whether ``dofn``'s specs are its class's. Beam introspects every attribute that is a bound method: an
     instance's own attribute counts when it is one, or when it hides one of the class's methods."""
-    kind = type(dofn)
+    kind, own = type(dofn), getattr(dofn, "__dict__", None)
+    if own is None or getattr(kind, "__slots__", ()):  # slots may hold methods too: not looked into here
+        return False
     return not any(isinstance(value, types.MethodType) or isinstance(getattr(kind, name, None), types.FunctionType)
-                   for name, value in getattr(dofn, "__dict__", {}).items())
+                   for name, value in own.items())
+
+
+def _remembered(dofn, introspect) -> tuple[frozenset, frozenset]:
+    """The specs of ``dofn``, introspected once per class or once per instance."""
+    if _per_class(dofn):
+        kind = type(dofn)
+        if kind not in _BY_CLASS:
+            _BY_CLASS[kind] = tuple(map(frozenset, introspect(dofn)))
+        return _BY_CLASS[kind]
+    key = id(dofn)
+    held = _BY_INSTANCE.get(key)
+    if held is not None and held[0]() is dofn:
+        return held[1]
+    specs = tuple(map(frozenset, introspect(dofn)))
+    try:  # forgotten when the DoFn is gone (its id may then be another's)
+        ref = weakref.ref(dofn, lambda _ref: _BY_INSTANCE.pop(key, None))
+    except TypeError:  # no weak reference to it: asked every time
+        return specs
+    _BY_INSTANCE[key] = (ref, specs)
+    return specs
 
 
 def remember_dofn_specs() -> None:
@@ -40,15 +62,8 @@ def remember_dofn_specs() -> None:
     introspect = userstate.get_dofn_specs
 
     def get_dofn_specs(dofn):
-        cache, key = (_BY_CLASS, type(dofn)) if _per_class(dofn) else (_BY_INSTANCE, dofn)
-        try:
-            specs = cache.get(key)
-        except TypeError:  # not hashable, or no weak reference to it: asked every time
-            return introspect(dofn)
-        if specs is None:
-            state, timers = introspect(dofn)
-            specs = cache[key] = frozenset(state), frozenset(timers)
-        return set(specs[0]), set(specs[1])
+        state, timers = _remembered(dofn, introspect)
+        return set(state), set(timers)
 
     get_dofn_specs._beamtrawl_remembered = True
     get_dofn_specs.__wrapped__ = introspect  # Beam's own

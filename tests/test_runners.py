@@ -225,15 +225,19 @@ def test_dofn_specs_are_remembered_as_beam_gives_them():
         def process(self, element):
             yield element
 
-    holder = Plain()
-    holder.other = Stateful().process
+    class Slotted(beam.DoFn):
+        __slots__ = ("other",)
+
+    holder, slotted = Plain(), Slotted()
+    holder.other = slotted.other = Stateful().process
     direct.runner(PipelineOptions(direct.arguments([])))
     remember_dofn_specs()  # idempotent: the function is replaced once
     remembered = userstate.get_dofn_specs
     beams = remembered.__wrapped__
     assert not getattr(beams, "_beamtrawl_remembered", False)
     stateful = beam.Map(lambda kv, bag=bag_state: kv).fn
-    for dofn in (Stateful(), Stateful(), Plain(), holder, Plain(), beam.Map(len).fn, stateful, stateful,
+    for dofn in (Stateful(), Stateful(), Plain(), holder, holder, Plain(), slotted, beam.Map(len).fn, stateful,
+                 stateful,
                  _Prepare(PrepareOptions(BUILTIN, "fp", 2**20, 250_000))):
         assert remembered(dofn) == beams(dofn), dofn
     assert remembered(holder)[0] and not remembered(Plain())[0]
