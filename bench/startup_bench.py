@@ -12,6 +12,11 @@ wall and CPU time of one ``python -m beamtrawl.pipeline.cli search`` process, an
 the configuration package (``beamtrawl.pipeline.config``, pydantic included), each with its ratio
 current/baseline. ``--tiny`` (tests/test_benchmarks.py runs it): 2 runs, and without ``--baseline`` this
 checkout is its own baseline (the ratio then shows the noise alone: a test has no older checkout).
+
+It then times the start-up of a crawl (issue 27, target 2: at most 2 s of wall time on a quiet machine): a
+``beamtrawl crawl`` of a tree of one small HTML file into a fresh index, two workers, start to exit, wall and
+CPU time (the command, its workers and their preparing children), median of ``--crawl-runs`` runs (default
+5; 1 with ``--tiny``) of each checkout, alternating.
 """
 
 from __future__ import annotations
@@ -34,6 +39,11 @@ index: {{path: "{index}"}}
 blacklist: [{{regex: ".*/\\\\.git/.*"}}]
 auxiliary_fields: [{{name: project, regex: "/projects/([^/]*)/"}}]
 """
+ONE_FILE = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Sourdough starter</title></head>
+<body><h1>Sourdough starter</h1><p>Feed the starter twice a day with flour and water.</p></body></html>
+"""
+CRAWL_TARGET_S = 2.0
 IMPORT = "import time; t = time.perf_counter(); import beamtrawl.pipeline.config; print(time.perf_counter() - t)"
 PARTS = """\
 import time, yaml, beamtrawl.plugins.manager, beamtrawl.transforms.enrich.access
@@ -70,14 +80,34 @@ def timed(command: list[str], env: dict) -> tuple[float, float]:
     return elapsed, used
 
 
+def crawl_start_up(folder: Path, envs: dict, runs: int) -> tuple[dict, dict]:
+    """Wall and CPU seconds of ``beamtrawl crawl`` of a one-file tree into a fresh index, by checkout."""
+    tree = folder / "one-file"
+    tree.mkdir()
+    (tree / "starter.html").write_text(ONE_FILE, encoding="utf-8")
+    walls: dict[str, list[float]] = {name: [] for name in envs}
+    cpus: dict[str, list[float]] = {name: [] for name in envs}
+    for run in range(runs):
+        for name, env in envs.items():
+            config = folder / f"one-{name}-{run}.yaml"
+            config.write_text(f'start: [{{url: "{tree}"}}]\nindex: {{path: "{folder / config.stem}.sqlite"}}\n',
+                              encoding="utf-8")
+            wall, cpu = timed([sys.executable, "-m", "beamtrawl.pipeline.cli", "crawl", str(config),
+                               "--direct_num_workers=2"], env)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    return walls, cpus
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", help="a checkout of the code to compare with (default /tmp/cfg-old)")
     parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--crawl-runs", type=int, default=5, help="one-file crawls of each checkout (default 5)")
     parser.add_argument("--tiny", action="store_true", help="2 runs, against this checkout unless --baseline")
     args = parser.parse_args()
     if args.tiny:
-        args.runs = 2
+        args.runs, args.crawl_runs = 2, 1
     if args.baseline is None:
         args.baseline = str(HERE) if args.tiny else "/tmp/cfg-old"
     if not (Path(args.baseline) / "pipeline").is_dir():
@@ -106,6 +136,7 @@ def main() -> None:
                 cpus[name].append(cpu)
                 loads[name].append(float(subprocess.run(imports, env=env, capture_output=True, text=True,
                                                         check=True).stdout))
+        starts = crawl_start_up(folder, envs, args.crawl_runs)
         parts = [[float(x) for x in subprocess.run([sys.executable, "-c", PARTS], env=envs["current"], check=True,
                                                    capture_output=True, text=True).stdout.split()]
                  for _ in range(args.runs)]
@@ -116,6 +147,13 @@ def main() -> None:
         old, new = statistics.median(figures["baseline"]), statistics.median(figures["current"])
         print(f"  {label:34s} baseline {old * 1000:7.1f} ms   current {new * 1000:7.1f} ms   "
               f"difference {(new - old) * 1000:+7.1f} ms   ratio {new / old:5.2f}")
+    for label, figures in (("one-file crawl, wall", starts[0]), ("one-file crawl, CPU", starts[1])):
+        old, new = statistics.median(figures["baseline"]), statistics.median(figures["current"])
+        print(f"  {label:34s} baseline {old:7.2f} s    current {new:7.2f} s    "
+              f"difference {new - old:+7.2f} s    ratio {new / old:5.2f}")
+    wall = statistics.median(starts[0]["current"])
+    print(f"  one-file crawl (2 workers), current: {wall:.2f} s wall, target <= {CRAWL_TARGET_S:g} s on a quiet machine: "
+          f"{'PASS' if wall <= CRAWL_TARGET_S else 'MISS'} (load average {os.getloadavg()[0]:.1f})")
     pydantic, schema, preparators = (statistics.median(p[i] for p in parts) * 1000 for i in range(3))
     print(f"  current, CPU: pydantic's import {pydantic:.0f} ms + the schema's models {schema:.0f} ms; the "
           f"preparators, which a search no longer imports: {preparators:.0f} ms")

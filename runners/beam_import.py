@@ -16,8 +16,12 @@ UNUSED = ("pymongo", "bson")
 
 
 def import_beam() -> None:
-    """Import Beam with :data:`UNUSED` refused, unless something imported them already."""
+    """Import Beam with :data:`UNUSED` refused, unless something imported them already; its DoFn
+    introspection then remembers each class's answer (runners/dofn_specs.py)."""
+    from beamtrawl.runners.dofn_specs import remember_dofn_specs
+
     if "apache_beam" in sys.modules:
+        remember_dofn_specs()
         return
     refused = [name for name in UNUSED if name not in sys.modules]
     quiet = logging.getLogger("apache_beam.io.mongodbio")  # it warns that it found no bson
@@ -30,3 +34,4 @@ def import_beam() -> None:
             if sys.modules.get(name, 0) is None:
                 del sys.modules[name]
         quiet.disabled = False
+    remember_dofn_specs()

@@ -23,6 +23,7 @@ import sys
 import threading
 
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from beamtrawl.runners.dofn_specs import remember_dofn_specs
 from beamtrawl.runners.options import with_defaults
 
 #: Beam starts it with a shell. ``trap '' INT``: the worker is born ignoring SIGINT (so Python installs no
@@ -55,6 +56,7 @@ def runner(options: PipelineOptions):
     # the environment given here, whose workers are processes all the same (direct_num_workers of them).
     direct.direct_running_mode = "in_memory"
     guard_data_streams()
+    remember_dofn_specs()
 
     class LocalRunner(FnApiRunner):
         def run_pipeline(self, pipeline, options):

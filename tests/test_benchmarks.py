@@ -32,7 +32,7 @@ BENCHES = {
     "real_world_bench": ("full crawl / baseline", False),
     "serve_bench": ("opensearch: target web/direct", True),
     "smb_bench": ("ratio beamtrawl (acls off) / smbclient:", False),
-    "startup_bench": ("search process, wall", False),
+    "startup_bench": ("one-file crawl (2 workers), current:", False),
     "table_bench": ("sink throughput / write_deltalake", False),
 }
 

@@ -12,7 +12,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from beamtrawl.transforms.preparators import BUILTIN
 from beamtrawl.transforms.preparators.mime import MimeSniffer
-from beamtrawl.transforms.prepare import PrepareOptions, _PrepareFamily
+from beamtrawl.transforms.prepare import PrepareOptions, _Prepare
 from beamtrawl.transforms.records import Entry, RawDocument
 from beamtrawl.transforms.urls import doc_id
 from hypothesis import HealthCheck, given, settings
@@ -42,7 +42,7 @@ def mutations(draw, seed: bytes) -> bytes:
     return bytes(data)
 
 
-def prepare_once(stage: _PrepareFamily, name: str, data: bytes, sniff: MimeSniffer) -> None:
+def prepare_once(stage: _Prepare, name: str, data: bytes, sniff: MimeSniffer) -> None:
     url = f"file:///fuzz/{name}"
     entry = Entry(doc_id(url), url, "file:///fuzz/", 0, len(data), 1_700_000_000_000_000_000, "", None, "",
                   [], "", "", "", "")
@@ -59,7 +59,7 @@ def prepare_once(stage: _PrepareFamily, name: str, data: bytes, sniff: MimeSniff
 
 @pytest.fixture(scope="module")
 def stage():
-    stage = _PrepareFamily("fuzz", PrepareOptions(BUILTIN, "fp", 2**20, 10_000))
+    stage = _Prepare(PrepareOptions(BUILTIN, "fp", 2**20, 10_000))
     stage.setup()
     yield stage
     stage.teardown()

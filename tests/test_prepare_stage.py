@@ -9,7 +9,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from beamtrawl.transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
 from beamtrawl.transforms.preparators.isolation import MAX_IN_FLIGHT
-from beamtrawl.transforms.prepare import PrepareOptions, _PrepareFamily, summarize
+from beamtrawl.transforms.prepare import PrepareOptions, _Prepare, summarize
 from beamtrawl.transforms.records import Entry, Event, RawDocument, SnapshotEntry
 from beamtrawl.transforms.urls import doc_id
 
@@ -23,7 +23,7 @@ def raw(url: str, data: bytes, mimetype: str = "text/plain", metadata_only_reaso
 
 
 def run(preparators, document):
-    fn = _PrepareFamily("test", PrepareOptions(tuple(preparators), "fp", 2**20, 250_000))
+    fn = _Prepare(PrepareOptions(tuple(preparators), "fp", 2**20, 250_000))
     fn.setup()
     # outputs come when more documents wait than are in flight, or at the end of the bundle
     out = list(fn.process(document, GlobalWindow(), MIN_TIMESTAMP)) + list(fn.finish_bundle())
@@ -107,13 +107,28 @@ def test_summary_cut_at_last_space():
     assert summarize("x" * 20, 5) == "xxxxx..."
 
 
+def test_one_prepare_pardo_for_every_type():
+    """Not a ParDo, batch and upsert per preparator family: each is paid for in the graph and in every worker."""
+    import apache_beam as beam
+    from beamtrawl.transforms.prepare import Prepare
+
+    p = beam.Pipeline()
+    docs, _events, _gone = (p | beam.Create([]).with_output_types(Entry)
+                            | "Prepare" >> Prepare(PrepareOptions(BUILTIN, "fp", 2**20, 250_000)))
+    assert len(docs) == 1
+    transforms = p.to_runner_api().components.transforms.values()
+    pardos = sorted(t.unique_name for t in transforms if t.spec.urn == "beam:transform:pardo:v1")
+    assert [n for n in pardos if n.startswith("Prepare/")] == ["Prepare/Prepare/ParDo(_Prepare)",
+                                                               "Prepare/Read/ParDo(_Read)"], pardos
+
+
 def test_prepared_defaults():
     assert Prepared().headlines == [] and Prepared().fields == {}
 
 
 def test_documents_are_emitted_in_order_once_more_than_max_in_flight_wait():
     """The worker reads the next documents while the child prepares; the child has the next one at hand."""
-    fn = _PrepareFamily("test", PrepareOptions(BUILTIN, "fp", 2**20, 250_000))
+    fn = _Prepare(PrepareOptions(BUILTIN, "fp", 2**20, 250_000))
     fn.setup()
     try:
         outputs = [[o.value.content for o in fn.process(raw(f"file:///d/{i}.txt", f"text {i}".encode()),

@@ -207,6 +207,43 @@ def test_a_local_crawl_runs_with_the_data_streams_guarded():
     assert TimeBasedBufferingClosableOutputStream._beamtrawl_guarded
 
 
+def test_dofn_specs_are_remembered_as_beam_gives_them():
+    """Per class where an instance's own attributes cannot change the answer; per instance where they can (a
+    ``beam.Map`` wrapper, a DoFn holding a bound method of a stateful DoFn)."""
+    from apache_beam.transforms import userstate
+    from beamtrawl.runners.dofn_specs import remember_dofn_specs
+    from beamtrawl.transforms.preparators import BUILTIN
+    from beamtrawl.transforms.prepare import PrepareOptions, _Prepare
+
+    bag_state = beam.DoFn.StateParam(userstate.BagStateSpec("bag", beam.coders.VarIntCoder()))
+
+    class Stateful(beam.DoFn):
+        def process(self, element, bag=bag_state):
+            yield element
+
+    class Plain(beam.DoFn):
+        def process(self, element):
+            yield element
+
+    class Slotted(beam.DoFn):
+        __slots__ = ("other",)
+
+    holder, slotted = Plain(), Slotted()
+    holder.other = slotted.other = Stateful().process
+    direct.runner(PipelineOptions(direct.arguments([])))
+    remember_dofn_specs()  # idempotent: the function is replaced once
+    remembered = userstate.get_dofn_specs
+    beams = remembered.__wrapped__
+    assert not getattr(beams, "_beamtrawl_remembered", False)
+    stateful = beam.Map(lambda kv, bag=bag_state: kv).fn
+    for dofn in (Stateful(), Stateful(), Plain(), holder, holder, Plain(), slotted, beam.Map(len).fn, stateful,
+                 stateful,
+                 _Prepare(PrepareOptions(BUILTIN, "fp", 2**20, 250_000))):
+        assert remembered(dofn) == beams(dofn), dofn
+    assert remembered(holder)[0] and not remembered(Plain())[0]
+    assert userstate.is_stateful_dofn(holder) and not userstate.is_stateful_dofn(Plain())
+
+
 def test_the_join_loss_benchmark_runs_in_its_tiny_mode():
     import subprocess
     import sys

@@ -1,18 +1,17 @@
-"""Prepare: read a new or changed document, sniff its MIME type, route it to its preparator family,
-and build the index document.
+"""Prepare: read a new or changed document, sniff its MIME type, run its preparators and build the index
+document.
 
 ::
 
-    entries ─► Read (bytes, bounded; MIME by magic) ─► Partition by first preparator ─┬─► html ParDo ─► documents
-                                                                                     ├─► text ParDo ─► documents
-                                                                                     └─► …   ParDo ─► documents
-                                                                              events (read, prepared, failed)
+    entries ─► Read (bytes, bounded; MIME by magic) ─► Prepare (each document by its own chain) ─► documents
+                                                                     events (read, prepared, failed)
 
-The documents stay one PCollection per family: a Flatten here would make Beam's local runner
-finish every preparation before the first write, where written per branch the writes of one worker
-overlap the preparation of the other.
+One ParDo for every type: each document's chain is chosen in it. A ParDo per preparator family (a
+Partition, then forty branches, each batched and written apart) made a crawl's graph some two hundred
+ParDos, paid for in building and translating the graph and in every worker's bundle processors before
+the first document, and cut every worker's writes into a batch per family (issue 27).
 
-Each family is its own ParDo. Inside it the accepting preparators are tried by priority; if all
+The accepting preparators are tried by priority; if all
 fail, a substitute document (name, size, date, ``preparation_error``) is indexed instead, as
 regain's createSubstituteDocument did. A document of a type no preparator reads is *unsupported*: the
 catch-all ``metadata_only`` indexes it by name (counted, not a failure), or, switched off, no document
@@ -31,7 +30,7 @@ a substitute (regain's createSubstituteDocument), whatever the other documents o
 
 Plugins' ``on_before_prepare`` runs for each preparator the child tried, in the order tried, and
 ``on_after_prepare`` for the one that succeeded (it may replace the result); both run in the worker
-when it collects the child's result, loaded in ``setup`` of the family's DoFn. Auxiliary fields are
+when it collects the child's result, loaded in ``setup`` of the DoFn. Auxiliary fields are
 computed in :func:`make_document`.
 """
 
@@ -183,25 +182,23 @@ class _Read(beam.DoFn):
         yield RawDocument(entry, mimetype, data, reason)
 
 
-class _PrepareFamily(beam.DoFn):
+class _Prepare(beam.DoFn):
     """Run the preparators accepting each document, by priority, until one succeeds.
 
     A document is handed to the preparing child and its outputs are emitted, in order, once its answer is
     in or when more than ``MAX_IN_FLIGHT`` wait (or when the bundle ends), each with its own window and
     timestamp: the worker reads and sniffs the next documents while the child prepares, and the child has
     the next one at hand when it finishes one. What is held is what is in flight (a few documents, or one
-    larger than the pipe)."""
+    larger than the pipe). Time and progress are counted by family (the first preparator of a document's
+    chain; ``unprepared``: none)."""
 
-    def __init__(self, family: str, options: PrepareOptions, shared: Shared | None = None,
-                 plugins: PluginHost | None = None):
-        self.family = family
+    def __init__(self, options: PrepareOptions, shared: Shared | None = None, plugins: PluginHost | None = None):
         self.options = options
         self.shared = shared
         self.plugins = plugins or PluginHost()
-        self.us = Metrics.counter("stage_us", f"prepare:{family}")
 
     def setup(self):
-        self.progress = Progress(f"documents prepared ({self.family})")
+        self.us, self.progress = {}, {}  # by family: time (a Beam counter) and documents
         self.tally = Tally(EVENTS)
         self.runner = runner_for(self.options.preparators, self.options.bounds, self.shared)
         self.chain_for = Chooser(self.options.preparators)
@@ -214,16 +211,27 @@ class _PrepareFamily(beam.DoFn):
 
     def finish_bundle(self):
         while self.pending:
-            yield from timed(self.us, self._windowed(*self.pending.popleft()))
-        self.progress.flush()
+            held = self.pending.popleft()
+            yield from timed(self._counters(held[1])[0], self._windowed(*held))
+        for progress in self.progress.values():
+            progress.flush()
         yield from self.tally.flush()
 
     def process(self, raw, window=beam.DoFn.WindowParam, timestamp=beam.DoFn.TimestampParam):
-        self.progress.add()
-        return timed(self.us, self._hand_over(raw, window, timestamp))
-
-    def _hand_over(self, raw, window, timestamp):
         chain = self.chain_for(raw.mimetype, raw.entry.url)
+        us, progress = self._counters(chain)
+        progress.add()
+        return timed(us, self._hand_over(raw, chain, window, timestamp))
+
+    def _counters(self, chain) -> tuple:
+        """The time counter and the progress of the family of ``chain`` (made at its first document)."""
+        family = chain[0].name if chain else "unprepared"
+        if family not in self.us:
+            self.us[family] = Metrics.counter("stage_us", f"prepare:{family}")
+            self.progress[family] = Progress(f"documents prepared ({family})")
+        return self.us[family], self.progress[family]
+
+    def _hand_over(self, raw, chain, window, timestamp):
         if not chain:  # a type nothing reads and no catch-all: no document, as regain made none
             yield from self._unread(raw.entry, raw.mimetype, window, timestamp)
         elif not raw.metadata_only_reason:  # one the preparing process cannot take (it does not start) gets its substitute
@@ -321,7 +329,7 @@ class _PrepareFamily(beam.DoFn):
 
 
 class Prepare(beam.PTransform):
-    """Entries to prepare → (index documents, one PCollection per preparator family; events; delete
+    """Entries to prepare → (index documents, as a tuple of one PCollection; events; delete
     candidates: documents of a type nothing reads any more)."""
 
     def __init__(self, options: PrepareOptions, plugins: PluginHost | None = None, source_settings=None):
@@ -333,23 +341,8 @@ class Prepare(beam.PTransform):
     def expand(self, entries):
         read = entries | "Read" >> beam.ParDo(_Read(self.options.max_file_size, self.source_settings)
                                               ).with_output_types(RawDocument).with_outputs(EVENTS, main="raw")
-        preparators = self.options.preparators
-        families = [p.name for p in preparators] + ["unprepared"]
-        chain_for = Chooser(preparators)
-
-        def route(raw, _count):
-            chain = chain_for(raw.mimetype, raw.entry.url)
-            return preparators.index(chain[0]) if chain else len(preparators)
-
-        parts = read["raw"] | "ByPreparator" >> beam.Partition(route, len(families))
-        shared = Shared()  # the families of one worker process share its preparing children
-        docs, events, deletes = [], [read[EVENTS]], []
-        for family, part in zip(families, parts):
-            prepare = _PrepareFamily(family, self.options, shared, self.plugins)
-            out = part | f"Prepare:{family}" >> beam.ParDo(prepare).with_output_types(
-                IndexDoc).with_outputs(EVENTS, DELETE, main="docs")
-            docs.append(out["docs"])
-            events.append(out[EVENTS])
-            deletes.append(out[DELETE])
-        return (tuple(docs), tuple(events) | "AllPrepareEvents" >> beam.Flatten().with_output_types(Event),
-                tuple(deletes) | "AllNoLongerRead" >> beam.Flatten().with_output_types(SnapshotEntry))
+        shared = Shared()  # the DoFn instances of one worker process (bundles in parallel) share its children
+        out = read["raw"] | "Prepare" >> beam.ParDo(_Prepare(self.options, shared, self.plugins)).with_output_types(
+            IndexDoc).with_outputs(EVENTS, DELETE, main="docs")
+        return ((out["docs"],), (read[EVENTS], out[EVENTS]) | "AllPrepareEvents" >> beam.Flatten().with_output_types(Event),
+                out[DELETE])
