@@ -107,19 +107,22 @@ def test_summary_cut_at_last_space():
     assert summarize("x" * 20, 5) == "xxxxx..."
 
 
-def test_one_prepare_pardo_for_every_type():
-    """Not a ParDo, batch and upsert per preparator family: each is paid for in the graph and in every worker."""
+def test_one_prepare_pardo_per_media_type():
+    """Not a ParDo, batch and upsert per preparator family (forty): each is paid for in the graph and in every
+    worker; a branch per media type keeps cheap documents' writes apart from slow ones'."""
     import apache_beam as beam
     from beamtrawl.transforms.prepare import Prepare
 
     p = beam.Pipeline()
     docs, _events, _gone = (p | beam.Create([]).with_output_types(Entry)
                             | "Prepare" >> Prepare(PrepareOptions(BUILTIN, "fp", 2**20, 250_000)))
-    assert len(docs) == 1
+    assert len(docs) == 4
     transforms = p.to_runner_api().components.transforms.values()
     pardos = sorted(t.unique_name for t in transforms if t.spec.urn == "beam:transform:pardo:v1")
-    assert [n for n in pardos if n.startswith("Prepare/")] == ["Prepare/Prepare/ParDo(_Prepare)",
-                                                               "Prepare/Read/ParDo(_Read)"], pardos
+    assert [n for n in pardos if n.startswith("Prepare/")] == [
+        "Prepare/ByMediaType/ParDo(ApplyPartitionFnFn)/ParDo(ApplyPartitionFnFn)", *(f"Prepare/Prepare:{m}/ParDo(_Prepare)" for m in
+                                                           ("application", "image", "other", "text")),
+        "Prepare/Read/ParDo(_Read)"], pardos
 
 
 def test_prepared_defaults():
