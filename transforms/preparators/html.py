@@ -1,6 +1,6 @@
 """HTML and XHTML: trafilatura finds the main text and title; h1–h6 become headlines; the description
-(``<meta name="description">``, which Tika reads too) is the metadata; links are kept with their text for
-the web source.
+(``<meta name="description">``, which Tika reads too) is the metadata; links, with their text, when
+the ``links`` parameter asks for them.
 
 Page furniture is taken out before the text and headlines are taken (links are taken before, since the
 crawler follows navigation): navigation, search boxes, the page's own header and footer, sidebars
@@ -37,6 +37,9 @@ REVISION = 3  # part of the preparation fingerprint (base.py): 1 keeps the page'
 # 2 the blocks the main text left out that are not furniture, 3 a declared main content is the main text and
 # the furniture's text goes to a field of its own
 
+# Prepared.links only when asked: the web source finds a page's links in its raw bytes itself
+# (transforms/sources/http/links.py), so no source reads them here, and they cost a seventh of a page's time.
+DEFAULTS = (("links", False),)
 _SKIP_LINKS = ("mailto:", "javascript:", "tel:", "data:")
 _INVISIBLE = ("script", "style", "noscript", "template")  # no words a reader sees
 _FURNITURE_TAGS = ("nav", *_INVISIBLE)
@@ -144,7 +147,7 @@ def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
     title_element = tree.find(".//title")
     title = _text(title_element) if title_element is not None else ""
     description = " ".join(" ".join(tree.xpath("//meta[@name='description' or @name='Description']/@content")).split())
-    links = _links(tree, url)  # before the furniture goes: the crawler follows navigation
+    links = _links(tree, url) if params.get("links") else []  # before the furniture goes: navigation links
     furniture = _drop_furniture(tree)
     headlines = [h for h in (_text(e) for e in tree.iter("h1", "h2", "h3", "h4", "h5", "h6")) if h]
     body = tree.find(".//body")
