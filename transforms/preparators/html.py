@@ -141,7 +141,8 @@ def _declared_main(root):
     found = [e for e in _MAIN(root) if not any(_is_main(a) for a in e.iterancestors())]  # the outermost
     if len(found) != 1 or found[0].getparent() is None:  # none, several, or <html role="main">
         return None
-    return found[0] if _WORD.search(found[0].xpath("string()")) else None
+    # a word in any of its texts: stops at the first, where string() built a whole manual's text to test it
+    return found[0] if any(_WORD.search(text) for text in found[0].itertext()) else None
 
 
 def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
