@@ -2,8 +2,8 @@
 (``<meta name="description">``, which Tika reads too) is the metadata; links, with their text, when
 the ``links`` parameter asks for them.
 
-Page furniture is taken out before the text and headlines are taken (links are taken before, since the
-crawler follows navigation): navigation, search boxes, the page's own header and footer, sidebars
+Page furniture is taken out before the text and headlines are taken (links, when asked for, before it, since
+a crawler follows navigation): navigation, search boxes, the page's own header and footer, sidebars
 and the "¶" permalinks beside headings that Sphinx and MkDocs print. In the text, every page of a site
 would match the words of its menus, and snippets would show them; so their visible text goes to the
 document's ``furniture`` field, which the index targets search with a low weight and never show
@@ -38,7 +38,7 @@ REVISION = 3  # part of the preparation fingerprint (base.py): 1 keeps the page'
 # the furniture's text goes to a field of its own
 
 # Prepared.links only when asked: the web source finds a page's links in its raw bytes itself
-# (transforms/sources/http/links.py), so no source reads them here, and they cost a seventh of a page's time.
+# (transforms/sources/http/links.py), so no source reads them here, and they cost a tenth of a page's time.
 DEFAULTS = (("links", False),)
 _SKIP_LINKS = ("mailto:", "javascript:", "tel:", "data:")
 _INVISIBLE = ("script", "style", "noscript", "template")  # no words a reader sees
