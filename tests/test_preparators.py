@@ -15,6 +15,7 @@ from beamtrawl.transforms.preparators.mime import MimeSniffer
 from beamtrawl.transforms.preparators.text import prepare_text
 
 from tests.package_files import python_library_docs
+from tests.preparing import prepare_bytes
 
 GERMAN = "Grüße aus Köln! Die zwölf Äpfel über der Straße schmecken süß, und der Bäcker öffnet früh."
 
@@ -55,7 +56,7 @@ and the lid stays closed until it stops.</p>
 
 
 def test_prepare_html():
-    prepared = prepare_html(PAGE, "https://example.org/handbook/safety.html", "text/html", {})
+    prepared = prepare_html(PAGE, "https://example.org/handbook/safety.html", "text/html", {"links": True})
     assert prepared.title == "Lab Handbook"
     assert prepared.headlines == ["Safety first", "Gloves", "Small print"]
     assert "balanced before every run" in prepared.content
@@ -73,9 +74,9 @@ FURNITURE = ("Table of Contents", "Previous topic", "Next topic", "This Page", "
 @pytest.mark.parametrize("page", ["subprocess.html", "asyncio-subprocess.html", "json.html"])
 def test_sphinx_page_furniture_is_dropped(page):
     """Python's own documentation, as Debian ships it: menus, sidebars and "¶" permalinks are no text,
-    the main text and its headings are, and the navigation's links are still followed."""
+    the main text and its headings are, and the navigation's links are still taken when asked for."""
     path = python_library_docs() / page
-    prepared = prepare_html(path.read_bytes(), path.as_uri(), "text/html", {})
+    prepared = prepare_html(path.read_bytes(), path.as_uri(), "text/html", {"links": True})
     assert not [f for f in FURNITURE if f in prepared.content or f in " ".join(prepared.headlines)]
     assert prepared.headlines[0] in prepared.title and len(prepared.headlines) > 3
     assert "Source code: Lib/" in prepared.content and len(prepared.content) > 5000
@@ -110,9 +111,19 @@ def test_declared_main_content_of_odd_pages(data, content):
     assert " ".join(prepared.content.split()) == content
 
 
+def test_links_only_when_asked():
+    """No source reads Prepared.links (the web source finds links in the raw page): the built-in chain takes
+    none, and the page's text is the same with them or without."""
+    path = python_library_docs() / "json.html"
+    prepared, errors, _ = prepare_bytes(path.read_bytes(), path.as_uri())
+    assert prepared.links == [] and not errors
+    asked = prepare_html(path.read_bytes(), path.as_uri(), "text/html", {"links": True})
+    assert asked.links and (asked.content, asked.headlines) == (prepared.content, prepared.headlines)
+
+
 def test_links_resolve_against_the_document_without_base():
     page = b'<html><body><p>See <a href="../other/b.html">the other page</a>.</p></body></html>'
-    prepared = prepare_html(page, "file:///srv/docs/web/a.html", "text/html", {})
+    prepared = prepare_html(page, "file:///srv/docs/web/a.html", "text/html", {"links": True})
     assert prepared.links == [("file:///srv/docs/other/b.html", "the other page")]
 
 
@@ -121,7 +132,7 @@ def test_relative_base_href_is_resolved_against_the_document_url():
     # a relative <base href="/docs/"> is used as is, so links come out as "/docs/page.html", not the
     # absolute URLs Prepared.links promises. The base must itself be resolved against the document URL.
     page = b'<html><head><base href="/docs/"></head><body><a href="page.html">Next</a></body></html>'
-    prepared = prepare_html(page, "https://example.org/handbook/index.html", "text/html", {})
+    prepared = prepare_html(page, "https://example.org/handbook/index.html", "text/html", {"links": True})
     assert prepared.links == [("https://example.org/docs/page.html", "Next")]
 
 

@@ -16,6 +16,7 @@ from beamtrawl.transforms.preparators import (
     encrypted,
     epub,
     external,
+    html,
     hwp,
     image,
     info,
@@ -46,13 +47,13 @@ from beamtrawl.transforms.preparators import (
 )
 from beamtrawl.transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
 from beamtrawl.transforms.preparators.chain import Chain, chain_for, prepare_nested
-from beamtrawl.transforms.preparators.html import prepare_html
 from beamtrawl.transforms.preparators.metadata_only import prepare_metadata_only
 from beamtrawl.transforms.preparators.text import MIME_TYPES as TEXT_MIME_TYPES
 from beamtrawl.transforms.preparators.text import prepare_text
 
 BUILTIN = (
-    PreparatorSpec("html", prepare_html, ("text/html", "application/xhtml+xml"), priority=10),
+    PreparatorSpec("html", html.prepare_html, ("text/html", "application/xhtml+xml"), priority=10,
+                   params=html.DEFAULTS),
     PreparatorSpec("pdf", pdf.prepare_pdf, pdf.MIME_TYPES, priority=10, params=pdf.DEFAULTS),
     PreparatorSpec("office", office.prepare_ooxml, office.MIME_TYPES, priority=10, params=office.DEFAULTS),
     PreparatorSpec("mail", mail.prepare_mail, mail.MIME_TYPES, priority=10),

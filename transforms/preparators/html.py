@@ -1,9 +1,9 @@
 """HTML and XHTML: trafilatura finds the main text and title; h1–h6 become headlines; the description
-(``<meta name="description">``, which Tika reads too) is the metadata; links are kept with their text for
-the web source.
+(``<meta name="description">``, which Tika reads too) is the metadata; links, with their text, when
+the ``links`` parameter asks for them.
 
-Page furniture is taken out before the text and headlines are taken (links are taken before, since the
-crawler follows navigation): navigation, search boxes, the page's own header and footer, sidebars
+Page furniture is taken out before the text and headlines are taken (links, when asked for, before it, since
+a crawler follows navigation): navigation, search boxes, the page's own header and footer, sidebars
 and the "¶" permalinks beside headings that Sphinx and MkDocs print. In the text, every page of a site
 would match the words of its menus, and snippets would show them; so their visible text goes to the
 document's ``furniture`` field, which the index targets search with a low weight and never show
@@ -37,6 +37,9 @@ REVISION = 3  # part of the preparation fingerprint (base.py): 1 keeps the page'
 # 2 the blocks the main text left out that are not furniture, 3 a declared main content is the main text and
 # the furniture's text goes to a field of its own
 
+# Prepared.links only when asked: the web source finds a page's links in its raw bytes itself
+# (transforms/sources/http/links.py), so no source reads them here, and they cost a tenth of a page's time.
+DEFAULTS = (("links", False),)
 _SKIP_LINKS = ("mailto:", "javascript:", "tel:", "data:")
 _INVISIBLE = ("script", "style", "noscript", "template")  # no words a reader sees
 _FURNITURE_TAGS = ("nav", *_INVISIBLE)
@@ -45,7 +48,9 @@ _SPHINX_BARS = frozenset({"related", "footer"})  # <div class="related">, <div c
 
 
 def _has_class(name: str) -> str:
-    return f"contains(concat(' ', normalize-space(.), ' '), ' {name} ')"
+    """The class test in XPath; the plain ``contains`` first, since most class attributes fail it and building
+    the padded string for every one cost a third of the furniture queries' time."""
+    return f"(contains(., '{name}') and contains(concat(' ', normalize-space(.), ' '), ' {name} '))"
 
 
 # Furniture found by its attributes (see the module docstring): ARIA landmarks that are not the main text,
@@ -136,7 +141,8 @@ def _declared_main(root):
     found = [e for e in _MAIN(root) if not any(_is_main(a) for a in e.iterancestors())]  # the outermost
     if len(found) != 1 or found[0].getparent() is None:  # none, several, or <html role="main">
         return None
-    return found[0] if _WORD.search(found[0].xpath("string()")) else None
+    # a word in any of its texts: stops at the first, where string() built a whole manual's text to test it
+    return found[0] if any(_WORD.search(text) for text in found[0].itertext()) else None
 
 
 def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
@@ -144,7 +150,7 @@ def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
     title_element = tree.find(".//title")
     title = _text(title_element) if title_element is not None else ""
     description = " ".join(" ".join(tree.xpath("//meta[@name='description' or @name='Description']/@content")).split())
-    links = _links(tree, url)  # before the furniture goes: the crawler follows navigation
+    links = _links(tree, url) if params.get("links") else []  # before the furniture goes: navigation links
     furniture = _drop_furniture(tree)
     headlines = [h for h in (_text(e) for e in tree.iter("h1", "h2", "h3", "h4", "h5", "h6")) if h]
     body = tree.find(".//body")
