@@ -63,11 +63,12 @@ def _list(folder: FrontierItem, rules, follow_symlinks: bool, stack: list):
     except OSError as err:  # unreadable or vanished: its documents stay in the index
         yield event("incomplete", folder.url, "discover", f"cannot list folder: {_reason(err)}")
         return 0
-    prefix = folder.url.rstrip("/")
+    prefix = folder.url.rstrip("/") + "/"
+    depth = depth_below(prefix + "_", folder.root)  # a name holds no "/": every child is this deep
     lineage = (*folder.ancestors, folder.identity) if follow_symlinks else ()
     yield event("listed", count=len(children))
     for child in children:
-        url = prefix + "/" + quote_segment(child.name)
+        url = prefix + quote_segment(child.name)
         try:
             if child.is_symlink() and not follow_symlinks:  # dangling or not: it is not followed
                 yield event("symlink_skipped")
@@ -76,7 +77,6 @@ def _list(folder: FrontierItem, rules, follow_symlinks: bool, stack: list):
         except OSError as err:
             yield _unlisted(child, url, err)
             continue
-        depth = depth_below(url, folder.root)
         if stat.S_ISDIR(st.st_mode):
             decision = rules.decide(url, depth + 1, source_url=folder.url)  # walked only if its files could be
             if not decision.accepted or not decision.parse:
