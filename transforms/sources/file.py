@@ -44,10 +44,11 @@ def _reason(err: OSError) -> str:
 
 def _entry(url: str, root: str, st: os.stat_result, identity: str, item: FrontierItem, depth: int | None = None
            ) -> Entry:
-    """``depth``: below ``root``, if the caller knows it already (a listing computes it once per file)."""
-    return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root) if depth is None else depth,
-                 size=st.st_size, mtime_ns=st.st_mtime_ns, identity=identity, content=None, mimetype="", outlinks=[],
-                 etag="", http_last_modified="", source_url=item.url, link_text="")
+    """``depth``: below ``root``, if the caller knows it already (a listing computes it once per folder).
+    The fields by position, in Entry's order: keywords cost 1.1 us more per file listed."""
+    return Entry(doc_id(url), url, root, depth_below(url, root) if depth is None else depth,  # id, url, root, depth
+                 st.st_size, st.st_mtime_ns, identity, None, "", [],  # size, mtime_ns, identity, content, mimetype, outlinks
+                 "", "", item.url, "")  # etag, http_last_modified, source_url, link_text
 
 
 def _identity(st: os.stat_result) -> str:
