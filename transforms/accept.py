@@ -41,6 +41,10 @@ class Decision:
     reason: str = ""
 
 
+#: The accepted decisions, made once: a listing decides every file, and a frozen dataclass is slow to build.
+_ACCEPTED = {(parse, index): Decision(True, parse, index) for parse in (False, True) for index in (False, True)}
+
+
 class Rules:
     """Picklable: built on the driver from the configuration, shipped to every worker."""
 
@@ -89,7 +93,7 @@ class Rules:
             return Decision(False, reason=f"deeper than max_depth {self.max_depth}")
         if not (entry.parse or entry.index):
             return Decision(False, reason="whitelist entry neither parses nor indexes it")
-        return Decision(True, entry.parse, entry.index)
+        return _ACCEPTED[entry.parse, entry.index]
 
     def _blacklist_entry(self, url: str):
         return next((b for b in self.blacklist if b.matches(url)), None)

@@ -62,6 +62,14 @@ class Entry(NamedTuple):
 
     route = "entries"  # not a field: the output a discovery step sends it to
 
+    def listed_by(self, listing: str) -> Entry:
+        """This entry marked as listing ``listing``'s: ``_replace(listing=…)`` without its keyword
+        machinery, three times slower, paid once per file listed."""
+        return tuple.__new__(Entry, (*self[:_LISTING], listing, *self[_LISTING + 1:]))
+
+
+_LISTING = Entry._fields.index("listing")
+
 
 class Listing(NamedTuple):
     """The evidence a delete needs (transforms/listings.py): what one listing of a container (folder, share,

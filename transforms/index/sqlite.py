@@ -338,8 +338,9 @@ class EmbeddedIndex(IndexTarget):
         rows = self._connect().execute(
             "SELECT id, url, size, mtime_ns, prep_fingerprint, content_hash, etag, http_last_modified, groups, "
             "outlinks, denied, root FROM docs WHERE rid >= ? AND rid < ?", split)
-        for *row, groups, outlinks, denied, root in rows:
-            yield SnapshotEntry(*row, _json_list(groups), _json_list(outlinks), _json_list(denied), root)
+        new = tuple.__new__  # the record made from the row's slice: unpacking it into names cost a third more
+        for row in rows:
+            yield new(SnapshotEntry, (*row[:8], _json_list(row[8]), _json_list(row[9]), _json_list(row[10]), row[11]))
 
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
         try:

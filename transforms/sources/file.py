@@ -44,10 +44,11 @@ def _reason(err: OSError) -> str:
 
 def _entry(url: str, root: str, st: os.stat_result, identity: str, item: FrontierItem, depth: int | None = None
            ) -> Entry:
-    """``depth``: below ``root``, if the caller knows it already (a listing computes it once per file)."""
-    return Entry(id=doc_id(url), url=url, root=root, depth=depth_below(url, root) if depth is None else depth,
-                 size=st.st_size, mtime_ns=st.st_mtime_ns, identity=identity, content=None, mimetype="", outlinks=[],
-                 etag="", http_last_modified="", source_url=item.url, link_text="")
+    """``depth``: below ``root``, if the caller knows it already (a listing computes it once per folder).
+    The fields by position, in Entry's order: keywords cost 1.1 us more per file listed."""
+    return Entry(doc_id(url), url, root, depth_below(url, root) if depth is None else depth,  # id, url, root, depth
+                 st.st_size, st.st_mtime_ns, identity, None, "", [],  # size, mtime_ns, identity, content, mimetype, outlinks
+                 "", "", item.url, "")  # etag, http_last_modified, source_url, link_text
 
 
 def _identity(st: os.stat_result) -> str:
@@ -63,11 +64,12 @@ def _list(folder: FrontierItem, rules, follow_symlinks: bool, stack: list):
     except OSError as err:  # unreadable or vanished: its documents stay in the index
         yield event("incomplete", folder.url, "discover", f"cannot list folder: {_reason(err)}")
         return 0
-    prefix = folder.url.rstrip("/")
+    prefix = folder.url.rstrip("/") + "/"
+    depth = depth_below(prefix + "_", folder.root)  # a name holds no "/": every child is this deep
     lineage = (*folder.ancestors, folder.identity) if follow_symlinks else ()
     yield event("listed", count=len(children))
     for child in children:
-        url = prefix + "/" + quote_segment(child.name)
+        url = prefix + quote_segment(child.name)
         try:
             if child.is_symlink() and not follow_symlinks:  # dangling or not: it is not followed
                 yield event("symlink_skipped")
@@ -76,7 +78,6 @@ def _list(folder: FrontierItem, rules, follow_symlinks: bool, stack: list):
         except OSError as err:
             yield _unlisted(child, url, err)
             continue
-        depth = depth_below(url, folder.root)
         if stat.S_ISDIR(st.st_mode):
             decision = rules.decide(url, depth + 1, source_url=folder.url)  # walked only if its files could be
             if not decision.accepted or not decision.parse:

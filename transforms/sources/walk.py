@@ -42,7 +42,7 @@ def evidenced(url: str, records: Iterable, children: Callable[[], Iterable | Non
             break
         if record.route == "entries" and not record.listing:
             seen.add(record.url)
-            record = record._replace(listing=listing)
+            record = record.listed_by(listing)
         elif record.route == "events" and record.kind == "incomplete" and container_key(record.url) == key:
             complete = False
         yield record
