@@ -6,6 +6,8 @@ internet; FnApiRunner is named explicitly so that never happens. Its worker proc
 first on the import path, and a ``concurrent.py`` lying there would run inside every worker. They ignore
 SIGINT from birth: Ctrl-C is the driver's to handle (pipeline/interrupt.py).
 
+Its workers are forked from the command while it starts, where it could (runners/forked_workers.py).
+
 A worker process that dies is heard (:func:`_failing_on_worker_death`): Beam only logs it from the thread
 that started the process, and the runner then waits forever for the dead worker's answers.
 
@@ -23,6 +25,7 @@ import sys
 import threading
 
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from beamtrawl.runners import forked_workers
 from beamtrawl.runners.dofn_specs import remember_dofn_specs
 from beamtrawl.runners.options import with_defaults
 
@@ -57,11 +60,15 @@ def runner(options: PipelineOptions):
     direct.direct_running_mode = "in_memory"
     guard_data_streams()
     remember_dofn_specs()
+    forked_workers.install(WORKER_COMMAND)
 
     class LocalRunner(FnApiRunner):
         def run_pipeline(self, pipeline, options):
-            with _failing_on_worker_death():
-                return super().run_pipeline(pipeline, options)
+            try:
+                with _failing_on_worker_death():
+                    return super().run_pipeline(pipeline, options)
+            finally:
+                forked_workers.release()  # those the run did not take
 
     return LocalRunner(default_environment=SubprocessSDKEnvironment.from_command_string(WORKER_COMMAND))
 

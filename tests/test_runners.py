@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -42,6 +45,34 @@ def test_direct_workers_are_processes_running_our_worker_command():
         assert_that(elsewhere, equal_to([True] * 50))
     for mode in ("multi_threading", "in_memory"):  # what the user chose stays Beam's to run
         assert direct.runner(PipelineOptions(direct.arguments([f"--direct_running_mode={mode}"]))) is None
+
+
+FORKED = """\
+import json, os, sys
+from beamtrawl.runners.beam_import import import_beam
+import_beam()
+from beamtrawl.runners import direct, forked_workers
+forked_workers.prestart(3)
+forked = [pid for pid, _pipe in forked_workers._WAITING]
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+options = PipelineOptions(direct.arguments(["--direct_num_workers=2"]))
+folder = sys.argv[1]
+with beam.Pipeline(runner=direct.runner(options), options=options) as p:
+    _ = p | beam.Create(range(20)) | beam.Map(lambda _: open(os.path.join(folder, str(os.getpid())), "w").close())
+print(json.dumps({"forked": forked, "left": forked_workers._WAITING}))
+"""
+
+
+def test_local_workers_are_forked_from_the_command_and_unused_ones_end(tmp_path):
+    """runners/forked_workers.py: the pipeline's two workers are two of the three forked before it was built (no
+    new Python, no imports); the third ends when the run does."""
+    done = subprocess.run([sys.executable, "-c", FORKED, str(tmp_path)], capture_output=True, text=True,
+                          timeout=300, check=True)
+    told = json.loads(done.stdout.splitlines()[-1])
+    worked = {int(name) for name in os.listdir(tmp_path)}
+    assert worked and worked <= set(told["forked"][:2]) and told["left"] == []
+    assert not Path(f"/proc/{told['forked'][2]}").exists()
 
 
 def _preparing_processes() -> set[str]:
