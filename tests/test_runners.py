@@ -75,6 +75,38 @@ def test_local_workers_are_forked_from_the_command_and_unused_ones_end(tmp_path)
     assert not Path(f"/proc/{told['forked'][2]}").exists()
 
 
+def test_a_stage_with_one_part_of_input_runs_on_one_worker_and_a_larger_one_on_all(tmp_path):
+    """runners/direct.py one_worker_for_one_part: no empty bundle on the second worker for a one-element stage;
+    a stage with input enough for both still runs on both."""
+    class Bundles(beam.DoFn):  # defined here: the workers get it by value (they cannot import tests)
+        """Leaves a file per bundle it finishes: FOLDER/LABEL-PID-N."""
+
+        def __init__(self, folder: str, label: str):
+            self.folder, self.label = folder, label
+
+        def start_bundle(self):
+            self.seen = 0
+
+        def process(self, element):
+            self.seen += 1
+            yield element
+
+        def finish_bundle(self):
+            path = os.path.join(self.folder, f"{self.label}-{os.getpid()}-{self.seen}")
+            with open(path if not os.path.exists(path) else f"{path}-{time.monotonic_ns()}", "w"):
+                pass
+
+    options = PipelineOptions(direct.arguments(["--direct_num_workers=2"]))
+    with beam.Pipeline(runner=direct.runner(options), options=options) as p:
+        _ = p | "One" >> beam.Create([1]) | "OneBundles" >> beam.ParDo(Bundles(str(tmp_path), "one"))
+        _ = (p | "Many" >> beam.Create(range(200)) | beam.Reshuffle()
+             | "ManyBundles" >> beam.ParDo(Bundles(str(tmp_path), "many")))
+    one = [name.split("-") for name in os.listdir(tmp_path) if name.startswith("one-")]
+    many = [name.split("-") for name in os.listdir(tmp_path) if name.startswith("many-")]
+    assert [int(seen) for _label, _pid, seen, *_ in one] == [1]
+    assert len({pid for _label, pid, *_ in many}) == 2 and sum(int(seen) for _l, _p, seen, *_ in many) == 200
+
+
 def _preparing_processes() -> set[str]:
     found = set()
     for proc in Path("/proc").glob("[0-9]*"):
