@@ -30,6 +30,8 @@ from beamtrawl.runners.options import option
 #: What a forked worker is called once it works (``ps -o comm``, /proc/PID/comm; at most 15 bytes): its command
 #: line is the command's own.
 WORKER_NAME = "beamtrawl-work"
+#: At most this many workers are forked (a count given by mistake, 10000, is left to Beam to start or refuse).
+MAX_FORKED = 64
 #: Forked workers waiting for their environment: (process id, write end of its pipe).
 _WAITING: list[tuple[int, int]] = []
 
@@ -43,20 +45,22 @@ def worker_count(runner: str | None, beam_args: list[str]) -> int:
             "multi_processing":
         return 0
     try:
-        count = int(option(beam_args, "direct_num_workers") or os.cpu_count() or 1)
+        count = int(option(beam_args, "direct_num_workers") or 0)
     except ValueError:
         return 0
-    return max(count, 0)
+    return min(count or os.cpu_count() or 1, MAX_FORKED) if count >= 0 else 0  # 0: one per core, as Beam
 
 
 def prestart(count: int) -> None:
     """Fork ``count`` workers that wait for :class:`ForkedFirst` to hand them their work. Forks only while this
     process runs a single thread (Python's; a native library's own threads handle fork themselves)."""
+    if count <= 0:
+        return
     import apache_beam.runners.worker.sdk_worker_main  # noqa: F401 - what each worker runs, loaded once here
     import beamtrawl.pipeline.graph  # the modules of every DoFn of a crawl
     import beamtrawl.transforms.preparators.isolation  # noqa: F401 - runners/local_worker.py's
 
-    if threading.active_count() > 1:
+    if threading.active_count() > 1 or not hasattr(os, "fork"):
         return
     sys.stdout.flush()
     sys.stderr.flush()
@@ -101,6 +105,9 @@ def _wait_and_serve(read: int) -> None:
         from beamtrawl.runners.local_worker import serve
 
         serve()
+    except SystemExit as stop:
+        sys.stderr.flush()
+        os._exit(stop.code if isinstance(stop.code, int) else 1)
     except BaseException:  # noqa: BLE001 - a worker that fails exits non-zero, as Beam's own would
         traceback.print_exc()
         sys.stderr.flush()
