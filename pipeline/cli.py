@@ -341,7 +341,6 @@ def _crawl(config, args, beam_args: list[str]) -> int:
     from beamtrawl.transforms.preparators.isolation import end_children
 
     report_to = args.report
-    sys.modules.setdefault("IPython", None)  # no IPython session (see main)
     try:
         from beamtrawl.pipeline.progress import LiveProgress
 
