@@ -91,6 +91,8 @@ def _wait_and_serve(read: int) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # as WORKER_COMMAND's ``trap '' INT``
         for sig in (signal.SIGTERM, signal.SIGUSR1):  # the command's own handlers (pipeline/interrupt.py)
             signal.signal(sig, signal.SIG_DFL)
+        if not sys.flags.safe_path and sys.path:  # what Python put first for the command (its folder, or the
+            del sys.path[0]  # current one with ``python -m``): gone, as from a worker Beam starts with -P
         for _pid, sibling in _WAITING:  # an earlier worker's pipe, which must close when the command's does
             os.close(sibling)
         _WAITING.clear()
