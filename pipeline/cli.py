@@ -256,6 +256,12 @@ def main(argv: list[str] | None = None) -> int:
         import_beam()  # first: whatever imports Beam next gets it without what a crawl never uses
     if args.command == "crawl" and (unknown := _unknown_beam_options(extra)):
         _parser().error(unknown)
+    if args.command == "crawl" and not args.dry_run:
+        from beamtrawl.runners import forked_workers
+
+        # A command is no IPython session; without this, Beam imports IPython (0.6 s) to ask if it is one.
+        sys.modules.setdefault("IPython", None)
+        forked_workers.prestart(forked_workers.worker_count(args.runner, extra))  # before any index or thread
     try:
         if args.command == "crawl" and args.reprepare:
             args.overrides.append("reprepare=true")
@@ -335,8 +341,6 @@ def _crawl(config, args, beam_args: list[str]) -> int:
     from beamtrawl.transforms.preparators.isolation import end_children
 
     report_to = args.report
-    # A command is no IPython session; without this, Beam imports IPython (0.6 s) to ask if it is one.
-    sys.modules.setdefault("IPython", None)
     try:
         from beamtrawl.pipeline.progress import LiveProgress
 
