@@ -34,9 +34,9 @@ import trafilatura
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from trafilatura.utils import decode_file, load_html
 
-REVISION = 3  # part of the preparation fingerprint (base.py): 1 keeps the page's description as its metadata,
+REVISION = 4  # part of the preparation fingerprint (base.py): 1 keeps the page's description as its metadata,
 # 2 the blocks the main text left out that are not furniture, 3 a declared main content is the main text and
-# the furniture's text goes to a field of its own
+# the furniture's text goes to a field of its own, 4 a page nested deeper than libxml2 reads is read flat
 
 # Prepared.links only when asked: the web source finds a page's links in its raw bytes itself
 # (transforms/sources/http/links.py), so no source reads them here, and they cost a tenth of a page's time.
