@@ -350,6 +350,7 @@ class EmbeddedIndex(IndexTarget):
             yield new(SnapshotEntry, (*row[:8], _json_list(row[8]), _json_list(row[9]), _json_list(row[10]), row[11]))
 
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
+        self._matrices.forget()  # SQLite's data_version does not change for a connection's own writes
         try:
             with self._transaction() as db:
                 self._write(db, docs)
@@ -411,6 +412,7 @@ class EmbeddedIndex(IndexTarget):
 
     def set_access(self, changes: Sequence[tuple[str, Sequence[str], Sequence[str]]]) -> None:
         """New access at once; a document whose partition changes takes its text to that partition's table."""
+        self._matrices.forget()
         with self._transaction() as db:
             for doc_id, groups, denied in changes:
                 groups, denied = json.dumps(list(groups)), json.dumps(list(denied))
@@ -425,6 +427,7 @@ class EmbeddedIndex(IndexTarget):
                 db.execute("UPDATE docs SET groups = ?, denied = ?, part = ? WHERE rid = ?", (groups, denied, part, row[0]))
 
     def delete(self, ids: Sequence[str]) -> None:
+        self._matrices.forget()
         marks = ", ".join("?" * len(ids))
         with self._transaction() as db:
             for (part,) in db.execute(f"SELECT DISTINCT part FROM docs WHERE id IN ({marks})", ids).fetchall():
@@ -629,7 +632,8 @@ def _keyword_ranking(db: sqlite3.Connection, query: Query, depth: int) -> tuple[
     sql, params, best = _matched(db, dataclasses.replace(query, mode=semantic.KEYWORD), "docs.rid, docs.url", None)
     if not sql:
         return "SELECT 1 WHERE 0", []
-    return f"SELECT rid FROM ({sql}) ORDER BY {best} LIMIT ?", [*params, depth]
+    # scores rounded: copies (equal scores) keep their order by URL, whatever the float noise of rescoring
+    return f"SELECT rid FROM ({sql}) ORDER BY round(score, 6) DESC, url LIMIT ?", [*params, depth]
 
 
 def _admitted(db: sqlite3.Connection, query: Query, row_docs, own: int | None):

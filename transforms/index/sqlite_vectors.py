@@ -48,11 +48,15 @@ def span(db: sqlite3.Connection, rid: int, passage: int) -> tuple[int, int] | No
 
 class Matrices:
     """Each partition's passage vectors as one float32 matrix, with the document of each row, read once per
-    change of the index (``PRAGMA data_version``)."""
+    change of the index (``PRAGMA data_version``, and :meth:`forget` after the connection's own writes)."""
 
     def __init__(self):
         self._held: dict[int, tuple] = {}
         self._version = None
+
+    def forget(self) -> None:
+        """After a write through the reading connection itself (its data_version stays the same)."""
+        self._held, self._version = {}, None
 
     def of(self, db: sqlite3.Connection, shown: Sequence[int], dimensions: int):
         """(matrix, row → rid, row → passage number) over the partitions ``shown``, rows of a document together."""
