@@ -39,17 +39,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from beamtrawl.transforms.embed import WordLlamaSettings, load_model  # noqa: E402
-from beamtrawl.transforms.embed.passages import passages  # noqa: E402
-from beamtrawl.transforms.embed.stage import BATCH, _Embed  # noqa: E402
-from beamtrawl.transforms.index import EmbeddedIndex, semantic  # noqa: E402
-from beamtrawl.transforms.index.query import parse_query  # noqa: E402
-from beamtrawl.transforms.preparators import Prepared  # noqa: E402
-from beamtrawl.transforms.preparators.html import prepare_html  # noqa: E402
-from beamtrawl.transforms.prepare import PrepareOptions, make_document  # noqa: E402
-from beamtrawl.transforms.records import Entry, IndexDoc, RawDocument  # noqa: E402
-from beamtrawl.transforms.urls import doc_id  # noqa: E402
-from semantic_questions import NAMES, QUESTIONS  # noqa: E402
+from beamtrawl.transforms.embed import WordLlamaSettings, load_model
+from beamtrawl.transforms.embed.passages import passages
+from beamtrawl.transforms.embed.stage import BATCH, _Embed
+from beamtrawl.transforms.index import EmbeddedIndex, semantic
+from beamtrawl.transforms.index.query import parse_query
+from beamtrawl.transforms.preparators import Prepared
+from beamtrawl.transforms.preparators.html import prepare_html
+from beamtrawl.transforms.prepare import PrepareOptions, make_document
+from beamtrawl.transforms.records import Entry, IndexDoc, RawDocument
+from beamtrawl.transforms.urls import doc_id
+from semantic_questions import NAMES, QUESTIONS
 
 MODES = (semantic.KEYWORD, semantic.SEMANTIC, semantic.HYBRID, semantic.AUTO)
 

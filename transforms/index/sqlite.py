@@ -502,8 +502,11 @@ class EmbeddedIndex(IndexTarget):
         if query.mode == semantic.SEMANTIC or not query.has_text:
             return Ranked([(rid, score) for rid, score, _ in near], passages)
         keyword = [row[0] for row in db.execute(*_keyword_ranking(db, query, semantic.DEPTH))]
-        return Ranked([(rid, round(score, 6)) for rid, score in semantic.fuse(keyword, [r for r, _, _ in near])],
-                      passages)
+        named = frozenset(rid for (rid,) in db.execute(
+            f"SELECT rid FROM names WHERE key = ? AND part IN ({', '.join(map(str, _visible_parts(db, query)))})",
+            (query.name_key,))) if query.name_key else frozenset()
+        fused = semantic.fuse(keyword, [rid for rid, _, _ in near], named)
+        return Ranked([(rid, round(score, 6)) for rid, score in fused], passages)
 
     def document(self, doc_id: str, groups: Sequence[str]) -> Stored | None:
         visible, params = _visible(groups)
@@ -629,7 +632,7 @@ def _matched(db: sqlite3.Connection, query: Query, columns: str, ranked: Ranked 
 
 def _keyword_ranking(db: sqlite3.Connection, query: Query, depth: int) -> tuple[str, list]:
     """The statement of a query's ``depth`` best keyword matches' rids, best first (a hybrid search's half)."""
-    sql, params, best = _matched(db, dataclasses.replace(query, mode=semantic.KEYWORD), "docs.rid, docs.url", None)
+    sql, params, _ = _matched(db, dataclasses.replace(query, mode=semantic.KEYWORD), "docs.rid, docs.url", None)
     if not sql:
         return "SELECT 1 WHERE 0", []
     # scores rounded: copies (equal scores) keep their order by URL, whatever the float noise of rescoring
