@@ -421,6 +421,7 @@ def _init(start: list[str], output: str, force: bool) -> int:
 
 def _search(config, args, groups=()) -> int:
     from beamtrawl.pipeline.hits import highlights, render
+    from beamtrawl.transforms.embed import lazy_embedder
     from beamtrawl.transforms.index import make_target, semantic
     from beamtrawl.transforms.index.query import asking
 
@@ -428,9 +429,12 @@ def _search(config, args, groups=()) -> int:
     query = asking(args.query, [f.name for f in config.auxiliary_fields if f.index], groups, args.like)
     target = make_target(config.index)
     target.check()
-    limit, embedder = args.limit, _embedder(config)
+    limit, embedder = args.limit, lazy_embedder(config.embeddings)
     if target.pages_unavailable():  # a target without pages (the table) cannot count: the hits are the total
-        hits = target.search(semantic.settled(query, args.query, semantic.KEYWORD, embedder), limit)
+        run = semantic.settled(query, args.query, semantic.KEYWORD if args.mode == semantic.AUTO else args.mode,
+                               embedder)
+        semantic.refuse_meaning(target, run)
+        hits = target.search(run, limit)
         total = len(hits)
     else:
         page = semantic.search_page(target, query, args.query, args.mode, embedder, limit, facet_size=1)
@@ -440,21 +444,6 @@ def _search(config, args, groups=()) -> int:
         return 0
     print(render(hits, total, highlights(sys.stdout)))
     return 0
-
-
-def _embedder(config):
-    """texts → vectors by the configuration's embedding model, loaded on first use (None: embeddings are off)."""
-    if not config.embeddings:
-        return None
-    from beamtrawl.transforms.embed import load_model
-
-    loaded = []
-
-    def embed(texts):
-        if not loaded:
-            loaded.append(load_model(config.embeddings))
-        return loaded[0].embed(texts)
-    return embed
 
 
 def _export(config, dest: str) -> int:

@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import urllib.parse
 
 import pytest
 import yaml
@@ -27,6 +28,7 @@ from beamtrawl.transforms.records import Entry, IndexDoc, RawDocument
 from beamtrawl.transforms.urls import doc_id
 
 from tests.package_files import python_library_docs
+from tests.serve_site import Site, api, get, served
 
 PAGES = ("subprocess.html", "asyncio-subprocess.html", "csv.html", "json.html", "tempfile.html", "shutil.html",
          "hashlib.html", "secrets.html", "random.html", "zipfile.html", "os.html", "argparse.html")
@@ -284,3 +286,14 @@ def test_a_crawl_embeds_new_and_changed_documents_only_and_search_answers_questi
                            "--config", str(config), "--json"], capture_output=True, text=True, timeout=120, check=False)
     assert like.returncode == 0, like.stderr
     assert [h["url"] for h in json.loads(like.stdout)] and hits[0]["url"] not in like.stdout
+    users = tmp_path / "users.yaml"
+    users.write_text("")
+    with served(Site(tmp_path / "docs", config, users)) as base:
+        found = api(base, QUESTION)  # auto: a question runs hybrid
+        assert found["mode"] == "auto" and found["hits"][0]["url"].endswith("/subprocess.html")
+        similar = api(base, "", like=found["hits"][0]["id"])
+        assert similar["total"] and found["hits"][0]["url"] not in {h["url"] for h in similar["hits"]}
+        status, _, page = get(f"{base}/?" + urllib.parse.urlencode({"q": QUESTION, "mode": "semantic"}))
+        assert status == 200 and b"more like this" in page and b'<option value="semantic" selected>' in page
+        for bad in ({"q": "x", "mode": "vector"}, {"like": "../etc"}, {"like": "f" * 65}):
+            assert get(f"{base}/api/search?" + urllib.parse.urlencode(bad))[0] == 400, bad

@@ -67,4 +67,21 @@ def load_model(settings: EmbeddingSettings):
     return REGISTRY.load(settings.model).from_config(settings)
 
 
-__all__ = ["REGISTRY", "EmbeddingSettings", "WordLlamaSettings", "load_model", "settings_model"]
+def lazy_embedder(settings: EmbeddingSettings | None):
+    """texts → vectors by the model ``settings`` names, loaded on first use (a search that needs no vector never
+    loads it), once for all threads; None when embeddings are off."""
+    if settings is None:
+        return None
+    import threading
+
+    loaded, lock = [], threading.Lock()
+
+    def embed(texts):
+        with lock:
+            if not loaded:
+                loaded.append(load_model(settings))
+        return loaded[0].embed(texts)
+    return embed
+
+
+__all__ = ["REGISTRY", "EmbeddingSettings", "WordLlamaSettings", "lazy_embedder", "load_model", "settings_model"]

@@ -73,15 +73,25 @@ def settled(query: Query, text: str, mode: str, embedder, keyword_total=None) ->
 def search_page(target, query: Query, text: str, mode: str, embedder, limit: int, offset: int = 0,
                 order: str = "relevance", facet_size: int = 10):
     """A page of hits in ``mode`` (auto: settled here, once keywords found nothing if need be)."""
-    run = settled(query, text, mode, embedder)
+    run = settled(query, text, mode if searches_meaning(target) else KEYWORD, embedder) if mode == AUTO else \
+        settled(query, text, mode, embedder)
     if run is None:
         page = target.search_page(dataclasses.replace(query, mode=KEYWORD), limit, offset, order, facet_size)
         if page.total:
             return page
         run = settled(query, text, mode, embedder, keyword_total=0)
-    if run.mode != KEYWORD and not getattr(target, "semantic", False):
-        raise QueryError(f"this index kind ({type(target).__name__}) cannot search by meaning yet; use --mode keyword")
+    refuse_meaning(target, run)
     return target.search_page(run, limit, offset, order, facet_size)
+
+
+def searches_meaning(target) -> bool:
+    return bool(getattr(target, "semantic", False))
+
+
+def refuse_meaning(target, query: Query) -> None:
+    """One line for a semantic or hybrid search (or more like this) on a target that cannot run one."""
+    if query.mode != KEYWORD and not searches_meaning(target):
+        raise QueryError(f"this index kind ({type(target).__name__}) cannot search by meaning yet; use --mode keyword")
 
 
 def nearest(vectors, row_docs, query_vector, depth: int = DEPTH, allowed=None) -> list[tuple[int, float, int]]:
