@@ -305,7 +305,7 @@ class CrawlFile(Section):
     ocr: Annotated[OcrSection, OrEmpty] = OcrSection()
     """text recognised in images and scanned PDF pages (tesseract)"""
     embeddings: Annotated[Any, PlainValidator(embeddings_section), WithJsonSchema(
-        {"type": ["object", "boolean", "null"], "description": "``model`` and the model's own keys, or false"})] = None
+        {"type": "object", "default_words": "off", "description": "``model`` and the model's own keys, or false"})] = None
     """passages embedded for questions and semantic search: ``{model: wordllama}`` and the model's keys; nothing
     or false: off (docs/search.md, "Questions")"""
 
