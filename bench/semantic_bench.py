@@ -43,7 +43,7 @@ from beamtrawl.transforms.embed import WordLlamaSettings, load_model
 from beamtrawl.transforms.embed.passages import passages
 from beamtrawl.transforms.embed.stage import BATCH, _Embed
 from beamtrawl.transforms.index import EmbeddedIndex, semantic
-from beamtrawl.transforms.index.query import parse_query
+from beamtrawl.transforms.index.query import asking
 from beamtrawl.transforms.preparators import Prepared
 from beamtrawl.transforms.preparators.html import prepare_html
 from beamtrawl.transforms.prepare import PrepareOptions, make_document
@@ -104,11 +104,11 @@ def run_queries(target, queries: dict[str, str], embedder, repeat: int) -> dict[
     for mode in MODES:
         ranks, times = [], []
         for text, answer in queries.items():
-            query = parse_query(text)
+            query = asking(text, mode=mode)
             spent = []
             for _ in range(repeat):
                 started = time.perf_counter()
-                page = semantic.search_page(target, query, text, mode, embedder, 10)
+                page = semantic.search_page(target, query, embedder, 10)
                 spent.append(time.perf_counter() - started)
                 for hit in page.hits:
                     if "/hidden/" in hit.url:

@@ -420,24 +420,25 @@ def _init(start: list[str], output: str, force: bool) -> int:
 
 
 def _search(config, args, groups=()) -> int:
+    from dataclasses import replace
+
     from beamtrawl.pipeline.hits import highlights, render
     from beamtrawl.transforms.embed import lazy_embedder
     from beamtrawl.transforms.index import make_target, semantic
     from beamtrawl.transforms.index.query import asking
 
     # a query beyond the bounds is refused before the index is opened
-    query = asking(args.query, [f.name for f in config.auxiliary_fields if f.index], groups, args.like)
+    query = asking(args.query, [f.name for f in config.auxiliary_fields if f.index], groups, args.like, args.mode)
     target = make_target(config.index)
     target.check()
     limit, embedder = args.limit, lazy_embedder(config.embeddings)
     if target.pages_unavailable():  # a target without pages (the table) cannot count: the hits are the total
-        run = semantic.settled(query, args.query, semantic.KEYWORD if args.mode == semantic.AUTO else args.mode,
-                               embedder)
+        run = semantic.settled(query if query.mode != semantic.AUTO else replace(query, mode=semantic.KEYWORD), embedder)
         semantic.refuse_meaning(target, run)
         hits = target.search(run, limit)
         total = len(hits)
     else:
-        page = semantic.search_page(target, query, args.query, args.mode, embedder, limit, facet_size=1)
+        page = semantic.search_page(target, query, embedder, limit, facet_size=1)
         hits, total = page.hits, page.total
     if args.json:
         print(json.dumps([hit.__dict__ for hit in hits], ensure_ascii=False, indent=2))

@@ -21,7 +21,7 @@ from beamtrawl.transforms.embed import WordLlamaSettings, load_model
 from beamtrawl.transforms.embed.passages import passages
 from beamtrawl.transforms.embed.stage import _Embed
 from beamtrawl.transforms.index import EmbeddedIndex, semantic
-from beamtrawl.transforms.index.query import QueryError, asking, parse_query
+from beamtrawl.transforms.index.query import QueryError, asking
 from beamtrawl.transforms.preparators.html import prepare_html
 from beamtrawl.transforms.prepare import PrepareOptions, make_document
 from beamtrawl.transforms.records import Entry, IndexDoc, RawDocument
@@ -82,8 +82,8 @@ def _new(tmp_path, docs, name="index.sqlite"):
 
 
 def _page_of(target, text, mode, model, groups=(), like=""):
-    return semantic.search_page(target, asking(text, (), groups, like), text, mode, model.embed if model else None,
-                                20, facet_size=5)
+    return semantic.search_page(target, asking(text, (), groups, like, mode), model.embed if model else None, 20,
+                                facet_size=5)
 
 
 def _places(page) -> list[str]:
@@ -149,7 +149,7 @@ def test_questions_words_finds_nothing_by_keywords_auto_falls_back_to_hybrid(ind
 
 def test_auto_keeps_keyword_like_queries_as_keywords(index, model):
     for text in ("subprocess", "csv", "mimetype:text/html json"):
-        assert semantic.settled(parse_query(text), text, semantic.AUTO, model.embed) is None  # keywords first
+        assert semantic.settled(asking(text), model.embed) is None  # keywords first
         assert _scores(_page_of(index, text, semantic.AUTO, model)) == _scores(
             _page_of(index, text, semantic.KEYWORD, model)), text
     assert semantic.is_question("how do I copy a folder?")

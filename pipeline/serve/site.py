@@ -125,9 +125,9 @@ class Site:
         return found
 
     def run_search(self, target, a: Asked, searcher: Searcher) -> Page:
-        query = asking(a.q, self.fields, searcher.groups, a.like)
-        return semantic.search_page(target, query, a.q, a.mode, self.embedder, a.per_page, a.offset, a.order,
-                                    FACET_SIZE)
+        query = asking(a.q, self.fields, searcher.groups, a.like, a.mode)
+        return semantic.search_page(target, query, self.embedder, a.per_page, offset=a.offset, order=a.order,
+                                    facet_size=FACET_SIZE)
 
     def page(self, request: Request, code: int = 200, **values) -> Response:
         values.setdefault("error", "")

@@ -126,6 +126,7 @@ class Query:
     mode: str = "keyword"
     vector: Any = None  # the query's embedding (a unit-length float32 numpy row), for semantic and hybrid
     like: str = ""  # a document id: documents like it (its own vectors), the document itself left out
+    text: str = ""  # the query as typed (auto mode reads it: is it a question?)
 
     @property
     def has_text(self) -> bool:
@@ -186,12 +187,13 @@ def parse_query(text: str, fields=(), groups=()) -> Query:
     return query
 
 
-def asking(text: str, fields=(), groups=(), like: str = "") -> Query:
-    """A search's query: ``text`` parsed, or for "more like this" (``like``: a document id) its filters only."""
+def asking(text: str, fields=(), groups=(), like: str = "", mode: str = "auto") -> Query:
+    """A search's query in ``mode`` (semantic.MODES: settled by semantic.search_page): ``text`` parsed, or for
+    "more like this" (``like``: a document id) nothing but the document."""
     if like and not text.strip():
-        return Query(groups=tuple(groups), like=like)
+        return Query(groups=tuple(groups), like=like, mode=mode)
     query = parse_query(text, fields, groups)
-    query.like = like
+    query.like, query.mode, query.text = like, mode, text
     return query
 
 

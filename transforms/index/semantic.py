@@ -45,10 +45,11 @@ def is_question(text: str) -> bool:
         or len(found) >= 6
 
 
-def settled(query: Query, text: str, mode: str, embedder, keyword_total=None) -> Query | None:
-    """``query`` in the mode it runs in, with its vector when it needs one; None: run it as keywords first and
-    ask again with the number they found (``auto``, a keyword-like query). ``embedder``: texts → vectors, or
-    None when the configuration has no model."""
+def settled(query: Query, embedder, keyword_total=None) -> Query | None:
+    """``query`` in the mode it runs in (its ``mode`` as asked), with its vector when it needs one; None: run it as
+    keywords first and ask again with the number they found (``auto``, a keyword-like query). ``embedder``: texts
+    → vectors, or None when the configuration has no model."""
+    mode, text = query.mode, query.text
     if mode not in MODES:
         raise QueryError(f"the mode is one of {', '.join(MODES)}, got {mode!r}")
     if query.like:  # the document's own vectors, from the index: no model needed, its words are not used
@@ -70,18 +71,20 @@ def settled(query: Query, text: str, mode: str, embedder, keyword_total=None) ->
     return dataclasses.replace(query, mode=mode, vector=embedder([words])[0])
 
 
-def search_page(target, query: Query, text: str, mode: str, embedder, limit: int, offset: int = 0,
-                order: str = "relevance", facet_size: int = 10):
-    """A page of hits in ``mode`` (auto: settled here, once keywords found nothing if need be)."""
-    run = settled(query, text, mode if searches_meaning(target) else KEYWORD, embedder) if mode == AUTO else \
-        settled(query, text, mode, embedder)
+def search_page(target, query: Query, embedder, limit: int, **page):
+    """A page of hits (IndexTarget.search_page's ``page`` arguments: offset, order, facet_size) in the query's mode
+    (auto: settled here, once keywords found nothing if need be; keyword on a target that cannot search by
+    meaning)."""
+    if query.mode == AUTO and not searches_meaning(target):
+        query = dataclasses.replace(query, mode=KEYWORD)
+    run = settled(query, embedder)
     if run is None:
-        page = target.search_page(dataclasses.replace(query, mode=KEYWORD), limit, offset, order, facet_size)
-        if page.total:
-            return page
-        run = settled(query, text, mode, embedder, keyword_total=0)
+        found = target.search_page(dataclasses.replace(query, mode=KEYWORD), limit, **page)
+        if found.total:
+            return found
+        run = settled(query, embedder, keyword_total=0)
     refuse_meaning(target, run)
-    return target.search_page(run, limit, offset, order, facet_size)
+    return target.search_page(run, limit, **page)
 
 
 def searches_meaning(target) -> bool:

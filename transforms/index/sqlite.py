@@ -470,14 +470,14 @@ class EmbeddedIndex(IndexTarget):
         return self._reader().execute("SELECT COUNT(*) FROM docs").fetchone()[0]
 
     def search(self, query: Query, limit: int) -> list[Hit]:
-        return self._searching(lambda db: self._hits(db, query, limit, 0, RELEVANCE, self._ranked(db, query)))
+        return self._searching(lambda db: self._hits(db, query, (limit, 0), RELEVANCE, self._ranked(db, query)))
 
     def search_page(self, query: Query, limit: int, offset: int = 0, order: str = RELEVANCE,
                     facet_size: int = 10) -> Page:
         def page(db: sqlite3.Connection) -> Page:
             ranked = self._ranked(db, query)
             total, facets = _counts(db, query, facet_size, ranked)
-            hits = self._hits(db, query, limit, offset, order, ranked) if total > offset else []
+            hits = self._hits(db, query, (limit, offset), order, ranked) if total > offset else []
             return Page(hits, total, facets)
         return self._searching(page)
 
@@ -550,8 +550,9 @@ class EmbeddedIndex(IndexTarget):
             raise _unusable(self.path, err, "cannot search") from None
 
     @staticmethod
-    def _hits(db: sqlite3.Connection, query: Query, limit: int, offset: int, order: str,
+    def _hits(db: sqlite3.Connection, query: Query, window: tuple[int, int], order: str,
               ranked: Ranked | None = None) -> list[Hit]:
+        """Hits ``window`` = (limit, offset) of a search in ``order``."""
         sql, params, best = _matched(db, query, _HIT_COLUMNS, ranked)
         if not sql:
             return []
@@ -567,7 +568,7 @@ class EmbeddedIndex(IndexTarget):
             f"WHERE n > 1 AND copies IN (SELECT copies FROM page) ORDER BY url) GROUP BY copies) "
             f"SELECT rid, id, url, title, filename, mimetype, size, last_modified, coalesce(places.urls, '[]'), "
             f"snippet, score FROM page LEFT JOIN places USING (copies) ORDER BY {order_by}",
-            [*params, limit, offset]).fetchall()
+            [*params, *window]).fetchall()
         locations = {row[0]: json.loads(row[8])[:MAX_LOCATIONS] for row in rows}
         rows = [(*row[:8], *row[9:]) for row in rows]
         # Snippets of the page's hits only: the passage that matched its meaning, the text with its matches, or its
