@@ -34,23 +34,22 @@ def _spelled(node):
 
 
 def index_kinds() -> dict[str, type[Section]]:
-    """Every index target's section model by kind, entry points' included (a broken one is left out: the
-    registry warned, and a file naming it gets the error)."""
-    found = {}
-    for kind in targets.REGISTRY.names():
-        try:
-            found[kind] = targets.settings_model(kind)
-        except RegistryError:
-            continue
-    return found
+    """Every index target's section model by kind, entry points' included."""
+    return _registered(targets.REGISTRY, targets.settings_model)
 
 
 def embedding_models() -> dict[str, type[Section]]:
-    """Every embedding model's section model by name, entry points' included (a broken one is left out)."""
+    """Every embedding model's section model by name, entry points' included."""
+    return _registered(embed.REGISTRY, embed.settings_model)
+
+
+def _registered(registry, settings_model) -> dict[str, type[Section]]:
+    """Each name of ``registry`` → its section model (a broken extension is left out: the registry warned, and a
+    file naming it gets the error)."""
     found = {}
-    for name in embed.REGISTRY.names():
+    for name in registry.names():
         try:
-            found[name] = embed.settings_model(name)
+            found[name] = settings_model(name)
         except RegistryError:
             continue
     return found
