@@ -483,7 +483,7 @@ class EmbeddedIndex(IndexTarget):
 
     def _ranked(self, db: sqlite3.Connection, query: Query) -> Ranked | None:
         """A semantic or hybrid search's documents with their scores and best passages (None: keywords only)."""
-        if query.mode == semantic.KEYWORD:
+        if query.mode not in (semantic.SEMANTIC, semantic.HYBRID):  # auto is settled before a target sees it
             return None
         row = db.execute("SELECT value FROM meta WHERE key = 'vector_dimensions'").fetchone()
         dimensions = int(row[0]) if row else len(query.vector) if query.vector is not None else 0
