@@ -297,3 +297,20 @@ def test_a_crawl_embeds_new_and_changed_documents_only_and_search_answers_questi
         assert status == 200 and b"more like this" in page and b'<option value="semantic" selected>' in page
         for bad in ({"q": "x", "mode": "vector"}, {"like": "../etc"}, {"like": "f" * 65}):
             assert get(f"{base}/api/search?" + urllib.parse.urlencode(bad))[0] == 400, bad
+
+
+def test_damaged_or_foreign_vectors_are_passed_over_not_a_failed_search(tmp_path, public_docs, model):
+    """A row of another model's width and a truncated one: the search goes on with the others."""
+    target = _new(tmp_path, public_docs)
+    target.close()
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:
+        subprocess_rid, os_rid = (db.execute("SELECT rid FROM docs WHERE url LIKE ?", (f"%/{name}",)).fetchone()[0]
+                                  for name in ("subprocess.html", "os.html"))
+        db.execute("UPDATE vectors SET vectors = substr(vectors, 1, 300), spans = x'0102' WHERE rid = ?",
+                   (subprocess_rid,))
+        db.execute("UPDATE vectors SET vectors = zeroblob(128 * 2 * 3) WHERE rid = ?", (os_rid,))
+    target = EmbeddedIndex(str(tmp_path / "index.sqlite"))
+    urls = [h.url.rsplit("/", 1)[1] for h in _page_of(target, QUESTION, semantic.SEMANTIC, model).hits]
+    assert urls and "subprocess.html" not in urls and "os.html" not in urls
+    assert _page_of(target, "", semantic.AUTO, None, like=doc_id("file:///srv/library/subprocess.html")).total == 0
+    target.close()
