@@ -65,10 +65,13 @@ class Matrices:
         version = db.execute("PRAGMA data_version").fetchone()[0]
         if version != self._version:
             self._held, self._version = {}, version
-        parts = [self._held.get(n) or self._read(db, n, dimensions) for n in shown]
-        if not parts:
-            return np.zeros((0, dimensions), np.float32), np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+        key = ("all", *shown)  # the searcher's partitions together, kept too: joining them copies every vector
+        if key not in self._held:
+            parts = [self._held.get(n) or self._read(db, n, dimensions) for n in shown]
+            self._held[key] = (parts[0] if len(parts) == 1 else tuple(np.concatenate([p[i] for p in parts])
+                                                                     for i in range(3))) if parts else \
+                (np.zeros((0, dimensions), np.float32), np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return self._held[key]
 
     def _read(self, db: sqlite3.Connection, part: int, dimensions: int):
         import numpy as np
