@@ -5,6 +5,7 @@ Run from the repository root (beamtrawl installed, tests/package_files.py fetche
 
     python bench/semantic_bench.py [--repeat 5] [--copies 1]
     python bench/semantic_bench.py --tiny      # a few pages and questions: what the suite runs
+    python bench/semantic_bench.py --scale 10000   # latency only: N generated documents of 10 passages each
 
 The corpus is Python's library reference as Debian ships it (about 320 Sphinx pages), prepared by the HTML
 preparator and embedded by the crawl's own embedding stage (``transforms/embed/stage.py``'s DoFn) into an
@@ -22,6 +23,10 @@ Prints:
   plain loop on the same passages (the baseline, same run); target >= 0.9.
 * **query p50** per mode (median over the questions of the median of ``--repeat`` runs), and hybrid/keyword.
 * the index's size per document with vectors and without.
+
+``--scale N`` measures latency alone at a size the real corpus does not reach: N generated documents (100 words
+of a 5,000-word vocabulary, 10 random unit vectors each), the query p50 per mode on a warm reader (``serve``:
+the vectors stay in memory) and a cold one (``search``: a new process reads them).
 
 Exit code 0 when the figures were measured, 1 when a check fails (a hit the searcher may not see, no vectors).
 """
@@ -119,12 +124,60 @@ def run_queries(target, queries: dict[str, str], embedder, repeat: int) -> dict[
     return found
 
 
+def scale(n: int, repeat: int) -> None:
+    """Latency per mode at ``n`` generated documents (see the module's docstring)."""
+    import random
+
+    import numpy as np
+    from beamtrawl.transforms.embed.stage import encode
+
+    rng, vocabulary = np.random.default_rng(7), [f"w{i}" for i in range(5000)]
+    random.seed(7)
+    with tempfile.TemporaryDirectory() as work:
+        path = os.path.join(work, "scale.sqlite")
+        target = EmbeddedIndex(path)
+        target.prepare()
+        for start in range(0, n, 1000):
+            docs = []
+            for k in range(start, min(n, start + 1000)):
+                url = f"file:///srv/scale/{k}.txt"
+                vectors = rng.standard_normal((10, 256)).astype(np.float32)
+                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+                docs.append(IndexDoc(doc_id(url), url, "file:///srv", "", " ".join(random.choices(vocabulary, k=100)),
+                                     "", "", "", "text/plain", "txt", f"{k}.txt", "/srv/scale/", 1, 0, "2024-01-01", [],
+                                     "", str(k), "", "", "", [], "", passages=[x for i in range(10) for x in (i, i + 1)],
+                                     vectors=encode(vectors)))
+            target.upsert(docs)
+        target.close()
+        vector = rng.standard_normal(256).astype(np.float32)
+        vector /= np.linalg.norm(vector)
+        print(f"{n:,} documents, {n * 10:,} passages; query p50 (ms)   cold     warm")
+        for mode in (semantic.KEYWORD, semantic.SEMANTIC, semantic.HYBRID):
+            figures = []
+            for cold in (True, False):
+                target, spent = EmbeddedIndex(path), []
+                for _ in range(repeat):
+                    if cold:
+                        target.close()
+                        target = EmbeddedIndex(path)
+                    started = time.perf_counter()
+                    semantic.search_page(target, asking("w10 w20", mode=mode), lambda _: [vector], 10, facet_size=1)
+                    spent.append(time.perf_counter() - started)
+                figures.append(statistics.median(spent) * 1000)
+                target.close()
+            print(f"  {mode:9}{'':34}{figures[0]:8.1f} {figures[1]:8.1f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tiny", action="store_true")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--copies", type=int, default=0)
+    parser.add_argument("--scale", type=int, default=0)
     args = parser.parse_args()
+    if args.scale:
+        scale(args.scale, args.repeat)
+        return 0
     from tests.package_files import python_library_docs
 
     folder = python_library_docs()
@@ -157,6 +210,8 @@ def main() -> int:
         on_questions = run_queries(target, questions, model.embed, args.repeat)
         on_names = run_queries(target, names, model.embed, args.repeat)
     report(len(docs), len(embedded), seconds, on_questions, on_names, sizes)
+    if args.tiny:  # the --scale path too, at a size that takes seconds
+        scale(300, 1)
     return 0
 
 
