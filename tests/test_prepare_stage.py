@@ -144,15 +144,17 @@ def test_documents_are_emitted_in_order_once_more_than_max_in_flight_wait():
     assert rest == [f"text {i}" for i in range(2, MAX_IN_FLIGHT + 2)]
 
 
-def test_small_text_is_prepared_in_the_worker_and_large_text_in_the_child():
-    """The text reader and the catch-all cannot hang or crash on a small document: no hand-over for it."""
+def test_small_text_and_xml_are_prepared_in_the_worker_and_large_text_in_the_child():
+    """The text and XML readers and the catch-all cannot hang or crash on a small document: no hand-over."""
     fn = _Prepare(PrepareOptions(BUILTIN, "fp", 2**21, 250_000))
     fn.setup()
     try:
         small = [o.value for o in fn.process(raw("file:///d/a.txt", b"small"), GlobalWindow(), MIN_TIMESTAMP)]
         binary = [o.value for o in fn.process(raw("file:///d/b.so", b"\x7fELF", "application/x-sharedlib"),
                                               GlobalWindow(), MIN_TIMESTAMP)]
-        assert fn.runner.process is None  # no child started for either
+        xml = [o.value for o in fn.process(raw("file:///d/c.xml", b"<r><title>T</title>x</r>", "text/xml"),
+                                           GlobalWindow(), MIN_TIMESTAMP)]
+        assert fn.runner.process is None  # no child started for any of them
         large = b"word " * (INLINE_MAX_BYTES // 5 + 1)
         assert not list(fn.process(raw("file:///d/c.txt", large), GlobalWindow(), MIN_TIMESTAMP))
         assert fn.runner.process is not None
@@ -160,4 +162,5 @@ def test_small_text_is_prepared_in_the_worker_and_large_text_in_the_child():
     finally:
         fn.teardown()
     assert [d.content for d in small] == ["small"] and binary[0].content == "" and binary[0].filename == "b.so"
+    assert (xml[0].title, xml[0].content) == ("T", "T\nx")
     assert rest[0].content == large.decode()
