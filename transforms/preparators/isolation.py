@@ -214,7 +214,7 @@ class Isolated:
         self.seq = 0
         self.answered = 0.0  # when the last answer was read: the child began the next document then or later
         self.status = None  # the file where the child writes where in the chain it is
-        self.inline = InProcess(preparators)  # for the documents :func:`inline` allows
+        self.local = InProcess(preparators)  # for the documents :func:`inline` allows
         self.lock = threading.Lock()
         self._finalizer = weakref.finalize(self, Isolated._end, self.__dict__)
         _RUNNERS.add(self)
@@ -246,8 +246,8 @@ class Isolated:
             self.restarts += 1
 
     def submit(self, data: bytes, url: str, mimetype: str) -> Ticket:
-        if inline(self.inline.chain.choose(mimetype, url), data):
-            return self.inline.submit(data, url, mimetype)
+        if inline(self.local.chain.choose(mimetype, url), data):
+            return self.local.submit(data, url, mimetype)
         with self.lock:
             ticket = Ticket(self, request=(data, url, mimetype))
             self._hand_over(ticket)
