@@ -8,7 +8,7 @@ from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from beamtrawl.transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
-from beamtrawl.transforms.preparators.isolation import MAX_IN_FLIGHT
+from beamtrawl.transforms.preparators.isolation import INLINE_MAX_BYTES, MAX_IN_FLIGHT
 from beamtrawl.transforms.prepare import PrepareOptions, _Prepare, summarize
 from beamtrawl.transforms.records import Entry, Event, RawDocument, SnapshotEntry
 from beamtrawl.transforms.urls import doc_id
@@ -134,11 +134,33 @@ def test_documents_are_emitted_in_order_once_more_than_max_in_flight_wait():
     fn = _Prepare(PrepareOptions(BUILTIN, "fp", 2**20, 250_000))
     fn.setup()
     try:
-        outputs = [[o.value.content for o in fn.process(raw(f"file:///d/{i}.txt", f"text {i}".encode()),
-                                                        GlobalWindow(), MIN_TIMESTAMP)]
+        outputs = [[o.value.content for o in fn.process(raw(f"file:///d/{i}.html", f"<p>text {i}</p>".encode(),
+                                                            "text/html"), GlobalWindow(), MIN_TIMESTAMP)]
                    for i in range(MAX_IN_FLIGHT + 2)]
         rest = [o.value.content for o in fn.finish_bundle() if not isinstance(o, TaggedOutput)]
     finally:
         fn.teardown()
     assert outputs == [[]] * MAX_IN_FLIGHT + [["text 0"], ["text 1"]]
     assert rest == [f"text {i}" for i in range(2, MAX_IN_FLIGHT + 2)]
+
+
+def test_small_text_and_xml_are_prepared_in_the_worker_and_large_text_in_the_child():
+    """The text and XML readers and the catch-all cannot hang or crash on a small document: no hand-over."""
+    fn = _Prepare(PrepareOptions(BUILTIN, "fp", 2**21, 250_000))
+    fn.setup()
+    try:
+        small = [o.value for o in fn.process(raw("file:///d/a.txt", b"small"), GlobalWindow(), MIN_TIMESTAMP)]
+        binary = [o.value for o in fn.process(raw("file:///d/b.so", b"\x7fELF", "application/x-sharedlib"),
+                                              GlobalWindow(), MIN_TIMESTAMP)]
+        xml = [o.value for o in fn.process(raw("file:///d/c.xml", b"<r><title>T</title>x</r>", "text/xml"),
+                                           GlobalWindow(), MIN_TIMESTAMP)]
+        assert fn.runner.process is None  # no child started for any of them
+        large = b"word " * (INLINE_MAX_BYTES // 5 + 1)
+        assert not list(fn.process(raw("file:///d/c.txt", large), GlobalWindow(), MIN_TIMESTAMP))
+        assert fn.runner.process is not None
+        rest = [o.value for o in fn.finish_bundle() if not isinstance(o, TaggedOutput)]
+    finally:
+        fn.teardown()
+    assert [d.content for d in small] == ["small"] and binary[0].content == "" and binary[0].filename == "b.so"
+    assert (xml[0].title, xml[0].content) == ("T", "T\nx")
+    assert rest[0].content == large.decode()
