@@ -24,11 +24,12 @@ from datetime import datetime
 from typing import Annotated, ClassVar, NamedTuple
 from urllib.parse import unquote, urlsplit
 
-from beamtrawl.transforms.fields import Items, Seconds, Section, Text
+from beamtrawl.transforms.fields import Count, Items, Seconds, Section, Text, fail
 from beamtrawl.transforms.records import AuxValue, Entry, FrontierItem, event
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment
+from pydantic import AfterValidator, Field
 
 #: The field of a document that holds its object's content type, and the start of each user metadata field.
 CONTENT_TYPE, METADATA = "content_type", "meta_"
@@ -54,6 +55,16 @@ class Page(NamedTuple):
     prefixes: Sequence[str]  # the common prefixes, each ending in "/"
 
 
+def _http_url(url: str) -> str:
+    if not re.match(r"https?://[^/\s]+", url) or "@" in url.split("://", 1)[1].split("/", 1)[0]:
+        raise fail(f"must be an http:// or https:// URL without a login in it, got {url!r}")
+    return url.rstrip("/")
+
+
+#: An http(s):// endpoint of a store, without a login in it (an S3-compatible store, an emulator).
+EndpointUrl = Annotated[Text, AfterValidator(_http_url)]
+
+
 class StoreSettings(Section):
     """What every object store's section has."""
 
@@ -61,6 +72,8 @@ class StoreSettings(Section):
     """seconds to connect"""
     read_timeout: Seconds = 60.0
     """seconds between two reads"""
+    page_size: Count = Field(1000, ge=1, le=5000)
+    """objects and prefixes asked for in one listing request"""
     groups: Annotated[tuple[Text, ...], Items] = ()
     """the access-control groups of every object (none: public; access_control entries may decide instead)"""
 
@@ -79,7 +92,7 @@ def object_url(scheme: str, bucket: str, key: str) -> str:
 def odd(key: str) -> bool:
     """A key no URL can name faithfully: an empty or dot segment (``a//b``, ``a/./b``) is folded away when
     URLs are normalised, so it would be read as another object."""
-    return any(segment in ("", ".", "..") for segment in key.rstrip("/").split("/"))
+    return any(segment in ("", ".", "..") for segment in key.removesuffix("/").split("/"))
 
 
 def mtime_ns(when: datetime) -> int:
@@ -215,7 +228,7 @@ class ObjectStore:
         yield self._entry(url, folder, stored)
 
     def _prefix(self, common: str, scheme: str, bucket: str, folder: FrontierItem, rules, stack: list) -> Iterator:
-        url = object_url(scheme, bucket, common.rstrip("/"))
+        url = object_url(scheme, bucket, common.removesuffix("/"))
         if odd(common):
             yield event("skipped", url, "discover", "a prefix with an empty or dot segment cannot be a URL")
             return

@@ -12,14 +12,13 @@ from the URL, and no reason this module reports names one.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterator
-from typing import Annotated, Literal
+from typing import Literal
 
-from beamtrawl.transforms.fields import Count, Text, fail
+from beamtrawl.transforms.fields import Count, Text
 from beamtrawl.transforms.sources.base import StartHints
-from beamtrawl.transforms.sources.object_store import ObjectStore, Page, Stored, StoreSettings
-from pydantic import AfterValidator, Field
+from beamtrawl.transforms.sources.object_store import EndpointUrl, ObjectStore, Page, Stored, StoreSettings
+from pydantic import Field
 
 # Their DEBUG traces print request headers, signatures included: never print them (--debug).
 for _name in ("botocore", "boto3", "urllib3.connectionpool", "smart_open"):
@@ -32,16 +31,6 @@ def _client_error() -> type:
     from botocore.exceptions import ClientError
 
     return ClientError
-
-
-def _http_url(url: str) -> str:
-    if not re.match(r"https?://[^/\s]+", url) or "@" in url.split("://", 1)[1].split("/", 1)[0]:
-        raise fail(f"must be an http:// or https:// URL without a login in it, got {url!r}")
-    return url.rstrip("/")
-
-
-#: An http(s):// endpoint of a store, without a login in it (S3-compatible stores, a GCS or Azure emulator).
-EndpointUrl = Annotated[Text, AfterValidator(_http_url)]
 
 
 class S3Settings(StoreSettings):
@@ -93,8 +82,8 @@ class S3Source(ObjectStore):
             aws_secret_access_key=login.password if login else None, config=config)
 
     def pages(self, url: str, bucket: str, prefix: str) -> Iterator[Page]:
-        for page in self.s3(url).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix,
-                                                                            Delimiter="/"):
+        for page in self.s3(url).get_paginator("list_objects_v2").paginate(
+                Bucket=bucket, Prefix=prefix, Delimiter="/", PaginationConfig={"PageSize": self.options().page_size}):
             yield Page([Stored(o["Key"], o["Size"], o["LastModified"], o.get("ETag", ""))
                         for o in page.get("Contents", ())], [p["Prefix"] for p in page.get("CommonPrefixes", ())])
 
