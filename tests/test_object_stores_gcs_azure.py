@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import beamtrawl
 from tests.servers.jvm import free_ports
 from tests.servers.throttling import throttling
 
@@ -192,7 +193,7 @@ def test_unreachable_throttling_refusing_or_vanished_stores_keep_every_document(
             assert len(lines) == 1 and lines[0]["url"] == store.url("docs/"), (name, run.report["problems"])
             assert not store.secret or store.secret not in json.dumps(run.report) + run.stderr + run.stdout
             assert len(_indexed(tmp_path)) == 4
-            assert {"throttled": "503", "refused": "AuthenticationFailed (HTTP 403)"}.get(name, "") in lines[0][
+            assert {"throttled": "503", "refused": "AuthorizationFailure (HTTP 403)"}.get(name, "") in lines[0][
                 "reason"], lines
         assert slow.requests >= 1
     monkeypatch.setenv(*store.environment)
@@ -201,3 +202,53 @@ def test_unreachable_throttling_refusing_or_vanished_stores_keep_every_document(
     assert gone.counts["deleted"] == 0 and len(_indexed(tmp_path)) == 4
     (reason,) = gone.problems("discover").values()
     assert reason.startswith(f"cannot list {store.url('docs/')}: ") and "(HTTP 404)" in reason, reason
+
+
+def test_an_object_deleted_between_listing_and_reading_is_an_oserror(store, tmp_path):
+    """The read stage's side of the source, without a pipeline."""
+    from beamtrawl.pipeline.config import load_config
+    from beamtrawl.transforms.sources import Sources
+    from beamtrawl.transforms.sources.settings import SourceSettings
+
+    config = load_config(str(_config(tmp_path, store)))
+    url = store.url("docs/puffin.txt")
+    source = Sources(SourceSettings.from_config(config))(url)
+    with source.open_document(url) as stream:
+        assert stream.read() == b"the puffin nests on cliffs"
+    store.delete("docs/puffin.txt")
+    with pytest.raises(OSError, match=r"cannot open: .*\(HTTP 404\)|read failed"), source.open_document(url) as stream:
+        stream.read()
+
+
+def test_init_for_a_bucket_writes_a_file_that_crawls_as_written(store, tmp_path):
+    config = tmp_path / "crawl.yaml"
+    done = beamtrawl("init", store.url("docs/"), "--output", str(config), check_dac=False)
+    assert done.returncode == 0, done.stderr
+    text = config.read_text(encoding="utf-8")
+    assert f"{store.scheme}:" in text and (not store.secret or store.secret not in text)
+    run = beamtrawl("crawl", str(config), "--direct_num_workers=2")
+    assert run.returncode == 0, run.stderr
+    found = beamtrawl("search", "gannet", "--config", str(config), "--json", check_dac=False)
+    assert [h["url"] for h in json.loads(found.stdout)] == [store.url("docs/birds/gannet.txt")]
+
+
+@pytest.mark.parametrize(("section", "problem"), [
+    ({"gs": {"page_size": 0}}, "gs.page_size: must be at least 1, got 0"),
+    ({"gs": {"endpoint_url": "ftp://127.0.0.1/"}}, "gs.endpoint_url: must be an http:// or https:// URL"),
+    ({"az": {"account_url": "https://key@acct.blob.core.windows.net"}}, "az.account_url: must be an http"),
+    ({"az": {"max_attempts": 21}}, "az.max_attempts: must be at most 20, got 21"),
+    ({"az": {"retry_seconds": 1}}, "az.retry_seconds: unknown key"),
+    ({"start": [{"url": "gs://B/"}]}, "start[0].url: a gs:// start URL is gs://bucket/[prefix/] (a bucket name is"),
+    ({"start": [{"url": "az://a--b/"}]}, "start[0].url: a az:// start URL is az://bucket/[prefix/] (a container"),
+    ({"start": [{"url": "abfss://xy/"}]}, "start[0].url: a abfss:// start URL is abfss://bucket/[prefix/]"),
+])
+def test_a_configuration_mistake_names_file_key_and_problem(tmp_path, section, problem):
+    from beamtrawl.pipeline.config import load_config
+    from beamtrawl.pipeline.config.loader import ConfigError
+
+    path = tmp_path / "crawl.yaml"
+    path.write_text(yaml.safe_dump({"start": [{"url": "gs://bucket/docs/"}], "index": {"path": "i.sqlite"},
+                                    **section}), encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        load_config(str(path))
+    assert str(raised.value).startswith(f"{path}: {problem}"), str(raised.value)

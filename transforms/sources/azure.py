@@ -131,7 +131,8 @@ class AzureSource(ObjectStore):
         from azure.core.exceptions import HttpResponseError
 
         if isinstance(err, HttpResponseError) and err.status_code:
-            return f"{err.error_code or type(err).__name__} (HTTP {err.status_code})"
+            code = getattr(err.error_code, "value", err.error_code)  # azure-storage-blob's StorageErrorCode
+            return f"{code or type(err).__name__} (HTTP {err.status_code})"
         if isinstance(err, NoAccount):
             return str(err)
         return super().reason(err)
