@@ -89,6 +89,11 @@ def object_url(scheme: str, bucket: str, key: str) -> str:
     return f"{scheme}://{bucket}/" + "/".join(quote_segment(segment.encode("utf-8")) for segment in key.split("/"))
 
 
+def _beside(url: str, key: str) -> str:
+    """The URL of ``key`` in the bucket of ``url``, spelled with its scheme (``abfss://`` stays ``abfss://``)."""
+    return object_url(url.split("://", 1)[0], bucket_and_key(url)[0], key)
+
+
 def odd(key: str) -> bool:
     """A key no URL can name faithfully: an empty or dot segment (``a//b``, ``a/./b``) is folded away when
     URLs are normalised, so it would be read as another object."""
@@ -206,18 +211,18 @@ class ObjectStore:
                 listed += len(page.objects) + len(prefixes)
                 yield event("listed", count=len(page.objects) + len(prefixes))
                 for stored in page.objects:
-                    yield from self._object(stored, scheme, bucket, prefix, folder, rules)
+                    yield from self._object(stored, folder, rules)
                 for common in prefixes:
-                    yield from self._prefix(common, scheme, bucket, folder, rules, stack)
+                    yield from self._prefix(common, folder, rules, stack)
         except self.failures() as err:  # unreachable, refused, throttled: its documents stay in the index
             yield event("incomplete", folder.url, "discover",
                         f"cannot list {scheme}://{bucket}/{prefix}: {self.reason(err)}")
         return listed
 
-    def _object(self, stored: Stored, scheme: str, bucket: str, prefix: str, folder: FrontierItem, rules) -> Iterator:
-        if stored.key == prefix or stored.key.endswith("/"):  # a folder marker written by consoles: no document
+    def _object(self, stored: Stored, folder: FrontierItem, rules) -> Iterator:
+        if stored.key.endswith("/"):  # a folder marker written by consoles (the prefix's own too): no document
             return
-        url = object_url(scheme, bucket, stored.key)
+        url = _beside(folder.url, stored.key)
         if odd(stored.key):
             yield event("skipped", url, "discover", "a key with an empty or dot segment cannot be a URL")
             return
@@ -227,8 +232,8 @@ class ObjectStore:
             return
         yield self._entry(url, folder, stored)
 
-    def _prefix(self, common: str, scheme: str, bucket: str, folder: FrontierItem, rules, stack: list) -> Iterator:
-        url = object_url(scheme, bucket, common.removesuffix("/"))
+    def _prefix(self, common: str, folder: FrontierItem, rules, stack: list) -> Iterator:
+        url = _beside(folder.url, common.removesuffix("/"))
         if odd(common):
             yield event("skipped", url, "discover", "a prefix with an empty or dot segment cannot be a URL")
             return
