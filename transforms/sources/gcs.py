@@ -24,6 +24,11 @@ for _name in ("google", "google.auth", "google.cloud", "urllib3.connectionpool",
     logging.getLogger(_name).setLevel(logging.INFO)
 
 
+#: Bytes one ranged read asks for (google-cloud-storage's default, 40 MiB, would fetch that much of an object
+#: whose size is over max_file_size to sniff its type from its first bytes); a multiple of 256 KiB.
+READ_CHUNK = 4 * 1024 * 1024
+
+
 class GcsSettings(StoreSettings):
     """Google Cloud Storage buckets; logins from Google's chain (GOOGLE_APPLICATION_CREDENTIALS, gcloud's
     application-default login, a VM's service account)."""
@@ -98,7 +103,8 @@ class GcsSource(ObjectStore):
     def reader(self, url: str, bucket: str, key: str):
         import smart_open.gcs
 
-        return smart_open.gcs.open(bucket, key, "rb", client=self.gcs(url), get_blob_kwargs=self._call())
+        return smart_open.gcs.open(bucket, key, "rb", client=self.gcs(url), get_blob_kwargs=self._call(),
+                                   blob_open_kwargs={"chunk_size": READ_CHUNK})
 
     def failures(self) -> tuple[type, ...]:
         from google.api_core.exceptions import GoogleAPIError
