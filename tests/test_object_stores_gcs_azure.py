@@ -8,7 +8,6 @@ a file that crawls as written. The login is only in the environment, as a user's
 from __future__ import annotations
 
 import json
-import sqlite3
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import yaml
 from tests.conftest import beamtrawl
 from tests.servers.jvm import free_ports
 from tests.servers.throttling import throttling
+from tests.test_object_stores import crawl_file, indexed, requests
 
 OBJECTS = {"docs/puffin.txt": "the puffin nests on cliffs",
            "docs/birds/gannet.txt": "a gannet dives for fish",
@@ -128,21 +128,8 @@ def store(request, monkeypatch) -> Store:
     return made
 
 
-def _config(tmp_path: Path, store: Store, start: str = "docs/", **settings) -> Path:
-    config = {"start": [{"url": store.url(start), "parse": True, "index": False}], "index": {"path": "index.sqlite"},
-              "walk_budget": 1, "max_delete_ratio": 1.0, **store.section, **settings}
-    path = tmp_path / "crawl.yaml"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    return path
-
-
-def _indexed(tmp_path: Path) -> dict[str, str]:
-    with sqlite3.connect(tmp_path / "index.sqlite") as db:
-        return dict(db.execute("SELECT d.url, d.etag FROM docs d"))
-
-
-def _lines(log: Path) -> list[str]:
-    return log.read_text(errors="replace").splitlines()
+def _config(tmp_path: Path, store: Store) -> Path:
+    return crawl_file(tmp_path, store.url("docs/"), **store.section)
 
 
 def test_new_changed_removed_unchanged_over_pages_with_metadata_fields(store, tmp_path, crawl, search):
@@ -150,7 +137,7 @@ def test_new_changed_removed_unchanged_over_pages_with_metadata_fields(store, tm
     first = crawl(config)
     assert first.code == 0, first.stderr
     assert first.counts["written"] == 4 and first.counts["deleted"] == 0
-    assert set(_indexed(tmp_path)) == {store.url(key) for key in FOUND} and all(_indexed(tmp_path).values())
+    assert set(indexed(tmp_path)) == {store.url(key) for key in FOUND} and all(indexed(tmp_path).values())
     assert first.problems("discover") == {store.url("docs/two/"): "a prefix with an empty or dot segment cannot "
                                           "be a URL"}
     (odd,) = search(config, "kittiwake")
@@ -159,10 +146,10 @@ def test_new_changed_removed_unchanged_over_pages_with_metadata_fields(store, tm
         "content_type": "text/plain", "meta_project": "Apollo", "meta_shelf_mark": "A 1"}, odd
     assert not search(config, "skua")
 
-    before = len(_lines(store.log))
+    before = len(requests(store.log, 0))
     again = crawl(config)
     assert again.code == 0 and again.counts["unchanged"] == 4 and again.counts["read"] == 0, again.stderr
-    assert [line for line in _lines(store.log)[before:] if store.reads(line)] == []  # its listing only
+    assert [line for line in requests(store.log, before) if store.reads(line)] == []  # its listing only
 
     store.put("docs/puffin.txt", b"the puffin eats sand eels", {})
     store.put("docs/fulmar.txt", b"a fulmar glides", {})
@@ -192,14 +179,14 @@ def test_unreachable_throttling_refusing_or_vanished_stores_keep_every_document(
             lines = [p for p in run.report["problems"] if p["kind"] == "incomplete"]
             assert len(lines) == 1 and lines[0]["url"] == store.url("docs/"), (name, run.report["problems"])
             assert not store.secret or store.secret not in json.dumps(run.report) + run.stderr + run.stdout
-            assert len(_indexed(tmp_path)) == 4
+            assert len(indexed(tmp_path)) == 4
             assert {"throttled": "503", "refused": "AuthorizationFailure (HTTP 403)"}.get(name, "") in lines[0][
                 "reason"], lines
         assert slow.requests >= 1
     monkeypatch.setenv(*store.environment)
     store.drop()
     gone = crawl(config)
-    assert gone.counts["deleted"] == 0 and len(_indexed(tmp_path)) == 4
+    assert gone.counts["deleted"] == 0 and len(indexed(tmp_path)) == 4
     (reason,) = gone.problems("discover").values()
     assert reason.startswith(f"cannot list {store.url('docs/')}: ") and "(HTTP 404)" in reason, reason
 

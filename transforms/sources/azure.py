@@ -19,7 +19,6 @@ import os
 from collections.abc import Iterator
 
 from beamtrawl.transforms.fields import Count
-from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.object_store import EndpointUrl, ObjectStore, Page, Stored, StoreSettings
 from pydantic import Field
 
@@ -66,14 +65,11 @@ class AzureSource(ObjectStore):
     BUCKET = (r"[a-z0-9](?:[a-z0-9]|-(?!-)){1,61}[a-z0-9]",
               "a container name is 3-63 lower case letters, digits or single '-'; the account is not in the URL")
 
-    @staticmethod
-    def start_hints(url: str) -> StartHints:
-        """A blob's name is indexed itself; a container or a prefix ending in / is listed."""
-        return StartHints(index=not url.endswith("/"), lines=(
-            "az:                              # the login: AZURE_STORAGE_CONNECTION_STRING, or a credentials entry",
-            "                                 # for the container (username: the account, password: ${ITS_KEY})",
-            "  # account_url: https://ACCOUNT.blob.core.windows.net   # not given: the connection string's",
-            "  max_attempts: 4               # tries of one request; then the prefix keeps its documents"))
+    STARTER = (
+        "az:                              # the login: AZURE_STORAGE_CONNECTION_STRING, or a credentials entry",
+        "                                 # for the container (username: the account, password: ${ITS_KEY})",
+        "  # account_url: https://ACCOUNT.blob.core.windows.net   # not given: the connection string's",
+        "  max_attempts: 4               # tries of one request; then the prefix keeps its documents")
 
     def container(self, url: str, name: str):
         """azure-storage-blob's client of container ``name`` (one service client per login)."""

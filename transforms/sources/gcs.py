@@ -16,7 +16,6 @@ import logging
 from collections.abc import Iterator
 
 from beamtrawl.transforms.fields import Flag, Seconds, Text
-from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.object_store import EndpointUrl, ObjectStore, Page, Stored, StoreSettings
 
 # Their DEBUG traces print request headers (a bearer token): never print them (--debug).
@@ -58,15 +57,12 @@ class GcsSource(ObjectStore):
     BUCKET = (r"[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]",
               "a bucket name is 3-63 lower case letters, digits, '.', '_' or '-'")
 
-    @staticmethod
-    def start_hints(url: str) -> StartHints:
-        """An object's name is indexed itself; a bucket or a prefix ending in / is listed."""
-        return StartHints(index=not url.endswith("/"), lines=(
-            "gs:                              # the login: Google's chain (GOOGLE_APPLICATION_CREDENTIALS, gcloud's",
-            "                                 # application-default login or a VM's service account), never this file",
-            "  # project: my-project          # the project billed; not given: the login's",
-            "  # anonymous: true              # a public bucket: no login",
-            "  retry_seconds: 60              # retries of one request; then the prefix keeps its documents"))
+    STARTER = (
+        "gs:                              # the login: Google's chain (GOOGLE_APPLICATION_CREDENTIALS, gcloud's",
+        "                                 # application-default login or a VM's service account), never this file",
+        "  # project: my-project          # the project billed; not given: the login's",
+        "  # anonymous: true              # a public bucket: no login",
+        "  retry_seconds: 60              # retries of one request; then the prefix keeps its documents")
 
     def gcs(self, url: str):
         """google-cloud-storage's client (one for every bucket: a credentials entry does not apply)."""

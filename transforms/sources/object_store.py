@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlsplit
 
 from beamtrawl.transforms.fields import Count, Items, Seconds, Section, Text, fail
 from beamtrawl.transforms.records import AuxValue, Entry, FrontierItem, event
+from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment
@@ -135,12 +136,13 @@ def _clean(text: str) -> str:
 class ObjectStore:
     """A source of one object store. What a store's source gives: its ``schemes``, ``Settings`` (extending
     :class:`StoreSettings`), ``BUCKET`` (a bucket or container name's pattern and its rule, for the start URL
-    check), and the calls :meth:`pages`, :meth:`head`, :meth:`reader`, :meth:`failures` and :meth:`reason`.
+    check), ``STARTER`` (its lines in a starter file), and the calls :meth:`pages`, :meth:`head`, :meth:`reader`, :meth:`failures` and :meth:`reason`.
     Clients are made on first use by :meth:`client` and kept, one per login."""
 
     schemes: ClassVar[tuple[str, ...]]
     Settings: ClassVar[type[StoreSettings]]
     BUCKET: ClassVar[tuple[str, str]]  # (regex of a bucket name, what the rule says)
+    STARTER: ClassVar[tuple[str, ...]]  # its section in a starter file (``beamtrawl init``), with comments
 
     def __init__(self, settings: SourceSettings | None = None):
         self.settings = settings or SourceSettings()
@@ -177,6 +179,11 @@ class ObjectStore:
         if not re.fullmatch(rf"{scheme}://({pattern})/[^?#]*", url):
             return f"a {scheme}:// start URL is {scheme}://bucket/[prefix/] ({rule})"
         return ""
+
+    @classmethod
+    def start_hints(cls, url: str) -> StartHints:
+        """An object's key is indexed itself; a bucket or a prefix ending in / is listed."""
+        return StartHints(index=not url.endswith("/"), lines=cls.STARTER)
 
     def client(self, url: str, make: Callable):
         """The client for ``url``: ``make(login)`` on first use (login: the ``credentials:`` entry or None), kept."""

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from typing import Literal
 
 from beamtrawl.transforms.fields import Count, Text
-from beamtrawl.transforms.sources.base import StartHints
 from beamtrawl.transforms.sources.object_store import EndpointUrl, ObjectStore, Page, Stored, StoreSettings
 from pydantic import Field
 
@@ -54,15 +53,12 @@ class S3Source(ObjectStore):
     Settings = S3Settings
     BUCKET = (r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", "a bucket name is 3-63 lower case letters, digits, '.' or '-'")
 
-    @staticmethod
-    def start_hints(url: str) -> StartHints:
-        """An object's key is indexed itself; a bucket or a prefix ending in / is listed."""
-        return StartHints(index=not url.endswith("/"), lines=(
-            "s3:                              # the login: boto3's chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY,",
-            "                                 # ~/.aws or an instance role), never this file",
-            "  # endpoint_url: http://127.0.0.1:9000   # an S3-compatible store (or AWS_ENDPOINT_URL); not given: AWS",
-            "  # region: eu-west-1",
-            "  max_attempts: 4               # tries of one request; then the prefix keeps its documents"))
+    STARTER = (
+        "s3:                              # the login: boto3's chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY,",
+        "                                 # ~/.aws or an instance role), never this file",
+        "  # endpoint_url: http://127.0.0.1:9000   # an S3-compatible store (or AWS_ENDPOINT_URL); not given: AWS",
+        "  # region: eu-west-1",
+        "  max_attempts: 4               # tries of one request; then the prefix keeps its documents")
 
     def s3(self, url: str):
         """boto3's S3 client for ``url``'s bucket."""
