@@ -240,3 +240,19 @@ def test_a_configuration_mistake_names_file_key_and_problem(tmp_path, section, p
     with pytest.raises(ConfigError) as raised:
         load_config(str(path))
     assert str(raised.value).startswith(f"{path}: {problem}"), str(raised.value)
+
+
+@pytest.mark.parametrize("store", ["az"], indirect=True)
+def test_an_azure_login_from_a_credentials_entry(store, tmp_path, crawl, search, monkeypatch):
+    """The account and its key from a credentials entry for the container (the key from the environment), the
+    service at az.account_url; no connection string."""
+    from tests.servers.azurite import ACCOUNT
+
+    monkeypatch.delenv(store.environment[0])
+    monkeypatch.setenv("BT_AZURE_KEY", store.secret)
+    endpoint = store.environment[1].split("BlobEndpoint=")[1].rstrip(";")
+    config = crawl_file(tmp_path, store.url("docs/"), az={"account_url": endpoint}, credentials=[
+        {"url": store.url(), "username": ACCOUNT, "password": "${BT_AZURE_KEY}"}])
+    run = crawl(config)
+    assert run.code == 0 and run.counts["written"] == 4, run.stderr
+    assert search(config, "gannet")[0]["url"] == store.url("docs/birds/gannet.txt")

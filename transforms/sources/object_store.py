@@ -35,6 +35,7 @@ from pydantic import AfterValidator, Field
 #: The field of a document that holds its object's content type, and the start of each user metadata field.
 CONTENT_TYPE, METADATA = "content_type", "meta_"
 _VALUE_CHARS = 1000  # a metadata value longer than this is cut: a field, not a document
+_MAKING = threading.Lock()  # clients are not safe to build in parallel (boto3's sessions, in threads of one process)
 _GENERIC_TYPES = frozenset(("", "application/octet-stream", "binary/octet-stream"))  # a store's "nobody said"
 
 
@@ -147,7 +148,6 @@ class ObjectStore:
     def __init__(self, settings: SourceSettings | None = None):
         self.settings = settings or SourceSettings()
         self._clients: dict = {}
-        self._making = threading.Lock()  # clients are not safe to build in parallel (boto3's session)
 
     # -- what a store implements ----------------------------------------------------------------------
     def pages(self, url: str, bucket: str, prefix: str) -> Iterator[Page]:
@@ -190,7 +190,7 @@ class ObjectStore:
         login = self.settings.login_for(url)
         keys = (login.username, login.password) if login else (None, None)
         if keys not in self._clients:
-            with self._making:
+            with _MAKING:
                 if keys not in self._clients:
                     self._clients[keys] = make(login)
         return self._clients[keys]
