@@ -2,7 +2,8 @@
 
 Listing, freshness (the listing's size, LastModified and ETag), reading and failures are every object store's
 (:mod:`~beamtrawl.transforms.sources.object_store`); this module makes the calls. A listing of S3 carries no
-content type or user metadata (a HEAD per object would), so an S3 object's document has none as fields.
+content type or user metadata (a HEAD per object would), so a listed S3 object's document has none as fields
+(an object named by a start URL has them, from its HEAD).
 
 Logins come from boto3's standard chain (the environment, ``~/.aws``, an instance role) or a
 ``credentials:`` entry for the bucket (username: the access key id, password: the secret key); never
