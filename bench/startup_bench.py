@@ -16,12 +16,14 @@ checkout is its own baseline (the ratio then shows the noise alone: a test has n
 It then times the start-up of a crawl (issue 27, target 2: at most 2 s of wall time on a quiet machine): a
 ``beamtrawl crawl`` of a tree of one small HTML file into a fresh index, two workers, start to exit, wall and
 CPU time (the command, its workers and their preparing children), median of ``--crawl-runs`` runs (default
-5; 1 with ``--tiny``) of each checkout, alternating.
+5; 1 with ``--tiny``) of each checkout, alternating, and the wall time of its phases (start, plan, pipeline,
+rest: :func:`phases`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -80,13 +82,15 @@ def timed(command: list[str], env: dict) -> tuple[float, float]:
     return elapsed, used
 
 
-def crawl_start_up(folder: Path, envs: dict, runs: int) -> tuple[dict, dict]:
-    """Wall and CPU seconds of ``beamtrawl crawl`` of a one-file tree into a fresh index, by checkout."""
+def crawl_start_up(folder: Path, envs: dict, runs: int) -> tuple[dict, dict, dict]:
+    """Wall and CPU seconds of ``beamtrawl crawl`` of a one-file tree into a fresh index, by checkout, and the
+    wall seconds of its phases (:func:`phases`)."""
     tree = folder / "one-file"
     tree.mkdir()
     (tree / "starter.html").write_text(ONE_FILE, encoding="utf-8")
     walls: dict[str, list[float]] = {name: [] for name in envs}
     cpus: dict[str, list[float]] = {name: [] for name in envs}
+    parts: dict[str, list[tuple[float, ...]]] = {name: [] for name in envs}
     for run in range(runs):
         for name, env in envs.items():
             config = folder / f"one-{name}-{run}.yaml"
@@ -96,7 +100,17 @@ def crawl_start_up(folder: Path, envs: dict, runs: int) -> tuple[dict, dict]:
                                "--direct_num_workers=2"], env)
             walls[name].append(wall)
             cpus[name].append(cpu)
-    return walls, cpus
+            parts[name].append(phases(wall, folder / f"{config.stem}.report.json"))
+    return walls, cpus, parts
+
+
+def phases(wall: float, report: Path) -> tuple[float, ...]:
+    """Wall seconds of a crawl's phases from its report's timings: the command's start (Python, Beam's import,
+    the configuration, the workers forked), the plan (the index opened and checked), the pipeline (the graph
+    built and run, the work folder read back), and the rest (the report, the exit)."""
+    timings = json.loads(report.read_text(encoding="utf-8"))["timings"]
+    return (wall - timings["total_s"], timings["plan_s"], timings["pipeline_s"],
+            timings["total_s"] - timings["plan_s"] - timings["pipeline_s"])
 
 
 def main() -> None:
@@ -151,6 +165,10 @@ def main() -> None:
         old, new = statistics.median(figures["baseline"]), statistics.median(figures["current"])
         print(f"  {label:34s} baseline {old:7.2f} s    current {new:7.2f} s    "
               f"difference {new - old:+7.2f} s    ratio {new / old:5.2f}")
+    for name in starts[2]:
+        start, plan, pipeline, rest = (statistics.median(p[i] for p in starts[2][name]) for i in range(4))
+        print(f"  one-file crawl, {name:8s} phases (wall, medians): start {start:.2f} s, plan {plan:.2f} s, "
+              f"pipeline {pipeline:.2f} s, rest {rest:.2f} s")
     wall = statistics.median(starts[0]["current"])
     print(f"  one-file crawl (2 workers), current: {wall:.2f} s wall, target <= {CRAWL_TARGET_S:g} s on a quiet machine: "
           f"{'PASS' if wall <= CRAWL_TARGET_S else 'MISS'} (load average {os.getloadavg()[0]:.1f})")

@@ -80,7 +80,13 @@ def _search_parsers(commands, overrides) -> None:
     search = commands.add_parser("search", parents=[overrides], help="search the index of CONFIG",
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=f"{QUERY_SYNTAX}\n\n{CONFIG_REFERENCE}")
-    search.add_argument("query", help="what to look for (the syntax: below); quote it as one argument")
+    search.add_argument("query", nargs="?", default="",
+                        help="what to look for (the syntax: below); quote it as one argument")
+    search.add_argument("--mode", default="auto", choices=("auto", "keyword", "semantic", "hybrid"),
+                        help="match the words, the meaning (embeddings), or both fused; auto: hybrid for a question "
+                             "or when the words find nothing, else keyword (docs/search.md)")
+    search.add_argument("--like", default="", metavar="DOC_ID",
+                        help="documents like this one (a hit's id, --json): more like this, by meaning")
     search.add_argument("--config", default=None, help=DEFAULT_CONFIG_HELP)
     search.add_argument("--limit", type=_limit, default=10, help=f"at most this many hits (1 to {MAX_LIMIT:,})")
     search.add_argument("--json", action="store_true", help="print a JSON array of hits")
@@ -256,6 +262,12 @@ def main(argv: list[str] | None = None) -> int:
         import_beam()  # first: whatever imports Beam next gets it without what a crawl never uses
     if args.command == "crawl" and (unknown := _unknown_beam_options(extra)):
         _parser().error(unknown)
+    if args.command == "crawl" and not args.dry_run:
+        from beamtrawl.runners import forked_workers
+
+        # A command is no IPython session; without this, Beam imports IPython (0.6 s) to ask if it is one.
+        sys.modules.setdefault("IPython", None)
+        forked_workers.prestart(forked_workers.worker_count(args.runner, extra))  # before any index or thread
     try:
         if args.command == "crawl" and args.reprepare:
             args.overrides.append("reprepare=true")
@@ -302,7 +314,7 @@ def _run(config, args, extra: list[str]) -> int:
         print("\n".join(explain(config, args.target)))
         return EXIT_OK
     groups = [g.strip() for g in args.groups.split(",") if g.strip()]
-    return _search(config, args.query, args.limit, args.json, groups)
+    return _search(config, args, groups)
 
 
 def _unknown_beam_options(extra: list[str]) -> str:
@@ -335,8 +347,6 @@ def _crawl(config, args, beam_args: list[str]) -> int:
     from beamtrawl.transforms.preparators.isolation import end_children
 
     report_to = args.report
-    # A command is no IPython session; without this, Beam imports IPython (0.6 s) to ask if it is one.
-    sys.modules.setdefault("IPython", None)
     try:
         from beamtrawl.pipeline.progress import LiveProgress
 
@@ -413,22 +423,28 @@ def _init(start: list[str], output: str, force: bool) -> int:
     return 0
 
 
-def _search(config, text: str, limit: int, as_json: bool, groups=()) -> int:
-    from beamtrawl.pipeline.hits import highlights, render
-    from beamtrawl.transforms.index import make_target
-    from beamtrawl.transforms.index.query import parse_query
+def _search(config, args, groups=()) -> int:
+    from dataclasses import replace
 
-    fields = [f.name for f in config.auxiliary_fields if f.index]
-    query = parse_query(text, fields, groups)  # a query beyond the bounds is refused before the index is opened
+    from beamtrawl.pipeline.hits import highlights, render
+    from beamtrawl.transforms.embed import lazy_embedder
+    from beamtrawl.transforms.index import make_target, semantic
+    from beamtrawl.transforms.index.query import asking
+
+    # a query beyond the bounds is refused before the index is opened
+    query = asking(args.query, [f.name for f in config.auxiliary_fields if f.index], groups, args.like, args.mode)
     target = make_target(config.index)
     target.check()
+    limit, embedder = args.limit, lazy_embedder(config.embeddings)
     if target.pages_unavailable():  # a target without pages (the table) cannot count: the hits are the total
-        hits = target.search(query, limit)
+        run = semantic.settled(query if query.mode != semantic.AUTO else replace(query, mode=semantic.KEYWORD), embedder)
+        semantic.refuse_meaning(target, run)
+        hits = target.search(run, limit)
         total = len(hits)
     else:
-        page = target.search_page(query, limit, facet_size=1)
+        page = semantic.search_page(target, query, embedder, limit, facet_size=1)
         hits, total = page.hits, page.total
-    if as_json:
+    if args.json:
         print(json.dumps([hit.__dict__ for hit in hits], ensure_ascii=False, indent=2))
         return 0
     print(render(hits, total, highlights(sys.stdout)))

@@ -59,7 +59,16 @@ def preparation_fingerprint(preparators, config) -> str:
         "plugins": PluginHost(config.plugins).fingerprint(),
         "helpers": helpers.fingerprint(preparators),  # a program installed or upgraded re-prepares
     }
+    if config.embeddings:  # only when on, so turning embeddings on re-prepares (and embeds) every document once
+        spec["embeddings"] = embedding_identity(config.embeddings)
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def embedding_identity(settings) -> str:
+    """The embedding model, its version and the passage bounds, for the fingerprint: another model re-embeds."""
+    from beamtrawl.transforms.embed import REGISTRY
+
+    return f"{REGISTRY.load(settings.model).identity()} {settings.identity()}"
 
 
 def _params_identity(params) -> str:

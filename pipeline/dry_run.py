@@ -54,6 +54,9 @@ def _index_line(config) -> tuple[str, int, int | None]:
             return f"index {config.index.label}: {problem}", EXIT_FATAL, None
         if "no index" in str(err) and "reached" not in str(err):
             return f"index {config.index.label}: reachable; the index will be created", EXIT_OK, 0
+        if "run beamtrawl crawl once to upgrade it" in str(err):  # what search says of an older schema
+            line = f"index {config.index.label}: reachable; made by an older beamtrawl, this crawl upgrades it"
+            return line, EXIT_OK, target.count()
         return f"index: {err}", EXIT_FATAL, None
     finally:
         target.close()

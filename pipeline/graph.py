@@ -25,6 +25,7 @@ from beamtrawl.transforms import batches
 from beamtrawl.transforms.accept import Rules
 from beamtrawl.transforms.batches import Batch
 from beamtrawl.transforms.discover import Discover, DiscoverByHost, DiscoverOptions
+from beamtrawl.transforms.embed.stage import Embed
 from beamtrawl.transforms.enrich.assign import AssignGroups
 from beamtrawl.transforms.faults import DROP_ENTRIES, DROP_LISTINGS, in_transit
 from beamtrawl.transforms.freshness import Freshness
@@ -141,6 +142,9 @@ def build(p: beam.Pipeline, config, target, fingerprint: str, run: Pass) -> None
     access_events = [*access_events, access_changes | "UpdateAccess" >> UpdateAccess(target)]
     docs, prepare_events, no_longer_read = to_prepare | "Prepare" >> Prepare(
         PrepareOptions.from_config(config, config.preparators, fingerprint), rules.plugins, discovery.sources)
+    if config.embeddings:  # issue 31: passages of the prepared (new and changed) documents embedded
+        docs, embed_events = docs | "Embed" >> Embed(config.embeddings)
+        prepare_events = (prepare_events, embed_events) | "WithEmbedEvents" >> beam.Flatten().with_output_types(Event)
     write_events = docs | "WriteIndex" >> WriteIndex(target, rules.plugins)
 
     _ = (to_delete, no_longer_read) | "AllDeletes" >> beam.Flatten().with_output_types(SnapshotEntry) | (

@@ -11,7 +11,8 @@ COUNTS = ("discovered", "accepted", "declined", "new", "changed", "unchanged", "
           "written", "failed", "deleted", "kept", "vanished", "no_longer_accepted", "delete_withheld",
           "incomplete", "oversize", "duplicate", "skipped", "symlink_skipped", "listed", "in_index",
           "write_failed", "plugin_failed", "truncated", "metadata_only", "fallback", "fetched", "not_modified",
-          "dead_link", "robots_denied", "unsupported", "skipped_unread", "no_longer_read", "revoked", "ocr_pages")
+          "dead_link", "robots_denied", "unsupported", "skipped_unread", "no_longer_read", "revoked", "ocr_pages",
+          "embedded", "not_embedded")
 
 EXIT_OK, EXIT_DOCUMENTS_FAILED, EXIT_FATAL = 0, 1, 2
 

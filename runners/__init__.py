@@ -20,6 +20,11 @@ _REFUSED = {
 }
 
 
+def engine(name: str | None) -> str | None:
+    """The module of ``runners`` that launches a crawl on runner ``name`` (default: direct), or None."""
+    return _ENGINES.get((name or "direct").lower())
+
+
 def pipeline_options(name: str | None, beam_args: list[str], target):
     """Options for runner ``name`` (default: direct) plus any Beam pipeline options given."""
     from beamtrawl.runners.view_once import ViewOnceOptions as PipelineOptions
@@ -44,4 +49,4 @@ def make_runner(options):
     return direct.runner(options)
 
 
-__all__ = ["RunnerError", "make_runner", "pipeline_options"]
+__all__ = ["RunnerError", "engine", "make_runner", "pipeline_options"]

@@ -4,15 +4,21 @@
 about a quarter of Beam's import time, in the command and again in every worker. Beam imports it inside
 ``try``/``except ImportError``, so it is refused while Beam loads and allowed again afterwards: a plugin
 that imports ``pymongo`` itself still gets it (Beam's MongoDB IO, which beamtrawl does not use, stays off).
+``boto3`` (with botocore and s3transfer, another sixth of the import) is refused the same way, and Beam's S3
+file system imports it when it makes its first client: only a crawl with an ``s3://`` work folder or index
+path needs it there (issue 27, target 2).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import sys
 
 #: Modules Beam imports at start-up that no part of a crawl uses.
 UNUSED = ("pymongo", "bson")
+#: Modules Beam imports at start-up that only its S3 file system uses: imported when it makes its first client.
+ON_DEMAND = ("boto3",)
 
 
 def import_beam() -> None:
@@ -23,7 +29,7 @@ def import_beam() -> None:
     if "apache_beam" in sys.modules:
         remember_dofn_specs()
         return
-    refused = [name for name in UNUSED if name not in sys.modules]
+    refused = [name for name in (*UNUSED, *ON_DEMAND) if name not in sys.modules]
     quiet = logging.getLogger("apache_beam.io.mongodbio")  # it warns that it found no bson
     quiet.disabled = True
     sys.modules.update(dict.fromkeys(refused))
@@ -34,4 +40,21 @@ def import_beam() -> None:
             if sys.modules.get(name, 0) is None:
                 del sys.modules[name]
         quiet.disabled = False
+    _boto3_on_demand()
     remember_dofn_specs()
+
+
+def _boto3_on_demand() -> None:
+    """Make Beam's S3 client import ``boto3`` when it is made, if Beam's import went without it."""
+    from apache_beam.io.aws.clients.s3 import boto3_client
+
+    if boto3_client.boto3 is not None or importlib.util.find_spec("boto3") is None:
+        return  # imported already, or not installed: Beam says so when a client is made
+    made = boto3_client.Client.__init__
+
+    def __init__(self, *args, **kwargs):
+        if boto3_client.boto3 is None:
+            boto3_client.boto3 = importlib.import_module("boto3")
+        made(self, *args, **kwargs)
+
+    boto3_client.Client.__init__ = __init__

@@ -6,6 +6,8 @@ internet; FnApiRunner is named explicitly so that never happens. Its worker proc
 first on the import path, and a ``concurrent.py`` lying there would run inside every worker. They ignore
 SIGINT from birth: Ctrl-C is the driver's to handle (pipeline/interrupt.py).
 
+Its workers are forked from the command while it starts, where it could (runners/forked_workers.py).
+
 A worker process that dies is heard (:func:`_failing_on_worker_death`): Beam only logs it from the thread
 that started the process, and the runner then waits forever for the dead worker's answers.
 
@@ -23,6 +25,7 @@ import sys
 import threading
 
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from beamtrawl.runners import forked_workers
 from beamtrawl.runners.dofn_specs import remember_dofn_specs
 from beamtrawl.runners.options import with_defaults
 
@@ -56,12 +59,17 @@ def runner(options: PipelineOptions):
     # the environment given here, whose workers are processes all the same (direct_num_workers of them).
     direct.direct_running_mode = "in_memory"
     guard_data_streams()
+    one_worker_for_one_part()
     remember_dofn_specs()
+    forked_workers.install(WORKER_COMMAND)
 
     class LocalRunner(FnApiRunner):
         def run_pipeline(self, pipeline, options):
-            with _failing_on_worker_death():
-                return super().run_pipeline(pipeline, options)
+            try:
+                with _failing_on_worker_death():
+                    return super().run_pipeline(pipeline, options)
+            finally:
+                forked_workers.release()  # those the run did not take
 
     return LocalRunner(default_environment=SubprocessSDKEnvironment.from_command_string(WORKER_COMMAND))
 
@@ -87,6 +95,42 @@ def guard_data_streams() -> None:
             unguarded(self, b, nested)
 
     stream.write, stream._beamtrawl_guarded = write, True
+
+
+def one_worker_for_one_part() -> None:
+    """Run a stage's bundle on one worker when only one of its parts would hold any input.
+
+    With several workers FnApiRunner cuts each stage's input into one part per worker and runs every part, empty
+    or not: a stage of one element (a start URL, a singleton of totals, a one-file crawl's every stage) ran an
+    empty bundle on each other worker, which built that stage's DoFns there for nothing. Such a stage now runs
+    as Beam runs it with one worker (or a stateful stage): the whole input in one bundle; any correct DoFn
+    takes any cut of its input into bundles. Idempotent; Beam is pinned (2.73.0): this replaces its class."""
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+
+    parallel = fn_runner.ParallelBundleManager
+    if getattr(parallel, "_beamtrawl_one_part", False):
+        return
+
+    class OnePartOnOneWorker(parallel):
+        _beamtrawl_one_part = True
+
+        def process_bundle(self, inputs, expected_outputs, fired_timers, expected_output_timers, dry_run=False):
+            if _parts_with_input(inputs, fired_timers, self._num_workers) > 1:
+                return super().process_bundle(inputs, expected_outputs, fired_timers, expected_output_timers, dry_run)
+            whole = fn_runner.BundleManager(self.bundle_context_manager, self._progress_frequency,
+                                            cache_token_generator=self._cache_token_generator)
+            return whole.process_bundle(inputs, expected_outputs, fired_timers, expected_output_timers, dry_run)
+
+    fn_runner.ParallelBundleManager = OnePartOnOneWorker
+
+
+def _parts_with_input(inputs, fired_timers, workers: int) -> int:
+    """How many of the ``workers`` parts FnApiRunner would cut a bundle's input into hold any (timers go to the
+    first)."""
+    busy = {0} if fired_timers else set()
+    for buffer in inputs.values():
+        busy.update(k for k, part in enumerate(buffer.partition(workers)) if any(part))
+    return len(busy)
 
 
 @contextlib.contextmanager

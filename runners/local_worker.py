@@ -8,7 +8,8 @@ non-zero as Beam's own worker would.
 It ignores SIGINT (from birth: runners/direct.py; here again, should another command start it), and so do
 the preparing processes it starts, which inherit that: Ctrl-C reaches a terminal's whole process group, and
 the command's driver ends the crawl's processes itself (pipeline/interrupt.py) — a worker left to Python
-would print a ``KeyboardInterrupt`` traceback of its own first."""
+would print a ``KeyboardInterrupt`` traceback of its own first. A worker forked from the command
+(runners/forked_workers.py) runs :func:`serve` too."""
 
 from __future__ import annotations
 
@@ -25,9 +26,15 @@ import_beam()
 from apache_beam.runners.worker import sdk_worker_main
 from beamtrawl.transforms.preparators.isolation import end_children
 
-if __name__ == "__main__":
+
+def serve() -> None:
+    """Run the harness Beam's environment variables describe, end the preparing children, and exit."""
     sdk_worker_main.main(sys.argv)
     end_children()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+if __name__ == "__main__":
+    serve()

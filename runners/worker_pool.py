@@ -70,12 +70,24 @@ def _servicer():
     return OwnInterpreterPool
 
 
+def _port(text: str) -> int:
+    """A port the cluster's runner can name: gRPC took 99999 (and 0) for "any free port", and listened there."""
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (1 to 65535)")
+    return int(text)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--service_port", type=int, required=True, help="the port the cluster's runner calls")
+    parser.add_argument("--service_port", type=_port, required=True, help="the port the cluster's runner calls")
     args, _ = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    address, server = _servicer().start(use_process=True, port=args.service_port)
+    try:
+        address, server = _servicer().start(use_process=True, port=args.service_port)
+    except RuntimeError:  # gRPC's "Failed to bind", after its own log line
+        print(f"beamtrawl worker pool: cannot listen on port {args.service_port} (in use, or not this user's to "
+              f"use); choose another --service_port", file=sys.stderr)
+        raise SystemExit(2) from None
     log.info("beamtrawl worker pool at %s: workers run %s -P", address, sys.executable)
     try:
         while True:

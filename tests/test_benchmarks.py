@@ -30,6 +30,7 @@ BENCHES = {
     "opensearch_bench": ("sink/loop:", True),
     "prepare_bench": ("mixed corpus: beam×1 =", False),
     "real_world_bench": ("full crawl / baseline", False),
+    "semantic_bench": ("hybrid on questions:", False),
     "serve_bench": ("opensearch: target web/direct", True),
     "smb_bench": ("ratio beamtrawl (acls off) / smbclient:", False),
     "startup_bench": ("one-file crawl (2 workers), current:", False),

@@ -117,7 +117,7 @@ def test_every_documented_default_is_what_the_loader_gives(tmp_path):
     plain = load_config(str(path))
     for key, default in rows:
         literal = re.fullmatch(r"`(.*)`", default.strip())
-        if key.startswith("index.") or not literal:
+        if key.startswith(("index.", "embeddings.")) or not literal:  # a kind's or model's own keys
             continue
         raw = yaml.safe_load(yaml.safe_dump(base))
         *parents, name = key.split(".")

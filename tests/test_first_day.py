@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 from beamtrawl.pipeline.interrupt import descendants
+from beamtrawl.runners.forked_workers import WORKER_NAME
 
 from tests.conftest import beamtrawl, beamtrawl_command
 from tests.real_corpus import corpus
@@ -87,9 +88,11 @@ def _running(pid: int) -> bool:
 
 
 def _workers_started(pid: int) -> bool:
+    """A worker at work: Beam's own process, or one forked from the command (runners/forked_workers.py)."""
     for child in descendants(pid):
         try:
-            if b"local_worker" in Path(f"/proc/{child}/cmdline").read_bytes():
+            if (b"local_worker" in Path(f"/proc/{child}/cmdline").read_bytes()
+                    or Path(f"/proc/{child}/comm").read_text().strip() == WORKER_NAME):
                 return True
         except OSError:
             continue

@@ -8,6 +8,9 @@ import sqlite3
 
 import pyarrow as pa
 import pytest
+from beamtrawl.pipeline.config.loader import load_config
+from beamtrawl.pipeline.dry_run import _index_line
+from beamtrawl.pipeline.report import EXIT_OK
 from beamtrawl.transforms.index import EmbeddedIndex, IndexUnavailable
 from beamtrawl.transforms.index.query import parse_query
 from beamtrawl.transforms.index.table import SCHEMA, DeltaIndex
@@ -65,10 +68,8 @@ def test_a_word_only_a_sidebar_holds_finds_the_page_below_pages_whose_text_holds
     index.close()
 
 
-def test_an_index_made_before_the_field_gets_it_when_a_crawl_opens_it(tmp_path):
-    """A schema version 5 index (partition tables without ``furniture``) keeps its documents and their
-    scores, and is searched again after the crawl's prepare; until then a search asks for that crawl."""
-    path = tmp_path / "index.sqlite"
+def _version_5_index(path) -> list:
+    """An index as schema version 5 kept it, holding os.html: its hits for "fileinput"."""
     index = EmbeddedIndex(str(path))
     index.prepare()
     assert index.upsert([_document("os.html")]) == []
@@ -86,6 +87,14 @@ def test_an_index_made_before_the_field_gets_it_when_a_crawl_opens_it(tmp_path):
                    "location FROM fts_1")
         db.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     db.close()
+    return before
+
+
+def test_an_index_made_before_the_field_gets_it_when_a_crawl_opens_it(tmp_path):
+    """A schema version 5 index (partition tables without ``furniture``) keeps its documents and their
+    scores, and is searched again after the crawl's prepare; until then a search asks for that crawl."""
+    path = tmp_path / "index.sqlite"
+    before = _version_5_index(path)
     with pytest.raises(IndexUnavailable, match="index schema version 5, .* run beamtrawl crawl once to upgrade it"):
         EmbeddedIndex(str(path)).check()
     upgraded = EmbeddedIndex(str(path))
@@ -94,6 +103,15 @@ def test_an_index_made_before_the_field_gets_it_when_a_crawl_opens_it(tmp_path):
     assert upgraded.upsert([_document("os.path.html")]) == []
     assert _names(upgraded, "fileinput") == ["os.html", "os.path.html"]
     upgraded.close()
+
+
+def test_a_dry_run_into_an_older_index_says_the_crawl_upgrades_it(tmp_path, make_config):
+    """Not exit 2 with a search's "run beamtrawl crawl once": that crawl is what the dry run is checking."""
+    _version_5_index(tmp_path / "index.sqlite")
+    config = load_config(str(make_config(tmp_path)))
+    line, code, documents = _index_line(config)
+    assert (code, documents) == (EXIT_OK, 1)
+    assert line.endswith("index.sqlite: reachable; made by an older beamtrawl, this crawl upgrades it"), line
 
 
 def test_a_table_made_before_the_field_gets_the_column_and_keeps_its_rows(tmp_path):

@@ -146,6 +146,18 @@ def test_tiny_html_fragments_keep_their_visible_text(data, content):
     assert " ".join(prepared.content.split()) == content
 
 
+@pytest.mark.parametrize("data", [
+    b"<html><body>" + b"<div>" * 100_000 + b"deepword" + b"</div>" * 100_000 + b"<p>afterword</p></body></html>",
+    b"<html><head><title>Old page</title></head><body>" + b"<font size=2>deepword " * 400 + b"<p>afterword</p>",
+])
+def test_markup_nested_deeper_than_libxml2_reads_keeps_every_word(data):
+    """libxml2 stops at 256 levels (unclosed <font> tags reach them) and drops what it read: the page is
+    read flat instead, every word of its body findable."""
+    prepared = prepare_html(data, "file:///a.html", "text/html", {})
+    assert {"deepword", "afterword"} <= set(prepared.content.split())
+    assert prepared.title in ("", "Old page") and "Old page" not in prepared.content
+
+
 @pytest.mark.parametrize("data", [b"", b"   \n"])
 def test_empty_html_is_a_preparation_error(data):
     with pytest.raises(PreparationError, match="not parseable as HTML"):

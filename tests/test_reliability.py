@@ -266,12 +266,30 @@ def test_workers_never_import_from_the_current_folder(tmp_path, make_config, cra
     assert not marker.exists()
 
 
+KILLER = """\
+import os
+import sys
+
+if "CONTROL_API_SERVICE_DESCRIPTOR" in os.environ:
+    os._exit(3)
+
+
+def _kill_worker(event, args):
+    if event == "os.putenv" and args[0] in ("CONTROL_API_SERVICE_DESCRIPTOR", b"CONTROL_API_SERVICE_DESCRIPTOR"):
+        os._exit(3)
+
+
+sys.addaudithook(_kill_worker)
+"""
+
+
 def test_a_worker_that_dies_fails_the_crawl_without_deletes(tmp_path, make_config, crawl):
     config, before = _indexed_then_half_removed(tmp_path, make_config, crawl)
     killer = tmp_path / "killer"
-    killer.mkdir()  # runs at the start of every Python process on PYTHONPATH; ends those that are workers
-    (killer / "sitecustomize.py").write_text(
-        'import os\nif "CONTROL_API_SERVICE_DESCRIPTOR" in os.environ:\n    os._exit(3)\n')
+    killer.mkdir()  # runs at the start of every Python process on PYTHONPATH; ends those that are workers:
+    # a worker Beam starts at once, one forked from the command (runners/forked_workers.py) when given its
+    # environment
+    (killer / "sitecustomize.py").write_text(KILLER)
     done = subprocess.run(crawl_command(config), cwd=REPO, env={**os.environ, "PYTHONPATH": str(killer)},
                           capture_output=True, text=True, timeout=600, check=False)  # observed before: hung
     assert done.returncode == 2, done.stdout + done.stderr

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -42,6 +45,66 @@ def test_direct_workers_are_processes_running_our_worker_command():
         assert_that(elsewhere, equal_to([True] * 50))
     for mode in ("multi_threading", "in_memory"):  # what the user chose stays Beam's to run
         assert direct.runner(PipelineOptions(direct.arguments([f"--direct_running_mode={mode}"]))) is None
+
+
+FORKED = """\
+import json, os, sys
+from beamtrawl.runners.beam_import import import_beam
+import_beam()
+from beamtrawl.runners import direct, forked_workers
+forked_workers.prestart(3)
+forked = [pid for pid, _pipe in forked_workers._WAITING]
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+options = PipelineOptions(direct.arguments(["--direct_num_workers=2"]))
+folder = sys.argv[1]
+with beam.Pipeline(runner=direct.runner(options), options=options) as p:
+    _ = p | beam.Create(range(20)) | beam.Map(lambda _: open(os.path.join(folder, str(os.getpid())), "w").close())
+print(json.dumps({"forked": forked, "left": forked_workers._WAITING}))
+"""
+
+
+def test_local_workers_are_forked_from_the_command_and_unused_ones_end(tmp_path):
+    """runners/forked_workers.py: the pipeline's two workers are two of the three forked before it was built (no
+    new Python, no imports); the third ends when the run does."""
+    done = subprocess.run([sys.executable, "-c", FORKED, str(tmp_path)], capture_output=True, text=True,
+                          timeout=300, check=True)
+    told = json.loads(done.stdout.splitlines()[-1])
+    worked = {int(name) for name in os.listdir(tmp_path)}
+    assert worked and worked <= set(told["forked"][:2]) and told["left"] == []
+    assert not Path(f"/proc/{told['forked'][2]}").exists()
+
+
+def test_a_stage_with_one_part_of_input_runs_on_one_worker_and_a_larger_one_on_all(tmp_path):
+    """runners/direct.py one_worker_for_one_part: no empty bundle on the second worker for a one-element stage;
+    a stage with input enough for both still runs on both."""
+    class Bundles(beam.DoFn):  # defined here: the workers get it by value (they cannot import tests)
+        """Leaves a file per bundle it finishes: FOLDER/LABEL-PID-N."""
+
+        def __init__(self, folder: str, label: str):
+            self.folder, self.label = folder, label
+
+        def start_bundle(self):
+            self.seen = 0
+
+        def process(self, element):
+            self.seen += 1
+            yield element
+
+        def finish_bundle(self):
+            path = os.path.join(self.folder, f"{self.label}-{os.getpid()}-{self.seen}")
+            with open(path if not os.path.exists(path) else f"{path}-{time.monotonic_ns()}", "w"):
+                pass
+
+    options = PipelineOptions(direct.arguments(["--direct_num_workers=2"]))
+    with beam.Pipeline(runner=direct.runner(options), options=options) as p:
+        _ = p | "One" >> beam.Create([1]) | "OneBundles" >> beam.ParDo(Bundles(str(tmp_path), "one"))
+        _ = (p | "Many" >> beam.Create(range(200)) | beam.Reshuffle()
+             | "ManyBundles" >> beam.ParDo(Bundles(str(tmp_path), "many")))
+    one = [name.split("-") for name in os.listdir(tmp_path) if name.startswith("one-")]
+    many = [name.split("-") for name in os.listdir(tmp_path) if name.startswith("many-")]
+    assert [int(seen) for _label, _pid, seen, *_ in one] == [1]
+    assert len({pid for _label, pid, *_ in many}) == 2 and sum(int(seen) for _l, _p, seen, *_ in many) == 200
 
 
 def _preparing_processes() -> set[str]:

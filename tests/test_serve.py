@@ -44,7 +44,7 @@ def test_api_hits_have_the_fields_of_search_json(site, base):
     from_api = api(base, "survey", per_page=100)
     assert from_api["total"] == REPORTS
     assert from_api["hits"] == _search_json(site, "survey")
-    assert set(from_api) == {"query", "order", "page", "per_page", "total", "hits", "facets"}
+    assert set(from_api) == {"query", "mode", "like", "order", "page", "per_page", "total", "hits", "facets"}
 
 
 def test_api_pages_and_orders(base):

@@ -19,12 +19,13 @@ def test_the_driver_reads_a_config_and_searches_an_index_without_beam(tmp_path):
     build_index(tmp_path / "index.sqlite").close()
     config = tmp_path / "crawl.yaml"
     config.write_text(f"start: [{{url: {tmp_path}}}]\nindex: {{path: {tmp_path / 'index.sqlite'}}}\n")
-    code = f"""import sys
+    code = f"""import argparse, sys
 import beamtrawl.pipeline.cli, beamtrawl.pipeline.crawl, beamtrawl.pipeline.unchanged
 import beamtrawl.transforms.sources.imap, beamtrawl.transforms.records
 from beamtrawl.pipeline.cli import _search
 from beamtrawl.pipeline.config import load_config
-assert _search(load_config({str(config)!r}, crawling=False), "spectrometer lamp", 10, True) == 0
+assert _search(load_config({str(config)!r}, crawling=False), argparse.Namespace(
+    query="spectrometer lamp", limit=10, json=True, mode="auto", like="")) == 0
 sys.exit('apache_beam' in sys.modules)"""
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -69,3 +70,21 @@ def test_which_crawls_hand_their_work_to_a_pool():
     assert pool_address("flink", ["--environment_config=h:1"]) is None  # [local]: LOOPBACK
     assert pool_address("PortableRunner", ["--environment_type=LOOPBACK"]) is None
     assert pool_address(None, []) is None
+
+
+def test_a_pool_on_a_port_in_use_says_so_in_one_line(tmp_path):
+    (port,) = free_ports(1)
+    with socket.create_server(("", port)):
+        done = subprocess.run([sys.executable, "-P", "-m", OWN_POOL, f"--service_port={port}"], capture_output=True,
+                              text=True, cwd=tmp_path, timeout=60, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"beamtrawl worker pool: cannot listen on port {port} (in use, or not this user's to use); "
+        f"choose another --service_port")
+
+
+@pytest.mark.parametrize("port", ["99999", "0", "http"])
+def test_a_pool_on_no_port_is_refused_not_started_on_any_free_one(port):
+    done = subprocess.run([sys.executable, "-P", "-m", OWN_POOL, f"--service_port={port}"], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 2 and f"argument --service_port: '{port}' is not a port (1 to 65535)" in done.stderr

@@ -156,6 +156,8 @@ class IndexDoc(NamedTuple):
     aux: Sequence[AuxValue] = ()  # auxiliary fields (regain's auxiliaryField)
     denied: Sequence[str] = ()  # searchers holding any of these do not see it, whatever ``groups`` says
     furniture: str = ""  # page furniture (Prepared.furniture): searched with a low weight, never in snippets
+    passages: Sequence[int] = ()  # [start, stop) of each embedded passage of ``content``, flat (transforms/embed)
+    vectors: bytes = b""  # each passage's vector, float16 row after row (none: embeddings are off)
 
 
 class Event(NamedTuple):

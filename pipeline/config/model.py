@@ -24,6 +24,7 @@ from beamtrawl.transforms.sources import section_source
 from beamtrawl.transforms.values import Bounds, Credential, OcrSettings, StartUrl, UrlPattern
 
 if TYPE_CHECKING:
+    from beamtrawl.transforms.embed import EmbeddingSettings
     from beamtrawl.transforms.index.base import TargetSettings
     from beamtrawl.transforms.preparators import PreparatorSpec
 
@@ -57,6 +58,7 @@ class Config:
     preparators: tuple[PreparatorSpec, ...]  # none when searching (crawling=False): a search prepares nothing
     preparation: Bounds
     ocr: OcrSettings  # also the ``ocr`` parameter of the preparators that OCR (image, pdf)
+    embeddings: EmbeddingSettings | None = None  # the model passages are embedded by; None: off (transforms/embed)
 
     def section(self, name: str) -> Any:
         """The source section ``name`` as the file gave it, else its defaults (None: no source has a section
@@ -69,7 +71,7 @@ class Config:
 #: The top-level limits and switches with their defaults, read from the schema (the report and work folder
 #: default to places beside the index, found in :func:`build`).
 DEFAULTS = {name: field.default for name, field in CrawlFile.model_fields.items()
-            if name not in ("report", "work_dir") and (field.default is None or isinstance(field.default, (int, float)))}
+            if name not in ("report", "work_dir", "embeddings") and (field.default is None or isinstance(field.default, (int, float)))}
 
 
 def _changed_sections(file: CrawlFile) -> tuple:
@@ -107,5 +109,5 @@ def build(file: CrawlFile, source: str, crawling: bool = True) -> Config:
         plugins=plugin_specs(file.plugins, load=crawling),
         auxiliary_fields=aux_field_specs(file.auxiliary_fields), access_control=controllers(file.access_control),
         preparators=with_ocr(preparator_specs(file.preparators), ocr) if crawling else (),
-        preparation=file.preparation.bounds(), ocr=ocr, **settings)
+        preparation=file.preparation.bounds(), ocr=ocr, embeddings=file.embeddings, **settings)
 

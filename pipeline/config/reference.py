@@ -12,6 +12,7 @@ import json
 import textwrap
 
 from beamtrawl.pipeline.config.schema import crawl_file
+from beamtrawl.transforms import embed
 from beamtrawl.transforms import index as targets
 from beamtrawl.transforms.fields import Section
 from beamtrawl.transforms.registry import RegistryError
@@ -33,12 +34,22 @@ def _spelled(node):
 
 
 def index_kinds() -> dict[str, type[Section]]:
-    """Every index target's section model by kind, entry points' included (a broken one is left out: the
-    registry warned, and a file naming it gets the error)."""
+    """Every index target's section model by kind, entry points' included."""
+    return _registered(targets.REGISTRY, targets.settings_model)
+
+
+def embedding_models() -> dict[str, type[Section]]:
+    """Every embedding model's section model by name, entry points' included."""
+    return _registered(embed.REGISTRY, embed.settings_model)
+
+
+def _registered(registry, settings_model) -> dict[str, type[Section]]:
+    """Each name of ``registry`` → its section model (a broken extension is left out: the registry warned, and a
+    file naming it gets the error)."""
     found = {}
-    for kind in targets.REGISTRY.names():
+    for name in registry.names():
         try:
-            found[kind] = targets.settings_model(kind)
+            found[name] = settings_model(name)
         except RegistryError:
             continue
     return found
@@ -52,6 +63,9 @@ def json_schema() -> dict:
     for kind in kinds:
         schema.setdefault("$defs", {}).update(kind.pop("$defs", {}))
     schema["properties"]["index"] = {"anyOf": kinds, "description": schema["properties"]["index"].get("description", "")}
+    models = [_spelled(model.model_json_schema()) for model in embedding_models().values()]
+    schema["properties"]["embeddings"] = {"anyOf": [*models, {"type": "boolean", "const": False}, {"type": "null"}],
+                                          "description": schema["properties"]["embeddings"].get("description", "")}
     return schema
 
 
@@ -160,7 +174,7 @@ def reference() -> str:
     schema = _spelled(crawl_file(frozenset(settings_sources())).model_json_schema())
     out = ["# Configuration reference", "",
            ("Generated from the schema (`pipeline/config/schema.py`) and the settings every registered source and "
-            "index target declares (its `Settings`) by "
+            "index target and embedding model declares (its `Settings`) by "
             "`python -m beamtrawl.pipeline.config.reference > docs/configuration-reference.md`; do not edit."),
            ("A key path `a.b` is key `b` of mapping `a`; `a[].b` is key `b` of each item of list `a`. "
             "`${NAME}` in any string value, at any depth (parameters included, keys not), is the environment "
@@ -173,6 +187,8 @@ def reference() -> str:
     out += _tables(schema, models)
     for kind, model in kinds.items():
         out += _tables(_spelled(model.model_json_schema()), models, "index", f" (kind: {kind})")
+    for name, model in embedding_models().items():
+        out += _tables(_spelled(model.model_json_schema()), models, "embeddings", f" (model: {name})")
     return "\n".join(out)
 
 

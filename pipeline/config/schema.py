@@ -230,6 +230,29 @@ def index_section(raw: Any, info: ValidationInfo) -> Any:
         raise fail(problem, at=key) from None
 
 
+def embeddings_section(raw: Any, info: ValidationInfo) -> Any:
+    """The ``embeddings`` section: nothing or ``false`` (off), or ``model`` and that model's own keys, checked by
+    the model's ``Settings`` (transforms/embed): an :class:`~beamtrawl.transforms.embed.EmbeddingSettings`."""
+    from beamtrawl.transforms import embed
+
+    if raw is None or raw is False or isinstance(raw, embed.EmbeddingSettings):
+        return raw or None
+    if not isinstance(raw, dict):
+        raise fail(f"must be a mapping with a model (e.g. {{model: wordllama}}) or false, got {kind_of(raw)}")
+    name = raw.get("model")
+    if not isinstance(name, str) or not embed.REGISTRY.known(name) and not embed.REGISTRY.skipped(name):
+        raise fail(f"must be one of {', '.join(embed.REGISTRY.names())}, got {name!r}", at=".model")
+    try:
+        model = embed.settings_model(name)
+    except RegistryError as err:
+        raise fail(str(err), at=".model") from None
+    try:
+        return model.model_validate(raw, context=info.context)
+    except ValidationError as err:
+        key, problem = explain(err.errors(include_url=False)[0])
+        raise fail(problem, at=key) from None
+
+
 class CrawlFile(Section):
     """One crawl: where it starts, what it accepts, where it writes, and its limits."""
 
@@ -281,6 +304,10 @@ class CrawlFile(Section):
     """bounds of every preparator run"""
     ocr: Annotated[OcrSection, OrEmpty] = OcrSection()
     """text recognised in images and scanned PDF pages (tesseract)"""
+    embeddings: Annotated[Any, PlainValidator(embeddings_section), WithJsonSchema(
+        {"type": "object", "default_words": "off", "description": "``model`` and the model's own keys, or false"})] = None
+    """passages embedded for questions and semantic search: ``{model: wordllama}`` and the model's keys; nothing
+    or false: off (docs/search.md, "Questions")"""
 
     @classmethod
     def other_keys(cls) -> set[str]:

@@ -11,6 +11,7 @@ from beamtrawl.pipeline.explain import as_url
 from beamtrawl.pipeline.serve import mime_names
 from beamtrawl.transforms.index.base import DATE_FACET, FACET_FIELDS, ORDERS, RELEVANCE, Page, date_buckets
 from beamtrawl.transforms.index.query import MAX_QUERY_CHARS
+from beamtrawl.transforms.index.semantic import AUTO, MODES
 
 PER_PAGE = 20  # hits on a page unless per_page says otherwise
 MAX_PER_PAGE = 100
@@ -32,6 +33,13 @@ class Asked:
     page: int
     per_page: int
     order: str
+    mode: str = AUTO  # semantic.MODES
+    like: str = ""  # a document id: more like this
+
+    @property
+    def asks(self) -> bool:
+        """Does the request ask for a search at all (words, filters, or documents like one)?"""
+        return bool(self.q or self.like)
 
     @property
     def offset(self) -> int:
@@ -51,7 +59,13 @@ def asked(params) -> Asked:
     order = params.get("order", RELEVANCE) or RELEVANCE
     if order not in ORDERS:
         raise BadRequest(f"order is {' or '.join(ORDERS)}")
-    found = Asked(q, page, per_page, order)
+    mode = params.get("mode", AUTO) or AUTO
+    if mode not in MODES:
+        raise BadRequest(f"mode is {', '.join(MODES)}")
+    like = params.get("like", "")
+    if like and not re.fullmatch(r"[0-9a-f]{1,64}", like):
+        raise BadRequest("like is a document's id (hexadecimal digits)")
+    found = Asked(q, page, per_page, order, mode, like)
     if found.offset + per_page > MAX_DEPTH:
         raise BadRequest(f"only the first {MAX_DEPTH:,} hits can be paged through; narrow the search")
     return found
@@ -73,8 +87,9 @@ def facet_term(name: str, value: str) -> str | None:
 def link(a: Asked, **changes) -> str:
     """The search page's address for ``a`` with some parameters changed (a relative URL: no redirect
     or link the page builds can lead off this site)."""
-    params = {"q": a.q, "order": a.order, "page": a.page, "per_page": a.per_page, **changes}
-    defaults = {"order": RELEVANCE, "page": 1, "per_page": PER_PAGE}
+    params = {"q": a.q, "order": a.order, "page": a.page, "per_page": a.per_page, "mode": a.mode, "like": a.like,
+              **changes}
+    defaults = {"order": RELEVANCE, "page": 1, "per_page": PER_PAGE, "mode": AUTO, "like": ""}
     return "/?" + urllib.parse.urlencode({k: v for k, v in params.items() if defaults.get(k) != v})
 
 

@@ -15,6 +15,8 @@ from beamtrawl.transforms.sources import at_own_address
 from markupsafe import Markup
 
 ORDER_LABELS = {"relevance": "Best match", "date": "Newest first"}
+MODE_LABELS = {"auto": "Words or meaning", "keyword": "Every word", "semantic": "Meaning",
+               "hybrid": "Words and meaning"}
 _HERE = Path(__file__).parent
 
 
@@ -59,7 +61,7 @@ def environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined)
     env.filters.update(size=human_size, date=shown_date, hit_link=hit_link, url=shown_url, plain=plain,
                        breakable=breakable, mime=mime_names.readable)
-    env.globals.update(version=__version__, MAX_QUERY_CHARS=MAX_QUERY_CHARS, ORDER_LABELS=ORDER_LABELS,
+    env.globals.update(version=__version__, MAX_QUERY_CHARS=MAX_QUERY_CHARS, ORDER_LABELS=ORDER_LABELS, MODE_LABELS=MODE_LABELS,
                        MAX_EXPLAIN_CHARS=MAX_EXPLAIN_CHARS,
                        thumbnail_types=thumbnails.TYPES)
     return env

@@ -27,7 +27,7 @@ class SearchRoutes:
             a = asked(request.query_params)
         except BadRequest as err:
             return site.page(request, 400, a=NO_SEARCH, searcher=searcher, error=str(err))
-        if not a.q:
+        if not a.asks:
             return site.page(request, a=a, searcher=searcher, result=None)
         try:
             result = await site.searches.run(site.run_search, a, searcher)
@@ -47,7 +47,7 @@ class SearchRoutes:
         searcher = await self.site.who(request)
         try:
             a = asked(request.query_params)
-            if not a.q:
+            if not a.asks:
                 raise BadRequest("q is the query; it is empty")
             result = await self.site.searches.run(self.site.run_search, a, searcher)
         except (BadRequest, QueryError) as err:
@@ -56,7 +56,7 @@ class SearchRoutes:
             log.error("%s", err)
             return JSON({"error": "the search index cannot be reached"}, 503)
         return JSON({
-            "query": a.q, "order": a.order, "page": a.page, "per_page": a.per_page, "total": result.total,
+            "query": a.q, "mode": a.mode, "like": a.like, "order": a.order, "page": a.page, "per_page": a.per_page, "total": result.total,
             "hits": [hit.__dict__ for hit in result.hits],
             "facets": {name: [{"value": v, "count": n} for v, n in values] for name, values in result.facets.items()},
         })

@@ -15,9 +15,10 @@ from beamtrawl.pipeline.serve import documents, pages
 from beamtrawl.pipeline.serve.asking import FACET_SIZE, Asked
 from beamtrawl.pipeline.serve.people import ANONYMOUS, Doorkeeper, Searcher
 from beamtrawl.pipeline.serve.signin import TooManyFailures
-from beamtrawl.transforms.index import make_target
+from beamtrawl.transforms.embed import lazy_embedder
+from beamtrawl.transforms.index import make_target, semantic
 from beamtrawl.transforms.index.base import IndexUnavailable, Page
-from beamtrawl.transforms.index.query import parse_query
+from beamtrawl.transforms.index.query import asking
 from beamtrawl.transforms.sources import Sources
 from beamtrawl.transforms.sources.settings import SourceSettings
 from starlette.concurrency import run_in_threadpool
@@ -97,6 +98,7 @@ class Site:
         self.explaining = Explaining(crawl_config or (lambda: load_config(config.source, crawling=True)))
         self.searches = Searches(config.index)
         self.fields = [f.name for f in config.auxiliary_fields if f.index]
+        self.embedder = lazy_embedder(config.embeddings)
         self.templates = Jinja2Templates(env=pages.environment())
         self.sources = Sources(SourceSettings.from_config(config))  # with the logins of SMB and IMAP sources
 
@@ -123,13 +125,15 @@ class Site:
         return found
 
     def run_search(self, target, a: Asked, searcher: Searcher) -> Page:
-        query = parse_query(a.q, self.fields, searcher.groups)
-        return target.search_page(query, a.per_page, a.offset, a.order, FACET_SIZE)
+        query = asking(a.q, self.fields, searcher.groups, a.like, a.mode)
+        return semantic.search_page(target, query, self.embedder, a.per_page, offset=a.offset, order=a.order,
+                                    facet_size=FACET_SIZE)
 
     def page(self, request: Request, code: int = 200, **values) -> Response:
         values.setdefault("error", "")
         values.setdefault("searcher", Searcher())
         values.setdefault("can_sign_in", self.doorkeeper.can_sign_in)
+        values.setdefault("similar", self.embedder is not None)  # "more like this" needs the index's vectors
         return self.templates.TemplateResponse(request, values.pop("template", "search.html"), values,
                                                status_code=code)
 

@@ -28,7 +28,7 @@ from beamtrawl.transforms.sources import local_path
 RESERVED = frozenset((
     "id", "url", "root", "title", "content", "summary", "headlines", "metadata", "mimetype", "filename",
     "path", "size", "mtime_ns", "last_modified", "groups", "preparation_error", "content_hash", "etag",
-    "http_last_modified", "prep_fingerprint", "outlinks", "indexed_at", "aux", "denied", "furniture"))
+    "http_last_modified", "prep_fingerprint", "outlinks", "indexed_at", "aux", "denied", "furniture", "passages", "vectors"))
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,7 @@ PAGE = 10_000  # the most one search returns (index.max_result_window)
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
 PIT_KEEP_ALIVE = "30m"
 _SNAPSHOT_FIELDS = list(SnapshotEntry._fields)
-_MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": [], "denied": []}
+_MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": [], "denied": [], "passages": [], "vectors": b""}
 _SNAPSHOT_DEFAULTS = [(f, _MISSING.get(f, "")) for f in _SNAPSHOT_FIELDS]
 _PUBLIC = access_key(object())  # the key of a document without groups
 #: Bumped when the layout of the physical indices changes, so a crawl rebuilds them (see ``physical``);
@@ -627,6 +627,7 @@ _CHANGE_LOGS = {"bool": {"should": [q for name in CHANGE_LOG_NAMES for q in (
 
 def _source(doc: IndexDoc) -> dict:
     source = doc._asdict()
+    del source["passages"], source["vectors"]  # embeddings are stored by the embedded index only, so far
     source["groups"] = list(doc.groups)
     source["denied"] = list(doc.denied)
     source["outlinks"] = list(doc.outlinks)

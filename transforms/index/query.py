@@ -38,6 +38,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 FILTER_FIELDS = ("mimetype", "extension", "path", "url")
 #: Filters by a range of values (:func:`range_of`): the modification time and the size in bytes.
@@ -120,6 +121,12 @@ class Query:
     excluded: list[Term] = field(default_factory=list)
     filters: list[tuple[str, str, bool]] = field(default_factory=list)  # (field, value, negated)
     groups: tuple[str, ...] = ()  # the searcher's groups; () = public documents only
+    #: How the text is matched (semantic.MODES): by its words, by what it means (its ``vector``, or the vectors of
+    #: the document ``like`` names: "more like this"), or both fused. Targets see keyword, semantic or hybrid.
+    mode: str = "keyword"
+    vector: Any = None  # the query's embedding (a unit-length float32 numpy row), for semantic and hybrid
+    like: str = ""  # a document id: documents like it (its own vectors), the document itself left out
+    text: str = ""  # the query as typed (auto mode reads it: is it a question?)
 
     @property
     def has_text(self) -> bool:
@@ -177,6 +184,16 @@ def parse_query(text: str, fields=(), groups=()) -> Query:
     if not (query.has_text or query.filters):
         raise QueryError("the query has no words or filters to search for")
     _check_bounds(query)
+    return query
+
+
+def asking(text: str, fields=(), groups=(), like: str = "", mode: str = "auto") -> Query:
+    """A search's query in ``mode`` (semantic.MODES: settled by semantic.search_page): ``text`` parsed, or for
+    "more like this" (``like``: a document id) nothing but the document."""
+    if like and not text.strip():
+        return Query(groups=tuple(groups), like=like, mode=mode)
+    query = parse_query(text, fields, groups)
+    query.like, query.mode, query.text = like, mode, text
     return query
 
 

@@ -15,7 +15,8 @@ Schema version 2 added ``aux``, version 3 the column ``denied`` (groups that may
 and ``names`` (what a query must equal to match a document's name exactly, query.name_keys; one row
 per key, so the exact-name boost of a search is one indexed lookup), version 4 the text split by access
 partition (``parts``, ``docs.part``), version 6 the text column ``furniture`` (page furniture: searched with
-the lowest weight, never in snippets). An older index is migrated when a
+the lowest weight, never in snippets), version 7 the table ``vectors`` (passages' embeddings:
+:mod:`.sqlite_vectors`). An older index is migrated when a
 crawl opens it (the table and column are added, ``names`` filled from the stored documents); its
 documents get their auxiliary fields when they are re-prepared, which that crawl does because the
 preparation fingerprint covers the field definitions. An index made before ``ranking`` gets it and
@@ -39,6 +40,7 @@ refuses, untouched, a file that is not empty and not a beamtrawl index, and a da
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import math
@@ -48,11 +50,13 @@ import sqlite3
 import tempfile
 import urllib.parse
 from collections.abc import Iterator, Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from beamtrawl.transforms.enrich.auxfields import tokens
 from beamtrawl.transforms.fields import Path
+from beamtrawl.transforms.index import semantic
 from beamtrawl.transforms.index import sqlite_parts as parts
+from beamtrawl.transforms.index import sqlite_vectors as vectors
 from beamtrawl.transforms.index.base import (
     ACCESS_FIELDS,
     DATE_FACET,
@@ -88,7 +92,7 @@ from beamtrawl.transforms.index.query import (
 )
 from beamtrawl.transforms.records import EVERYONE, AuxValue, IndexDoc, SnapshotEntry
 
-SCHEMA_VERSION = 6  # 5: name keys of whole file names and manual pages (query.name_keys); 6: furniture
+SCHEMA_VERSION = 7  # 5: name keys of whole file names and manual pages (query.name_keys); 6: furniture; 7: vectors
 SPLIT_ROWS = 50_000
 #: What SQLite says when a query, not the index, is beyond its limits (parse_query bounds queries first).
 _QUERY_TOO_COMPLEX = ("Expression tree is too large", "too many SQL variables", "pattern too complex",
@@ -177,6 +181,7 @@ class SqliteSettings(TargetSettings):
 class EmbeddedIndex(IndexTarget):
     Settings = SqliteSettings
     local_only = True
+    semantic = True  # searches by meaning too (transforms/index/semantic.py)
 
     @classmethod
     def from_config(cls, index_config: SqliteSettings) -> EmbeddedIndex:
@@ -187,6 +192,7 @@ class EmbeddedIndex(IndexTarget):
         self.path = path
         self._db: sqlite3.Connection | None = None
         self._read_only: sqlite3.Connection | None = None
+        self._matrices = vectors.Matrices()
 
     def __getstate__(self):
         return {"path": self.path}
@@ -258,7 +264,7 @@ class EmbeddedIndex(IndexTarget):
         _refuse_a_folder(self.path)
         _refuse_read_only(self.path, folder)
         version = _inspect(self.path)
-        if version is not None and version not in (1, 2, 3, 4, 5, SCHEMA_VERSION):
+        if version is not None and version not in (1, 2, 3, 4, 5, 6, SCHEMA_VERSION):
             raise IndexUnavailable(f"{self.path}: index schema version {version}, this beamtrawl reads version "
                                    f"{SCHEMA_VERSION}; crawl into a new index file")
         try:
@@ -269,6 +275,7 @@ class EmbeddedIndex(IndexTarget):
                 if version in (1, 2):  # 2 added the aux table, 3 the denied column and names (tables: above)
                     _add_denied_column(db)
                 _add_part_column(db)
+                vectors.create(db)  # 7: documents get theirs when embeddings are on (the fingerprint re-prepares)
                 _prepare_ranking(db)
                 if parts.is_single_table(db):  # 4: the text of each access partition in a table of its own
                     parts.split_single(db)
@@ -343,6 +350,7 @@ class EmbeddedIndex(IndexTarget):
             yield new(SnapshotEntry, (*row[:8], _json_list(row[8]), _json_list(row[9]), _json_list(row[10]), row[11]))
 
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
+        self._matrices.forget()  # SQLite's data_version does not change for a connection's own writes
         try:
             with self._transaction() as db:
                 self._write(db, docs)
@@ -397,9 +405,14 @@ class EmbeddedIndex(IndexTarget):
                 (rid, a.name, a.value if a.store or not a.tokenize else "", " ".join(tokens(a.value)) if a.tokenize else "",
                  a.store, a.index, a.tokenize)
                 for a in getattr(doc, "aux", ())])
+            vectors.write(db, rid, part, doc.passages, doc.vectors)
+        dimensions = {len(d.vectors) // len(d.passages) for d in docs if d.vectors and d.passages}
+        if dimensions:  # bytes per passage / 2 bytes per float16 value * 2 numbers per span
+            db.execute("INSERT OR REPLACE INTO meta VALUES('vector_dimensions', ?)", (str(max(dimensions)),))
 
     def set_access(self, changes: Sequence[tuple[str, Sequence[str], Sequence[str]]]) -> None:
         """New access at once; a document whose partition changes takes its text to that partition's table."""
+        self._matrices.forget()
         with self._transaction() as db:
             for doc_id, groups, denied in changes:
                 groups, denied = json.dumps(list(groups)), json.dumps(list(denied))
@@ -410,9 +423,11 @@ class EmbeddedIndex(IndexTarget):
                 if part != row[1]:
                     parts.move(db, row[0], row[1], part)
                     db.execute("UPDATE names SET part = ? WHERE rid = ?", (part, row[0]))
+                    vectors.move(db, row[0], part)
                 db.execute("UPDATE docs SET groups = ?, denied = ?, part = ? WHERE rid = ?", (groups, denied, part, row[0]))
 
     def delete(self, ids: Sequence[str]) -> None:
+        self._matrices.forget()
         marks = ", ".join("?" * len(ids))
         with self._transaction() as db:
             for (part,) in db.execute(f"SELECT DISTINCT part FROM docs WHERE id IN ({marks})", ids).fetchall():
@@ -420,6 +435,7 @@ class EmbeddedIndex(IndexTarget):
                            ids)
             db.execute(f"DELETE FROM aux WHERE rid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
             db.execute(f"DELETE FROM names WHERE rid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
+            db.execute(f"DELETE FROM vectors WHERE rid IN (SELECT rid FROM docs WHERE id IN ({marks}))", ids)
             db.execute(f"DELETE FROM docs WHERE id IN ({marks})", ids)
 
     def documents(self) -> Iterator[IndexDoc]:
@@ -454,15 +470,43 @@ class EmbeddedIndex(IndexTarget):
         return self._reader().execute("SELECT COUNT(*) FROM docs").fetchone()[0]
 
     def search(self, query: Query, limit: int) -> list[Hit]:
-        return self._searching(lambda db: self._hits(db, query, limit, 0, RELEVANCE))
+        return self._searching(lambda db: self._hits(db, query, (limit, 0), RELEVANCE, self._ranked(db, query)))
 
     def search_page(self, query: Query, limit: int, offset: int = 0, order: str = RELEVANCE,
                     facet_size: int = 10) -> Page:
         def page(db: sqlite3.Connection) -> Page:
-            total, facets = _counts(db, query, facet_size)
-            hits = self._hits(db, query, limit, offset, order) if total > offset else []
+            ranked = self._ranked(db, query)
+            total, facets = _counts(db, query, facet_size, ranked)
+            hits = self._hits(db, query, (limit, offset), order, ranked) if total > offset else []
             return Page(hits, total, facets)
         return self._searching(page)
+
+    def _ranked(self, db: sqlite3.Connection, query: Query) -> Ranked | None:
+        """A semantic or hybrid search's documents with their scores and best passages (None: keywords only)."""
+        if query.mode not in (semantic.SEMANTIC, semantic.HYBRID):  # auto is settled before a target sees it
+            return None
+        row = db.execute("SELECT value FROM meta WHERE key = 'vector_dimensions'").fetchone()
+        dimensions = int(row[0]) if row else len(query.vector) if query.vector is not None else 0
+        vector, own = query.vector, None
+        if query.like:  # "more like this": the document's own vectors, if the searcher may see it
+            visible, params = _visible(query.groups)
+            found = db.execute(f"SELECT rid FROM docs WHERE id = ? AND {visible}", [query.like, *params]).fetchone()
+            own = found[0] if found else None
+            vector = vectors.document_vector(db, own, dimensions) if own is not None else None
+        if vector is None or len(vector) != dimensions:
+            return Ranked([], {})
+        matrix, row_docs, passage = self._matrices.of(db, _visible_parts(db, query), dimensions)
+        allowed = _admitted(db, query, row_docs, own)
+        near = semantic.nearest(matrix, row_docs, vector, semantic.DEPTH, allowed)
+        passages = {rid: int(passage[row]) for rid, _, row in near}
+        if query.mode == semantic.SEMANTIC or not query.has_text:
+            return Ranked([(rid, score) for rid, score, _ in near], passages)
+        keyword = [row[0] for row in db.execute(*_keyword_ranking(db, query, semantic.DEPTH))]
+        named = frozenset(rid for (rid,) in db.execute(
+            f"SELECT rid FROM names WHERE key = ? AND part IN ({', '.join(map(str, _visible_parts(db, query)))})",
+            (query.name_key,))) if query.name_key else frozenset()
+        fused = semantic.fuse(keyword, [rid for rid, _, _ in near], named)
+        return Ranked([(rid, round(score, 6)) for rid, score in fused], passages)
 
     def document(self, doc_id: str, groups: Sequence[str]) -> Stored | None:
         visible, params = _visible(groups)
@@ -506,29 +550,12 @@ class EmbeddedIndex(IndexTarget):
             raise _unusable(self.path, err, "cannot search") from None
 
     @staticmethod
-    def _hits(db: sqlite3.Connection, query: Query, limit: int, offset: int, order: str) -> list[Hit]:
-        columns = ("docs.rid, docs.id, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
-                   f"docs.last_modified, {_COPIES} AS copies")
-        if query.has_text:
-            score = _score_column(db, query)
-
-            def arm(part: int) -> tuple[str, list]:
-                table = parts.fts(part)
-                boost, boost_params = _exact_name_boost(query, part)
-                where, params = _conditions(db, query, part)
-                sql = (f"SELECT {columns}, '' AS snippet, "
-                       f"({score(part)} + {boost}) * {_CHANGE_LOG_FACTOR} AS score FROM {table} "
-                       f"JOIN docs ON docs.rid = {table}.rowid "
-                       f"WHERE {' AND '.join(where)}")
-                return sql, [*boost_params, *params]
-
-            sql, params = parts.each(_visible_parts(db, query), arm)
-            if not sql:
-                return []
-            best = "score DESC, url"
-        else:
-            where, params = _conditions(db, query)
-            sql, best = f"SELECT {columns}, '' AS snippet, 0.0 AS score FROM docs WHERE {' AND '.join(where)}", "url"
+    def _hits(db: sqlite3.Connection, query: Query, window: tuple[int, int], order: str,
+              ranked: Ranked | None = None) -> list[Hit]:
+        """Hits ``window`` = (limit, offset) of a search in ``order``."""
+        sql, params, best = _matched(db, query, _HIT_COLUMNS, ranked)
+        if not sql:
+            return []
         order_by = "last_modified DESC, url" if order == NEWEST else best
         # Copies of one content are one hit, the best of them, listing where the others are (among the matches,
         # so among what the searcher may see): ``ranked`` numbers each content's matches in the page's order.
@@ -541,12 +568,12 @@ class EmbeddedIndex(IndexTarget):
             f"WHERE n > 1 AND copies IN (SELECT copies FROM page) ORDER BY url) GROUP BY copies) "
             f"SELECT rid, id, url, title, filename, mimetype, size, last_modified, coalesce(places.urls, '[]'), "
             f"snippet, score FROM page LEFT JOIN places USING (copies) ORDER BY {order_by}",
-            [*params, limit, offset]).fetchall()
+            [*params, *window]).fetchall()
         locations = {row[0]: json.loads(row[8])[:MAX_LOCATIONS] for row in rows}
         rows = [(*row[:8], *row[9:]) for row in rows]
-        # Snippets of the page's hits only: the text, with its matches, or its beginning (never the URL).
-        made = _snippet if query.has_text else _beginning
-        rows = [(*row[:-2], made(db, row[0], query), row[-1]) for row in rows]
+        # Snippets of the page's hits only: the passage that matched its meaning, the text with its matches, or its
+        # beginning (never the URL).
+        rows = [(*row[:-2], _shown(db, row[0], query, ranked), row[-1]) for row in rows]
         stored: dict[int, dict[str, str]] = {}
         rids = [row[0] for row in rows]
         for rid, name, value in db.execute(
@@ -563,6 +590,97 @@ _SNIPPET = ("CASE WHEN instr(snippet({t}, 1, '{on}', '{off}', '…', 24), '{on}'
             "WHEN instr(snippet({t}, 2, '{on}', '{off}', '…', 24), '{on}') > 0 "
             "THEN snippet({t}, 2, '{on}', '{off}', '…', 24) "
             "ELSE snippet({t}, 1, '{on}', '{off}', '…', 24) END")
+
+
+_HIT_COLUMNS = ("docs.rid, docs.id, docs.url, docs.title, docs.filename, docs.mimetype, docs.size, "
+                f"docs.last_modified, {_COPIES} AS copies")
+
+
+class Ranked(NamedTuple):
+    """A semantic or hybrid search's matches: (rid, score) best first, and rid → its best passage's number."""
+
+    scores: list
+    passages: dict
+
+
+def _matched(db: sqlite3.Connection, query: Query, columns: str, ranked: Ranked | None) -> tuple[str, list, str]:
+    """(SQL, params, best-first order) of the rows ``columns`` of every document a search matches, with its
+    ``snippet`` (empty) and ``score``: the keyword arms of the visible partitions, the documents of a semantic or
+    hybrid ranking (their scores carried in as JSON, never as SQL), or, without text, the filters' documents."""
+    if ranked is not None:
+        where, params = _conditions(db, dataclasses.replace(query, clauses=[]))
+        sql = (f"SELECT {columns}, '' AS snippet, json_extract(s.value, '$[1]') AS score FROM json_each(?) AS s "
+               f"JOIN docs ON docs.rid = json_extract(s.value, '$[0]') WHERE {' AND '.join(where)}")
+        return sql, [json.dumps(ranked.scores), *params], "score DESC, url"
+    if query.has_text:
+        score = _score_column(db, query)
+
+        def arm(part: int) -> tuple[str, list]:
+            table = parts.fts(part)
+            boost, boost_params = _exact_name_boost(query, part)
+            where, params = _conditions(db, query, part)
+            sql = (f"SELECT {columns}, '' AS snippet, "
+                   f"({score(part)} + {boost}) * {_CHANGE_LOG_FACTOR} AS score FROM {table} "
+                   f"JOIN docs ON docs.rid = {table}.rowid "
+                   f"WHERE {' AND '.join(where)}")
+            return sql, [*boost_params, *params]
+
+        sql, params = parts.each(_visible_parts(db, query), arm)
+        return sql, params, "score DESC, url"
+    where, params = _conditions(db, query)
+    return f"SELECT {columns}, '' AS snippet, 0.0 AS score FROM docs WHERE {' AND '.join(where)}", params, "url"
+
+
+def _keyword_ranking(db: sqlite3.Connection, query: Query, depth: int) -> tuple[str, list]:
+    """The statement of a query's ``depth`` best keyword matches' rids, best first (a hybrid search's half)."""
+    sql, params, _ = _matched(db, dataclasses.replace(query, mode=semantic.KEYWORD), "docs.rid, docs.url", None)
+    if not sql:
+        return "SELECT 1 WHERE 0", []
+    # scores rounded: copies (equal scores) keep their order by URL, whatever the float noise of rescoring
+    return f"SELECT rid FROM ({sql}) ORDER BY round(score, 6) DESC, url LIMIT ?", [*params, depth]
+
+
+def _admitted(db: sqlite3.Connection, query: Query, row_docs, own: int | None):
+    """Which rows of a semantic search's matrix belong to documents the query's filters and exclusions admit
+    (None: all), the document a "more like this" starts from left out."""
+    import numpy as np
+
+    if not (query.filters or query.excluded) and own is None:
+        return None
+    if not (query.filters or query.excluded):
+        return row_docs != own
+    where, params = _conditions(db, dataclasses.replace(query, clauses=[]))
+    admitted = [rid for (rid,) in db.execute(f"SELECT docs.rid FROM docs WHERE {' AND '.join(where)}", params)
+                if rid != own]
+    return np.isin(row_docs, np.asarray(admitted, dtype=np.int64))
+
+
+def _shown(db: sqlite3.Connection, rid: int, query: Query, ranked: Ranked | None) -> str:
+    """What a hit shows: the passage nearest its meaning (semantic, hybrid), else the text around its word matches,
+    else the beginning of its text."""
+    if ranked is not None and rid in ranked.passages:
+        passage = _passage(db, rid, ranked.passages[rid])
+        if passage:
+            return passage
+    if query.has_text:
+        return _snippet(db, rid, query) or _beginning(db, rid)
+    return _beginning(db, rid)
+
+
+#: Characters of a passage a hit shows (a passage is about 80 words: the whole of it, nearly always).
+PASSAGE_CHARS = 600
+
+
+def _passage(db: sqlite3.Connection, rid: int, number: int) -> str:
+    """A document's passage ``number`` from its stored text, cut at PASSAGE_CHARS."""
+    found = vectors.span(db, rid, number)
+    if not found or found[1] <= found[0]:
+        return ""
+    (part,) = db.execute("SELECT part FROM docs WHERE rid = ?", (rid,)).fetchone()
+    start, stop = found[0], min(found[1], found[0] + PASSAGE_CHARS)
+    row = db.execute(f"SELECT substr(content, ?, ?) FROM {parts.fts(part)} WHERE rowid = ?",
+                     (start + 1, stop - start, rid)).fetchone()
+    return (row[0] + ("…" if stop < found[1] else "")) if row and row[0] else ""
 
 
 def _json_list(text: str) -> list:
@@ -616,12 +734,13 @@ def _conditions(db: sqlite3.Connection, query: Query, part: int | None = None) -
     return where, params
 
 
-def _counts(db: sqlite3.Connection, query: Query, facet_size: int) -> tuple[int, dict[str, list[tuple[str, int]]]]:
+def _counts(db: sqlite3.Connection, query: Query, facet_size: int,
+            ranked: Ranked | None = None) -> tuple[int, dict[str, list[tuple[str, int]]]]:
     """(matching documents, the most frequent values of each FACET_FIELDS among them), in one pass
-    over the matches: they are collected once (from the visible partitions' tables), then counted and
-    grouped."""
+    over the matches: they are collected once (from the visible partitions' tables, or a semantic ranking's
+    documents), then counted and grouped."""
     columns = ", ".join([*(f"docs.{n}" for n in (*FACET_FIELDS, "mtime_ns")), f"{_COPIES} AS copies"])
-    if query.has_text:
+    if query.has_text and ranked is None:
         def arm(part: int) -> tuple[str, list]:
             table = parts.fts(part)
             where, params = _conditions(db, query, part)
@@ -631,9 +750,8 @@ def _counts(db: sqlite3.Connection, query: Query, facet_size: int) -> tuple[int,
         matched, params = parts.each(_visible_parts(db, query), arm)
         if not matched:
             return 0, {name: [] for name in (*FACET_FIELDS, DATE_FACET)}
-    else:  # filters only: no text is read
-        where, params = _conditions(db, query)
-        matched = f"SELECT {columns} FROM docs WHERE {' AND '.join(where)}"
+    else:  # filters only (no text is read), or the documents of a semantic ranking
+        matched, params, _ = _matched(db, query, columns, ranked)
     counted = ["SELECT '', '', count(DISTINCT copies) FROM matched"]  # copies of one content are one hit
     for name in FACET_FIELDS:
         counted.append(f"SELECT * FROM (SELECT '{name}', {name}, count(*) AS n FROM matched WHERE {name} != '' "

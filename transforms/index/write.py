@@ -157,7 +157,7 @@ def staged_events(target):
 
 def _substitute(doc: IndexDoc, reason: str) -> IndexDoc:
     """What is left of a document that could not be written: its URL, name, size, date and why."""
-    return doc._replace(title="", content="", summary="", headlines="", metadata="", aux=[], furniture="",
+    return doc._replace(title="", content="", summary="", headlines="", metadata="", aux=[], furniture="", passages=[], vectors=b"",
                         preparation_error="; ".join(r for r in (doc.preparation_error, reason) if r))
 
 

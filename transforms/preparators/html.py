@@ -25,17 +25,18 @@ would find the same main text there, and the blocks it left out of it would foll
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 from urllib.parse import urljoin
 
 import lxml.etree
 import lxml.html
 import trafilatura
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
-from trafilatura.utils import load_html
+from trafilatura.utils import decode_file, load_html
 
-REVISION = 3  # part of the preparation fingerprint (base.py): 1 keeps the page's description as its metadata,
+REVISION = 4  # part of the preparation fingerprint (base.py): 1 keeps the page's description as its metadata,
 # 2 the blocks the main text left out that are not furniture, 3 a declared main content is the main text and
-# the furniture's text goes to a field of its own
+# the furniture's text goes to a field of its own, 4 a page nested deeper than libxml2 reads is read flat
 
 # Prepared.links only when asked: the web source finds a page's links in its raw bytes itself
 # (transforms/sources/http/links.py), so no source reads them here, and they cost a tenth of a page's time.
@@ -75,6 +76,8 @@ _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")  # C0 controls but tab and
 # Markup after the closing </html>, which libxml2 drops: groff -Thtml writes an empty page, then the page.
 _AFTER_END = re.compile(rb"</html\s*>\s*<", re.IGNORECASE)
 _CLOSING = re.compile(rb"</(?:body|html)\s*>", re.IGNORECASE)
+#: libxml2's depth limit (400 unclosed <font> tags reach it): it stops there and drops the text it had read.
+_DEEPEST = 255
 
 
 def _text(element) -> str:
@@ -147,6 +150,8 @@ def _declared_main(root):
 
 def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     tree = _load(_CLOSING.sub(b"", data) if _AFTER_END.search(data) else data)
+    if _too_deep(tree):
+        return _flat(data)
     title_element = tree.find(".//title")
     title = _text(title_element) if title_element is not None else ""
     description = " ".join(" ".join(tree.xpath("//meta[@name='description' or @name='Description']/@content")).split())
@@ -169,6 +174,53 @@ def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
         content = "\n".join([content, *_rest(root, content)])
     return Prepared(title=title, content=content, headlines=headlines, links=links, metadata=description,
                     furniture=furniture)
+
+
+def _too_deep(tree) -> bool:
+    """Did libxml2 stop at its depth limit? Then the last element it read, the end of the chain of last
+    children, is that deep (a walk down one chain, where a search of the whole tree cost 2 % of a page)."""
+    element, depth = tree, 0
+    while len(element) and depth < _DEEPEST:
+        element, depth = element[-1], depth + 1
+    return depth >= _DEEPEST
+
+
+class _FlatText(HTMLParser):
+    """A page's title and visible text read as a stream of tags: no tree, so no depth limit."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.title: list[str] = []
+        self.text: list[str] = []
+        self._inside = ""  # the title or an invisible element whose end tag comes next
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "title" or tag in _INVISIBLE:
+            self._inside = tag
+        elif tag in _BLOCKS:
+            self.text.append(_BREAK)
+
+    def handle_endtag(self, tag):
+        if tag == self._inside:
+            self._inside = ""
+        elif tag in _BLOCKS:
+            self.text.append(_BREAK)
+
+    def handle_data(self, data):
+        if not self._inside:
+            self.text.append(data)
+        elif self._inside == "title":
+            self.title.append(data)
+
+
+def _flat(data: bytes) -> Prepared:
+    """A page nested deeper than libxml2 reads (:func:`_too_deep`): its title and every word of its visible text,
+    a line per block, the furniture not told apart (such a page has no layout to tell it by)."""
+    reader = _FlatText()
+    reader.feed(decode_file(data))
+    reader.close()
+    lines = (" ".join(piece.split()) for piece in "".join(reader.text).split(_BREAK))
+    return Prepared(title=" ".join("".join(reader.title).split()), content="\n".join(line for line in lines if line))
 
 
 def _lines(root) -> list[str]:

@@ -1,0 +1,238 @@
+"""Semantic search benchmark (issue 31): answer quality of keyword, semantic and hybrid search on questions
+nobody here wrote the answers to, the cost of embedding in the crawl, and query latency per mode.
+
+Run from the repository root (beamtrawl installed, tests/package_files.py fetched: Debian's python3.X-doc)::
+
+    python bench/semantic_bench.py [--repeat 5] [--copies 1]
+    python bench/semantic_bench.py --tiny      # a few pages and questions: what the suite runs
+    python bench/semantic_bench.py --scale 10000   # latency only: N generated documents of 10 passages each
+
+The corpus is Python's library reference as Debian ships it (about 320 Sphinx pages), prepared by the HTML
+preparator and embedded by the crawl's own embedding stage (``transforms/embed/stage.py``'s DoFn) into an
+embedded index; ``--copies N`` writes every page N times more under other URLs (each a document of its own, an
+index N+1 times larger; their copies are one hit, so quality does not change). The questions
+(bench/semantic_questions.py) are natural-language questions, each answered by one page.
+
+Prints:
+
+* **MRR@10** of each mode on the questions, and on keyword-like queries (module names): the reciprocal rank
+  of the answer page among the first ten hits (0 when it is not there), averaged. ``auto`` is what a search
+  without ``--mode`` runs: hybrid for questions, keyword for names. Targets: hybrid >= 0.75 on questions;
+  auto on names no worse than keyword.
+* **embedding throughput**: documents per second through the embedding stage against the model called in a
+  plain loop on the same passages (the baseline, same run); target >= 0.9.
+* **query p50** per mode (median over the questions of the median of ``--repeat`` runs), and hybrid/keyword.
+* the index's size per document with vectors and without.
+
+``--scale N`` measures latency alone at a size the real corpus does not reach: N generated documents (100 words
+of a 5,000-word vocabulary, 10 random unit vectors each), the query p50 per mode on a warm reader (``serve``:
+the vectors stay in memory) and a cold one (``search``: a new process reads them).
+
+Exit code 0 when the figures were measured, 1 when a check fails (a hit the searcher may not see, no vectors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from beamtrawl.transforms.embed import WordLlamaSettings, load_model
+from beamtrawl.transforms.embed.passages import passages
+from beamtrawl.transforms.embed.stage import BATCH, _Embed
+from beamtrawl.transforms.index import EmbeddedIndex, semantic
+from beamtrawl.transforms.index.query import asking
+from beamtrawl.transforms.preparators import Prepared
+from beamtrawl.transforms.preparators.html import prepare_html
+from beamtrawl.transforms.prepare import PrepareOptions, make_document
+from beamtrawl.transforms.records import Entry, IndexDoc, RawDocument
+from beamtrawl.transforms.urls import doc_id
+from semantic_questions import NAMES, QUESTIONS
+
+MODES = (semantic.KEYWORD, semantic.SEMANTIC, semantic.HYBRID, semantic.AUTO)
+
+
+def documents(folder: Path, names: list[str], copies: int) -> list[IndexDoc]:
+    """The pages prepared as a crawl prepares them (HTML preparator, make_document), ``copies`` more of each."""
+    docs = []
+    for name in names:
+        data = (folder / name).read_bytes()
+        for copy in range(copies + 1):
+            url = f"file://{folder}/{name}" + (f"?copy={copy}" if copy else "")
+            prepared: Prepared = prepare_html(data, url, "text/html", {})
+            entry = Entry(doc_id(url), url, f"file://{folder}", 1, len(data), 0, "", None, "", [], "", "", "", "", [])
+            docs.append(make_document(RawDocument(entry, "text/html", data, ""), prepared,
+                                      PrepareOptions((), "bench", 2**26, 1000)))
+    return docs
+
+
+def embed_all(docs: list[IndexDoc], settings, rounds: int) -> tuple[list[IndexDoc], float, float, float, float]:
+    """The documents through the embedding stage's DoFn, batch by batch; (embedded, then the best of ``rounds``
+    of: stage seconds, seconds of the model alone in a plain loop over the same passages, and the CPU seconds of
+    each). The two alternate, so a busy moment of a shared machine falls on both alike."""
+    stage = _Embed(settings)
+    stage.setup()
+    batches = [docs[i:i + BATCH] for i in range(0, len(docs), BATCH)]
+    texts = [[t for d in b for t in passages(d.title, d.headlines, d.content, settings.passage_words,
+                                              settings.max_passages)[1]] for b in batches]
+    model = stage.model
+    model.embed(texts[0])  # warm-up for both
+    timings = []
+    for _ in range(rounds):
+        wall, cpu = time.perf_counter(), time.process_time()
+        for batch in texts:
+            model.embed(batch)
+        loop = (time.perf_counter() - wall, time.process_time() - cpu)
+        wall, cpu = time.perf_counter(), time.process_time()
+        done = [out for batch in batches for out in stage._embed(batch) if isinstance(out, IndexDoc)]
+        timings.append((time.perf_counter() - wall, loop[0], time.process_time() - cpu, loop[1]))
+    return (done, *(min(t[i] for t in timings) for i in range(4)))
+
+
+def reciprocal_rank(hits, answer: str) -> float:
+    for rank, hit in enumerate(hits[:10], 1):
+        if hit.url.split("?")[0].endswith("/" + answer):
+            return 1.0 / rank
+    return 0.0
+
+
+def run_queries(target, queries: dict[str, str], embedder, repeat: int) -> dict[str, tuple[float, list[float]]]:
+    """mode → (MRR@10, per-query median seconds)."""
+    found = {}
+    for mode in MODES:
+        ranks, times = [], []
+        for text, answer in queries.items():
+            query = asking(text, mode=mode)
+            spent = []
+            for _ in range(repeat):
+                started = time.perf_counter()
+                page = semantic.search_page(target, query, embedder, 10)
+                spent.append(time.perf_counter() - started)
+                for hit in page.hits:
+                    if "/hidden/" in hit.url:
+                        sys.exit(f"FAILED: a public search found {hit.url}, a document of the group 'staff'")
+            ranks.append(reciprocal_rank(page.hits, answer))
+            times.append(statistics.median(spent))
+        found[mode] = (statistics.mean(ranks), times)
+    return found
+
+
+def scale(n: int, repeat: int) -> None:
+    """Latency per mode at ``n`` generated documents (see the module's docstring)."""
+    import random
+
+    import numpy as np
+    from beamtrawl.transforms.embed.stage import encode
+
+    rng, vocabulary = np.random.default_rng(7), [f"w{i}" for i in range(5000)]
+    random.seed(7)
+    with tempfile.TemporaryDirectory() as work:
+        path = os.path.join(work, "scale.sqlite")
+        target = EmbeddedIndex(path)
+        target.prepare()
+        for start in range(0, n, 1000):
+            docs = []
+            for k in range(start, min(n, start + 1000)):
+                url = f"file:///srv/scale/{k}.txt"
+                vectors = rng.standard_normal((10, 256)).astype(np.float32)
+                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+                docs.append(IndexDoc(doc_id(url), url, "file:///srv", "", " ".join(random.choices(vocabulary, k=100)),
+                                     "", "", "", "text/plain", "txt", f"{k}.txt", "/srv/scale/", 1, 0, "2024-01-01", [],
+                                     "", str(k), "", "", "", [], "", passages=[x for i in range(10) for x in (i, i + 1)],
+                                     vectors=encode(vectors)))
+            target.upsert(docs)
+        target.close()
+        vector = rng.standard_normal(256).astype(np.float32)
+        vector /= np.linalg.norm(vector)
+        print(f"{n:,} documents, {n * 10:,} passages; query p50 (ms)   cold     warm")
+        for mode in (semantic.KEYWORD, semantic.SEMANTIC, semantic.HYBRID):
+            figures = []
+            for cold in (True, False):
+                target, spent = EmbeddedIndex(path), []
+                for _ in range(repeat):
+                    if cold:
+                        target.close()
+                        target = EmbeddedIndex(path)
+                    started = time.perf_counter()
+                    semantic.search_page(target, asking("w10 w20", mode=mode), lambda _: [vector], 10, facet_size=1)
+                    spent.append(time.perf_counter() - started)
+                figures.append(statistics.median(spent) * 1000)
+                target.close()
+            print(f"  {mode:9}{'':34}{figures[0]:8.1f} {figures[1]:8.1f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tiny", action="store_true")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--copies", type=int, default=0)
+    parser.add_argument("--scale", type=int, default=0)
+    args = parser.parse_args()
+    if args.scale:
+        scale(args.scale, args.repeat)
+        return 0
+    from tests.package_files import python_library_docs
+
+    folder = python_library_docs()
+    questions, names = QUESTIONS, NAMES
+    pages = sorted(p.name for p in folder.glob("*.html"))
+    if args.tiny:
+        questions = dict(list(QUESTIONS.items())[:6])
+        names = dict(list(NAMES.items())[:3])
+        pages = sorted({*questions.values(), *names.values(), *pages[:12]})
+        args.repeat = 1
+    settings = WordLlamaSettings()
+    docs = documents(folder, pages, args.copies)
+    hidden = [d._replace(id=doc_id(d.url + "#hidden"), url=d.url.replace("/library/", "/hidden/"), groups=["staff"])
+              for d in docs[:20]]  # the same pages for the group staff only: a public search never finds them
+    embedded, *seconds = embed_all(docs + hidden, settings, 1 if args.tiny else 3)
+    if not all(d.vectors for d in embedded):
+        print("FAILED: a document got no vectors", file=sys.stderr)
+        return 1
+    with tempfile.TemporaryDirectory() as work:
+        sizes = {}
+        for label, written in (("with vectors", embedded), ("without", [d._replace(passages=[], vectors=b"")
+                                                                         for d in embedded])):
+            target = EmbeddedIndex(os.path.join(work, f"{label.split()[0]}.sqlite"))
+            target.prepare()
+            assert target.upsert(written) == []
+            target.close()
+            sizes[label] = os.path.getsize(target.path) / len(written)
+        target = EmbeddedIndex(os.path.join(work, "with.sqlite"))
+        model = load_model(settings)
+        on_questions = run_queries(target, questions, model.embed, args.repeat)
+        on_names = run_queries(target, names, model.embed, args.repeat)
+    report(len(docs), len(embedded), seconds, on_questions, on_names, sizes)
+    if args.tiny:  # the --scale path too, at a size that takes seconds
+        scale(300, 1)
+    return 0
+
+
+def report(pages, embedded, seconds, on_questions, on_names, sizes) -> None:
+    stage_s, loop_s, stage_cpu, loop_cpu = seconds
+    print(f"corpus: {pages} pages of Python's library reference (+ {embedded - pages} copies only the group staff sees)")
+    print("\nMRR@10            questions   names")
+    for mode in MODES:
+        print(f"  {mode:9}        {on_questions[mode][0]:8.3f}  {on_names[mode][0]:6.3f}")
+    print(f"hybrid on questions: {on_questions[semantic.HYBRID][0]:.3f} (target >= 0.75); "
+          f"auto/keyword on names: {on_names[semantic.AUTO][0]:.3f}/{on_names[semantic.KEYWORD][0]:.3f}")
+    print(f"\nembedding: stage {embedded / stage_s:,.1f} docs/s, model in a plain loop {embedded / loop_s:,.1f} "
+          f"docs/s; stage/loop: {loop_s / stage_s:.2f} (target >= 0.9); per CPU-second {loop_cpu / stage_cpu:.2f}")
+    print("\nquery p50 (ms)    questions   names")
+    for mode in MODES:
+        print(f"  {mode:9}        {statistics.median(on_questions[mode][1]) * 1000:8.2f}  "
+              f"{statistics.median(on_names[mode][1]) * 1000:6.2f}")
+    keyword = statistics.median(on_questions[semantic.KEYWORD][1])
+    print(f"hybrid/keyword p50 on questions: {statistics.median(on_questions[semantic.HYBRID][1]) / keyword:.2f}")
+    print(f"\nindex bytes per document: {sizes['with vectors']:,.0f} with vectors, {sizes['without']:,.0f} without")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""The local runner's worker processes, forked from the command before it does any work, so they start with Beam
+and beamtrawl's modules already loaded.
+
+A worker Beam starts itself (``WORKER_COMMAND``, runners/direct.py) is a new Python that imports Beam and
+beamtrawl again: about 1.2 CPU-s each, measured for issue 27 (target 2: a one-file crawl in at most 2 s), and
+it only begins once the graph is built and translated. :func:`prestart` forks them as soon as the command knows
+it crawls on the local runner: right after Beam's import, before the command opens an index, starts a thread or
+makes a gRPC object (a forked copy of any of those is unsafe). Each waits on a pipe. When the runner starts a
+worker, :class:`ForkedFirst` hands one of them what Beam would have given a new process (its environment: the
+control and logging endpoints, the pipeline options) and waits for it as Beam waits for its process, so a
+worker that dies still ends the crawl (runners/direct.py). A pipeline that wants more workers than were
+forked (a second pass, more workers than expected) gets Beam's own; forked workers left unused end when their
+pipe closes (:func:`release`, or the command's exit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import traceback
+
+from beamtrawl.runners.options import option
+
+#: What a forked worker is called once it works (``ps -o comm``, /proc/PID/comm; at most 15 bytes): its command
+#: line is the command's own.
+WORKER_NAME = "beamtrawl-work"
+#: At most this many workers are forked (a count given by mistake, 10000, is left to Beam to start or refuse).
+MAX_FORKED = 64
+#: Forked workers waiting for their environment: (process id, write end of its pipe).
+_WAITING: list[tuple[int, int]] = []
+
+
+def worker_count(runner: str | None, beam_args: list[str]) -> int:
+    """How many workers the local runner will start for a crawl with these options, or 0 when it will not run
+    them as processes (another runner, another running mode, a count that is not a plain number)."""
+    from beamtrawl.runners import engine
+
+    if engine(runner) != "direct" or (option(beam_args, "direct_running_mode") or "multi_processing") != \
+            "multi_processing":
+        return 0
+    try:
+        count = int(option(beam_args, "direct_num_workers") or 0)
+    except ValueError:
+        return 0
+    return min(count or os.cpu_count() or 1, MAX_FORKED) if count >= 0 else 0  # 0: one per core, as Beam
+
+
+def prestart(count: int) -> None:
+    """Fork ``count`` workers that wait for :class:`ForkedFirst` to hand them their work. Forks only while this
+    process runs a single thread (Python's; a native library's own threads handle fork themselves)."""
+    if count <= 0:
+        return
+    import apache_beam.runners.worker.sdk_worker_main  # noqa: F401 - what each worker runs, loaded once here
+    import beamtrawl.pipeline.graph  # the modules of every DoFn of a crawl
+    import beamtrawl.transforms.preparators.isolation  # noqa: F401 - runners/local_worker.py's
+
+    if threading.active_count() > 1 or not hasattr(os, "fork"):
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for _ in range(count):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(write)
+            _wait_and_serve(read)  # never returns
+        os.close(read)
+        _WAITING.append((pid, write))
+
+
+def release() -> None:
+    """End the forked workers nobody took: their pipe closes with nothing in it."""
+    while _WAITING:
+        pid, write = _WAITING.pop()
+        os.close(write)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _wait_and_serve(read: int) -> None:
+    """A forked worker: wait for the environment Beam gives a worker, then be one (runners/local_worker.py)."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # as WORKER_COMMAND's ``trap '' INT``
+        for sig in (signal.SIGTERM, signal.SIGUSR1):  # the command's own handlers (pipeline/interrupt.py)
+            signal.signal(sig, signal.SIG_DFL)
+        if not sys.flags.safe_path and sys.path:  # what Python put first for the command (its folder, or the
+            del sys.path[0]  # current one with ``python -m``): gone, as from a worker Beam starts with -P
+        for _pid, sibling in _WAITING:  # an earlier worker's pipe, which must close when the command's does
+            os.close(sibling)
+        _WAITING.clear()
+        with os.fdopen(read, "rb") as pipe:
+            given = pipe.read()
+        if not given:
+            os._exit(0)
+        os.environ.clear()
+        os.environ.update(json.loads(given))
+        _as_started()
+        _name(WORKER_NAME)
+        from beamtrawl.runners.local_worker import serve
+
+        serve()
+    except SystemExit as stop:
+        sys.stderr.flush()
+        os._exit(stop.code if isinstance(stop.code, int) else 1)
+    except BaseException:  # noqa: BLE001 - a worker that fails exits non-zero, as Beam's own would
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+
+
+def _as_started() -> None:
+    """Logging as a new Python has it (the command routed its own: transforms/logs.py), so the worker's records
+    go where a worker Beam starts sends them."""
+    logging.captureWarnings(False)
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.getLogger("beamtrawl").setLevel(logging.NOTSET)
+
+
+def _name(name: str) -> None:
+    """Set this process's name (Linux's ``prctl(PR_SET_NAME)``); elsewhere it keeps the command's."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(15, name.encode()[:15], 0, 0, 0)
+
+
+def install(command_line: str) -> None:
+    """Make the local runner's workers for ``command_line`` forked ones while any wait. Idempotent."""
+    from apache_beam.runners.portability import local_job_service
+    from apache_beam.runners.portability.fn_api_runner import worker_handlers
+
+    urn = worker_handlers.python_urns.SUBPROCESS_SDK
+    if getattr(worker_handlers.WorkerHandler._registered_environments[urn][0], "_beamtrawl_forked", False):
+        return
+    ours = command_line.encode()
+
+    class ForkedWorker(local_job_service.SubprocessSdkWorker):
+        """Beam's worker process, but one forked already: given its environment, waited for."""
+
+        def __init__(self, forked: tuple[int, int], *args):
+            super().__init__(ours, *args)
+            self._forked = forked
+
+        def run(self):
+            _run_forked(self._forked, self._control_address, self._provision_info, self._worker_id)
+
+    class ForkedFirst(worker_handlers.SubprocessSdkWorkerHandler):
+        """Beam's handler of a worker process: a forked one while any wait, else a new process."""
+
+        _beamtrawl_forked = True
+
+        def start_worker(self):
+            try:
+                forked = _WAITING.pop(0) if self._worker_command_line == ours else None
+            except IndexError:  # none left
+                forked = None
+            if forked is None:
+                return super().start_worker()
+            self.worker = ForkedWorker(forked, self.control_address, self.provision_info, self.worker_id)
+            self.worker_thread = threading.Thread(name="run_worker", target=self.worker.run)
+            self.worker_thread.start()
+            return None
+
+    worker_handlers.WorkerHandler.register_environment(urn, bytes)(ForkedFirst)
+
+
+def _run_forked(forked: tuple[int, int], control_address: str, provision_info, worker_id: str | None) -> None:
+    """Beam's ``SubprocessSdkWorker.run`` (Beam 2.73, pinned) with a forked worker for its ``Popen``: serve its
+    logs, give it the environment Beam gives a new process, wait for it, raise if it failed."""
+    import grpc
+    from apache_beam.portability.api import beam_fn_api_pb2_grpc, endpoints_pb2
+    from apache_beam.runners.portability.local_job_service import BeamFnLoggingServicer
+    from apache_beam.utils import thread_pool_executor
+    from google.protobuf import json_format, text_format
+
+    options = [("grpc.http2.max_pings_without_data", 0), ("grpc.http2.max_ping_strikes", 0)]
+    logging_server = grpc.server(thread_pool_executor.shared_unbounded_instance(), options=options)
+    logging_port = logging_server.add_insecure_port("[::]:0")
+    logging_server.start()
+    beam_fn_api_pb2_grpc.add_BeamFnLoggingServicer_to_server(BeamFnLoggingServicer(), logging_server)
+    environment = dict(
+        os.environ,
+        CONTROL_API_SERVICE_DESCRIPTOR=text_format.MessageToString(endpoints_pb2.ApiServiceDescriptor(
+            url=control_address)),
+        LOGGING_API_SERVICE_DESCRIPTOR=text_format.MessageToString(endpoints_pb2.ApiServiceDescriptor(
+            url=f"localhost:{logging_port}")),
+        PIPELINE_OPTIONS=json_format.MessageToJson(provision_info.provision_info.pipeline_options))
+    if worker_id:
+        environment["WORKER_ID"] = worker_id
+    pid, write = forked
+    try:
+        with contextlib.suppress(BrokenPipeError), os.fdopen(write, "wb") as pipe:  # one that died: its code
+            pipe.write(json.dumps(environment).encode())
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        if code:
+            raise RuntimeError(f"Worker subprocess exited with return code {code}")
+    finally:
+        logging_server.stop(0)
