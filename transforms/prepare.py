@@ -130,7 +130,7 @@ def _document(raw: RawDocument, prepared: Prepared, error: str, aux: list, optio
         etag=entry.etag, http_last_modified=entry.http_last_modified, prep_fingerprint=options.fingerprint,
         outlinks=list(entry.outlinks), indexed_at=datetime.now(UTC).isoformat(timespec="seconds"),
         # a preparator's additional fields (regain's getAdditionalFields) are stored and returned with hits
-        aux=[*aux,
+        aux=[*aux, *(AuxValue(*field) for field in entry.fields),
              *(AuxValue(name, value, True, False, False) for name, value in sorted(prepared.fields.items()))],
         denied=sorted(entry.denied), furniture=prepared.furniture,
     )

@@ -37,6 +37,16 @@ class FrontierItem(NamedTuple):
     route = "frontier"  # not a field: the output a discovery step sends it to (stages never test isinstance)
 
 
+class AuxValue(NamedTuple):
+    """One auxiliary field of a document, with how the index keeps it (transforms/enrich/auxfields.py)."""
+
+    name: str
+    value: str
+    store: bool  # returned with hits
+    index: bool  # searchable as name:value
+    tokenize: bool  # matched by words instead of as one exact value
+
+
 class Entry(NamedTuple):
     """A discovered document. Sources that must fetch to discover (web pages) carry the bytes."""
 
@@ -59,6 +69,7 @@ class Entry(NamedTuple):
     denied: Sequence[str] = ()  # who may not, whatever ``groups`` says (EVERYONE: no one)
     in_index: bool = False  # the index holds an earlier version of it (set by Freshness for a changed one)
     listing: str = ""  # the listing that yielded it (:attr:`Listing.listing`), else ""
+    fields: Sequence[AuxValue] = ()  # what the source says of it beyond these (an object's metadata), as fields
 
     route = "entries"  # not a field: the output a discovery step sends it to
 
@@ -114,16 +125,6 @@ class RawDocument(NamedTuple):
     mimetype: str
     data: bytes
     metadata_only_reason: str  # why it is indexed by metadata only (larger than max_file_size, unreadable), else ""
-
-
-class AuxValue(NamedTuple):
-    """One auxiliary field of a document, with how the index keeps it (transforms/enrich/auxfields.py)."""
-
-    name: str
-    value: str
-    store: bool  # returned with hits
-    index: bool  # searchable as name:value
-    tokenize: bool  # matched by words instead of as one exact value
 
 
 class IndexDoc(NamedTuple):

@@ -65,7 +65,7 @@ class StartEntry(Section):
     """A start URL (a plain path is a folder or file relative to the configuration file)."""
 
     url: Url
-    """where the crawl starts: file, http(s), smb, imap(s) or s3 URL, or a path"""
+    """where the crawl starts: file, http(s), smb, imap(s), s3, gs or az (abfs, abfss) URL, or a path"""
     parse: Flag = StartUrl.parse
     """list its folder / follow its links"""
     index: Flag = StartUrl.index

@@ -10,7 +10,7 @@ point's name is the scheme, e.g. in a pyproject.toml::
 
 Nothing else in beamtrawl names a scheme: the configuration accepts :func:`schemes`, discovery, reading,
 freshness and the driver ask the source of a URL. A source is imported when first asked for, so a
-process pays only for the clients (smbprotocol, urllib3, imapclient …) of the schemes it meets.
+process pays only for the clients (smbprotocol, urllib3, imapclient, boto3 …) of the schemes it meets.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ GROUP = "beamtrawl.sources"
 #: The sources beamtrawl ships, by scheme: "module:class" below this package.
 BUILTIN = {"file": "file:FileSource", "http": "http:WebSource", "https": "http:WebSource",
            "smb": "smb:SmbSource", "imap": "imap:ImapSource", "imaps": "imap:ImapSource",
-           "s3": "s3:S3Source"}
+           "s3": "s3:S3Source", "gs": "gcs:GcsSource", "az": "azure:AzureSource", "abfs": "azure:AzureSource",
+           "abfss": "azure:AzureSource"}
 #: The scheme of this machine's files (its source has the LocalFiles capability and ``path_url``): a plain path in
 #: the configuration or on the command line is a URL of it.
 LOCAL = "file"
