@@ -30,10 +30,13 @@ def _indexed(name: str, size: int = 10, **fields) -> SnapshotEntry:
 def test_batches_are_keyed_by_folder_and_hold_at_most_most():
     records = [_entry(f"f{n}") for n in range(batches.MOST + 3)] + [_entry("x")._replace(url="file:///srv/b/y")]
     out = list(batches.by_folder(records))
-    assert [(key, len(rows)) for key, rows in out] == [(FOLDER, batches.MOST), (FOLDER, 3), ("file:///srv/b", 1)]
+    assert [(key, len(batches.rows(blob))) for key, blob in out] == [
+        (FOLDER, batches.MOST), (FOLDER, 3), ("file:///srv/b", 1)]
+    assert [tuple(e) for e in batches.unpack(out[1], Entry)] == [tuple(e) for e in records[batches.MOST:-1]]
     assert batches.unpack(out[2], Entry)[0].url == "file:///srv/b/y"
     assert batches.batch_key("http://host/a/b.html") == "http://host/a/b.html"  # the web: a page by itself
     assert list(batches.keep(out[2], lambda url: "b/" not in url)) == []
+    assert list(batches.keep(out[2], lambda url: "b/" in url)) == [out[2]]
 
 
 def _classify(found: list[Entry], indexed: list[SnapshotEntry], incomplete=()):
@@ -42,8 +45,9 @@ def _classify(found: list[Entry], indexed: list[SnapshotEntry], incomplete=()):
     classify = _Classify(rules, FINGERPRINT)
     classify.setup()
     half = len(found) // 2  # two batches on the found side, as a folder of more than MOST arrives
-    outputs = classify.process((FOLDER, {"found": [[tuple(e) for e in found[:half]], [tuple(e) for e in found[half:]]],
-                                         "indexed": [[tuple(s) for s in indexed]]}), list(incomplete), [])
+    blobs = [batches.pack([tuple(e) for e in found[:half]]), batches.pack([tuple(e) for e in found[half:]])]
+    outputs = classify.process((FOLDER, {"found": blobs, "indexed": [batches.pack([tuple(s) for s in indexed])]}),
+                               list(incomplete), [])
     outputs += list(classify.finish_bundle())
     main = [o for o in outputs if not isinstance(o, beam.pvalue.TaggedOutput)]
     tagged = {}

@@ -37,6 +37,8 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
+from beamtrawl.transforms import batches
+from beamtrawl.transforms.batches import URL
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.listings import CheckListings
 from beamtrawl.transforms.progress import Progress, Tally
@@ -50,6 +52,13 @@ _SIZE, _MTIME, _CONTENT, _ETAG, _GROUPS, _DENIED, _LISTING = (
 _OLD_SIZE, _OLD_MTIME, _OLD_FINGERPRINT, _OLD_ETAG, _OLD_GROUPS, _OLD_DENIED = (
     SnapshotEntry._fields.index(f) for f in ("size", "mtime_ns", "prep_fingerprint", "etag", "groups", "denied"))
 _GUARD = Guard("freshness", EVENTS)
+
+
+def _repeated(ids: list[str]) -> set[str]:
+    """The ids that ``ids`` holds more than once."""
+    if len(set(ids)) == len(ids):
+        return set()
+    return {doc_id for doc_id, n in Counter(ids).items() if n > 1}
 
 
 def _kept(old: SnapshotEntry, incomplete: set[str]) -> bool:
@@ -92,51 +101,66 @@ class _Classify(beam.DoFn):
         self.arrived.clear()
 
     def process(self, keyed, incomplete, denied):
-        """One folder: its batches of entries found and of documents indexed (tuples of their fields,
-        transforms/batches.py), each document classified."""
+        """One folder: its batches of entries found and of documents indexed (transforms/batches.py). The
+        common case (found once, indexed once, nothing changed) is only counted, for the folder at once;
+        every other document is classified by itself."""
         _key, joined = keyed
-        found: dict[str, list] = {}
-        indexed: dict[str, list] = {}
-        for batch in joined["found"]:
-            for entry in batch:
-                found.setdefault(entry[0], []).append(entry)
-        for batch in joined["indexed"]:
-            for old in batch:
-                indexed.setdefault(old[0], []).append(old)
+        found = [entry for blob in joined["found"] for entry in batches.rows(blob)]
+        indexed = [old for blob in joined["indexed"] for old in batches.rows(blob)]
+        olds = {old[0]: old for old in indexed}
+        apart = _repeated([entry[0] for entry in found])  # found or indexed twice: the general path
+        if len(olds) < len(indexed):
+            apart |= _repeated([old[0] for old in indexed])
+        unchanged, arrived, rest = 0, Counter(), {}
+        for entry in found:
+            doc_id = entry[0]
+            old = olds.get(doc_id)
+            if old is not None and doc_id not in apart and self._unchanged(entry, old):
+                del olds[doc_id]
+                unchanged += 1
+                arrived[entry[_LISTING]] += 1
+            else:
+                rest.setdefault(doc_id, []).append(entry)
+        self._count_unchanged(unchanged, arrived)
+        left: dict[str, list] = {}
+        for old in indexed if olds else ():
+            if old[0] in olds:
+                left.setdefault(old[0], []).append(old)
         outputs = []
-        for doc_id, entries in found.items():
-            olds = indexed.pop(doc_id, ())
-            if len(entries) == 1 and len(olds) == 1 and self._unchanged(entries[0], olds[0]):
-                continue
-            outputs += self._one(doc_id, [Entry._make(e) for e in entries], [SnapshotEntry._make(o) for o in olds],
-                                 incomplete, denied)
-        for doc_id, olds in indexed.items():
-            outputs += self._one(doc_id, [], [SnapshotEntry._make(o) for o in olds], incomplete, denied)
+        for doc_id, entries in rest.items():
+            outputs += self._one(doc_id, entries, left.pop(doc_id, []), incomplete, denied)
+        for doc_id, olds_of_id in left.items():
+            outputs += self._one(doc_id, [], olds_of_id, incomplete, denied)
         return outputs
 
     def _unchanged(self, entry: tuple, old: tuple) -> bool:
-        """The common case, counted without the general path: found once, indexed once, nothing changed
-        (what :meth:`_classify` decides, on the records' fields). Entries reach the join as their source
-        made them: one that is malformed (a third party's source) goes the general path, which conforms
-        what it hands on and reports a failure as that document's."""
+        """The common case: found once, indexed once, nothing changed (what :meth:`_classify` decides, on the
+        records' fields). Entries reach the join as their source made them: one that is malformed (a third
+        party's source) goes the general path, which conforms what it hands on and reports a failure as that
+        document's."""
         try:
-            if (self.reprepare or entry[_SIZE] != old[_OLD_SIZE] or entry[_MTIME] != old[_OLD_MTIME]
-                    or old[_OLD_FINGERPRINT] != self.fingerprint or list(entry[_GROUPS]) != list(old[_OLD_GROUPS])
-                    or entry[_DENIED] or old[_OLD_DENIED] or type(entry[_LISTING]) is not str
-                    or (entry[_CONTENT] is None and entry[_ETAG] != old[_OLD_ETAG])):
-                return False
+            return not (self.reprepare or entry[_SIZE] != old[_OLD_SIZE] or entry[_MTIME] != old[_OLD_MTIME]
+                        or old[_OLD_FINGERPRINT] != self.fingerprint
+                        or (entry[_GROUPS] != old[_OLD_GROUPS] and list(entry[_GROUPS]) != list(old[_OLD_GROUPS]))
+                        or entry[_DENIED] or old[_OLD_DENIED] or type(entry[_LISTING]) is not str
+                        or (entry[_CONTENT] is None and entry[_ETAG] != old[_OLD_ETAG]))
         except Exception:  # noqa: BLE001 - see above
             return False
-        self.tally.count("in_index")
-        self.tally.count("accepted")
-        self.tally.count("unchanged")
-        self.compared.add(1)
-        if entry[_LISTING]:
-            self.arrived[entry[_LISTING]] += 1
-        return True
 
-    def _one(self, doc_id: str, found, indexed, incomplete, denied) -> list:
-        urls = [e.url for e in found] or [s.url for s in indexed] or [""]
+    def _count_unchanged(self, n: int, arrived: Counter) -> None:
+        """Count ``n`` unchanged documents of one folder, ``arrived`` of them by each listing."""
+        if not n:
+            return
+        self.tally.count("in_index", n)
+        self.tally.count("accepted", n)
+        self.tally.count("unchanged", n)
+        self.compared.add(n)
+        for listing, count in arrived.items():
+            if listing:
+                self.arrived[listing] += count
+
+    def _one(self, doc_id: str, found: list[tuple], indexed: list[tuple], incomplete, denied) -> list:
+        urls = [e[URL] for e in found] or [s[URL] for s in indexed] or [""]
         return list(isolated(self._classify((doc_id, {"found": found, "indexed": indexed}), incomplete, denied),
                              min(urls, key=str), _GUARD))
 
@@ -148,8 +172,8 @@ class _Classify(beam.DoFn):
             self._denied_source = denied
             self._denied = set(denied)
         _id, joined = keyed
-        found = sorted(joined["found"], key=lambda e: e.url)
-        indexed = list(joined["indexed"])
+        found = sorted((Entry._make(e) for e in joined["found"]), key=lambda e: e.url)
+        indexed = [SnapshotEntry._make(s) for s in joined["indexed"]]
         if indexed:
             self.tally.count("in_index", len(indexed))
         if found:
