@@ -39,6 +39,21 @@ def test_batches_are_keyed_by_folder_and_hold_at_most_most():
     assert list(batches.keep(out[2], lambda url: "b/" in url)) == [out[2]]
 
 
+def test_a_batch_keeps_each_value_as_it_was():
+    """Columns store a value once only where every record holds that very object: equal is not enough."""
+    same = "file:///srv/docs"
+    records = [(1, same, [], [], ""), (True, same, [], ["g"], ""), (1, same, [], [], "")]
+    assert batches.rows(batches.pack(records)) == records
+    assert [type(r[0]) for r in batches.rows(batches.pack(records))] == [int, bool, int]
+    unpacked = batches.rows(batches.pack(records))
+    assert unpacked[0][2] is not unpacked[1][2]  # each record its own list
+    ragged = [(1, 2), (1, 2, 3)]  # a third party's malformed records stay as they were, for the join to report
+    assert batches.rows(batches.pack(ragged)) == ragged and not batches.Columns([batches.pack(ragged)]).regular
+    assert batches.rows(batches.pack([])) == []
+    both = batches.Columns([batches.pack(records), batches.pack(records[:1])])
+    assert both.n == 4 and both.field(0) == [1, True, 1, 1] and both.row(3) == records[0]
+
+
 def _classify(found: list[Entry], indexed: list[SnapshotEntry], incomplete=()):
     rules = Rules(parse_config({"start": [{"url": "file:///srv/docs"}], "index": {"path": "/tmp/x.sqlite"}},
                                "/tmp/batches.yaml"))

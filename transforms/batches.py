@@ -18,6 +18,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
+from operator import is_
 
 from beamtrawl.transforms.sources import by_host
 
@@ -42,31 +43,93 @@ def batch_key(url: str) -> str:
 
 
 def pack(rows: list[tuple]) -> bytes:
-    """``rows`` (records as plain tuples of their fields) as a batch's blob: columns, a field that holds the
-    same object in every row stored once. Rows of different lengths (a third party's malformed records) are
-    stored as they are, for the stage that judges each record to report it."""
+    """``rows`` (records as tuples of their fields) as a batch's blob: columns, a field that holds the same
+    object in every row stored once, one whose every value is an empty list stored as a mark. Rows of
+    different lengths (a third party's malformed records) are stored as they are, for the stage that judges
+    each record to report it."""
     if len(set(map(len, rows))) != 1:
-        return pickle.dumps(list(rows), pickle.HIGHEST_PROTOCOL)
-    columns = []
-    for column in zip(*rows):
-        first = column[0]
-        columns.append((first,) if column.count(first) == len(column) and _same(column, first) else list(column))
-    return pickle.dumps((len(rows), columns), pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps([tuple(row) for row in rows], pickle.HIGHEST_PROTOCOL)
+    return pickle.dumps((len(rows), [_packed(column) for column in zip(*rows)]), pickle.HIGHEST_PROTOCOL)
 
 
-def _same(column: tuple, first) -> bool:
-    """Is every value of ``column`` the very object ``first`` (equal is not enough: ``1 == True``, and two
-    empty lists are two lists)?"""
-    return all(value is first for value in column)
+def _packed(column: tuple):
+    """One column as :func:`pack` stores it: ``(value,)`` for the very same object in every row (equal is not
+    enough: ``1 == True``, and two lists are two lists), ``EMPTY_LISTS`` for an empty list in every row, else
+    the values as a list."""
+    first = column[0]
+    if column.count(first) == len(column):
+        if all(map(is_, column, repeat(first))):  # in C: a generator here cost 5 % of a listing
+            return (first,)
+        if first == [] and all(type(value) is list for value in column):
+            return EMPTY_LISTS
+    return list(column)
+
+
+EMPTY_LISTS = 0  # a column whose every value is an empty list (a listing's outlinks, an index's groups)
+
+
+class Columns:
+    """A batch's records (:func:`pack`) by field, so that a stage that only compares a few fields of most
+    records (the freshness join) makes no tuple per record: Python's cyclic collector walks every tuple alive,
+    and a batch's records as tuples cost several times their unpickling."""
+
+    def __init__(self, blobs: Iterable[bytes]):
+        """The records of one or more batches' blobs, in order."""
+        parts = [pickle.loads(blob) for blob in blobs]
+        self.rows_as_stored = [row for part in parts if type(part) is list for row in part]
+        parts = [part for part in parts if type(part) is not list]
+        if self.rows_as_stored:  # malformed records: kept as rows, all of them (see :meth:`regular`)
+            self.rows_as_stored += [row for part in parts for row in _expanded(*part)]
+            parts = []
+        self.n = sum(n for n, _ in parts)
+        self._parts = parts
+
+    @property
+    def regular(self) -> bool:
+        """Are the records of equal length, so that :meth:`field` can be asked?"""
+        return not self.rows_as_stored
+
+    def field(self, k: int) -> list:
+        """Field ``k`` of every record (read only: a value held by every record is one object in this list)."""
+        values: list = []
+        for n, columns in self._parts:
+            column = columns[k]
+            if type(column) is list:
+                values += column
+            else:
+                values += [[] if column is EMPTY_LISTS else column[0]] * n
+        return values
+
+    def row(self, i: int) -> tuple:
+        """Record ``i`` as a tuple of its fields."""
+        for n, columns in self._parts:
+            if i < n:
+                return tuple(_value(column, i) for column in columns)
+            i -= n
+        raise IndexError(i)
+
+    def rows(self) -> list[tuple]:
+        """Every record as a tuple of its fields."""
+        if self.rows_as_stored:
+            return self.rows_as_stored
+        return [row for part in self._parts for row in _expanded(*part)]
+
+
+def _value(column, i: int):
+    if type(column) is list:
+        return column[i]
+    return [] if column is EMPTY_LISTS else column[0]
+
+
+def _expanded(n: int, columns: list) -> list[tuple]:
+    """The rows of one packed batch, each with lists of its own."""
+    return list(zip(*[column if type(column) is list else [[] for _ in range(n)] if column is EMPTY_LISTS
+                      else [column[0]] * n for column in columns]))
 
 
 def rows(blob: bytes) -> list[tuple]:
-    """The records of a batch's blob (:func:`pack`), as plain tuples of their fields."""
-    packed = pickle.loads(blob)
-    if type(packed) is list:
-        return packed
-    n, columns = packed
-    return list(zip(*[column if type(column) is list else repeat(column[0], n) for column in columns]))
+    """The records of a batch's blob (:func:`pack`), as tuples of their fields."""
+    return Columns([blob]).rows()
 
 
 def by_folder(records: Iterable) -> Iterator[Batch]:
@@ -75,7 +138,7 @@ def by_folder(records: Iterable) -> Iterator[Batch]:
     for record in records:
         key = batch_key(record.url)
         batch = batches.setdefault(key, [])
-        batch.append(tuple(record))
+        batch.append(record)
         if len(batch) >= MOST:
             yield key, pack(batches.pop(key))
     for key, batch in batches.items():

@@ -153,7 +153,7 @@ class _Expand(beam.DoFn):
                         yield beam.pvalue.TaggedOutput(ENTRIES, (key, pack(batch)))
                         batch = []
                     key = folder
-                    batch.append(tuple(record))  # conformed where it leaves the freshness join changed or new
+                    batch.append(record)  # conformed where it leaves the freshness join changed or new
                     continue
                 if batch and record.route == LISTINGS:
                     yield beam.pvalue.TaggedOutput(ENTRIES, (key, pack(batch)))

@@ -54,6 +54,14 @@ _OLD_SIZE, _OLD_MTIME, _OLD_FINGERPRINT, _OLD_ETAG, _OLD_GROUPS, _OLD_DENIED = (
 _GUARD = Guard("freshness", EVENTS)
 
 
+def _differ(groups, old_groups) -> bool:
+    """Do two lists of groups differ (a value that is no list, from a third party's source, differs)?"""
+    try:
+        return list(groups) != list(old_groups)
+    except Exception:  # noqa: BLE001 - see above
+        return True
+
+
 def _repeated(ids: list[str]) -> set[str]:
     """The ids that ``ids`` holds more than once."""
     if len(set(ids)) == len(ids):
@@ -102,62 +110,73 @@ class _Classify(beam.DoFn):
 
     def process(self, keyed, incomplete, denied):
         """One folder: its batches of entries found and of documents indexed (transforms/batches.py). The
-        common case (found once, indexed once, nothing changed) is only counted, for the folder at once;
-        every other document is classified by itself."""
+        common case (found once, indexed once, nothing changed) is compared field by field and only counted,
+        for the folder at once; every other document is classified by itself."""
         _key, joined = keyed
-        found = [entry for blob in joined["found"] for entry in batches.rows(blob)]
-        indexed = [old for blob in joined["indexed"] for old in batches.rows(blob)]
-        olds = {old[0]: old for old in indexed}
-        apart = _repeated([entry[0] for entry in found])  # found or indexed twice: the general path
-        if len(olds) < len(indexed):
-            apart |= _repeated([old[0] for old in indexed])
-        unchanged, arrived, rest = 0, Counter(), {}
-        for entry in found:
-            doc_id = entry[0]
-            old = olds.get(doc_id)
-            if old is not None and doc_id not in apart and self._unchanged(entry, old):
-                del olds[doc_id]
-                unchanged += 1
-                arrived[entry[_LISTING]] += 1
-            else:
-                rest.setdefault(doc_id, []).append(entry)
-        self._count_unchanged(unchanged, arrived)
-        left: dict[str, list] = {}
-        for old in indexed if olds else ():
-            if old[0] in olds:
-                left.setdefault(old[0], []).append(old)
+        found, indexed = batches.Columns(joined["found"]), batches.Columns(joined["indexed"])
+        common = None
+        if found.regular and indexed.regular and found.n and indexed.n and not self.reprepare:
+            common = self._unchanged(found, indexed)
+        rest, left = self._count_unchanged(*common) if common else (found.rows(), indexed.rows())
+        by_id: dict[str, list] = {}
+        for entry in rest:
+            by_id.setdefault(entry[0], []).append(entry)
+        olds: dict[str, list] = {}
+        for old in left:
+            olds.setdefault(old[0], []).append(old)
         outputs = []
-        for doc_id, entries in rest.items():
-            outputs += self._one(doc_id, entries, left.pop(doc_id, []), incomplete, denied)
-        for doc_id, olds_of_id in left.items():
+        for doc_id, entries in by_id.items():
+            outputs += self._one(doc_id, entries, olds.pop(doc_id, []), incomplete, denied)
+        for doc_id, olds_of_id in olds.items():
             outputs += self._one(doc_id, [], olds_of_id, incomplete, denied)
         return outputs
 
-    def _unchanged(self, entry: tuple, old: tuple) -> bool:
-        """The common case: found once, indexed once, nothing changed (what :meth:`_classify` decides, on the
-        records' fields). Entries reach the join as their source made them: one that is malformed (a third
-        party's source) goes the general path, which conforms what it hands on and reports a failure as that
-        document's."""
+    def _unchanged(self, found: batches.Columns, indexed: batches.Columns):
+        """Which entries are the common case, compared on the columns: found once, indexed once, nothing
+        changed (what :meth:`_classify` decides, on the records' fields). Returns (the entries that are not
+        as rows, the indexed documents that are not as rows, the common ones' listings), or None. Entries reach the
+        join as their source made them: a malformed one (a third party's source) goes the general path, which
+        conforms what it hands on and reports a failure as that document's."""
         try:
-            return not (self.reprepare or entry[_SIZE] != old[_OLD_SIZE] or entry[_MTIME] != old[_OLD_MTIME]
-                        or old[_OLD_FINGERPRINT] != self.fingerprint
-                        or (entry[_GROUPS] != old[_OLD_GROUPS] and list(entry[_GROUPS]) != list(old[_OLD_GROUPS]))
-                        or entry[_DENIED] or old[_OLD_DENIED] or type(entry[_LISTING]) is not str
-                        or (entry[_CONTENT] is None and entry[_ETAG] != old[_OLD_ETAG]))
-        except Exception:  # noqa: BLE001 - see above
-            return False
+            return self._compared(found, indexed)
+        except Exception:  # noqa: BLE001 - a value no comparison takes (a third party's): all the general path
+            return None
 
-    def _count_unchanged(self, n: int, arrived: Counter) -> None:
-        """Count ``n`` unchanged documents of one folder, ``arrived`` of them by each listing."""
-        if not n:
-            return
-        self.tally.count("in_index", n)
-        self.tally.count("accepted", n)
-        self.tally.count("unchanged", n)
-        self.compared.add(n)
-        for listing, count in arrived.items():
-            if listing:
-                self.arrived[listing] += count
+    def _compared(self, found: batches.Columns, indexed: batches.Columns):
+        ids, sizes, mtimes, contents, etags, groups, denied, listings = (
+            found.field(k) for k in (0, _SIZE, _MTIME, _CONTENT, _ETAG, _GROUPS, _DENIED, _LISTING))
+        old_ids = indexed.field(0)
+        olds = dict(zip(old_ids, range(indexed.n)))
+        apart = _repeated(ids) | (_repeated(old_ids) if len(olds) < indexed.n else set())
+        old_sizes, old_mtimes, fingerprints, old_etags, old_groups, old_denied = (
+            indexed.field(k) for k in (_OLD_SIZE, _OLD_MTIME, _OLD_FINGERPRINT, _OLD_ETAG, _OLD_GROUPS, _OLD_DENIED))
+        fingerprint, common, rest, taken = self.fingerprint, [], [], set()
+        for i, doc_id in enumerate(ids):
+            j = olds.get(doc_id)
+            if (j is None or doc_id in apart or sizes[i] != old_sizes[j] or mtimes[i] != old_mtimes[j]
+                    or fingerprints[j] != fingerprint or denied[i] or old_denied[j] or type(listings[i]) is not str
+                    or (contents[i] is None and etags[i] != old_etags[j])
+                    or (groups[i] != old_groups[j] and _differ(groups[i], old_groups[j]))):
+                rest.append(i)
+            else:
+                common.append(i)
+                taken.add(j)
+        left = [indexed.row(j) for j in range(indexed.n) if j not in taken] if taken else indexed.rows()
+        return [found.row(i) for i in rest], left, [listings[i] for i in common]
+
+    def _count_unchanged(self, rest: list[tuple], left: list[tuple], listings: list[str]):
+        """Count the unchanged documents of one folder (``listings``: the listing that found each); returns
+        the entries and indexed documents still to classify."""
+        n = len(listings)
+        if n:
+            self.tally.count("in_index", n)
+            self.tally.count("accepted", n)
+            self.tally.count("unchanged", n)
+            self.compared.add(n)
+            for listing, count in Counter(listings).items():
+                if listing:
+                    self.arrived[listing] += count
+        return rest, left
 
     def _one(self, doc_id: str, found: list[tuple], indexed: list[tuple], incomplete, denied) -> list:
         urls = [e[URL] for e in found] or [s[URL] for s in indexed] or [""]
