@@ -133,14 +133,21 @@ def rows(blob: bytes) -> list[tuple]:
 
 
 def by_folder(records: Iterable) -> Iterator[Batch]:
-    """``records`` (entries or snapshot rows) as batches, one per key they hold."""
+    """``records`` (entries or snapshot rows) as batches, one per key they hold among each MOST in a row: an
+    index returns a folder's documents together, as they were written, and a split of many folders is never
+    held whole (a batch of a key that comes again later is one of several, which the join brings together)."""
     batches: dict[str, list] = {}
+    held = 0
     for record in records:
         key = batch_key(record.url)
-        batch = batches.setdefault(key, [])
+        batch = batches.get(key)
+        if batch is None:
+            batch = batches[key] = []
         batch.append(record)
-        if len(batch) >= MOST:
-            yield key, pack(batches.pop(key))
+        held += 1
+        if held >= MOST:
+            yield from ((key, pack(batch)) for key, batch in batches.items())
+            batches, held = {}, 0
     for key, batch in batches.items():
         yield key, pack(batch)
 
