@@ -50,6 +50,9 @@ def test_a_batch_keeps_each_value_as_it_was():
     ragged = [(1, 2), (1, 2, 3)]  # a third party's malformed records stay as they were, for the join to report
     assert batches.rows(batches.pack(ragged)) == ragged and not batches.Columns([batches.pack(ragged)]).regular
     assert batches.rows(batches.pack([])) == []
+    urls = [(f"file:///srv/docs/a/{name}", f"fp-{len(name) // 9}") for name in ("x", "y", "")]  # equal, not one str
+    assert batches.rows(batches.pack(urls)) == urls  # stored as the folder once, then each name
+    assert batches.Columns([batches.pack(urls)]).field(0) == [u for u, _ in urls]
     both = batches.Columns([batches.pack(records), batches.pack(records[:1])])
     assert both.n == 4 and both.field(0) == [1, True, 1, 1] and both.row(3) == records[0]
 

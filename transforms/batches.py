@@ -15,6 +15,7 @@ decoded nor encoded again on its way through.
 
 from __future__ import annotations
 
+import os
 import pickle
 from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
@@ -54,17 +55,25 @@ def pack(rows: list[tuple]) -> bytes:
 
 def _packed(column: tuple):
     """One column as :func:`pack` stores it: ``(value,)`` for the very same object in every row (equal is not
-    enough: ``1 == True``, and two lists are two lists), ``EMPTY_LISTS`` for an empty list in every row, else
-    the values as a list."""
+    enough: ``1 == True``, and two lists are two lists) or the same string, ``EMPTY_LISTS`` for an empty list
+    in every row, ``(prefix, [rest …])`` for strings that share a prefix (a folder's URLs), else the values as
+    a list."""
     first = column[0]
+    strings = type(first) is str and all(map(is_, map(type, column), repeat(str)))  # in C, as below
     if column.count(first) == len(column):
-        if all(map(is_, column, repeat(first))):  # in C: a generator here cost 5 % of a listing
+        if strings or all(map(is_, column, repeat(first))):  # in C: a generator here cost 5 % of a listing
             return (first,)
         if first == [] and all(type(value) is list for value in column):
             return EMPTY_LISTS
+    if strings:
+        prefix = os.path.commonprefix(column)
+        if len(prefix) >= _PREFIX:
+            cut = len(prefix)
+            return prefix, [value[cut:] for value in column]
     return list(column)
 
 
+_PREFIX = 16  # a shared prefix at least this long is stored once (a URL's folder, which is most of it)
 EMPTY_LISTS = 0  # a column whose every value is an empty list (a listing's outlinks, an index's groups)
 
 
@@ -91,13 +100,12 @@ class Columns:
 
     def field(self, k: int) -> list:
         """Field ``k`` of every record (read only: a value held by every record is one object in this list)."""
+        if len(self._parts) == 1:
+            n, columns = self._parts[0]
+            return _whole(columns[k], n)
         values: list = []
         for n, columns in self._parts:
-            column = columns[k]
-            if type(column) is list:
-                values += column
-            else:
-                values += [[] if column is EMPTY_LISTS else column[0]] * n
+            values += _whole(columns[k], n)
         return values
 
     def row(self, i: int) -> tuple:
@@ -118,13 +126,27 @@ class Columns:
 def _value(column, i: int):
     if type(column) is list:
         return column[i]
-    return [] if column is EMPTY_LISTS else column[0]
+    if column is EMPTY_LISTS:
+        return []
+    return column[0] + column[1][i] if len(column) == 2 else column[0]
+
+
+def _whole(column, n: int) -> list:
+    """A stored column as the list of its ``n`` values (an empty list is one list for all: read only)."""
+    if type(column) is list:
+        return column
+    if column is EMPTY_LISTS:
+        return [[]] * n
+    if len(column) == 2:
+        prefix = column[0]
+        return [prefix + rest for rest in column[1]]
+    return [column[0]] * n
 
 
 def _expanded(n: int, columns: list) -> list[tuple]:
     """The rows of one packed batch, each with lists of its own."""
-    return list(zip(*[column if type(column) is list else [[] for _ in range(n)] if column is EMPTY_LISTS
-                      else [column[0]] * n for column in columns]))
+    return list(zip(*[[[] for _ in range(n)] if column is EMPTY_LISTS else _whole(column, n)
+                      for column in columns]))
 
 
 def rows(blob: bytes) -> list[tuple]:
