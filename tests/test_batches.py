@@ -99,3 +99,12 @@ def test_a_malformed_entry_is_its_own_report_line_not_the_folders_failure():
     main, _tagged, counts = _classify(found, [_indexed("same"), _indexed("bad")])
     assert main == []
     assert counts["unchanged"] == 1 and counts["failed"] == 1
+
+
+def test_a_document_found_or_indexed_twice_takes_the_general_path():
+    """Overlapping start URLs find one file twice; an index may hold one id twice: neither is the fast count."""
+    found = [_entry("twice"), _entry("twice", listing="L2"), _entry("same"), _entry("doubled")]
+    indexed = [_indexed("twice"), _indexed("same"), _indexed("doubled"), _indexed("doubled")]
+    main, _tagged, counts = _classify(found, indexed)
+    assert main == []
+    assert counts["unchanged"] == 3 and counts["duplicate"] == 1 and counts["in_index"] == 4

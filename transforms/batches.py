@@ -6,11 +6,12 @@ itself for a source that crawls host by host (the web: its pages stay spread ove
 site's pages may all sit in one folder). Both sides of the freshness join compute the key from the URL alone,
 so a document and its indexed version always meet, whichever listing found it.
 
-The blob is the batch's records as columns, pickled: one list per field, or the value once where every record
-holds the very same object (a folder's root, its listing, the empty ETag). A runner moves it as bytes: Beam's
-local runner holds a shuffle in the launching process, and there a batch is one bytes object instead of a
-Python tuple and string per field and record (what made its memory grow with the tree), and it is neither
-decoded nor encoded again on its way through.
+The blob is the batch's records as columns, pickled and compressed (:func:`pack`): a field every record shares
+is stored once (a folder's root, its listing, the fingerprint), a folder's URLs as the folder and the names. A
+runner moves it as bytes: Beam's local runner holds a shuffle in the launching process, and there a batch is
+one bytes object instead of a Python tuple and string per field and record, neither decoded nor encoded again
+on its way through; its memory follows the bytes moved. The freshness join reads the columns
+(:class:`Columns`) and makes records only of the documents that are not unchanged.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ def batch_key(url: str) -> str:
 
 
 def pack(rows: list[tuple]) -> bytes:
-    """``rows`` (records as tuples of their fields) as a batch's blob: columns, a field that holds the same
-    object in every row stored once, one whose every value is an empty list stored as a mark. Rows of
+    """``rows`` (records as tuples of their fields) as a batch's blob: columns (:func:`_packed`), pickled and
+    compressed. Rows of
     different lengths (a third party's malformed records) are stored as they are, for the stage that judges
     each record to report it."""
     if len(set(map(len, rows))) != 1:
@@ -57,7 +58,8 @@ def pack(rows: list[tuple]) -> bytes:
 def _compressed(packed) -> bytes:
     """``packed`` pickled and compressed (zlib's fastest level: a third of the bytes, ids and names being most
     of them). The local runner's memory grows with the bytes a shuffle moves, which it holds and copies in
-    the driver and in the workers: at 100,000 files, 1,057 MiB uncompressed, 837 MiB compressed."""
+    the driver and in the workers: an unchanged re-crawl of 100,000 files peaked at 1,057 MiB uncompressed, at
+    811–837 MiB compressed (docs/scaling.md)."""
     return zlib.compress(pickle.dumps(packed, pickle.HIGHEST_PROTOCOL), 1)
 
 
@@ -93,10 +95,10 @@ class Columns:
     def __init__(self, blobs: Iterable[bytes]):
         """The records of one or more batches' blobs, in order."""
         parts = [pickle.loads(zlib.decompress(blob)) for blob in blobs]
-        self.rows_as_stored = [row for part in parts if type(part) is list for row in part]
+        self._ragged = [row for part in parts if type(part) is list for row in part]
         parts = [part for part in parts if type(part) is not list]
-        if self.rows_as_stored:  # malformed records: kept as rows, all of them (see :meth:`regular`)
-            self.rows_as_stored += [row for part in parts for row in _expanded(*part)]
+        if self._ragged:  # malformed records: kept as rows, all of them (see :meth:`regular`)
+            self._ragged += [row for part in parts for row in _expanded(*part)]
             parts = []
         self.n = sum(n for n, _ in parts)
         self._parts = parts
@@ -104,7 +106,7 @@ class Columns:
     @property
     def regular(self) -> bool:
         """Are the records of equal length, so that :meth:`field` can be asked?"""
-        return not self.rows_as_stored
+        return not self._ragged
 
     def field(self, k: int) -> list:
         """Field ``k`` of every record (read only: a value held by every record is one object in this list)."""
@@ -126,8 +128,8 @@ class Columns:
 
     def rows(self) -> list[tuple]:
         """Every record as a tuple of its fields."""
-        if self.rows_as_stored:
-            return self.rows_as_stored
+        if self._ragged:
+            return self._ragged
         return [row for part in self._parts for row in _expanded(*part)]
 
 

@@ -117,7 +117,11 @@ class _Classify(beam.DoFn):
         common = None
         if found.regular and indexed.regular and found.n and indexed.n and not self.reprepare:
             common = self._unchanged(found, indexed)
-        rest, left = self._count_unchanged(*common) if common else (found.rows(), indexed.rows())
+        if common is None:
+            rest, left = found.rows(), indexed.rows()
+        else:
+            rest, left, listings = common
+            self._count_unchanged(listings)
         by_id: dict[str, list] = {}
         for entry in rest:
             by_id.setdefault(entry[0], []).append(entry)
@@ -133,10 +137,10 @@ class _Classify(beam.DoFn):
 
     def _unchanged(self, found: batches.Columns, indexed: batches.Columns):
         """Which entries are the common case, compared on the columns: found once, indexed once, nothing
-        changed (what :meth:`_classify` decides, on the records' fields). Returns (the entries that are not
-        as rows, the indexed documents that are not as rows, the common ones' listings), or None. Entries reach the
-        join as their source made them: a malformed one (a third party's source) goes the general path, which
-        conforms what it hands on and reports a failure as that document's."""
+        changed (what :meth:`_classify` decides, on the records' fields). Returns the other entries and
+        indexed documents as rows and the common ones' listings, or None. Entries reach the join as their
+        source made them: a malformed one (a third party's source) goes the general path, which conforms what
+        it hands on and reports a failure as that document's."""
         try:
             return self._compared(found, indexed)
         except Exception:  # noqa: BLE001 - a value no comparison takes (a third party's): all the general path
@@ -164,9 +168,8 @@ class _Classify(beam.DoFn):
         left = [indexed.row(j) for j in range(indexed.n) if j not in taken] if taken else indexed.rows()
         return [found.row(i) for i in rest], left, [listings[i] for i in common]
 
-    def _count_unchanged(self, rest: list[tuple], left: list[tuple], listings: list[str]):
-        """Count the unchanged documents of one folder (``listings``: the listing that found each); returns
-        the entries and indexed documents still to classify."""
+    def _count_unchanged(self, listings: list[str]) -> None:
+        """Count the unchanged documents of one folder, ``listings`` the listing that found each."""
         n = len(listings)
         if n:
             self.tally.count("in_index", n)
@@ -176,7 +179,6 @@ class _Classify(beam.DoFn):
             for listing, count in Counter(listings).items():
                 if listing:
                     self.arrived[listing] += count
-        return rest, left
 
     def _one(self, doc_id: str, found: list[tuple], indexed: list[tuple], incomplete, denied) -> list:
         urls = [e[URL] for e in found] or [s[URL] for s in indexed] or [""]
