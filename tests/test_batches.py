@@ -30,10 +30,31 @@ def _indexed(name: str, size: int = 10, **fields) -> SnapshotEntry:
 def test_batches_are_keyed_by_folder_and_hold_at_most_most():
     records = [_entry(f"f{n}") for n in range(batches.MOST + 3)] + [_entry("x")._replace(url="file:///srv/b/y")]
     out = list(batches.by_folder(records))
-    assert [(key, len(rows)) for key, rows in out] == [(FOLDER, batches.MOST), (FOLDER, 3), ("file:///srv/b", 1)]
+    assert [(key, len(batches.rows(blob))) for key, blob in out] == [
+        (FOLDER, batches.MOST), (FOLDER, 3), ("file:///srv/b", 1)]
+    assert [tuple(e) for e in batches.unpack(out[1], Entry)] == [tuple(e) for e in records[batches.MOST:-1]]
     assert batches.unpack(out[2], Entry)[0].url == "file:///srv/b/y"
     assert batches.batch_key("http://host/a/b.html") == "http://host/a/b.html"  # the web: a page by itself
     assert list(batches.keep(out[2], lambda url: "b/" not in url)) == []
+    assert list(batches.keep(out[2], lambda url: "b/" in url)) == [out[2]]
+
+
+def test_a_batch_keeps_each_value_as_it_was():
+    """Columns store a value once only where every record holds that very object: equal is not enough."""
+    same = "file:///srv/docs"
+    records = [(1, same, [], [], ""), (True, same, [], ["g"], ""), (1, same, [], [], "")]
+    assert batches.rows(batches.pack(records)) == records
+    assert [type(r[0]) for r in batches.rows(batches.pack(records))] == [int, bool, int]
+    unpacked = batches.rows(batches.pack(records))
+    assert unpacked[0][2] is not unpacked[1][2]  # each record its own list
+    ragged = [(1, 2), (1, 2, 3)]  # a third party's malformed records stay as they were, for the join to report
+    assert batches.rows(batches.pack(ragged)) == ragged and not batches.Columns([batches.pack(ragged)]).regular
+    assert batches.rows(batches.pack([])) == []
+    urls = [(f"file:///srv/docs/a/{name}", f"fp-{len(name) // 9}") for name in ("x", "y", "")]  # equal, not one str
+    assert batches.rows(batches.pack(urls)) == urls  # stored as the folder once, then each name
+    assert batches.Columns([batches.pack(urls)]).field(0) == [u for u, _ in urls]
+    both = batches.Columns([batches.pack(records), batches.pack(records[:1])])
+    assert both.n == 4 and both.field(0) == [1, True, 1, 1] and both.row(3) == records[0]
 
 
 def _classify(found: list[Entry], indexed: list[SnapshotEntry], incomplete=()):
@@ -42,8 +63,9 @@ def _classify(found: list[Entry], indexed: list[SnapshotEntry], incomplete=()):
     classify = _Classify(rules, FINGERPRINT)
     classify.setup()
     half = len(found) // 2  # two batches on the found side, as a folder of more than MOST arrives
-    outputs = classify.process((FOLDER, {"found": [[tuple(e) for e in found[:half]], [tuple(e) for e in found[half:]]],
-                                         "indexed": [[tuple(s) for s in indexed]]}), list(incomplete), [])
+    blobs = [batches.pack([tuple(e) for e in found[:half]]), batches.pack([tuple(e) for e in found[half:]])]
+    outputs = classify.process((FOLDER, {"found": blobs, "indexed": [batches.pack([tuple(s) for s in indexed])]}),
+                               list(incomplete), [])
     outputs += list(classify.finish_bundle())
     main = [o for o in outputs if not isinstance(o, beam.pvalue.TaggedOutput)]
     tagged = {}
@@ -77,3 +99,12 @@ def test_a_malformed_entry_is_its_own_report_line_not_the_folders_failure():
     main, _tagged, counts = _classify(found, [_indexed("same"), _indexed("bad")])
     assert main == []
     assert counts["unchanged"] == 1 and counts["failed"] == 1
+
+
+def test_a_document_found_or_indexed_twice_takes_the_general_path():
+    """Overlapping start URLs find one file twice; an index may hold one id twice: neither is the fast count."""
+    found = [_entry("twice"), _entry("twice", listing="L2"), _entry("same"), _entry("doubled")]
+    indexed = [_indexed("twice"), _indexed("same"), _indexed("doubled"), _indexed("doubled")]
+    main, _tagged, counts = _classify(found, indexed)
+    assert main == []
+    assert counts["unchanged"] == 3 and counts["duplicate"] == 1 and counts["in_index"] == 4

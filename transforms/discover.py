@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from beamtrawl.transforms.accept import Rules
-from beamtrawl.transforms.batches import MOST, Batch, batch_key, unpack
+from beamtrawl.transforms.batches import MOST, Batch, batch_key, pack, unpack
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.progress import Progress, Tally, busy
 from beamtrawl.transforms.records import (
@@ -150,13 +150,13 @@ class _Expand(beam.DoFn):
                     self.progress.add()
                     folder = batch_key(record.url)
                     if batch and (folder != key or len(batch) >= MOST):
-                        yield beam.pvalue.TaggedOutput(ENTRIES, (key, batch))
+                        yield beam.pvalue.TaggedOutput(ENTRIES, (key, pack(batch)))
                         batch = []
                     key = folder
-                    batch.append(tuple(record))  # conformed where it leaves the freshness join changed or new
+                    batch.append(record)  # conformed where it leaves the freshness join changed or new
                     continue
                 if batch and record.route == LISTINGS:
-                    yield beam.pvalue.TaggedOutput(ENTRIES, (key, batch))
+                    yield beam.pvalue.TaggedOutput(ENTRIES, (key, pack(batch)))
                     batch = []
                 if record.route != EVENTS:
                     yield beam.pvalue.TaggedOutput(record.route, record)
@@ -166,10 +166,10 @@ class _Expand(beam.DoFn):
                     yield problem
         except Exception:
             if batch:  # what was listed before the failure stays found (the guard keeps partial outputs)
-                yield beam.pvalue.TaggedOutput(ENTRIES, (key, batch))
+                yield beam.pvalue.TaggedOutput(ENTRIES, (key, pack(batch)))
             raise
         if batch:
-            yield beam.pvalue.TaggedOutput(ENTRIES, (key, batch))
+            yield beam.pvalue.TaggedOutput(ENTRIES, (key, pack(batch)))
         for problem in self.rules.plugin_problems():  # plugins that failed in the accept decision
             yield self.tally(problem)
 
@@ -254,7 +254,7 @@ def _smallest_url(keyed):
     its own). The others arrived all the same, as far as their listings' evidence goes."""
     _identity, entries = keyed
     ordered = sorted(entries, key=lambda e: e.url)
-    yield batch_key(ordered[0].url), [tuple(ordered[0])]
+    yield batch_key(ordered[0].url), pack([tuple(ordered[0])])
     for duplicate in ordered[1:]:
         yield beam.pvalue.TaggedOutput(EVENTS, event("duplicate", duplicate.url, "discover",
                                                      f"same file as {ordered[0].url}"))

@@ -37,6 +37,8 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
+from beamtrawl.transforms import batches
+from beamtrawl.transforms.batches import URL
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.listings import CheckListings
 from beamtrawl.transforms.progress import Progress, Tally
@@ -50,6 +52,21 @@ _SIZE, _MTIME, _CONTENT, _ETAG, _GROUPS, _DENIED, _LISTING = (
 _OLD_SIZE, _OLD_MTIME, _OLD_FINGERPRINT, _OLD_ETAG, _OLD_GROUPS, _OLD_DENIED = (
     SnapshotEntry._fields.index(f) for f in ("size", "mtime_ns", "prep_fingerprint", "etag", "groups", "denied"))
 _GUARD = Guard("freshness", EVENTS)
+
+
+def _differ(groups, old_groups) -> bool:
+    """Do two lists of groups differ (a value that is no list, from a third party's source, differs)?"""
+    try:
+        return list(groups) != list(old_groups)
+    except Exception:  # noqa: BLE001 - see above
+        return True
+
+
+def _repeated(ids: list[str]) -> set[str]:
+    """The ids that ``ids`` holds more than once."""
+    if len(set(ids)) == len(ids):
+        return set()
+    return {doc_id for doc_id, n in Counter(ids).items() if n > 1}
 
 
 def _kept(old: SnapshotEntry, incomplete: set[str]) -> bool:
@@ -92,51 +109,79 @@ class _Classify(beam.DoFn):
         self.arrived.clear()
 
     def process(self, keyed, incomplete, denied):
-        """One folder: its batches of entries found and of documents indexed (tuples of their fields,
-        transforms/batches.py), each document classified."""
+        """One folder: its batches of entries found and of documents indexed (transforms/batches.py). The
+        common case (found once, indexed once, nothing changed) is compared field by field and only counted,
+        for the folder at once; every other document is classified by itself."""
         _key, joined = keyed
-        found: dict[str, list] = {}
-        indexed: dict[str, list] = {}
-        for batch in joined["found"]:
-            for entry in batch:
-                found.setdefault(entry[0], []).append(entry)
-        for batch in joined["indexed"]:
-            for old in batch:
-                indexed.setdefault(old[0], []).append(old)
+        found, indexed = batches.Columns(joined["found"]), batches.Columns(joined["indexed"])
+        common = None
+        if found.regular and indexed.regular and found.n and indexed.n and not self.reprepare:
+            common = self._unchanged(found, indexed)
+        if common is None:
+            rest, left = found.rows(), indexed.rows()
+        else:
+            rest, left, listings = common
+            self._count_unchanged(listings)
+        by_id: dict[str, list] = {}
+        for entry in rest:
+            by_id.setdefault(entry[0], []).append(entry)
+        olds: dict[str, list] = {}
+        for old in left:
+            olds.setdefault(old[0], []).append(old)
         outputs = []
-        for doc_id, entries in found.items():
-            olds = indexed.pop(doc_id, ())
-            if len(entries) == 1 and len(olds) == 1 and self._unchanged(entries[0], olds[0]):
-                continue
-            outputs += self._one(doc_id, [Entry._make(e) for e in entries], [SnapshotEntry._make(o) for o in olds],
-                                 incomplete, denied)
-        for doc_id, olds in indexed.items():
-            outputs += self._one(doc_id, [], [SnapshotEntry._make(o) for o in olds], incomplete, denied)
+        for doc_id, entries in by_id.items():
+            outputs += self._one(doc_id, entries, olds.pop(doc_id, []), incomplete, denied)
+        for doc_id, olds_of_id in olds.items():
+            outputs += self._one(doc_id, [], olds_of_id, incomplete, denied)
         return outputs
 
-    def _unchanged(self, entry: tuple, old: tuple) -> bool:
-        """The common case, counted without the general path: found once, indexed once, nothing changed
-        (what :meth:`_classify` decides, on the records' fields). Entries reach the join as their source
-        made them: one that is malformed (a third party's source) goes the general path, which conforms
-        what it hands on and reports a failure as that document's."""
+    def _unchanged(self, found: batches.Columns, indexed: batches.Columns):
+        """Which entries are the common case, compared on the columns: found once, indexed once, nothing
+        changed (what :meth:`_classify` decides, on the records' fields). Returns the other entries and
+        indexed documents as rows and the common ones' listings, or None. Entries reach the join as their
+        source made them: a malformed one (a third party's source) goes the general path, which conforms what
+        it hands on and reports a failure as that document's."""
         try:
-            if (self.reprepare or entry[_SIZE] != old[_OLD_SIZE] or entry[_MTIME] != old[_OLD_MTIME]
-                    or old[_OLD_FINGERPRINT] != self.fingerprint or list(entry[_GROUPS]) != list(old[_OLD_GROUPS])
-                    or entry[_DENIED] or old[_OLD_DENIED] or type(entry[_LISTING]) is not str
-                    or (entry[_CONTENT] is None and entry[_ETAG] != old[_OLD_ETAG])):
-                return False
-        except Exception:  # noqa: BLE001 - see above
-            return False
-        self.tally.count("in_index")
-        self.tally.count("accepted")
-        self.tally.count("unchanged")
-        self.compared.add(1)
-        if entry[_LISTING]:
-            self.arrived[entry[_LISTING]] += 1
-        return True
+            return self._compared(found, indexed)
+        except Exception:  # noqa: BLE001 - a value no comparison takes (a third party's): all the general path
+            return None
 
-    def _one(self, doc_id: str, found, indexed, incomplete, denied) -> list:
-        urls = [e.url for e in found] or [s.url for s in indexed] or [""]
+    def _compared(self, found: batches.Columns, indexed: batches.Columns):
+        ids, sizes, mtimes, contents, etags, groups, denied, listings = (
+            found.field(k) for k in (0, _SIZE, _MTIME, _CONTENT, _ETAG, _GROUPS, _DENIED, _LISTING))
+        old_ids = indexed.field(0)
+        olds = dict(zip(old_ids, range(indexed.n)))
+        apart = _repeated(ids) | (_repeated(old_ids) if len(olds) < indexed.n else set())
+        old_sizes, old_mtimes, fingerprints, old_etags, old_groups, old_denied = (
+            indexed.field(k) for k in (_OLD_SIZE, _OLD_MTIME, _OLD_FINGERPRINT, _OLD_ETAG, _OLD_GROUPS, _OLD_DENIED))
+        fingerprint, common, rest, taken = self.fingerprint, [], [], set()
+        for i, doc_id in enumerate(ids):
+            j = olds.get(doc_id)
+            if (j is None or doc_id in apart or sizes[i] != old_sizes[j] or mtimes[i] != old_mtimes[j]
+                    or fingerprints[j] != fingerprint or denied[i] or old_denied[j] or type(listings[i]) is not str
+                    or (contents[i] is None and etags[i] != old_etags[j])
+                    or (groups[i] != old_groups[j] and _differ(groups[i], old_groups[j]))):
+                rest.append(i)
+            else:
+                common.append(i)
+                taken.add(j)
+        left = [indexed.row(j) for j in range(indexed.n) if j not in taken] if taken else indexed.rows()
+        return [found.row(i) for i in rest], left, [listings[i] for i in common]
+
+    def _count_unchanged(self, listings: list[str]) -> None:
+        """Count the unchanged documents of one folder, ``listings`` the listing that found each."""
+        n = len(listings)
+        if n:
+            self.tally.count("in_index", n)
+            self.tally.count("accepted", n)
+            self.tally.count("unchanged", n)
+            self.compared.add(n)
+            for listing, count in Counter(listings).items():
+                if listing:
+                    self.arrived[listing] += count
+
+    def _one(self, doc_id: str, found: list[tuple], indexed: list[tuple], incomplete, denied) -> list:
+        urls = [e[URL] for e in found] or [s[URL] for s in indexed] or [""]
         return list(isolated(self._classify((doc_id, {"found": found, "indexed": indexed}), incomplete, denied),
                              min(urls, key=str), _GUARD))
 
@@ -148,8 +193,8 @@ class _Classify(beam.DoFn):
             self._denied_source = denied
             self._denied = set(denied)
         _id, joined = keyed
-        found = sorted(joined["found"], key=lambda e: e.url)
-        indexed = list(joined["indexed"])
+        found = sorted((Entry._make(e) for e in joined["found"]), key=lambda e: e.url)
+        indexed = [SnapshotEntry._make(s) for s in joined["indexed"]]
         if indexed:
             self.tally.count("in_index", len(indexed))
         if found:

@@ -14,7 +14,7 @@ is built in ``setup`` on each worker.
 from __future__ import annotations
 
 import apache_beam as beam
-from beamtrawl.transforms.batches import Batch, unpack
+from beamtrawl.transforms.batches import Batch, pack, unpack
 from beamtrawl.transforms.enrich.access import CustomController, access_of
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.records import Entry, arrival
@@ -45,7 +45,7 @@ class _AssignGroups(beam.DoFn):
                 else:
                     assigned.append(tuple(output))
         if assigned:
-            outputs.append((key, assigned))
+            outputs.append((key, pack(assigned)))
         return outputs
 
     def _assign(self, entry):
