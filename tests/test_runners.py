@@ -10,6 +10,7 @@ import sys
 import tarfile
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import apache_beam as beam
@@ -24,6 +25,8 @@ from beamtrawl.runners import RunnerError, dataflow, direct, flink, pipeline_opt
 from beamtrawl.runners.options import option
 from beamtrawl.transforms.index import EmbeddedIndex
 from beamtrawl.transforms.index.opensearch import OpenSearchIndex
+
+from tests.conftest import beamtrawl_command, report_path
 
 DATAFLOW = ["--project=my-proj-123", "--region=europe-west1", "--temp_location=gs://beamtrawl-temp/tmp"]
 REMOTE = OpenSearchIndex("http://127.0.0.1:9200", "docs")
@@ -107,27 +110,35 @@ def test_a_stage_with_one_part_of_input_runs_on_one_worker_and_a_larger_one_on_a
     assert len({pid for _label, pid, *_ in many}) == 2 and sum(int(seen) for _l, _p, seen, *_ in many) == 200
 
 
-def _preparing_processes() -> set[str]:
+def _preparing_processes(mark: bytes) -> set[str]:
+    """The preparing processes whose environment holds ``mark``: those of one crawl, not of a crawl another test
+    runs beside it (they inherit the command's environment, whether forked or started)."""
     found = set()
     for proc in Path("/proc").glob("[0-9]*"):
         try:
-            if b"beamtrawl.transforms.preparators.isolation" in (proc / "cmdline").read_bytes():
+            if b"beamtrawl.transforms.preparators.isolation" in (proc / "cmdline").read_bytes() \
+                    and mark in (proc / "environ").read_bytes():
                 found.add(proc.name)
         except OSError:  # it ended meanwhile
             pass
     return found
 
 
-def test_a_crawl_leaves_no_preparing_process_behind(tmp_path, make_config, crawl):
+def test_a_crawl_leaves_no_preparing_process_behind(tmp_path, make_config):
     """The local workers end without Python's shutdown; they still end their preparing children."""
     root = tmp_path / "docs"
     root.mkdir()
     for i in range(20):
         (root / f"{i}.txt").write_text(f"document {i}")
-    before = _preparing_processes()
-    run = crawl(make_config(root))
-    assert run.code == 0 and run.counts["written"] == 20
-    assert _preparing_processes() <= before
+    (root / "page.html").write_text("<html><body><p>a page the preparing child reads</p></body></html>")
+    mark = uuid.uuid4().hex
+    config = make_config(root)
+    done = subprocess.run(beamtrawl_command("crawl", str(config), "--direct_num_workers=2"), capture_output=True,
+                          text=True, timeout=600, check=False, cwd=Path(__file__).resolve().parent.parent,
+                          env={**os.environ, "BEAMTRAWL_TEST_CRAWL": mark})
+    report = json.loads(report_path(config).read_text(encoding="utf-8"))
+    assert done.returncode == 0 and report["counts"]["written"] == 21, done.stderr[-2000:]
+    assert not _preparing_processes(f"BEAMTRAWL_TEST_CRAWL={mark}".encode())
 
 
 def test_flink_local_and_cluster():
