@@ -27,8 +27,7 @@ if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/nul
    || ! command -v ar >/dev/null || ! command -v git >/dev/null || ! command -v nginx >/dev/null \
    || ! command -v extract_chmLib >/dev/null || ! command -v mdb-export >/dev/null || ! command -v wpd2text >/dev/null \
    || ! command -v vsd2text >/dev/null || ! command -v 7z >/dev/null || ! command -v bsdtar >/dev/null \
-   || ! command -v tesseract >/dev/null || [ ! -e /usr/share/tesseract-ocr/5/tessdata/deu.traineddata ] \
-   || ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+   || ! command -v tesseract >/dev/null || [ ! -e /usr/share/tesseract-ocr/5/tessdata/deu.traineddata ]; then
   apt-get update -qq
   if [ ! -e /usr/sbin/policy-rc.d ]; then  # install the servers without starting their system services
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
@@ -36,7 +35,12 @@ if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/nul
   fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 util-linux maven openjdk-17-jdk-headless \
     sox libsox-fmt-mp3 samba smbclient dovecot-imapd openssl mandoc acl chromium chromium-driver \
-    zstd bzip2 xz-utils binutils git nginx libchm-bin mdbtools libwpd-tools libvisio-tools p7zip-full libarchive-tools tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu nodejs npm
+    zstd bzip2 xz-utils binutils git nginx libchm-bin mdbtools libwpd-tools libvisio-tools p7zip-full libarchive-tools tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
+fi
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  # Debian's only when there is none: a Node.js from elsewhere (NodeSource) brings its own npm, and Debian's npm
+  # package conflicts with it ("held broken packages")
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
 fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)
 # the bench extra (Scrapy, the peer of bench/http_bench.py): tests/test_benchmarks.py runs every bench

@@ -28,6 +28,7 @@ from beamtrawl.transforms.enrich.auxfields import RESERVED, AuxFieldSpec, aux_va
 from beamtrawl.transforms.index import EmbeddedIndex, IndexUnavailable
 from beamtrawl.transforms.index.opensearch import OpenSearchIndex
 from beamtrawl.transforms.index.query import parse_query
+from beamtrawl.transforms.index.sqlite import SCHEMA_VERSION
 from beamtrawl.transforms.preparators import BUILTIN, Prepared
 from beamtrawl.transforms.prepare import PrepareOptions, make_document
 from beamtrawl.transforms.records import EVERYONE, Entry, IndexDoc, RawDocument, use_row_coders
@@ -412,7 +413,7 @@ def test_a_version_1_index_is_migrated_by_a_crawl_and_refused_by_search_until_th
     db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.commit()
     db.close()
-    with pytest.raises(IndexUnavailable, match="index schema version 1, this beamtrawl searches version 6; "
+    with pytest.raises(IndexUnavailable, match=f"index schema version 1, this beamtrawl searches version {SCHEMA_VERSION}; "
                                                "run beamtrawl crawl once to upgrade it"):
         EmbeddedIndex(path).check()
     index = EmbeddedIndex(path)
