@@ -11,7 +11,7 @@ The corpus is Python's library reference as Debian ships it (about 320 Sphinx pa
 preparator and embedded by the crawl's own embedding stage (``transforms/embed/stage.py``'s DoFn) into an
 embedded index; ``--copies N`` writes every page N times more under other URLs (each a document of its own, an
 index N+1 times larger; their copies are one hit, so quality does not change). The questions
-(bench/semantic_questions.py) are natural-language questions, each answered by one page.
+(bench/semantic_questions.yaml) are natural-language questions, each answered by one page.
 
 Prints:
 
@@ -41,7 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from beamtrawl.transforms.embed import WordLlamaSettings, load_model
@@ -54,7 +55,11 @@ from beamtrawl.transforms.preparators.html import prepare_html
 from beamtrawl.transforms.prepare import PrepareOptions, make_document
 from beamtrawl.transforms.records import Entry, IndexDoc, RawDocument
 from beamtrawl.transforms.urls import doc_id
-from semantic_questions import NAMES, QUESTIONS
+
+_SET = yaml.safe_load((Path(__file__).resolve().parent / "semantic_questions.yaml").read_text(encoding="utf-8"))
+QUESTIONS: dict[str, str] = _SET["questions"]
+#: Keyword-like queries (a module's name) and their page: ranked by keywords, they must not get worse.
+NAMES = {name: f"{name}.html" for name in _SET["names"]}
 
 MODES = (semantic.KEYWORD, semantic.SEMANTIC, semantic.HYBRID, semantic.AUTO)
 

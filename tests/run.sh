@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# python-magic needs libmagic; setpriv (util-linux) lets root tests drop permission overrides;
+# python-magic needs libmagic; setpriv (util-linux) lets root tests drop permission overrides, unshare runs a test without a network;
 # Maven and a JDK fetch and run the OpenSearch node the tests start (tests/servers/opensearch.py);
 # sox writes the MP3, Ogg and FLAC files of the audio preparator's tests; Samba (smbd, smbclient) and
 # Dovecot serve the SMB and IMAP tests on loopback (tests/servers/; the system services are not started);
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 # OpenSearch node (tests/servers/tls_proxy.py); tesseract-ocr with its English and German packs reads text in
 # images and scanned PDF pages (transforms/preparators/ocr.py); nodejs and npm run Azurite, the Azure Blob emulator
 # of the az:// source's tests (tests/servers/azurite.py).
-if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/null || ! command -v mvn >/dev/null \
+if ! /sbin/ldconfig -p | grep -q libmagic.so.1 || ! command -v setpriv >/dev/null || ! command -v unshare >/dev/null || ! command -v mvn >/dev/null \
    || ! command -v sox >/dev/null || ! dpkg -s libsox-fmt-mp3 >/dev/null 2>&1 \
    || ! command -v smbd >/dev/null || ! command -v smbclient >/dev/null || ! command -v dovecot >/dev/null \
    || [ ! -x /usr/libexec/samba/samba-dcerpcd ] \

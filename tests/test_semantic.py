@@ -115,15 +115,12 @@ def test_the_bounds_and_a_document_without_text():
 
 
 def test_the_model_loads_and_embeds_without_a_network():
-    """wordllama's bundled model, read from its wheel: in a network namespace with no route at all."""
+    """wordllama's bundled model, read from its wheel: in a network namespace with no route at all (``unshare``
+    comes with util-linux, which tests/run.sh installs; the suite runs as root, who may make the namespace)."""
     probe = ("from beamtrawl.transforms.embed import WordLlamaSettings, load_model; "
              "v = load_model(WordLlamaSettings()).embed(['a question']); print(v.shape, round(float((v**2).sum()), 3))")
-    if shutil.which("unshare") is None:
-        pytest.skip("unshare (util-linux) is not installed")
     done = subprocess.run(["unshare", "-n", sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=120, check=False)
-    if "Operation not permitted" in done.stderr:
-        pytest.skip("this user may not make a network namespace")
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["(1,", "256)", "1.0"]
 
