@@ -18,6 +18,7 @@ stage's input without an error (issue 33; docs/upstream-beam-lost-chunks.md).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shlex
 import signal
@@ -34,6 +35,8 @@ from beamtrawl.runners.options import with_defaults
 #: process group, and the command's driver ends its workers itself (pipeline/interrupt.py). They stay in the
 #: command's process group, so killing that group still ends the whole crawl.
 WORKER_COMMAND = f"trap '' INT; exec {shlex.quote(sys.executable)} -P -m beamtrawl.runners.local_worker"
+
+log = logging.getLogger(__name__)
 
 
 class WorkerDied(Exception):
@@ -133,6 +136,17 @@ def _parts_with_input(inputs, fired_timers, workers: int) -> int:
     return len(busy)
 
 
+def _died(heard: str) -> WorkerDied:
+    """What the crawl says of the worker whose end was ``heard`` (Beam's "… exited with return code N")."""
+    code = heard.rsplit(" ", 1)[-1]
+    try:
+        how = f"exit code {code}: killed by {signal.Signals(-int(code)).name}" if code.startswith("-") else \
+            f"exit code {code}"
+    except ValueError:  # not a signal Python names, or not Beam's message
+        how = f"exit code {code}"
+    return WorkerDied(f"a worker process ended unexpectedly ({how}); the crawl stopped")
+
+
 @contextlib.contextmanager
 def _failing_on_worker_death():
     """While the pipeline runs, a worker process that exits with an error (killed, crashed, ``os._exit``)
@@ -142,6 +156,8 @@ def _failing_on_worker_death():
     if threading.current_thread() is not threading.main_thread():
         yield  # signals reach the main thread only: an embedding program keeps Beam's behaviour
         return
+    import grpc
+
     heard: list[str] = []
     previous_hook, main = threading.excepthook, threading.main_thread().ident
 
@@ -149,6 +165,12 @@ def _failing_on_worker_death():
         if args.thread is not None and args.thread.name == "run_worker" and isinstance(args.exc_value, RuntimeError):
             heard.append(str(args.exc_value))
             signal.pthread_kill(main, signal.SIGUSR1)
+            return
+        if heard or isinstance(args.exc_value, grpc.RpcError):  # Beam's threads that served a worker whose
+            # gRPC stream broke, as it died (heard just after) or was ended: the crawl's one line says what
+            # happened; their tracebacks only with --debug
+            log.debug("after a worker died, thread %s failed", args.thread and args.thread.name,
+                      exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
             return
         previous_hook(args)
 
@@ -159,13 +181,16 @@ def _failing_on_worker_death():
         # ``heard``: two workers dying at once may both be heard before the first signal is handled.
         if heard and not told:
             told.append(True)
-            code = heard[0].rsplit(" ", 1)[-1]
-            raise WorkerDied(f"a worker process ended unexpectedly (exit code {code}); the crawl stopped")
+            forked_workers.end_workers()  # the others: Beam's clean-up would wait for them
+            raise _died(heard[0])
 
     previous_handler = signal.signal(signal.SIGUSR1, interrupt)
     threading.excepthook = hook
     try:
         yield
+        if heard:  # during Beam's clean-up, which logs what its workers' ends raise and goes on
+            raise _died(heard[0])
     finally:
-        threading.excepthook = previous_hook
+        if not heard:  # else Beam's threads may still fail as they notice: kept quiet
+            threading.excepthook = previous_hook
         signal.signal(signal.SIGUSR1, previous_handler)

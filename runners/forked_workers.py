@@ -21,12 +21,14 @@ import json
 import logging
 import os
 import signal
+import subprocess
 import sys
 import threading
 import traceback
 
 from beamtrawl.runners.options import option
 
+log = logging.getLogger(__name__)
 #: What a forked worker is called once it works (``ps -o comm``, /proc/PID/comm; at most 15 bytes): its command
 #: line is the command's own.
 WORKER_NAME = "beamtrawl-work"
@@ -34,16 +36,23 @@ WORKER_NAME = "beamtrawl-work"
 MAX_FORKED = 64
 #: Forked workers waiting for their environment: (process id, write end of its pipe).
 _WAITING: list[tuple[int, int]] = []
+#: The process ids of the workers at work (forked or not), until they end; the worker id each serves.
+_RUNNING: dict[int, str | None] = {}
+#: Workers ended at the end of a run for not ending on their own: their work was done.
+_ENDED_QUIETLY: set[int] = set()
+#: Seconds the runner's clean-up waits for a worker told it is done before ending it (they take well under one).
+STOP_S = 10.0
 
 
 def worker_count(runner: str | None, beam_args: list[str]) -> int:
     """How many workers the local runner will start for a crawl with these options, or 0 when it will not run
-    them as processes (another runner, another running mode, a count that is not a plain number)."""
+    them as processes, or not as runners/direct.py's (another runner, another running mode, a count that is not
+    a plain number)."""
     from beamtrawl.runners import engine
 
     if engine(runner) != "direct" or (option(beam_args, "direct_running_mode") or "multi_processing") != \
-            "multi_processing":
-        return 0
+            "multi_processing" or (option(beam_args, "runner") or "FnApiRunner") != "FnApiRunner":
+        return 0  # a runner Beam makes (``-- --runner=DirectRunner``) starts its own workers: none forked
     try:
         count = int(option(beam_args, "direct_num_workers") or 0)
     except ValueError:
@@ -74,15 +83,14 @@ def prestart(count: int) -> None:
         _WAITING.append((pid, write))
 
 
-def release() -> None:
-    """End the forked workers nobody took: their pipe closes with nothing in it."""
+def release(wait: bool = True) -> None:
+    """End the forked workers nobody took: their pipe closes with nothing in it (``wait``: and wait for them)."""
     while _WAITING:
         pid, write = _WAITING.pop()
         os.close(write)
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
+        if wait:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
 
 
 def _wait_and_serve(read: int) -> None:
@@ -134,7 +142,8 @@ def _name(name: str) -> None:
 
 
 def install(command_line: str) -> None:
-    """Make the local runner's workers for ``command_line`` forked ones while any wait. Idempotent."""
+    """Make the local runner's workers for ``command_line`` forked ones while any wait, every one of them known
+    (:func:`end_workers`) and waited for within a bound at the end. Idempotent."""
     from apache_beam.runners.portability import local_job_service
     from apache_beam.runners.portability.fn_api_runner import worker_handlers
 
@@ -143,15 +152,16 @@ def install(command_line: str) -> None:
         return
     ours = command_line.encode()
 
-    class ForkedWorker(local_job_service.SubprocessSdkWorker):
-        """Beam's worker process, but one forked already: given its environment, waited for."""
+    class LocalWorker(local_job_service.SubprocessSdkWorker):
+        """Beam's worker process: a forked one when given, else a new one; known while it runs."""
 
-        def __init__(self, forked: tuple[int, int], *args):
-            super().__init__(ours, *args)
+        def __init__(self, forked: tuple[int, int] | None, command: bytes, *args):
+            super().__init__(command, *args)
             self._forked = forked
 
         def run(self):
-            _run_forked(self._forked, self._control_address, self._provision_info, self._worker_id)
+            _run_worker(self._forked, self._worker_command_line, self._control_address, self._provision_info,
+                        self._worker_id)
 
     class ForkedFirst(worker_handlers.SubprocessSdkWorkerHandler):
         """Beam's handler of a worker process: a forked one while any wait, else a new process."""
@@ -163,21 +173,52 @@ def install(command_line: str) -> None:
                 forked = _WAITING.pop(0) if self._worker_command_line == ours else None
             except IndexError:  # none left
                 forked = None
-            if forked is None:
-                return super().start_worker()
-            self.worker = ForkedWorker(forked, self.control_address, self.provision_info, self.worker_id)
+            self.worker = LocalWorker(forked, self._worker_command_line, self.control_address,
+                                      self.provision_info, self.worker_id)
             self.worker_thread = threading.Thread(name="run_worker", target=self.worker.run)
             self.worker_thread.start()
-            return None
+
+        def stop_worker(self):
+            """Beam waits for the worker's end without a bound: a worker that never heard it was done (it
+            never connected, or its runner stopped before telling it) would hang the crawl's end. One that
+            does not end in time is ended, its work being done: no failure."""
+            self.worker_thread.join(STOP_S)
+            if self.worker_thread.is_alive():
+                log.warning("a worker did not end within %s s of being told to; it was ended", STOP_S)
+                _end([pid for pid, serves in list(_RUNNING.items()) if serves == self.worker_id], quietly=True)
+                self.worker_thread.join()
 
     worker_handlers.WorkerHandler.register_environment(urn, bytes)(ForkedFirst)
 
 
-def _run_forked(forked: tuple[int, int], control_address: str, provision_info, worker_id: str | None) -> None:
-    """Beam's ``SubprocessSdkWorker.run`` (Beam 2.73, pinned) with a forked worker for its ``Popen``: serve its
-    logs, give it the environment Beam gives a new process, wait for it, raise if it failed."""
+def end_workers() -> None:
+    """End every worker process the runner started, with whatever they started (their preparing children),
+    and the forked ones waiting: SIGTERM, then SIGKILL (pipeline/interrupt.py). For a worker that died,
+    whose siblings would otherwise work on, or wait forever for a runner that stopped."""
+    waiting = [pid for pid, _write in _WAITING]
+    release(wait=False)
+    _end([*_RUNNING, *waiting])
+    for pid in waiting:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+def _end(pids: list[int], quietly: bool = False) -> None:
+    """End these processes and theirs (``quietly``: the workers among them have not failed)."""
+    from beamtrawl.pipeline.interrupt import descendants, end_processes
+
+    if quietly:
+        _ENDED_QUIETLY.update(pids)
+    end_processes([p for pid in pids for p in descendants(pid)] + pids)
+
+
+def _run_worker(forked: tuple[int, int] | None, command: str, control_address: str, provision_info,
+                worker_id: str | None) -> None:
+    """Beam's ``SubprocessSdkWorker.run`` (Beam 2.73, pinned) with a forked worker for its ``Popen`` where one
+    waits: serve its logs, give it the environment Beam gives a new process, wait for it, raise if it failed."""
     import grpc
     from apache_beam.portability.api import beam_fn_api_pb2_grpc, endpoints_pb2
+    from apache_beam.runners.portability.fn_api_runner import worker_handlers
     from apache_beam.runners.portability.local_job_service import BeamFnLoggingServicer
     from apache_beam.utils import thread_pool_executor
     from google.protobuf import json_format, text_format
@@ -196,12 +237,26 @@ def _run_forked(forked: tuple[int, int], control_address: str, provision_info, w
         PIPELINE_OPTIONS=json_format.MessageToJson(provision_info.provision_info.pipeline_options))
     if worker_id:
         environment["WORKER_ID"] = worker_id
-    pid, write = forked
     try:
-        with contextlib.suppress(BrokenPipeError), os.fdopen(write, "wb") as pipe:  # one that died: its code
-            pipe.write(json.dumps(environment).encode())
-        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        if code:
+        if forked is None:
+            with worker_handlers.SUBPROCESS_LOCK:
+                process = subprocess.Popen(command, shell=True, env=environment)
+            pid, wait = process.pid, process.wait
+        else:
+            pid, write = forked
+            with contextlib.suppress(BrokenPipeError), os.fdopen(write, "wb") as pipe:  # one that died: its code
+                pipe.write(json.dumps(environment).encode())
+
+            def wait():
+                return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        _RUNNING[pid] = worker_id
+        try:
+            code = wait()
+        finally:
+            del _RUNNING[pid]
+            quietly = pid in _ENDED_QUIETLY
+            _ENDED_QUIETLY.discard(pid)
+        if code and not quietly:
             raise RuntimeError(f"Worker subprocess exited with return code {code}")
     finally:
         logging_server.stop(0)

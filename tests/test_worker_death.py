@@ -1,0 +1,162 @@
+"""A local worker that dies at any moment — waiting to be given its work, just connected, in the middle of a
+bundle, in the runner's clean-up — ends the crawl within a bound: one line naming the cause, exit 2, no
+process of the crawl left, and the next crawl converges (runners/direct.py, runners/forked_workers.py).
+
+Real crawls, each worker SIGKILLed at a chosen moment by a ``sitecustomize`` on ``PYTHONPATH`` (it runs in
+the command, so forked workers inherit it, and in every worker Beam starts) or by the test itself; each crawl
+is bounded by a timeout, so a hang fails instead of stalling the suite. Observed before: a forked worker
+killed while it waited, or Beam's own first worker killed, hung the crawl in Beam's clean-up forever."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import beamtrawl_command
+
+REPO = Path(__file__).resolve().parent.parent
+#: Seconds a crawl of a few files may take on a loaded machine; a hang is far beyond it.
+BOUND_S = 240
+#: Kills a worker (a process given Beam's control endpoint) when Beam's harness logs a message starting with
+#: $WORKER_KILLED_AT, or when it opens the file named by $WORKER_KILLED_AT's ``open:NAME``. With $NO_FORK the
+#: command starts a thread first, so no worker is forked (runners/forked_workers.py forks single-threaded only).
+HOOK = """\
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+
+WHEN = os.environ.get("WORKER_KILLED_AT", "")
+
+
+def _die_if_worker():
+    if "CONTROL_API_SERVICE_DESCRIPTOR" in os.environ:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class _KillAt(logging.Filter):
+    def filter(self, record):
+        if WHEN and record.getMessage().startswith(WHEN):
+            _die_if_worker()
+        return True
+
+
+def _on_open(event, args):
+    if event == "open" and WHEN == "open:" + os.path.basename(str(args[0])):
+        _die_if_worker()
+
+
+logging.getLogger("apache_beam.runners.worker.sdk_worker").addFilter(_KillAt())
+sys.addaudithook(_on_open)
+if os.environ.get("NO_FORK"):
+    threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
+"""
+
+
+@pytest.fixture
+def corpus(tmp_path, make_config):
+    """Six text files and a page the preparing child reads; the crawl's configuration and its process mark."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(6):
+        (root / f"note{i}.txt").write_text(f"note {i} harbour lantern")
+    (root / "page.html").write_text("<html><body><p>a page the preparing child reads</p></body></html>")
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(HOOK)
+    return make_config(root), hook
+
+
+def crawl(config: Path, hook: Path | None = None, **env: str) -> tuple[subprocess.Popen, str]:
+    """Start a quiet crawl of ``config`` with the kill hook and ``env``; returns it and its process mark."""
+    mark = uuid.uuid4().hex
+    extra = {"PYTHONPATH": str(hook)} if hook else {}
+    proc = subprocess.Popen(beamtrawl_command("crawl", str(config), "--direct_num_workers=2", "--quiet"),
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "BEAMTRAWL_TEST_CRAWL": mark, **extra, **env})
+    return proc, mark
+
+
+def finish(proc: subprocess.Popen) -> tuple[str, str]:
+    try:
+        return proc.communicate(timeout=BOUND_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError(f"the crawl did not end within {BOUND_S} s") from None
+
+
+def processes_marked(mark: str) -> set[int]:
+    """The processes whose environment holds this crawl's mark (ended ones left out)."""
+    found = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and f"BEAMTRAWL_TEST_CRAWL={mark}".encode() in (proc / "environ").read_bytes() \
+                    and (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found.add(int(proc.name))
+        except OSError:
+            pass
+    return found
+
+
+def assert_stopped_with_one_line(proc: subprocess.Popen, mark: str) -> None:
+    out, err = finish(proc)
+    assert proc.returncode == 2, out + err
+    failed = [line for line in out.splitlines() if line.startswith("FAILED:")]
+    assert failed == [("FAILED: the pipeline failed: WorkerDied: a worker process ended unexpectedly (exit code -9: "
+                       "killed by SIGKILL); the crawl stopped")], out
+    assert "Traceback" not in err and err.strip() == "", err  # --quiet: the one line only
+    deadline = time.monotonic() + 10  # a killed worker's preparing child ends when its input closes
+    while processes_marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not processes_marked(mark)
+
+
+def kill_a_waiting_fork(pid: int) -> int | None:
+    """SIGKILL a worker forked from the command ``pid`` that waits for its work: one with the command's line
+    and name (given its work, it is called "beamtrawl-work")."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+            if Path(f"/proc/{child}/cmdline").read_bytes() == command \
+                    and Path(f"/proc/{child}/comm").read_text().strip() != "beamtrawl-work":
+                os.kill(int(child), signal.SIGKILL)
+                return int(child)
+    except OSError:  # it ended meanwhile
+        pass
+    return None
+
+
+def test_a_forked_worker_killed_while_it_waits_ends_the_crawl(corpus):
+    config, _hook = corpus
+    proc, mark = crawl(config)
+    deadline = time.monotonic() + BOUND_S
+    killed = None
+    while killed is None and time.monotonic() < deadline and proc.poll() is None:
+        killed = kill_a_waiting_fork(proc.pid)
+        time.sleep(0.01)
+    assert killed, "no worker was forked"
+    assert_stopped_with_one_line(proc, mark)
+
+
+@pytest.mark.parametrize("moment, no_fork", [
+    ("Control channel established", "1"),  # Beam's own first worker, as it connects
+    ("open:note3.txt", ""),  # a forked worker in the middle of a bundle
+    ("No more requests from control plane", ""),  # a forked worker told it is done
+])
+def test_a_worker_killed_at_any_moment_ends_the_crawl_and_the_next_converges(corpus, moment, no_fork):
+    config, hook = corpus
+    proc, mark = crawl(config, hook, WORKER_KILLED_AT=moment, NO_FORK=no_fork)
+    assert_stopped_with_one_line(proc, mark)
+    if moment.startswith("open:"):
+        again, _mark = crawl(config)
+        out, err = finish(again)
+        assert again.returncode == 0 and "index holds 7" in out, out + err
