@@ -6,7 +6,8 @@ about a quarter of Beam's import time, in the command and again in every worker.
 that imports ``pymongo`` itself still gets it (Beam's MongoDB IO, which beamtrawl does not use, stays off).
 ``boto3`` (with botocore and s3transfer, another sixth of the import) is refused the same way, and Beam's S3
 file system imports it when it makes its first client: only a crawl with an ``s3://`` work folder or index
-path needs it there (issue 27, target 2).
+path needs it there (issue 27, target 2). ``httplib2``, which Beam's stager imports for downloads a local crawl
+never makes, is loaded when first used (:data:`LAZY`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,15 @@ from __future__ import annotations
 import importlib.util
 import logging
 import sys
+import types
 
 #: Modules Beam imports at start-up that no part of a crawl uses.
 UNUSED = ("pymongo", "bson")
 #: Modules Beam imports at start-up that only its S3 file system uses: imported when it makes its first client.
 ON_DEMAND = ("boto3",)
+#: Modules Beam imports at start-up (``import httplib2`` in its stager's HTTP client, for downloading staged
+#: files) that a local crawl never uses: loaded when first used.
+LAZY = ("httplib2",)
 
 
 def import_beam() -> None:
@@ -33,15 +38,33 @@ def import_beam() -> None:
     quiet = logging.getLogger("apache_beam.io.mongodbio")  # it warns that it found no bson
     quiet.disabled = True
     sys.modules.update(dict.fromkeys(refused))
+    stand_ins = {name: _stand_in(name) for name in LAZY if name not in sys.modules}
+    sys.modules.update(stand_ins)
     try:
         import apache_beam  # noqa: F401
     finally:
         for name in refused:
             if sys.modules.get(name, 0) is None:
                 del sys.modules[name]
+        for name, stand_in in stand_ins.items():
+            if sys.modules.get(name) is stand_in:  # whatever imports it next gets the module itself
+                del sys.modules[name]
         quiet.disabled = False
     _boto3_on_demand()
     remember_dofn_specs()
+
+
+def _stand_in(name: str) -> types.ModuleType:
+    """A module that imports module ``name`` when one of its attributes is first asked for, and answers from it."""
+    stand_in = types.ModuleType(name, f"{name}, imported at its first use (runners/beam_import.py)")
+
+    def __getattr__(attribute: str):
+        if sys.modules.get(name) is stand_in:
+            del sys.modules[name]
+        return getattr(importlib.import_module(name), attribute)
+
+    stand_in.__getattr__ = __getattr__
+    return stand_in
 
 
 def _boto3_on_demand() -> None:
