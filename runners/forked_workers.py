@@ -9,8 +9,12 @@ makes a gRPC object (a forked copy of any of those is unsafe). Each waits on a p
 worker, :class:`ForkedFirst` hands one of them what Beam would have given a new process (its environment: the
 control and logging endpoints, the pipeline options) and waits for it as Beam waits for its process, so a
 worker that dies still ends the crawl (runners/direct.py). A pipeline that wants more workers than were
-forked (a second pass, more workers than expected) gets Beam's own; forked workers left unused end when their
-pipe closes (:func:`release`, or the command's exit).
+forked (a second pass, more workers than expected) gets a new process, as Beam's own; forked workers left
+unused end when their pipe closes (:func:`release`, or the command's exit).
+
+Every worker process, forked or new, is known while it runs, so a crawl whose worker died ends the others
+(:func:`end_workers`; Beam's clean-up would wait for them for ever), and Beam's wait for a worker's end at the
+end of a run is bounded (``STOP_S``).
 """
 
 from __future__ import annotations
