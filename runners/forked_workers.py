@@ -33,6 +33,7 @@ import traceback
 from beamtrawl.runners.options import option
 
 log = logging.getLogger(__name__)
+
 #: What a forked worker is called once it works (``ps -o comm``, /proc/PID/comm; at most 15 bytes): its command
 #: line is the command's own.
 WORKER_NAME = "beamtrawl-work"
