@@ -52,22 +52,6 @@ class Store:
         return f"{self.scheme}://{self.bucket}/{key}"
 
 
-@pytest.fixture(scope="module")
-def gcs_server(tmp_path_factory):
-    from tests.servers.gcs import running_gcs
-
-    with running_gcs(tmp_path_factory.mktemp("gcs")) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def azurite(tmp_path_factory):
-    from tests.servers.azurite import running_azurite
-
-    with running_azurite(tmp_path_factory.mktemp("azurite")) as server:
-        yield server
-
-
 def _gcs(server, monkeypatch) -> Store:
     from google.cloud import storage
 
