@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from beamtrawl.transforms.fields import Count
 from beamtrawl.transforms.sources.object_store import EndpointUrl, ObjectStore, Page, Stored, StoreSettings
@@ -128,7 +128,7 @@ class AzureSource(ObjectStore):
             return ""
         token = generate_blob_sas(service.account_name, bucket, key, account_key=account_key,
                                   permission=BlobSasPermissions(read=True), content_disposition=disposition,
-                                  expiry=datetime.now(timezone.utc) + timedelta(seconds=seconds))
+                                  expiry=datetime.now(UTC) + timedelta(seconds=seconds))
         return f"{service.get_blob_client(bucket, key).url}?{token}"
 
     def failures(self) -> tuple[type, ...]:
