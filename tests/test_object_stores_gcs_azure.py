@@ -18,7 +18,7 @@ import yaml
 
 from tests.conftest import beamtrawl
 from tests.servers.jvm import free_ports
-from tests.servers.throttling import throttling
+from tests.servers.refusing import Rule, refusing
 from tests.test_object_stores import crawl_file, indexed, requests
 
 OBJECTS = {"docs/puffin.txt": "the puffin nests on cliffs",
@@ -151,7 +151,7 @@ def test_unreachable_throttling_refusing_or_vanished_stores_keep_every_document(
     config = _config(tmp_path, store)
     assert crawl(config).code == 0  # the odd key is a line, no failure
     (closed,) = free_ports(1)
-    with throttling() as slow:
+    with refusing(f"http://127.0.0.1:{closed}", store.scheme, Rule("", 503)) as slow:  # only ever 'slow down'
         cases = {"closed": store.elsewhere(closed), "throttled": store.elsewhere(slow.server_port),
                  "refused": store.refused}  # fake-gcs-server takes any login: no refusal there
         for name, environment in cases.items():
@@ -166,7 +166,7 @@ def test_unreachable_throttling_refusing_or_vanished_stores_keep_every_document(
             assert len(indexed(tmp_path)) == 4
             assert {"throttled": "503", "refused": "AuthorizationFailure (HTTP 403)"}.get(name, "") in lines[0][
                 "reason"], lines
-        assert slow.requests >= 1
+        assert slow.refused >= 1
     monkeypatch.setenv(*store.environment)
     store.drop()
     gone = crawl(config)
