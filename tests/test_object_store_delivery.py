@@ -35,7 +35,7 @@ def _gs(server, bucket: str) -> tuple:
     from google.cloud import storage
 
     made = storage.Client().create_bucket(bucket)
-    return {}, lambda key, data, kind: made.blob(key).upload_from_string(data, content_type=kind), lambda key: made.blob(
+    return {"endpoint_url": server.endpoint}, lambda key, data, kind: made.blob(key).upload_from_string(data, content_type=kind), lambda key: made.blob(
         key).delete()
 
 
@@ -127,24 +127,47 @@ def test_a_vanished_object_is_a_clear_410(streamed, stores):
         assert status == 410 and b"no longer where it was indexed" in body, (scheme, status, body[:300])
 
 
-def test_signed_delivery_redirects_to_a_short_lived_url_where_the_login_can_sign(stores):
-    """S3 (a presigned GET) and Azure (a read-only SAS) redirect to their store, which sends the object with
-    serve's disposition; fake-gcs-server's anonymous login cannot sign, so gs:// objects stream as before. A
-    hidden object is still 404 and a vanished one still 410, with no address handed out."""
+def test_signed_delivery_redirects_to_a_short_lived_url_of_the_store(stores, gcs_server, monkeypatch):
+    """S3 (a presigned GET), GCS (a V4 signed URL, signed with a service account's key) and Azure (a read-only
+    SAS) redirect to their store, which sends the object (moto and Azurite with serve's disposition;
+    fake-gcs-server ignores it). A hidden object is still 404 and a vanished one still 410, with no address."""
+    from tests.servers.gcs import service_account
+
     folder, bucket, made = stores
-    with served(Site(folder, _config(folder, bucket, made, "signed"), folder / "users")) as base:
-        for scheme in STORES:
-            status, headers, body = _document(base, f"{scheme}://{bucket}/docs/public/guide.txt")
-            if scheme == "gs":
-                assert (status, body) == (200, PUBLIC["docs/public/guide.txt"][0])
-                continue
-            address = headers["Location"]
-            assert status == 303 and address.startswith("http://127.0.0.1:") and headers["Cache-Control"] == "no-store"
-            with urllib.request.urlopen(address, timeout=30) as answer:
-                assert answer.read() == PUBLIC["docs/public/guide.txt"][0]
-                assert answer.headers["Content-Disposition"].startswith('inline; filename="guide.txt"'), scheme
-            status, headers, _ = _document(base, f"{scheme}://{bucket}/docs/hidden/salaries.txt")
-            assert status == 404 and "Location" not in headers
-            made[scheme][1]("docs/public/flown.txt")
-            status, headers, body = _document(base, f"{scheme}://{bucket}/docs/public/flown.txt")
-            assert status == 410 and "Location" not in headers, (scheme, status, body[:300])
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST")  # gs.endpoint_url names the server: the login is the key file's
+    with service_account(folder) as key:
+        monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
+        with served(Site(folder, _config(folder, bucket, made, "signed"), folder / "users")) as base:
+            _signed(base, bucket, made)
+
+
+def _signed(base: str, bucket: str, made: dict) -> None:
+    for scheme in STORES:
+        status, headers, body = _document(base, f"{scheme}://{bucket}/docs/public/guide.txt")
+        assert status == 303, (scheme, status, body[:300])
+        address = headers["Location"]
+        assert address.startswith("http://127.0.0.1:"), address
+        assert headers["Cache-Control"] == "no-store"
+        with urllib.request.urlopen(address, timeout=30) as answer:
+            assert answer.read() == PUBLIC["docs/public/guide.txt"][0]
+            assert scheme == "gs" or answer.headers["Content-Disposition"].startswith(
+                'inline; filename="guide.txt"'), scheme
+        status, headers, _ = _document(base, f"{scheme}://{bucket}/docs/hidden/salaries.txt")
+        assert status == 404 and "Location" not in headers
+        made[scheme][1]("docs/public/flown.txt")
+        status, headers, body = _document(base, f"{scheme}://{bucket}/docs/public/flown.txt")
+        assert status == 410 and "Location" not in headers, (scheme, status, body[:300])
+
+
+def test_a_login_that_cannot_sign_streams_instead(stores):
+    """fake-gcs-server's anonymous login (STORAGE_EMULATOR_HOST) holds no key: no address, serve streams."""
+    from beamtrawl.pipeline.config import load_config
+    from beamtrawl.transforms.index.base import Stored
+    from beamtrawl.transforms.sources import Sources
+    from beamtrawl.transforms.sources.settings import SourceSettings
+
+    folder, bucket, made = stores
+    url = f"gs://{bucket}/docs/public/guide.txt"
+    source = Sources(SourceSettings.from_config(load_config(str(_config(folder, bucket, made, "signed")))))(url)
+    stored = Stored(id="", url=url, title="", filename="guide.txt", mimetype="text/plain", size=22)
+    assert source.signed_address(stored, "inline") == ""
