@@ -107,8 +107,10 @@ class GcsSource(ObjectStore):
     def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str) -> str:
         """A V4 signed GET, sent with ``disposition``; "" when the login holds no key to sign with (a user's
         application-default login, an anonymous one)."""
+        from google.auth.credentials import Signing
+
         client = self.gcs(url)
-        if not hasattr(client._credentials, "sign_bytes") or not hasattr(client._credentials, "signer_email"):
+        if not isinstance(client._credentials, Signing):  # the client's login (it has no public name)
             return ""
         endpoint = self.options().endpoint_url or os.environ.get("STORAGE_EMULATOR_HOST") or None
         return client.bucket(bucket).blob(key).generate_signed_url(

@@ -7,7 +7,9 @@ tree (:func:`~beamtrawl.transforms.sources.walk.walk_to_budget`), and each prefi
 listing evidence a delete needs. An object's freshness is what its listing says: size, last-modified and a
 version (an ETag, a generation), so an unchanged object costs nothing beyond the listing. Its content type and
 user metadata become fields of its document (``content_type``, ``meta_<key>``). Reading streams the object
-through smart-open after the read stage has checked the listed size against ``max_file_size``.
+through smart-open after the read stage has checked the listed size against ``max_file_size``. For a searcher
+(``serve``'s /document) an object is looked up first, so one gone since the crawl is a 410, then streamed with
+its store's content type, or handed over as a short-lived signed URL (``delivery: signed``).
 
 A prefix that cannot be listed (unreachable endpoint, bad or expired credential, throttling past the retries,
 no such bucket) is one ``incomplete`` line, which keeps every document under it; a reason never names a
@@ -145,7 +147,8 @@ def _clean(text: str) -> str:
 class ObjectStore:
     """A source of one object store. What a store's source gives: its ``schemes``, ``Settings`` (extending
     :class:`StoreSettings`), ``BUCKET`` (a bucket or container name's pattern and its rule, for the start URL
-    check), ``STARTER`` (its lines in a starter file), and the calls :meth:`pages`, :meth:`head`, :meth:`reader`, :meth:`failures` and :meth:`reason`.
+    check), ``STARTER`` (its lines in a starter file), and the calls :meth:`pages`, :meth:`head`, :meth:`reader`,
+    :meth:`sign` (where its login can), :meth:`failures` and :meth:`reason`.
     Clients are made on first use by :meth:`client` and kept, one per login."""
 
     schemes: ClassVar[tuple[str, ...]]
