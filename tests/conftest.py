@@ -193,6 +193,24 @@ def s3_server(tmp_path_factory):
         yield server
 
 
+@pytest.fixture(scope="session")
+def gcs_server(tmp_path_factory):
+    """fake-gcs-server on loopback (tests/servers/gcs.py): clients reach it through STORAGE_EMULATOR_HOST."""
+    from tests.servers.gcs import running_gcs
+
+    with running_gcs(tmp_path_factory.mktemp("gcs")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory):
+    """Azurite on loopback (tests/servers/azurite.py): clients reach it through its connection string."""
+    from tests.servers.azurite import running_azurite
+
+    with running_azurite(tmp_path_factory.mktemp("azurite")) as server:
+        yield server
+
+
 def installed_for_crawls(tmp_path_factory, package: str) -> str:
     """A folder holding the test distribution ``tests/data/<package>`` (a preparator or plugin registered
     by entry points), for PYTHONPATH: crawls and their workers run in other processes."""

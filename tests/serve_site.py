@@ -62,13 +62,18 @@ def make_site(folder: Path) -> Site:
         "access_control": [{"url_rules": [{"prefix": f"{url}/hr", "groups": ["hr"]}]}]}), encoding="utf-8")
     done = beamtrawl("crawl", str(config), "--direct_num_workers=1", "-q", check_dac=False)
     assert done.returncode == 0, done.stdout + done.stderr
+    return Site(root, config, add_users(folder))
+
+
+def add_users(folder: Path) -> Path:
+    """The users file ``folder/users`` with alice (groups hr and staff) and bob (none), both with PASSWORD."""
     users = folder / "users"
     for name, groups in (("alice", "hr,staff"), ("bob", "")):
         added = subprocess.run(beamtrawl_command("user", "add", name, "--groups", groups, "--users", str(users),
                                                  check_dac=False), input=PASSWORD + "\n", text=True,
                                capture_output=True, check=False)
         assert added.returncode == 0, added.stderr
-    return Site(root, config, users)
+    return users
 
 
 def _pdf(path: Path) -> None:

@@ -30,6 +30,7 @@ BENCHES = {
     "opensearch_bench": ("sink/loop:", True),
     "prepare_bench": ("mixed corpus: beam×1 =", False),
     "real_world_bench": ("full crawl / baseline", False),
+    "s3_bench": ("ratio to (a):", False),
     "semantic_bench": ("hybrid on questions:", False),
     "serve_bench": ("opensearch: target web/direct", True),
     "smb_bench": ("ratio beamtrawl (acls off) / smbclient:", False),

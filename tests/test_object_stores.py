@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -235,9 +233,3 @@ def test_a_table_in_a_bucket_keeps_its_owner_and_state_there_and_explain_reads_i
     assert done.returncode == 0, done.stderr
     assert f"in the index s3://{lake}/table since " in done.stdout and f"found under s3://{name}/docs/" in done.stdout
 
-
-def test_the_benchmark_runs_in_its_tiny_mode():
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve().parent.parent / "bench" / "s3_bench.py"),
-                           "--tiny"], capture_output=True, text=True, timeout=900, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "ratio to (a)" in done.stdout and "speed-up over (b)" in done.stdout

@@ -18,7 +18,7 @@ import yaml
 
 from tests.conftest import beamtrawl
 from tests.servers.jvm import free_ports
-from tests.servers.throttling import throttling
+from tests.servers.refusing import Rule, refusing
 from tests.test_object_stores import crawl_file, indexed, requests
 
 OBJECTS = {"docs/puffin.txt": "the puffin nests on cliffs",
@@ -50,22 +50,6 @@ class Store:
 
     def url(self, key: str = "") -> str:
         return f"{self.scheme}://{self.bucket}/{key}"
-
-
-@pytest.fixture(scope="module")
-def gcs_server(tmp_path_factory):
-    from tests.servers.gcs import running_gcs
-
-    with running_gcs(tmp_path_factory.mktemp("gcs")) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def azurite(tmp_path_factory):
-    from tests.servers.azurite import running_azurite
-
-    with running_azurite(tmp_path_factory.mktemp("azurite")) as server:
-        yield server
 
 
 def _gcs(server, monkeypatch) -> Store:
@@ -167,7 +151,7 @@ def test_unreachable_throttling_refusing_or_vanished_stores_keep_every_document(
     config = _config(tmp_path, store)
     assert crawl(config).code == 0  # the odd key is a line, no failure
     (closed,) = free_ports(1)
-    with throttling() as slow:
+    with refusing(f"http://127.0.0.1:{closed}", store.scheme, Rule("", 503)) as slow:  # only ever 'slow down'
         cases = {"closed": store.elsewhere(closed), "throttled": store.elsewhere(slow.server_port),
                  "refused": store.refused}  # fake-gcs-server takes any login: no refusal there
         for name, environment in cases.items():
@@ -182,7 +166,7 @@ def test_unreachable_throttling_refusing_or_vanished_stores_keep_every_document(
             assert len(indexed(tmp_path)) == 4
             assert {"throttled": "503", "refused": "AuthorizationFailure (HTTP 403)"}.get(name, "") in lines[0][
                 "reason"], lines
-        assert slow.requests >= 1
+        assert slow.refused >= 1
     monkeypatch.setenv(*store.environment)
     store.drop()
     gone = crawl(config)

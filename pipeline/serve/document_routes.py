@@ -29,7 +29,8 @@ class DocumentRoutes:
         stored, stream = await self.site.opened(request)
         if isinstance(stream, Response):
             return stream
-        return StreamingResponse(documents.chunks(stream), headers=documents.headers(stored))
+        return StreamingResponse(documents.chunks(stream),
+                                 headers=documents.headers(stored, getattr(stream, "content_type", "")))
 
     async def text(self, request: Request) -> Response:
         """What the index holds of a hit, after the same access check as the search and /document."""
@@ -51,7 +52,7 @@ class DocumentRoutes:
                          metadata=Markup(text_view.marked(indexed.metadata, whole, prefixes)))
 
     async def thumbnail(self, request: Request) -> Response:
-        stored, stream = await self.site.opened(request)
+        stored, stream = await self.site.opened(request, signed=False)
         if isinstance(stream, Response) or not thumbnails.makes(stored):
             if not isinstance(stream, Response):
                 stream.close()

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 from beamtrawl.transforms.index.base import Stored
 from beamtrawl.transforms.sources import Sources, at_own_address
-from beamtrawl.transforms.sources.base import Deliver, NotIndexed, capable
+from beamtrawl.transforms.sources.base import Deliver, NotIndexed, SignedAddress, capable
 
-__all__ = ["NotIndexed", "chunks", "headers", "is_web", "open_stream"]
+__all__ = ["NotIndexed", "chunks", "headers", "is_web", "open_stream", "signed_address"]
 
 CHUNK = 256 * 1024
 DOCUMENT_ID = re.compile(r"[0-9a-f]{32}")  # transforms.urls.doc_id: anything else is no id of ours
@@ -42,8 +42,12 @@ def is_web(stored: Stored) -> bool:
     return at_own_address(stored.url)
 
 
-def content_type(stored: Stored) -> str:
-    """The stored MIME type if it is one, else the generic type for bytes."""
+def content_type(stored: Stored, declared: str = "") -> str:
+    """The type its store declares for it (an object's Content-Type) if that is a specific MIME type, else the
+    stored one if it is one, else the generic type for bytes."""
+    declared = declared.split(";", 1)[0].strip().lower()
+    if _MIMETYPE.fullmatch(declared) and declared not in (FALLBACK_TYPE, "binary/octet-stream"):
+        return declared
     return stored.mimetype if _MIMETYPE.fullmatch(stored.mimetype or "") else FALLBACK_TYPE
 
 
@@ -53,18 +57,35 @@ def file_name(stored: Stored) -> str:
     return BIDI_CONTROLS.sub("", name) or "document"
 
 
-def headers(stored: Stored) -> dict[str, str]:
-    """Content type, disposition (inline for INLINE_TYPES, else a download) with the file name in plain
-    ASCII and in UTF-8 (RFC 6266), and the document's own security policy."""
-    kind = content_type(stored)
-    name = file_name(stored)
-    inline = bool(INLINE_TYPES.fullmatch(kind) or SANDBOXED_TYPES.fullmatch(kind))
-    ascii_name = _SAFE_NAME.sub("_", name)[:200] or "document"
-    disposition = (f"{'inline' if inline else 'attachment'}; filename=\"{ascii_name}\"; "
-                   f"filename*=UTF-8''{urllib.parse.quote(name, safe='')}")
-    return {"content-type": kind, "content-disposition": disposition,
+def headers(stored: Stored, declared: str = "") -> dict[str, str]:
+    """Content type (:func:`content_type`), disposition (:func:`disposition`) and the document's own security
+    policy."""
+    kind = content_type(stored, declared)
+    return {"content-type": kind, "content-disposition": disposition(stored, kind),
             "content-security-policy": DOCUMENT_CSP if kind == "application/pdf" else DOCUMENT_SANDBOX,
             "x-content-type-options": "nosniff"}
+
+
+def disposition(stored: Stored, kind: str) -> str:
+    """Inline for INLINE_TYPES and SANDBOXED_TYPES, else a download, with the file name in plain ASCII and in
+    UTF-8 (RFC 6266)."""
+    inline = bool(INLINE_TYPES.fullmatch(kind) or SANDBOXED_TYPES.fullmatch(kind))
+    name = file_name(stored)
+    ascii_name = _SAFE_NAME.sub("_", name)[:200] or "document"
+    return (f"{'inline' if inline else 'attachment'}; filename=\"{ascii_name}\"; "
+            f"filename*=UTF-8''{urllib.parse.quote(name, safe='')}")
+
+
+def signed_address(sources: Sources, stored: Stored) -> str:
+    """A short-lived address of the document at its store, where its source signs them (an object store with
+    ``delivery: signed``), else "" (raises what the source raises). HTML is sent there as a download: the
+    store's origin is not this site's, but no sandbox policy goes with it."""
+    source = sources(stored.url)
+    if not capable(source, SignedAddress):
+        return ""
+    kind = content_type(stored)
+    return source.signed_address(stored, disposition(stored, FALLBACK_TYPE if SANDBOXED_TYPES.fullmatch(kind)
+                                                     else kind))
 
 
 def open_stream(sources: Sources, stored: Stored, follow_symlinks: bool = False):

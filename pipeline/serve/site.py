@@ -145,9 +145,10 @@ class Site:
             log.error("%s", err)
             raise HTTPException(503, "The search index cannot be reached right now.") from None
 
-    async def opened(self, request: Request):
-        """(the stored document the searcher may open, a stream of its bytes); for a web page, a redirect to
-        it as the stream. The same access check as the search: an id the searcher may not see is 404."""
+    async def opened(self, request: Request, signed: bool = True):
+        """(the stored document the searcher may open, a stream of its bytes); for a web page, or an object its
+        store signs an address of (``signed``), a redirect to it as the stream. The same access check as the
+        search: an id the searcher may not see is 404."""
         searcher = await self.who(request)
         doc_id = asked_id(request)
         stored = await self.on_index(lambda target: target.document(doc_id, searcher.groups))
@@ -156,6 +157,9 @@ class Site:
         if documents.is_web(stored):
             return stored, RedirectResponse(stored.url, 303)  # an address from the index, never from the request
         try:
+            address = await run_in_threadpool(documents.signed_address, self.sources, stored) if signed else ""
+            if address:
+                return stored, RedirectResponse(address, 303, headers={"cache-control": "no-store"})
             return stored, await run_in_threadpool(documents.open_stream, self.sources, stored,
                                                    self.config.follow_symlinks)
         except FileNotFoundError:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 from beamtrawl.transforms.fields import Count
 from beamtrawl.transforms.sources.object_store import EndpointUrl, ObjectStore, Page, Stored, StoreSettings
@@ -116,6 +117,19 @@ class AzureSource(ObjectStore):
         import smart_open.azure
 
         return smart_open.azure.open(bucket, key, "rb", client=self.client(url, self._make))
+
+    def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str) -> str:
+        """A read-only SAS of the blob signed with the account's key, sent with ``disposition``; "" without a key."""
+        from azure.storage.blob import BlobSasPermissions, generate_blob_sas
+
+        service = self.client(url, self._make)
+        account_key = getattr(service.credential, "account_key", None)
+        if not account_key:
+            return ""
+        token = generate_blob_sas(service.account_name, bucket, key, account_key=account_key,
+                                  permission=BlobSasPermissions(read=True), content_disposition=disposition,
+                                  expiry=datetime.now(UTC) + timedelta(seconds=seconds))
+        return f"{service.get_blob_client(bucket, key).url}?{token}"
 
     def failures(self) -> tuple[type, ...]:
         from azure.core.exceptions import AzureError

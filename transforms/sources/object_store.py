@@ -7,7 +7,9 @@ tree (:func:`~beamtrawl.transforms.sources.walk.walk_to_budget`), and each prefi
 listing evidence a delete needs. An object's freshness is what its listing says: size, last-modified and a
 version (an ETag, a generation), so an unchanged object costs nothing beyond the listing. Its content type and
 user metadata become fields of its document (``content_type``, ``meta_<key>``). Reading streams the object
-through smart-open after the read stage has checked the listed size against ``max_file_size``.
+through smart-open after the read stage has checked the listed size against ``max_file_size``. For a searcher
+(``serve``'s /document) an object is looked up first, so one gone since the crawl is a 410, then streamed with
+its store's content type, or handed over as a short-lived signed URL (``delivery: signed``).
 
 A prefix that cannot be listed (unreachable endpoint, bad or expired credential, throttling past the retries,
 no such bucket) is one ``incomplete`` line, which keeps every document under it; a reason never names a
@@ -17,11 +19,12 @@ login, and a URL in a client's message loses its query (a signature may be there
 from __future__ import annotations
 
 import io
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Annotated, ClassVar, NamedTuple
+from typing import Annotated, ClassVar, Literal, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from beamtrawl.transforms.fields import Count, Items, Seconds, Section, Text, fail
@@ -35,6 +38,7 @@ from pydantic import AfterValidator, Field
 #: The field of a document that holds its object's content type, and the start of each user metadata field.
 CONTENT_TYPE, METADATA = "content_type", "meta_"
 _VALUE_CHARS = 1000  # a metadata value longer than this is cut: a field, not a document
+log = logging.getLogger(__name__)
 _MAKING = threading.Lock()  # clients are not safe to build in parallel (boto3's sessions, in threads of one process)
 _GENERIC_TYPES = frozenset(("", "application/octet-stream", "binary/octet-stream"))  # a store's "nobody said"
 
@@ -78,6 +82,12 @@ class StoreSettings(Section):
     """objects and prefixes asked for in one listing request"""
     groups: Annotated[tuple[Text, ...], Items] = ()
     """the access-control groups of every object (none: public; access_control entries may decide instead)"""
+    delivery: Literal["stream", "signed"] = "stream"
+    """how serve's /document hands a searcher an object: stream (through serve, with its headers and no
+    address of the store shown), or signed (a redirect to a short-lived signed URL of the store, where the login
+    can sign; else streamed)"""
+    signed_seconds: Count = Field(300, ge=10, le=3600)
+    """how long a signed URL works (delivery: signed); anyone holding it may read the object until then"""
 
 
 def bucket_and_key(url: str) -> tuple[str, str]:
@@ -137,7 +147,8 @@ def _clean(text: str) -> str:
 class ObjectStore:
     """A source of one object store. What a store's source gives: its ``schemes``, ``Settings`` (extending
     :class:`StoreSettings`), ``BUCKET`` (a bucket or container name's pattern and its rule, for the start URL
-    check), ``STARTER`` (its lines in a starter file), and the calls :meth:`pages`, :meth:`head`, :meth:`reader`, :meth:`failures` and :meth:`reason`.
+    check), ``STARTER`` (its lines in a starter file), and the calls :meth:`pages`, :meth:`head`, :meth:`reader`,
+    :meth:`sign` (where its login can), :meth:`failures` and :meth:`reason`.
     Clients are made on first use by :meth:`client` and kept, one per login."""
 
     schemes: ClassVar[tuple[str, ...]]
@@ -148,6 +159,7 @@ class ObjectStore:
     def __init__(self, settings: SourceSettings | None = None):
         self.settings = settings or SourceSettings()
         self._clients: dict = {}
+        self._unsigned = False  # said once that the login cannot sign
 
     # -- what a store implements ----------------------------------------------------------------------
     def pages(self, url: str, bucket: str, prefix: str) -> Iterator[Page]:
@@ -161,6 +173,11 @@ class ObjectStore:
     def reader(self, url: str, bucket: str, key: str):
         """smart-open's reader of object ``key``."""
         raise NotImplementedError
+
+    def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str) -> str:
+        """A URL that reads object ``key`` for ``seconds`` and sends it with ``disposition``; "" when the login
+        cannot sign (no key: a public bucket, an emulator's anonymous login)."""
+        return ""
 
     def failures(self) -> tuple[type, ...]:
         """What one request may raise: unreachable, refused, throttled, a bad answer (imported when needed, so a
@@ -270,6 +287,43 @@ class ObjectStore:
             yield event("declined", item.url, "discover", "")
             return
         yield from walk_to_budget([item], budget, lambda folder, stack: self._list(folder, rules, stack))
+
+    def deliver(self, stored, follow_symlinks: bool) -> io.BufferedReader:
+        """The object of indexed document ``stored`` for a searcher (serve's /document), with its store's content
+        type as ``content_type``: FileNotFoundError when it is gone (serve: 410). Its access was decided by its
+        URL, which a new upload does not change, so an object written since the crawl is sent as it is now."""
+        found = self._present(stored.url)
+        stream = self.open_document(stored.url)
+        stream.content_type = found.content_type
+        return stream
+
+    def signed_address(self, stored, disposition: str) -> str:
+        """A signed URL of the object for ``delivery: signed`` ("" for ``stream``, or when the login cannot sign);
+        FileNotFoundError when the object is gone, so a searcher meets serve's answer, not the store's."""
+        options = self.options()
+        if options.delivery != "signed":
+            return ""
+        self._present(stored.url)
+        bucket, key = bucket_and_key(stored.url)
+        try:
+            address = self.sign(stored.url, bucket, key, options.signed_seconds, disposition)
+        except self.failures() as err:
+            raise OSError(f"cannot sign: {self.reason(err)}") from None
+        if not address and not self._unsigned:
+            self._unsigned = True
+            log.warning("%s: delivery: signed, but its login cannot sign URLs: its objects are streamed",
+                        stored.url.split("://", 1)[0])
+        return address
+
+    def _present(self, url: str) -> Stored:
+        bucket, key = bucket_and_key(url)
+        try:
+            found = self.head(url, bucket, key)
+        except self.failures() as err:
+            raise OSError(f"cannot open: {self.reason(err)}") from None
+        if found is None:
+            raise FileNotFoundError(f"no object {key!r} in {bucket!r}")
+        return found
 
     def open_document(self, url: str) -> io.BufferedReader:
         """The object's bytes, streamed by smart-open in ranged reads as the reader asks for them."""

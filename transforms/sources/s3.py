@@ -99,6 +99,16 @@ class S3Source(ObjectStore):
 
         return smart_open.s3.open(bucket, key, "rb", client=self.s3(url))
 
+    def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str) -> str:
+        """A presigned GET (signature version 4, as the client signs), sent with ``disposition``."""
+        from botocore.exceptions import NoCredentialsError
+
+        try:
+            return self.s3(url).generate_presigned_url("get_object", ExpiresIn=seconds, Params={
+                "Bucket": bucket, "Key": key, "ResponseContentDisposition": disposition})
+        except NoCredentialsError:
+            return ""
+
     def failures(self) -> tuple[type, ...]:
         from botocore.exceptions import BotoCoreError
 
