@@ -34,7 +34,7 @@ def field(dimensions: int) -> str:
 def field_mapping(dimensions: int) -> dict:
     """The nested vector field for vectors of ``dimensions`` values."""
     return {"properties": {field(dimensions): {"type": "nested", "properties": {
-        "v": {"type": "knn_vector", "dimension": dimensions, "method": METHOD}}}}}
+        "v": {"type": "knn_vector", "dimension": dimensions, "method": METHOD, "doc_values": False}}}}}
 
 
 def dimensions_of(passages, vectors: bytes) -> int:
