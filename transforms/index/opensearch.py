@@ -252,6 +252,7 @@ class OpenSearchIndex(IndexTarget):
         self._client: OpenSearch | None = None
         self._partitions: set[str] = set()  # partition indices known to exist
         self._vector_fields: set[tuple[str, int]] = set()  # (partition index, dimensions) mapped
+        self.knn = False  # whether the physical index keeps k-NN vectors (settled by ``prepare``)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -312,13 +313,14 @@ class OpenSearchIndex(IndexTarget):
     def prepare(self) -> None:
         try:
             self.client.info()
+            self.knn = self._knn_index()
             if not self.client.indices.exists(index=self.physical):
                 # The template carries the mappings, so an index created under this name by anyone
                 # (a restore, a manual re-create) gets them too.
                 # Longer names win where patterns overlap (docs-bt-* and docs-bt-bt-*).
                 self.client.indices.put_index_template(name=f"{self.name}-beamtrawl", body={
                     "index_patterns": [f"{self.name}-bt-*"], "priority": len(self.name),
-                    "template": {"settings": {"number_of_shards": 1, "number_of_replicas": 0, "knn": True,
+                    "template": {"settings": {"number_of_shards": 1, "number_of_replicas": 0, "knn": self.knn,
                                               "refresh_interval": "5s",
                                               "analysis": analysis(self.options.analyzer)},
                                  "mappings": mapping(self.options.analyzer)}})
@@ -334,6 +336,15 @@ class OpenSearchIndex(IndexTarget):
             raise
         except (OpenSearchException, OSError) as err:
             raise IndexUnavailable(f"{self._where()} cannot be used: {_short(err)}") from None
+
+    def _knn_index(self) -> bool:
+        """Whether the physical index keeps k-NN vectors: as it was made, or, for a new one, whether the node
+        has the k-NN plugin (without it the index keeps the vectors' bytes only, for export, and a search by
+        meaning finds nothing; a node that gains the plugin searches by meaning once the index is made anew)."""
+        if self.client.indices.exists(index=self.physical):
+            found = self.client.indices.get_settings(index=self.physical, name="index.knn")
+            return str(found.get(self.physical, {}).get("settings", {}).get("index", {}).get("knn")).lower() == "true"
+        return any(plugin.get("component") == "opensearch-knn" for plugin in self.client.cat.plugins(format="json"))
 
     def snapshot_splits(self) -> list[dict]:
         """A point in time over every partition, and splits of about SLICE_DOCS documents: one per partition
@@ -456,7 +467,7 @@ class OpenSearchIndex(IndexTarget):
             for doc in docs:
                 self._map_vectors(partitions[doc.id], knn.dimensions_of(doc.passages, doc.vectors))
             moved = [(index, i) for i, index in self._locate(list(partitions)).items() if index != partitions[i]]
-            actions = [{"_index": partitions[doc.id], "_id": doc.id, "_source": _source(doc)} for doc in docs]
+            actions = [{"_index": partitions[doc.id], "_id": doc.id, "_source": _source(doc, self.knn)} for doc in docs]
             actions += [{"_op_type": "delete", "_index": index, "_id": i} for index, i in moved]
             for ok, item in helpers.streaming_bulk(
                     self.client, actions, chunk_size=500, max_chunk_bytes=MAX_REQUEST_BYTES,
@@ -475,8 +486,8 @@ class OpenSearchIndex(IndexTarget):
         return failures
 
     def _map_vectors(self, index: str, dimensions: int) -> None:
-        """Add the nested vector field of ``dimensions`` to a partition index, once."""
-        if dimensions and (index, dimensions) not in self._vector_fields:
+        """Add the nested vector field of ``dimensions`` to a partition index, once (none without k-NN)."""
+        if self.knn and dimensions and (index, dimensions) not in self._vector_fields:
             self.client.indices.put_mapping(index=index, body=knn.field_mapping(dimensions))
             self._vector_fields.add((index, dimensions))
 
@@ -492,13 +503,14 @@ class OpenSearchIndex(IndexTarget):
         wanted = {i: SimpleNamespace(groups=list(groups), denied=list(denied)) for i, groups, denied in changes}
         self.client.indices.refresh(index=self._all_partitions)  # _locate sees documents written just now
         actions = []
-        for i, index in self._locate(list(wanted)).items():
+        located = self._locate(list(wanted))
+        for i, index, source in self._sources(located):
             access, target = vars(wanted[i]), self._partition(wanted[i])
             self._create_partition(target)
             # the whole document again, its vectors rebuilt: a partial update would drop what _source leaves out
-            source = self.client.get(index=index, id=i)["_source"]
             self._map_vectors(target, knn.source_dimensions(source))
-            actions.append({"_index": target, "_id": i, "_source": {**source, **access, **knn.knn_rows(source)}})
+            rows = knn.knn_rows(source) if self.knn else {}
+            actions.append({"_index": target, "_id": i, "_source": {**source, **access, **rows}})
             if target != index:
                 actions.append({"_op_type": "delete", "_index": index, "_id": i})
         errors = [next(iter(item.values())) for ok, item in helpers.streaming_bulk(
@@ -506,6 +518,15 @@ class OpenSearchIndex(IndexTarget):
             raise_on_error=False) if not ok and next(iter(item.values())).get("status") != 404]
         if errors:
             raise IndexUnavailable(f"access of {len(errors)} documents not changed: {_item_error(errors[0])}")
+
+    def _sources(self, located: dict[str, str]) -> Iterator[tuple[str, str, dict]]:
+        """(id, partition index, ``_source``) of located documents, read 500 at a time."""
+        items = list(located.items())
+        for start in range(0, len(items), 500):
+            chunk = [{"_index": index, "_id": i} for i, index in items[start:start + 500]]
+            for found in self.client.mget(body={"docs": chunk})["docs"]:
+                if found.get("found"):
+                    yield found["_id"], found["_index"], found["_source"]
 
     def delete(self, ids: Sequence[str]) -> None:
         actions = ({"_op_type": "delete", "_index": index, "_id": i} for i, index in self._locate(ids).items())
@@ -713,9 +734,10 @@ def _passage_hit(hit: dict, passages: dict[str, int], cosine: bool) -> Hit:
     return dataclasses.replace(found, score=knn.cosine(hit.get("_score") or 0.0)) if cosine else found
 
 
-def _source(doc: IndexDoc) -> dict:
+def _source(doc: IndexDoc, vectors: bool = True) -> dict:
+    """A document as it is indexed: with its k-NN rows if ``vectors`` (an index with k-NN)."""
     source = doc._asdict()
-    source.update(knn.stored(doc.passages, doc.vectors))
+    source.update(knn.stored(doc.passages, doc.vectors, rows=vectors))
     source[knn.ANCHOR_FIELD] = knn.ANCHOR
     source["groups"] = list(doc.groups)
     source["denied"] = list(doc.denied)

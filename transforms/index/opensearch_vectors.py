@@ -45,10 +45,11 @@ def dimensions_of(passages, vectors: bytes) -> int:
     return len(vectors) // (2 * count)
 
 
-def stored(passages, vectors: bytes) -> dict:
-    """The ``_source`` keys of a document's vectors: spans and float16 bytes kept, the k-NN rows indexed."""
+def stored(passages, vectors: bytes, rows: bool = True) -> dict:
+    """The ``_source`` keys of a document's vectors: spans and float16 bytes kept, the k-NN rows indexed (if
+    ``rows``: an index with k-NN)."""
     source = {"passages": list(passages), "vectors": base64.b64encode(vectors).decode() if vectors else ""}
-    return {**source, **knn_rows(source)}
+    return {**source, **knn_rows(source)} if rows else source
 
 
 def knn_rows(source: dict) -> dict:
@@ -62,7 +63,8 @@ def knn_rows(source: dict) -> dict:
     rows = np.frombuffer(raw, dtype=np.float16).reshape(-1, dimensions).astype(np.float32)
     if not np.isfinite(rows).all():
         return {}
-    return {field(dimensions): [{"v": row} for row in rows.tolist()]}
+    # a row of zeros has no direction (the cosine engine refuses it): a row without a vector keeps the numbering
+    return {field(dimensions): [{"v": row} if any(row) else {} for row in rows.tolist()]}
 
 
 def source_dimensions(source: dict) -> int:
