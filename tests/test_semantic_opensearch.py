@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 
 import pytest
+from beamtrawl.transforms.embed import WordLlamaSettings, load_model
 from beamtrawl.transforms.index import opensearch_vectors as knn
 from beamtrawl.transforms.index import semantic
 from beamtrawl.transforms.index.opensearch import OpenSearchIndex
@@ -28,19 +29,24 @@ def _alias(url, name, docs):
 
 @pytest.fixture(scope="module")
 def model():
-    from beamtrawl.transforms.embed import WordLlamaSettings, load_model
-
     return load_model(WordLlamaSettings())
 
 
 @pytest.fixture(scope="module")
-def public_docs():
-    return _embedded([_page(name) for name in PAGES])
+def docs():
+    """(the public pages, the group staff's), embedded, as tests/test_semantic.py makes them."""
+    staff = ("subprocess.html", "os.html", "shutil.html")
+    return _embedded([_page(name) for name in PAGES]), _embedded([_page(name, ["staff"], "staff") for name in staff])
 
 
 @pytest.fixture(scope="module")
-def hidden_docs():
-    return _embedded([_page(name, ["staff"], "staff") for name in ("subprocess.html", "os.html", "shutil.html")])
+def public_docs(docs):
+    return docs[0]
+
+
+@pytest.fixture(scope="module")
+def hidden_docs(docs):
+    return docs[1]
 
 
 @pytest.fixture(scope="module")
