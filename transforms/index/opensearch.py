@@ -564,7 +564,7 @@ class OpenSearchIndex(IndexTarget):
         ranked = self._ranked(query)
         if ranked is not None and not ranked[0]:
             return Page([], 0, {name: [] for name in (*FACET_FIELDS, DATE_FACET)})
-        body = {"from": offset, "size": limit, "query": _bool_query(query) if ranked is None else _ranked_query(*ranked),
+        body = {"from": offset, "size": limit, "query": _bool_query(query) if ranked is None else _ranked_query(*ranked[:2]),
                 **(_HIGHLIGHT if ranked is None else _PASSAGES),
                 "sort": [*sort, {"url": "asc"}], "track_scores": True, "track_total_hits": True,
                 "collapse": _COLLAPSE,
@@ -710,7 +710,7 @@ _CHANGE_LOGS = {"bool": {"should": [q for name in CHANGE_LOG_NAMES for q in (
     {"prefix": {"filename.raw": {"value": name + ".", "case_insensitive": True}}})], "minimum_should_match": 1}}
 
 
-def _ranked_query(scores: list[tuple[str, float]], admitted: dict, _passages=None) -> dict:
+def _ranked_query(scores: list[tuple[str, float]], admitted: dict) -> dict:
     """The documents of a semantic or hybrid ranking, each scored as ranked (so a page, its total and facets are
     those of the ranking's documents, and copies of one content collapse as in a keyword search)."""
     ids = [i for i, _ in scores]
