@@ -25,6 +25,7 @@ PREFIX = "passage_vectors_"
 #: A term every document holds and no nested row does (the filter's anchor; see the module's docstring).
 ANCHOR_FIELD, ANCHOR = "record", "document"
 METHOD = {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"}
+ROUNDING = 4  # decimals of a vector's values as sent (knn_rows)
 
 
 def field(dimensions: int) -> str:
@@ -63,6 +64,9 @@ def knn_rows(source: dict) -> dict:
     rows = np.frombuffer(raw, dtype=np.float16).reshape(-1, dimensions).astype(np.float32)
     if not np.isfinite(rows).all():
         return {}
+    # four decimals (a cosine moves by about 1e-4, float16 itself keeps three or four digits): the node keeps the
+    # JSON it was sent (its recovery source) beside the vectors, and "0.0123" is a third of "0.0123291015625"
+    rows = np.round(rows.astype(np.float64), ROUNDING)
     # a row of zeros has no direction (the cosine engine refuses it): a row without a vector keeps the numbering
     return {field(dimensions): [{"v": row} if any(row) else {} for row in rows.tolist()]}
 
