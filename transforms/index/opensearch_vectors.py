@@ -5,10 +5,11 @@ best passage and names it (the nested offset is the passage's number), as the em
 * The nested field is named after the model's dimensions (``passage_vectors_256``): a mapping fixes a vector's
   length, and a model of another length then writes a field of its own instead of being refused. It is added
   to a partition index the first time a document with vectors is written there (``field_mapping``).
-* The vectors are left out of ``_source`` (floats as JSON would be most of a document); ``_source`` keeps them as
-  float16 bytes (``vectors``, base64) with the passages' spans (``passages``), which export and the moves of
-  ``set_access`` read back (:func:`knn_rows` rebuilds the nested rows: an update of a part of ``_source`` would
-  lose them).
+* The vectors are left out of ``_source``, which keeps them as float16 bytes (``vectors``, base64: a third of
+  their JSON) with the passages' spans (``passages``), which export and the moves of ``set_access`` read back
+  (:func:`knn_rows` rebuilds the nested rows: an update of a part of ``_source`` would lose them). The node
+  keeps the JSON it was sent as the recovery source until its retention lease lets a merge drop it, so the
+  values are sent with ROUNDING decimals.
 * **Access**: the filter goes *inside* the k-NN query, so the nearest ``k`` are found among the documents the
   searcher may see and the query's filters admit (no post-filter that returns fewer). The query runs over the
   searcher's partition indices only (``OpenSearchIndex._search``), whose graphs hold nothing else. The k-NN
