@@ -6,6 +6,7 @@ Run from the repository root (beamtrawl installed, tests/package_files.py fetche
     python bench/semantic_bench.py [--repeat 5] [--copies 1]
     python bench/semantic_bench.py --tiny      # a few pages and questions: what the suite runs
     python bench/semantic_bench.py --scale 10000   # latency only: N generated documents of 10 passages each
+    python bench/semantic_bench.py --target opensearch --url http://127.0.0.1:9200 [--scale N]   # the same there
 
 The corpus is Python's library reference as Debian ships it (about 320 Sphinx pages), prepared by the HTML
 preparator and embedded by the crawl's own embedding stage (``transforms/embed/stage.py``'s DoFn) into an
@@ -28,12 +29,19 @@ Prints:
 of a 5,000-word vocabulary, 10 random unit vectors each), the query p50 per mode on a warm reader (``serve``:
 the vectors stay in memory) and a cold one (``search``: a new process reads them).
 
+``--target opensearch --url URL`` measures the same on an OpenSearch node with the k-NN plugin
+(tests/servers/opensearch.py runs one), in aliases named ``semantic-bench-*`` it removes afterwards: the index
+size per document is the store of the primaries after a force merge to one segment; it also prints the seconds
+per document of writing the pages with vectors and without (what embeddings add to a crawl's index writes; the
+embedding itself is the stage's figure above). ``--scale`` there is warm only (a node keeps its indices open).
+
 Exit code 0 when the figures were measured, 1 when a check fails (a hit the searcher may not see, no vectors).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import statistics
 import sys
@@ -129,8 +137,8 @@ def run_queries(target, queries: dict[str, str], embedder, repeat: int) -> dict[
     return found
 
 
-def scale(n: int, repeat: int) -> None:
-    """Latency per mode at ``n`` generated documents (see the module's docstring)."""
+def generated(n: int):
+    """Batches of 1,000 generated documents (see the module's docstring), then the query vector."""
     import random
 
     import numpy as np
@@ -138,24 +146,79 @@ def scale(n: int, repeat: int) -> None:
 
     rng, vocabulary = np.random.default_rng(7), [f"w{i}" for i in range(5000)]
     random.seed(7)
+    for start in range(0, n, 1000):
+        docs = []
+        for k in range(start, min(n, start + 1000)):
+            url = f"file:///srv/scale/{k}.txt"
+            vectors = rng.standard_normal((10, 256)).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            docs.append(IndexDoc(doc_id(url), url, "file:///srv", "", " ".join(random.choices(vocabulary, k=100)),
+                                 "", "", "", "text/plain", "txt", f"{k}.txt", "/srv/scale/", 1, 0, "2024-01-01", [],
+                                 "", str(k), "", "", "", [], "", passages=[x for i in range(10) for x in (i, i + 1)],
+                                 vectors=encode(vectors))._replace(indexed_at="2024-01-01T00:00:00+00:00"))
+        yield docs
+    vector = rng.standard_normal(256).astype(np.float32)
+    yield vector / np.linalg.norm(vector)
+
+
+def scale_opensearch(n: int, repeat: int, url: str) -> None:
+    """Warm latency per mode at ``n`` generated documents in an OpenSearch alias."""
+    target = opensearch_target(url, "scale")
+    try:
+        *batches, vector = generated(n)
+        started = time.perf_counter()
+        for docs in batches:
+            failed = target.upsert(docs)
+            if failed:
+                sys.exit(f"FAILED: {len(failed)} documents were not written: {failed[0]}")
+        target.finish(succeeded=True)
+        target.client.indices.refresh(index=target.name)
+        written = time.perf_counter() - started
+        print(f"{n:,} documents, {n * 10:,} passages on OpenSearch (written in {written:.0f} s); query ms  p50      p95")
+        for mode in (semantic.KEYWORD, semantic.SEMANTIC, semantic.HYBRID):
+            spent = []
+            for _ in range(repeat):
+                started = time.perf_counter()
+                semantic.search_page(target, asking("w10 w20", mode=mode), lambda _: [vector], 10, facet_size=1)
+                spent.append(time.perf_counter() - started)
+            print(f"  {mode:9}{'':50}{percentile(spent, 50):8.1f} {percentile(spent, 95):8.1f}")
+    finally:
+        drop(target)
+
+
+def percentile(seconds: list[float], p: int) -> float:
+    """The ``p``th percentile of ``seconds``, in milliseconds."""
+    ordered = sorted(seconds)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] * 1000
+
+
+def opensearch_target(url: str, label: str):
+    from beamtrawl.transforms.index.opensearch import OpenSearchIndex
+
+    target = OpenSearchIndex(url, f"semantic-bench-{label}")
+    drop(target)
+    target.prepare()
+    target.snapshot_splits()
+    return target
+
+
+def drop(target) -> None:
+    """An OpenSearch alias of the bench and every index behind it."""
+    client = target.client
+    client.indices.delete(index=f"{target.name}-bt-*", ignore_unavailable=True)
+    client.indices.delete_index_template(name=f"{target.name}-beamtrawl", ignore=[404])
+
+
+def scale(n: int, repeat: int) -> None:
+    """Latency per mode at ``n`` generated documents (see the module's docstring)."""
     with tempfile.TemporaryDirectory() as work:
         path = os.path.join(work, "scale.sqlite")
         target = EmbeddedIndex(path)
         target.prepare()
-        for start in range(0, n, 1000):
-            docs = []
-            for k in range(start, min(n, start + 1000)):
-                url = f"file:///srv/scale/{k}.txt"
-                vectors = rng.standard_normal((10, 256)).astype(np.float32)
-                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-                docs.append(IndexDoc(doc_id(url), url, "file:///srv", "", " ".join(random.choices(vocabulary, k=100)),
-                                     "", "", "", "text/plain", "txt", f"{k}.txt", "/srv/scale/", 1, 0, "2024-01-01", [],
-                                     "", str(k), "", "", "", [], "", passages=[x for i in range(10) for x in (i, i + 1)],
-                                     vectors=encode(vectors)))
+        *batches, vector = generated(n)
+        for docs in batches:
             target.upsert(docs)
         target.close()
-        vector = rng.standard_normal(256).astype(np.float32)
-        vector /= np.linalg.norm(vector)
         print(f"{n:,} documents, {n * 10:,} passages; query p50 (ms)   cold     warm")
         for mode in (semantic.KEYWORD, semantic.SEMANTIC, semantic.HYBRID):
             figures = []
@@ -174,14 +237,22 @@ def scale(n: int, repeat: int) -> None:
 
 
 def main() -> int:
+    logging.getLogger("opensearch").setLevel(logging.WARNING)  # its client logs every request at INFO
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tiny", action="store_true")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--copies", type=int, default=0)
     parser.add_argument("--scale", type=int, default=0)
+    parser.add_argument("--target", choices=("sqlite", "opensearch"), default="sqlite")
+    parser.add_argument("--url", default=None, help="the OpenSearch node (--target opensearch)")
     args = parser.parse_args()
+    if args.target == "opensearch" and not args.url:
+        parser.error("--target opensearch needs --url")
     if args.scale:
-        scale(args.scale, args.repeat)
+        if args.target == "opensearch":
+            scale_opensearch(args.scale, max(args.repeat, 20), args.url)
+        else:
+            scale(args.scale, args.repeat)
         return 0
     from tests.package_files import python_library_docs
 
@@ -201,17 +272,40 @@ def main() -> int:
     if not all(d.vectors for d in embedded):
         print("FAILED: a document got no vectors", file=sys.stderr)
         return 1
+    bare = [d._replace(passages=[], vectors=b"") for d in embedded]
+    model = load_model(settings)
+    if args.target == "opensearch":
+        sizes, targets = {}, {}
+        try:
+            for label, written in (("with vectors", embedded), ("without", bare)):
+                targets[label] = target = opensearch_target(args.url, label.split()[0])
+                started = time.perf_counter()
+                assert target.upsert(written) == []
+                target.finish(succeeded=True)
+                target.client.indices.refresh(index=target.name)
+                seconds_per_doc = (time.perf_counter() - started) / len(written)
+                target.client.indices.forcemerge(index=target.name, max_num_segments=1)
+                stats = target.client.indices.stats(index=target.name, metric="store")["_all"]["primaries"]
+                sizes[label] = stats["store"]["size_in_bytes"] / len(written)
+                print(f"OpenSearch writes: {seconds_per_doc * 1000:.1f} ms per document {label}")
+            on_questions = run_queries(targets["with vectors"], questions, model.embed, args.repeat)
+            on_names = run_queries(targets["with vectors"], names, model.embed, args.repeat)
+        finally:
+            for target in targets.values():
+                drop(target)
+        report(len(docs), len(embedded), seconds, on_questions, on_names, sizes)
+        if args.tiny:
+            scale_opensearch(300, 2, args.url)
+        return 0
     with tempfile.TemporaryDirectory() as work:
         sizes = {}
-        for label, written in (("with vectors", embedded), ("without", [d._replace(passages=[], vectors=b"")
-                                                                         for d in embedded])):
+        for label, written in (("with vectors", embedded), ("without", bare)):
             target = EmbeddedIndex(os.path.join(work, f"{label.split()[0]}.sqlite"))
             target.prepare()
             assert target.upsert(written) == []
             target.close()
             sizes[label] = os.path.getsize(target.path) / len(written)
         target = EmbeddedIndex(os.path.join(work, "with.sqlite"))
-        model = load_model(settings)
         on_questions = run_queries(target, questions, model.embed, args.repeat)
         on_names = run_queries(target, names, model.embed, args.repeat)
     report(len(docs), len(embedded), seconds, on_questions, on_names, sizes)
@@ -230,10 +324,10 @@ def report(pages, embedded, seconds, on_questions, on_names, sizes) -> None:
           f"auto/keyword on names: {on_names[semantic.AUTO][0]:.3f}/{on_names[semantic.KEYWORD][0]:.3f}")
     print(f"\nembedding: stage {embedded / stage_s:,.1f} docs/s, model in a plain loop {embedded / loop_s:,.1f} "
           f"docs/s; stage/loop: {loop_s / stage_s:.2f} (target >= 0.9); per CPU-second {loop_cpu / stage_cpu:.2f}")
-    print("\nquery p50 (ms)    questions   names")
+    print("\nquery ms          questions p50  p95    names p50")
     for mode in MODES:
-        print(f"  {mode:9}        {statistics.median(on_questions[mode][1]) * 1000:8.2f}  "
-              f"{statistics.median(on_names[mode][1]) * 1000:6.2f}")
+        print(f"  {mode:9}        {percentile(on_questions[mode][1], 50):8.2f} {percentile(on_questions[mode][1], 95):8.2f}"
+              f"  {percentile(on_names[mode][1], 50):6.2f}")
     keyword = statistics.median(on_questions[semantic.KEYWORD][1])
     print(f"hybrid/keyword p50 on questions: {statistics.median(on_questions[semantic.HYBRID][1]) / keyword:.2f}")
     print(f"\nindex bytes per document: {sizes['with vectors']:,.0f} with vectors, {sizes['without']:,.0f} without")

@@ -67,6 +67,22 @@ def _section_lines(kind: type) -> tuple[str, ...]:
     return tuple(lines)
 
 
+def _embeddings_lines() -> list[str]:
+    """The ``embeddings`` section commented out, with the built-in model and every key's default: off unless
+    uncommented, since turning it on re-prepares every document once (docs/search.md)."""
+    from beamtrawl.pipeline.config.reference import field_docs
+    from beamtrawl.transforms.embed import settings_model
+
+    model = settings_model("wordllama")
+    docs = field_docs(model)
+    lines = [(f"{'# embeddings:':<31}# search by meaning too (docs/search.md): uncomment to turn it on; the next crawl "
+             "embeds every document once")]
+    for name, field in model.model_fields.items():
+        default = json.dumps(field.get_default(call_default_factory=True), default=str, ensure_ascii=False)
+        lines.append(f"{f'#   {name}: {default}':<31}# {docs.get(name, '')}".rstrip())
+    return lines
+
+
 def _password_variable(url: str) -> str:
     host = url.split("://", 1)[1].split("/", 1)[0].split(":", 1)[0]
     return f"{_ENV_NAME.sub('_', host.upper()).strip('_')}_PASSWORD"
@@ -95,7 +111,8 @@ def starter_config(start: list[str], index_path: str = "crawl-index.sqlite") -> 
               (f"index: {{kind: sqlite, path: \"{index_path}\"}}   # the embedded index; OpenSearch: "
                "{kind: opensearch, url: …, name: docs}"),
               "max_failed_ratio: 0.2          # more failed documents than this share: no deletes, exit 2",
-              "max_delete_ratio: 0.5          # deletes would remove more than this share: none run, exit 2"]
+              "max_delete_ratio: 0.5          # deletes would remove more than this share: none run, exit 2",
+              *_embeddings_lines()]
     for source_hints in dict(hints).values():  # once per source, in the order of the start URLs
         lines += source_hints.lines
     logins = [u for u, (_, h) in zip(urls, hints) if h.login]

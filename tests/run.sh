@@ -45,7 +45,7 @@ fi
 . tests/venv.sh  # the project's virtual environment .venv (created once)
 # the bench extra (Scrapy, the peer of bench/http_bench.py): tests/test_benchmarks.py runs every bench
 pip_install -e ".[test,bench]"
-python tests/servers/opensearch.py install  # once: OpenSearch 2.19.6 from Maven Central, cached
+python tests/servers/opensearch.py install  # once: OpenSearch 2.19.1 + k-NN plugin from Maven Central, cached
 python tests/servers/flink.py install  # once: Beam's Flink and Spark job servers' classpaths, cached
 python tests/servers/spark.py install
 # Everything the tests read from the registries is fetched here, before pytest starts: the tests never

@@ -74,6 +74,12 @@ def test_init_writes_a_configuration_that_crawls_as_written(tmp_path):
     assert done.returncode == 0, done.stderr
     assert yaml.safe_load(config.read_text())["start"][0]["url"] == corpus.as_uri()
     assert beamtrawl("init", str(corpus), "--output", str(config), check_dac=False).returncode == 2  # kept
+    text = config.read_text()  # embeddings: written commented out, off, and valid once uncommented
+    assert "# embeddings:" in text and '#   model: "wordllama"' in text and load_config(str(config)).embeddings is None
+    section = "\n".join(line[2:] if line.startswith(("#   ", "# embeddings:")) else line
+                         for line in text.splitlines())
+    (tmp_path / "on.yaml").write_text(section)
+    assert load_config(str(tmp_path / "on.yaml")).embeddings.model == "wordllama"
     crawled = beamtrawl("crawl", str(config), "--direct_num_workers=2")
     assert crawled.returncode in (0, 1), crawled.stderr
     hits = json.loads(beamtrawl("search", "sourdough", "--config", str(config), "--json",

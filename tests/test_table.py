@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 from beamtrawl.pipeline.config import ConfigError, parse_config
 from beamtrawl.transforms.index.sqlite import EmbeddedIndex
-from beamtrawl.transforms.index.table import LEASES, SCHEMA_PROPERTY, DeltaIndex
+from beamtrawl.transforms.index.table import LEASES, SCHEMA, SCHEMA_PROPERTY, DeltaIndex
 from beamtrawl.transforms.records import IndexDoc
 from deltalake import DeltaTable
 
@@ -506,3 +506,38 @@ def test_a_table_remembers_the_configuration_that_filled_it(tmp_path, make_confi
     assert forced.code == 0, forced.stderr
     assert DeltaIndex(str(table)).read_owner()["config"] == str(second)
     assert crawl(second).code == 0 and crawl(first).code == 2
+
+
+def _embedded_doc(n: int, text: str = "first", rows: int = 2) -> IndexDoc:
+    """A document with ``rows`` passages and 256-value float16 vectors (as the embedding stage makes them)."""
+    import numpy as np
+
+    vectors = np.random.default_rng(n).standard_normal((rows, 256)).astype(np.float16)
+    return _doc(n, text)._replace(passages=[v for k in range(rows) for v in (k, k + 1)], vectors=vectors.tobytes())
+
+
+def test_passage_vectors_are_a_list_column_of_float32_rows_an_older_table_gains(tmp_path):
+    """Issue 31: a table made before the passage columns (no furniture, passages, vectors) gets them from the next
+    crawl; the vectors come back the same through a first commit, a MERGE and export, and read as float32 rows
+    of the model's length in DuckDB; a document without vectors, or with damaged ones, has none."""
+    from deltalake import write_deltalake
+
+    uri = str(tmp_path / "old.delta")
+    old = pa.schema([f for f in SCHEMA if f.name not in ("furniture", "passages", "vectors")])
+    table = DeltaTable.create(uri, old, configuration={SCHEMA_PROPERTY: "1", "delta.enableChangeDataFeed": "true"},
+                              raise_if_key_not_exists=False)
+    write_deltalake(table, pa.Table.from_pylist([{**_doc(9)._asdict(), "headlines": [], "last_modified": None,
+                                                  "indexed_at": None, "aux": []}], schema=old), mode="append")
+    _crawled(uri, [_embedded_doc(1), _doc(2)._replace(passages=[0, 1], vectors=b"\0\0\0")])
+    _crawled(uri, [_embedded_doc(1, "changed", rows=3), _embedded_doc(3)])  # a MERGE rewrites the rows
+    assert {f.name for f in DeltaTable(uri).schema().fields} >= {"furniture", "passages", "vectors"}
+    docs = {d.id: d for d in DeltaIndex(uri).documents()}
+    assert docs[_doc(1).id].vectors == _embedded_doc(1, rows=3).vectors and docs[_doc(1).id].passages == [0, 1, 1, 2, 2, 3]
+    assert docs[_doc(3).id].vectors == _embedded_doc(3).vectors
+    assert docs[_doc(2).id].vectors == b"" and docs[_doc(9).id].vectors == b""
+    extension = Path(duckdb_extension_delta.__file__).parent / f"extensions/v{duckdb.__version__}/delta.duckdb_extension"
+    db = duckdb.connect()
+    db.execute(f"LOAD '{extension}'")
+    rows, width = db.execute(f"SELECT len(vectors), len(vectors[1]) FROM delta_scan('{uri}') WHERE id = ?",
+                             [_doc(1).id]).fetchone()
+    assert (rows, width) == (3, 256)

@@ -1,4 +1,4 @@
-"""A real single-node OpenSearch 2.19 on 127.0.0.1 for tests, installed from Maven Central only.
+"""A real single-node OpenSearch 2.19.1 with k-NN on 127.0.0.1 for tests, installed from Maven Central only.
 
 How it works
 ------------
@@ -8,7 +8,9 @@ How it works
   lacks, unpacks the distribution and lays those jars out as ``modules/<name>/`` folders with the
   ``plugin-descriptor.properties`` (and ``plugin-security.policy``) that the full distribution would
   have.  Result: the real ``bin/opensearch`` server with ``analysis-common`` (the english, german,
-  french, italian... analyzers), ``lang-painless`` (which analysis-common extends) and ``mapper-extras``.
+  french, italian... analyzers), ``lang-painless`` (which analysis-common extends) and ``mapper-extras``,
+  plus the ``opensearch-knn`` plugin zip (``knn_vector`` fields, Lucene engine: the zip ships no native
+  libraries) unpacked into ``plugins/``.  The k-NN plugin pins its server version, hence 2.19.1.
   Idempotent: a finished install carries a marker file; a half-done one is redone.
 * ``running_node(workdir)`` writes a config into ``workdir/opensearch`` (``discovery.type: single-node``,
   loopback, free HTTP and transport ports, disk thresholds off, heap 512m, data and logs in that
@@ -56,7 +58,8 @@ if __package__ in (None, ""):  # run as a script
 from tests.servers import refuse_fetch_in_tests
 from tests.servers.jvm import free_ports
 
-VERSION = "2.19.6"
+VERSION = "2.19.1"  # the k-NN plugin on Maven Central (2.19.1.0) pins this server version
+KNN_VERSION = f"{VERSION}.0"
 DEFAULT_CACHE = Path.home() / ".cache" / "beamtrawl" / f"opensearch-{VERSION}"
 SERVICE_USER = "beamtrawl-opensearch"
 MARKER = ".beamtrawl-installed"
@@ -64,6 +67,9 @@ DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 
 # (groupId, artifactId, version, type); module jars are named artifactId-version.jar once copied.
 DISTRIBUTION = ("org.opensearch.distribution.integ-test-zip", "opensearch", VERSION, "zip")
+# Plugins Maven Central serves as ready plugin zips, unpacked into plugins/<name>/. The k-NN zip holds jars
+# only (no faiss/nmslib native libraries), so knn_vector fields use the Lucene engine.
+PLUGINS = {"opensearch-knn": ("org.opensearch.plugin", "opensearch-knn", KNN_VERSION, "zip")}
 PAINLESS_POLICY = """grant {
   permission java.lang.RuntimePermission "createClassLoader";
   permission java.lang.RuntimePermission "getClassLoader";
@@ -116,7 +122,7 @@ def ensure_installed(cache_dir: str | os.PathLike | None = None) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{home.name}.partial-", dir=home.parent))
     try:
         downloads = staging / "downloads"
-        coords = [DISTRIBUTION] + [(*jar, "jar") for m in MODULES.values() for jar in m["jars"]]
+        coords = [DISTRIBUTION, *PLUGINS.values()] + [(*jar, "jar") for m in MODULES.values() for jar in m["jars"]]
         (staging / "pom.xml").write_text(_pom(coords))
         cmd = [mvn, "-B", "-q", "-f", str(staging / "pom.xml"), f"{DEPENDENCY_PLUGIN}:copy-dependencies",
                "-DexcludeTransitive=true", f"-DoutputDirectory={downloads}"]
@@ -138,6 +144,8 @@ def ensure_installed(cache_dir: str | os.PathLike | None = None) -> Path:
             if module["policy"]:
                 (folder / "plugin-security.policy").write_text(module["policy"])
         (root / "plugins").mkdir(exist_ok=True)
+        for name, (_group, artifact, version, _type) in PLUGINS.items():
+            _unzip(downloads / f"{artifact}-{version}.zip", root / "plugins" / name)
         (root / MARKER).write_text(" ".join(":".join(c) for c in coords) + "\n")
         if home.exists():  # a half-done install left by an interrupted run
             shutil.rmtree(home)

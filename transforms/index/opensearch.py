@@ -33,10 +33,15 @@
   those of one index holding only the visible documents. A document whose groups change moves to its
   new partition (``upsert`` deletes the copy in the old one). Each partition is one shard: a corpus with
   thousands of distinct group sets needs a node allowing that many shards.
+* **Meaning** (semantic and hybrid search, more like this): passages' vectors as nested ``knn_vector`` rows
+  (:mod:`.opensearch_vectors`, needs the k-NN plugin); a k-NN query over the visible partitions with the access
+  filter inside it ranks by meaning, the keyword ranking is the search above, and both are fused as the
+  embedded index fuses them (:mod:`.semantic`); the page, its total and facets are those of the fused documents.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -48,6 +53,8 @@ from typing import Annotated, Any, Literal
 import orjson
 from beamtrawl.transforms.enrich.auxfields import tokens
 from beamtrawl.transforms.fields import ExistingFile, Flag, Seconds, Text, fail, matching
+from beamtrawl.transforms.index import opensearch_vectors as knn
+from beamtrawl.transforms.index import semantic
 from beamtrawl.transforms.index.base import (
     ACCESS_FIELDS,
     DATE_FACET,
@@ -83,6 +90,7 @@ from beamtrawl.transforms.index.query import (
     range_of,
     words,
 )
+from beamtrawl.transforms.index.sqlite import PASSAGE_CHARS
 from beamtrawl.transforms.records import EVERYONE, AuxValue, IndexDoc, SnapshotEntry
 from beamtrawl.transforms.values import NodeOptions
 from opensearchpy import JSONSerializer, OpenSearch, helpers
@@ -96,7 +104,7 @@ PAGE = 10_000  # the most one search returns (index.max_result_window)
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
 PIT_KEEP_ALIVE = "30m"
 _SNAPSHOT_FIELDS = list(SnapshotEntry._fields)
-_MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": [], "denied": [], "passages": [], "vectors": b""}
+_MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": [], "denied": [], "passages": []}
 _SNAPSHOT_DEFAULTS = [(f, _MISSING.get(f, "")) for f in _SNAPSHOT_FIELDS]
 _PUBLIC = access_key(object())  # the key of a document without groups
 #: Bumped when the layout of the physical indices changes, so a crawl rebuilds them (see ``physical``);
@@ -138,6 +146,7 @@ def mapping(analyzer: str) -> dict:
     text = {"type": "text", "analyzer": TEXT_ANALYZER}
     return {
         "dynamic": "strict",
+        "_source": {"excludes": [f"{knn.PREFIX}*"]},  # the vectors are kept as float16 bytes (``vectors``)
         # Auxiliary fields (regain's auxiliaryField) live under "aux": untokenized by default.
         "dynamic_templates": [{"aux_untokenized": {"path_match": "aux.*", "mapping": keyword}},
                               {"aux_tokenized": {"path_match": "aux_text.*",
@@ -159,6 +168,8 @@ def mapping(analyzer: str) -> dict:
             "last_modified": {"type": "date"}, "indexed_at": {"type": "date"},
             "content_hash": keyword, "etag": stored_only, "http_last_modified": stored_only,
             "prep_fingerprint": keyword, "outlinks": stored_only,
+            knn.ANCHOR_FIELD: keyword, "passages": {"type": "integer", "index": False, "doc_values": False},
+            "vectors": {"type": "binary"},
         },
     }
 
@@ -223,6 +234,7 @@ class OpenSearchSettings(TargetSettings):
 
 class OpenSearchIndex(IndexTarget):
     Settings = OpenSearchSettings
+    semantic = True  # searches by meaning too, with the k-NN plugin (transforms/index/semantic.py)
 
     @classmethod
     def from_config(cls, index_config: OpenSearchSettings) -> OpenSearchIndex:
@@ -239,6 +251,8 @@ class OpenSearchIndex(IndexTarget):
         self.pit_id: str | None = None
         self._client: OpenSearch | None = None
         self._partitions: set[str] = set()  # partition indices known to exist
+        self._vector_fields: set[tuple[str, int]] = set()  # (partition index, dimensions) mapped
+        self.knn = False  # whether the physical index keeps k-NN vectors (settled by ``prepare``)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -299,13 +313,14 @@ class OpenSearchIndex(IndexTarget):
     def prepare(self) -> None:
         try:
             self.client.info()
+            self.knn = self._knn_index()
             if not self.client.indices.exists(index=self.physical):
                 # The template carries the mappings, so an index created under this name by anyone
                 # (a restore, a manual re-create) gets them too.
                 # Longer names win where patterns overlap (docs-bt-* and docs-bt-bt-*).
                 self.client.indices.put_index_template(name=f"{self.name}-beamtrawl", body={
                     "index_patterns": [f"{self.name}-bt-*"], "priority": len(self.name),
-                    "template": {"settings": {"number_of_shards": 1, "number_of_replicas": 0,
+                    "template": {"settings": {"number_of_shards": 1, "number_of_replicas": 0, "knn": self.knn,
                                               "refresh_interval": "5s",
                                               "analysis": analysis(self.options.analyzer)},
                                  "mappings": mapping(self.options.analyzer)}})
@@ -321,6 +336,15 @@ class OpenSearchIndex(IndexTarget):
             raise
         except (OpenSearchException, OSError) as err:
             raise IndexUnavailable(f"{self._where()} cannot be used: {_short(err)}") from None
+
+    def _knn_index(self) -> bool:
+        """Whether the physical index keeps k-NN vectors: as it was made, or, for a new one, whether the node
+        has the k-NN plugin (without it the index keeps the vectors' bytes only, for export, and a search by
+        meaning finds nothing; a node that gains the plugin searches by meaning once the index is made anew)."""
+        if self.client.indices.exists(index=self.physical):
+            found = self.client.indices.get_settings(index=self.physical, name="index.knn")
+            return str(found.get(self.physical, {}).get("settings", {}).get("index", {}).get("knn")).lower() == "true"
+        return any(plugin.get("component") == "opensearch-knn" for plugin in self.client.cat.plugins(format="json"))
 
     def snapshot_splits(self) -> list[dict]:
         """A point in time over every partition, and splits of about SLICE_DOCS documents: one per partition
@@ -440,8 +464,10 @@ class OpenSearchIndex(IndexTarget):
             partitions = {doc.id: self._partition(doc) for doc in docs}
             for index in set(partitions.values()):
                 self._create_partition(index)
+            for doc in docs:
+                self._map_vectors(partitions[doc.id], knn.dimensions_of(doc.passages, doc.vectors))
             moved = [(index, i) for i, index in self._locate(list(partitions)).items() if index != partitions[i]]
-            actions = [{"_index": partitions[doc.id], "_id": doc.id, "_source": _source(doc)} for doc in docs]
+            actions = [{"_index": partitions[doc.id], "_id": doc.id, "_source": _source(doc, self.knn)} for doc in docs]
             actions += [{"_op_type": "delete", "_index": index, "_id": i} for index, i in moved]
             for ok, item in helpers.streaming_bulk(
                     self.client, actions, chunk_size=500, max_chunk_bytes=MAX_REQUEST_BYTES,
@@ -459,6 +485,12 @@ class OpenSearchIndex(IndexTarget):
             failures += [(doc.url, f"index write failed: {_short(err)}") for doc in docs if doc.url not in done]
         return failures
 
+    def _map_vectors(self, index: str, dimensions: int) -> None:
+        """Add the nested vector field of ``dimensions`` to a partition index, once (none without k-NN)."""
+        if self.knn and dimensions and (index, dimensions) not in self._vector_fields:
+            self.client.indices.put_mapping(index=index, body=knn.field_mapping(dimensions))
+            self._vector_fields.add((index, dimensions))
+
     def _locate(self, ids: Sequence[str]) -> dict[str, str]:
         """{id: partition index} of the documents already indexed (as of the last refresh)."""
         body = {"query": {"ids": {"values": list(ids)}}, "_source": False, "size": len(ids)}
@@ -471,20 +503,30 @@ class OpenSearchIndex(IndexTarget):
         wanted = {i: SimpleNamespace(groups=list(groups), denied=list(denied)) for i, groups, denied in changes}
         self.client.indices.refresh(index=self._all_partitions)  # _locate sees documents written just now
         actions = []
-        for i, index in self._locate(list(wanted)).items():
+        located = self._locate(list(wanted))
+        for i, index, source in self._sources(located):
             access, target = vars(wanted[i]), self._partition(wanted[i])
-            if target == index:
-                actions.append({"_op_type": "update", "_index": index, "_id": i, "doc": access})
-                continue
             self._create_partition(target)
-            source = self.client.get(index=index, id=i)["_source"]
-            actions += [{"_index": target, "_id": i, "_source": {**source, **access}},
-                        {"_op_type": "delete", "_index": index, "_id": i}]
+            # the whole document again, its vectors rebuilt: a partial update would drop what _source leaves out
+            self._map_vectors(target, knn.source_dimensions(source))
+            rows = knn.knn_rows(source) if self.knn else {}
+            actions.append({"_index": target, "_id": i, "_source": {**source, **access, **rows}})
+            if target != index:
+                actions.append({"_op_type": "delete", "_index": index, "_id": i})
         errors = [next(iter(item.values())) for ok, item in helpers.streaming_bulk(
             self.client, actions, chunk_size=1000, max_retries=8, initial_backoff=1, max_backoff=30,
             raise_on_error=False) if not ok and next(iter(item.values())).get("status") != 404]
         if errors:
             raise IndexUnavailable(f"access of {len(errors)} documents not changed: {_item_error(errors[0])}")
+
+    def _sources(self, located: dict[str, str]) -> Iterator[tuple[str, str, dict]]:
+        """(id, partition index, ``_source``) of located documents, read 500 at a time."""
+        items = list(located.items())
+        for start in range(0, len(items), 500):
+            chunk = [{"_index": index, "_id": i} for i, index in items[start:start + 500]]
+            for found in self.client.mget(body={"docs": chunk})["docs"]:
+                if found.get("found"):
+                    yield found["_id"], found["_index"], found["_source"]
 
     def delete(self, ids: Sequence[str]) -> None:
         actions = ({"_op_type": "delete", "_index": index, "_id": i} for i, index in self._locate(ids).items())
@@ -510,6 +552,8 @@ class OpenSearchIndex(IndexTarget):
             return 0
 
     def search(self, query: Query, limit: int) -> list[Hit]:
+        if query.mode in (semantic.SEMANTIC, semantic.HYBRID):
+            return self.search_page(query, limit, facet_size=1).hits
         body = {"size": limit, "query": _bool_query(query), **_HIGHLIGHT, "sort": ["_score", {"url": "asc"}],
                 "track_scores": True, "collapse": _COLLAPSE}
         return [_hit(hit) for hit in self._search(query.groups, body).get("hits", {}).get("hits", [])]
@@ -517,7 +561,11 @@ class OpenSearchIndex(IndexTarget):
     def search_page(self, query: Query, limit: int, offset: int = 0, order: str = RELEVANCE,
                     facet_size: int = 10) -> Page:
         sort = [{"last_modified": {"order": "desc", "missing": "_last"}}] if order == NEWEST else ["_score"]
-        body = {"from": offset, "size": limit, "query": _bool_query(query), **_HIGHLIGHT,
+        ranked = self._ranked(query)
+        if ranked is not None and not ranked[0]:
+            return Page([], 0, {name: [] for name in (*FACET_FIELDS, DATE_FACET)})
+        body = {"from": offset, "size": limit, "query": _bool_query(query) if ranked is None else _ranked_query(*ranked[:2]),
+                **(_HIGHLIGHT if ranked is None else _PASSAGES),
                 "sort": [*sort, {"url": "asc"}], "track_scores": True, "track_total_hits": True,
                 "collapse": _COLLAPSE,
                 "aggs": {**{name: {"terms": {"field": name, "size": facet_size}} for name in FACET_FIELDS},
@@ -532,7 +580,39 @@ class OpenSearchIndex(IndexTarget):
         facets[DATE_FACET] = [(value, dates[value]) for _label, value, _low, _high in date_buckets() if dates.get(value)]
         # copies of one content are one hit: the total counts contents (exact up to 40,000 of them, as the
         # cardinality aggregation is; beyond, within a few per cent)
-        return Page([_hit(hit) for hit in answer["hits"]["hits"]], answer["aggregations"]["copies"]["value"], facets)
+        hits = [_hit(hit) for hit in answer["hits"]["hits"]] if ranked is None else \
+            [_passage_hit(hit, ranked[2], query.mode == semantic.SEMANTIC) for hit in answer["hits"]["hits"]]
+        return Page(hits, answer["aggregations"]["copies"]["value"], facets)
+
+    def _ranked(self, query: Query) -> tuple[list[tuple[str, float]], dict, dict[str, int]] | None:
+        """A semantic or hybrid search's documents: ((id, score) best first, the bool body admitting them, id → its
+        best passage's number); None for a keyword search. Scores of a semantic search are the k-NN scores,
+        (1 + cosine) / 2; of a hybrid one, the fusion's."""
+        if query.mode not in (semantic.SEMANTIC, semantic.HYBRID):  # auto is settled before a target sees it
+            return None
+        admitted, vector = _admitted(query), query.vector
+        if query.like:  # "more like this": the document's own vectors, if the searcher may see it
+            found = self._by_id(query.like, ["passages", "vectors"], query.groups)
+            vector = knn.document_vector(found[1]) if found else None
+            admitted["must_not"].append({"ids": {"values": [query.like]}})
+        if vector is None:
+            return [], admitted, {}
+        body = {"size": semantic.DEPTH, "_source": False, "query": knn.knn_query(vector, semantic.DEPTH, admitted)}
+        near = self._search(query.groups, body).get("hits", {}).get("hits", [])
+        passages = {hit["_id"]: knn.best_passage(hit) for hit in near}
+        if query.mode == semantic.SEMANTIC or not query.has_text:
+            return [(hit["_id"], hit["_score"]) for hit in near], admitted, passages
+        keyword = self._ids(query.groups, _bool_query(dataclasses.replace(query, mode=semantic.KEYWORD)))
+        named = frozenset(self._ids(query.groups, {"bool": {"filter": [
+            {"term": {"name_keys": query.name_key}}, _visible(query.groups)]}})) if query.name_key else frozenset()
+        fused = semantic.fuse(keyword, [hit["_id"] for hit in near], named)
+        return [(i, round(score, 6)) for i, score in fused], admitted, passages
+
+    def _ids(self, groups, query: dict) -> list[str]:
+        """The ids of a query's semantic.DEPTH best documents among the visible partitions, best first."""
+        body = {"size": semantic.DEPTH, "_source": False, "query": query, "sort": ["_score", {"url": "asc"}],
+                "track_scores": True}
+        return [hit["_id"] for hit in self._search(groups, body).get("hits", {}).get("hits", [])]
 
     def document(self, doc_id: str, groups: Sequence[str]) -> Stored | None:
         found = self._by_id(doc_id, ["id", "url", "title", "filename", "mimetype", "size", "root", "mtime_ns"], groups)
@@ -602,17 +682,22 @@ def _date_ranges() -> dict:
     return {"range": {"field": RANGE_COLUMNS[DATE_FACET], "ranges": ranges}}
 
 
-def _bool_query(query: Query) -> dict:
-    """The query as one bool query: its text, exclusions and filters, and who may see a document
-    (``_visible``), so hits, highlights, totals and aggregations all see the same documents."""
-    must = [_clause_query(clause) for clause in query.clauses]
+def _admitted(query: Query) -> dict:
+    """The body of a bool query admitting what the query's exclusions and filters admit and its searcher may see
+    (``_visible``)."""
     must_not = [_term_query(term) for term in query.excluded]
     filters = []
     for name, value, negated in query.filters:
         (must_not if negated else filters).append(_filter(name, value))
     filters.append(_visible(query.groups))
-    matching = {"bool": {"must": must or [{"match_all": {}}], "must_not": must_not, "filter": filters,
-                         "should": _exact_name_boost(query)}}
+    return {"filter": filters, "must_not": must_not}
+
+
+def _bool_query(query: Query) -> dict:
+    """The query as one bool query: its text, exclusions and filters, and who may see a document
+    (``_visible``), so hits, highlights, totals and aggregations all see the same documents."""
+    must = [_clause_query(clause) for clause in query.clauses]
+    matching = {"bool": {"must": must or [{"match_all": {}}], **_admitted(query), "should": _exact_name_boost(query)}}
     if not query.has_text:
         return matching
     return {"function_score": {"query": matching, "functions": [{"filter": _CHANGE_LOGS, "weight": CHANGE_LOG_WEIGHT}],
@@ -625,9 +710,35 @@ _CHANGE_LOGS = {"bool": {"should": [q for name in CHANGE_LOG_NAMES for q in (
     {"prefix": {"filename.raw": {"value": name + ".", "case_insensitive": True}}})], "minimum_should_match": 1}}
 
 
-def _source(doc: IndexDoc) -> dict:
+def _ranked_query(scores: list[tuple[str, float]], admitted: dict) -> dict:
+    """The documents of a semantic or hybrid ranking, each scored as ranked (so a page, its total and facets are
+    those of the ranking's documents, and copies of one content collapse as in a keyword search)."""
+    ids = [i for i, _ in scores]
+    return {"function_score": {
+        "query": {"bool": {"filter": [{"ids": {"values": ids}}, *admitted["filter"]], "must_not": admitted["must_not"]}},
+        "functions": [{"filter": {"ids": {"values": [i]}}, "weight": max(score, 0.0)} for i, score in scores],
+        "score_mode": "sum", "boost_mode": "replace"}}
+
+
+def _passage_hit(hit: dict, passages: dict[str, int], cosine: bool) -> Hit:
+    """A hit showing the passage nearest the query's meaning (else the beginning of its text), scored by its
+    cosine (semantic) or its fused score (hybrid)."""
+    source = hit["_source"]
+    number, spans, content = passages.get(hit["_id"]), source.get("passages") or [], source.get("content") or ""
+    shown = ""
+    if number is not None and 2 * number + 1 < len(spans) and 0 <= spans[2 * number] < spans[2 * number + 1]:
+        start, stop = spans[2 * number], spans[2 * number + 1]
+        shown = content[start:min(stop, start + PASSAGE_CHARS)] + ("…" if stop > start + PASSAGE_CHARS else "")
+    found = _hit({**hit, "highlight": {"content": [shown]} if shown else {},
+                  "_source": {**source, "summary": source.get("summary") or content[:200]}})
+    return dataclasses.replace(found, score=knn.cosine(hit.get("_score") or 0.0)) if cosine else found
+
+
+def _source(doc: IndexDoc, vectors: bool = True) -> dict:
+    """A document as it is indexed: with its k-NN rows if ``vectors`` (an index with k-NN)."""
     source = doc._asdict()
-    del source["passages"], source["vectors"]  # embeddings are stored by the embedded index only, so far
+    source.update(knn.stored(doc.passages, doc.vectors, rows=vectors))
+    source[knn.ANCHOR_FIELD] = knn.ANCHOR
     source["groups"] = list(doc.groups)
     source["denied"] = list(doc.denied)
     source["outlinks"] = list(doc.outlinks)
@@ -651,7 +762,8 @@ def _document(source: dict) -> IndexDoc:
                     or source.get("aux_text", {}).get(name, ""),
                     name in source.get("aux_stored", {}), name in source.get("aux", {}) or name in source.get("aux_text", {}),
                     name in source.get("aux_text", {})) for name in sorted(names)]
-    return IndexDoc(**{f: source.get(f, _MISSING.get(f, "")) for f in IndexDoc._fields if f != "aux"}, aux=aux)
+    return IndexDoc(**{f: source.get(f, _MISSING.get(f, "")) for f in IndexDoc._fields if f not in ("aux", "vectors")},
+                    vectors=knn.decoded(source.get("vectors")), aux=aux)
 
 
 def _term_query(term: Term) -> dict:
@@ -715,12 +827,17 @@ def _filter(name: str, value: str) -> dict:
 HIGHLIGHT_CHARACTERS = 1_000_000
 #: What a hit returns and how it is highlighted. A document longer than the index may analyse for
 #: highlighting is highlighted in its first part, not refused.
+_HIGHLIGHT_SOURCE = ["url", "title", "filename", "mimetype", "size", "last_modified", "summary", "aux_stored"]
 _HIGHLIGHT = {
-    "_source": ["url", "title", "filename", "mimetype", "size", "last_modified", "summary", "aux_stored"],
+    "_source": _HIGHLIGHT_SOURCE,
     "highlight": {"fields": {"content": {}, "headlines": {}},
                   "pre_tags": [MARK_ON], "post_tags": [MARK_OFF], "fragment_size": 160,
                   "number_of_fragments": 1, "encoder": "default", "max_analyzer_offset": HIGHLIGHT_CHARACTERS},
 }
+
+
+#: What a hit of a semantic or hybrid search returns: the text and spans its best passage is cut from.
+_PASSAGES = {"_source": [*_HIGHLIGHT_SOURCE, "content", "passages"]}
 
 
 #: Copies of one content (the ``copies`` field) are one hit, listing the other matches' URLs (base.Hit.locations).

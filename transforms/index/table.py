@@ -83,9 +83,14 @@ SCHEMA = pa.schema([
     pa.field("indexed_at", pa.timestamp("us", tz="UTC")),
     pa.field("crawl_id", pa.string()),  # the crawl that wrote this row (also in the commit's metadata)
     pa.field("furniture", pa.string()),  # page furniture: menus, sidebars, footers (IndexDoc.furniture)
+    # issue 31: the passages' [start, stop) spans in ``content``, flat, and one float32 vector per passage, each
+    # the model's length (Delta has no fixed-size array type: delta-rs stores a FixedSizeList as array<array>)
+    pa.field("passages", pa.list_(pa.int32())),
+    pa.field("vectors", pa.list_(pa.list_(pa.float32()))),
 ])
-#: Columns SCHEMA gained after its version 1: a crawl adds them to an older table (its rows' values: null).
-ADDED = ("furniture",)
+#: Columns SCHEMA gained after its version 1, with their Delta types: a crawl adds them to an older table (its
+#: rows' values: null).
+ADDED = {"furniture": "string", "passages": ("integer",), "vectors": (("float",),)}
 ACCESS_SCHEMA = pa.schema([SCHEMA.field("id"), SCHEMA.field("groups"), SCHEMA.field("denied")])
 _SNAPSHOT_COLUMNS = list(SnapshotEntry._fields)
 #: Table properties a new table gets: the change data feed on, our schema version.
@@ -122,8 +127,19 @@ def to_arrow(docs: Sequence[IndexDoc], crawl_id: str) -> pa.Table:
         "last_modified": _timestamp(doc.last_modified), "indexed_at": _timestamp(doc.indexed_at),
         "groups": list(doc.groups), "denied": list(doc.denied), "outlinks": list(doc.outlinks),
         "aux": [(a.name, a.value) for a in doc.aux if a.store or a.index], "crawl_id": crawl_id,
+        "passages": list(doc.passages), "vectors": _vector_rows(doc.passages, doc.vectors),
     } for doc in docs]
     return pa.Table.from_pylist(rows, schema=SCHEMA)
+
+
+def _vector_rows(passages, vectors: bytes) -> list | None:
+    """A document's float16 passage vectors as float32 rows (None: none, or not one whole row per passage)."""
+    import numpy as np
+
+    count = len(passages) // 2
+    if not count or not vectors or len(vectors) % (2 * count):
+        return None
+    return np.frombuffer(vectors, dtype=np.float16).reshape(count, -1).astype(np.float32).tolist()
 
 
 def from_arrow(row: dict) -> IndexDoc:
@@ -133,8 +149,18 @@ def from_arrow(row: dict) -> IndexDoc:
         headlines="\n".join(row["headlines"] or ()),
         last_modified=_iso(row["last_modified"], "milliseconds"), indexed_at=_iso(row["indexed_at"], "seconds"),
         aux=[AuxValue(name, value, True, True, False) for name, value in row["aux"] or ()],
-        furniture=row.get("furniture") or "")
+        furniture=row.get("furniture") or "", passages=row.get("passages") or [],
+        vectors=_vector_bytes(row.get("vectors")))
     return IndexDoc(**values)
+
+
+def _vector_bytes(rows) -> bytes:
+    """Float32 passage vectors read back as the float16 bytes a document carries (b"": none, or ragged)."""
+    import numpy as np
+
+    if not rows or len({len(row) for row in rows}) != 1:
+        return b""
+    return np.asarray(rows, dtype=np.float16).tobytes()
 
 
 def _table_location(location: str) -> str:
@@ -277,12 +303,15 @@ class DeltaIndex(IndexTarget):
 
     def _add_columns(self, table) -> None:
         """The ADDED columns an older table lacks, in a transaction of their own (the table's files stay)."""
-        from deltalake.schema import Field, PrimitiveType
+        from deltalake.schema import ArrayType, Field, PrimitiveType
+
+        def delta_type(kind):  # a tuple: an array of its one element's type
+            return ArrayType(delta_type(kind[0]), contains_null=True) if isinstance(kind, tuple) else PrimitiveType(kind)
 
         have = {field.name for field in table.schema().fields}
         missing = [name for name in ADDED if name not in have]
         if missing:
-            table.alter.add_columns([Field(name, PrimitiveType("string"), nullable=True) for name in missing])
+            table.alter.add_columns([Field(name, delta_type(ADDED[name]), nullable=True) for name in missing])
             self._table = None
 
     def _check_table(self, table) -> None:
