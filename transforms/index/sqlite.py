@@ -465,6 +465,17 @@ class EmbeddedIndex(IndexTarget):
                                outlinks=json.loads(outlinks), content=content, headlines=headlines,
                                metadata=metadata, summary="", aux=aux.get(rid, []), furniture=furniture)
 
+    def finish(self, succeeded: bool) -> None:
+        """The vector lists of partitions whose vectors changed (sqlite_vectors.refresh_lists), after a failed
+        crawl too: what it wrote is in the index all the same."""
+        self._matrices.forget()
+        db = self._connect()
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = 'vector_dimensions'").fetchone()
+            vectors.refresh_lists(db, self._transaction, int(row[0]) if row else 0)
+        except sqlite3.DatabaseError as err:
+            raise _unusable(self.path, err, "cannot build its vector lists") from None
+
     # -- searching ---------------------------------------------------------------------------
     def count(self) -> int:
         return self._reader().execute("SELECT COUNT(*) FROM docs").fetchone()[0]
@@ -495,9 +506,9 @@ class EmbeddedIndex(IndexTarget):
             vector = vectors.document_vector(db, own, dimensions) if own is not None else None
         if vector is None or len(vector) != dimensions:
             return Ranked([], {})
-        matrix, row_docs, passage = self._matrices.of(db, _visible_parts(db, query), dimensions)
-        allowed = _admitted(db, query, row_docs, own)
-        near = semantic.nearest(matrix, row_docs, vector, semantic.DEPTH, allowed)
+        scores, row_docs, passage = self._matrices.candidates(db, _visible_parts(db, query), dimensions, vector,
+                                                             _admitted(db, query), own)
+        near = semantic.best_documents(scores, row_docs, semantic.DEPTH)
         passages = {rid: int(passage[row]) for rid, _, row in near}
         if query.mode == semantic.SEMANTIC or not query.has_text:
             return Ranked([(rid, score) for rid, score, _ in near], passages)
@@ -640,19 +651,13 @@ def _keyword_ranking(db: sqlite3.Connection, query: Query, depth: int) -> tuple[
     return f"SELECT rid FROM ({sql}) ORDER BY round(score, 6) DESC, url LIMIT ?", [*params, depth]
 
 
-def _admitted(db: sqlite3.Connection, query: Query, row_docs, own: int | None):
-    """Which rows of a semantic search's matrix belong to documents the query's filters and exclusions admit
-    (None: all), the document a "more like this" starts from left out."""
-    import numpy as np
-
-    if not (query.filters or query.excluded) and own is None:
-        return None
+def _admitted(db: sqlite3.Connection, query: Query) -> list[int] | None:
+    """The documents (rids) a semantic search's filters and exclusions admit among those its searcher may see;
+    None without filters."""
     if not (query.filters or query.excluded):
-        return row_docs != own
+        return None
     where, params = _conditions(db, dataclasses.replace(query, clauses=[]))
-    admitted = [rid for (rid,) in db.execute(f"SELECT docs.rid FROM docs WHERE {' AND '.join(where)}", params)
-                if rid != own]
-    return np.isin(row_docs, np.asarray(admitted, dtype=np.int64))
+    return [rid for (rid,) in db.execute(f"SELECT docs.rid FROM docs WHERE {' AND '.join(where)}", params)]
 
 
 def _shown(db: sqlite3.Connection, rid: int, query: Query, ranked: Ranked | None) -> str:
