@@ -251,6 +251,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--copies", type=int, default=0)
     parser.add_argument("--scale", type=int, default=0)
+    parser.add_argument("--questions", type=int, default=0, help="with --scale: the first N questions only")
     parser.add_argument("--index", default="", help="with --scale: the index file, kept (used as it is if it exists)")
     args = parser.parse_args()
     from tests.package_files import python_library_docs
@@ -272,6 +273,7 @@ def main() -> int:
         print("FAILED: a document got no vectors", file=sys.stderr)
         return 1
     if args.scale:
+        questions = dict(list(questions.items())[:args.questions or None])
         return scale(embedded, args.scale, load_model(settings), questions, args.repeat, args.index)
     with tempfile.TemporaryDirectory() as work:
         sizes = {}

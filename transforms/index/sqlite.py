@@ -16,7 +16,8 @@ and ``names`` (what a query must equal to match a document's name exactly, query
 per key, so the exact-name boost of a search is one indexed lookup), version 4 the text split by access
 partition (``parts``, ``docs.part``), version 6 the text column ``furniture`` (page furniture: searched with
 the lowest weight, never in snippets), version 7 the table ``vectors`` (passages' embeddings:
-:mod:`.sqlite_vectors`). An older index is migrated when a
+:mod:`.sqlite_vectors`; with them, and no version of their own, the vector lists a crawl's end derives from them
+and the triggers that mark them stale). An older index is migrated when a
 crawl opens it (the table and column are added, ``names`` filled from the stored documents); its
 documents get their auxiliary fields when they are re-prepared, which that crawl does because the
 preparation fingerprint covers the field definitions. An index made before ``ranking`` gets it and
@@ -43,6 +44,7 @@ import contextlib
 import dataclasses
 import fcntl
 import json
+import logging
 import math
 import os
 import re
@@ -467,14 +469,16 @@ class EmbeddedIndex(IndexTarget):
 
     def finish(self, succeeded: bool) -> None:
         """The vector lists of partitions whose vectors changed (sqlite_vectors.refresh_lists), after a failed
-        crawl too: what it wrote is in the index all the same."""
+        crawl too: what it wrote is in the index all the same. Lists only make searches faster: one that cannot
+        be built (a full disk, too little memory) is a warning, and searches compare every passage meanwhile."""
         self._matrices.forget()
-        db = self._connect()
         try:
+            db = self._connect()
             row = db.execute("SELECT value FROM meta WHERE key = 'vector_dimensions'").fetchone()
             vectors.refresh_lists(db, self._transaction, int(row[0]) if row else 0)
-        except sqlite3.DatabaseError as err:
-            raise _unusable(self.path, err, "cannot build its vector lists") from None
+        except (sqlite3.Error, MemoryError, ValueError) as err:
+            logging.getLogger(__name__).warning("%s: vector lists not built (%s); searches by meaning compare every "
+                                                "passage until a crawl builds them", self.path, err)
 
     # -- searching ---------------------------------------------------------------------------
     def count(self) -> int:
