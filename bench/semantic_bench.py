@@ -191,9 +191,10 @@ def scale(embedded: list[IndexDoc], n: int, model, questions: dict[str, str], re
         passages = target._reader().execute("SELECT sum(length(vectors)) / 512 FROM vectors").fetchone()[0]
         lists = target._reader().execute("SELECT count(*) FROM vector_list_rows").fetchone()[0]
         target.close()
+        made = f"written in {written:.0f} s, {lists:,} vector lists built in {built:.1f} s" if written else \
+            f"{lists:,} vector lists (the index --index names, as it was)"
         print(f"\n{n:,} documents ({len(pages)} pages, the rest made of their passages), {passages:,} passages, "
-              f"{os.path.getsize(path) / n:,.0f} bytes per document; written in {written:.0f} s, "
-              f"{lists:,} vector lists built in {built:.1f} s")
+              f"{os.path.getsize(path) / n:,.0f} bytes per document; {made}")
         exact = EmbeddedIndex(path)
         exact._matrices = sqlite_vectors.Matrices(approximate=False)
         warm = EmbeddedIndex(path)
