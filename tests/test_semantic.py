@@ -20,7 +20,7 @@ from beamtrawl.pipeline.crawl import preparation_fingerprint
 from beamtrawl.transforms.embed import WordLlamaSettings, load_model
 from beamtrawl.transforms.embed.passages import passages
 from beamtrawl.transforms.embed.stage import _Embed
-from beamtrawl.transforms.index import EmbeddedIndex, semantic, vector_lists
+from beamtrawl.transforms.index import EmbeddedIndex, semantic, sqlite_vectors, vector_lists
 from beamtrawl.transforms.index.query import QueryError, asking
 from beamtrawl.transforms.preparators.html import prepare_html
 from beamtrawl.transforms.prepare import PrepareOptions, make_document
@@ -327,7 +327,7 @@ def _lists(target) -> dict[int, int]:
 
 
 def test_the_crawls_end_builds_lists_and_a_search_finds_what_the_exact_scan_finds(tmp_path, public_docs, model,
-                                                                                   small_lists):
+                                                                                   small_lists, monkeypatch):
     target = _new(tmp_path, public_docs)
     exact = {mode: _scores(_page_of(target, QUESTION, mode, model)) for mode in (semantic.SEMANTIC, semantic.HYBRID)}
     target.finish(True)
@@ -339,6 +339,11 @@ def test_the_crawls_end_builds_lists_and_a_search_finds_what_the_exact_scan_find
         assert next(iter(near)) == "subprocess.html" and len(near) >= 3, mode
         if mode == semantic.SEMANTIC:  # a document's score is its best compared passage's cosine: the exact one
             assert next(iter(near.values())) == scores["subprocess.html"]
+    narrowed = _page_of(target, f"{QUESTION} url:file:///srv/library/c", semantic.SEMANTIC, model)
+    assert [h.url.rsplit("/", 1)[1] for h in narrowed.hits] == ["csv.html"]  # few admitted: all their passages
+    monkeypatch.setattr(sqlite_vectors, "FEW_DOCUMENTS", 0)  # the lists' passages, refused documents' left out
+    excluded = _page_of(target, f"{QUESTION} -popen", semantic.SEMANTIC, model)
+    assert excluded.hits and not any(h.url.endswith("/subprocess.html") for h in excluded.hits)
     target.close()
 
 
