@@ -378,8 +378,15 @@ def test_damaged_lists_or_an_index_without_them_are_searched_all_the_same(tmp_pa
     target = EmbeddedIndex(str(tmp_path / "index.sqlite"))
     assert _page_of(target, QUESTION, semantic.SEMANTIC, model).total == 0  # every probed list is damaged
     target.close()
-    with sqlite3.connect(tmp_path / "index.sqlite") as db:
-        db.execute("DROP TABLE vector_lists")  # written by a beamtrawl before lists: searched exactly
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:  # written by a beamtrawl before lists: searched exactly
+        for name in ("vectors_added", "vectors_removed", "vectors_changed"):
+            db.execute(f"DROP TRIGGER {name}")
+        for name in ("vector_lists", "vector_list_rows", "vector_changes"):
+            db.execute(f"DROP TABLE {name}")
     target = EmbeddedIndex(str(tmp_path / "index.sqlite"))
     assert _page_of(target, QUESTION, semantic.SEMANTIC, model).hits[0].url.endswith("/subprocess.html")
+    target.prepare()  # the next crawl: its end builds the lists
+    target.finish(True)
+    assert _lists(target) and _page_of(target, QUESTION, semantic.SEMANTIC, model).hits[0].url.endswith(
+        "/subprocess.html")
     target.close()

@@ -46,8 +46,11 @@ SCHEMA = (
 
 
 def create(db: sqlite3.Connection) -> None:
+    """The tables and triggers; every partition gets a count of changes (an index written before the triggers has
+    vectors and no counts), so that the crawl's end builds its lists."""
     for statement in SCHEMA:
         db.execute(statement)
+    db.execute("INSERT OR IGNORE INTO vector_changes SELECT n, 0 FROM parts")
 
 
 def write(db: sqlite3.Connection, rid: int, part: int, spans: Sequence[int], vectors: bytes) -> None:
