@@ -6,6 +6,7 @@ Run from the repository root (beamtrawl installed, tests/package_files.py fetche
     python bench/semantic_bench.py [--repeat 5] [--copies 1]
     python bench/semantic_bench.py --tiny      # a few pages and questions: what the suite runs
     python bench/semantic_bench.py --scale 100000  # at N documents: latency, vector lists' recall and MRR
+    python bench/semantic_bench.py --scale 100000 --questions 20 --index /tmp/scale.sqlite  # kept for a rerun
 
 The corpus is Python's library reference as Debian ships it (about 320 Sphinx pages), prepared by the HTML
 preparator and embedded by the crawl's own embedding stage (``transforms/embed/stage.py``'s DoFn) into an
