@@ -5,7 +5,8 @@ Run from the repository root (beamtrawl installed, tests/package_files.py fetche
 
     python bench/semantic_bench.py [--repeat 5] [--copies 1]
     python bench/semantic_bench.py --tiny      # a few pages and questions: what the suite runs
-    python bench/semantic_bench.py --scale 10000   # latency only: N generated documents of 10 passages each
+    python bench/semantic_bench.py --scale 100000  # at N documents: latency, vector lists' recall and MRR
+    python bench/semantic_bench.py --scale 100000 --questions 20 --index /tmp/scale.sqlite  # kept for a rerun
     python bench/semantic_bench.py --target opensearch --url http://127.0.0.1:9200 [--scale N]   # the same there
 
 The corpus is Python's library reference as Debian ships it (about 320 Sphinx pages), prepared by the HTML
@@ -25,15 +26,19 @@ Prints:
 * **query p50** per mode (median over the questions of the median of ``--repeat`` runs), and hybrid/keyword.
 * the index's size per document with vectors and without.
 
-``--scale N`` measures latency alone at a size the real corpus does not reach: N generated documents (100 words
-of a 5,000-word vocabulary, 10 random unit vectors each), the query p50 per mode on a warm reader (``serve``:
-the vectors stay in memory) and a cold one (``search``: a new process reads them).
+``--scale N`` measures at a size the real corpus does not reach: the pages and the hidden copies, and N − pages
+documents made of the pages' passages (10 each, drawn at random, each vector moved by noise to a cosine of about
+0.9 with its passage's: :func:`variants`). It prints the time the crawl's end takes to build the vector lists,
+each mode's p50 and p95 on the real questions with a warm reader (``serve``: what it read stays in memory) and
+the p50 with a cold one (a reader opened for the query, as ``search`` opens one), hybrid/keyword, the recall@10
+of the lists' semantic hits against the exact scan's (target >= 0.95) and MRR@10 with the lists and exact.
 
 ``--target opensearch --url URL`` measures the same on an OpenSearch node with the k-NN plugin
 (tests/servers/opensearch.py runs one), in aliases named ``semantic-bench-*`` it removes afterwards: the index
 size per document is the store of the primaries after a force merge to one segment; it also prints the seconds
 per document of writing the pages with vectors and without (what embeddings add to a crawl's index writes; the
-embedding itself is the stage's figure above). ``--scale`` there is warm only (a node keeps its indices open).
+embedding itself is the stage's figure above). ``--scale N`` there is latency alone, warm, on N generated documents (100 words of a 5,000-word vocabulary, 10
+random unit vectors each).
 
 Exit code 0 when the figures were measured, 1 when a check fails (a hit the searcher may not see, no vectors).
 """
@@ -55,8 +60,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from beamtrawl.transforms.embed import WordLlamaSettings, load_model
 from beamtrawl.transforms.embed.passages import passages
-from beamtrawl.transforms.embed.stage import BATCH, _Embed
-from beamtrawl.transforms.index import EmbeddedIndex, semantic
+from beamtrawl.transforms.embed.stage import BATCH, _Embed, encode
+from beamtrawl.transforms.index import EmbeddedIndex, semantic, vector_lists
 from beamtrawl.transforms.index.query import asking
 from beamtrawl.transforms.preparators import Prepared
 from beamtrawl.transforms.preparators.html import prepare_html
@@ -142,7 +147,6 @@ def generated(n: int):
     import random
 
     import numpy as np
-    from beamtrawl.transforms.embed.stage import encode
 
     rng, vocabulary = np.random.default_rng(7), [f"w{i}" for i in range(5000)]
     random.seed(7)
@@ -209,31 +213,113 @@ def drop(target) -> None:
     client.indices.delete_index_template(name=f"{target.name}-beamtrawl", ignore=[404])
 
 
-def scale(n: int, repeat: int) -> None:
-    """Latency per mode at ``n`` generated documents (see the module's docstring)."""
+def variants(pages: list[IndexDoc], n: int, seed: int = 7):
+    """``n`` documents made of the pages' passages: each of PASSAGES_PER_VARIANT passages drawn at random from
+    all pages (its text cut at 300 characters), its vector moved by noise to a cosine of about 0.9 with the
+    passage's own, so that no two are alike; in batches of 1,000."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    texts, rows = [], []
+    for doc in pages:
+        spans = list(zip(doc.passages[::2], doc.passages[1::2], strict=True))
+        rows.append(np.frombuffer(doc.vectors, dtype=np.float16).reshape(len(spans), -1).astype(np.float32))
+        texts.extend(" ".join(doc.content[a:b].split())[:300] or doc.title for a, b in spans)
+    pool = np.concatenate(rows)
+    for start in range(0, n, 1000):
+        batch = []
+        for k in range(start, min(n, start + 1000)):
+            drawn = rng.choice(len(pool), PASSAGES_PER_VARIANT, replace=False)
+            vectors = pool[drawn] + rng.normal(0, 0.03, (len(drawn), pool.shape[1])).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            content, spans = "", []
+            for i in drawn:
+                spans += [len(content), len(content) + len(texts[i])]
+                content += texts[i] + "\n"
+            url = f"file:///srv/variants/{k}.txt"
+            batch.append(IndexDoc(doc_id(url), url, "file:///srv", f"Notes {k}", content, "", "", "", "text/plain",
+                                  "txt", f"{k}.txt", "/srv/variants/", len(content), 0, "2024-01-01", [], "", str(k),
+                                  "", "", "", [], "", passages=spans, vectors=encode(vectors)))
+        yield batch
+
+
+PASSAGES_PER_VARIANT = 10
+
+
+def scale(embedded: list[IndexDoc], n: int, model, questions: dict[str, str], repeat: int, keep: str = "") -> int:
+    """At ``n`` documents (the pages themselves and n − pages :func:`variants`): the time to build the vector
+    lists, each mode's query p50/p95 on the questions (warm: ``serve``'s reader; cold: a reader opened for the
+    query, as ``search`` opens one), hybrid/keyword, and the lists' recall@10 and MRR@10 against the exact scan.
+    ``keep``: the index's file, kept afterwards, and used as it is when it exists (``--index``)."""
+    from beamtrawl.transforms.index import sqlite_vectors
+
+    pages = [d for d in embedded if "/hidden/" not in d.url]
     with tempfile.TemporaryDirectory() as work:
-        path = os.path.join(work, "scale.sqlite")
+        path = keep or os.path.join(work, "scale.sqlite")
+        written = built = 0.0
+        if not os.path.exists(path):
+            target = EmbeddedIndex(path)
+            target.prepare()
+            started = time.perf_counter()
+            target.upsert(embedded)
+            for batch in variants(pages, n - len(pages)):
+                target.upsert(batch)
+            written = time.perf_counter() - started
+            started = time.perf_counter()
+            target.finish(True)
+            built = time.perf_counter() - started
         target = EmbeddedIndex(path)
-        target.prepare()
-        *batches, vector = generated(n)
-        for docs in batches:
-            target.upsert(docs)
+        passages = target._reader().execute("SELECT sum(length(vectors)) / 512 FROM vectors").fetchone()[0]
+        lists = target._reader().execute("SELECT count(*) FROM vector_list_rows").fetchone()[0]
         target.close()
-        print(f"{n:,} documents, {n * 10:,} passages; query p50 (ms)   cold     warm")
+        made = f"written in {written:.0f} s, {lists:,} vector lists built in {built:.1f} s" if written else \
+            f"{lists:,} vector lists (the index --index names, as it was)"
+        print(f"\n{n:,} documents ({len(pages)} pages, the rest made of their passages), {passages:,} passages, "
+              f"{os.path.getsize(path) / n:,.0f} bytes per document; {made}")
+        exact = EmbeddedIndex(path)
+        exact._matrices = sqlite_vectors.Matrices(approximate=False)
+        warm = EmbeddedIndex(path)
+        figures, found = {}, {}
         for mode in (semantic.KEYWORD, semantic.SEMANTIC, semantic.HYBRID):
-            figures = []
-            for cold in (True, False):
-                target, spent = EmbeddedIndex(path), []
+            spent, ranks, cold = [], [], []
+            for text, answer in questions.items():
+                query = asking(text, mode=mode)
+                times = []
                 for _ in range(repeat):
-                    if cold:
-                        target.close()
-                        target = EmbeddedIndex(path)
                     started = time.perf_counter()
-                    semantic.search_page(target, asking("w10 w20", mode=mode), lambda _: [vector], 10, facet_size=1)
-                    spent.append(time.perf_counter() - started)
-                figures.append(statistics.median(spent) * 1000)
-                target.close()
-            print(f"  {mode:9}{'':34}{figures[0]:8.1f} {figures[1]:8.1f}")
+                    page = semantic.search_page(warm, query, model.embed, 10, facet_size=1)
+                    times.append(time.perf_counter() - started)
+                if any("/hidden/" in hit.url for hit in page.hits):
+                    sys.exit(f"FAILED: a public search found a document of the group 'staff' ({mode}: {text})")
+                spent.append(statistics.median(times))
+                ranks.append(reciprocal_rank(page.hits, answer))
+                found[mode, text] = [hit.url for hit in page.hits]
+                reader = EmbeddedIndex(path)
+                started = time.perf_counter()
+                semantic.search_page(reader, query, model.embed, 10, facet_size=1)
+                cold.append(time.perf_counter() - started)
+                reader.close()
+            figures[mode] = (spent, cold, statistics.mean(ranks))
+        recall, exact_ranks = [], {semantic.SEMANTIC: [], semantic.HYBRID: []}
+        for text, answer in questions.items():
+            for mode, ranked in exact_ranks.items():
+                hits = semantic.search_page(exact, asking(text, mode=mode), model.embed, 10).hits
+                ranked.append(reciprocal_rank(hits, answer))
+                if mode == semantic.SEMANTIC:
+                    truth = {hit.url for hit in hits}
+                    recall.append(len(truth & set(found[mode, text])) / max(1, len(truth)))
+        warm.close()
+        exact.close()
+    print(f"query (ms, {len(questions)} questions)   p50 warm  p95 warm  p50 cold   MRR@10 lists  exact")
+    for mode, (spent, cold, mrr) in figures.items():
+        reference = f"{statistics.mean(exact_ranks[mode]):6.3f}" if mode in exact_ranks else "     -"
+        print(f"  {mode:9}{'':20}{percentile(spent, 50):9.1f} {percentile(spent, 95):9.1f} {percentile(cold, 50):9.1f}"
+              f"   {mrr:11.3f} {reference}")
+    ratio = statistics.median(figures[semantic.HYBRID][0]) / statistics.median(figures[semantic.KEYWORD][0])
+    cold = statistics.median(figures[semantic.HYBRID][1]) / statistics.median(figures[semantic.KEYWORD][1])
+    print(f"hybrid/keyword p50 at {n:,} documents: {ratio:.2f} warm, {cold:.2f} cold (target <= 2); "
+          f"recall@10 of the lists against the exact scan: {statistics.mean(recall):.3f} (target >= 0.95)")
+    return 0
 
 
 def main() -> int:
@@ -245,14 +331,13 @@ def main() -> int:
     parser.add_argument("--scale", type=int, default=0)
     parser.add_argument("--target", choices=("sqlite", "opensearch"), default="sqlite")
     parser.add_argument("--url", default=None, help="the OpenSearch node (--target opensearch)")
+    parser.add_argument("--questions", type=int, default=0, help="with --scale: the first N questions only")
+    parser.add_argument("--index", default="", help="with --scale: the index file, kept (used as it is if it exists)")
     args = parser.parse_args()
     if args.target == "opensearch" and not args.url:
         parser.error("--target opensearch needs --url")
-    if args.scale:
-        if args.target == "opensearch":
-            scale_opensearch(args.scale, max(args.repeat, 20), args.url)
-        else:
-            scale(args.scale, args.repeat)
+    if args.scale and args.target == "opensearch":
+        scale_opensearch(args.scale, max(args.repeat, 20), args.url)
         return 0
     from tests.package_files import python_library_docs
 
@@ -268,12 +353,15 @@ def main() -> int:
     docs = documents(folder, pages, args.copies)
     hidden = [d._replace(id=doc_id(d.url + "#hidden"), url=d.url.replace("/library/", "/hidden/"), groups=["staff"])
               for d in docs[:20]]  # the same pages for the group staff only: a public search never finds them
-    embedded, *seconds = embed_all(docs + hidden, settings, 1 if args.tiny else 3)
+    embedded, *seconds = embed_all(docs + hidden, settings, 1 if args.tiny or args.scale else 3)
     if not all(d.vectors for d in embedded):
         print("FAILED: a document got no vectors", file=sys.stderr)
         return 1
-    bare = [d._replace(passages=[], vectors=b"") for d in embedded]
     model = load_model(settings)
+    if args.scale:
+        questions = dict(list(questions.items())[:args.questions or None])
+        return scale(embedded, args.scale, model, questions, args.repeat, args.index)
+    bare = [d._replace(passages=[], vectors=b"") for d in embedded]
     if args.target == "opensearch":
         sizes, targets = {}, {}
         try:
@@ -309,8 +397,9 @@ def main() -> int:
         on_questions = run_queries(target, questions, model.embed, args.repeat)
         on_names = run_queries(target, names, model.embed, args.repeat)
     report(len(docs), len(embedded), seconds, on_questions, on_names, sizes)
-    if args.tiny:  # the --scale path too, at a size that takes seconds
-        scale(300, 1)
+    if args.tiny:  # the --scale path too, at a size that takes seconds, with vector lists from 1,000 passages on
+        vector_lists.MIN_ROWS = 1000
+        return scale(embedded, 600, model, questions, 1)
     return 0
 
 

@@ -20,7 +20,7 @@ from beamtrawl.pipeline.crawl import preparation_fingerprint
 from beamtrawl.transforms.embed import WordLlamaSettings, load_model
 from beamtrawl.transforms.embed.passages import passages
 from beamtrawl.transforms.embed.stage import _Embed
-from beamtrawl.transforms.index import EmbeddedIndex, semantic
+from beamtrawl.transforms.index import EmbeddedIndex, semantic, sqlite_vectors, vector_lists
 from beamtrawl.transforms.index.query import QueryError, asking
 from beamtrawl.transforms.preparators.html import prepare_html
 from beamtrawl.transforms.prepare import PrepareOptions, make_document
@@ -310,4 +310,83 @@ def test_damaged_or_foreign_vectors_are_passed_over_not_a_failed_search(tmp_path
     urls = [h.url.rsplit("/", 1)[1] for h in _page_of(target, QUESTION, semantic.SEMANTIC, model).hits]
     assert urls and "subprocess.html" not in urls and "os.html" not in urls
     assert _page_of(target, "", semantic.AUTO, None, like=doc_id("file:///srv/library/subprocess.html")).total == 0
+    target.close()
+
+
+# -- vector lists (an IVF index per access partition): a large partition's search compares the nearest lists' -----
+
+@pytest.fixture
+def small_lists(monkeypatch):
+    """Lists from 100 passages on, so that a dozen pages get them (a real index: from vector_lists.MIN_ROWS)."""
+    monkeypatch.setattr(vector_lists, "MIN_ROWS", 100)
+    monkeypatch.setattr(vector_lists, "PROBES", 4)
+
+
+def _lists(target) -> dict[int, int]:
+    return dict(target._reader().execute("SELECT part, count(*) FROM vector_list_rows GROUP BY part"))
+
+
+def test_the_crawls_end_builds_lists_and_a_search_finds_what_the_exact_scan_finds(tmp_path, public_docs, model,
+                                                                                   small_lists, monkeypatch):
+    target = _new(tmp_path, public_docs)
+    exact = {mode: _scores(_page_of(target, QUESTION, mode, model)) for mode in (semantic.SEMANTIC, semantic.HYBRID)}
+    target.finish(True)
+    passages = sum(len(d.passages) // 2 for d in public_docs)
+    assert list(_lists(target).values()) == [vector_lists.list_count(passages)]
+    assert target._reader().execute("SELECT sum(length(rids)) / 8 FROM vector_list_rows").fetchone()[0] == passages
+    for mode, scores in exact.items():
+        near = _scores(_page_of(target, QUESTION, mode, model))
+        assert next(iter(near)) == "subprocess.html" and len(near) >= 3, mode
+        if mode == semantic.SEMANTIC:  # a document's score is its best compared passage's cosine: the exact one
+            assert next(iter(near.values())) == scores["subprocess.html"]
+    narrowed = _page_of(target, f"{QUESTION} url:file:///srv/library/c", semantic.SEMANTIC, model)
+    assert [h.url.rsplit("/", 1)[1] for h in narrowed.hits] == ["csv.html"]  # few admitted: all their passages
+    monkeypatch.setattr(sqlite_vectors, "FEW_DOCUMENTS", 0)  # the lists' passages, refused documents' left out
+    excluded = _page_of(target, f"{QUESTION} -popen", semantic.SEMANTIC, model)
+    assert excluded.hits and not any(h.url.endswith("/subprocess.html") for h in excluded.hits)
+    target.close()
+
+
+def test_lists_are_never_used_stale_and_depend_on_nothing_hidden(tmp_path, public_docs, hidden_docs, model,
+                                                                  small_lists):
+    target = _new(tmp_path, public_docs)
+    target.finish(True)
+    before = {mode: _page_of(target, QUESTION, mode, model) for mode in (semantic.SEMANTIC, semantic.HYBRID)}
+    assert target.upsert(hidden_docs) == []  # another partition: the public one's lists stay fresh
+    target.finish(True)
+    for mode, page in before.items():
+        after = _page_of(target, QUESTION, mode, model)
+        assert _scores(after) == _scores(page) and after.total == page.total and after.facets == page.facets
+        assert any("/staff/" in url for url in _places(_page_of(target, QUESTION, mode, model, groups=["staff"])))
+    copy = hidden_docs[0]._replace(id=doc_id("file:///srv/copy/subprocess.html"), url="file:///srv/copy/subprocess.html",
+                                   groups=[])
+    assert target.upsert([copy]) == []  # the public partition changed: searched exactly until the next crawl's end
+    assert copy.url in _places(_page_of(target, QUESTION, semantic.SEMANTIC, model))
+    target.delete([copy.id])
+    target.finish(True)
+    assert _scores(_page_of(target, QUESTION, semantic.SEMANTIC, model)) == _scores(before[semantic.SEMANTIC])
+    target.close()
+
+
+def test_damaged_lists_or_an_index_without_them_are_searched_all_the_same(tmp_path, public_docs, model, small_lists):
+    target = _new(tmp_path, public_docs)
+    target.finish(True)
+    target.close()
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:
+        db.execute("UPDATE vector_list_rows SET vectors = substr(vectors, 1, 100)")
+        db.execute("UPDATE vector_lists SET centroids = zeroblob(4 * 256 * 3)")  # wrong lists, right width
+    target = EmbeddedIndex(str(tmp_path / "index.sqlite"))
+    assert _page_of(target, QUESTION, semantic.SEMANTIC, model).total == 0  # every probed list is damaged
+    target.close()
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:  # written by a beamtrawl before lists: searched exactly
+        for name in ("vectors_added", "vectors_removed", "vectors_changed"):
+            db.execute(f"DROP TRIGGER {name}")
+        for name in ("vector_lists", "vector_list_rows", "vector_changes"):
+            db.execute(f"DROP TABLE {name}")
+    target = EmbeddedIndex(str(tmp_path / "index.sqlite"))
+    assert _page_of(target, QUESTION, semantic.SEMANTIC, model).hits[0].url.endswith("/subprocess.html")
+    target.prepare()  # the next crawl: its end builds the lists
+    target.finish(True)
+    assert _lists(target) and _page_of(target, QUESTION, semantic.SEMANTIC, model).hits[0].url.endswith(
+        "/subprocess.html")
     target.close()

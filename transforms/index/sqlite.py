@@ -16,7 +16,8 @@ and ``names`` (what a query must equal to match a document's name exactly, query
 per key, so the exact-name boost of a search is one indexed lookup), version 4 the text split by access
 partition (``parts``, ``docs.part``), version 6 the text column ``furniture`` (page furniture: searched with
 the lowest weight, never in snippets), version 7 the table ``vectors`` (passages' embeddings:
-:mod:`.sqlite_vectors`). An older index is migrated when a
+:mod:`.sqlite_vectors`; with them, and no version of their own, the vector lists a crawl's end derives from them
+and the triggers that mark them stale). An older index is migrated when a
 crawl opens it (the table and column are added, ``names`` filled from the stored documents); its
 documents get their auxiliary fields when they are re-prepared, which that crawl does because the
 preparation fingerprint covers the field definitions. An index made before ``ranking`` gets it and
@@ -43,6 +44,7 @@ import contextlib
 import dataclasses
 import fcntl
 import json
+import logging
 import math
 import os
 import re
@@ -465,6 +467,19 @@ class EmbeddedIndex(IndexTarget):
                                outlinks=json.loads(outlinks), content=content, headlines=headlines,
                                metadata=metadata, summary="", aux=aux.get(rid, []), furniture=furniture)
 
+    def finish(self, succeeded: bool) -> None:
+        """The vector lists of partitions whose vectors changed (sqlite_vectors.refresh_lists), after a failed
+        crawl too: what it wrote is in the index all the same. Lists only make searches faster: one that cannot
+        be built (a full disk, too little memory) is a warning, and searches compare every passage meanwhile."""
+        self._matrices.forget()
+        try:
+            db = self._connect()
+            row = db.execute("SELECT value FROM meta WHERE key = 'vector_dimensions'").fetchone()
+            vectors.refresh_lists(db, self._transaction, int(row[0]) if row else 0)
+        except (sqlite3.Error, MemoryError, ValueError) as err:
+            logging.getLogger(__name__).warning("%s: vector lists not built (%s); searches by meaning compare every "
+                                                "passage until a crawl builds them", self.path, err)
+
     # -- searching ---------------------------------------------------------------------------
     def count(self) -> int:
         return self._reader().execute("SELECT COUNT(*) FROM docs").fetchone()[0]
@@ -495,9 +510,9 @@ class EmbeddedIndex(IndexTarget):
             vector = vectors.document_vector(db, own, dimensions) if own is not None else None
         if vector is None or len(vector) != dimensions:
             return Ranked([], {})
-        matrix, row_docs, passage = self._matrices.of(db, _visible_parts(db, query), dimensions)
-        allowed = _admitted(db, query, row_docs, own)
-        near = semantic.nearest(matrix, row_docs, vector, semantic.DEPTH, allowed)
+        scores, row_docs, passage = self._matrices.candidates(db, _visible_parts(db, query), dimensions, vector,
+                                                             _admitted(db, query), own)
+        near = semantic.best_documents(scores, row_docs, semantic.DEPTH)
         passages = {rid: int(passage[row]) for rid, _, row in near}
         if query.mode == semantic.SEMANTIC or not query.has_text:
             return Ranked([(rid, score) for rid, score, _ in near], passages)
@@ -640,19 +655,13 @@ def _keyword_ranking(db: sqlite3.Connection, query: Query, depth: int) -> tuple[
     return f"SELECT rid FROM ({sql}) ORDER BY round(score, 6) DESC, url LIMIT ?", [*params, depth]
 
 
-def _admitted(db: sqlite3.Connection, query: Query, row_docs, own: int | None):
-    """Which rows of a semantic search's matrix belong to documents the query's filters and exclusions admit
-    (None: all), the document a "more like this" starts from left out."""
-    import numpy as np
-
-    if not (query.filters or query.excluded) and own is None:
-        return None
+def _admitted(db: sqlite3.Connection, query: Query) -> list[int] | None:
+    """The documents (rids) a semantic search's filters and exclusions admit among those its searcher may see;
+    None without filters."""
     if not (query.filters or query.excluded):
-        return row_docs != own
+        return None
     where, params = _conditions(db, dataclasses.replace(query, clauses=[]))
-    admitted = [rid for (rid,) in db.execute(f"SELECT docs.rid FROM docs WHERE {' AND '.join(where)}", params)
-                if rid != own]
-    return np.isin(row_docs, np.asarray(admitted, dtype=np.int64))
+    return [rid for (rid,) in db.execute(f"SELECT docs.rid FROM docs WHERE {' AND '.join(where)}", params)]
 
 
 def _shown(db: sqlite3.Connection, rid: int, query: Query, ranked: Ranked | None) -> str:
