@@ -48,6 +48,7 @@ import math
 import os
 import re
 import sqlite3
+import stat
 import tempfile
 import urllib.parse
 from collections.abc import Iterator, Sequence
@@ -984,10 +985,13 @@ def _stamp(path: str) -> list:
 
 
 def _read_stamp(path: str) -> list | None:
-    """The stamp (:func:`_stamp`) the last crawl's driver left beside the index when it closed it, if any."""
+    """The stamp (:func:`_stamp`) the last crawl's driver left beside the index when it closed it, if any
+    (anything else there, a folder, a pipe, a huge or garbled file, is no stamp: the file is checked)."""
     try:
-        with open(path + STAMP_SUFFIX, encoding="utf-8") as file:
-            return json.load(file)
+        if not stat.S_ISREG(os.stat(path + STAMP_SUFFIX).st_mode):
+            return None
+        with open(path + STAMP_SUFFIX, "rb") as file:
+            return json.loads(file.read(4096))
     except (OSError, ValueError):
         return None
 
@@ -995,12 +999,23 @@ def _read_stamp(path: str) -> list | None:
 def _write_stamp(path: str) -> None:
     """Leave the index file's stamp beside it: the next crawl checks the whole file only if it changed
     since (``PRAGMA quick_check`` reads every page: ~5 us per document, a tenth of an unchanged re-crawl's cost
-    per file; issue 27). Not writable: the next crawl checks it all."""
+    per file; issue 27). Written to a file of its own and renamed over the old one (a link there is
+    replaced, not followed). Not writable: the next crawl checks it all."""
     stamp = _stamp(path)
     if stamp[0] is None:
         return
-    with contextlib.suppress(OSError), open(path + STAMP_SUFFIX, "w", encoding="utf-8") as file:
-        json.dump(stamp, file)
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, name = tempfile.mkstemp(dir=folder, prefix=".stamp-")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            json.dump(stamp, file)
+        os.replace(name, path + STAMP_SUFFIX)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
 
 
 def _inspect(path: str, check: bool = True) -> int | None:
