@@ -86,6 +86,7 @@ def _version_two(path: Path) -> None:
 
 def _zeroed_page(path: Path) -> None:
     _index(path)
+    assert Path(f"{path}.checked").exists()  # the crawl's stamp: damage done after it is looked for all the same
     with sqlite3.connect(path) as db:
         (page,) = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'docs'").fetchone()
         (size,) = db.execute("PRAGMA page_size").fetchone()
