@@ -3,7 +3,7 @@
 Run from the repository root (beamtrawl installed, psutil present)::
 
     python bench/crawl_bench.py [--files 20000] [--workers 2] [--keep DIR] [--seed 7] [--tiny]
-    python bench/crawl_bench.py --slope 20000,100000 [--workers 2] [--keep DIR]
+    python bench/crawl_bench.py --slope 20000,100000 [--workers 2] [--keep DIR] [--baseline-code DIR]
     python bench/crawl_bench.py --baseline-code DIR [--rounds 3] [--files 20000] [--workers 2]
 
 It generates a deterministic tree of small text and HTML files (1-4 KB, about 100 per folder, three
@@ -32,7 +32,9 @@ reading ``url, mtime_ns, size`` of every document from the index, in this proces
 measures instead (d): full crawl, floor and unchanged re-crawl of trees of N1 and N2 files, and fits the
 fixed cost and the cost per unchanged file of both as a line through the two sizes; it prints both
 slopes, their ratio (target <= 3), the extrapolated ratio for a million files (target <= 4), and the
-growth of peak memory between the sizes (target <= +10 %).
+growth of peak memory between the sizes (target <= +10 %); in wall and in CPU seconds (on a loaded machine
+the wall figures mean little). With ``--baseline-code DIR`` it re-crawls each tree with that code as well
+and fits its slopes beside.
 
 ``--tiny`` (tests/test_benchmarks.py runs it) is the same run on 200 files, with (d) between 200 and 400
 files: seconds, not minutes.
@@ -287,19 +289,21 @@ def _walk(path: str | bytes) -> int:
     return files
 
 
-def time_floor(tree: Path, index: Path, repeats: int = 3) -> float:
+def time_floor(tree: Path, index: Path, repeats: int = 3) -> tuple[float, float]:
     """The floor of an unchanged re-crawl (issue 27): fastest of a few runs, in this process, of a recursive
-    os.scandir walk with stat plus reading ``url, mtime_ns, size`` of every document from the index."""
-    best = math.inf
+    os.scandir walk with stat plus reading ``url, mtime_ns, size`` of every document from the index; its wall
+    seconds and the CPU seconds of that run (a loaded machine moves the one far more than the other)."""
+    best, best_cpu = math.inf, math.inf
     for _ in range(repeats):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         files = _walk(os.fsencode(tree))
         with contextlib.closing(sqlite3.connect(f"file:{index}?mode=ro", uri=True)) as db:
             rows = db.execute("SELECT url, mtime_ns, size FROM docs").fetchall()
-        best = min(best, time.perf_counter() - started)
+        if time.perf_counter() - started < best:
+            best, best_cpu = time.perf_counter() - started, time.process_time() - cpu
     if len(rows) != files:
         fail(f"the floor walked {files} files but the index holds {len(rows)}")
-    return best
+    return best, best_cpu
 
 
 def index_count(path: Path) -> int:
@@ -447,11 +451,11 @@ def verify_indexes(beamtrawl: Path, loop: Path, files: int) -> None:
 def re_crawl(work: Path, config: Path, files: int, workers: int, full: dict) -> tuple[dict, list[Row]]:
     print("\n(b) re-crawl of the unchanged tree")
     find = time_find(work / "tree")
-    floor = time_floor(work / "tree", work / "beamtrawl.sqlite")
+    floor, floor_cpu = time_floor(work / "tree", work / "beamtrawl.sqlite")
     again = crawl(config, workers, work / "logs" / "re-crawl.log")
     r = again["report"]["counts"]
     to_full, to_find = again["seconds"] / full["seconds"], again["seconds"] / find
-    again["floor"] = floor
+    again["floor"] = floor, floor_cpu
     unchanged = r["read"] == 0 and r["unchanged"] == files
     print(f"  beamtrawl re-crawl: {again['seconds']:7.2f} s  "
           f"(crawl() itself {again['report']['timings']['total_s']:.2f} s)")
@@ -489,60 +493,88 @@ def benchmark(work: Path, files: int, workers: int, seed: int, then: int | None 
     again, more = re_crawl(work, config, files, workers, full)
     rows += more + memory(full, again, loop)
     if then is not None:
-        first = (files, again["seconds"], again["floor"], full["peak_rss"], again["peak_rss"])
+        first = {"files": files, "floor": again["floor"], "full": full, "again": again}
         rows += slope([first, point(work, then, workers, seed)])
     return rows
 
 
-Point = tuple[int, float, float, int, int]  # files, re-crawl s, floor s, peak RSS of full crawl and re-crawl
+Point = dict  # files; floor (s, CPU s); full (a crawl's figures); again, and with a baseline baseline (re-crawls)
 
 
-def point(work: Path, files: int, workers: int, seed: int) -> Point:
-    """A tree of ``files``: its full crawl, its floor (:func:`time_floor`) and its unchanged re-crawl."""
+def point(work: Path, files: int, workers: int, seed: int, code: Path | None = None,
+          current: Path | None = None) -> Point:
+    """A tree of ``files``: its full crawl, its floor (:func:`time_floor`) and its unchanged re-crawl; with
+    ``code`` (``--baseline-code``), then the unchanged re-crawl of that code too (after this checkout's, which
+    finds the index as its own crawl left it: see the SQLite target's stamp). ``current``: this checkout's
+    code from a checkout of its own (``--current-code``)."""
     prepare_workdir(work)
     print(f"\n{files:,} files")
     config = generate(work, files, seed)
-    full = crawl(config, workers, work / "logs" / f"full-{files}.log")
+    full = crawl(config, workers, work / "logs" / f"full-{files}.log", current)
     floor = time_floor(work / "tree", work / "beamtrawl.sqlite")
-    again = crawl(config, workers, work / "logs" / f"re-crawl-{files}.log")
-    counts = again["report"]["counts"]
-    if counts.get("read", 0) or counts.get("unchanged") != files:
-        fail(f"the re-crawl of {files} unchanged files read {counts.get('read', 0)} and found "
-             f"{counts.get('unchanged')} unchanged")
-    print(f"  full crawl {full['seconds']:.2f} s, peak {mib(full['peak_rss'])}; unchanged re-crawl "
-          f"{again['seconds']:.2f} s ({again['cpu']:.1f} CPU s), peak {mib(again['peak_rss'])}; "
-          f"floor {floor:.3f} s; re-crawl/floor {again['seconds'] / floor:.0f}x")
-    return files, again["seconds"], floor, full["peak_rss"], again["peak_rss"]
+    found = {"files": files, "floor": floor, "full": full}
+    for name, checkout in (("again", current), ("baseline", code)):
+        if name == "baseline" and code is None:
+            break
+        again = found[name] = crawl(config, workers, work / "logs" / f"{name}-{files}.log", checkout)
+        counts = again["report"]["counts"]
+        if counts.get("read", 0) or counts.get("unchanged") != files:
+            fail(f"the {name} re-crawl of {files} unchanged files read {counts.get('read', 0)} and found "
+                 f"{counts.get('unchanged')} unchanged")
+        print(f"  {'' if name == 'again' else 'baseline '}unchanged re-crawl {again['seconds']:.2f} s "
+              f"({again['cpu']:.1f} CPU s), peak {mib(again['peak_rss'])}; re-crawl/floor "
+              f"{again['seconds'] / floor[0]:.0f}x, in CPU s {again['cpu'] / floor[1]:.0f}x")
+    print(f"  full crawl {full['seconds']:.2f} s, peak {mib(full['peak_rss'])}; floor {floor[0]:.3f} s "
+          f"({floor[1]:.3f} CPU s)")
+    return found
+
+
+def _fit(n1: int, n2: int, y1: float, y2: float) -> tuple[float, float]:
+    """(fixed, per file) of the line through (n1, y1) and (n2, y2)."""
+    per_file = (y2 - y1) / (n2 - n1)
+    return y1 - per_file * n1, per_file
 
 
 def slope(points: list[Point]) -> list[Row]:
     """The fixed cost and the cost per unchanged file of beamtrawl's re-crawl and of the floor, fitted as a
     line through two tree sizes measured in the same run (issue 27, target 1: beamtrawl's per-file cost <= 3x
-    the floor's, and a million files <= 4x the floor, extrapolated), and the growth of peak memory of full
-    crawl and re-crawl between them (target 4)."""
+    the floor's, and a million files <= 4x the floor, extrapolated), in wall and in CPU seconds (the re-crawl's
+    process tree, the floor's process), with a baseline's re-crawl beside; and the growth of peak memory of
+    full crawl and re-crawl between them (target 4)."""
     print("\n(d) unchanged re-crawl against the floor, fitted over two tree sizes")
-    (n1, t1, f1, full1, re1), (n2, t2, f2, full2, re2) = points
-    per_file, floor_per_file = (t2 - t1) / (n2 - n1), (f2 - f1) / (n2 - n1)
-    fixed, floor_fixed = t1 - per_file * n1, f1 - floor_per_file * n1
-    # a slope that is not positive is noise (a loaded machine: the larger tree went faster): no verdict
-    fitted = per_file > 0 and floor_per_file > 0
-    ratio = per_file / floor_per_file if fitted else math.nan
-    million = (fixed + per_file * 1e6) / (floor_fixed + floor_per_file * 1e6) if fitted else math.nan
-    growth_full, growth_again = full2 / full1 - 1, re2 / re1 - 1
-    print(f"\n  per unchanged file: beamtrawl {per_file * 1e6:.1f} us, floor {floor_per_file * 1e6:.2f} us, "
-          f"ratio {ratio:.1f}x (target <= 3)\n  fixed: beamtrawl {fixed:.2f} s, floor {floor_fixed:.3f} s\n"
-          f"  a million unchanged files (extrapolated): {fixed + per_file * 1e6:.0f} s, "
-          f"{million:.1f}x the floor (target <= 4)\n  peak memory growth {n1:,} -> {n2:,} files: full crawl "
-          f"{growth_full:+.0%}, re-crawl {growth_again:+.0%} (target <= +10 %)")
-    return [("re-crawl per unchanged file", f"{per_file * 1e6:.1f} us", "", ""),
-            ("floor per file", f"{floor_per_file * 1e6:.2f} us", "", ""),
-            check("per file, beamtrawl / floor", f"{ratio:.1f}x", "<= 3x", fitted and ratio <= 3),
-            ("re-crawl fixed cost", f"{fixed:.2f} s", "", ""),
-            check("1M unchanged / floor (extrapolated)", f"{million:.1f}x", "<= 4x", fitted and million <= 4),
-            check(f"peak RSS growth {n1:,} -> {n2:,}, full crawl", f"{growth_full:+.0%} ({mib(full2)})", "<= +10 %",
-                  growth_full <= 0.10),
-            check(f"peak RSS growth {n1:,} -> {n2:,}, re-crawl", f"{growth_again:+.0%} ({mib(re2)})", "<= +10 %",
-                  growth_again <= 0.10)]
+    first, second = points
+    n1, n2 = first["files"], second["files"]
+    rows: list[Row] = []
+    for name in ("again", "baseline"):
+        if name not in first:
+            continue
+        who = "beamtrawl" if name == "again" else "baseline"
+        for unit, k, key in (("wall", 0, "seconds"), ("CPU", 1, "cpu")):
+            fixed, per_file = _fit(n1, n2, first[name][key], second[name][key])
+            floor_fixed, floor_per_file = _fit(n1, n2, first["floor"][k], second["floor"][k])
+            # a slope that is not positive is noise (a loaded machine: the larger tree went faster): no verdict
+            fitted = per_file > 0 and floor_per_file > 0
+            ratio = per_file / floor_per_file if fitted else math.nan
+            million = (fixed + per_file * 1e6) / (floor_fixed + floor_per_file * 1e6) if fitted else math.nan
+            print(f"\n  {who}, {unit} seconds: per unchanged file {per_file * 1e6:.1f} us, floor "
+                  f"{floor_per_file * 1e6:.2f} us, ratio {ratio:.1f}x (target <= 3)\n  fixed: {fixed:.2f} s, floor "
+                  f"{floor_fixed:.3f} s; a million unchanged files (extrapolated): {fixed + per_file * 1e6:.0f} s, "
+                  f"{million:.1f}x the floor (target <= 4)")
+            rows += [(f"{who} re-crawl per unchanged file ({unit})", f"{per_file * 1e6:.1f} us", "", ""),
+                     (f"{who} re-crawl fixed cost ({unit})", f"{fixed:.2f} s", "", "")]
+            if name == "again":
+                rows += [(f"floor per file ({unit})", f"{floor_per_file * 1e6:.2f} us", "", ""),
+                         check(f"per file, beamtrawl / floor ({unit})", f"{ratio:.1f}x", "<= 3x",
+                               fitted and ratio <= 3),
+                         check(f"1M unchanged / floor, extrapolated ({unit})", f"{million:.1f}x", "<= 4x",
+                               fitted and million <= 4)]
+    for name, what in (("full", "full crawl"), ("again", "re-crawl")):
+        growth = second[name]["peak_rss"] / first[name]["peak_rss"] - 1
+        print(f"  peak memory growth {n1:,} -> {n2:,} files, {what}: {growth:+.0%} "
+              f"({mib(first[name]['peak_rss'])} -> {mib(second[name]['peak_rss'])}; target <= +10 %)")
+        rows.append(check(f"peak RSS growth {n1:,} -> {n2:,}, {what}", f"{growth:+.0%} ({mib(second[name]['peak_rss'])})",
+                          "<= +10 %", growth <= 0.10))
+    return rows
 
 
 def fresh_index(work: Path) -> None:
@@ -630,7 +662,8 @@ def main() -> None:
         sizes = [int(n) for n in args.slope.split(",")] if args.slope.replace(",", "").isdigit() else []
         if len(sizes) != 2 or not 0 < sizes[0] < sizes[1]:
             parser.error("--slope takes two sizes, the smaller first: --slope 20000,100000")
-        measure = lambda work: slope([point(work, n, args.workers, args.seed) for n in sizes])
+        code, current = (path and path.resolve() for path in (args.baseline_code, args.current_code))
+        measure = lambda work: slope([point(work, n, args.workers, args.seed, code, current) for n in sizes])
     elif args.baseline_code:
         code, current = args.baseline_code.resolve(), args.current_code and args.current_code.resolve()
         measure = lambda work: compare(work, code, args.files, args.workers, args.seed, args.rounds, current)

@@ -11,7 +11,8 @@ OpenSearch node started from tests/servers/opensearch.py (``--targets``) and pri
 target: wall seconds, documents per second, the peak RSS summed over the crawl's process tree (driver
 and workers, sampled every 0.1 s), the ratio of that peak to the baseline's (bounded memory means the
 ratio stays well below the tenfold growth of the corpus), and the number of documents in the index, which
-must equal the number of files. The baseline is the crawl of the small tree, by the same command into
+must equal the number of files; then the same of an unchanged re-crawl of each tree (it must read
+nothing and find every file unchanged). The baseline is the crawl of the small tree, by the same command into
 the same kind of index. ``--url`` uses that OpenSearch node instead of starting one (its aliases are
 named per run and deleted at the end). ``--tiny`` (tests/test_benchmarks.py runs it, with the suite's
 node as ``--url``): 300 files, and 30 for the baseline.
@@ -54,15 +55,18 @@ def count(index: dict) -> int:
 
 
 def crawl(work: Path, tree: Path, name: str, index: dict, files: int, workers: int) -> dict:
+    """The full crawl of ``tree`` into a fresh ``index``, then its unchanged re-crawl (``run["again"]``)."""
     config = write_config(work, tree, name, index)
     beamtrawl = shutil.which("beamtrawl") or sys.exit("the beamtrawl command is not on PATH (pip install -e .)")
-    run = run_measured([beamtrawl, "crawl", str(config), f"--direct_num_workers={workers}"],
-                       work / f"{name}.log")
-    run["count"] = count(index)
-    run["files"] = files
-    report = json.loads((work / f"{name}.report.json").read_text())
-    run["failed"] = report["counts"].get("failed", 0)
-    return run
+    runs = []
+    for log in (f"{name}.log", f"{name}-again.log"):
+        run = run_measured([beamtrawl, "crawl", str(config), f"--direct_num_workers={workers}"], work / log)
+        report = json.loads((work / f"{name}.report.json").read_text())
+        run.update(count=count(index), files=files, failed=report["counts"].get("failed", 0),
+                   read=report["counts"].get("read", 0), unchanged=report["counts"].get("unchanged", 0))
+        runs.append(run)
+    runs[0]["again"] = runs[1]
+    return runs[0]
 
 
 def measure(work: Path, trees: dict[str, tuple[Path, int]], target: str, index_for, workers: int) -> bool:
@@ -77,10 +81,18 @@ def measure(work: Path, trees: dict[str, tuple[Path, int]], target: str, index_f
         print(f"  {run['files']:>8,} files: {run['seconds']:7.1f} s, {run['files'] / run['seconds']:6,.0f} docs/s, "
               f"peak {mib(run['peak_rss'])} over {run['procs']} processes; index holds {run['count']:,} "
               f"({'none lost' if lost == 0 else f'{lost} LOST'}, {run['failed']} failed)")
+        again = run["again"]
+        same = again["read"] == 0 and again["unchanged"] == run["files"] and again["count"] == run["files"]
+        ok &= same
+        print(f"  {'':>8} unchanged re-crawl: {again['seconds']:7.1f} s ({again['cpu']:.1f} CPU s), peak "
+              f"{mib(again['peak_rss'])}; read {again['read']}, unchanged {again['unchanged']:,}"
+              f"{'' if same else ' (WRONG: want read 0, every file unchanged)'}")
     small, large = runs["baseline"], runs["large"]
     growth = (large["peak_rss"] - small["peak_rss"]) / (large["files"] - small["files"]) * 10_000
     print(f"  peak memory ratio {large['files']:,} / {small['files']:,} files: {ratio:.2f}x for "
           f"{large['files'] / small['files']:.0f}x the documents ({mib(growth)} more per 10,000 documents)")
+    print(f"  unchanged re-crawl: peak memory ratio {large['again']['peak_rss'] / small['again']['peak_rss']:.2f}x "
+          f"({mib(small['again']['peak_rss'])} -> {mib(large['again']['peak_rss'])})")
     return ok
 
 

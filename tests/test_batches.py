@@ -108,3 +108,36 @@ def test_a_document_found_or_indexed_twice_takes_the_general_path():
     main, _tagged, counts = _classify(found, indexed)
     assert main == []
     assert counts["unchanged"] == 3 and counts["duplicate"] == 1 and counts["in_index"] == 4
+
+
+def test_the_embedded_indexs_folder_batches_hold_what_its_records_do(tmp_path):
+    """The snapshot read from SQLite's columns (EmbeddedIndex.read_snapshot_batches) makes the batches the
+    records would make: folders that come again later, a folder of more than MOST, a web page by itself, a
+    URL without a '/', access lists that are not empty."""
+    from beamtrawl.transforms.index.sqlite import EmbeddedIndex
+
+    index = EmbeddedIndex(str(tmp_path / "index.sqlite"))
+    index.prepare()
+    urls = [f"{FOLDER}/one", "file:///srv/docs/b/one", f"{FOLDER}/two", "https://host/a/page.html",
+            "https://host/a/other.html", "no-slash", *(f"file:///srv/docs/c/{n}" for n in range(batches.MOST + 2))]
+    db = index._connect()
+    columns = [name for _, name, *_ in db.execute("PRAGMA table_info(docs)") if name != "rid"]
+    for n, url in enumerate(urls):
+        row = dict.fromkeys(columns, "")
+        row.update(id=doc_id(url), url=url, size=n, mtime_ns=n * 1000, groups='["g1", "g2"]' if n == 1 else "[]",
+                   outlinks="[]", denied='["EVERYONE"]' if n == 2 else "[]", root="file:///srv/docs")
+        db.execute(f"INSERT INTO docs({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+    (split,) = index.snapshot_splits()
+
+    def by_key(made):
+        held: dict[str, list] = {}
+        for key, blob in made:
+            assert len(batches.rows(blob)) <= batches.MOST
+            held.setdefault(key, []).extend(batches.rows(blob))
+        return {key: sorted(rows) for key, rows in held.items()}
+
+    from_columns = by_key(index.read_snapshot_batches(split))
+    assert from_columns == by_key(batches.by_folder(index.read_snapshot(split)))
+    assert sorted(from_columns) == sorted({batches.batch_key(url) for url in urls})
+    assert from_columns["file:///srv/docs/b"][0][8] == ["g1", "g2"]
+    index.close()

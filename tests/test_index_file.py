@@ -54,7 +54,7 @@ def test_search_needs_read_access_only(tmp_path, make_config):
     assert done.returncode == 0, done.stderr
     assert "public/merger.txt" in done.stdout
     assert index.read_bytes() == before
-    assert sorted(p.name for p in folder.iterdir()) == ["index.sqlite", "index.sqlite.lock"]
+    assert sorted(p.name for p in folder.iterdir()) == ["index.sqlite", "index.sqlite.checked", "index.sqlite.lock"]
 
 
 def test_a_crawl_refuses_another_programs_database_and_leaves_it_untouched(files):
@@ -86,6 +86,7 @@ def _version_two(path: Path) -> None:
 
 def _zeroed_page(path: Path) -> None:
     _index(path)
+    assert Path(f"{path}.checked").exists()  # the crawl's stamp: damage done after it is looked for all the same
     with sqlite3.connect(path) as db:
         (page,) = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'docs'").fetchone()
         (size,) = db.execute("PRAGMA page_size").fetchone()

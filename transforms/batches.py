@@ -52,7 +52,13 @@ def pack(rows: list[tuple]) -> bytes:
     each record to report it."""
     if len(set(map(len, rows))) != 1:
         return _compressed([tuple(row) for row in rows])
-    return _compressed((len(rows), [_packed(column) for column in zip(*rows)]))
+    return pack_columns(len(rows), list(zip(*rows)))
+
+
+def pack_columns(n: int, columns: list) -> bytes:
+    """``n`` records given as their columns (each a sequence of ``n`` values, or ``EMPTY_LISTS``) as a batch's
+    blob, like :func:`pack`: a reader that has columns already (an index's snapshot) makes no row."""
+    return _compressed((n, [column if column is EMPTY_LISTS else _packed(column) for column in columns]))
 
 
 def _compressed(packed) -> bytes:

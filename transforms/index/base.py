@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from beamtrawl.transforms import batches
 from beamtrawl.transforms.fields import Section
 from beamtrawl.transforms.index.query import Query
 from beamtrawl.transforms.records import IndexDoc, SnapshotEntry
@@ -236,6 +237,11 @@ class IndexTarget(ABC):
     @abstractmethod
     def read_snapshot(self, split: Any) -> Iterator[SnapshotEntry]:
         """Worker: the freshness state of every document in one split."""
+
+    def read_snapshot_batches(self, split: Any) -> Iterator[tuple[str, bytes]]:
+        """Worker: :meth:`read_snapshot` in folder batches (transforms/batches.py); a target that can read a
+        folder's columns at once (SQLite) makes no record per document."""
+        return batches.by_folder(self.read_snapshot(split))
 
     @abstractmethod
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:

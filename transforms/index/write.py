@@ -51,8 +51,7 @@ class ReadSnapshot(beam.PTransform):
                   | "Splits" >> beam.Create(target.snapshot_splits())
                   | "SpreadSplits" >> beam.Reshuffle())
         if self.by_folder:
-            return splits | "ReadSplit" >> beam.FlatMap(
-                lambda split: batches.by_folder(target.read_snapshot(split))).with_output_types(batches.Batch)
+            return splits | "ReadSplit" >> beam.FlatMap(target.read_snapshot_batches).with_output_types(batches.Batch)
         return splits | "ReadSplit" >> beam.FlatMap(lambda split: target.read_snapshot(split)
                                                     ).with_output_types(SnapshotEntry)
 
