@@ -152,16 +152,17 @@ def _definitions(root, module: str, query) -> Iterator[tuple[str, str, int]]:
 
     nodes = sorted(QueryCursor(query).captures(root).get("definition", []), key=lambda n: n.start_byte)
     found = {node.id: definition for node in nodes if (definition := _definition(node, module)) is not None}
+    scopes: dict[int, list[str]] = {}
+    enclosing: list[tuple[int, str]] = []  # (end byte, owner) of the definitions around: a node holds its descendants' bytes
+    for node in sorted((n for n in nodes if n.id in found), key=lambda n: (n.start_byte, -n.end_byte)):
+        while enclosing and enclosing[-1][0] < node.end_byte:
+            enclosing.pop()
+        scopes[node.id] = [owner for _, owner in enclosing]
+        enclosing.append((node.end_byte, _owner(*found[node.id])))
     for node in nodes:
-        if node.id not in found:
-            continue
-        scope, parent = [], node.parent
-        while parent is not None:
-            if parent.id in found:
-                scope.append(_owner(*found[parent.id]))
-            parent = parent.parent
-        kind, name = found[node.id]
-        yield kind, ".".join((*reversed(scope), name)), len(scope)
+        if node.id in found:
+            kind, name = found[node.id]
+            yield kind, ".".join((*scopes[node.id], name)), len(scopes[node.id])
 
 
 def _module_name(url: str) -> str:
