@@ -535,8 +535,8 @@ class EmbeddedIndex(IndexTarget):
             vector = vectors.document_vector(db, own, dimensions) if own is not None else None
         if vector is None or len(vector) != dimensions:
             return Ranked([], {})
-        scores, row_docs, passage = self._matrices.candidates(db, _visible_parts(db, query), dimensions, vector,
-                                                             _admitted(db, query), own)
+        scores, row_docs, passage = self._matrices.candidates(db, _visible_parts(db, query), vector, _admitted(db, query),
+                                                             own)
         near = semantic.best_documents(scores, row_docs, semantic.DEPTH)
         passages = {rid: int(passage[row]) for rid, _, row in near}
         if query.mode == semantic.SEMANTIC or not query.has_text:

@@ -92,12 +92,13 @@ class Matrices:
         """After a write through the reading connection itself (its data_version stays the same)."""
         self._held, self._version = {}, None
 
-    def candidates(self, db: sqlite3.Connection, shown: Sequence[int], dimensions: int, vector, admitted=None,
+    def candidates(self, db: sqlite3.Connection, shown: Sequence[int], vector, admitted=None,
                    left_out: int | None = None):
         """(score, rid, passage number) arrays of the passages a search compares with ``vector``: those of the
         partitions ``shown`` — every one, or the nearest lists' of a partition with fresh lists — or, when the
         query's filters ``admitted`` (rids; None: no filters) few documents, all of theirs; the passages of
         ``left_out`` and of documents the filters refuse score -inf. Read again if the index changed meanwhile."""
+        dimensions = len(vector)
         for _ in range(3):
             version = self._current(db)
             found = self._compared(db, shown, dimensions, vector, admitted)
