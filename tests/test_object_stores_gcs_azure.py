@@ -240,3 +240,47 @@ def test_an_azure_login_from_a_credentials_entry(store, tmp_path, crawl, search,
     run = crawl(config)
     assert run.code == 0 and run.counts["written"] == 4, run.stderr
     assert search(config, "gannet")[0]["url"] == store.url("docs/birds/gannet.txt")
+
+
+@pytest.mark.parametrize("store", ["az"], indirect=True)
+def test_a_container_at_account_url_as_hadoop_spells_it(store, tmp_path, crawl, search):
+    """``abfss://container@account.dfs.core.windows.net/`` (as Hadoop and Spark spell it) is crawled under its own
+    URLs, the account the connection string's; the emulator at az.account_url."""
+    from tests.servers.azurite import ACCOUNT
+
+    home = f"abfss://{store.bucket}@{ACCOUNT}.dfs.core.windows.net/"
+    endpoint = store.environment[1].split("BlobEndpoint=")[1].rstrip(";")
+    config = crawl_file(tmp_path, home.replace("abfss://", "ABFSS://", 1) + "docs/", az={"account_url": endpoint})
+    first = crawl(config)
+    assert first.code == 0 and first.counts["written"] == 4, first.stderr
+    assert set(indexed(tmp_path)) == {home + key for key in FOUND}
+    assert search(config, "gannet")[0]["url"] == home + "docs/birds/gannet.txt"
+    before = len(requests(store.log, 0))
+    again = crawl(config)
+    assert again.code == 0 and again.counts["unchanged"] == 4 and again.counts["read"] == 0, again.stderr
+    assert [line for line in requests(store.log, before) if store.reads(line)] == []
+
+
+@pytest.mark.parametrize(("url", "problem"), [
+    ("abfss://docs@devstoreaccount2.dfs.core.windows.net/", "account 'devstoreaccount2' is not the one of "
+                                                           "AZURE_STORAGE_CONNECTION_STRING ('devstoreaccount1')"),
+    ("abfss://docs@my-acct.dfs.core.windows.net/", "'my-acct': an account name is 3-24 lower case letters or digits"),
+    ("abfs://a--b@devstoreaccount1.blob.core.windows.net/", "'a--b': a container name is 3-63 lower case"),
+    ("abfss://docs@devstoreaccount1.example.com/", "a abfss:// start URL with an account is abfss://container@acc"),
+    ("abfss://docs:KEY@devstoreaccount1.dfs.core.windows.net/", "must not hold a user or password"),
+    ("abfss://docs@devstoreaccount1.dfs.core.windows.net/?sv=2024&sig=abc", "a abfss:// start URL holds no query"),
+    ("s3://docs@bucket/", "must not hold a user or password"),
+])
+def test_a_container_at_account_url_mistake_names_file_key_and_problem(tmp_path, monkeypatch, url, problem):
+    from beamtrawl.pipeline.config import load_config
+    from beamtrawl.pipeline.config.loader import ConfigError
+
+    from tests.servers.azurite import ACCOUNT, KEY
+
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", f"AccountName={ACCOUNT};AccountKey={KEY}")
+    path = tmp_path / "crawl.yaml"
+    path.write_text(yaml.safe_dump({"start": [{"url": url}], "index": {"path": "i.sqlite"}}), encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        load_config(str(path))
+    assert str(raised.value).startswith(f"{path}: start[0].url: {problem}"), str(raised.value)
+    assert "abc" not in str(raised.value) and KEY not in str(raised.value)
