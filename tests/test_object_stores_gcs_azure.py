@@ -262,8 +262,8 @@ def test_a_container_at_account_url_as_hadoop_spells_it(store, tmp_path, crawl, 
 
 
 @pytest.mark.parametrize(("url", "problem"), [
-    ("abfss://docs@devstoreaccount2.dfs.core.windows.net/", "account 'devstoreaccount2' is not the one of "
-                                                           "AZURE_STORAGE_CONNECTION_STRING ('devstoreaccount1')"),
+    ("abfss://docs@devstoreaccount2.dfs.core.windows.net/", ("account 'devstoreaccount2' is not the one of "
+                                                            "AZURE_STORAGE_CONNECTION_STRING ('devstoreaccount1')")),
     ("abfss://docs@my-acct.dfs.core.windows.net/", "'my-acct': an account name is 3-24 lower case letters or digits"),
     ("abfs://a--b@devstoreaccount1.blob.core.windows.net/", "'a--b': a container name is 3-63 lower case"),
     ("abfss://docs@devstoreaccount1.example.com/", "a abfss:// start URL with an account is abfss://container@acc"),
