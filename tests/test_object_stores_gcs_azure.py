@@ -310,3 +310,27 @@ def test_the_delta_table_at_a_container_at_account_url(store, tmp_path, crawl, m
     again = crawl(config)
     assert again.code == 0 and again.counts["unchanged"] == 4, again.stderr
     assert DeltaTable(home + "lake/docs", storage_options=opened).version() == version
+
+
+@pytest.mark.parametrize("store", ["az"], indirect=True)
+def test_a_container_at_account_url_with_a_credentials_entry(store, tmp_path, crawl, monkeypatch):
+    """The login of a container@account URL from its credentials entry; an entry of another account is one
+    incomplete line that keeps every document."""
+    from tests.servers.azurite import ACCOUNT
+
+    monkeypatch.delenv(store.environment[0])
+    monkeypatch.setenv("BT_AZURE_KEY", store.secret)
+    endpoint = store.environment[1].split("BlobEndpoint=")[1].rstrip(";")
+    home = f"abfss://{store.bucket}@{ACCOUNT}.dfs.core.windows.net/"
+
+    def config(account: str) -> Path:
+        return crawl_file(tmp_path, home + "docs/", az={"account_url": endpoint}, credentials=[
+            {"url": home, "username": account, "password": "${BT_AZURE_KEY}"}])
+
+    run = crawl(config(ACCOUNT))
+    assert run.code == 0 and run.counts["written"] == 4, run.stderr
+    other = crawl(config("otheraccount"))
+    assert other.code == 1 and other.counts["deleted"] == 0 and len(indexed(tmp_path)) == 4, other.report
+    assert other.problems("discover") == {home + "docs/": f"cannot list {home}docs/: the credentials entry's account "
+                                                          f"'otheraccount' is not the URL's '{ACCOUNT}'"}
+    assert store.secret not in json.dumps(other.report) + other.stderr
