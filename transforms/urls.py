@@ -94,7 +94,7 @@ def normalize_url(url: str, cleaners: tuple[re.Pattern, ...] = ()) -> str:
     if ":" in netloc:  # an IPv6 address
         netloc = f"[{netloc}]"
     if parts.username and _sources().user_is_address(scheme):  # abfss://container@account…: the container
-        netloc = f"{_normalise_percent(parts.username, '').lower()}@{netloc}"
+        netloc = f"{_normalise_percent(parts.username.lower(), '')}@{netloc}"
     if parts.port and _sources().default_port(scheme) != parts.port:
         netloc = f"{netloc}:{parts.port}"
     path = _normalise_path(parts.path or "/")
