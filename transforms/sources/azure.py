@@ -179,15 +179,15 @@ class AzureSource(ObjectStore):
         """A read-only SAS of the blob signed with the account's key, sent with ``disposition``; "" without a key."""
         from azure.storage.blob import BlobSasPermissions, generate_blob_sas
 
-        bucket, account, home = where(bucket)
+        name, account, home = where(bucket)
         service = self.service(url, account, home)
         account_key = getattr(service.credential, "account_key", None)
         if not account_key:
             return ""
-        token = generate_blob_sas(service.account_name, bucket, key, account_key=account_key,
+        token = generate_blob_sas(service.account_name, name, key, account_key=account_key,
                                   permission=BlobSasPermissions(read=True), content_disposition=disposition,
                                   expiry=datetime.now(UTC) + timedelta(seconds=seconds))
-        return f"{service.get_blob_client(bucket, key).url}?{token}"
+        return f"{service.get_blob_client(name, key).url}?{token}"
 
     def failures(self) -> tuple[type, ...]:
         from azure.core.exceptions import AzureError
