@@ -93,6 +93,8 @@ def normalize_url(url: str, cleaners: tuple[re.Pattern, ...] = ()) -> str:
     netloc = parts.hostname or ""  # lower-cased, without user and password
     if ":" in netloc:  # an IPv6 address
         netloc = f"[{netloc}]"
+    if parts.username and _sources().user_is_address(scheme):  # abfss://container@account…: the container
+        netloc = f"{_normalise_percent(parts.username.lower(), '')}@{netloc}"
     if parts.port and _sources().default_port(scheme) != parts.port:
         netloc = f"{netloc}:{parts.port}"
     path = _normalise_path(parts.path or "/")
@@ -102,6 +104,16 @@ def normalize_url(url: str, cleaners: tuple[re.Pattern, ...] = ()) -> str:
     if scheme == local and not result.startswith(local + "://"):  # a local file's URL has an empty host: file:///x
         result = f"{local}://{result[len(local) + 1:]}"
     return _clean(result, cleaners) if cleaners else result
+
+
+def holds_login(url: str) -> bool:
+    """Does ``url`` hold a login: a password, or a user where its scheme names no part of its address there? Such a
+    URL is refused wherever a URL is configured (it would be indexed, logged and reported)."""
+    written = re.match(r"([a-z][a-z0-9+.-]*)://([^/?#]*)@", url.strip(), re.IGNORECASE)
+    if not written:
+        return False
+    user, colon, _ = written.group(2).partition(":")
+    return bool(colon) or not user or not _sources().user_is_address(written.group(1).lower())
 
 
 def doc_id(url: str) -> str:

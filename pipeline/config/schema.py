@@ -45,7 +45,7 @@ from beamtrawl.transforms.sources import (
     start_problem,
 )
 from beamtrawl.transforms.sources.settings import section_name
-from beamtrawl.transforms.urls import normalize_url
+from beamtrawl.transforms.urls import holds_login, normalize_url
 from beamtrawl.transforms.values import Credential, StartUrl, UrlPattern
 from pydantic import (
     Field,
@@ -84,7 +84,7 @@ class StartEntry(Section):
         if written and not text[written.end():].startswith("//") and local_path(text) is None:
             scheme = written.group(1).lower()  # "http:/host" is a typo, not a folder named "http:"; file:/x is a URL
             raise fail(f"{scheme}: URLs are written {scheme}://host/… {_PATH_HINT}")
-        if re.match(r"[a-z][a-z0-9+.-]*://[^/]*@", text, re.IGNORECASE):  # any scheme: the URL is indexed
+        if holds_login(text):  # any scheme: the URL is indexed
             raise fail("must not hold a user or password; put the login in credentials")
         return url
 
@@ -153,7 +153,7 @@ class CredentialEntry(Section):
     @field_validator("url")
     @classmethod
     def _no_login(cls, url: str) -> str:
-        if "://" not in url or "@" in url.split("://", 1)[1].split("/", 1)[0]:
+        if "://" not in url or holds_login(url):
             raise fail("must be scheme://host[/path], without user or password in it")
         try:
             return normalize_url(url)

@@ -44,6 +44,7 @@ from beamtrawl.transforms.fields import OrEmpty, Path, Text, fail
 from beamtrawl.transforms.index.base import RECORD_FIELDS, IndexTarget, IndexUnavailable, TargetSettings
 from beamtrawl.transforms.index.query import Query
 from beamtrawl.transforms.records import AuxValue, IndexDoc, SnapshotEntry
+from beamtrawl.transforms.urls import holds_login
 from pydantic import AfterValidator
 
 log = logging.getLogger("beamtrawl")
@@ -166,6 +167,8 @@ def _vector_bytes(rows) -> bytes:
 def _table_location(location: str) -> str:
     if "://" in location and not re.match(r"(file:///|(s3|s3a|gs|gcs|az|abfss?)://[^/\s])", location):
         raise fail(f"must be a path or a file://, s3://, gs:// or abfss:// URL with its bucket, got {location!r}")
+    if holds_login(location):  # the table's URL is in the report and the logs: a key goes in storage_options
+        raise fail("must not hold a user or password; put the login in storage_options")
     return location
 
 

@@ -179,6 +179,15 @@ def default_port(scheme: str) -> int | None:
         return None
 
 
+def user_is_address(scheme: str) -> bool:
+    """Does a URL of ``scheme`` name part of its address where a login's user goes (its source's ``user_is_address``:
+    Azure's ``abfss://container@account.dfs.core.windows.net/``), so normalisation keeps it and it is no login?"""
+    try:
+        return bool(getattr(source_class(scheme), "user_is_address", False))
+    except RegistryError:
+        return False
+
+
 def inside_marks(url: str) -> str:
     """The characters after a container's URL that begin something inside it besides "/" (the ``inside_marks`` of
     ``url``'s source: IMAP's ";"); "" for a scheme without a source, or one not spelled in lower case."""

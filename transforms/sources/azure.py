@@ -1,5 +1,8 @@
-"""Azure Blob Storage containers (``az://container/prefix/blob``, or ``abfs://`` / ``abfss://`` spelled the same
-way, as adlfs spells them) through azure-storage-blob, as smart-open reads them.
+"""Azure Blob Storage containers through azure-storage-blob, as smart-open reads them: ``az://container/prefix/blob``
+(``abfs://`` / ``abfss://`` spelled the same way, as adlfs spells them: the account from the login), or as Hadoop
+and Spark spell them, ``abfss://container@account.dfs.core.windows.net/prefix/blob`` (``abfs://``, ``az://``,
+``…blob.core.windows.net`` alike): the account is the host's first label. Such a URL is a document's URL as
+written (lower case), so two accounts' containers of one name never share a URL.
 
 Listing, freshness, reading and failures are every object store's
 (:mod:`~beamtrawl.transforms.sources.object_store`); this module makes the calls. An object's version is its
@@ -7,15 +10,17 @@ ETag (a new upload or a metadata change moves it), its last-modified time the se
 its content type and user metadata, which become fields of its document. On an account with a hierarchical
 namespace (Data Lake Gen2) a folder is also a blob marked ``hdi_isfolder``: no document.
 
-The account and its login: a ``credentials:`` entry for ``az://container/`` (username: the account's name,
+The account and its login: a ``credentials:`` entry for the container's URL (username: the account's name,
 password: its key, as ``${ENV}``), else the connection string in ``AZURE_STORAGE_CONNECTION_STRING``, else no
-login (a public container) at ``az.account_url``. Never in the URL; no reason this module reports names one.
+login (a public container) at ``az.account_url`` (or the URL's account's blob service). An account in the URL
+must be the login's. Never a key or SAS in the URL; no reason this module reports names one.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -44,7 +49,28 @@ class AzureSettings(StoreSettings):
 
 
 class NoAccount(ValueError):
-    """No account to read a container from: neither settings, a credentials entry nor a connection string."""
+    """No account to read a container from (neither settings, a credentials entry nor a connection string), or
+    the URL's account is not the login's."""
+
+
+#: ``container@account.dfs.core.windows.net`` (or ``.blob.``, another cloud's suffix): container, account, suffix.
+_HOME = re.compile(r"([^@]+)@([^.@]+)\.(?:dfs|blob)\.([^@/:]+)")
+_ACCOUNT = (r"[a-z0-9]{3,24}", "an account name is 3-24 lower case letters or digits")
+
+
+def where(bucket: str) -> tuple[str, str, str]:
+    """A URL's authority as (container, account, blob service URL); the account "" when the URL names none."""
+    home = _HOME.fullmatch(bucket)
+    if home is None:
+        return bucket, "", ""
+    container, account, suffix = home.groups()
+    return container, account, f"https://{account}.blob.{suffix}"
+
+
+def _connection_account() -> str:
+    """The account of the connection string in the environment ("" without one)."""
+    found = re.search(r"(?:^|;)\s*AccountName=([^;]*)", os.environ.get(CONNECTION_STRING, ""), re.IGNORECASE)
+    return found.group(1).strip() if found else ""
 
 
 def _blob(blob) -> Stored:
@@ -64,7 +90,8 @@ class AzureSource(ObjectStore):
     schemes = ("az", "abfs", "abfss")
     Settings = AzureSettings
     BUCKET = (r"[a-z0-9](?:[a-z0-9]|-(?!-)){1,61}[a-z0-9]",
-              "a container name is 3-63 lower case letters, digits or single '-'; the account is not in the URL")
+              "a container name is 3-63 lower case letters, digits or single '-'")
+    user_is_address = True  # abfss://container@account.dfs.core.windows.net/: the container, no login
 
     STARTER = (
         "az:                              # the login: AZURE_STORAGE_CONNECTION_STRING, or a credentials entry",
@@ -72,23 +99,52 @@ class AzureSource(ObjectStore):
         "  # account_url: https://ACCOUNT.blob.core.windows.net   # not given: the connection string's",
         "  max_attempts: 4               # tries of one request; then the prefix keeps its documents")
 
-    def container(self, url: str, name: str):
-        """azure-storage-blob's client of container ``name`` (one service client per login)."""
-        return self.client(url, self._make).get_container_client(name)
+    @classmethod
+    def start_problem(cls, url: str) -> str:
+        """A container@account URL: the container's and the account's name rules, and the connection string's
+        account (when there is one) must be the URL's."""
+        scheme, rest = url.split("://", 1)
+        if "@" not in rest.split("/", 1)[0]:
+            return super().start_problem(url)
+        container, account, service = where(rest.split("/", 1)[0])
+        if not service:
+            return f"a {scheme}:// start URL with an account is {scheme}://container@account.dfs.core.windows.net/"
+        for name, (pattern, rule) in ((container, cls.BUCKET), (account, _ACCOUNT)):
+            if not re.fullmatch(pattern, name):
+                return f"{name!r}: {rule}"
+        if not re.fullmatch(r"[^?#]*", rest):
+            return f"a {scheme}:// start URL holds no query (a SAS is a login: put it in no URL)"
+        known = _connection_account()
+        if known and known != account:
+            return f"account {account!r} is not the one of {CONNECTION_STRING} ({known!r})"
+        return ""
 
-    def _make(self, login):
+    def container(self, url: str, bucket: str):
+        """azure-storage-blob's client of the container ``bucket`` names (one service client per account and
+        login)."""
+        name, account, service = where(bucket)
+        return self.service(url, account, service).get_container_client(name)
+
+    def service(self, url: str, account: str, service: str):
+        return self.client(url, lambda login: self._make(login, account, service), home=account)
+
+    def _make(self, login, account: str = "", service: str = ""):
         from azure.storage.blob import BlobServiceClient, ExponentialRetry
 
         options = self.options()
         bounds = {"connection_timeout": options.connect_timeout, "read_timeout": options.read_timeout,
                   "retry_policy": ExponentialRetry(retry_total=options.max_attempts - 1)}
+        if account and login is not None and login.username != account:
+            raise NoAccount(f"the credentials entry's account {login.username!r} is not the URL's {account!r}")
+        if account and login is None and _connection_account() not in ("", account):
+            raise NoAccount(f"the URL's account {account!r} is not the one of {CONNECTION_STRING}")
         if login is not None:
-            url = options.account_url or f"https://{login.username}.blob.core.windows.net"
+            url = options.account_url or service or f"https://{login.username}.blob.core.windows.net"
             return BlobServiceClient(url, {"account_name": login.username, "account_key": login.password}, **bounds)
         if os.environ.get(CONNECTION_STRING):
             return BlobServiceClient.from_connection_string(os.environ[CONNECTION_STRING], **bounds)
-        if options.account_url:
-            return BlobServiceClient(options.account_url, **bounds)
+        if options.account_url or service:
+            return BlobServiceClient(options.account_url or service, **bounds)
         raise NoAccount(f"no account: set az.account_url, {CONNECTION_STRING} or a credentials entry")
 
     def pages(self, url: str, bucket: str, prefix: str) -> Iterator[Page]:
@@ -116,20 +172,22 @@ class AzureSource(ObjectStore):
     def reader(self, url: str, bucket: str, key: str):
         import smart_open.azure
 
-        return smart_open.azure.open(bucket, key, "rb", client=self.client(url, self._make))
+        name, account, service = where(bucket)
+        return smart_open.azure.open(name, key, "rb", client=self.service(url, account, service))
 
     def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str) -> str:
         """A read-only SAS of the blob signed with the account's key, sent with ``disposition``; "" without a key."""
         from azure.storage.blob import BlobSasPermissions, generate_blob_sas
 
-        service = self.client(url, self._make)
+        name, account, home = where(bucket)
+        service = self.service(url, account, home)
         account_key = getattr(service.credential, "account_key", None)
         if not account_key:
             return ""
-        token = generate_blob_sas(service.account_name, bucket, key, account_key=account_key,
+        token = generate_blob_sas(service.account_name, name, key, account_key=account_key,
                                   permission=BlobSasPermissions(read=True), content_disposition=disposition,
                                   expiry=datetime.now(UTC) + timedelta(seconds=seconds))
-        return f"{service.get_blob_client(bucket, key).url}?{token}"
+        return f"{service.get_blob_client(name, key).url}?{token}"
 
     def failures(self) -> tuple[type, ...]:
         from azure.core.exceptions import AzureError

@@ -202,10 +202,11 @@ class ObjectStore:
         """An object's key is indexed itself; a bucket or a prefix ending in / is listed."""
         return StartHints(index=not url.endswith("/"), lines=cls.STARTER)
 
-    def client(self, url: str, make: Callable):
-        """The client for ``url``: ``make(login)`` on first use (login: the ``credentials:`` entry or None), kept."""
+    def client(self, url: str, make: Callable, home: str = ""):
+        """The client for ``url``: ``make(login)`` on first use (login: the ``credentials:`` entry or None), kept
+        per login and ``home`` (an account the URL names)."""
         login = self.settings.login_for(url)
-        keys = (login.username, login.password) if login else (None, None)
+        keys = (home, login.username, login.password) if login else (home, None, None)
         if keys not in self._clients:
             with _MAKING:
                 if keys not in self._clients:
