@@ -176,8 +176,8 @@ class ObjectStore:
 
     def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str, content_type: str) -> str:
         """A URL that reads object ``key`` for ``seconds`` and sends it with ``disposition`` and ``content_type``
-        (not the type it was written with); "" when the login
-        cannot sign (no key: a public bucket, an emulator's anonymous login)."""
+        (not the type it was written with); "" when the login cannot sign (no key: a public bucket, an
+        emulator's anonymous login)."""
         return ""
 
     def failures(self) -> tuple[type, ...]:
