@@ -20,7 +20,8 @@ STORES = ("s3", "gs", "az")
 PUBLIC = {"docs/public/guide.txt": (b"the puffin field guide", "text/plain"),
           "docs/public/counts.txt": (b"puffins,3\nterns,5\n", "text/csv"),  # the object's type, not the name's
           "docs/public/gone.txt": (b"a puffin that flew away", "text/plain"),
-          "docs/public/flown.txt": (b"another puffin that flew away", "text/plain")}
+          "docs/public/flown.txt": (b"another puffin that flew away", "text/plain"),
+          "docs/public/notes.txt": (b"puffin notes", "text/plain")}  # replaced by HTML after the crawl
 HIDDEN = {"docs/hidden/salaries.txt": (b"puffin keepers' salaries", "text/plain")}
 
 
@@ -64,7 +65,7 @@ def stores(s3_server, gcs_server, azurite, tmp_path_factory):
             section, put, delete = make(server, bucket)
             for key, (data, kind) in {**PUBLIC, **HIDDEN}.items():
                 put(key, data, kind)
-            made[scheme] = (section, delete, server.log)
+            made[scheme] = (section, delete, server.log, put)
         config = _config(folder, bucket, made, "stream")
         done = beamtrawl("crawl", str(config), "--direct_num_workers=1", "-q")
         assert done.returncode == 0, done.stderr
@@ -76,7 +77,7 @@ def _config(folder: Path, bucket: str, made: dict, delivery: str) -> Path:
     config.write_text(yaml.safe_dump({
         "start": [{"url": f"{scheme}://{bucket}/docs/"} for scheme in STORES],
         "index": {"path": str(folder / "index.sqlite")}, "report": str(folder / "report.json"),
-        **{scheme: {**section, "delivery": delivery} for scheme, (section, _, _) in made.items()},
+        **{scheme: {**section, "delivery": delivery} for scheme, (section, *_) in made.items()},
         "access_control": [{"url_rules": [{"prefix": f"{scheme}://{bucket}/docs/hidden/", "groups": ["hr"]}
                                           for scheme in STORES]}]}), encoding="utf-8")
     return config
@@ -121,7 +122,7 @@ def test_a_hidden_object_is_404_and_costs_its_store_no_request(streamed, scheme)
 
 def test_a_vanished_object_is_a_clear_410(streamed, stores):
     base, bucket, made = streamed
-    for scheme, (_, delete, _) in made.items():
+    for scheme, (_, delete, *_) in made.items():
         delete("docs/public/gone.txt")
         status, _, body = _document(base, f"{scheme}://{bucket}/docs/public/gone.txt")
         assert status == 410 and b"no longer where it was indexed" in body, (scheme, status, body[:300])
@@ -143,6 +144,7 @@ def test_signed_delivery_redirects_to_a_short_lived_url_of_the_store(stores, gcs
 
 def _signed(base: str, bucket: str, made: dict) -> None:
     for scheme in STORES:
+        _html_uploaded_since_the_crawl_is_not_sent_as_html(base, bucket, made, scheme)
         status, headers, body = _document(base, f"{scheme}://{bucket}/docs/public/guide.txt")
         assert status == 303, (scheme, status, body[:300])
         address = headers["Location"]
@@ -159,6 +161,16 @@ def _signed(base: str, bucket: str, made: dict) -> None:
         assert status == 410 and "Location" not in headers, (scheme, status, body[:300])
 
 
+def _html_uploaded_since_the_crawl_is_not_sent_as_html(base: str, bucket: str, made: dict, scheme: str) -> None:
+    """The URL forces the type serve decided at the crawl (text, inline): a page written over the object since
+    cannot run its script on the store's origin (fake-gcs-server ignores what a URL asks to be sent with)."""
+    made[scheme][3]("docs/public/notes.txt", b"<script>alert(document.domain)</script>", "text/html")
+    status, headers, _ = _document(base, f"{scheme}://{bucket}/docs/public/notes.txt")
+    assert status == 303, (scheme, status)
+    with urllib.request.urlopen(headers["Location"], timeout=30) as answer:
+        assert scheme == "gs" or answer.headers["Content-Type"].startswith("text/plain"), (scheme, answer.headers)
+
+
 def test_a_login_that_cannot_sign_streams_instead(stores):
     """fake-gcs-server's anonymous login (STORAGE_EMULATOR_HOST) holds no key: no address, serve streams."""
     from beamtrawl.pipeline.config import load_config
@@ -170,4 +182,4 @@ def test_a_login_that_cannot_sign_streams_instead(stores):
     url = f"gs://{bucket}/docs/public/guide.txt"
     source = Sources(SourceSettings.from_config(load_config(str(_config(folder, bucket, made, "signed")))))(url)
     stored = Stored(id="", url=url, title="", filename="guide.txt", mimetype="text/plain", size=22)
-    assert source.signed_address(stored, "inline") == ""
+    assert source.signed_address(stored, "inline", "text/plain") == ""

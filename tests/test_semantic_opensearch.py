@@ -149,3 +149,31 @@ def test_damaged_vectors_are_passed_over_not_a_failed_search(opensearch, public_
     assert {h.url for h in page.hits} == {d.url for d in public_docs[2:4]}
     assert base64.b64decode(knn.stored([0, 1], b"\0\0")["vectors"]) == b"\0\0"
     target.close()
+
+
+def test_a_public_document_moved_to_a_group_takes_its_vectors_out_of_public_search(opensearch, public_docs, model):
+    """Its rows move with it: a public searcher no longer finds it, nor anything like it, by meaning; its group
+    does."""
+    target = _alias(opensearch, "hidden-later", public_docs[:3])
+    moved = public_docs[0]
+    assert moved.url in _places(_page_of(target, QUESTION, semantic.SEMANTIC, model))
+    target.set_access([(moved.id, ["staff"], [])])
+    target.client.indices.refresh(index=target.name)
+    for mode in (semantic.SEMANTIC, semantic.HYBRID):
+        assert moved.url not in _places(_page_of(target, QUESTION, mode, model))
+        assert moved.url in _places(_page_of(target, QUESTION, mode, model, groups=["staff"]))
+    assert _page_of(target, "", semantic.AUTO, None, like=moved.id).total == 0
+    assert _page_of(target, "", semantic.AUTO, None, like=moved.id, groups=["staff"]).total > 0
+    target.close()
+
+
+@pytest.mark.parametrize("text", ["?!…", "подпроцесс запуск", "进程 " * 300, "a" * 1000, "🐍 " * 40, "\u200b\ufeff"])
+def test_odd_questions_are_a_page_or_a_message_not_a_failure(aliases, model, text):
+    from beamtrawl.transforms.index.query import QueryError
+
+    for mode in (semantic.SEMANTIC, semantic.HYBRID):
+        try:
+            page = _page_of(aliases["public"], text, mode, model)
+        except QueryError:  # serve shows its message
+            continue
+        assert page.total >= 0 and all(hit.url for hit in page.hits)

@@ -79,13 +79,14 @@ def disposition(stored: Stored, kind: str) -> str:
 def signed_address(sources: Sources, stored: Stored) -> str:
     """A short-lived address of the document at its store, where its source signs them (an object store with
     ``delivery: signed``), else "" (raises what the source raises). HTML is sent there as a download: the
-    store's origin is not this site's, but no sandbox policy goes with it."""
+    store's origin is not this site's, but no sandbox policy goes with it. The type is the one decided at the
+    crawl, so a page written over the object since is not sent as one."""
     source = sources(stored.url)
     if not capable(source, SignedAddress):
         return ""
     kind = content_type(stored)
-    return source.signed_address(stored, disposition(stored, FALLBACK_TYPE if SANDBOXED_TYPES.fullmatch(kind)
-                                                     else kind))
+    kind = FALLBACK_TYPE if SANDBOXED_TYPES.fullmatch(kind) else kind
+    return source.signed_address(stored, disposition(stored, kind), kind)
 
 
 def open_stream(sources: Sources, stored: Stored, follow_symlinks: bool = False):

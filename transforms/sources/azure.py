@@ -175,8 +175,9 @@ class AzureSource(ObjectStore):
         name, account, service = where(bucket)
         return smart_open.azure.open(name, key, "rb", client=self.service(url, account, service))
 
-    def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str) -> str:
-        """A read-only SAS of the blob signed with the account's key, sent with ``disposition``; "" without a key."""
+    def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str, content_type: str) -> str:
+        """A read-only SAS of the blob signed with the account's key, sent with ``disposition`` and
+        ``content_type``; "" without a key."""
         from azure.storage.blob import BlobSasPermissions, generate_blob_sas
 
         name, account, home = where(bucket)
@@ -186,6 +187,7 @@ class AzureSource(ObjectStore):
             return ""
         token = generate_blob_sas(service.account_name, name, key, account_key=account_key,
                                   permission=BlobSasPermissions(read=True), content_disposition=disposition,
+                                  content_type=content_type,
                                   expiry=datetime.now(UTC) + timedelta(seconds=seconds))
         return f"{service.get_blob_client(name, key).url}?{token}"
 

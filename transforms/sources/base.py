@@ -134,11 +134,11 @@ class Deliver(Protocol):
 
 
 class SignedAddress(Protocol):
-    def signed_address(self, stored, disposition: str) -> str:
+    def signed_address(self, stored, disposition: str, content_type: str) -> str:
         """A short-lived address at which a searcher's browser fetches indexed document ``stored`` from its store
-        itself (``disposition``: the Content-Disposition it is to be sent with), or "": deliver it through
-        ``deliver`` / ``open_document``. Asked after the access check; raises FileNotFoundError for a document
-        no longer there."""
+        itself (sent with ``disposition`` and ``content_type``, whatever was written there since), or "": deliver
+        it through ``deliver`` / ``open_document``. Asked after the access check; raises FileNotFoundError for a
+        document no longer there."""
         ...
 
 

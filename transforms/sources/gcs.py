@@ -104,9 +104,9 @@ class GcsSource(ObjectStore):
         return smart_open.gcs.open(bucket, key, "rb", client=self.gcs(url), get_blob_kwargs=self._call(),
                                    blob_open_kwargs={"chunk_size": READ_CHUNK})
 
-    def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str) -> str:
-        """A V4 signed GET, sent with ``disposition``; "" when the login holds no key to sign with (a user's
-        application-default login, an anonymous one)."""
+    def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str, content_type: str) -> str:
+        """A V4 signed GET, sent with ``disposition`` and ``content_type``; "" when the login holds no key to sign
+        with (a user's application-default login, an anonymous one)."""
         from google.auth.credentials import Signing
 
         client = self.gcs(url)
@@ -115,6 +115,7 @@ class GcsSource(ObjectStore):
         endpoint = self.options().endpoint_url or os.environ.get("STORAGE_EMULATOR_HOST") or None
         return client.bucket(bucket).blob(key).generate_signed_url(
             version="v4", expiration=timedelta(seconds=seconds), method="GET", response_disposition=disposition,
+            response_type=content_type,
             **({"api_access_endpoint": endpoint} if endpoint else {}))
 
     def failures(self) -> tuple[type, ...]:

@@ -174,9 +174,10 @@ class ObjectStore:
         """smart-open's reader of object ``key``."""
         raise NotImplementedError
 
-    def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str) -> str:
-        """A URL that reads object ``key`` for ``seconds`` and sends it with ``disposition``; "" when the login
-        cannot sign (no key: a public bucket, an emulator's anonymous login)."""
+    def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str, content_type: str) -> str:
+        """A URL that reads object ``key`` for ``seconds`` and sends it with ``disposition`` and ``content_type``
+        (not the type it was written with); "" when the login cannot sign (no key: a public bucket, an
+        emulator's anonymous login)."""
         return ""
 
     def failures(self) -> tuple[type, ...]:
@@ -298,7 +299,7 @@ class ObjectStore:
         stream.content_type = found.content_type
         return stream
 
-    def signed_address(self, stored, disposition: str) -> str:
+    def signed_address(self, stored, disposition: str, content_type: str) -> str:
         """A signed URL of the object for ``delivery: signed`` ("" for ``stream``, or when the login cannot sign);
         FileNotFoundError when the object is gone, so a searcher meets serve's answer, not the store's."""
         options = self.options()
@@ -307,7 +308,7 @@ class ObjectStore:
         self._present(stored.url)
         bucket, key = bucket_and_key(stored.url)
         try:
-            address = self.sign(stored.url, bucket, key, options.signed_seconds, disposition)
+            address = self.sign(stored.url, bucket, key, options.signed_seconds, disposition, content_type)
         except self.failures() as err:
             raise OSError(f"cannot sign: {self.reason(err)}") from None
         if not address and not self._unsigned:

@@ -99,13 +99,14 @@ class S3Source(ObjectStore):
 
         return smart_open.s3.open(bucket, key, "rb", client=self.s3(url))
 
-    def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str) -> str:
-        """A presigned GET (signature version 4, as the client signs), sent with ``disposition``."""
+    def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str, content_type: str) -> str:
+        """A presigned GET (signature version 4, as the client signs), sent with ``disposition`` and ``content_type``."""
         from botocore.exceptions import NoCredentialsError
 
         try:
             return self.s3(url).generate_presigned_url("get_object", ExpiresIn=seconds, Params={
-                "Bucket": bucket, "Key": key, "ResponseContentDisposition": disposition})
+                "Bucket": bucket, "Key": key, "ResponseContentDisposition": disposition,
+                "ResponseContentType": content_type})
         except NoCredentialsError:
             return ""
 
