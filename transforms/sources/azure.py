@@ -25,7 +25,14 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from beamtrawl.transforms.fields import Count
-from beamtrawl.transforms.sources.object_store import EndpointUrl, ObjectStore, Page, Stored, StoreSettings
+from beamtrawl.transforms.sources.object_store import (
+    EndpointUrl,
+    ObjectStore,
+    Page,
+    Sent,
+    Stored,
+    StoreSettings,
+)
 from pydantic import Field
 
 # The SDK logs every request's URL and headers at INFO (a SAS signature in a query): never print them.
@@ -175,9 +182,9 @@ class AzureSource(ObjectStore):
         name, account, service = where(bucket)
         return smart_open.azure.open(name, key, "rb", client=self.service(url, account, service))
 
-    def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str, content_type: str) -> str:
-        """A read-only SAS of the blob signed with the account's key, sent with ``disposition`` and
-        ``content_type``; "" without a key."""
+    def sign(self, url: str, bucket: str, key: str, seconds: int, sent: Sent) -> str:
+        """A read-only SAS of the blob signed with the account's key, sent as ``sent``
+        says; "" without a key."""
         from azure.storage.blob import BlobSasPermissions, generate_blob_sas
 
         name, account, home = where(bucket)
@@ -186,8 +193,8 @@ class AzureSource(ObjectStore):
         if not account_key:
             return ""
         token = generate_blob_sas(service.account_name, name, key, account_key=account_key,
-                                  permission=BlobSasPermissions(read=True), content_disposition=disposition,
-                                  content_type=content_type,
+                                  permission=BlobSasPermissions(read=True), content_disposition=sent.disposition,
+                                  content_type=sent.content_type,
                                   expiry=datetime.now(UTC) + timedelta(seconds=seconds))
         return f"{service.get_blob_client(name, key).url}?{token}"
 

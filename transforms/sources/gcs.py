@@ -18,7 +18,14 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 from beamtrawl.transforms.fields import Flag, Seconds, Text
-from beamtrawl.transforms.sources.object_store import EndpointUrl, ObjectStore, Page, Stored, StoreSettings
+from beamtrawl.transforms.sources.object_store import (
+    EndpointUrl,
+    ObjectStore,
+    Page,
+    Sent,
+    Stored,
+    StoreSettings,
+)
 
 # Their DEBUG traces print request headers (a bearer token): never print them (--debug).
 for _name in ("google", "google.auth", "google.cloud", "urllib3.connectionpool", "smart_open"):
@@ -104,8 +111,8 @@ class GcsSource(ObjectStore):
         return smart_open.gcs.open(bucket, key, "rb", client=self.gcs(url), get_blob_kwargs=self._call(),
                                    blob_open_kwargs={"chunk_size": READ_CHUNK})
 
-    def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str, content_type: str) -> str:
-        """A V4 signed GET, sent with ``disposition`` and ``content_type``; "" when the login holds no key to sign
+    def sign(self, url: str, bucket: str, key: str, seconds: int, sent: Sent) -> str:
+        """A V4 signed GET, sent as ``sent`` says; "" when the login holds no key to sign
         with (a user's application-default login, an anonymous one)."""
         from google.auth.credentials import Signing
 
@@ -114,8 +121,8 @@ class GcsSource(ObjectStore):
             return ""
         endpoint = self.options().endpoint_url or os.environ.get("STORAGE_EMULATOR_HOST") or None
         return client.bucket(bucket).blob(key).generate_signed_url(
-            version="v4", expiration=timedelta(seconds=seconds), method="GET", response_disposition=disposition,
-            response_type=content_type,
+            version="v4", expiration=timedelta(seconds=seconds), method="GET", response_disposition=sent.disposition,
+            response_type=sent.content_type,
             **({"api_access_endpoint": endpoint} if endpoint else {}))
 
     def failures(self) -> tuple[type, ...]:

@@ -144,6 +144,13 @@ def _clean(text: str) -> str:
     return " ".join("".join(c if c.isprintable() else " " for c in text).split())[:_VALUE_CHARS]
 
 
+class Sent(NamedTuple):
+    """What a signed URL makes the store send with the object: serve's disposition and content type."""
+
+    disposition: str
+    content_type: str
+
+
 class ObjectStore:
     """A source of one object store. What a store's source gives: its ``schemes``, ``Settings`` (extending
     :class:`StoreSettings`), ``BUCKET`` (a bucket or container name's pattern and its rule, for the start URL
@@ -174,9 +181,9 @@ class ObjectStore:
         """smart-open's reader of object ``key``."""
         raise NotImplementedError
 
-    def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str, content_type: str) -> str:
-        """A URL that reads object ``key`` for ``seconds`` and sends it with ``disposition`` and ``content_type``
-        (not the type it was written with); "" when the login cannot sign (no key: a public bucket, an
+    def sign(self, url: str, bucket: str, key: str, seconds: int, sent: Sent) -> str:
+        """A URL that reads object ``key`` for ``seconds`` and sends it with ``sent``'s disposition and content
+        type (not the type it was written with); "" when the login cannot sign (no key: a public bucket, an
         emulator's anonymous login)."""
         return ""
 
@@ -308,7 +315,7 @@ class ObjectStore:
         self._present(stored.url)
         bucket, key = bucket_and_key(stored.url)
         try:
-            address = self.sign(stored.url, bucket, key, options.signed_seconds, disposition, content_type)
+            address = self.sign(stored.url, bucket, key, options.signed_seconds, Sent(disposition, content_type))
         except self.failures() as err:
             raise OSError(f"cannot sign: {self.reason(err)}") from None
         if not address and not self._unsigned:

@@ -17,7 +17,14 @@ from collections.abc import Iterator
 from typing import Literal
 
 from beamtrawl.transforms.fields import Count, Text
-from beamtrawl.transforms.sources.object_store import EndpointUrl, ObjectStore, Page, Stored, StoreSettings
+from beamtrawl.transforms.sources.object_store import (
+    EndpointUrl,
+    ObjectStore,
+    Page,
+    Sent,
+    Stored,
+    StoreSettings,
+)
 from pydantic import Field
 
 # Their DEBUG traces print request headers, signatures included: never print them (--debug).
@@ -99,14 +106,14 @@ class S3Source(ObjectStore):
 
         return smart_open.s3.open(bucket, key, "rb", client=self.s3(url))
 
-    def sign(self, url: str, bucket: str, key: str, seconds: int, disposition: str, content_type: str) -> str:
-        """A presigned GET (signature version 4, as the client signs), sent with ``disposition`` and ``content_type``."""
+    def sign(self, url: str, bucket: str, key: str, seconds: int, sent: Sent) -> str:
+        """A presigned GET (signature version 4, as the client signs), sent as ``sent`` says."""
         from botocore.exceptions import NoCredentialsError
 
         try:
             return self.s3(url).generate_presigned_url("get_object", ExpiresIn=seconds, Params={
-                "Bucket": bucket, "Key": key, "ResponseContentDisposition": disposition,
-                "ResponseContentType": content_type})
+                "Bucket": bucket, "Key": key, "ResponseContentDisposition": sent.disposition,
+                "ResponseContentType": sent.content_type})
         except NoCredentialsError:
             return ""
 
