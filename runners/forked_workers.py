@@ -45,6 +45,8 @@ _WAITING: list[tuple[int, int]] = []
 _RUNNING: dict[int, str | None] = {}
 #: Workers ended at the end of a run for not ending on their own: their work was done.
 _ENDED_QUIETLY: set[int] = set()
+#: Set by :func:`end_workers` until the next crawl: a worker registered after it ran is ended at once.
+_ENDING = threading.Event()
 #: Seconds the runner's clean-up waits for a worker told it is done before ending it (they take well under one).
 STOP_S = 10.0
 
@@ -152,6 +154,7 @@ def install(command_line: str) -> None:
     from apache_beam.runners.portability import local_job_service
     from apache_beam.runners.portability.fn_api_runner import worker_handlers
 
+    _ENDING.clear()
     urn = worker_handlers.python_urns.SUBPROCESS_SDK
     if getattr(worker_handlers.WorkerHandler._registered_environments[urn][0], "_beamtrawl_forked", False):
         return
@@ -200,6 +203,7 @@ def end_workers() -> None:
     """End every worker process the runner started, with whatever they started (their preparing children),
     and the forked ones waiting: SIGTERM, then SIGKILL (pipeline/interrupt.py). For a worker that died,
     whose siblings would otherwise work on, or wait forever for a runner that stopped."""
+    _ENDING.set()  # first: a worker that registers from now on ends itself (_run_worker)
     waiting = [pid for pid, _write in _WAITING]
     release(wait=False)
     _end([*_RUNNING, *waiting])
@@ -255,6 +259,8 @@ def _run_worker(forked: tuple[int, int] | None, command: str, control_address: s
             def wait():
                 return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
         _RUNNING[pid] = worker_id
+        if _ENDING.is_set():  # started as end_workers ran: it would be waited for in vain
+            _end([pid], quietly=True)
         try:
             code = wait()
         finally:
