@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 from beamtrawl.transforms.fields import OrEmpty, Path, Text, fail
 from beamtrawl.transforms.index.base import RECORD_FIELDS, IndexTarget, IndexUnavailable, TargetSettings
 from beamtrawl.transforms.index.query import Query
+from beamtrawl.transforms.index.table_store import arrow_fs, delta_options
 from beamtrawl.transforms.records import AuxValue, IndexDoc, SnapshotEntry
 from pydantic import AfterValidator
 
@@ -198,8 +199,12 @@ class DeltaIndex(IndexTarget):
     def fs(self) -> tuple[pafs.FileSystem, str]:
         """(pyarrow file system, the table's folder in it)."""
         if self._fs is None:
-            self._fs = pafs.FileSystem.from_uri(self.uri if "://" in self.uri else os.path.abspath(self.uri))
+            self._fs = arrow_fs(self.uri, self.storage_options)
         return self._fs
+
+    def _options(self) -> dict | None:
+        """What delta-rs gets to reach the store (:mod:`~beamtrawl.transforms.index.table_store`)."""
+        return (delta_options(self.uri, self.storage_options) or None) if "://" in self.uri else None
 
     def _path(self, name: str) -> str:
         return f"{self.fs[1]}/{name}"
@@ -207,7 +212,7 @@ class DeltaIndex(IndexTarget):
     def _open(self, version: int | None = None):
         from deltalake import DeltaTable
 
-        return DeltaTable(self.uri, version=version, storage_options=self.storage_options or None)
+        return DeltaTable(self.uri, version=version, storage_options=self._options())
 
     @property
     def table(self):
@@ -231,11 +236,11 @@ class DeltaIndex(IndexTarget):
 
         self._refuse_escapes()
         try:
-            if not DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
+            if not DeltaTable.is_deltatable(self.uri, storage_options=self._options()):
                 self._refuse_inside_a_table()
                 self._refuse_foreign_folder()
                 DeltaTable.create(self.uri, SCHEMA, name="beamtrawl", configuration=PROPERTIES,
-                                  storage_options=self.storage_options or None, raise_if_key_not_exists=False)
+                                  storage_options=self._options(), raise_if_key_not_exists=False)
             self._table = None
             self._check_table(self.table)
             self._add_columns(self.table)  # after the check: someone else's table is left as it is
@@ -315,7 +320,7 @@ class DeltaIndex(IndexTarget):
         from deltalake.exceptions import DeltaError
 
         try:
-            if not DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
+            if not DeltaTable.is_deltatable(self.uri, storage_options=self._options()):
                 raise IndexUnavailable(f"{self._where()}: no index here yet (no Delta table); run beamtrawl crawl "
                                        f"first")
             self._check_table(self.table)
@@ -357,14 +362,16 @@ class DeltaIndex(IndexTarget):
         return found if isinstance(found, dict) else None
 
     def _write_side(self, name: str, value: dict) -> None:
-        """Written whole under another name, then moved: a reader never meets half a file (on an object store
-        the move is a copy, itself whole)."""
+        """Written whole under another name, then moved: a reader never meets half a file. An object store
+        writes an object whole anyway, and some cannot move one (Azure Blob without a hierarchical namespace)."""
         fs, _ = self.fs
         fs.create_dir(self._path(name).rpartition("/")[0], recursive=True)
-        temporary = self._path(f"{name}.{uuid.uuid4().hex}.tmp")
+        local = isinstance(fs, pafs.LocalFileSystem)
+        temporary = self._path(f"{name}.{uuid.uuid4().hex}.tmp") if local else self._path(name)
         with fs.open_output_stream(temporary) as out:
             out.write(json.dumps(value, sort_keys=True).encode())
-        fs.move(temporary, self._path(name))
+        if local:
+            fs.move(temporary, self._path(name))
 
     def snapshot_splits(self) -> list[tuple[int, list[str]]]:
         """The files of the pinned version, in groups of about SPLIT_ROWS rows."""
@@ -518,7 +525,7 @@ class DeltaIndex(IndexTarget):
         from deltalake import DeltaTable, write_deltalake
 
         self._refuse_escapes()
-        if DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
+        if DeltaTable.is_deltatable(self.uri, storage_options=self._options()):
             raise IndexUnavailable(f"{self._where()}: a Delta table is there already; export into a new folder")
         self._refuse_inside_a_table()
         self._refuse_foreign_folder()
@@ -540,7 +547,7 @@ class DeltaIndex(IndexTarget):
         existed = fs.get_file_info(root).type == pafs.FileType.Directory  # empty: checked above
         try:  # from the table's creation on: a failure leaves nothing that a second export would refuse
             table = DeltaTable.create(self.uri, SCHEMA, name="beamtrawl", configuration=PROPERTIES,
-                                      storage_options=self.storage_options or None, raise_if_key_not_exists=False)
+                                      storage_options=self._options(), raise_if_key_not_exists=False)
             write_deltalake(table, pa.RecordBatchReader.from_batches(SCHEMA, batches()), mode="append",
                             commit_properties=self._commit_properties("export"))
         except BaseException:  # the table could not be made, or the source failed midway
@@ -702,7 +709,7 @@ _BACKTRACE = re.compile(r"\s0: ")
 def _short(err: Exception) -> str:
     """An error of delta-rs or pyarrow on one line, without its terminal colours and backtrace, and a log
     that cannot be decoded said as such (delta-rs: "Kernel error: Json error: … 0: <unknown> …")."""
-    text = _COLOUR.sub("", str(err)).replace("↳", ":")
+    text = re.sub(r"\?\S*", "", _COLOUR.sub("", str(err)).replace("↳", ":"))  # a query may hold a signature
     text = _BACKTRACE.split(text, maxsplit=1)[0]
     text = " ".join(text.split()).replace(" :", ":")
     if "Json error" in text:
