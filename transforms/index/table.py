@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 from beamtrawl.transforms.fields import OrEmpty, Path, Text, fail
 from beamtrawl.transforms.index.base import RECORD_FIELDS, IndexTarget, IndexUnavailable, TargetSettings
 from beamtrawl.transforms.index.query import Query
-from beamtrawl.transforms.index.table_store import arrow_fs, delta_options
+from beamtrawl.transforms.index.table_store import arrow_fs, delta_options, failures
 from beamtrawl.transforms.records import AuxValue, IndexDoc, SnapshotEntry
 from pydantic import AfterValidator
 
@@ -246,7 +246,7 @@ class DeltaIndex(IndexTarget):
             self._add_columns(self.table)  # after the check: someone else's table is left as it is
         except IndexUnavailable:
             raise
-        except (DeltaError, OSError) as err:
+        except (DeltaError, *failures()) as err:
             raise IndexUnavailable(f"{self._where()}: cannot use the Delta table ({_short(err)})") from None
         self.version = self.table.version()
         self.crawl_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
@@ -324,7 +324,7 @@ class DeltaIndex(IndexTarget):
                 raise IndexUnavailable(f"{self._where()}: no index here yet (no Delta table); run beamtrawl crawl "
                                        f"first")
             self._check_table(self.table)
-        except (DeltaError, OSError) as err:
+        except (DeltaError, *failures()) as err:
             raise IndexUnavailable(f"{self._where()}: cannot read the Delta table ({_short(err)})") from None
 
     def read_owner(self) -> dict | None:
@@ -357,7 +357,7 @@ class DeltaIndex(IndexTarget):
         try:
             with fs.open_input_stream(self._path(name)) as handle:
                 found = json.loads(handle.read())
-        except (OSError, ValueError):
+        except (*failures(), ValueError):
             return None
         return found if isinstance(found, dict) else None
 
@@ -419,7 +419,8 @@ class DeltaIndex(IndexTarget):
         actions = []
         for path, info in zip(paths, fs.get_file_info(paths), strict=True):
             rows = pq.read_metadata(path, filesystem=fs).num_rows
-            actions.append(AddAction(path[len(root) + 1:], info.size, {}, int(info.mtime.timestamp() * 1000), True,
+            written = info.mtime.timestamp() if info.mtime else time.time()  # fsspec's Azure gives none
+            actions.append(AddAction(path[len(root) + 1:], info.size, {}, int(written * 1000), True,
                                      json.dumps({"numRecords": rows})))
         self.table.create_write_transaction(actions, "append", SCHEMA,
                                             commit_properties=self._commit_properties("upsert"))
@@ -453,7 +454,7 @@ class DeltaIndex(IndexTarget):
         if not self.crawl_id:
             return
         fs, root = self.fs
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(*failures()):
             fs.delete_file(self._path(f"{LEASES}/{self.crawl_id}.json"))
         try:
             held = set(_files(self._open()))
@@ -470,7 +471,7 @@ class DeltaIndex(IndexTarget):
         fs, _ = self.fs
         found = {}
         for info in fs.get_file_info(pafs.FileSelector(self._path(LEASES), allow_not_found=True)):
-            with contextlib.suppress(OSError, ValueError, KeyError), fs.open_input_stream(info.path) as handle:
+            with contextlib.suppress(*failures(), ValueError, KeyError), fs.open_input_stream(info.path) as handle:
                 lease = json.loads(handle.read())
                 if _ended(lease):
                     fs.delete_file(info.path)
@@ -486,7 +487,7 @@ class DeltaIndex(IndexTarget):
 
         try:
             return self._maintain(retention_hours)
-        except (DeltaError, OSError) as err:
+        except (DeltaError, *failures()) as err:
             raise IndexUnavailable(f"{self._where()}: cannot maintain the Delta table ({_short(err)})") from None
 
     def _maintain(self, retention_hours: float) -> dict:
@@ -518,7 +519,7 @@ class DeltaIndex(IndexTarget):
             return self._write_all(docs, batch)
         except IndexUnavailable:
             raise
-        except (DeltaError, OSError) as err:
+        except (DeltaError, *failures()) as err:
             raise IndexUnavailable(f"{self._where()}: cannot write the Delta table ({_short(err)})") from None
 
     def _write_all(self, docs: Iterator[IndexDoc], batch: int) -> int:
@@ -551,7 +552,7 @@ class DeltaIndex(IndexTarget):
             write_deltalake(table, pa.RecordBatchReader.from_batches(SCHEMA, batches()), mode="append",
                             commit_properties=self._commit_properties("export"))
         except BaseException:  # the table could not be made, or the source failed midway
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(*failures()):
                 fs.delete_dir_contents(root) if existed else fs.delete_dir(root)
             if failed:  # the source's own error, not delta-rs's wrapping of it
                 raise failed[0] from None
@@ -617,7 +618,7 @@ class DeltaIndex(IndexTarget):
                 if at >= 0:
                     row = fragment.to_table(schema=SCHEMA, columns=list(RECORD_FIELDS)).slice(at, 1).to_pylist()[0]
                     return _record(row)
-        except (DeltaError, OSError) as err:
+        except (DeltaError, *failures()) as err:
             raise IndexUnavailable(f"{self._where()}: cannot read the Delta table ({_short(err)})") from None
         return None
 

@@ -98,14 +98,26 @@ def _s3(options: dict) -> pafs.S3FileSystem:
 
 
 def _azure(uri: str, options: dict) -> pafs.FileSystem:
-    """pyarrow's Azure Blob file system for the account delta-rs is given (an endpoint of its own: Azurite,
-    a sovereign cloud)."""
+    """fsspec's Azure Blob file system (adlfs) for the account delta-rs is given, an endpoint of its own too
+    (Azurite, a sovereign cloud); pyarrow's own aborts the process on an error answer without a body."""
+    from adlfs import AzureBlobFileSystem
+
     account, key, endpoint = _azure_account(uri, options)
-    settings: dict = {"account_name": account}
-    if key:
-        settings["account_key"] = key
-    if endpoint:
-        split = urlsplit(endpoint)
-        settings.update(blob_storage_authority=split.netloc, blob_storage_scheme=split.scheme,
-                        dfs_storage_authority=split.netloc, dfs_storage_scheme=split.scheme)
-    return pafs.AzureFileSystem(**settings)
+    if endpoint and key:
+        protocol = urlsplit(endpoint).scheme
+        store = AzureBlobFileSystem(connection_string=f"DefaultEndpointsProtocol={protocol};AccountName={account};"
+                                                      f"AccountKey={key};BlobEndpoint={endpoint};")
+    else:  # a SAS token, else Azure's credential chain (DefaultAzureCredential), as delta-rs does
+        sas = _given(options, "azure_storage_sas_key", "azure_storage_sas_token", "sas_key", "sas_token")
+        store = AzureBlobFileSystem(account_name=account, account_key=key or None, sas_token=sas or None, anon=False)
+    return pafs.PyFileSystem(pafs.FSSpecHandler(store))
+
+
+def failures() -> tuple[type, ...]:
+    """What a call to a table's store may raise besides delta-rs's errors: pyarrow's OSError, and adlfs's Azure
+    SDK errors (imported when there, so a table elsewhere needs no Azure library)."""
+    try:
+        from azure.core.exceptions import AzureError
+    except ImportError:
+        return (OSError,)
+    return (OSError, AzureError)
