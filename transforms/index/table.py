@@ -252,6 +252,22 @@ class DeltaIndex(IndexTarget):
         self.crawl_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
         self._write_lease()
 
+    def place_problem(self, create: bool) -> str:
+        """A table in an object store: a probe file written and removed in its folder, as the workers will stage
+        theirs, so a read-only login or a missing bucket is one line before any work. A local folder is made or
+        refused by :meth:`prepare`."""
+        if "://" not in self.uri or self.uri.startswith("file://"):
+            return ""
+        fs, _ = self.fs
+        probe = self._path(f"_beamtrawl/probe-{uuid.uuid4().hex[:8]}")
+        try:
+            with fs.open_output_stream(probe) as out:
+                out.write(b"beamtrawl")
+            fs.delete_file(probe)
+        except failures() as err:
+            return f"its folder cannot be written ({_short(err)})"
+        return ""
+
     def _refuse_foreign_folder(self) -> None:
         """A folder with files that is not a Delta table is someone else's: left as it is."""
         fs, root = self.fs
