@@ -259,7 +259,7 @@ class DeltaIndex(IndexTarget):
         if "://" not in self.uri or self.uri.startswith("file://"):
             return ""
         fs, _ = self.fs
-        probe = self._path(f"_beamtrawl/probe-{uuid.uuid4().hex[:8]}")
+        probe = self._path(f"_beamtrawl-probe-{uuid.uuid4().hex[:8]}")  # pyarrow leaves its folder as a marker
         try:
             with fs.open_output_stream(probe) as out:
                 out.write(b"beamtrawl")
