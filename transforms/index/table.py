@@ -155,7 +155,7 @@ class DeltaSettings(TargetSettings):
     """the open table format (Delta Lake through delta-rs; docs/table.md says why not Iceberg)"""
     storage_options: Annotated[dict[str, Text], OrEmpty,
                                AfterValidator(lambda options: tuple(sorted(options.items())))] = ()
-    """options for delta-rs's object stores (credentials as ``${ENV_VAR}``)"""
+    """delta-rs's object store options (any case; credentials as ``${ENV_VAR}``); not given: the environment the sources read (AWS_*, AZURE_STORAGE_CONNECTION_STRING, Google's chain)"""
 
     @property
     def label(self) -> str:
