@@ -186,3 +186,31 @@ def test_a_throttling_store_a_refused_login_and_a_vanished_container_are_one_lin
     lines = [line for line in gone.stdout.splitlines() if line.startswith("FAILED:")]
     assert gone.code == 2 and len(lines) == 1 and "Traceback" not in gone.stdout + gone.stderr, gone.stdout
     assert "container does not exist" in lines[0] and gone.report["counts"]["deleted"] == 0
+
+
+@pytest.mark.parametrize("work_dir", ["az://container/work", "abfss://c@account.dfs.core.windows.net/w", "s3://",
+                                      "ftp://host/work"])
+def test_a_work_folder_beam_cannot_write_is_a_configuration_error_naming_the_key(tmp_path, work_dir):
+    from beamtrawl.pipeline.config import ConfigError, parse_config
+
+    raw = {"start": [{"url": f"file://{tmp_path}"}], "index": {"path": "i.sqlite"}, "work_dir": work_dir}
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw, str(tmp_path / "c.yaml"))
+    assert "c.yaml: work_dir: must be a folder, file:///…, s3://bucket/… or gs://bucket/…" in str(err.value)
+
+
+def test_the_table_and_its_files_reach_the_store_the_connection_string_names(monkeypatch):
+    """delta-rs and the workers' file system get one account, key and endpoint: the connection string's, unless
+    the table's storage_options name another account (whose key the string does not hold)."""
+    from beamtrawl.transforms.index.table_store import delta_options
+
+    from tests.servers.azurite import ACCOUNT, KEY
+
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};"
+                                                          f"AccountKey={KEY};BlobEndpoint=http://127.0.0.1:1/{ACCOUNT};")
+    assert delta_options("az://c/t", {}) == {"azure_storage_account_name": ACCOUNT, "azure_storage_account_key": KEY,
+                                             "azure_storage_endpoint": f"http://127.0.0.1:1/{ACCOUNT}",
+                                             "allow_http": "true"}
+    assert delta_options("abfss://c@other.dfs.core.windows.net/t", {}) == {"azure_storage_account_name": "other"}
+    assert delta_options("s3://b/t", {"AWS_ENDPOINT_URL": "https://minio:9000"}) == {
+        "AWS_ENDPOINT_URL": "https://minio:9000"}
