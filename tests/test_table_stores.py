@@ -9,9 +9,6 @@ table in gs:// has no emulator to be tested against; S3's table tests are in tes
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -25,9 +22,7 @@ from tests.conftest import CrawlRun, beamtrawl
 from tests.servers.throttling import throttling
 from tests.test_clusters import _change as change
 from tests.test_crawl_end_to_end import build_tree
-from tests.test_table import _row, delta_documents
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.test_table import _row, delta_documents, killed_while_staging
 
 
 @pytest.fixture(scope="module")
@@ -118,16 +113,7 @@ def test_a_crawl_killed_while_staging_into_a_container_converges_on_its_rerun(co
     everything and `maintain` then removes the dead crawl's files."""
     uri = f"az://{container.container_name}/table"
     _root, remote, local = _pair(tmp_path, make_config, uri)
-    killed = subprocess.run([sys.executable, "-c", f"""
-import os, signal
-from beamtrawl.transforms.index.table import DeltaIndex
-from tests.test_table import _doc
-target = DeltaIndex({uri!r})
-target.prepare()
-target.upsert([_doc(1, "staged"), _doc(2)])
-os.kill(os.getpid(), signal.SIGKILL)
-"""], cwd=ROOT, check=False)
-    assert killed.returncode == -signal.SIGKILL
+    killed_while_staging(uri)
     staged = [b.name for b in container.list_blobs(name_starts_with="table/part-")]
     assert len(staged) == 1 and _documents(uri) == {}
     assert _crawl(remote).code == 0 and _crawl(local).code == 0
