@@ -294,7 +294,8 @@ def test_a_bucket_crawled_on_flink_into_a_table_and_work_folder_in_a_bucket_equa
     from tests.test_object_stores import OBJECTS, crawl_file
     from tests.test_table import _row
 
-    for variable, value in s3_server.storage_options().items():  # the login and endpoint: the environment only
+    login = s3_server.storage_options()
+    for variable, value in login.items():  # the driver's: boto3's chain, as a user's would be
         monkeypatch.setenv(variable, value)
     client = boto3.client("s3", endpoint_url=s3_server.endpoint)
     name = f"bt-{uuid.uuid4().hex[:12]}"
@@ -303,17 +304,27 @@ def test_a_bucket_crawled_on_flink_into_a_table_and_work_folder_in_a_bucket_equa
         client.create_bucket(Bucket=bucket)
     for key, text in OBJECTS.items():
         client.put_object(Bucket=name, Key=key, Body=text.encode())
+    # The pool of workers was started before this test, without that environment: what they need travels in the
+    # pipeline — the source's login (a credentials entry), the table's (its storage_options) and the work folder's
+    # (Beam's S3 options).
+    beam = [f"--s3_endpoint_url={s3_server.endpoint}", f"--s3_access_key_id={login['AWS_ACCESS_KEY_ID']}",
+            f"--s3_secret_access_key={login['AWS_SECRET_ACCESS_KEY']}", "--s3_region_name=us-east-1"]
     configs = {}
     for runner in ("direct", "cluster"):
         (tmp_path / runner).mkdir()
-        configs[runner] = crawl_file(tmp_path / runner, f"s3://{name}/docs/", s3={"endpoint_url": s3_server.endpoint},
-                                     index={"table": f"s3://{lake}/{runner}"}, work_dir=f"s3://{lake}/{runner}-work",
-                                     report=str(tmp_path / runner / "report.json"))
+        configs[runner] = crawl_file(
+            tmp_path / runner, f"s3://{name}/docs/", s3={"endpoint_url": s3_server.endpoint, "region": "us-east-1"},
+            credentials=[{"url": f"s3://{name}/", "username": login["AWS_ACCESS_KEY_ID"],
+                          "password": "${AWS_SECRET_ACCESS_KEY}"}],
+            index={"table": f"s3://{lake}/{runner}", "storage_options": {**login, "AWS_SECRET_ACCESS_KEY":
+                                                                         "${AWS_SECRET_ACCESS_KEY}"}},
+            work_dir=f"s3://{lake}/{runner}-work", report=str(tmp_path / runner / "report.json"))
 
     def step() -> dict:
         reports, tables = {}, {}
         for runner, config in configs.items():
-            done = beamtrawl("crawl", str(config), *(flink.options if runner == "cluster" else ("--direct_num_workers=2",)))
+            done = beamtrawl("crawl", str(config), *beam,
+                             *(flink.options if runner == "cluster" else ("--direct_num_workers=2",)))
             assert done.returncode == 0, (runner, done.stdout[-2000:], done.stderr[-3000:])
             reports[runner] = json.loads((tmp_path / runner / "report.json").read_text(encoding="utf-8"))
             tables[runner] = {row["id"]: _row(row) for row in DeltaTable(
