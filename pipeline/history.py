@@ -1,6 +1,7 @@
-"""What the last crawls recorded, kept in the work folder for ``beamtrawl explain``: per crawl, when it ran,
-how it ended and its report lines (URL, stage, reason, kind), in a bucket too (``work_dir: s3://…``). Bounded: the last KEPT_CRAWLS crawls, each
-with at most MAX_LINES lines — a crawl that met a million broken files keeps the first of them."""
+"""What the last crawls recorded, kept in the work folder for ``beamtrawl explain`` (in a bucket too:
+``work_dir: s3://…``): per crawl, when it ran, how it ended and its report lines (URL, stage, reason, kind).
+Bounded: the last KEPT_CRAWLS crawls, each with at most MAX_LINES lines — a crawl that met a million broken
+files keeps the first of them."""
 
 from __future__ import annotations
 

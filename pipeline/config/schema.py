@@ -62,7 +62,6 @@ _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
 _PATH_HINT = "(a relative path with ':' in its first folder is written ./folder)"
 
 
-
 def _work_folder(folder: str) -> str:
     """The work folder is written through Beam's file systems: a path, ``s3://`` or ``gs://`` (Beam has none for
     ``az://``, whose workers would fail after the crawl began)."""
@@ -70,6 +69,7 @@ def _work_folder(folder: str) -> str:
         raise fail(f"must be a folder, file:///…, s3://bucket/… or gs://bucket/… (a folder in Azure cannot hold "
                    f"it: Beam has no file system for az://), got {folder!r}")
     return folder
+
 
 class StartEntry(Section):
     """A start URL (a plain path is a folder or file relative to the configuration file)."""

@@ -17,8 +17,9 @@ change data feed says per version which ids were inserted, updated and deleted (
     driver   finish: the lease goes; files of this crawl that no version holds are removed
 
 A crawl that fails commits nothing: readers keep the last good version. Workers write into the table's
-own folder (any file system pyarrow and delta-rs know: a local path, ``s3://``, ``gs://``, ``abfss://``),
-so the table works on every runner; on a cluster every worker must reach that folder.
+own folder (a local path, ``s3://``, ``gs://``, ``az://`` or ``abfss://``: delta-rs and the workers' file
+system reach the same store, :mod:`~beamtrawl.transforms.index.table_store`), so the table works on every
+runner; on a cluster every worker must reach that folder.
 """
 
 from __future__ import annotations
@@ -155,7 +156,8 @@ class DeltaSettings(TargetSettings):
     """the open table format (Delta Lake through delta-rs; docs/table.md says why not Iceberg)"""
     storage_options: Annotated[dict[str, Text], OrEmpty,
                                AfterValidator(lambda options: tuple(sorted(options.items())))] = ()
-    """delta-rs's object store options (any case; credentials as ``${ENV_VAR}``); not given: the environment the sources read (AWS_*, AZURE_STORAGE_CONNECTION_STRING, Google's chain)"""
+    """delta-rs's object store options (any case; credentials as ``${ENV_VAR}``); not given: the environment
+    the sources read (AWS_*, AZURE_STORAGE_CONNECTION_STRING, Google's chain)"""
 
     @property
     def label(self) -> str:
