@@ -37,8 +37,8 @@ def _connection() -> dict[str, str]:
     return {name.strip(): value.strip() for name, value in parts}
 
 
-def _azure_account(uri: str, options: dict) -> tuple[str, str, str]:
-    """(account, key, blob endpoint) of an az:// or abfss:// table: the options, the URL's host
+def _azure_account(uri: str, options: dict) -> tuple[str, str, str, str]:
+    """(account, key, SAS token, blob endpoint) of an az:// or abfss:// table: the options, the URL's host
     (``abfss://container@account.dfs.core.windows.net``), else the connection string."""
     host = urlsplit(uri).netloc
     from_url = host.split("@", 1)[1].split(".", 1)[0] if "@" in host else ""
@@ -46,11 +46,13 @@ def _azure_account(uri: str, options: dict) -> tuple[str, str, str]:
     account = _given(options, "azure_storage_account_name", "account_name") or from_url or connection.get(
         "AccountName", "")
     key = _given(options, "azure_storage_account_key", "azure_storage_access_key", "account_key", "access_key")
+    sas = _given(options, "azure_storage_sas_key", "azure_storage_sas_token", "sas_key", "sas_token")
     endpoint = _given(options, "azure_storage_endpoint", "azure_endpoint", "endpoint")
     if connection.get("AccountName", account) == account:
         key = key or connection.get("AccountKey", "")
+        sas = sas or connection.get("SharedAccessSignature", "")
         endpoint = endpoint or connection.get("BlobEndpoint", "")
-    return account, key, endpoint.rstrip("/")
+    return account, key, sas, endpoint.rstrip("/")
 
 
 def delta_options(uri: str, options: dict) -> dict[str, str]:
@@ -58,9 +60,9 @@ def delta_options(uri: str, options: dict) -> dict[str, str]:
     the AWS_* variables and Google's chain itself, not an Azure connection string)."""
     found = dict(options)
     if scheme(uri) in _AZURE:
-        account, key, endpoint = _azure_account(uri, options)
+        account, key, sas, endpoint = _azure_account(uri, options)
         defaults = {"azure_storage_account_name": account, "azure_storage_account_key": key,
-                    "azure_storage_endpoint": endpoint}
+                    "azure_storage_sas_key": sas if not key else "", "azure_storage_endpoint": endpoint}
         found.update({name: value for name, value in defaults.items() if value and not _given(found, name)})
     endpoint = (_given(found, "aws_endpoint_url", "aws_endpoint", "endpoint_url", "endpoint",
                        "azure_storage_endpoint", "azure_endpoint")
@@ -102,13 +104,12 @@ def _azure(uri: str, options: dict) -> pafs.FileSystem:
     (Azurite, a sovereign cloud); pyarrow's own aborts the process on an error answer without a body."""
     from adlfs import AzureBlobFileSystem
 
-    account, key, endpoint = _azure_account(uri, options)
+    account, key, sas, endpoint = _azure_account(uri, options)
     if endpoint and key:
         protocol = urlsplit(endpoint).scheme
         store = AzureBlobFileSystem(connection_string=f"DefaultEndpointsProtocol={protocol};AccountName={account};"
                                                       f"AccountKey={key};BlobEndpoint={endpoint};")
     else:  # a SAS token, else Azure's credential chain (DefaultAzureCredential), as delta-rs does
-        sas = _given(options, "azure_storage_sas_key", "azure_storage_sas_token", "sas_key", "sas_token")
         store = AzureBlobFileSystem(account_name=account, account_key=key or None, sas_token=sas or None, anon=False)
     return pafs.PyFileSystem(pafs.FSSpecHandler(store))
 
