@@ -325,8 +325,8 @@ def test_a_bucket_crawled_on_flink_into_a_table_and_work_folder_in_a_bucket_equa
         for runner, config in configs.items():
             done = beamtrawl("crawl", str(config), *beam,
                              *(flink.options if runner == "cluster" else ("--direct_num_workers=2",)))
-            assert done.returncode == 0, (runner, done.stdout[-2000:], done.stderr[-3000:])
             reports[runner] = json.loads((tmp_path / runner / "report.json").read_text(encoding="utf-8"))
+            assert done.returncode == 0, (runner, reports[runner].get("fatal"), done.stderr[-3000:])
             tables[runner] = {row["id"]: _row(row) for row in DeltaTable(
                 f"s3://{lake}/{runner}", storage_options=s3_server.storage_options()).to_pyarrow_table().to_pylist()}
             kept = [o["Key"] for o in client.list_objects_v2(Bucket=lake, Prefix=f"{runner}-work/").get("Contents", [])]
