@@ -116,9 +116,10 @@ def _azure(uri: str, options: dict) -> pafs.FileSystem:
 
 def failures() -> tuple[type, ...]:
     """What a call to a table's store may raise besides delta-rs's errors: pyarrow's OSError, and adlfs's Azure
-    SDK errors (imported when there, so a table elsewhere needs no Azure library)."""
+    SDK errors (imported when there, so a table elsewhere needs no Azure library) and the RuntimeError it wraps
+    a failed upload in ("Failed to upload block: …")."""
     try:
         from azure.core.exceptions import AzureError
     except ImportError:
         return (OSError,)
-    return (OSError, AzureError)
+    return (OSError, AzureError, RuntimeError)
