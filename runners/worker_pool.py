@@ -68,10 +68,14 @@ def job_options_for_file_systems(provision: str, worker_id: str) -> None:
         from apache_beam.runners.worker.sdk_worker_main import _load_pipeline_options
         from google.protobuf import json_format
 
-        with grpc.insecure_channel(provision) as channel:
-            info = beam_provision_api_pb2_grpc.ProvisionServiceStub(channel).GetProvisionInfo(
-                beam_provision_api_pb2.GetProvisionInfoRequest(), metadata=[("worker_id", worker_id)], timeout=60).info
-        options = _load_pipeline_options(json_format.MessageToJson(info.pipeline_options))
+        try:
+            with grpc.insecure_channel(provision) as channel:
+                info = beam_provision_api_pb2_grpc.ProvisionServiceStub(channel).GetProvisionInfo(
+                    beam_provision_api_pb2.GetProvisionInfoRequest(), metadata=[("worker_id", worker_id)],
+                    timeout=60).info
+            options = _load_pipeline_options(json_format.MessageToJson(info.pipeline_options))
+        except grpc.RpcError as err:  # a runner without the service: the stores' own chains, as before
+            log.warning("the job's options could not be read from %s (%s)", provision, err.code())
     FileSystems.set_options(PipelineOptions.from_dictionary(options))
 
 
