@@ -141,16 +141,12 @@ MIN_WORK_SPACE = 16 * 1024**2
 def unwritable_url(folder: str) -> str:
     """Why the pipeline could not write into ``folder``, a URL (``s3://bucket/work``), or "": a probe file written
     and removed through Beam's file systems, as the workers will write there."""
-    from apache_beam.io.filesystems import FileSystems
-    from apache_beam.options.pipeline_options import PipelineOptions
-
     probe = f"{folder.rstrip('/')}/.probe-{uuid.uuid4().hex[:8]}"
     try:
-        if FileSystems._pipeline_options is None:  # before a pipeline sets them: the stores' own login chains
-            FileSystems.set_options(PipelineOptions([]))
-        with FileSystems.create(probe) as handle:
+        files = history.file_systems()
+        with files.create(probe) as handle:
             handle.write(b"beamtrawl")
-        FileSystems.delete([probe])
+        files.delete([probe])
     except Exception as err:  # noqa: BLE001 - whatever the store's client raises is the one line
         return f"{type(err).__name__}: {err}".splitlines()[0]
     return ""

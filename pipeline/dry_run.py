@@ -48,6 +48,8 @@ def _index_line(config) -> tuple[str, int, int | None]:
     target = make_target(config.index)
     try:
         target.check()
+        if problem := target.place_problem(create=False):  # readable is not writable (a read-only login)
+            return f"index {config.index.label}: {problem}", EXIT_FATAL, None
         return f"index {config.index.label}: reachable", EXIT_OK, target.count()
     except IndexUnavailable as err:
         if problem := target.place_problem(create=False):

@@ -20,7 +20,6 @@ import json
 from dataclasses import dataclass
 
 import apache_beam as beam
-import smart_open
 from beamtrawl.transforms import batches
 from beamtrawl.transforms.accept import Rules
 from beamtrawl.transforms.batches import Batch
@@ -73,9 +72,12 @@ def _under(url: str, again: frozenset[str]) -> bool:
 
 
 def _write_totals(totals: dict, path: str) -> None:
-    """One file with a fixed name: a retried bundle rewrites it with the same content."""
-    with smart_open.open(path, "w", encoding="utf-8") as handle:
-        json.dump(totals, handle)
+    """One file with a fixed name: a retried bundle rewrites it with the same content. Through Beam's file systems,
+    as the other files of the work folder: in a bucket they have the job's options (``--s3_endpoint_url``, a login)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.create(path) as handle:
+        handle.write(json.dumps(totals).encode("utf-8"))
 
 
 @dataclass(frozen=True)

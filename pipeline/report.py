@@ -18,13 +18,12 @@ EXIT_OK, EXIT_DOCUMENTS_FAILED, EXIT_FATAL = 0, 1, 2
 
 
 def _read_lines(pattern: str) -> list[str]:
-    import smart_open  # Beam and smart_open load slowly: only after a pipeline ran
-    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.filesystems import FileSystems  # Beam loads slowly: only after a pipeline ran
 
     lines = []
     for match in FileSystems.match([pattern])[0].metadata_list:
-        with smart_open.open(match.path, "r", encoding="utf-8") as handle:
-            lines.extend(line for line in handle.read().splitlines() if line)
+        with FileSystems.open(match.path) as handle:
+            lines.extend(line for line in handle.read().decode("utf-8").splitlines() if line)
     return lines
 
 

@@ -41,12 +41,42 @@ POOL_CONNECT_TIMEOUT_S = 5.0
 log = logging.getLogger("beamtrawl")
 
 
-def harness_command(control: str, worker_id: str, state_cache_size: int, data_buffer_time_limit_ms: int) -> list[str]:
-    """The SDK harness as Beam's pool starts it, but with this interpreter, never the current folder's modules."""
-    code = (f"from apache_beam.runners.worker.sdk_worker import SdkHarness; SdkHarness({control!r}, "
+def harness_command(control: str, worker_id: str, state_cache_size: int, data_buffer_time_limit_ms: int,
+                    provision: str = "") -> list[str]:
+    """The SDK harness as Beam's pool starts it, but with this interpreter, never the current folder's modules,
+    and with the job's options for Beam's file systems (:func:`job_options_for_file_systems`)."""
+    code = (f"from beamtrawl.runners.worker_pool import job_options_for_file_systems; "
+            f"job_options_for_file_systems({provision!r}, {worker_id!r}); "
+            f"from apache_beam.runners.worker.sdk_worker import SdkHarness; SdkHarness({control!r}, "
             f"worker_id={worker_id!r}, state_cache_size={state_cache_size}, "
             f"data_buffer_time_limit_ms={data_buffer_time_limit_ms}).run()")
     return [sys.executable, "-P", "-c", code]
+
+
+def job_options_for_file_systems(provision: str, worker_id: str) -> None:
+    """Give Beam's file systems the job's options, read from the runner's provision service, as Beam's own
+    container entry point (sdk_worker_main) does and its pools do not: without them a work folder in a bucket
+    fails on every worker (Beam's S3: "Must provide one of client or options"), and ``--s3_endpoint_url`` and
+    the like never reach the workers. Nothing to ask: Beam's defaults (each store's own login chain)."""
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    options: dict = {}
+    if provision:
+        import grpc
+        from apache_beam.portability.api import beam_provision_api_pb2, beam_provision_api_pb2_grpc
+        from apache_beam.runners.worker.sdk_worker_main import _load_pipeline_options
+        from google.protobuf import json_format
+
+        try:
+            with grpc.insecure_channel(provision) as channel:
+                info = beam_provision_api_pb2_grpc.ProvisionServiceStub(channel).GetProvisionInfo(
+                    beam_provision_api_pb2.GetProvisionInfoRequest(), metadata=[("worker_id", worker_id)],
+                    timeout=60).info
+            options = _load_pipeline_options(json_format.MessageToJson(info.pipeline_options))
+        except grpc.RpcError as err:  # a runner without the service: the stores' own chains, as before
+            log.warning("the job's options could not be read from %s (%s)", provision, err.code())
+    FileSystems.set_options(PipelineOptions.from_dictionary(options))
 
 
 def _servicer():
@@ -61,7 +91,7 @@ def _servicer():
                 return super().StartWorker(request, context)
             try:
                 command = harness_command(request.control_endpoint.url, request.worker_id, self._state_cache_size,
-                                          self._data_buffer_time_limit_ms)
+                                          self._data_buffer_time_limit_ms, request.provision_endpoint.url)
                 self._worker_processes[request.worker_id] = subprocess.Popen(command, close_fds=True)
             except OSError as err:
                 return beam_fn_api_pb2.StartWorkerResponse(error=f"{sys.executable}: {err}")

@@ -277,3 +277,67 @@ def test_the_job_server_over_a_flink_mini_cluster(tmp_path, os_config, crawl):
     with mini_cluster(tmp_path) as flink:
         done = crawl(os_config(root), *flink.options)
     assert done.code == 0 and done.counts["written"] == 11, done.stderr[-3000:]
+
+
+def test_a_bucket_crawled_on_flink_into_a_table_and_work_folder_in_a_bucket_equals_the_direct_runner(tmp_path, flink,
+                                                                                                    s3_server,
+                                                                                                    monkeypatch):
+    """No shared disk (issue 30): the documents, the Delta table and the work folder are all in buckets of the S3
+    server on loopback; after a first crawl and after a change, the cluster's report counts and table equal the
+    direct runner's, and each crawl's work folder keeps nothing but its history."""
+    import json
+    import uuid
+
+    import boto3
+    from deltalake import DeltaTable
+
+    from tests.test_object_stores import OBJECTS, crawl_file
+    from tests.test_table import _row
+
+    login = s3_server.storage_options()
+    for variable, value in login.items():  # the driver's: boto3's chain, as a user's would be
+        monkeypatch.setenv(variable, value)
+    client = boto3.client("s3", endpoint_url=s3_server.endpoint)
+    name = f"bt-{uuid.uuid4().hex[:12]}"
+    lake = f"{name}-lake"
+    for bucket in (name, lake):
+        client.create_bucket(Bucket=bucket)
+    for key, text in OBJECTS.items():
+        client.put_object(Bucket=name, Key=key, Body=text.encode())
+    # The pool of workers was started before this test, without that environment: what they need travels in the
+    # pipeline — the source's login (a credentials entry), the table's (its storage_options) and the work folder's
+    # (Beam's S3 options).
+    beam = [f"--s3_endpoint_url={s3_server.endpoint}", f"--s3_access_key_id={login['AWS_ACCESS_KEY_ID']}",
+            f"--s3_secret_access_key={login['AWS_SECRET_ACCESS_KEY']}", "--s3_region_name=us-east-1"]
+    configs = {}
+    for runner in ("direct", "cluster"):
+        (tmp_path / runner).mkdir()
+        configs[runner] = crawl_file(
+            tmp_path / runner, f"s3://{name}/docs/", s3={"endpoint_url": s3_server.endpoint, "region": "us-east-1"},
+            credentials=[{"url": f"s3://{name}/", "username": login["AWS_ACCESS_KEY_ID"],
+                          "password": "${AWS_SECRET_ACCESS_KEY}"}],
+            index={"table": f"s3://{lake}/{runner}", "storage_options": {**login, "AWS_SECRET_ACCESS_KEY":
+                                                                         "${AWS_SECRET_ACCESS_KEY}"}},
+            work_dir=f"s3://{lake}/{runner}-work", report=str(tmp_path / runner / "report.json"))
+
+    def step() -> dict:
+        reports, tables = {}, {}
+        for runner, config in configs.items():
+            done = beamtrawl("crawl", str(config), *beam,
+                             *(flink.options if runner == "cluster" else ("--direct_num_workers=2",)))
+            reports[runner] = json.loads((tmp_path / runner / "report.json").read_text(encoding="utf-8"))
+            assert done.returncode == 0, (runner, reports[runner].get("fatal"), done.stderr[-3000:])
+            tables[runner] = {row["id"]: _row(row) for row in DeltaTable(
+                f"s3://{lake}/{runner}", storage_options=s3_server.storage_options()).to_pyarrow_table().to_pylist()}
+            kept = [o["Key"] for o in client.list_objects_v2(Bucket=lake, Prefix=f"{runner}-work/").get("Contents", [])]
+            assert all(key.startswith(f"{runner}-work/history/") for key in kept), kept
+        assert reports["cluster"]["counts"] == reports["direct"]["counts"]
+        assert reports["cluster"]["problems"] == reports["direct"]["problems"]
+        assert tables["cluster"] == tables["direct"]
+        return reports["cluster"]
+
+    assert step()["counts"]["written"] == 4
+    client.delete_object(Bucket=name, Key="docs/puffin.txt")
+    client.put_object(Bucket=name, Key="docs/birds/gannet.txt", Body=b"a gannet dives for mackerel")
+    changed = step()
+    assert (changed["counts"]["changed"], changed["counts"]["deleted"], changed["counts"]["unchanged"]) == (1, 1, 2)

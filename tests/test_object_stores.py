@@ -176,7 +176,8 @@ def test_a_bucket_into_a_delta_table_in_a_bucket_with_the_work_folder_there_too(
     assert first.code == 0 and first.counts["written"] == 4, first.stderr
     table = DeltaTable(f"s3://{lake}/table", storage_options=s3_server.storage_options())
     assert len(table.to_pyarrow_table().to_pylist()) == 4
-    assert _objects(client, lake, "work/") == []  # the crawl's work folder is removed after it
+    kept = _objects(client, lake, "work/")  # the crawl's own folder is removed after it; its history stays
+    assert len(kept) == 1 and kept[0].startswith("work/history/"), kept
 
     client.delete_object(Bucket=name, Key="docs/puffin.txt")
     client.put_object(Bucket=name, Key="docs/birds/gannet.txt", Body=b"a gannet dives for mackerel")
@@ -193,6 +194,9 @@ def test_a_bucket_into_a_delta_table_in_a_bucket_with_the_work_folder_there_too(
         done = beamtrawl("crawl", str(missing), *extra)
         assert done.returncode == 2 and f"s3://{name}-none/work: " in done.stderr + done.stdout, done.stderr
         assert "NoSuchBucket" in done.stderr + done.stdout
+    from beamtrawl.pipeline import history
+
+    assert history.crawls(f"s3://{lake}/work")[0]["deleted_urls"] == [f"s3://{name}/docs/puffin.txt"]
 
 
 def test_a_table_in_a_bucket_keeps_its_owner_and_state_there_and_explain_reads_it(bucket, s3_server, tmp_path,

@@ -345,16 +345,12 @@ def test_a_table_of_another_schema_is_refused_before_the_crawl(tmp_path):
     assert DeltaTable(uri).version() == 1 and not (tmp_path / "theirs.delta" / LEASES).exists()
 
 
-def test_a_killed_crawl_neither_blocks_maintenance_nor_leaves_its_files(tmp_path):
-    """A crawl SIGKILLed after staging a file leaves its lease and the file. The table stays at its last
-    version; the lease of a process gone from this machine is dropped by `maintain`, whose vacuum then
-    removes the orphan (before, the dead lease held the retention open for a week)."""
+def killed_while_staging(uri: str) -> None:
+    """A crawl's driver and worker in one process, SIGKILLed right after staging a file of two documents."""
     import signal
     import subprocess
     import sys
 
-    uri = str(tmp_path / "t.delta")
-    _crawled(uri, [_doc(1)])
     killed = subprocess.run([sys.executable, "-c", f"""
 import os, signal
 from beamtrawl.transforms.index.table import DeltaIndex
@@ -365,6 +361,15 @@ target.upsert([_doc(1, "second"), _doc(2)])
 os.kill(os.getpid(), signal.SIGKILL)
 """], cwd=Path(__file__).resolve().parent.parent, check=False)
     assert killed.returncode == -signal.SIGKILL
+
+
+def test_a_killed_crawl_neither_blocks_maintenance_nor_leaves_its_files(tmp_path):
+    """A crawl SIGKILLed after staging a file leaves its lease and the file. The table stays at its last
+    version; the lease of a process gone from this machine is dropped by `maintain`, whose vacuum then
+    removes the orphan (before, the dead lease held the retention open for a week)."""
+    uri = str(tmp_path / "t.delta")
+    _crawled(uri, [_doc(1)])
+    killed_while_staging(uri)
     assert len(list(Path(uri, LEASES).iterdir())) == 1 and len(list(Path(uri).glob("part-*"))) == 2
     assert [r["content"] for r in DeltaTable(uri).to_pyarrow_table().to_pylist()] == ["first"]
     done = DeltaIndex(uri).maintain(retention_hours=0)

@@ -48,6 +48,7 @@ from beamtrawl.transforms.sources.settings import section_name
 from beamtrawl.transforms.urls import holds_login, normalize_url
 from beamtrawl.transforms.values import Credential, StartUrl, UrlPattern
 from pydantic import (
+    AfterValidator,
     Field,
     PlainValidator,
     ValidationError,
@@ -59,6 +60,15 @@ from pydantic import (
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
 _PATH_HINT = "(a relative path with ':' in its first folder is written ./folder)"
+
+
+def _work_folder(folder: str) -> str:
+    """The work folder is written through Beam's file systems: a path, ``s3://`` or ``gs://`` (Beam has none for
+    ``az://``, whose workers would fail after the crawl began)."""
+    if "://" in folder and not re.match(r"(file:///|(s3|gs)://[^/\s])", folder):
+        raise fail(f"must be a folder, file:///…, s3://bucket/… or gs://bucket/… (a folder in Azure cannot hold "
+                   f"it: Beam has no file system for az://), got {folder!r}")
+    return folder
 
 
 class StartEntry(Section):
@@ -268,8 +278,9 @@ class CrawlFile(Section):
     """the index written to: ``kind`` and the kind's own keys"""
     report: Path | None = None
     """the crawl report's path; not given: beside the index (NAME.report.json)"""
-    work_dir: Path | None = None
-    """the crawl's working folder (a path or URL); not given: beside the index (NAME.work)"""
+    work_dir: Annotated[Path, AfterValidator(_work_folder)] | None = None
+    """the crawl's working folder: a path every worker reaches, or a bucket (s3://bucket/work/, gs://bucket/work/)
+    so that a cluster needs no shared disk; not given: beside the index (NAME.work)"""
     url_cleaners: Annotated[tuple[Regex, ...], Items] = ()
     """regexes whose matches are removed from URLs (session ids)"""
     credentials: Annotated[tuple[CredentialEntry, ...], Items] = ()

@@ -17,8 +17,9 @@ change data feed says per version which ids were inserted, updated and deleted (
     driver   finish: the lease goes; files of this crawl that no version holds are removed
 
 A crawl that fails commits nothing: readers keep the last good version. Workers write into the table's
-own folder (any file system pyarrow and delta-rs know: a local path, ``s3://``, ``gs://``, ``abfss://``),
-so the table works on every runner; on a cluster every worker must reach that folder.
+own folder (a local path, ``s3://``, ``gs://``, ``az://`` or ``abfss://``: delta-rs and the workers' file
+system reach the same store, :mod:`~beamtrawl.transforms.index.table_store`), so the table works on every
+runner; on a cluster every worker must reach that folder.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import pyarrow.parquet as pq
 from beamtrawl.transforms.fields import OrEmpty, Path, Text, fail
 from beamtrawl.transforms.index.base import RECORD_FIELDS, IndexTarget, IndexUnavailable, TargetSettings
 from beamtrawl.transforms.index.query import Query
+from beamtrawl.transforms.index.table_store import arrow_fs, delta_options, failures
 from beamtrawl.transforms.records import AuxValue, IndexDoc, SnapshotEntry
 from beamtrawl.transforms.urls import holds_login
 from pydantic import AfterValidator
@@ -183,7 +185,8 @@ class DeltaSettings(TargetSettings):
     """the open table format (Delta Lake through delta-rs; docs/table.md says why not Iceberg)"""
     storage_options: Annotated[dict[str, Text], OrEmpty,
                                AfterValidator(lambda options: tuple(sorted(options.items())))] = ()
-    """options for delta-rs's object stores (credentials as ``${ENV_VAR}``)"""
+    """delta-rs's object store options (any case; credentials as ``${ENV_VAR}``); not given: the environment
+    the sources read (AWS_*, AZURE_STORAGE_CONNECTION_STRING, Google's chain)"""
 
     @property
     def label(self) -> str:
@@ -227,8 +230,12 @@ class DeltaIndex(IndexTarget):
     def fs(self) -> tuple[pafs.FileSystem, str]:
         """(pyarrow file system, the table's folder in it)."""
         if self._fs is None:
-            self._fs = pafs.FileSystem.from_uri(self.uri if "://" in self.uri else os.path.abspath(self.uri))
+            self._fs = arrow_fs(self.uri, self.storage_options)
         return self._fs
+
+    def _options(self) -> dict | None:
+        """What delta-rs gets to reach the store (:mod:`~beamtrawl.transforms.index.table_store`)."""
+        return (delta_options(self.uri, self.storage_options) or None) if "://" in self.uri else None
 
     def _path(self, name: str) -> str:
         return f"{self.fs[1]}/{name}"
@@ -236,7 +243,7 @@ class DeltaIndex(IndexTarget):
     def _open(self, version: int | None = None):
         from deltalake import DeltaTable
 
-        return DeltaTable(self.uri, version=version, storage_options=self.storage_options or None)
+        return DeltaTable(self.uri, version=version, storage_options=self._options())
 
     @property
     def table(self):
@@ -260,21 +267,37 @@ class DeltaIndex(IndexTarget):
 
         self._refuse_escapes()
         try:
-            if not DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
+            if not DeltaTable.is_deltatable(self.uri, storage_options=self._options()):
                 self._refuse_inside_a_table()
                 self._refuse_foreign_folder()
                 DeltaTable.create(self.uri, SCHEMA, name="beamtrawl", configuration=PROPERTIES,
-                                  storage_options=self.storage_options or None, raise_if_key_not_exists=False)
+                                  storage_options=self._options(), raise_if_key_not_exists=False)
             self._table = None
             self._check_table(self.table)
             self._add_columns(self.table)  # after the check: someone else's table is left as it is
         except IndexUnavailable:
             raise
-        except (DeltaError, OSError) as err:
+        except (DeltaError, *failures()) as err:
             raise IndexUnavailable(f"{self._where()}: cannot use the Delta table ({_short(err)})") from None
         self.version = self.table.version()
         self.crawl_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
         self._write_lease()
+
+    def place_problem(self, create: bool) -> str:
+        """A table in an object store: a probe file written and removed in its folder, as the workers will stage
+        theirs, so a read-only login or a missing bucket is one line before any work. A local folder is made or
+        refused by :meth:`prepare`."""
+        if "://" not in self.uri or self.uri.startswith("file://"):
+            return ""
+        fs, _ = self.fs
+        probe = self._path(f"_beamtrawl-probe-{uuid.uuid4().hex[:8]}")  # pyarrow leaves its folder as a marker
+        try:
+            with fs.open_output_stream(probe) as out:
+                out.write(b"beamtrawl")
+            fs.delete_file(probe)
+        except failures() as err:
+            return f"its folder cannot be written ({_short(err)})"
+        return ""
 
     def _refuse_foreign_folder(self) -> None:
         """A folder with files that is not a Delta table is someone else's: left as it is."""
@@ -347,11 +370,11 @@ class DeltaIndex(IndexTarget):
         from deltalake.exceptions import DeltaError
 
         try:
-            if not DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
+            if not DeltaTable.is_deltatable(self.uri, storage_options=self._options()):
                 raise IndexUnavailable(f"{self._where()}: no index here yet (no Delta table); run beamtrawl crawl "
                                        f"first")
             self._check_table(self.table)
-        except (DeltaError, OSError) as err:
+        except (DeltaError, *failures()) as err:
             raise IndexUnavailable(f"{self._where()}: cannot read the Delta table ({_short(err)})") from None
 
     def read_owner(self) -> dict | None:
@@ -384,19 +407,21 @@ class DeltaIndex(IndexTarget):
         try:
             with fs.open_input_stream(self._path(name)) as handle:
                 found = json.loads(handle.read())
-        except (OSError, ValueError):
+        except (*failures(), ValueError):
             return None
         return found if isinstance(found, dict) else None
 
     def _write_side(self, name: str, value: dict) -> None:
-        """Written whole under another name, then moved: a reader never meets half a file (on an object store
-        the move is a copy, itself whole)."""
+        """Written whole under another name, then moved: a reader never meets half a file. An object store
+        writes an object whole anyway, and some cannot move one (Azure Blob without a hierarchical namespace)."""
         fs, _ = self.fs
         fs.create_dir(self._path(name).rpartition("/")[0], recursive=True)
-        temporary = self._path(f"{name}.{uuid.uuid4().hex}.tmp")
+        local = isinstance(fs, pafs.LocalFileSystem)
+        temporary = self._path(f"{name}.{uuid.uuid4().hex}.tmp") if local else self._path(name)
         with fs.open_output_stream(temporary) as out:
             out.write(json.dumps(value, sort_keys=True).encode())
-        fs.move(temporary, self._path(name))
+        if local:
+            fs.move(temporary, self._path(name))
 
     def snapshot_splits(self) -> list[tuple[int, list[str]]]:
         """The files of the pinned version, in groups of about SPLIT_ROWS rows."""
@@ -444,7 +469,8 @@ class DeltaIndex(IndexTarget):
         actions = []
         for path, info in zip(paths, fs.get_file_info(paths), strict=True):
             rows = pq.read_metadata(path, filesystem=fs).num_rows
-            actions.append(AddAction(path[len(root) + 1:], info.size, {}, int(info.mtime.timestamp() * 1000), True,
+            written = info.mtime.timestamp() if info.mtime else time.time()  # fsspec's Azure gives none
+            actions.append(AddAction(path[len(root) + 1:], info.size, {}, int(written * 1000), True,
                                      json.dumps({"numRecords": rows})))
         self.table.create_write_transaction(actions, "append", SCHEMA,
                                             commit_properties=self._commit_properties("upsert"))
@@ -478,7 +504,7 @@ class DeltaIndex(IndexTarget):
         if not self.crawl_id:
             return
         fs, root = self.fs
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(*failures()):
             fs.delete_file(self._path(f"{LEASES}/{self.crawl_id}.json"))
         try:
             held = set(_files(self._open()))
@@ -495,7 +521,7 @@ class DeltaIndex(IndexTarget):
         fs, _ = self.fs
         found = {}
         for info in fs.get_file_info(pafs.FileSelector(self._path(LEASES), allow_not_found=True)):
-            with contextlib.suppress(OSError, ValueError, KeyError), fs.open_input_stream(info.path) as handle:
+            with contextlib.suppress(*failures(), ValueError, KeyError), fs.open_input_stream(info.path) as handle:
                 lease = json.loads(handle.read())
                 if _ended(lease):
                     fs.delete_file(info.path)
@@ -511,7 +537,7 @@ class DeltaIndex(IndexTarget):
 
         try:
             return self._maintain(retention_hours)
-        except (DeltaError, OSError) as err:
+        except (DeltaError, *failures()) as err:
             raise IndexUnavailable(f"{self._where()}: cannot maintain the Delta table ({_short(err)})") from None
 
     def _maintain(self, retention_hours: float) -> dict:
@@ -543,14 +569,14 @@ class DeltaIndex(IndexTarget):
             return self._write_all(docs, batch)
         except IndexUnavailable:
             raise
-        except (DeltaError, OSError) as err:
+        except (DeltaError, *failures()) as err:
             raise IndexUnavailable(f"{self._where()}: cannot write the Delta table ({_short(err)})") from None
 
     def _write_all(self, docs: Iterator[IndexDoc], batch: int) -> int:
         from deltalake import DeltaTable, write_deltalake
 
         self._refuse_escapes()
-        if DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options or None):
+        if DeltaTable.is_deltatable(self.uri, storage_options=self._options()):
             raise IndexUnavailable(f"{self._where()}: a Delta table is there already; export into a new folder")
         self._refuse_inside_a_table()
         self._refuse_foreign_folder()
@@ -572,11 +598,11 @@ class DeltaIndex(IndexTarget):
         existed = fs.get_file_info(root).type == pafs.FileType.Directory  # empty: checked above
         try:  # from the table's creation on: a failure leaves nothing that a second export would refuse
             table = DeltaTable.create(self.uri, SCHEMA, name="beamtrawl", configuration=PROPERTIES,
-                                      storage_options=self.storage_options or None, raise_if_key_not_exists=False)
+                                      storage_options=self._options(), raise_if_key_not_exists=False)
             write_deltalake(table, pa.RecordBatchReader.from_batches(SCHEMA, batches()), mode="append",
                             commit_properties=self._commit_properties("export"))
         except BaseException:  # the table could not be made, or the source failed midway
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(*failures()):
                 fs.delete_dir_contents(root) if existed else fs.delete_dir(root)
             if failed:  # the source's own error, not delta-rs's wrapping of it
                 raise failed[0] from None
@@ -642,7 +668,7 @@ class DeltaIndex(IndexTarget):
                 if at >= 0:
                     row = fragment.to_table(schema=SCHEMA, columns=list(RECORD_FIELDS)).slice(at, 1).to_pylist()[0]
                     return _record(row)
-        except (DeltaError, OSError) as err:
+        except (DeltaError, *failures()) as err:
             raise IndexUnavailable(f"{self._where()}: cannot read the Delta table ({_short(err)})") from None
         return None
 
@@ -734,7 +760,7 @@ _BACKTRACE = re.compile(r"\s0: ")
 def _short(err: Exception) -> str:
     """An error of delta-rs or pyarrow on one line, without its terminal colours and backtrace, and a log
     that cannot be decoded said as such (delta-rs: "Kernel error: Json error: … 0: <unknown> …")."""
-    text = _COLOUR.sub("", str(err)).replace("↳", ":")
+    text = re.sub(r"\?\S*", "", _COLOUR.sub("", str(err)).replace("↳", ":"))  # a query may hold a signature
     text = _BACKTRACE.split(text, maxsplit=1)[0]
     text = " ".join(text.split()).replace(" :", ":")
     if "Json error" in text:
