@@ -54,8 +54,11 @@ def beamtrawl(*args: str, check_dac: bool = True, timeout: int = 600) -> subproc
 
 def report_path(config: Path) -> Path:
     """Where a crawl of ``config`` writes its report: beside the embedded index or the table, or beside the
-    configuration for OpenSearch."""
-    index = yaml.safe_load(config.read_text(encoding="utf-8"))["index"]
+    configuration for OpenSearch; or where its ``report`` key says."""
+    settings = yaml.safe_load(config.read_text(encoding="utf-8"))
+    if settings.get("report"):
+        return config.parent / settings["report"]
+    index = settings["index"]
     if "path" in index:
         return (config.parent / index["path"]).with_suffix(".report.json")
     if "table" in index:  # beside a table in a local folder
