@@ -15,7 +15,16 @@ from beamtrawl.transforms.index.opensearch import OpenSearchIndex
 from beamtrawl.transforms.urls import doc_id
 
 from tests.conftest import unique_index_name
-from tests.test_semantic import PAGES, QUESTION, _embedded, _page, _page_of, _places, _scores
+from tests.test_semantic import (
+    PAGES,
+    QUESTION,
+    _embedded,
+    _finds_the_page_and_shows_the_passage,
+    _page,
+    _page_of,
+    _places,
+    _scores,
+)
 
 
 def _alias(url, name, docs):
@@ -64,13 +73,7 @@ def aliases(opensearch, public_docs, hidden_docs):
 
 def test_a_question_finds_the_page_shows_the_passage_and_filters_hold(aliases, model):
     index = aliases["public"]
-    for mode in (semantic.SEMANTIC, semantic.HYBRID, semantic.AUTO):
-        page = _page_of(index, QUESTION, mode, model)
-        assert page.hits[0].url.endswith("/subprocess.html"), mode
-        assert page.total == len({h.url for h in page.hits}) <= semantic.DEPTH
-        content = next(d.content for d in index.documents() if d.url == page.hits[0].url)
-        shown = page.hits[0].snippet.rstrip("…")
-        assert shown and " ".join(shown.split()) in " ".join(content.split()), mode
+    _finds_the_page_and_shows_the_passage(index, model)
     assert _page_of(index, "launch program await termination", semantic.AUTO, model).hits[0].url.endswith(
         "subprocess.html")
     for mode in (semantic.SEMANTIC, semantic.HYBRID):
