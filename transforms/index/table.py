@@ -565,14 +565,17 @@ class DeltaIndex(IndexTarget):
         refused where a table or other files are."""
         from deltalake.exceptions import DeltaError
 
+        failed: list[BaseException] = []  # the source's own error, raised as it is (failures() holds RuntimeError)
         try:
-            return self._write_all(docs, batch)
+            return self._write_all(docs, batch, failed)
         except IndexUnavailable:
             raise
         except (DeltaError, *failures()) as err:
+            if failed and err is failed[0]:
+                raise
             raise IndexUnavailable(f"{self._where()}: cannot write the Delta table ({_short(err)})") from None
 
-    def _write_all(self, docs: Iterator[IndexDoc], batch: int) -> int:
+    def _write_all(self, docs: Iterator[IndexDoc], batch: int, failed: list[BaseException]) -> int:
         from deltalake import DeltaTable, write_deltalake
 
         self._refuse_escapes()
@@ -581,7 +584,7 @@ class DeltaIndex(IndexTarget):
         self._refuse_inside_a_table()
         self._refuse_foreign_folder()
         self.crawl_id = f"export-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
-        written, failed = [0], []
+        written = [0]
 
         def batches():
             chunk = []
