@@ -289,9 +289,8 @@ def test_a_container_at_account_url_mistake_names_file_key_and_problem(tmp_path,
 @pytest.mark.parametrize("store", ["az"], indirect=True)
 def test_the_delta_table_at_a_container_at_account_url(store, tmp_path, crawl, monkeypatch):
     """The table in the container as Hadoop spells it (delta-rs reads the account there), its key from the
-    environment; an unchanged re-crawl writes no new version. Needs the table's own file system for Azure
-    (transforms/index/table_store.py, branch h30c): pyarrow's from_uri cannot log in there."""
-    pytest.importorskip("beamtrawl.transforms.index.table_store")
+    environment; an unchanged re-crawl writes no new version (the table's own file system for Azure,
+    transforms/index/table_store.py: pyarrow's from_uri cannot log in there)."""
     from deltalake import DeltaTable
 
     from tests.servers.azurite import ACCOUNT
