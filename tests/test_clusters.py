@@ -266,7 +266,7 @@ def test_the_command_stops_the_job_server_beam_started(tmp_path, os_config, craw
     config = os_config(root)
     before = _jvms()
     done = crawl(config, "--runner", "flink", f"--flink_job_server_jar={job_server_jar()}")
-    assert done.code == 0, done.stderr[-3000:]
+    assert done.code == 0, (done.report.get("fatal"), done.stdout[-2000:], done.stderr[-3000:])
     assert _jvms() - before == set()  # no JVM outlives the command
     assert "INFO org.apache.flink" not in done.stdout + done.stderr
 
