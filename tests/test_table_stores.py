@@ -2,7 +2,7 @@
 Azurite (tests/servers/azurite.py) equals a crawl into a local table after every step of the core scenario,
 exports and maintenance work there, the ``abfss://`` spelling reaches the same container, a crawl killed while
 staging converges on its re-run, and a store that refuses the login or loses the container is one line with
-nothing lost. The login is only in the environment (the connection string the az:// source reads),
+nothing lost. The work folder may be in a container too (Beam's azfs://, pipeline/config/work_folder.py). The login is only in the environment (the connection string the az:// source reads),
 and its key is printed nowhere. (fake-gcs-server does not speak the XML API delta-rs uses for gs://, so a
 table in gs:// has no emulator to be tested against; S3's table tests are in tests/test_object_stores.py.)"""
 
@@ -58,11 +58,11 @@ def _crawl(config: Path) -> CrawlRun:
 
 
 def _pair(tmp_path: Path, make_config, uri: str, **settings) -> tuple[Path, Path, Path]:
-    """The tree, a crawl file into the table at ``uri`` and one into a local table."""
+    """The tree, a crawl file into the table at ``uri`` (with ``settings``) and one into a local table."""
     root = tmp_path / "docs"
     build_tree(root)
-    remote = make_config(root, name="remote.yaml", index={"table": uri, **settings},
-                         report=str(tmp_path / "remote.report.json"))
+    remote = make_config(root, name="remote.yaml", index={"table": uri}, report=str(tmp_path / "remote.report.json"),
+                         **settings)
     local = make_config(root, name="local.yaml", index={"table": "local.delta"},
                         report=str(tmp_path / "local.report.json"))
     return root, remote, local
@@ -70,10 +70,12 @@ def _pair(tmp_path: Path, make_config, uri: str, **settings) -> tuple[Path, Path
 
 def test_a_table_in_a_container_follows_the_core_scenario_exports_and_is_maintained(container, azurite, tmp_path,
                                                                                    make_config):
+    """The remote crawl's work folder is in the container too (Beam's azfs://, written by two worker processes
+    and read back by the command), the local one's on disk: their reports and tables are the same."""
     from tests.servers.azurite import ACCOUNT, KEY
 
     uri = f"az://{container.container_name}/lake/table"
-    root, remote, local = _pair(tmp_path, make_config, uri)
+    root, remote, local = _pair(tmp_path, make_config, uri, work_dir=f"az://{container.container_name}/work/")
     outputs = []
 
     def step(code: int) -> dict:
@@ -86,6 +88,8 @@ def test_a_table_in_a_container_follows_the_core_scenario_exports_and_is_maintai
         return runs["remote"].report
 
     assert step(0)["counts"]["written"] == 11
+    kept = [b.name for b in container.list_blobs(name_starts_with="work/")]  # the crawl's own part is removed
+    assert len(kept) == 1 and kept[0].startswith("work/history/"), kept
     change(root)
     try:
         changed = step(1)
@@ -168,15 +172,51 @@ def test_a_refused_login_and_a_vanished_container_are_one_line_with_nothing_lost
     assert "container does not exist" in lines[0] and gone.report["counts"]["deleted"] == 0
 
 
-@pytest.mark.parametrize("work_dir", ["az://container/work", "abfss://c@account.dfs.core.windows.net/w", "s3://",
-                                      "ftp://host/work"])
-def test_a_work_folder_beam_cannot_write_is_a_configuration_error_naming_the_key(tmp_path, work_dir):
+@pytest.mark.parametrize(("work_dir", "problem"), [
+    ("s3://", "must be a folder, file:///…, s3://bucket/…, gs://bucket/… or az://container/…"),
+    ("ftp://host/work", "must be a folder, file:///…, s3://bucket/…, gs://bucket/… or az://container/…"),
+    ("abfss://c@account.dfs.core.windows.net/w", "'c': a container name is 3-63 lower case letters"),
+    ("abfss://work@other.dfs.core.windows.net/w", "the account 'other' is not the one of AZURE_STORAGE_CONNECTION"),
+    ("az://work/w?sig=secret", "a folder in Azure holds no query"),
+    ("az://me:secret@work/w", "an Azure folder with an account is abfss://container@account.dfs.core.windows.net/")])
+def test_a_work_folder_beam_cannot_write_is_a_configuration_error_naming_the_key(tmp_path, work_dir, problem,
+                                                                                 monkeypatch):
     from beamtrawl.pipeline.config import ConfigError, parse_config
 
+    from tests.servers.azurite import ACCOUNT
+
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", f"AccountName={ACCOUNT};AccountKey=a2V5")
     raw = {"start": [{"url": f"file://{tmp_path}"}], "index": {"path": "i.sqlite"}, "work_dir": work_dir}
     with pytest.raises(ConfigError) as err:
         parse_config(raw, str(tmp_path / "c.yaml"))
-    assert "c.yaml: work_dir: must be a folder, file:///…, s3://bucket/… or gs://bucket/…" in str(err.value)
+    assert f"c.yaml: work_dir: {problem}" in str(err.value) and "secret" not in str(err.value)
+
+
+def test_a_work_folder_in_azure_is_beams_azfs_and_one_that_cannot_be_written_is_refused_before_any_work(
+        container, tmp_path, make_config, monkeypatch):
+    """az:// and abfss:// name the same folder of the connection string's account; a container that is not there
+    is one line naming it, before any work, from the crawl and from --dry-run; without a connection string an
+    az:// folder names no account."""
+    from beamtrawl.pipeline.config import ConfigError, parse_config
+
+    from tests.servers.azurite import ACCOUNT
+
+    raw = {"start": [{"url": f"file://{tmp_path}"}], "index": {"path": "i.sqlite"}}
+    for spelled in (f"az://{container.container_name}/work/", f"abfs://{container.container_name}/work",
+                    f"abfss://{container.container_name}@{ACCOUNT}.dfs.core.windows.net/work"):
+        assert parse_config({**raw, "work_dir": spelled}, "c.yaml").work_dir == \
+            f"azfs://{ACCOUNT}/{container.container_name}/work"
+    (tmp_path / "docs").mkdir()
+    config = make_config(tmp_path / "docs", work_dir="az://bt-no-such-container/work")
+    for extra in ((), ("--dry-run",)):
+        done = beamtrawl("crawl", str(config), *extra)
+        said = done.stdout + done.stderr
+        assert done.returncode == 2 and f"azfs://{ACCOUNT}/bt-no-such-container/work" in said, said
+        assert "container does not exist" in said and "Traceback" not in said
+    assert not (tmp_path / "index.sqlite").exists()
+    monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
+    with pytest.raises(ConfigError, match="work_dir: no Azure account: set AZURE_STORAGE_CONNECTION_STRING"):
+        parse_config({**raw, "work_dir": f"az://{container.container_name}/work"}, "c.yaml")
 
 
 def test_the_table_and_its_files_reach_the_store_the_connection_string_names(monkeypatch):

@@ -14,6 +14,7 @@ from beamtrawl.pipeline.config.auxfields import AuxFieldEntry
 from beamtrawl.pipeline.config.ocr import OcrSection
 from beamtrawl.pipeline.config.plugins import PluginEntry
 from beamtrawl.pipeline.config.preparators import PreparationSection, PreparatorEntry
+from beamtrawl.pipeline.config.work_folder import beam_folder
 from beamtrawl.transforms.fields import (
     Count,
     Flag,
@@ -63,12 +64,15 @@ _PATH_HINT = "(a relative path with ':' in its first folder is written ./folder)
 
 
 def _work_folder(folder: str) -> str:
-    """The work folder is written through Beam's file systems: a path, ``s3://`` or ``gs://`` (Beam has none for
-    ``az://``, whose workers would fail after the crawl began)."""
-    if "://" in folder and not re.match(r"(file:///|(s3|gs)://[^/\s])", folder):
-        raise fail(f"must be a folder, file:///…, s3://bucket/… or gs://bucket/… (a folder in Azure cannot hold "
-                   f"it: Beam has no file system for az://), got {folder!r}")
-    return folder
+    """The work folder is written through Beam's file systems: a path, ``s3://``, ``gs://``, or a folder in Azure
+    (``az://``, ``abfs(s)://``), which becomes Beam's ``azfs://account/container/…`` (pipeline/config/work_folder.py)."""
+    if "://" in folder and not re.match(r"(file:///|(s3|gs|az|abfss?)://[^/\s])", folder):
+        raise fail(f"must be a folder, file:///…, s3://bucket/…, gs://bucket/… or az://container/… (abfss:// "
+                   f"alike), got {folder!r}")
+    try:
+        return beam_folder(folder)
+    except ValueError as err:
+        raise fail(str(err)) from None  # not the URL: it may hold a login
 
 
 class StartEntry(Section):
@@ -279,8 +283,8 @@ class CrawlFile(Section):
     report: Path | None = None
     """the crawl report's path; not given: beside the index (NAME.report.json)"""
     work_dir: Annotated[Path, AfterValidator(_work_folder)] | None = None
-    """the crawl's working folder: a path every worker reaches, or a bucket (s3://bucket/work/, gs://bucket/work/)
-    so that a cluster needs no shared disk; not given: beside the index (NAME.work)"""
+    """the crawl's working folder: a path every worker reaches, or a bucket (s3://bucket/work/, gs://bucket/work/,
+    az://container/work/) so that a cluster needs no shared disk; not given: beside the index (NAME.work)"""
     url_cleaners: Annotated[tuple[Regex, ...], Items] = ()
     """regexes whose matches are removed from URLs (session ids)"""
     credentials: Annotated[tuple[CredentialEntry, ...], Items] = ()

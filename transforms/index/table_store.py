@@ -18,7 +18,8 @@ import pyarrow.fs as pafs
 
 #: The environment variable of an Azure connection string (the az:// source reads the same).
 CONNECTION_STRING = "AZURE_STORAGE_CONNECTION_STRING"
-_AZURE = ("az", "abfs", "abfss", "azure")
+#: The schemes of a place in Azure Blob Storage (delta-rs reads ``azure://`` too).
+AZURE_SCHEMES = ("az", "abfs", "abfss", "azure")
 
 
 def scheme(uri: str) -> str:
@@ -37,7 +38,12 @@ def _connection() -> dict[str, str]:
     return {name.strip(): value.strip() for name, value in parts}
 
 
-def _azure_account(uri: str, options: dict) -> tuple[str, str, str, str]:
+def connection_account() -> str:
+    """The account of the connection string in the environment ("" without one)."""
+    return _connection().get("AccountName", "")
+
+
+def azure_account(uri: str, options: dict) -> tuple[str, str, str, str]:
     """(account, key, SAS token, blob endpoint) of an az:// or abfss:// table: the options, the URL's host
     (``abfss://container@account.dfs.core.windows.net``), else the connection string."""
     host = urlsplit(uri).netloc
@@ -59,8 +65,8 @@ def delta_options(uri: str, options: dict) -> dict[str, str]:
     """What delta-rs gets for the table at ``uri``: ``options`` with what the sources' chain adds (delta-rs reads
     the AWS_* variables and Google's chain itself, not an Azure connection string)."""
     found = dict(options)
-    if scheme(uri) in _AZURE:
-        account, key, sas, endpoint = _azure_account(uri, options)
+    if scheme(uri) in AZURE_SCHEMES:
+        account, key, sas, endpoint = azure_account(uri, options)
         defaults = {"azure_storage_account_name": account, "azure_storage_account_key": key,
                     "azure_storage_sas_key": sas if not key else "", "azure_storage_endpoint": endpoint}
         found.update({name: value for name, value in defaults.items() if value and not _given(found, name)})
@@ -78,7 +84,7 @@ def arrow_fs(uri: str, options: dict) -> tuple[pafs.FileSystem, str]:
     parts = urlsplit(uri)
     if kind in ("s3", "s3a"):
         return _s3(options), f"{parts.netloc}{parts.path}".rstrip("/")
-    if kind in _AZURE:
+    if kind in AZURE_SCHEMES:
         container = parts.netloc.split("@", 1)[0]
         return _azure(uri, options), f"{container}{parts.path}".rstrip("/")
     return pafs.FileSystem.from_uri(uri if "://" in uri else os.path.abspath(uri))
@@ -104,7 +110,7 @@ def _azure(uri: str, options: dict) -> pafs.FileSystem:
     (Azurite, a sovereign cloud); pyarrow's own aborts the process on an error answer without a body."""
     from adlfs import AzureBlobFileSystem
 
-    account, key, sas, endpoint = _azure_account(uri, options)
+    account, key, sas, endpoint = azure_account(uri, options)
     if endpoint and key:
         protocol = urlsplit(endpoint).scheme
         store = AzureBlobFileSystem(connection_string=f"DefaultEndpointsProtocol={protocol};AccountName={account};"
