@@ -128,6 +128,9 @@ def _serve_parsers(commands, overrides) -> None:
     serve.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
                        help="the reverse proxy's address or network (repeatable); only its requests may carry "
                             "--trusted-header")
+    serve.add_argument("--document-seconds", type=_document_seconds, default=None, metavar="SECONDS",
+                       help="how long a searcher waits for a document's server (a bucket, a share) to open it "
+                            "and then for each part of it; then 504 (default: 30)")
     serve.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     user = commands.add_parser("user", help="manage the users who may sign in to beamtrawl serve")
     user_commands = user.add_subparsers(dest="user_command", required=True)
@@ -193,6 +196,17 @@ def _port(text: str) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 65535:
         raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a port number (1 to 65535)")
     return int(text)
+
+
+def _document_seconds(text: str) -> float:
+    """``--document-seconds``: 1 to 600 seconds."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 1 <= seconds <= 600:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of seconds from 1 to 600")
+    return seconds
 
 
 CONFIG_HELP = "the crawl configuration (YAML; beamtrawl init writes one)"
@@ -500,7 +514,7 @@ def _serve(config, args) -> int:
         def crawl_config():  # what /explain compares with: the configuration as a crawl loads it
             return load_config(args.config, crawling=True, overrides=args.overrides)
 
-        uvicorn.run(make_app(config, doorkeeper, crawl_config), host=args.host, port=args.port, **SERVER_OPTIONS,
+        uvicorn.run(make_app(config, doorkeeper, crawl_config, args.document_seconds), host=args.host, port=args.port, **SERVER_OPTIONS,
                     log_level="debug" if args.debug else "warning", access_log=args.debug)
     except SystemExit as stop:  # uvicorn exits when it cannot listen (it logged why)
         if stop.code:

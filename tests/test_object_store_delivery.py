@@ -183,3 +183,54 @@ def test_a_login_that_cannot_sign_streams_instead(stores):
     source = Sources(SourceSettings.from_config(load_config(str(_config(folder, bucket, made, "signed")))))(url)
     stored = Stored(id="", url=url, title="", filename="guide.txt", mimetype="text/plain", size=22)
     assert source.signed_address(stored, "inline", "text/plain") == ""
+
+
+
+
+def test_a_store_that_hangs_is_a_504_within_the_bound_and_serve_answers_meanwhile(stores, s3_server, gcs_server,
+                                                                                  azurite, monkeypatch):
+    """Stores that accept the connection and never answer (tests/servers/refusing.py, HANG) end the requests for
+    their documents within serve's --document-seconds with a 504, the reason in the log only (before: 502 after
+    303 s for S3, 324 s for Azure, 61 s for GCS); meanwhile serve answers searches, and once the stores' clients
+    gave up at the same bound, the documents serve's threads for them were all busy with are sent too."""
+    import threading
+    import time
+
+    from beamtrawl.pipeline.serve.deliveries import DELIVERY_THREADS
+
+    from tests.servers.azurite import ACCOUNT
+    from tests.servers.refusing import HANG, Rule, refusing
+
+    folder, bucket, _ = stores
+    hang = Rule("docs/public/guide.txt", HANG)
+    with refusing(s3_server.endpoint, "s3", hang) as s3, refusing(gcs_server.endpoint, "gs", hang) as gs, \
+            refusing(azurite.account_url.removesuffix(f"/{ACCOUNT}"), "az", hang) as az:
+        monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", azurite.connection_string().replace(
+            azurite.account_url, f"http://127.0.0.1:{az.server_port}/{ACCOUNT}"))
+        sections = {"s3": ({"endpoint_url": f"http://127.0.0.1:{s3.server_port}"},),
+                    "gs": ({"endpoint_url": f"http://127.0.0.1:{gs.server_port}"},), "az": ({},)}
+        config = _config(folder, bucket, sections, "stream").rename(folder / "hanging.yaml")
+        with served(Site(folder, config, folder / "users"), "--document-seconds", "4") as base:
+            for scheme in STORES:  # each store's client made (boto3 alone takes seconds to import on a busy machine)
+                assert _document(base, f"{scheme}://{bucket}/docs/public/counts.txt")[0] == 200
+            answers = []
+
+            def ask(scheme: str) -> None:
+                started = time.monotonic()
+                status, _, body = _document(base, f"{scheme}://{bucket}/docs/public/guide.txt")
+                answers.append((scheme, status, time.monotonic() - started, body))
+
+            askers = [threading.Thread(target=ask, args=(STORES[i % 3],)) for i in range(DELIVERY_THREADS + 2)]
+            for asker in askers:
+                asker.start()
+            assert get(f"{base}/api/search?q=puffin")[0] == 200
+            for asker in askers:
+                asker.join()
+            for scheme, status, seconds, body in answers:
+                assert status == 504 and seconds < 10 and b"did not answer in time" in body, (scheme, status, seconds)
+                assert b"guide" not in body and b"within" not in body
+            assert [_document(base, f"{scheme}://{bucket}/docs/public/counts.txt")[0] for scheme in STORES] == [200] * 3
+        said = (folder / f"serve-{base.rsplit(':', 1)[1]}.log").read_text(encoding="utf-8")
+        for scheme in STORES:
+            assert f"{scheme}://{bucket}/docs/public/guide.txt: not opened for a searcher in time: " in said, said
+        assert "Traceback" not in said

@@ -54,14 +54,16 @@ MESSAGES = {404: "There is no such page or document, or you may not open it.", 4
 _HERE = Path(__file__).parent
 
 
-def make_app(config, doorkeeper: Doorkeeper | None = None, crawl_config=None) -> Starlette:
-    """The application over ``config``'s index (site.Site says what ``doorkeeper`` and ``crawl_config`` are)."""
-    site = Site(config, doorkeeper, crawl_config)
+def make_app(config, doorkeeper: Doorkeeper | None = None, crawl_config=None,
+             document_seconds: float | None = None) -> Starlette:
+    """The application over ``config``'s index (site.Site says what the others are)."""
+    site = Site(config, doorkeeper, crawl_config, document_seconds)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
         yield
         site.searches.close()
+        site.deliveries.close()
 
     async def failed(request: Request, exc: HTTPException) -> Response:
         return answer_refusal(site, request, exc)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from beamtrawl.pipeline.serve import documents, text_view, thumbnails
 from beamtrawl.pipeline.serve.asking import PER_PAGE, Asked, link
+from beamtrawl.pipeline.serve.deliveries import Late
 from beamtrawl.pipeline.serve.pages import hit_link
-from beamtrawl.pipeline.serve.site import Site, asked_id
+from beamtrawl.pipeline.serve.site import Site, asked_id, log
 from beamtrawl.transforms.index.base import RELEVANCE
 from beamtrawl.transforms.index.query import MAX_QUERY_CHARS
 from markupsafe import Markup
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -29,8 +29,8 @@ class DocumentRoutes:
         stored, stream = await self.site.opened(request)
         if isinstance(stream, Response):
             return stream
-        return StreamingResponse(documents.chunks(stream),
-                                 headers=documents.headers(stored, getattr(stream, "content_type", "")))
+        return _Unfinished(stored.url, self.site.deliveries.chunks(stream, documents.CHUNK),
+                           headers=documents.headers(stored, getattr(stream, "content_type", "")))
 
     async def text(self, request: Request) -> Response:
         """What the index holds of a hit, after the same access check as the search and /document."""
@@ -57,7 +57,30 @@ class DocumentRoutes:
             if not isinstance(stream, Response):
                 stream.close()
             raise HTTPException(404, "This document has no thumbnail.")
-        picture = await run_in_threadpool(thumbnails.make, stream)
+        try:
+            picture = await self.site.deliveries.run(thumbnails.make, stream)
+        except Late as err:
+            log.warning("%s: no thumbnail made in time: %s", stored.url, err)
+            raise HTTPException(504, "The document's server did not answer in time; try again later.") from None
         if picture is None:
             raise HTTPException(404, "This document has no thumbnail.")
         return Response(picture, media_type="image/png", headers=thumbnails.HEADERS)
+
+
+class _Unfinished(StreamingResponse):
+    """A document's bytes as its source gives them; when the source stops answering (deliveries.Late), the
+    connection ends without the response's end, so the searcher's client sees a cut document as cut."""
+
+    def __init__(self, url: str, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.url = url
+
+    async def stream_response(self, send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        try:
+            async for chunk in self.body_iterator:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except Late as err:
+            log.warning("%s: stopped sending to a searcher: %s", self.url, err)
+            return
+        await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Iterator
 
 from beamtrawl.transforms.index.base import Stored
 from beamtrawl.transforms.sources import Sources, at_own_address
 from beamtrawl.transforms.sources.base import Deliver, NotIndexed, SignedAddress, capable
 
-__all__ = ["NotIndexed", "chunks", "headers", "is_web", "open_stream", "signed_address"]
+__all__ = ["NotIndexed", "headers", "is_web", "open_stream", "signed_address"]
 
 CHUNK = 256 * 1024
 DOCUMENT_ID = re.compile(r"[0-9a-f]{32}")  # transforms.urls.doc_id: anything else is no id of ours
@@ -98,11 +97,3 @@ def open_stream(sources: Sources, stored: Stored, follow_symlinks: bool = False)
         return source.deliver(stored, follow_symlinks)
     return source.open_document(stored.url)
 
-
-def chunks(stream) -> Iterator[bytes]:
-    """The stream's bytes in CHUNK-sized pieces; the stream is closed at the end or when the reader leaves."""
-    try:
-        while chunk := stream.read(CHUNK):
-            yield chunk
-    finally:
-        stream.close()

@@ -4,6 +4,7 @@ the page templates, the sources documents open through, and the one access check
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import threading
@@ -13,6 +14,7 @@ import orjson
 from beamtrawl.pipeline.config import load_config
 from beamtrawl.pipeline.serve import documents, pages
 from beamtrawl.pipeline.serve.asking import FACET_SIZE, Asked
+from beamtrawl.pipeline.serve.deliveries import DOCUMENT_SECONDS, Deliveries, Late
 from beamtrawl.pipeline.serve.people import ANONYMOUS, Doorkeeper, Searcher
 from beamtrawl.pipeline.serve.signin import TooManyFailures
 from beamtrawl.transforms.embed import lazy_embedder
@@ -90,9 +92,11 @@ class JSON(JSONResponse):
 class Site:
     """The application's state and the steps its handlers share. ``doorkeeper`` says who is searching
     (default: everyone is anonymous); ``crawl_config()`` gives the configuration as a crawl loads it (plugins,
-    preparators), which /explain compares with (default: ``config``'s file loaded so, on first use)."""
+    preparators), which /explain compares with (default: ``config``'s file loaded so, on first use);
+    ``document_seconds`` bounds the wait for a document's source (default: deliveries.DOCUMENT_SECONDS)."""
 
-    def __init__(self, config, doorkeeper: Doorkeeper | None = None, crawl_config=None):
+    def __init__(self, config, doorkeeper: Doorkeeper | None = None, crawl_config=None,
+                 document_seconds: float | None = None):
         self.config = config
         self.doorkeeper = doorkeeper or Doorkeeper()
         self.explaining = Explaining(crawl_config or (lambda: load_config(config.source, crawling=True)))
@@ -100,7 +104,9 @@ class Site:
         self.fields = [f.name for f in config.auxiliary_fields if f.index]
         self.embedder = lazy_embedder(config.embeddings)
         self.templates = Jinja2Templates(env=pages.environment())
-        self.sources = Sources(SourceSettings.from_config(config))  # with the logins of SMB and IMAP sources
+        self.deliveries = Deliveries(document_seconds or DOCUMENT_SECONDS)
+        self.sources = Sources(dataclasses.replace(  # with the logins of SMB and IMAP sources
+            SourceSettings.from_config(config), deadline=self.deliveries.seconds))
 
     async def who(self, request: Request) -> Searcher:
         """The searcher, or HTTPException 401 for wrong credentials, 429 when the address or user name must
@@ -157,11 +163,14 @@ class Site:
         if documents.is_web(stored):
             return stored, RedirectResponse(stored.url, 303)  # an address from the index, never from the request
         try:
-            address = await run_in_threadpool(documents.signed_address, self.sources, stored) if signed else ""
+            address = await self.deliveries.run(documents.signed_address, self.sources, stored) if signed else ""
             if address:
                 return stored, RedirectResponse(address, 303, headers={"cache-control": "no-store"})
-            return stored, await run_in_threadpool(documents.open_stream, self.sources, stored,
-                                                   self.config.follow_symlinks)
+            return stored, await self.deliveries.run(documents.open_stream, self.sources, stored,
+                                                     self.config.follow_symlinks)
+        except Late as err:
+            log.warning("%s: not opened for a searcher in time: %s", stored.url, err)
+            raise HTTPException(504, "The document's server did not answer in time; try again later.") from None
         except FileNotFoundError:
             raise HTTPException(410, "This document is no longer where it was indexed; the next crawl takes "
                                      "it out of the search.") from None

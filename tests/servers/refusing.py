@@ -2,7 +2,8 @@
 test's process, that forwards every request to a real store server on loopback (moto, fake-gcs-server, Azurite)
 and answers those whose path and query hold a given text itself, with a status and the store's own error body
 (a 403 on one prefix, a 503 storm, a 401 for a login the store would refuse, a 404 for an object deleted after
-its listing). The client meets the store's answer through its own failure path: no mock in the client."""
+its listing), or never answers at all (:data:`HANG`: a store that accepts the connection and then hangs). The
+client meets the store's answer through its own failure path: no mock in the client."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from urllib.parse import unquote, urlsplit
 
 #: Each store's error body for a status: (content type, body) as S3, GCS and Azure write them.
 _XML = "application/xml"
+#: The status of a rule whose requests are read and never answered (until the proxy stops).
+HANG = 0
 
 
 def error_body(store: str, status: int) -> tuple[str, bytes]:
@@ -33,7 +36,8 @@ def error_body(store: str, status: int) -> tuple[str, bytes]:
 
 @dataclass
 class Rule:
-    """Requests whose path and query, unescaped, hold ``text`` (and whose method is ``method``, if given) get ``status``."""
+    """Requests whose path and query, unescaped, hold ``text`` (and whose method is ``method``, if given) get ``status``
+    (:data:`HANG`: no answer)."""
 
     text: str
     status: int
@@ -49,6 +53,10 @@ class _Forward(BaseHTTPRequestHandler):
         for rule in server.rules:
             if rule.text in unquote(self.path) and rule.method in ("", self.command):
                 server.refused += 1
+                if rule.status == HANG:
+                    server.stopping.wait()
+                    self.close_connection = True
+                    return
                 kind, error = error_body(server.store, rule.status)
                 self.send_response(rule.status)
                 self.send_header("Content-Type", kind)
@@ -88,10 +96,12 @@ def refusing(upstream: str, store: str, *rules: Rule) -> Iterator[ThreadingHTTPS
     ``refused`` (requests answered by a rule) and ``rules`` (a list, to change between crawls); stopped on leaving."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Forward)
     server.upstream, server.store, server.rules, server.refused = urlsplit(upstream), store, list(rules), 0
+    server.stopping = threading.Event()  # lets the requests a HANG rule holds go
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         yield server
     finally:
+        server.stopping.set()
         server.shutdown()
         server.server_close()

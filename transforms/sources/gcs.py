@@ -51,6 +51,10 @@ class GcsSettings(StoreSettings):
     """how long one request is retried on throttling, 5xx and lost connections; then the prefix keeps its
     documents"""
 
+    def within(self, seconds: float):
+        """Requests retried for ``seconds`` at most, none longer: what a searcher waits."""
+        return super().within(seconds).model_copy(update={"retry_seconds": min(self.retry_seconds, seconds)})
+
 
 def _blob(blob) -> Stored:
     return Stored(blob.name, int(blob.size or 0), blob.updated or blob.time_created,

@@ -89,6 +89,12 @@ class StoreSettings(Section):
     signed_seconds: Count = Field(300, ge=10, le=3600)
     """how long a signed URL works (delivery: signed); anyone holding it may read the object until then"""
 
+    def within(self, seconds: float) -> StoreSettings:
+        """These settings for a searcher who waits ``seconds`` (serve): no timeout longer; a store whose client
+        retries bounds its retries too."""
+        return self.model_copy(update={"connect_timeout": min(self.connect_timeout, seconds),
+                                       "read_timeout": min(self.read_timeout, seconds)})
+
 
 def bucket_and_key(url: str) -> tuple[str, str]:
     """``s3://bucket/a%20b/c.txt`` → ``("bucket", "a b/c.txt")``; a prefix keeps its trailing slash."""
@@ -218,11 +224,15 @@ class ObjectStore:
         if keys not in self._clients:
             with _MAKING:
                 if keys not in self._clients:
+                    import smart_open  # noqa: F401 - whole before any reader: two threads importing it at once
+                    # (serve's deliveries) give one a half-made module ("has no attribute 'local_file'")
                     self._clients[keys] = make(login)
         return self._clients[keys]
 
     def options(self):
-        return self.settings.of(type(self))
+        """This store's settings; for a searcher (the settings' ``deadline``), bounded by it."""
+        found = self.settings.of(type(self))
+        return found.within(self.settings.deadline) if self.settings.deadline else found
 
     def _entry(self, url: str, item: FrontierItem, stored: Stored) -> Entry:
         return Entry(id=doc_id(url), url=url, root=item.root, depth=depth_below(url, item.root), size=stored.size,

@@ -53,6 +53,10 @@ class S3Settings(StoreSettings):
     max_attempts: Count = Field(4, ge=1, le=20)
     """tries of one request (throttling and 5xx are retried with backoff); then the prefix is kept as it is"""
 
+    def within(self, seconds: float):
+        """One try of each request, none longer than ``seconds``: a searcher waits for no retries."""
+        return super().within(seconds).model_copy(update={"max_attempts": 1})
+
 
 class S3Source(ObjectStore):
     """``s3://bucket/[prefix/]`` URLs: a bucket, a prefix (a folder) or one object."""

@@ -28,6 +28,7 @@ class SourceSettings:
     credentials: tuple[Credential, ...] = ()
     url_cleaners: tuple = ()  # regexes cut from links before they are normalised (the web source)
     sections: tuple[tuple[str, Any], ...] = ()  # section name → the source's checked Settings, as the file gave them
+    deadline: float | None = None  # seconds a searcher waits (serve's /document): a store's clients give up within
 
     @classmethod
     def from_config(cls, config) -> SourceSettings:
