@@ -211,8 +211,10 @@ def test_a_store_that_hangs_is_a_504_within_the_bound_and_serve_answers_meanwhil
                     "gs": ({"endpoint_url": f"http://127.0.0.1:{gs.server_port}"},), "az": ({},)}
         config = _config(folder, bucket, sections, "stream").rename(folder / "hanging.yaml")
         with served(Site(folder, config, folder / "users"), "--document-seconds", "4") as base:
-            for scheme in STORES:  # each store's client made (boto3 alone takes seconds to import on a busy machine)
-                assert _document(base, f"{scheme}://{bucket}/docs/public/counts.txt")[0] == 200
+            for scheme in STORES:  # each store's client made (boto3 alone takes seconds to import on a busy machine:
+                # a first request may be a 504 while its thread goes on making the client)
+                tries = [_document(base, f"{scheme}://{bucket}/docs/public/counts.txt")[0] for _ in range(3)]
+                assert 200 in tries, tries
             answers = []
 
             def ask(scheme: str) -> None:
