@@ -514,8 +514,8 @@ def _serve(config, args) -> int:
         def crawl_config():  # what /explain compares with: the configuration as a crawl loads it
             return load_config(args.config, crawling=True, overrides=args.overrides)
 
-        uvicorn.run(make_app(config, doorkeeper, crawl_config, args.document_seconds), host=args.host, port=args.port, **SERVER_OPTIONS,
-                    log_level="debug" if args.debug else "warning", access_log=args.debug)
+        uvicorn.run(make_app(config, doorkeeper, crawl_config, args.document_seconds), host=args.host, port=args.port,
+                    **SERVER_OPTIONS, log_level="debug" if args.debug else "warning", access_log=args.debug)
     except SystemExit as stop:  # uvicorn exits when it cannot listen (it logged why)
         if stop.code:
             log.error("beamtrawl serve: cannot listen on %s:%s", args.host, args.port)

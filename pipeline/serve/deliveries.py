@@ -58,9 +58,8 @@ class Deliveries:
     async def _within(self, work: Future, late_result=None):
         started = time.monotonic()
         try:
-            return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(work)), self.seconds)
+            return await asyncio.wait_for(asyncio.wrap_future(work), self.seconds)  # cancels it if not begun
         except TimeoutError:
-            work.cancel()  # not begun yet (all threads busy): never begun
             if late_result is not None:
                 work.add_done_callback(late_result)
             raise Late(f"no answer within {self.seconds:g} s") from None

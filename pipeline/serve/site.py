@@ -163,11 +163,10 @@ class Site:
         if documents.is_web(stored):
             return stored, RedirectResponse(stored.url, 303)  # an address from the index, never from the request
         try:
-            address = await self.deliveries.run(documents.signed_address, self.sources, stored) if signed else ""
-            if address:
-                return stored, RedirectResponse(address, 303, headers={"cache-control": "no-store"})
-            return stored, await self.deliveries.run(documents.open_stream, self.sources, stored,
-                                                     self.config.follow_symlinks)
+            found = await self.deliveries.run(self._open, stored, signed)  # one deadline for all it asks
+            if isinstance(found, str):
+                return stored, RedirectResponse(found, 303, headers={"cache-control": "no-store"})
+            return stored, found
         except Late as err:
             log.warning("%s: not opened for a searcher in time: %s", stored.url, err)
             raise HTTPException(504, "The document's server did not answer in time; try again later.") from None
@@ -182,6 +181,11 @@ class Site:
             log.warning("%s: cannot open for a searcher: %s", stored.url, str(err)[:300] or type(err).__name__)
             raise HTTPException(502, "The document could not be read from where it is stored. It may have "
                                      "moved, or its server may be down.") from None
+
+    def _open(self, stored, signed: bool):
+        """A signed address of the document (``signed``, where its source signs one), else a stream of it."""
+        address = documents.signed_address(self.sources, stored) if signed else ""
+        return address or documents.open_stream(self.sources, stored, self.config.follow_symlinks)
 
 
 def asked_id(request: Request) -> str:
