@@ -2,9 +2,10 @@
 Azurite (tests/servers/azurite.py) equals a crawl into a local table after every step of the core scenario,
 exports and maintenance work there, the ``abfss://`` spelling reaches the same container, a crawl killed while
 staging converges on its re-run, and a store that refuses the login or loses the container is one line with
-nothing lost. The work folder may be in a container too (Beam's azfs://, pipeline/config/work_folder.py). The login is only in the environment (the connection string the az:// source reads),
-and its key is printed nowhere. (fake-gcs-server does not speak the XML API delta-rs uses for gs://, so a
-table in gs:// has no emulator to be tested against; S3's table tests are in tests/test_object_stores.py.)"""
+nothing lost. The work folder may be in a container too (Beam's azfs://, pipeline/config/work_folder.py). The
+login is only in the environment (the connection string the az:// source reads), and its key is printed nowhere.
+(No emulator speaks the whole XML API delta-rs uses for gs://: docs/table.md says what was tried; S3's table
+tests are in tests/test_object_stores.py.)"""
 
 from __future__ import annotations
 
