@@ -324,6 +324,7 @@ def _unknown_beam_options(extra: list[str]) -> str:
     if not names:
         return ""
     from apache_beam.options.pipeline_options import PipelineOptions
+    from beamtrawl.runners import heartbeat  # noqa: F401 - its option (--worker_stall_timeout)
 
     beam = {name.replace("-", "_") for name in PipelineOptions([]).get_all_options(drop_default=False)}
     ours = [o for a in _parser()._subparsers._group_actions[0].choices["crawl"]._actions for o in a.option_strings]
