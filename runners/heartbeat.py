@@ -26,6 +26,7 @@ import time
 from typing import Self
 
 from apache_beam.options.pipeline_options import PipelineOptions
+from beamtrawl.runners.options import option
 
 log = logging.getLogger(__name__)
 
@@ -48,17 +49,28 @@ class StallOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser):
         parser.add_argument(
-            "--worker_stall_timeout", type=_seconds, default=None,
+            "--worker_stall_timeout", type=seconds, default=None,
             help="seconds after which a local worker that has not answered, or has waited on one element, is "
                  "taken for dead and the crawl stops (0: never; default: ten preparation timeouts, at least "
                  "600)")
 
 
-def _seconds(text: str) -> float:
+def seconds(text: str) -> float:
+    """The bound given as ``text``: a number of seconds, 0 or more."""
     value = float(text)
     if not value >= 0 or value == float("inf"):
         raise ValueError(text)
     return value
+
+
+def refused(beam_args: list[str]) -> str:
+    """Why ``--worker_stall_timeout`` among ``beam_args`` is refused, or "" (before the crawl begins)."""
+    given = option(beam_args, "worker_stall_timeout")
+    try:
+        given is None or seconds(given)
+    except ValueError:
+        return f"--worker_stall_timeout={given}: not a number of seconds, 0 or more"
+    return ""
 
 
 def default_bound(preparation_timeout: float) -> float:

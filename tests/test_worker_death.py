@@ -219,3 +219,14 @@ def test_a_worker_stopped_mid_bundle_with_its_preparing_child_ends_the_crawl_wit
     again, _mark = crawl(config)
     out, err = finish(again)
     assert again.returncode == 0 and "index holds 7" in out, out + err
+
+
+@pytest.mark.parametrize("value", ["-1", "soon"])
+def test_a_bound_that_is_no_number_of_seconds_is_one_line_before_the_crawl(corpus, value):
+    config, _hook = corpus
+    proc, _mark = crawl(config, None, f"--worker_stall_timeout={value}")
+    out, err = finish(proc)
+    assert proc.returncode == 2 and out == "", out + err
+    assert err.strip().splitlines()[-1] == f"beamtrawl: error: --worker_stall_timeout={value}: not a number of " \
+                                            "seconds, 0 or more", err
+    assert not (config.parent / "index.sqlite").exists()
