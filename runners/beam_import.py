@@ -6,7 +6,9 @@ about a quarter of Beam's import time, in the command and again in every worker.
 that imports ``pymongo`` itself still gets it (Beam's MongoDB IO, which beamtrawl does not use, stays off).
 ``boto3`` (with botocore and s3transfer, another sixth of the import) is refused the same way, and Beam's S3
 file system imports it when it makes its first client: only a crawl with an ``s3://`` work folder or index
-path needs it there (issue 27, target 2). ``httplib2``, which Beam's stager imports for downloads a local crawl
+path needs it there (issue 27, target 2). ``azure.storage.blob`` (with azure.core's HTTP transports and aiohttp,
+a fifth of the import), which Beam's Azure file system (``azfs://``) imports at start-up, is refused and
+imported the same way when that file system makes its first client. ``httplib2``, which Beam's stager imports for downloads a local crawl
 never makes, is loaded when first used (:data:`LAZY`).
 """
 
@@ -19,8 +21,9 @@ import types
 
 #: Modules Beam imports at start-up that no part of a crawl uses.
 UNUSED = ("pymongo", "bson")
-#: Modules Beam imports at start-up that only its S3 file system uses: imported when it makes its first client.
-ON_DEMAND = ("boto3",)
+#: Modules Beam imports at start-up that only its S3 and Azure file systems use: imported when one makes its
+#: first client.
+ON_DEMAND = ("boto3", "azure.storage.blob")
 #: Modules Beam imports at start-up (``import httplib2`` in its stager's HTTP client, for downloading staged
 #: files) that a local crawl never uses: loaded when first used.
 LAZY = ("httplib2",)
@@ -51,6 +54,7 @@ def import_beam() -> None:
                 del sys.modules[name]
         quiet.disabled = False
     _boto3_on_demand()
+    _azure_on_demand()
     remember_dofn_specs()
 
 
@@ -81,3 +85,22 @@ def _boto3_on_demand() -> None:
         made(self, *args, **kwargs)
 
     boto3_client.Client.__init__ = __init__
+
+
+def _azure_on_demand() -> None:
+    """Make Beam's Azure Blob Storage client import ``azure.storage.blob`` when it is made, if Beam's import went
+    without it."""
+    from apache_beam.io.azure import blobstorageio
+
+    if blobstorageio.AZURE_DEPS_INSTALLED or importlib.util.find_spec("azure.storage.blob") is None:
+        return  # imported already, or not installed: Beam says so when a client is made
+    made = blobstorageio.BlobStorageIO.__init__
+
+    def __init__(self, *args, **kwargs):
+        if not blobstorageio.AZURE_DEPS_INSTALLED:
+            blob = importlib.import_module("azure.storage.blob")
+            blobstorageio.BlobServiceClient, blobstorageio.ContentSettings = blob.BlobServiceClient, blob.ContentSettings
+            blobstorageio.AZURE_DEPS_INSTALLED = True
+        made(self, *args, **kwargs)
+
+    blobstorageio.BlobStorageIO.__init__ = __init__
