@@ -8,7 +8,9 @@ that imports ``pymongo`` itself still gets it (Beam's MongoDB IO, which beamtraw
 file system imports it when it makes its first client: only a crawl with an ``s3://`` work folder or index
 path needs it there (issue 27, target 2). ``azure.storage.blob`` (with azure.core's HTTP transports and aiohttp,
 a fifth of the import), which Beam's Azure file system (``azfs://``) imports at start-up, is refused and
-imported the same way when that file system makes its first client. ``httplib2``, which Beam's stager imports for downloads a local crawl
+imported the same way when that file system makes its first client. Beam's Google Cloud Storage file system
+(with ``google.cloud.storage``, another seventh) is imported when Beam's ``FileSystems`` is first asked for a
+``gs://`` path (:data:`FILE_SYSTEMS`). ``httplib2``, which Beam's stager imports for downloads a local crawl
 never makes, is loaded when first used (:data:`LAZY`).
 """
 
@@ -24,6 +26,12 @@ UNUSED = ("pymongo", "bson")
 #: Modules Beam imports at start-up that only its S3 and Azure file systems use: imported when one makes its
 #: first client.
 ON_DEMAND = ("boto3", "azure.storage.blob")
+#: Beam's file systems whose modules import a cloud client library at start-up, by scheme: imported when
+#: ``FileSystems`` is first asked for a path of that scheme.
+FILE_SYSTEMS = {"gs": "apache_beam.io.gcp.gcsfilesystem"}
+#: Beam modules that import such a library at start-up and that nothing of a crawl uses then (``apache_beam.io``
+#: imports Cloud Storage's client for its ``gcsio`` name): refused while Beam loads, importable afterwards.
+UNUSED_AT_START = ("apache_beam.io.gcp.gcsio",)
 #: Modules Beam imports at start-up (``import httplib2`` in its stager's HTTP client, for downloading staged
 #: files) that a local crawl never uses: loaded when first used.
 LAZY = ("httplib2",)
@@ -37,7 +45,8 @@ def import_beam() -> None:
     if "apache_beam" in sys.modules:
         remember_dofn_specs()
         return
-    refused = [name for name in (*UNUSED, *ON_DEMAND) if name not in sys.modules]
+    refused = [name for name in (*UNUSED, *ON_DEMAND, *FILE_SYSTEMS.values(), *UNUSED_AT_START)
+               if name not in sys.modules]
     quiet = logging.getLogger("apache_beam.io.mongodbio")  # it warns that it found no bson
     quiet.disabled = True
     sys.modules.update(dict.fromkeys(refused))
@@ -55,6 +64,7 @@ def import_beam() -> None:
         quiet.disabled = False
     _boto3_on_demand()
     _azure_on_demand()
+    _file_systems_on_demand()
     remember_dofn_specs()
 
 
@@ -104,3 +114,25 @@ def _azure_on_demand() -> None:
         made(self, *args, **kwargs)
 
     blobstorageio.BlobStorageIO.__init__ = __init__
+
+
+def _file_systems_on_demand() -> None:
+    """Make Beam's ``FileSystems`` import the module of :data:`FILE_SYSTEMS` a path's scheme names before it
+    looks for that path's file system."""
+    from apache_beam.io.filesystems import FileSystems
+
+    if getattr(FileSystems, "_beamtrawl_on_demand", False):
+        return
+    made = FileSystems.get_filesystem
+
+    def get_filesystem(path):
+        module = FILE_SYSTEMS.get(FileSystems.get_scheme(path) or "")
+        if module and module not in sys.modules:
+            try:
+                importlib.import_module(module)
+            except ImportError as err:  # as Beam's own import would have: the scheme stays unknown
+                logging.getLogger(__name__).debug("%s: %s", module, err)
+        return made(path)
+
+    FileSystems.get_filesystem = staticmethod(get_filesystem)
+    FileSystems._beamtrawl_on_demand = True

@@ -97,23 +97,26 @@ print(pymongo.version)"""
     assert done.stdout.strip()
 
 
-def test_beam_is_imported_without_azure_blob_storage_and_its_file_system_imports_it_for_its_first_client():
-    """runners/beam_import.py: ``azure.storage.blob`` (a fifth of Beam's import) is refused while Beam loads;
-    Beam's ``azfs://`` file system imports it when it makes its first client, and then works as before."""
+def test_beam_is_imported_without_the_cloud_storage_clients_and_its_file_systems_import_them_when_used():
+    """runners/beam_import.py: ``azure.storage.blob`` and ``google.cloud.storage`` (a third of Beam's import)
+    are refused while Beam loads; Beam's ``azfs://`` file system imports the first when it makes its first
+    client, and its ``gs://`` file system is imported when a ``gs://`` path is first asked for."""
     code = """import sys
 from beamtrawl.runners.beam_import import import_beam
 import_beam()
-assert "apache_beam" in sys.modules and "azure.storage.blob" not in sys.modules
+clients = ("azure.storage.blob", "google.cloud.storage")
+assert "apache_beam" in sys.modules and not any(name in sys.modules for name in clients)
 from apache_beam.io.azure.blobstorageio import BlobStorageIO
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 assert type(FileSystems.get_filesystem("azfs://account/container/x")).__name__ == "BlobStorageFileSystem"
 key = "DefaultEndpointsProtocol=https;AccountName=account;AccountKey=a2V5;EndpointSuffix=core.windows.net"
 client = BlobStorageIO(pipeline_options=PipelineOptions([f"--azure_connection_string={key}"])).client
-print(type(client).__name__, "azure.storage.blob" in sys.modules)"""
+print(type(client).__name__, type(FileSystems.get_filesystem("gs://bucket/x")).__name__,
+      all(name in sys.modules for name in clients))"""
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["BlobServiceClient", "True"]
+    assert done.stdout.split() == ["BlobServiceClient", "GCSFileSystem", "True"]
 
 
 def test_a_view_of_the_pipeline_options_is_made_once_and_shares_their_values():
