@@ -7,8 +7,8 @@ that imports ``pymongo`` itself still gets it (Beam's MongoDB IO, which beamtraw
 ``boto3`` (with botocore and s3transfer, another sixth of the import) is refused the same way, and Beam's S3
 file system imports it when it makes its first client: only a crawl with an ``s3://`` work folder or index
 path needs it there (issue 27, target 2). ``azure.storage.blob`` (with azure.core's HTTP transports and aiohttp,
-a fifth of the import), which Beam's Azure file system (``azfs://``) imports at start-up, is refused and
-imported the same way when that file system makes its first client. Beam's Google Cloud Storage file system
+a fifth of the import) and ``azure.identity`` (with msal), which Beam's Azure file system (``azfs://``) imports
+at start-up, are refused and imported the same way when that file system makes its first client. Beam's Google Cloud Storage file system
 (with ``google.cloud.storage``, another seventh) is imported when Beam's ``FileSystems`` is first asked for a
 ``gs://`` path (:data:`FILE_SYSTEMS`). ``httplib2``, which Beam's stager imports for downloads a local crawl
 never makes, is loaded when first used (:data:`LAZY`).
@@ -25,7 +25,7 @@ import types
 UNUSED = ("pymongo", "bson")
 #: Modules Beam imports at start-up that only its S3 and Azure file systems use: imported when one makes its
 #: first client.
-ON_DEMAND = ("boto3", "azure.storage.blob")
+ON_DEMAND = ("boto3", "azure.storage.blob", "azure.identity")
 #: Beam's file systems whose modules import a cloud client library at start-up, by scheme: imported when
 #: ``FileSystems`` is first asked for a path of that scheme.
 FILE_SYSTEMS = {"gs": "apache_beam.io.gcp.gcsfilesystem"}
@@ -98,8 +98,9 @@ def _boto3_on_demand() -> None:
 
 
 def _azure_on_demand() -> None:
-    """Make Beam's Azure Blob Storage client import ``azure.storage.blob`` when it is made, if Beam's import went
-    without it."""
+    """Make Beam's Azure Blob Storage client import ``azure.storage.blob`` and ``azure.identity`` (its default
+    credentials) when it is made, if Beam's import went without them."""
+    from apache_beam.internal.azure import auth
     from apache_beam.io.azure import blobstorageio
 
     if blobstorageio.AZURE_DEPS_INSTALLED or importlib.util.find_spec("azure.storage.blob") is None:
@@ -111,6 +112,9 @@ def _azure_on_demand() -> None:
             blob = importlib.import_module("azure.storage.blob")
             blobstorageio.BlobServiceClient, blobstorageio.ContentSettings = blob.BlobServiceClient, blob.ContentSettings
             blobstorageio.AZURE_DEPS_INSTALLED = True
+        if not auth._AZURE_AUTH_AVAILABLE and importlib.util.find_spec("azure.identity") is not None:
+            auth.DefaultAzureCredential = importlib.import_module("azure.identity").DefaultAzureCredential
+            auth._AZURE_AUTH_AVAILABLE = True
         made(self, *args, **kwargs)
 
     blobstorageio.BlobStorageIO.__init__ = __init__

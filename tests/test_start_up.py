@@ -98,13 +98,13 @@ print(pymongo.version)"""
 
 
 def test_beam_is_imported_without_the_cloud_storage_clients_and_its_file_systems_import_them_when_used():
-    """runners/beam_import.py: ``azure.storage.blob`` and ``google.cloud.storage`` (a third of Beam's import)
-    are refused while Beam loads; Beam's ``azfs://`` file system imports the first when it makes its first
-    client, and its ``gs://`` file system is imported when a ``gs://`` path is first asked for."""
+    """runners/beam_import.py: ``azure.storage.blob``, ``azure.identity`` and ``google.cloud.storage`` (a
+    third of Beam's import) are refused while Beam loads; Beam's ``azfs://`` file system imports the first two
+    when it makes its first client, and its ``gs://`` file system is imported when a ``gs://`` path is first asked for."""
     code = """import sys
 from beamtrawl.runners.beam_import import import_beam
 import_beam()
-clients = ("azure.storage.blob", "google.cloud.storage")
+clients = ("azure.storage.blob", "azure.identity", "google.cloud.storage")
 assert "apache_beam" in sys.modules and not any(name in sys.modules for name in clients)
 from apache_beam.io.azure.blobstorageio import BlobStorageIO
 from apache_beam.io.filesystems import FileSystems
@@ -112,6 +112,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 assert type(FileSystems.get_filesystem("azfs://account/container/x")).__name__ == "BlobStorageFileSystem"
 key = "DefaultEndpointsProtocol=https;AccountName=account;AccountKey=a2V5;EndpointSuffix=core.windows.net"
 client = BlobStorageIO(pipeline_options=PipelineOptions([f"--azure_connection_string={key}"])).client
+from apache_beam.internal.azure import auth
+assert auth._AZURE_AUTH_AVAILABLE
 print(type(client).__name__, type(FileSystems.get_filesystem("gs://bucket/x")).__name__,
       all(name in sys.modules for name in clients))"""
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
