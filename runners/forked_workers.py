@@ -52,11 +52,6 @@ _ENDED_QUIETLY: set[int] = set()
 _ENDING = threading.Event()
 
 
-class WorkerStalled(RuntimeError):
-    """A worker process that stopped answering or moving on (runners/heartbeat.py); it was ended. The message
-    is the crawl's one line."""
-
-
 #: Seconds the runner's clean-up waits for a worker told it is done before ending it (they take well under one).
 STOP_S = 10.0
 #: The bound of runners/heartbeat.py for the run at hand (seconds; 0: none), set by :func:`install`.
@@ -64,6 +59,11 @@ _STALL_S = [0.0]
 #: The workers of the run at hand taken for dead for a stall: noted before they are ended, whose end the runner
 #: may hear first (its data stream closes) and fail with a message of its own (:func:`stalled`).
 _STALLED: list[WorkerStalled] = []
+
+
+class WorkerStalled(RuntimeError):
+    """A worker process that stopped answering or moving on (runners/heartbeat.py); it was ended. The message
+    is the crawl's one line."""
 
 
 def worker_count(runner: str | None, beam_args: list[str]) -> int:
@@ -269,32 +269,33 @@ def _run_worker(forked: tuple[int, int] | None, command: str, control_address: s
         PIPELINE_OPTIONS=json_format.MessageToJson(provision_info.provision_info.pipeline_options))
     if worker_id:
         environment["WORKER_ID"] = worker_id
+    watch = heartbeat.Watch()
+    environment[heartbeat.ENV] = watch.path
     try:
-        with heartbeat.Watch() as watch:
-            environment[heartbeat.ENV] = watch.path
-            if forked is None:
-                with worker_handlers.SUBPROCESS_LOCK:
-                    process = subprocess.Popen(command, shell=True, env=environment)
-                pid, wait = process.pid, process.wait
-            else:
-                pid, write = forked
-                with contextlib.suppress(BrokenPipeError), os.fdopen(write, "wb") as pipe:  # one that died: its code
-                    pipe.write(json.dumps(environment).encode())
+        if forked is None:
+            with worker_handlers.SUBPROCESS_LOCK:
+                process = subprocess.Popen(command, shell=True, env=environment)
+            pid, wait = process.pid, process.wait
+        else:
+            pid, write = forked
+            with contextlib.suppress(BrokenPipeError), os.fdopen(write, "wb") as pipe:  # one that died: its code
+                pipe.write(json.dumps(environment).encode())
 
-                def wait():
-                    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-            _RUNNING[pid] = worker_id
-            if _ENDING.is_set():  # started as end_workers ran: it would be waited for in vain
-                _end([pid], quietly=True)
-            try:
-                code = _watched(pid, wait, watch)
-            finally:
-                del _RUNNING[pid]
-                quietly = pid in _ENDED_QUIETLY
-                _ENDED_QUIETLY.discard(pid)
+            def wait():
+                return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        _RUNNING[pid] = worker_id
+        if _ENDING.is_set():  # started as end_workers ran: it would be waited for in vain
+            _end([pid], quietly=True)
+        try:
+            code = _watched(pid, wait, watch)
+        finally:
+            del _RUNNING[pid]
+            quietly = pid in _ENDED_QUIETLY
+            _ENDED_QUIETLY.discard(pid)
         if code and not quietly:
             raise RuntimeError(f"Worker subprocess exited with return code {code}")
     finally:
+        watch.close()
         logging_server.stop(0)
 
 

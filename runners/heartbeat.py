@@ -23,7 +23,6 @@ import os
 import tempfile
 import threading
 import time
-from typing import Self
 
 from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrawl.runners.options import option
@@ -156,7 +155,7 @@ def _cpu_s(thread: threading.Thread | None) -> float:
 
 class Watch:
     """The driver's side of one worker's heartbeat: the file it beats into (``path``, for :data:`ENV`), and
-    :meth:`stalled`. A context manager: the file goes when the worker has ended."""
+    :meth:`stalled`; :meth:`close` once the worker has ended."""
 
     def __init__(self):
         fd, self.path = tempfile.mkstemp(prefix="beamtrawl-heartbeat-")
@@ -164,10 +163,7 @@ class Watch:
         self._last = os.fstat(fd).st_mtime_ns
         self._heard = time.monotonic()  # a worker not yet beating is as silent as one that stopped
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_exc) -> None:
+    def close(self) -> None:
         os.close(self._fd)
         with contextlib.suppress(OSError):
             os.unlink(self.path)
