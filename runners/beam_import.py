@@ -35,6 +35,10 @@ UNUSED_AT_START = ("apache_beam.io.gcp.gcsio",)
 #: Modules Beam imports at start-up (``import httplib2`` in its stager's HTTP client, for downloading staged
 #: files) that a local crawl never uses: loaded when first used.
 LAZY = ("httplib2",)
+#: Beam's typehints import ``is_subhint`` and ``BeartypeDoorException`` from beartype (a tenth of the import) for
+#: ``is_consistent_with(..., use_beartype=True)``, which nothing in Beam or beamtrawl calls: stand-ins while Beam
+#: loads (:func:`_beartype_stand_ins`).
+BEARTYPE = ("beartype.door", "beartype.roar")
 
 
 def import_beam() -> None:
@@ -51,6 +55,8 @@ def import_beam() -> None:
     quiet.disabled = True
     sys.modules.update(dict.fromkeys(refused))
     stand_ins = {name: _stand_in(name) for name in LAZY if name not in sys.modules}
+    if not any(name in sys.modules for name in ("beartype", *BEARTYPE)):
+        stand_ins.update(_beartype_stand_ins())
     sys.modules.update(stand_ins)
     try:
         import apache_beam  # noqa: F401
@@ -66,6 +72,28 @@ def import_beam() -> None:
     _azure_on_demand()
     _file_systems_on_demand()
     remember_dofn_specs()
+
+
+def _beartype_stand_ins() -> dict[str, types.ModuleType]:
+    """``beartype.door`` and ``beartype.roar`` for Beam's typehints' ``from … import``: an ``is_subhint`` that,
+    at its first call, imports beartype and puts its own ``is_subhint`` and ``BeartypeDoorException`` in the
+    typehints' place (an ``except`` looks its class up when an exception comes), then answers."""
+    door = types.ModuleType("beartype.door", "beartype.door's is_subhint, imported at its first call")
+    roar = types.ModuleType("beartype.roar", "a stand-in until beartype.door is imported")
+
+    class BeartypeDoorException(Exception):
+        """Never raised: beartype's own takes its place before is_subhint runs."""
+
+    def is_subhint(subhint, superhint) -> bool:
+        from apache_beam.typehints import typehints
+
+        real = importlib.import_module("beartype.door").is_subhint
+        typehints.is_subhint = real
+        typehints.BeartypeDoorException = importlib.import_module("beartype.roar").BeartypeDoorException
+        return real(subhint, superhint)
+
+    door.is_subhint, roar.BeartypeDoorException = is_subhint, BeartypeDoorException
+    return {"beartype.door": door, "beartype.roar": roar}
 
 
 def _stand_in(name: str) -> types.ModuleType:

@@ -97,14 +97,15 @@ print(pymongo.version)"""
     assert done.stdout.strip()
 
 
-def test_beam_is_imported_without_the_cloud_storage_clients_and_its_file_systems_import_them_when_used():
-    """runners/beam_import.py: ``azure.storage.blob``, ``azure.identity`` and ``google.cloud.storage`` (a
-    third of Beam's import) are refused while Beam loads; Beam's ``azfs://`` file system imports the first two
-    when it makes its first client, and its ``gs://`` file system is imported when a ``gs://`` path is first asked for."""
+def test_beam_is_imported_without_the_cloud_storage_clients_and_beartype_and_each_user_imports_them():
+    """runners/beam_import.py: ``azure.storage.blob``, ``azure.identity``, ``google.cloud.storage`` and
+    ``beartype`` (a third of Beam's import and more) are left out while Beam loads; Beam's ``azfs://`` file system
+    imports the first two when it makes its first client, its ``gs://`` file system is imported when a
+    ``gs://`` path is first asked for, and beartype at the first ``is_consistent_with(use_beartype=True)``."""
     code = """import sys
 from beamtrawl.runners.beam_import import import_beam
 import_beam()
-clients = ("azure.storage.blob", "azure.identity", "google.cloud.storage")
+clients = ("azure.storage.blob", "azure.identity", "google.cloud.storage", "beartype")
 assert "apache_beam" in sys.modules and not any(name in sys.modules for name in clients)
 from apache_beam.io.azure.blobstorageio import BlobStorageIO
 from apache_beam.io.filesystems import FileSystems
@@ -114,6 +115,8 @@ key = "DefaultEndpointsProtocol=https;AccountName=account;AccountKey=a2V5;Endpoi
 client = BlobStorageIO(pipeline_options=PipelineOptions([f"--azure_connection_string={key}"])).client
 from apache_beam.internal.azure import auth
 assert auth._AZURE_AUTH_AVAILABLE
+from apache_beam.typehints.typehints import is_consistent_with
+assert is_consistent_with(int, int | str, use_beartype=True) and not is_consistent_with(int, str, use_beartype=True)
 print(type(client).__name__, type(FileSystems.get_filesystem("gs://bucket/x")).__name__,
       all(name in sys.modules for name in clients))"""
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
