@@ -158,19 +158,24 @@ class Watch:
     :meth:`stalled`; :meth:`close` once the worker has ended."""
 
     def __init__(self):
-        fd, self.path = tempfile.mkstemp(prefix="beamtrawl-heartbeat-")
-        self._fd = fd
-        self._last = os.fstat(fd).st_mtime_ns
+        try:
+            self._fd, self.path = tempfile.mkstemp(prefix="beamtrawl-heartbeat-")
+        except OSError as err:  # no temporary folder to write in: the worker runs unwatched, as Beam's own do
+            log.warning("a worker runs without a bound on its stalls: its heartbeat file: %s", err)
+            self._fd, self.path = -1, ""
+            return
+        self._last = os.fstat(self._fd).st_mtime_ns
         self._heard = time.monotonic()  # a worker not yet beating is as silent as one that stopped
 
     def close(self) -> None:
-        os.close(self._fd)
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
+        if self._fd >= 0:
+            os.close(self._fd)
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
 
     def stalled(self, pid: int, bound: float) -> str:
         """Why the worker ``pid`` is taken for dead (a sentence's end), or "" while it beats and moves on."""
-        if not bound:
+        if not bound or self._fd < 0:
             return ""
         now, written = time.monotonic(), os.fstat(self._fd).st_mtime_ns
         if written != self._last:
