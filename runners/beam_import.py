@@ -29,9 +29,10 @@ ON_DEMAND = ("boto3", "azure.storage.blob", "azure.identity")
 #: Beam's file systems whose modules import a cloud client library at start-up, by scheme: imported when
 #: ``FileSystems`` is first asked for a path of that scheme.
 FILE_SYSTEMS = {"gs": "apache_beam.io.gcp.gcsfilesystem"}
-#: Beam modules that import such a library at start-up and that nothing of a crawl uses then (``apache_beam.io``
-#: imports Cloud Storage's client for its ``gcsio`` name): refused while Beam loads, importable afterwards.
-UNUSED_AT_START = ("apache_beam.io.gcp.gcsio",)
+#: Beam modules that ``apache_beam.io`` imports at start-up, in one ``try``, for names of its own (BigQuery's and
+#: Pub/Sub's transforms, the ``gcsio`` module and the cross-language IOs, with Google's client libraries) that
+#: no part of a crawl uses: refused while Beam loads (the ``try`` then stops), importable afterwards.
+UNUSED_AT_START = ("apache_beam.io.gcp.bigquery", "apache_beam.io.gcp.gcsio")
 #: Modules Beam imports at start-up (``import httplib2`` in its stager's HTTP client, for downloading staged
 #: files) that a local crawl never uses: loaded when first used.
 LAZY = ("httplib2",)
