@@ -43,8 +43,9 @@ BEARTYPE = ("beartype.door", "beartype.roar")
 
 
 def import_beam() -> None:
-    """Import Beam with :data:`UNUSED` refused, unless something imported them already; its DoFn
-    introspection then remembers each class's answer (runners/dofn_specs.py)."""
+    """Import Beam with :data:`UNUSED`, :data:`ON_DEMAND`, :data:`FILE_SYSTEMS` and :data:`UNUSED_AT_START`
+    refused and :data:`LAZY` and :data:`BEARTYPE` stood in for, unless something imported them already; its
+    DoFn introspection then remembers each class's answer (runners/dofn_specs.py)."""
     from beamtrawl.runners.dofn_specs import remember_dofn_specs
 
     if "apache_beam" in sys.modules:
