@@ -7,11 +7,13 @@ that imports ``pymongo`` itself still gets it (Beam's MongoDB IO, which beamtraw
 ``boto3`` (with botocore and s3transfer, another sixth of the import) is refused the same way, and Beam's S3
 file system imports it when it makes its first client: only a crawl with an ``s3://`` work folder or index
 path needs it there (issue 27, target 2). ``azure.storage.blob`` (with azure.core's HTTP transports and aiohttp,
-a fifth of the import) and ``azure.identity`` (with msal), which Beam's Azure file system (``azfs://``) imports
-at start-up, are refused and imported the same way when that file system makes its first client. Beam's Google Cloud Storage file system
-(with ``google.cloud.storage``, another seventh) is imported when Beam's ``FileSystems`` is first asked for a
-``gs://`` path (:data:`FILE_SYSTEMS`). ``httplib2``, which Beam's stager imports for downloads a local crawl
-never makes, is loaded when first used (:data:`LAZY`).
+a fifth of the import) and ``azure.identity`` (with msal), which Beam's Azure file system (``azfs://``)
+imports at start-up, are refused and imported the same way when that file system makes its first client.
+Beam's Google Cloud Storage file system (with ``google.cloud.storage``) is imported when Beam's
+``FileSystems`` is first asked for a ``gs://`` path (:data:`FILE_SYSTEMS`); BigQuery's IO, which
+``apache_beam.io`` imports for names of its own, is refused (:data:`UNUSED_AT_START`). ``httplib2``, which
+Beam's stager imports for downloads a local crawl never makes, is loaded when first used (:data:`LAZY`), and
+beartype when Beam's typehints first use it (:data:`BEARTYPE`). docs/scaling.md has what each bought.
 """
 
 from __future__ import annotations
