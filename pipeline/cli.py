@@ -338,6 +338,7 @@ def _unknown_beam_options(extra: list[str]) -> str:
     if not names:
         return ""
     from apache_beam.options.pipeline_options import PipelineOptions
+    from beamtrawl.runners import heartbeat  # its option (--worker_stall_timeout)
 
     beam = {name.replace("-", "_") for name in PipelineOptions([]).get_all_options(drop_default=False)}
     ours = [o for a in _parser()._subparsers._group_actions[0].choices["crawl"]._actions for o in a.option_strings]
@@ -347,7 +348,7 @@ def _unknown_beam_options(extra: list[str]) -> str:
                     or difflib.get_close_matches(f"--{name}", [f"--{b}" for b in beam], n=1))
             return f"unknown option --{name}" + (f" (did you mean {near[0]}?)" if near else
                                                   " (neither beamtrawl's nor a Beam pipeline option)")
-    return ""
+    return heartbeat.refused(extra)
 
 
 def _crawl(config, args, beam_args: list[str]) -> int:

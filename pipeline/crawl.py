@@ -263,9 +263,11 @@ def _crawl(config, launch: Launch, plugins: PluginHost, owner: dict) -> dict:
     if state is not None and unchanged.matches(target.read_state(), state, before):
         return _unchanged_report(target, state, before, context, started)
 
-    from beamtrawl.runners import pipeline_options
+    from beamtrawl.runners import heartbeat, pipeline_options
+    from beamtrawl.runners.options import with_defaults
 
-    options = pipeline_options(runner, beam_args, target)
+    stall_s = heartbeat.default_bound(config.preparation.timeout)  # what preparation may take: the bound's default
+    options = pipeline_options(runner, with_defaults(beam_args, worker_stall_timeout=f"{stall_s:g}"), target)
     _store_state(target, None)  # a crawl that does not end clean leaves no state behind
     log.info("crawling %s into %s (%s indexed)", reports.plural(len(config.start), "start URL"),
              config.index.label, reports.plural(before, "document"))

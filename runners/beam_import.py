@@ -6,8 +6,14 @@ about a quarter of Beam's import time, in the command and again in every worker.
 that imports ``pymongo`` itself still gets it (Beam's MongoDB IO, which beamtrawl does not use, stays off).
 ``boto3`` (with botocore and s3transfer, another sixth of the import) is refused the same way, and Beam's S3
 file system imports it when it makes its first client: only a crawl with an ``s3://`` work folder or index
-path needs it there (issue 27, target 2). ``httplib2``, which Beam's stager imports for downloads a local crawl
-never makes, is loaded when first used (:data:`LAZY`).
+path needs it there (issue 27, target 2). ``azure.storage.blob`` (with azure.core's HTTP transports and aiohttp,
+a fifth of the import) and ``azure.identity`` (with msal), which Beam's Azure file system (``azfs://``)
+imports at start-up, are refused and imported the same way when that file system makes its first client.
+Beam's Google Cloud Storage file system (with ``google.cloud.storage``) is imported when Beam's
+``FileSystems`` is first asked for a ``gs://`` path (:data:`FILE_SYSTEMS`); BigQuery's IO, which
+``apache_beam.io`` imports for names of its own, is refused (:data:`UNUSED_AT_START`). ``httplib2``, which
+Beam's stager imports for downloads a local crawl never makes, is loaded when first used (:data:`LAZY`), and
+beartype when Beam's typehints first use it (:data:`BEARTYPE`). docs/scaling.md has what each bought.
 """
 
 from __future__ import annotations
@@ -19,26 +25,42 @@ import types
 
 #: Modules Beam imports at start-up that no part of a crawl uses.
 UNUSED = ("pymongo", "bson")
-#: Modules Beam imports at start-up that only its S3 file system uses: imported when it makes its first client.
-ON_DEMAND = ("boto3",)
+#: Modules Beam imports at start-up that only its S3 and Azure file systems use: imported when one makes its
+#: first client.
+ON_DEMAND = ("boto3", "azure.storage.blob", "azure.identity")
+#: Beam's file systems whose modules import a cloud client library at start-up, by scheme: imported when
+#: ``FileSystems`` is first asked for a path of that scheme.
+FILE_SYSTEMS = {"gs": "apache_beam.io.gcp.gcsfilesystem"}
+#: Beam modules that ``apache_beam.io`` imports at start-up, in one ``try``, for names of its own (BigQuery's and
+#: Pub/Sub's transforms, the ``gcsio`` module and the cross-language IOs, with Google's client libraries) that
+#: no part of a crawl uses: refused while Beam loads (the ``try`` then stops), importable afterwards.
+UNUSED_AT_START = ("apache_beam.io.gcp.bigquery", "apache_beam.io.gcp.gcsio")
 #: Modules Beam imports at start-up (``import httplib2`` in its stager's HTTP client, for downloading staged
 #: files) that a local crawl never uses: loaded when first used.
 LAZY = ("httplib2",)
+#: Beam's typehints import ``is_subhint`` and ``BeartypeDoorException`` from beartype (a tenth of the import) for
+#: ``is_consistent_with(..., use_beartype=True)``, which nothing in Beam or beamtrawl calls: stand-ins while Beam
+#: loads (:func:`_beartype_stand_ins`).
+BEARTYPE = ("beartype.door", "beartype.roar")
 
 
 def import_beam() -> None:
-    """Import Beam with :data:`UNUSED` refused, unless something imported them already; its DoFn
-    introspection then remembers each class's answer (runners/dofn_specs.py)."""
+    """Import Beam with :data:`UNUSED`, :data:`ON_DEMAND`, :data:`FILE_SYSTEMS` and :data:`UNUSED_AT_START`
+    refused and :data:`LAZY` and :data:`BEARTYPE` stood in for, unless something imported them already; its
+    DoFn introspection then remembers each class's answer (runners/dofn_specs.py)."""
     from beamtrawl.runners.dofn_specs import remember_dofn_specs
 
     if "apache_beam" in sys.modules:
         remember_dofn_specs()
         return
-    refused = [name for name in (*UNUSED, *ON_DEMAND) if name not in sys.modules]
+    refused = [name for name in (*UNUSED, *ON_DEMAND, *FILE_SYSTEMS.values(), *UNUSED_AT_START)
+               if name not in sys.modules]
     quiet = logging.getLogger("apache_beam.io.mongodbio")  # it warns that it found no bson
     quiet.disabled = True
     sys.modules.update(dict.fromkeys(refused))
     stand_ins = {name: _stand_in(name) for name in LAZY if name not in sys.modules}
+    if not any(name in sys.modules for name in ("beartype", *BEARTYPE)):
+        stand_ins.update(_beartype_stand_ins())
     sys.modules.update(stand_ins)
     try:
         import apache_beam  # noqa: F401
@@ -51,7 +73,31 @@ def import_beam() -> None:
                 del sys.modules[name]
         quiet.disabled = False
     _boto3_on_demand()
+    _azure_on_demand()
+    _file_systems_on_demand()
     remember_dofn_specs()
+
+
+def _beartype_stand_ins() -> dict[str, types.ModuleType]:
+    """``beartype.door`` and ``beartype.roar`` for Beam's typehints' ``from … import``: an ``is_subhint`` that,
+    at its first call, imports beartype and puts its own ``is_subhint`` and ``BeartypeDoorException`` in the
+    typehints' place (an ``except`` looks its class up when an exception comes), then answers."""
+    door = types.ModuleType("beartype.door", "beartype.door's is_subhint, imported at its first call")
+    roar = types.ModuleType("beartype.roar", "a stand-in until beartype.door is imported")
+
+    class BeartypeDoorException(Exception):
+        """Never raised: beartype's own takes its place before is_subhint runs."""
+
+    def is_subhint(subhint, superhint) -> bool:
+        from apache_beam.typehints import typehints
+
+        real = importlib.import_module("beartype.door").is_subhint
+        typehints.is_subhint = real
+        typehints.BeartypeDoorException = importlib.import_module("beartype.roar").BeartypeDoorException
+        return real(subhint, superhint)
+
+    door.is_subhint, roar.BeartypeDoorException = is_subhint, BeartypeDoorException
+    return {"beartype.door": door, "beartype.roar": roar}
 
 
 def _stand_in(name: str) -> types.ModuleType:
@@ -81,3 +127,48 @@ def _boto3_on_demand() -> None:
         made(self, *args, **kwargs)
 
     boto3_client.Client.__init__ = __init__
+
+
+def _azure_on_demand() -> None:
+    """Make Beam's Azure Blob Storage client import ``azure.storage.blob`` and ``azure.identity`` (its default
+    credentials) when it is made, if Beam's import went without them."""
+    from apache_beam.internal.azure import auth
+    from apache_beam.io.azure import blobstorageio
+
+    if blobstorageio.AZURE_DEPS_INSTALLED or importlib.util.find_spec("azure.storage.blob") is None:
+        return  # imported already, or not installed: Beam says so when a client is made
+    made = blobstorageio.BlobStorageIO.__init__
+
+    def __init__(self, *args, **kwargs):
+        if not blobstorageio.AZURE_DEPS_INSTALLED:
+            blob = importlib.import_module("azure.storage.blob")
+            blobstorageio.BlobServiceClient, blobstorageio.ContentSettings = blob.BlobServiceClient, blob.ContentSettings
+            blobstorageio.AZURE_DEPS_INSTALLED = True
+        if not auth._AZURE_AUTH_AVAILABLE and importlib.util.find_spec("azure.identity") is not None:
+            auth.DefaultAzureCredential = importlib.import_module("azure.identity").DefaultAzureCredential
+            auth._AZURE_AUTH_AVAILABLE = True
+        made(self, *args, **kwargs)
+
+    blobstorageio.BlobStorageIO.__init__ = __init__
+
+
+def _file_systems_on_demand() -> None:
+    """Make Beam's ``FileSystems`` import the module of :data:`FILE_SYSTEMS` a path's scheme names before it
+    looks for that path's file system."""
+    from apache_beam.io.filesystems import FileSystems
+
+    if getattr(FileSystems, "_beamtrawl_on_demand", False):
+        return
+    made = FileSystems.get_filesystem
+
+    def get_filesystem(path):
+        module = FILE_SYSTEMS.get(FileSystems.get_scheme(path) or "")
+        if module and module not in sys.modules:
+            try:
+                importlib.import_module(module)
+            except ImportError as err:  # as Beam's own import would have: the scheme stays unknown
+                logging.getLogger(__name__).debug("%s: %s", module, err)
+        return made(path)
+
+    FileSystems.get_filesystem = staticmethod(get_filesystem)
+    FileSystems._beamtrawl_on_demand = True

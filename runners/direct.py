@@ -9,7 +9,8 @@ SIGINT from birth: Ctrl-C is the driver's to handle (pipeline/interrupt.py).
 Its workers are forked from the command while it starts, where it could (runners/forked_workers.py).
 
 A worker process that dies is heard (:func:`_failing_on_worker_death`): Beam only logs it from the thread
-that started the process, and the runner then waits forever for the dead worker's answers.
+that started the process, and the runner then waits forever for the dead worker's answers. So is one that stops
+answering or moving on (runners/heartbeat.py): it is ended, and the crawl stops as if it had died.
 
 The runner's data streams are guarded (:func:`guard_data_streams`): unguarded, Beam 2.73 loses chunks of a
 stage's input without an error (issue 33; docs/upstream-beam-lost-chunks.md).
@@ -26,7 +27,7 @@ import sys
 import threading
 
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
-from beamtrawl.runners import forked_workers
+from beamtrawl.runners import forked_workers, heartbeat
 from beamtrawl.runners.dofn_specs import remember_dofn_specs
 from beamtrawl.runners.options import with_defaults
 
@@ -64,7 +65,7 @@ def runner(options: PipelineOptions):
     guard_data_streams()
     one_worker_for_one_part()
     remember_dofn_specs()
-    forked_workers.install(WORKER_COMMAND)
+    forked_workers.install(WORKER_COMMAND, heartbeat.bound(options))
 
     class LocalRunner(FnApiRunner):
         def run_pipeline(self, pipeline, options):
@@ -136,9 +137,12 @@ def _parts_with_input(inputs, fired_timers, workers: int) -> int:
     return len(busy)
 
 
-def _died(heard: str) -> WorkerDied:
-    """What the crawl says of the worker whose end was ``heard`` (Beam's "… exited with return code N")."""
-    code = heard.rsplit(" ", 1)[-1]
+def _died(heard: RuntimeError) -> WorkerDied:
+    """What the crawl says of the worker whose end was ``heard`` (Beam's "… exited with return code N", or
+    :class:`forked_workers.WorkerStalled`)."""
+    if isinstance(heard, forked_workers.WorkerStalled):
+        return WorkerDied(str(heard))
+    code = str(heard).rsplit(" ", 1)[-1]
     try:
         how = f"exit code {code}: killed by {signal.Signals(-int(code)).name}" if code.startswith("-") else \
             f"exit code {code}"
@@ -158,12 +162,12 @@ def _failing_on_worker_death():
         return
     import grpc
 
-    heard: list[str] = []
+    heard: list[RuntimeError] = []
     previous_hook, main = threading.excepthook, threading.main_thread().ident
 
     def hook(args):
         if args.thread is not None and args.thread.name == "run_worker" and isinstance(args.exc_value, RuntimeError):
-            heard.append(str(args.exc_value))
+            heard.append(args.exc_value)
             signal.pthread_kill(main, signal.SIGUSR1)
             return
         if heard or isinstance(args.exc_value, grpc.RpcError):  # Beam's threads that served a worker whose
@@ -187,7 +191,15 @@ def _failing_on_worker_death():
     previous_handler = signal.signal(signal.SIGUSR1, interrupt)
     threading.excepthook = hook
     try:
-        yield
+        try:
+            yield
+        except Exception as err:  # the runner heard the stalled worker's end first: its data stream closed
+            if (stall := forked_workers.stalled()) and not isinstance(err, WorkerDied):
+                if not told:
+                    told.append(True)
+                    forked_workers.end_workers()
+                raise _died(stall) from err
+            raise
         if heard:  # during Beam's clean-up, which logs what its workers' ends raise and goes on
             raise _died(heard[0])
     finally:

@@ -14,7 +14,8 @@ unused end when their pipe closes (:func:`release`, or the command's exit).
 
 Every worker process, forked or new, is known while it runs, so a crawl whose worker died ends the others
 (:func:`end_workers`; Beam's clean-up would wait for them for ever), and Beam's wait for a worker's end at the
-end of a run is bounded (``STOP_S``).
+end of a run is bounded (``STOP_S``). Each beats while it runs (runners/heartbeat.py): one that stops answering
+or moving on for the bound is ended and fails as a worker that died (:class:`WorkerStalled`).
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ import ctypes
 import json
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
 import threading
 import traceback
 
+from beamtrawl.runners import heartbeat
 from beamtrawl.runners.options import option
 
 log = logging.getLogger(__name__)
@@ -47,8 +50,20 @@ _RUNNING: dict[int, str | None] = {}
 _ENDED_QUIETLY: set[int] = set()
 #: Set by :func:`end_workers` until the next crawl: a worker registered after it ran is ended at once.
 _ENDING = threading.Event()
+
+
 #: Seconds the runner's clean-up waits for a worker told it is done before ending it (they take well under one).
 STOP_S = 10.0
+#: The bound of runners/heartbeat.py for the run at hand (seconds; 0: none), set by :func:`install`.
+_STALL_S = [0.0]
+#: The workers of the run at hand taken for dead for a stall: noted before they are ended, whose end the runner
+#: may hear first (its data stream closes) and fail with a message of its own (:func:`stalled`).
+_STALLED: list[WorkerStalled] = []
+
+
+class WorkerStalled(RuntimeError):
+    """A worker process that stopped answering or moving on (runners/heartbeat.py); it was ended. The message
+    is the crawl's one line."""
 
 
 def worker_count(runner: str | None, beam_args: list[str]) -> int:
@@ -148,13 +163,16 @@ def _name(name: str) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(15, name.encode()[:15], 0, 0, 0)
 
 
-def install(command_line: str) -> None:
+def install(command_line: str, stall_s: float) -> None:
     """Make the local runner's workers for ``command_line`` forked ones while any wait, every one of them known
-    (:func:`end_workers`) and waited for within a bound at the end. Idempotent."""
+    (:func:`end_workers`), taken for dead after ``stall_s`` without a heartbeat or a move (0: never), and
+    waited for within a bound at the end. Idempotent."""
     from apache_beam.runners.portability import local_job_service
     from apache_beam.runners.portability.fn_api_runner import worker_handlers
 
     _ENDING.clear()
+    _STALL_S[0] = stall_s
+    _STALLED.clear()
     urn = worker_handlers.python_urns.SUBPROCESS_SDK
     if getattr(worker_handlers.WorkerHandler._registered_environments[urn][0], "_beamtrawl_forked", False):
         return
@@ -197,6 +215,11 @@ def install(command_line: str) -> None:
                 self.worker_thread.join()
 
     worker_handlers.WorkerHandler.register_environment(urn, bytes)(ForkedFirst)
+
+
+def stalled() -> WorkerStalled | None:
+    """The first worker of the run at hand taken for dead for a stall, if any."""
+    return _STALLED[0] if _STALLED else None
 
 
 def end_workers() -> None:
@@ -246,6 +269,8 @@ def _run_worker(forked: tuple[int, int] | None, command: str, control_address: s
         PIPELINE_OPTIONS=json_format.MessageToJson(provision_info.provision_info.pipeline_options))
     if worker_id:
         environment["WORKER_ID"] = worker_id
+    watch = heartbeat.Watch()
+    environment[heartbeat.ENV] = watch.path
     try:
         if forked is None:
             with worker_handlers.SUBPROCESS_LOCK:
@@ -262,7 +287,7 @@ def _run_worker(forked: tuple[int, int] | None, command: str, control_address: s
         if _ENDING.is_set():  # started as end_workers ran: it would be waited for in vain
             _end([pid], quietly=True)
         try:
-            code = wait()
+            code = _watched(pid, wait, watch)
         finally:
             del _RUNNING[pid]
             quietly = pid in _ENDED_QUIETLY
@@ -270,4 +295,25 @@ def _run_worker(forked: tuple[int, int] | None, command: str, control_address: s
         if code and not quietly:
             raise RuntimeError(f"Worker subprocess exited with return code {code}")
     finally:
+        watch.close()
         logging_server.stop(0)
+
+
+def _watched(pid: int, wait, watch: heartbeat.Watch) -> int:
+    """``wait()`` for the worker ``pid``'s exit code, looking at its heartbeat every beat meanwhile: one that
+    stalled is ended (with its preparing children) and raises :class:`WorkerStalled`."""
+    try:
+        ended = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux 5.3 or later: unwatched, as Beam waits
+        return wait()
+    try:
+        while not select.select([ended], [], [], heartbeat.BEAT_S)[0]:
+            if why := watch.stalled(pid, _STALL_S[0]):
+                _STALLED.append(WorkerStalled(f"a worker process {why}; it was ended and the crawl stopped "
+                                              f"(bound: --worker_stall_timeout={_STALL_S[0]:g})"))
+                _end([pid])
+                wait()
+                raise _STALLED[-1]
+        return wait()
+    finally:
+        os.close(ended)

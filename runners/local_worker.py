@@ -24,11 +24,14 @@ from beamtrawl.runners.beam_import import import_beam
 
 import_beam()
 from apache_beam.runners.worker import sdk_worker_main
+from beamtrawl.runners.heartbeat import beat_from_environment
 from beamtrawl.transforms.preparators.isolation import end_children
 
 
 def serve() -> None:
-    """Run the harness Beam's environment variables describe, end the preparing children, and exit."""
+    """Run the harness Beam's environment variables describe (beating: runners/heartbeat.py), end the
+    preparing children, and exit."""
+    beat_from_environment()
     sdk_worker_main.main(sys.argv)
     end_children()
     sys.stdout.flush()

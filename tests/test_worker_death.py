@@ -1,6 +1,7 @@
 """A local worker that dies at any moment — waiting to be given its work, just connected, in the middle of a
-bundle, in the runner's clean-up — ends the crawl within a bound: one line naming the cause, exit 2, no
-process of the crawl left, and the next crawl converges (runners/direct.py, runners/forked_workers.py).
+bundle, in the runner's clean-up — or is stopped in the middle of a bundle, with its preparing child, ends the
+crawl within a bound: one line naming the cause, exit 2, no process of the crawl left, and the next crawl
+converges (runners/direct.py, runners/forked_workers.py, runners/heartbeat.py).
 
 Real crawls, each worker SIGKILLed at a chosen moment by a ``sitecustomize`` on ``PYTHONPATH`` (it runs in
 the command, so forked workers inherit it, and in every worker Beam starts) or by the test itself; each crawl
@@ -10,6 +11,7 @@ killed while it waited, or Beam's own first worker killed, hung the crawl in Bea
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -26,15 +28,19 @@ BOUND_S = 240
 #: Kills a worker (a process given Beam's control endpoint) when Beam's harness logs a message starting with
 #: $WORKER_KILLED_AT, or when it opens the file named by $WORKER_KILLED_AT's ``open:NAME``. With $NO_FORK the
 #: command starts a thread first, so no worker is forked (runners/forked_workers.py forks single-threaded only).
+#: With $WORKER_STOPPED_AT's ``open:NAME`` a worker that opens NAME SIGSTOPs its preparing child, once it has
+#: one, and then itself, and notes the time in the file "stopped" beside this hook.
 HOOK = """\
 import logging
 import os
+import re
 import signal
 import sys
 import threading
 import time
 
 WHEN = os.environ.get("WORKER_KILLED_AT", "")
+STOP_AT = os.environ.get("WORKER_STOPPED_AT", "")
 
 
 def _die_if_worker():
@@ -49,9 +55,37 @@ class _KillAt(logging.Filter):
         return True
 
 
+def _children(pid):
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit() and open(f"/proc/{name}/stat").read().rsplit(")", 1)[1].split()[1] == str(pid):
+                found.append(int(name))
+        except (OSError, IndexError):
+            pass
+    return found
+
+
+def _stop_with_child():
+    me = os.getpid()
+    deadline = time.monotonic() + 120
+    while not (children := _children(me)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for child in children:
+        os.kill(child, signal.SIGSTOP)
+    with open(os.path.join(os.path.dirname(__file__), "stopped"), "w") as note:
+        note.write(str(time.time()))
+    os.kill(me, signal.SIGSTOP)
+
+
 def _on_open(event, args):
-    if event == "open" and WHEN == "open:" + os.path.basename(str(args[0])):
+    if event != "open":
+        return
+    name = "open:" + os.path.basename(str(args[0]))
+    if WHEN == name:
         _die_if_worker()
+    if STOP_AT == name and "CONTROL_API_SERVICE_DESCRIPTOR" in os.environ:
+        threading.Thread(target=_stop_with_child, daemon=True).start()
 
 
 logging.getLogger("apache_beam.runners.worker.sdk_worker").addFilter(_KillAt())
@@ -75,11 +109,12 @@ def corpus(tmp_path, make_config):
     return make_config(root), hook
 
 
-def crawl(config: Path, hook: Path | None = None, **env: str) -> tuple[subprocess.Popen, str]:
-    """Start a quiet crawl of ``config`` with the kill hook and ``env``; returns it and its process mark."""
+def crawl(config: Path, hook: Path | None = None, *options: str, **env: str) -> tuple[subprocess.Popen, str]:
+    """Start a quiet crawl of ``config`` with the kill hook, ``options`` and ``env``; returns it and its process
+    mark."""
     mark = uuid.uuid4().hex
     extra = {"PYTHONPATH": str(hook)} if hook else {}
-    proc = subprocess.Popen(beamtrawl_command("crawl", str(config), "--direct_num_workers=2", "--quiet"),
+    proc = subprocess.Popen(beamtrawl_command("crawl", str(config), "--direct_num_workers=2", "--quiet", *options),
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "BEAMTRAWL_TEST_CRAWL": mark, **extra, **env})
     return proc, mark
@@ -107,12 +142,16 @@ def processes_marked(mark: str) -> set[int]:
     return found
 
 
-def assert_stopped_with_one_line(proc: subprocess.Popen, mark: str) -> None:
+KILLED = re.escape("FAILED: the pipeline failed: WorkerDied: a worker process ended unexpectedly (exit code -9: "
+                   "killed by SIGKILL); the crawl stopped")
+
+
+def assert_stopped_with_one_line(proc: subprocess.Popen, mark: str, line: str = KILLED) -> None:
+    """The crawl ended with exit 2 and the one line (``line``: a regular expression), and left no process."""
     out, err = finish(proc)
     assert proc.returncode == 2, out + err
     failed = [line for line in out.splitlines() if line.startswith("FAILED:")]
-    assert failed == [("FAILED: the pipeline failed: WorkerDied: a worker process ended unexpectedly (exit code -9: "
-                       "killed by SIGKILL); the crawl stopped")], out
+    assert len(failed) == 1 and re.fullmatch(line, failed[0]), out
     assert "Traceback" not in err and err.strip() == "", err  # --quiet: the one line only
     deadline = time.monotonic() + 10  # a killed worker's preparing child ends when its input closes
     while processes_marked(mark) and time.monotonic() < deadline:
@@ -161,3 +200,33 @@ def test_a_worker_killed_at_any_moment_ends_the_crawl_and_the_next_converges(cor
         again, _mark = crawl(config)
         out, err = finish(again)
         assert again.returncode == 0 and "index holds 7" in out, out + err
+
+
+#: The bound the stopped worker's test gives: short, and past what a bundle of this corpus takes under load.
+STALL_S = 20
+
+
+def test_a_worker_stopped_mid_bundle_with_its_preparing_child_ends_the_crawl_within_the_bound(corpus):
+    """SIGSTOP, not death: nothing is heard, the worker's heartbeat goes silent; the crawl ends within the
+    bound (and the grace of ending the processes), names the cause, and the next crawl converges."""
+    config, hook = corpus
+    proc, mark = crawl(config, hook, f"--worker_stall_timeout={STALL_S}", WORKER_STOPPED_AT="open:page.html")
+    assert_stopped_with_one_line(proc, mark, re.escape(
+        "FAILED: the pipeline failed: WorkerDied: a worker process did not answer for ") + r"\d+" + re.escape(
+        f" s (it was stopped); it was ended and the crawl stopped (bound: --worker_stall_timeout={STALL_S})"))
+    stopped = float((hook / "stopped").read_text())
+    assert time.time() - stopped < STALL_S + 30, "the crawl did not end within the bound"
+    again, _mark = crawl(config)
+    out, err = finish(again)
+    assert again.returncode == 0 and "index holds 7" in out, out + err
+
+
+@pytest.mark.parametrize("value", ["-1", "soon"])
+def test_a_bound_that_is_no_number_of_seconds_is_one_line_before_the_crawl(corpus, value):
+    config, _hook = corpus
+    proc, _mark = crawl(config, None, f"--worker_stall_timeout={value}")
+    out, err = finish(proc)
+    assert proc.returncode == 2 and out == "", out + err
+    assert err.strip().splitlines()[-1] == f"beamtrawl: error: --worker_stall_timeout={value}: not a number of " \
+                                            "seconds, 0 or more", err
+    assert not (config.parent / "index.sqlite").exists()
