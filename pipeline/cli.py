@@ -437,7 +437,7 @@ def _search(config, args, groups=()) -> int:
     target.check()
     limit, embedder = args.limit, lazy_embedder(config.embeddings)
     if target.pages_unavailable():  # a target without pages (the table) cannot count: the hits are the total
-        run = semantic.settled(query if query.mode != semantic.AUTO else replace(query, mode=semantic.KEYWORD), embedder)
+        run = semantic.settled(replace(query, mode=semantic.paged_auto(target, query, embedder)), embedder)
         semantic.refuse_meaning(target, run)
         hits = target.search(run, limit)
         total = len(hits)

@@ -31,6 +31,10 @@ DEPTH = 100
 #: every word must match rank questions poorly; K = 10 with the keyword ranking at 0.3 gave 0.79.
 RRF_K = 10
 KEYWORD_WEIGHT = 0.3
+#: The keyword half of a hybrid search leaves out the words that more than this share of the documents its
+#: searcher may see hold ("how", "the", "file"): they tell nothing, every word being required, and their long
+#: posting lists were most of a hybrid question's time at 100,000 documents (bench/semantic_bench.py --scale).
+COMMON_SHARE = 0.1
 _QUESTION_WORDS = frozenset(
     ["how", "what", "why", "when", "where", "which", "who", "whom", "whose", "can", "could", "should", "would", "does", "do", "did", "is", "are", "was", "were", "will", "shall", "may", "might"])
 _WORD = re.compile(r"[^\W_]+")
@@ -88,6 +92,17 @@ def search_page(target, query: Query, embedder, limit: int, **page):
     return target.search_page(run, limit, **page)
 
 
+def paged_auto(target, query: Query, embedder) -> str:
+    """The mode ``auto`` takes on a target without pages (the Delta table, which searches by meaning only): hybrid
+    for a question, else semantic, when there is a model and the target can; else keyword (refused or run as it
+    is). Another mode stays as asked."""
+    if query.mode != AUTO:
+        return query.mode
+    if embedder is None or not searches_meaning(target) or not query.has_text:
+        return KEYWORD
+    return HYBRID if is_question(query.text) else SEMANTIC
+
+
 def searches_meaning(target) -> bool:
     return bool(getattr(target, "semantic", False))
 
@@ -130,6 +145,22 @@ def best_documents(scores, row_docs, depth: int = DEPTH) -> list[tuple[int, floa
         wanted = min(count, wanted * 4)
     best = top[np.sort(first)][:depth]
     return [(int(row_docs[row]), round(float(scores[row]), 6), int(row)) for row in best]
+
+
+def is_common(holding: int, documents: int) -> bool:
+    """Is a word that ``holding`` of the searcher's ``documents`` hold too common for a hybrid search's keywords?"""
+    return holding > COMMON_SHARE * documents
+
+
+def unit_mean(rows):
+    """The mean of a document's passage vectors (float32 rows), unit length ("more like this"); None: none."""
+    import numpy as np
+
+    if not len(rows):
+        return None
+    mean = np.asarray(rows, dtype=np.float32).mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return mean / norm if np.isfinite(norm) and norm else None
 
 
 def fuse(keyword: list, vector: list, named: frozenset = frozenset()) -> list[tuple[int, float]]:
