@@ -7,7 +7,7 @@ telling words, each required as a whole word of the title or text, BM25).
 Access, as the other targets enforce it (``sqlite._visible``): a row is read only if the searcher may see it
 (public, or sharing a group, and not denied to any group the searcher holds or to everyone); the vectors and the
 text of the others are never compared or counted, so scores, hits and their order are those of a table holding
-the visible rows alone (tests/test_table_semantic.py).
+the visible rows alone (tests/test_semantic.py).
 
 ::
 
