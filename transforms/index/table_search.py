@@ -66,22 +66,22 @@ def visible(groups_column, denied_column, groups: Sequence[str]):
                        dtype=bool, count=len(groups_column))
 
 
-def _matrix(vectors) -> tuple:
-    """(float32 passages × dimensions, the number of passages of each row) of a ``vectors`` column (list of lists);
-    a row whose vectors are not all of one width counts no passages."""
+def _matrix(vectors, width: int | None = None) -> tuple:
+    """(float32 passages × ``width``, the number of passages of each row) of a ``vectors`` column (list of lists);
+    a row with a vector of another width (another model's, or damaged) counts none. ``width`` None: the first
+    vector's."""
     import numpy as np
 
     counts = pc.fill_null(pc.list_value_length(vectors), 0).to_numpy(zero_copy_only=False).astype(np.int64)
     inner = pc.list_flatten(vectors)
-    widths = pc.fill_null(pc.list_value_length(inner), 0).to_numpy(zero_copy_only=False)
-    width = int(np.bincount(widths).argmax()) if len(widths) else 0
-    if not width:
-        return np.zeros((0, 0), np.float32), np.zeros_like(counts)
-    good = np.add.reduceat(widths == width, np.r_[0, np.cumsum(counts)[:-1]]) == counts if len(widths) else counts
-    good &= counts > 0
-    rows = np.repeat(good, counts)
+    widths = pc.fill_null(pc.list_value_length(inner), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    width = int(widths[0]) if width is None and len(widths) else width or 0
+    fitting = np.bincount(np.repeat(np.arange(len(counts)), counts), weights=widths == width, minlength=len(counts))
+    good = (counts > 0) & (fitting == counts)
+    if not width or not good.any():
+        return np.zeros((0, width), np.float32), np.zeros_like(counts)
     values = pc.list_flatten(inner).to_numpy(zero_copy_only=False).astype(np.float32)
-    keep = np.repeat(rows, widths)
+    keep = np.repeat(np.repeat(good, counts), widths)
     return values[keep].reshape(-1, width), np.where(good, counts, 0)
 
 
@@ -134,8 +134,8 @@ class _Scored:
         ids, hashes = batch["id"].to_pylist(), batch["content_hash"].to_pylist()
         self.copies.extend(h or i for h, i in zip(hashes, ids, strict=True))
         if vector is not None:
-            matrix, counts = _matrix(batch["vectors"])
-            if matrix.shape[1] == len(vector):
+            matrix, counts = _matrix(batch["vectors"], len(vector))
+            if len(matrix):
                 self.scores.append(matrix @ np.asarray(vector, dtype=np.float32))
                 self.rows.append(np.repeat(np.arange(first, first + len(counts)), counts))
                 self.passages.append(np.concatenate([np.arange(c) for c in counts]) if len(counts) else
