@@ -424,8 +424,6 @@ def _init(start: list[str], output: str, force: bool) -> int:
 
 
 def _search(config, args, groups=()) -> int:
-    from dataclasses import replace
-
     from beamtrawl.pipeline.hits import highlights, render
     from beamtrawl.transforms.embed import lazy_embedder
     from beamtrawl.transforms.index import make_target, semantic
@@ -437,9 +435,7 @@ def _search(config, args, groups=()) -> int:
     target.check()
     limit, embedder = args.limit, lazy_embedder(config.embeddings)
     if target.pages_unavailable():  # a target without pages (the table) cannot count: the hits are the total
-        run = semantic.settled(replace(query, mode=semantic.paged_auto(target, query, embedder)), embedder)
-        semantic.refuse_meaning(target, run)
-        hits = target.search(run, limit)
+        hits = semantic.unpaged_hits(target, query, embedder, limit)
         total = len(hits)
     else:
         page = semantic.search_page(target, query, embedder, limit, facet_size=1)

@@ -92,15 +92,16 @@ def search_page(target, query: Query, embedder, limit: int, **page):
     return target.search_page(run, limit, **page)
 
 
-def paged_auto(target, query: Query, embedder) -> str:
-    """The mode ``auto`` takes on a target without pages (the Delta table, which searches by meaning only): hybrid
-    for a question, else semantic, when there is a model and the target can; else keyword (refused or run as it
-    is). Another mode stays as asked."""
-    if query.mode != AUTO:
-        return query.mode
-    if embedder is None or not searches_meaning(target) or not query.has_text:
-        return KEYWORD
-    return HYBRID if is_question(query.text) else SEMANTIC
+def unpaged_hits(target, query: Query, embedder, limit: int) -> list:
+    """The best ``limit`` hits of a target without pages (the Delta table: no totals or facets), where ``auto`` is
+    hybrid for a question, else semantic, when there is a model and the target searches by meaning (it has no
+    keyword search to fall back on), else keyword."""
+    if query.mode == AUTO:
+        meaning = embedder is not None and searches_meaning(target) and query.has_text
+        query = dataclasses.replace(query, mode=(HYBRID if is_question(query.text) else SEMANTIC) if meaning else KEYWORD)
+    run = settled(query, embedder)
+    refuse_meaning(target, run)
+    return target.search(run, limit)
 
 
 def searches_meaning(target) -> bool:
