@@ -109,10 +109,12 @@ LEASE_HOURS = 7 * 24  # a lease older than this is a crawl that died: maintenanc
 DEFAULT_RETENTION_HOURS = 7 * 24  # versions `beamtrawl maintain` keeps (Delta's own default)
 #: Table features we cannot read as plain Parquet files (the snapshot reads the files themselves).
 _UNREADABLE_FEATURES = {"deletionVectors", "columnMapping"}
+_BY_WORDS = ("read it with DuckDB (SELECT url, title FROM delta_scan('{uri}') WHERE content ILIKE '%word%'), Polars "
+             "or Spark (docs/table.md), or crawl into the embedded index or OpenSearch")
 _NOT_SEARCHABLE = ("{uri} is a Delta table, which beamtrawl searches by meaning only (--mode semantic or hybrid, "
-                   "--like; with embeddings on): for keywords read it with DuckDB (SELECT url, title FROM "
-                   "delta_scan('{uri}') WHERE content ILIKE '%word%'), Polars or Spark (docs/table.md), or crawl "
-                   "into the embedded index or OpenSearch")
+                   "--like; with embeddings on): for keywords " + _BY_WORDS)
+_NOT_SERVED = ("{uri} is a Delta table, which beamtrawl serve does not serve (no totals or facets without a text "
+               "index; beamtrawl search --mode semantic searches it by meaning): " + _BY_WORDS)
 
 
 def _timestamp(text: str) -> datetime | None:
@@ -659,7 +661,7 @@ class DeltaIndex(IndexTarget):
             raise IndexUnavailable(f"{self._where()}: cannot search the Delta table ({_short(err)})") from None
 
     def pages_unavailable(self) -> str:
-        return _NOT_SEARCHABLE.format(uri=self.uri)
+        return _NOT_SERVED.format(uri=self.uri)
 
     def count(self) -> int:
         try:
