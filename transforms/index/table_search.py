@@ -141,8 +141,7 @@ class _Scored:
                 self.passages.append(np.concatenate([np.arange(c) for c in counts]) if len(counts) else
                                      np.zeros(0, np.int64))
         if self.keywords:
-            title = pc.utf8_lower(pc.fill_null(batch["title"], ""))
-            content = pc.utf8_lower(pc.fill_null(batch["content"], ""))
+            title, content = _folded(batch["title"]), _folded(batch["content"])
             self.counts.append(np.array([
                 _TITLE_WEIGHT * _count(title, word) + _count(content, word) for word in self.telling]).reshape(
                 len(self.telling), -1))
@@ -185,9 +184,15 @@ class _Scored:
         return [int(key) for key in order[:semantic.DEPTH]]
 
 
+def _folded(column):
+    """A text column as query.words reads text: lower case, accents removed (a null: empty)."""
+    decomposed = pc.utf8_normalize(pc.utf8_lower(pc.fill_null(column, "")), "NFKD")
+    return pc.replace_substring_regex(decomposed, r"\p{Mn}+", "")
+
+
 def _count(column, word: str | None):
-    """Whole-word occurrences of ``word`` in each row of a lower-cased text column (None: all its words)."""
-    pattern = r"[^\W_]+" if word is None else rf"(?:^|[\W_]){_escaped(word)}(?:$|[\W_])"
+    """Occurrences of ``word`` as a whole word in each row of a folded text column (None: all its words)."""
+    pattern = r"[\pL\pN]+" if word is None else rf"(?:^|[^\pL\pN]){_escaped(word)}(?:$|[^\pL\pN])"
     return pc.count_substring_regex(column, pattern).to_numpy(zero_copy_only=False).astype(float)
 
 
