@@ -52,7 +52,7 @@ def search(dataset: ds.Dataset, query: Query, limit: int) -> list[Hit]:
     scored = _Scored(query.mode == semantic.HYBRID and query.has_text, _keyword_words(query))
     for number, fragment in enumerate(fragments):
         scored.read(number, fragment, query.groups, vector, own)
-    ranking = scored.ranking(vector)
+    ranking = scored.ranking()
     return _hits(fragments, ranking, scored, limit)
 
 
@@ -147,7 +147,7 @@ class _Scored:
                 len(self.telling), -1))
             self.lengths.append(_TITLE_WEIGHT * _count(title, None) + _count(content, None))
 
-    def ranking(self, vector) -> list[tuple[int, float, int]]:
+    def ranking(self) -> list[tuple[int, float, int]]:
         """(key, score, best passage or -1), best first, at most semantic.DEPTH documents."""
         import numpy as np
 
