@@ -29,8 +29,9 @@ from beamtrawl.transforms.index.base import MAX_LOCATIONS, Hit, render_snippet
 from beamtrawl.transforms.index.query import Query, QueryError
 from beamtrawl.transforms.records import EVERYONE
 
-#: Rows per batch read: bounds the memory of one batch's vectors (about 10 passages × 1 KB each per row).
-BATCH_ROWS = 2_048
+#: Rows per batch read: bounds the memory of one batch's vectors (a document of max_passages, 200, passages of 256
+#: float32 values holds 200 KB of them: 256 such rows, 52 MB).
+BATCH_ROWS = 256
 #: Characters of a passage a hit shows (as the embedded index's PASSAGE_CHARS).
 PASSAGE_CHARS = 600
 _HIT_COLUMNS = ["id", "url", "title", "content", "passages", "mimetype", "size", "last_modified"]
