@@ -158,6 +158,24 @@ def test_auto_keeps_keyword_like_queries_as_keywords(index, model):
     assert not semantic.is_question('"copy a folder" -draft')
 
 
+def test_a_hybrid_searchs_keywords_leave_out_the_words_many_documents_hold(index):
+    """Every word is required by keywords: a question's common words ("a", "and", "its") would find little and read
+    long posting lists (issue 31), so the keyword half keeps the words at most COMMON_SHARE of the documents hold."""
+    from beamtrawl.transforms.index import sqlite
+    from beamtrawl.transforms.index import sqlite_parts as parts
+
+    db = index._reader()
+    question = asking("how do I run a subprocess and capture its stdout with check_returncode", mode=semantic.HYBRID)
+    kept = [clause[0].text for clause in sqlite._telling(db, question).clauses]
+    documents = index.count()
+    for word in ("how", "do", "I", "run", "a", "subprocess", "and", "capture", "its", "stdout", "with",
+                 "check_returncode"):
+        holding = sum(db.execute(f"SELECT count(*) FROM {parts.fts(n)} WHERE {parts.fts(n)} MATCH ?",
+                                 (f'"{word}"',)).fetchone()[0] for n in parts.all_parts(db))
+        assert (word in kept) == (holding <= semantic.COMMON_SHARE * documents), (word, holding)
+    assert kept == ["check_returncode"]  # the one word of a single page (subprocess.html) here
+
+
 def test_filters_and_exclusions_hold_in_semantic_and_hybrid_searches(index, model):
     for mode in (semantic.SEMANTIC, semantic.HYBRID):
         page = _page_of(index, f"{QUESTION} -popen", mode, model)
