@@ -454,6 +454,7 @@ def test_the_table_answers_a_question_by_meaning_and_shows_the_passage(tmp_path,
         target.search(asking("subprocess", mode=semantic.KEYWORD), 10)
     with pytest.raises(QueryError, match="words only"):
         _table_hits(target, "shell extension:html", semantic.SEMANTIC, model)
+    assert _table_hits(target, "shell OR subprocess*", semantic.HYBRID, model)  # no word the keywords can require
 
 
 @pytest.mark.parametrize("mode", [semantic.SEMANTIC, semantic.HYBRID])

@@ -50,7 +50,8 @@ def search(dataset: ds.Dataset, query: Query, limit: int) -> list[Hit]:
         own, vector = _own_vector(fragments, query)
         if vector is None:
             return []
-    scored = _Scored(query.mode == semantic.HYBRID and query.has_text, _keyword_words(query))
+    telling = _keyword_words(query)  # none (alternatives and prefixes only): the vector ranking alone
+    scored = _Scored(query.mode == semantic.HYBRID and bool(telling), telling)
     for number, fragment in enumerate(fragments):
         scored.read(number, fragment, query.groups, vector, own)
     ranking = scored.ranking()
