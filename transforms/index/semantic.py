@@ -8,8 +8,10 @@ nearest the query's meaning), ``hybrid`` (both rankings fused), and ``auto``, th
 that reads as a question, or whose keywords find nothing; keyword otherwise, so module names, file names and
 phrases rank exactly as before.
 
+A target without pages (the Delta table: :mod:`.table_search`) is searched through :func:`unpaged_hits`.
+
 Access: a target ranks only the vectors of the documents its searcher may see (the partitions of
-``sqlite_parts``), and a vector's score — its cosine with the query — depends on nothing but the two vectors, so
+``sqlite_parts``, the table's visible rows), and a vector's score — its cosine with the query — depends on nothing but the two vectors, so
 hits, scores, counts and facets of a semantic or hybrid search are those of an index holding the visible
 documents only (tests/test_semantic.py repeats issue 15's score-leak tests).
 """
