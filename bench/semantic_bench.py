@@ -8,6 +8,7 @@ Run from the repository root (beamtrawl installed, tests/package_files.py fetche
     python bench/semantic_bench.py --scale 100000  # at N documents: latency, vector lists' recall and MRR
     python bench/semantic_bench.py --scale 100000 --questions 20 --index /tmp/scale.sqlite  # kept for a rerun
     python bench/semantic_bench.py --target opensearch --url http://127.0.0.1:9200 [--scale N]   # the same there
+    python bench/semantic_bench.py --target delta   # the same on a Delta table (by meaning only; no --scale)
 
 The corpus is Python's library reference as Debian ships it (about 320 Sphinx pages), prepared by the HTML
 preparator and embedded by the crawl's own embedding stage (``transforms/embed/stage.py``'s DoFn) into an
@@ -53,6 +54,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import yaml
 
@@ -121,17 +123,19 @@ def reciprocal_rank(hits, answer: str) -> float:
     return 0.0
 
 
-def run_queries(target, queries: dict[str, str], embedder, repeat: int) -> dict[str, tuple[float, list[float]]]:
+def run_queries(target, queries: dict[str, str], embedder, repeat: int,
+                modes=MODES) -> dict[str, tuple[float, list[float]]]:
     """mode → (MRR@10, per-query median seconds)."""
     found = {}
-    for mode in MODES:
+    for mode in modes:
         ranks, times = [], []
         for text, answer in queries.items():
             query = asking(text, mode=mode)
             spent = []
             for _ in range(repeat):
                 started = time.perf_counter()
-                page = semantic.search_page(target, query, embedder, 10)
+                page = semantic.search_page(target, query, embedder, 10) if not target.pages_unavailable() else \
+                    SimpleNamespace(hits=semantic.unpaged_hits(target, query, embedder, 10))
                 spent.append(time.perf_counter() - started)
                 for hit in page.hits:
                     if "/hidden/" in hit.url:
@@ -329,7 +333,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--copies", type=int, default=0)
     parser.add_argument("--scale", type=int, default=0)
-    parser.add_argument("--target", choices=("sqlite", "opensearch"), default="sqlite")
+    parser.add_argument("--target", choices=("sqlite", "opensearch", "delta"), default="sqlite")
     parser.add_argument("--url", default=None, help="the OpenSearch node (--target opensearch)")
     parser.add_argument("--questions", type=int, default=0, help="with --scale: the first N questions only")
     parser.add_argument("--index", default="", help="with --scale: the index file, kept (used as it is if it exists)")
@@ -362,6 +366,8 @@ def main() -> int:
         questions = dict(list(questions.items())[:args.questions or None])
         return scale(embedded, args.scale, model, questions, args.repeat, args.index)
     bare = [d._replace(passages=[], vectors=b"") for d in embedded]
+    if args.target == "delta":
+        return delta(embedded, bare, len(docs), seconds, questions, names, model, args.repeat)
     if args.target == "opensearch":
         sizes, targets = {}, {}
         try:
@@ -403,22 +409,46 @@ def main() -> int:
     return 0
 
 
+def delta(embedded, bare, pages, seconds, questions, names, model, repeat: int) -> int:
+    """The same on a Delta table (by meaning only: no keyword mode); its size is the folder's bytes on disk."""
+    from beamtrawl.transforms.index.table import DeltaIndex
+
+    modes = (semantic.SEMANTIC, semantic.HYBRID, semantic.AUTO)
+    with tempfile.TemporaryDirectory() as work:
+        sizes, tables = {}, {}
+        for label, written in (("with vectors", embedded), ("without", bare)):
+            folder = os.path.join(work, f"{label.split()[0]}.delta")
+            target = DeltaIndex(folder)
+            target.prepare()
+            target.upsert(written)
+            target.commit(target.take_staged())
+            target.finish(succeeded=True)
+            tables[label] = DeltaIndex(folder)
+            sizes[label] = sum(f.stat().st_size for f in Path(folder).rglob("*") if f.is_file()) / len(written)
+        on_questions = run_queries(tables["with vectors"], questions, model.embed, repeat, modes)
+        on_names = run_queries(tables["with vectors"], names, model.embed, repeat, modes)
+    report(pages, len(embedded), seconds, on_questions, on_names, sizes)
+    return 0
+
+
 def report(pages, embedded, seconds, on_questions, on_names, sizes) -> None:
     stage_s, loop_s, stage_cpu, loop_cpu = seconds
     print(f"corpus: {pages} pages of Python's library reference (+ {embedded - pages} copies only the group staff sees)")
     print("\nMRR@10            questions   names")
-    for mode in MODES:
+    for mode in on_questions:
         print(f"  {mode:9}        {on_questions[mode][0]:8.3f}  {on_names[mode][0]:6.3f}")
+    keyword = on_names.get(semantic.KEYWORD, (float("nan"),))[0]
     print(f"hybrid on questions: {on_questions[semantic.HYBRID][0]:.3f} (target >= 0.75); "
-          f"auto/keyword on names: {on_names[semantic.AUTO][0]:.3f}/{on_names[semantic.KEYWORD][0]:.3f}")
+          f"auto/keyword on names: {on_names[semantic.AUTO][0]:.3f}/{keyword:.3f}")
     print(f"\nembedding: stage {embedded / stage_s:,.1f} docs/s, model in a plain loop {embedded / loop_s:,.1f} "
           f"docs/s; stage/loop: {loop_s / stage_s:.2f} (target >= 0.9); per CPU-second {loop_cpu / stage_cpu:.2f}")
     print("\nquery ms          questions p50  p95    names p50")
-    for mode in MODES:
+    for mode in on_questions:
         print(f"  {mode:9}        {percentile(on_questions[mode][1], 50):8.2f} {percentile(on_questions[mode][1], 95):8.2f}"
               f"  {percentile(on_names[mode][1], 50):6.2f}")
-    keyword = statistics.median(on_questions[semantic.KEYWORD][1])
-    print(f"hybrid/keyword p50 on questions: {statistics.median(on_questions[semantic.HYBRID][1]) / keyword:.2f}")
+    if semantic.KEYWORD in on_questions:
+        keyword = statistics.median(on_questions[semantic.KEYWORD][1])
+        print(f"hybrid/keyword p50 on questions: {statistics.median(on_questions[semantic.HYBRID][1]) / keyword:.2f}")
     print(f"\nindex bytes per document: {sizes['with vectors']:,.0f} with vectors, {sizes['without']:,.0f} without")
 
 

@@ -439,8 +439,6 @@ def _init(start: list[str], output: str, force: bool) -> int:
 
 
 def _search(config, args, groups=()) -> int:
-    from dataclasses import replace
-
     from beamtrawl.pipeline.hits import highlights, render
     from beamtrawl.transforms.embed import lazy_embedder
     from beamtrawl.transforms.index import make_target, semantic
@@ -452,9 +450,7 @@ def _search(config, args, groups=()) -> int:
     target.check()
     limit, embedder = args.limit, lazy_embedder(config.embeddings)
     if target.pages_unavailable():  # a target without pages (the table) cannot count: the hits are the total
-        run = semantic.settled(query if query.mode != semantic.AUTO else replace(query, mode=semantic.KEYWORD), embedder)
-        semantic.refuse_meaning(target, run)
-        hits = target.search(run, limit)
+        hits = semantic.unpaged_hits(target, query, embedder, limit)
         total = len(hits)
     else:
         page = semantic.search_page(target, query, embedder, limit, facet_size=1)

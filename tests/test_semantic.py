@@ -158,6 +158,24 @@ def test_auto_keeps_keyword_like_queries_as_keywords(index, model):
     assert not semantic.is_question('"copy a folder" -draft')
 
 
+def test_a_hybrid_searchs_keywords_leave_out_the_words_many_documents_hold(index):
+    """Every word is required by keywords: a question's common words ("a", "and", "its") would find little and read
+    long posting lists (issue 31), so the keyword half keeps the words at most COMMON_SHARE of the documents hold."""
+    from beamtrawl.transforms.index import sqlite
+    from beamtrawl.transforms.index import sqlite_parts as parts
+
+    db = index._reader()
+    question = asking("how do I run a subprocess and capture its stdout with check_returncode", mode=semantic.HYBRID)
+    kept = [clause[0].text for clause in sqlite._telling(db, question).clauses]
+    documents = index.count()
+    for word in ("how", "do", "I", "run", "a", "subprocess", "and", "capture", "its", "stdout", "with",
+                 "check_returncode"):
+        holding = sum(db.execute(f"SELECT count(*) FROM {parts.fts(n)} WHERE {parts.fts(n)} MATCH ?",
+                                 (f'"{word}"',)).fetchone()[0] for n in parts.all_parts(db))
+        assert (word in kept) == (holding <= semantic.COMMON_SHARE * documents), (word, holding)
+    assert kept == ["check_returncode"]  # the one word of a single page (subprocess.html) here
+
+
 def test_filters_and_exclusions_hold_in_semantic_and_hybrid_searches(index, model):
     for mode in (semantic.SEMANTIC, semantic.HYBRID):
         page = _page_of(index, f"{QUESTION} -popen", mode, model)
@@ -395,3 +413,89 @@ def test_damaged_lists_or_an_index_without_them_are_searched_all_the_same(tmp_pa
     assert _lists(target) and _page_of(target, QUESTION, semantic.SEMANTIC, model).hits[0].url.endswith(
         "/subprocess.html")
     target.close()
+
+
+# -- the Delta table: by meaning only, exact cosines over the visible rows' vectors -----------------------------
+
+def _table(tmp_path, docs, name="t.delta"):
+    """A Delta table holding ``docs``, written as a crawl writes it (staged files, one commit)."""
+    from beamtrawl.transforms.index.table import DeltaIndex
+
+    target = DeltaIndex(str(tmp_path / name))
+    target.prepare()
+    target.upsert(docs)
+    target.commit(target.take_staged())
+    target.finish(succeeded=True)
+    return DeltaIndex(str(tmp_path / name))
+
+
+def _table_hits(target, text, mode, model, groups=(), like=""):
+    run = semantic.settled(asking(text, (), groups, like, mode), model.embed)
+    return target.search(run, 20)
+
+
+def test_the_table_answers_a_question_by_meaning_and_shows_the_passage(tmp_path, public_docs, model):
+    target = _table(tmp_path, public_docs)
+    contents = {d.url: " ".join(d.content.split()) for d in public_docs}
+    for mode in (semantic.SEMANTIC, semantic.HYBRID):
+        hits = _table_hits(target, QUESTION, mode, model)
+        assert hits[0].url.endswith("/subprocess.html"), mode
+        assert len({h.url for h in hits}) == len(hits) == len(public_docs)
+        shown = hits[0].snippet.rstrip("…")
+        assert shown and shown in contents[hits[0].url] and hits[0].id == doc_id(hits[0].url)
+    # the same ranking as the embedded index's exact scan (float16 vectors there, float32 here)
+    index = _new(tmp_path, public_docs)
+    expected = [h.url for h in _page_of(index, QUESTION, semantic.SEMANTIC, model).hits]
+    assert [h.url for h in _table_hits(target, QUESTION, semantic.SEMANTIC, model)][:5] == expected[:5]
+    index.close()
+    like = _table_hits(target, "", semantic.AUTO, model, like=hits[0].id)
+    assert like and hits[0].url not in {h.url for h in like}
+    with pytest.raises(Exception, match="searches by meaning only"):
+        target.search(asking("subprocess", mode=semantic.KEYWORD), 10)
+    with pytest.raises(QueryError, match="words only"):
+        _table_hits(target, "shell extension:html", semantic.SEMANTIC, model)
+    assert _table_hits(target, "shell OR subprocess*", semantic.HYBRID, model)  # no word the keywords can require
+
+
+@pytest.mark.parametrize("mode", [semantic.SEMANTIC, semantic.HYBRID])
+def test_a_tables_hidden_rows_move_nothing_a_searcher_sees(tmp_path, public_docs, hidden_docs, model, mode):
+    """Issue 15's score-leak test on the table: a public searcher's hits and scores equal those of a table of the
+    public documents alone; a staff searcher's those of a table where its documents are public; a hidden
+    document is not even a "more like this" anchor."""
+    alone = _table(tmp_path, public_docs, "public.delta")
+    everything = _table(tmp_path, public_docs + hidden_docs, "all.delta")
+    as_staff = _table(tmp_path, public_docs + [d._replace(groups=[]) for d in hidden_docs], "staff.delta")
+    for text in (QUESTION, "encode a dictionary as text"):
+        seen = _table_hits(everything, text, mode, model)
+        assert [(h.url, h.score) for h in seen] == [(h.url, h.score) for h in _table_hits(alone, text, mode, model)]
+        staff = _table_hits(everything, text, mode, model, groups=["staff"])
+        reference = _table_hits(as_staff, text, mode, model)
+        assert [(h.url, h.score) for h in staff] == [(h.url, h.score) for h in reference]
+    assert any("/staff/" in url for h in _table_hits(everything, QUESTION, mode, model, groups=["staff"])
+               for url in (h.url, *h.locations))
+    assert _table_hits(everything, "", mode, model, like=hidden_docs[0].id) == []
+    assert _table_hits(everything, "", mode, model, groups=["staff"], like=hidden_docs[0].id)
+
+
+def test_a_crawl_into_a_table_answers_questions_on_the_command_line(tmp_path, crawl):
+    config = tmp_path / "crawl.yaml"
+    (tmp_path / "docs").mkdir()
+    for name in ("subprocess.html", "csv.html", "json.html"):
+        shutil.copy(python_library_docs() / name, tmp_path / "docs" / name)
+    config.write_text(yaml.safe_dump({"start": [{"url": str(tmp_path / "docs")}], "index": {"table": "t.delta"},
+                                      "embeddings": {"model": "wordllama"}}))
+    done = crawl(config)
+    assert done.code == 0, done.stderr[-2000:]
+
+    def search(*args):
+        return subprocess.run([sys.executable, "-m", "beamtrawl.pipeline.cli", "search", *args, "--config",
+                               str(config), "--json"], capture_output=True, text=True, timeout=120, check=False)
+    for mode in ("auto", "hybrid", "semantic"):
+        found = search(QUESTION, "--mode", mode)
+        assert found.returncode == 0, found.stderr
+        hits = json.loads(found.stdout)
+        assert hits[0]["url"].endswith("/subprocess.html") and hits[0]["snippet"], mode
+    like = search("--like", hits[0]["id"])
+    assert like.returncode == 0 and hits[0]["url"] not in like.stdout and json.loads(like.stdout)
+    refused = search("subprocess", "--mode", "keyword")
+    assert refused.returncode == 2 and "searches by meaning only" in refused.stderr

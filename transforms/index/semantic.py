@@ -8,8 +8,10 @@ nearest the query's meaning), ``hybrid`` (both rankings fused), and ``auto``, th
 that reads as a question, or whose keywords find nothing; keyword otherwise, so module names, file names and
 phrases rank exactly as before.
 
+A target without pages (the Delta table: :mod:`.table_search`) is searched through :func:`unpaged_hits`.
+
 Access: a target ranks only the vectors of the documents its searcher may see (the partitions of
-``sqlite_parts``), and a vector's score — its cosine with the query — depends on nothing but the two vectors, so
+``sqlite_parts``, the table's visible rows), and a vector's score — its cosine with the query — depends on nothing but the two vectors, so
 hits, scores, counts and facets of a semantic or hybrid search are those of an index holding the visible
 documents only (tests/test_semantic.py repeats issue 15's score-leak tests).
 """
@@ -31,6 +33,10 @@ DEPTH = 100
 #: every word must match rank questions poorly; K = 10 with the keyword ranking at 0.3 gave 0.79.
 RRF_K = 10
 KEYWORD_WEIGHT = 0.3
+#: The keyword half of a hybrid search leaves out the words that more than this share of the documents its
+#: searcher may see hold ("how", "the", "file"): they tell nothing, every word being required, and their long
+#: posting lists were most of a hybrid question's time at 100,000 documents (bench/semantic_bench.py --scale).
+COMMON_SHARE = 0.1
 _QUESTION_WORDS = frozenset(
     ["how", "what", "why", "when", "where", "which", "who", "whom", "whose", "can", "could", "should", "would", "does", "do", "did", "is", "are", "was", "were", "will", "shall", "may", "might"])
 _WORD = re.compile(r"[^\W_]+")
@@ -88,6 +94,18 @@ def search_page(target, query: Query, embedder, limit: int, **page):
     return target.search_page(run, limit, **page)
 
 
+def unpaged_hits(target, query: Query, embedder, limit: int) -> list:
+    """The best ``limit`` hits of a target without pages (the Delta table: no totals or facets), where ``auto`` is
+    hybrid for a question, else semantic, when there is a model and the target searches by meaning (it has no
+    keyword search to fall back on), else keyword."""
+    if query.mode == AUTO:
+        meaning = embedder is not None and searches_meaning(target) and query.has_text
+        query = dataclasses.replace(query, mode=(HYBRID if is_question(query.text) else SEMANTIC) if meaning else KEYWORD)
+    run = settled(query, embedder)
+    refuse_meaning(target, run)
+    return target.search(run, limit)
+
+
 def searches_meaning(target) -> bool:
     return bool(getattr(target, "semantic", False))
 
@@ -130,6 +148,22 @@ def best_documents(scores, row_docs, depth: int = DEPTH) -> list[tuple[int, floa
         wanted = min(count, wanted * 4)
     best = top[np.sort(first)][:depth]
     return [(int(row_docs[row]), round(float(scores[row]), 6), int(row)) for row in best]
+
+
+def is_common(holding: int, documents: int) -> bool:
+    """Is a word that ``holding`` of the searcher's ``documents`` hold too common for a hybrid search's keywords?"""
+    return holding > COMMON_SHARE * documents
+
+
+def unit_mean(rows):
+    """The mean of a document's passage vectors (float32 rows), unit length ("more like this"); None: none."""
+    import numpy as np
+
+    if not len(rows):
+        return None
+    mean = np.asarray(rows, dtype=np.float32).mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return mean / norm if np.isfinite(norm) and norm else None
 
 
 def fuse(keyword: list, vector: list, named: frozenset = frozenset()) -> list[tuple[int, float]]:

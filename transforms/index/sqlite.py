@@ -541,7 +541,9 @@ class EmbeddedIndex(IndexTarget):
         passages = {rid: int(passage[row]) for rid, _, row in near}
         if query.mode == semantic.SEMANTIC or not query.has_text:
             return Ranked([(rid, score) for rid, score, _ in near], passages)
-        keyword = [row[0] for row in db.execute(*_keyword_ranking(db, query, semantic.DEPTH))]
+        telling = _telling(db, query)
+        keyword = [row[0] for row in db.execute(*_keyword_ranking(db, telling, semantic.DEPTH))] \
+            if telling.has_text else []
         named = frozenset(rid for (rid,) in db.execute(
             f"SELECT rid FROM names WHERE key = ? AND part IN ({', '.join(map(str, _visible_parts(db, query)))})",
             (query.name_key,))) if query.name_key else frozenset()
@@ -678,6 +680,27 @@ def _keyword_ranking(db: sqlite3.Connection, query: Query, depth: int) -> tuple[
         return "SELECT 1 WHERE 0", []
     # scores rounded: copies (equal scores) keep their order by URL, whatever the float noise of rescoring
     return f"SELECT rid FROM ({sql}) ORDER BY round(score, 6) DESC, url LIMIT ?", [*params, depth]
+
+
+def _telling(db: sqlite3.Connection, query: Query) -> Query:
+    """The query a hybrid search ranks by keywords: without the words (clauses of one term, not a prefix) that too
+    many of the searcher's documents hold (semantic.is_common), counted in the visible partitions up to that
+    bound only, so a common word's long list is read once, in part."""
+    visible, params = _visible(query.groups)
+    (seen,) = db.execute(f"SELECT total(docs) FROM ranking AS docs WHERE {visible}", params).fetchone()
+    shown, most = _visible_parts(db, query), int(semantic.COMMON_SHARE * seen)
+
+    def holding(term: Term) -> int:
+        found = 0
+        for n in shown:
+            found += db.execute(f"SELECT count(*) FROM (SELECT 1 FROM {parts.fts(n)} WHERE {parts.fts(n)} MATCH ? "
+                                f"LIMIT ?)", (_fts_term(term), most + 1 - found)).fetchone()[0]
+            if found > most:
+                break
+        return found
+    kept = [clause for clause in query.clauses
+            if len(clause) > 1 or clause[0].prefix or not semantic.is_common(holding(clause[0]), int(seen))]
+    return dataclasses.replace(query, clauses=kept)
 
 
 def _admitted(db: sqlite3.Connection, query: Query) -> list[int] | None:
@@ -1171,12 +1194,19 @@ def _score_column(db: sqlite3.Connection, query: Query):
             db.create_function(f"visible_bm25_{n}", 2, rescorer(phrases[0], n), deterministic=True)
         return lambda n: f"visible_bm25_{n}(-bm25({parts.fts(n)}, {_WEIGHTS}), docs.length)"
     scores: dict[int, float] = {}
+    matches = {n: json.dumps([rid for (rid,) in db.execute(f"SELECT rowid FROM {parts.fts(n)} WHERE {parts.fts(n)} "
+                                                            f"MATCH ?", (_fts_match(query.clauses),))]) for n in shown}
     for phrase in phrases:
         for n in shown:
             rescore = rescorer(phrase, n)
+            # only the documents the whole query matches are scored (the others are never looked up): a common
+            # word's phrase holds nearly every document, and rescoring each in Python took seconds (issue 31).
+            # ``+rowid``: a condition FTS5 leaves to SQLite, which it would otherwise run once per rowid listed,
+            # counting the phrase's documents again each time.
             for rid, score, length in db.execute(
                     f"SELECT docs.rid, -bm25({parts.fts(n)}, {_WEIGHTS}), docs.length FROM {parts.fts(n)} JOIN docs "
-                    f"ON docs.rid = {parts.fts(n)}.rowid WHERE {parts.fts(n)} MATCH ? AND {visible}", [phrase, *params]):
+                    f"ON docs.rid = {parts.fts(n)}.rowid WHERE {parts.fts(n)} MATCH ? AND +{parts.fts(n)}.rowid IN "
+                    f"(SELECT value FROM json_each(?)) AND {visible}", [phrase, matches[n], *params]):
                 scores[rid] = scores.get(rid, 0.0) + rescore(score, length)
     db.create_function("visible_score", 1, lambda rid: scores.get(rid, 0.0), deterministic=True)
     return lambda _part: "visible_score(docs.rid)"

@@ -24,7 +24,7 @@ import sqlite3
 from array import array
 from collections.abc import Sequence
 
-from beamtrawl.transforms.index import vector_lists
+from beamtrawl.transforms.index import semantic, vector_lists
 
 _COUNT = ("INSERT INTO vector_changes VALUES ({row}.part, 1) "
           "ON CONFLICT(part) DO UPDATE SET generation = generation + 1;")
@@ -267,6 +267,4 @@ def document_vector(db: sqlite3.Connection, rid: int, dimensions: int):
     row = db.execute("SELECT vectors FROM vectors WHERE rid = ?", (rid,)).fetchone()
     if row is None or not row[0] or len(row[0]) % (2 * dimensions):
         return None
-    mean = np.frombuffer(row[0], dtype=np.float16).reshape(-1, dimensions).astype(np.float32).mean(axis=0)
-    norm = float(np.linalg.norm(mean))
-    return mean / norm if norm else None
+    return semantic.unit_mean(np.frombuffer(row[0], dtype=np.float16).reshape(-1, dimensions))

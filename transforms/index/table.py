@@ -42,7 +42,8 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from beamtrawl.transforms.fields import OrEmpty, Path, Text, fail
-from beamtrawl.transforms.index.base import RECORD_FIELDS, IndexTarget, IndexUnavailable, TargetSettings
+from beamtrawl.transforms.index import semantic, table_search
+from beamtrawl.transforms.index.base import RECORD_FIELDS, Hit, IndexTarget, IndexUnavailable, TargetSettings
 from beamtrawl.transforms.index.query import Query
 from beamtrawl.transforms.index.table_store import arrow_fs, delta_options, failures
 from beamtrawl.transforms.records import AuxValue, IndexDoc, SnapshotEntry
@@ -108,9 +109,12 @@ LEASE_HOURS = 7 * 24  # a lease older than this is a crawl that died: maintenanc
 DEFAULT_RETENTION_HOURS = 7 * 24  # versions `beamtrawl maintain` keeps (Delta's own default)
 #: Table features we cannot read as plain Parquet files (the snapshot reads the files themselves).
 _UNREADABLE_FEATURES = {"deletionVectors", "columnMapping"}
-_NOT_SEARCHABLE = ("{uri} is a Delta table, which beamtrawl does not search: read it with DuckDB "
-                   "(SELECT url, title FROM delta_scan('{uri}') WHERE content ILIKE '%word%'), Polars or Spark "
-                   "(docs/table.md), or crawl into the embedded index or OpenSearch to search")
+_BY_WORDS = ("read it with DuckDB (SELECT url, title FROM delta_scan('{uri}') WHERE content ILIKE '%word%'), Polars "
+             "or Spark (docs/table.md), or crawl into the embedded index or OpenSearch")
+_NOT_SEARCHABLE = ("{uri} is a Delta table, which beamtrawl searches by meaning only (--mode semantic or hybrid, "
+                   "--like; with embeddings on): for keywords " + _BY_WORDS)
+_NOT_SERVED = ("{uri} is a Delta table, which beamtrawl serve does not serve (no totals or facets without a text "
+               "index; beamtrawl search --mode semantic searches it by meaning): " + _BY_WORDS)
 
 
 def _timestamp(text: str) -> datetime | None:
@@ -202,6 +206,7 @@ class DeltaIndex(IndexTarget):
     Settings = DeltaSettings
 
     delete_batch = None  # every delete of a crawl in one transaction
+    semantic = True  # searches by meaning (transforms/index/table_search.py), never by keywords alone
 
     @classmethod
     def from_config(cls, index_config: DeltaSettings) -> DeltaIndex:
@@ -643,11 +648,20 @@ class DeltaIndex(IndexTarget):
         return staged
 
     # -- reading -----------------------------------------------------------------------------
-    def search(self, query: Query, limit: int):
-        raise IndexUnavailable(_NOT_SEARCHABLE.format(uri=self.uri))
+    def search(self, query: Query, limit: int) -> list[Hit]:
+        """By meaning only (``--mode semantic``, ``hybrid``, ``--like``: :mod:`.table_search`); keywords alone are
+        refused: the table has no text index."""
+        from deltalake.exceptions import DeltaError
+
+        if query.mode not in (semantic.SEMANTIC, semantic.HYBRID):
+            raise IndexUnavailable(_NOT_SEARCHABLE.format(uri=self.uri))
+        try:
+            return table_search.search(self._dataset(), query, limit)
+        except (DeltaError, *failures()) as err:
+            raise IndexUnavailable(f"{self._where()}: cannot search the Delta table ({_short(err)})") from None
 
     def pages_unavailable(self) -> str:
-        return _NOT_SEARCHABLE.format(uri=self.uri)
+        return _NOT_SERVED.format(uri=self.uri)
 
     def count(self) -> int:
         try:
