@@ -80,6 +80,9 @@ class StoreSettings(Section):
     """seconds between two reads"""
     page_size: Count = Field(1000, ge=1, le=5000)
     """objects and prefixes asked for in one listing request"""
+    reads_ahead: Count = Field(8, ge=1, le=10)
+    """objects a worker reads at once, each a request in flight (a read waits on the store far longer than the
+    worker spends on it); their listed sizes held at once stay under 64 MiB, and a client keeps 10 connections"""
     groups: Annotated[tuple[Text, ...], Items] = ()
     """the access-control groups of every object (none: public; access_control entries may decide instead)"""
     delivery: Literal["stream", "signed"] = "stream"
@@ -223,6 +226,10 @@ class ObjectStore:
 
     def options(self):
         return self.settings.of(type(self))
+
+    def reads_ahead(self) -> int:
+        """Objects a worker reads at once (the read stage's threads share this source's clients)."""
+        return self.options().reads_ahead
 
     def _entry(self, url: str, item: FrontierItem, stored: Stored) -> Entry:
         return Entry(id=doc_id(url), url=url, root=item.root, depth=depth_below(url, item.root), size=stored.size,
