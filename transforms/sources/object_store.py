@@ -82,8 +82,8 @@ class StoreSettings(Section):
     page_size: Count = Field(1000, ge=1, le=5000)
     """objects and prefixes asked for in one listing request"""
     reads_ahead: Count = Field(8, ge=1, le=10)
-    """objects a worker reads at once, each a request in flight (a read waits on the store far longer than the
-    worker spends on it); their listed sizes held at once stay under 64 MiB, and a client keeps 10 connections"""
+    """requests a worker has in flight at once: objects read (their listed sizes held at once stay under 64 MiB)
+    and prefixes listed ahead of the walk; a request waits on the store far longer than the worker spends on it"""
     groups: Annotated[tuple[Text, ...], Items] = ()
     """the access-control groups of every object (none: public; access_control entries may decide instead)"""
     delivery: Literal["stream", "signed"] = "stream"
