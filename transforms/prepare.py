@@ -186,7 +186,7 @@ class _Read(beam.DoFn):
                                            substitute=self._unread(entry)))
         if self.pool is None:
             self.pool = ThreadPoolExecutor(width, thread_name_prefix="read-ahead")
-        self.ahead.append((entry, self.pool.submit(self._fetch, entry), window, timestamp))
+        self.ahead.append((entry, self.pool.submit(self._fetch, entry, True), window, timestamp))
         return timed(self.us, self._due(width))
 
     def _width(self, entry) -> int:
@@ -209,7 +209,11 @@ class _Read(beam.DoFn):
         return min(entry.size, SNIFF_BYTES if entry.size > self.max_file_size else self.max_file_size)
 
     def _hand_on(self, entry, future, window, timestamp):
-        for output in isolated(self._read(entry, future.result), entry.url, _READING, substitute=self._unread(entry)):
+        def fetched() -> bytes:
+            data = future.result()
+            return self._fetch(entry) if data is None else data  # grown since its listing: read alone
+
+        for output in isolated(self._read(entry, fetched), entry.url, _READING, substitute=self._unread(entry)):
             if isinstance(output, beam.pvalue.TaggedOutput):
                 yield beam.pvalue.TaggedOutput(output.tag, WindowedValue(output.value, timestamp, [window]))
             else:
@@ -219,14 +223,16 @@ class _Read(beam.DoFn):
     def _unread(entry):
         return lambda reason: [RawDocument(entry, UNKNOWN_TYPE, b"", reason)]
 
-    def _fetch(self, entry) -> bytes:
-        """The document's bytes through its source (a read-ahead thread may run it): its first bytes only when
-        its listed size passes ``max_file_size``, else up to one byte more than that."""
+    def _fetch(self, entry, ahead: bool = False) -> bytes | None:
+        """The document's bytes through its source: its first bytes only when its listed size passes
+        ``max_file_size``, else up to one byte more than that. Read ahead (in a thread), no more than its listed
+        size, so what is held stays what the listing said: None if there is more (it grew; read it alone)."""
         if entry.content is not None:
             return entry.content
-        oversize = entry.size > self.max_file_size
+        want = SNIFF_BYTES if entry.size > self.max_file_size else self.max_file_size + 1
         with self.sources(entry.url).open_document(entry.url) as stream:
-            return stream.read(SNIFF_BYTES if oversize else self.max_file_size + 1)
+            data = stream.read(min(want, entry.size + 1) if ahead else want)
+        return None if ahead and len(data) > entry.size and len(data) < want else data
 
     def _read(self, entry, fetch):
         oversize = entry.size > self.max_file_size
