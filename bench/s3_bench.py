@@ -42,7 +42,6 @@ from tests.servers.s3 import running_s3
 
 WORDS = ["harbour", "survey", "glacier", "sensor", "budget", "meeting", "river", "station", "report", "draft"]
 BUCKET = "bench-bucket"
-LOOP_BATCH = 500  # the loop's upserts, as bench/crawl_bench.py's loop
 
 
 def _fill(client, objects: int, prefixes: int) -> None:
@@ -66,25 +65,17 @@ def _plain_listing(client) -> tuple[float, int]:
 def run_loop(config_path: str, index_path: str) -> None:
     """List, GET, sniff, prepare, build documents and upsert them, in one process, with the crawl's client."""
     from beamtrawl.pipeline.config import load_config
-    from beamtrawl.pipeline.crawl import preparation_fingerprint
-    from beamtrawl.transforms.index.sqlite import EmbeddedIndex
-    from beamtrawl.transforms.preparators import BUILTIN, chain_for
-    from beamtrawl.transforms.preparators.mime import MimeSniffer
-    from beamtrawl.transforms.prepare import PrepareOptions, make_document
-    from beamtrawl.transforms.records import Entry, RawDocument
+    from beamtrawl.transforms.records import Entry
     from beamtrawl.transforms.sources.object_store import mtime_ns, object_url
     from beamtrawl.transforms.sources.s3 import S3Source
     from beamtrawl.transforms.sources.settings import SourceSettings
     from beamtrawl.transforms.urls import depth_below, doc_id
+    from crawl_bench import LoopIndex
 
     config = load_config(config_path)
     root = config.start[0].url
     client = S3Source(SourceSettings.from_config(config)).s3(root)
-    options = PrepareOptions(BUILTIN, preparation_fingerprint(BUILTIN, config), config.max_file_size,
-                             config.max_summary_length)
-    sniff, index = MimeSniffer(), EmbeddedIndex(index_path)
-    index.prepare()
-    batch, count = [], 0
+    loop = LoopIndex(config, index_path)
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):
         for found in page.get("Contents", ()):
             url = object_url("s3", BUCKET, found["Key"])
@@ -92,16 +83,8 @@ def run_loop(config_path: str, index_path: str) -> None:
                           mtime_ns=mtime_ns(found["LastModified"]), identity="", content=None, mimetype="",
                           outlinks=[], etag=found["ETag"].strip('"'), http_last_modified="", source_url="",
                           link_text="")
-            data = client.get_object(Bucket=BUCKET, Key=found["Key"])["Body"].read(config.max_file_size + 1)
-            mimetype = sniff(data, url)
-            prepared = chain_for(BUILTIN, mimetype, url)[0](data, url, mimetype)
-            batch.append(make_document(RawDocument(entry, mimetype, data, ""), prepared, options))
-            if len(batch) == LOOP_BATCH:
-                count += len(batch) - len(index.upsert(batch))
-                batch = []
-    count += len(batch) - len(index.upsert(batch))
-    index.close()
-    print(json.dumps({"written": count}))
+            loop.add(entry, client.get_object(Bucket=BUCKET, Key=found["Key"])["Body"].read(config.max_file_size + 1))
+    print(json.dumps({"written": loop.close()}))
 
 
 def _plain_loop(config: Path, env: dict) -> tuple[float, int]:
