@@ -169,26 +169,57 @@ def generate_tree(root: Path, files: int, seed: int) -> int:
 # The baseline loop (run as a child process: ``crawl_bench.py --loop CONFIG INDEX``)
 # ---------------------------------------------------------------------------------------------
 
+class LoopIndex:
+    """What a baseline loop does with each document after reading it, as a crawl does: MimeSniffer, the first
+    preparator of ``chain_for(BUILTIN, ...)``, ``make_document``, upserts of BATCH into its own fresh
+    EmbeddedIndex (bench/s3_bench.py's loop too)."""
+
+    def __init__(self, config, index_path: str):
+        from beamtrawl.pipeline.crawl import preparation_fingerprint
+        from beamtrawl.transforms.index.sqlite import EmbeddedIndex
+        from beamtrawl.transforms.preparators import BUILTIN
+        from beamtrawl.transforms.preparators.mime import MimeSniffer
+        from beamtrawl.transforms.prepare import PrepareOptions
+
+        self.options = PrepareOptions(BUILTIN, preparation_fingerprint(BUILTIN, config), config.max_file_size,
+                                      config.max_summary_length)
+        self.sniff, self.index = MimeSniffer(), EmbeddedIndex(index_path)
+        self.index.prepare()
+        self.batch, self.count = [], 0
+
+    def add(self, entry, data: bytes) -> None:
+        from beamtrawl.transforms.preparators import BUILTIN, chain_for
+        from beamtrawl.transforms.prepare import make_document
+        from beamtrawl.transforms.records import RawDocument
+
+        mimetype = self.sniff(data, entry.url)
+        prepared = chain_for(BUILTIN, mimetype, entry.url)[0](data, entry.url, mimetype)
+        self.batch.append(make_document(RawDocument(entry, mimetype, data, ""), prepared, self.options))
+        if len(self.batch) == BATCH:
+            self._upsert()
+
+    def _upsert(self) -> None:
+        self.count += len(self.batch) - len(self.index.upsert(self.batch))
+        self.batch = []
+
+    def close(self) -> int:
+        """The upserts left, the index closed; how many documents it wrote."""
+        self._upsert()
+        self.index.close()
+        return self.count
+
+
 def run_loop(config_path: str, index_path: str) -> None:
     """Walk, stat, read, sniff, prepare, build documents and upsert them, in one process."""
     from beamtrawl.pipeline.config import load_config
-    from beamtrawl.pipeline.crawl import preparation_fingerprint
-    from beamtrawl.transforms.index.sqlite import EmbeddedIndex
-    from beamtrawl.transforms.preparators import BUILTIN, chain_for
-    from beamtrawl.transforms.preparators.mime import MimeSniffer
-    from beamtrawl.transforms.prepare import PrepareOptions, make_document
-    from beamtrawl.transforms.records import Entry, RawDocument
+    from beamtrawl.transforms.records import Entry
     from beamtrawl.transforms.sources.file import path_to_url, url_to_path
     from beamtrawl.transforms.urls import depth_below, doc_id
 
     started = time.perf_counter()
     config = load_config(config_path)
-    root, limit = config.start[0].url, config.max_summary_length
-    options = PrepareOptions(BUILTIN, preparation_fingerprint(BUILTIN, config), config.max_file_size, limit)
-    sniff = MimeSniffer()
-    index = EmbeddedIndex(index_path)
-    index.prepare()
-    batch, count = [], 0
+    root = config.start[0].url
+    loop = LoopIndex(config, index_path)
     for folder, _dirs, names in os.walk(url_to_path(root)):
         for name in names:
             path = os.path.join(folder, name)
@@ -198,16 +229,8 @@ def run_loop(config_path: str, index_path: str) -> None:
                           mtime_ns=st.st_mtime_ns, identity="", content=None, mimetype="", outlinks=[],
                           etag="", http_last_modified="", source_url="", link_text="")
             with open(path, "rb") as handle:
-                data = handle.read(config.max_file_size + 1)
-            mimetype = sniff(data, url)
-            prepared = chain_for(BUILTIN, mimetype, url)[0](data, url, mimetype)
-            batch.append(make_document(RawDocument(entry, mimetype, data, ""), prepared, options))
-            if len(batch) == BATCH:
-                count += len(batch) - len(index.upsert(batch))
-                batch = []
-    count += len(batch) - len(index.upsert(batch))
-    index.close()
-    print(json.dumps({"written": count, "loop_s": time.perf_counter() - started}))
+                loop.add(entry, handle.read(config.max_file_size + 1))
+    print(json.dumps({"written": loop.close(), "loop_s": time.perf_counter() - started}))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -131,6 +131,41 @@ def test_s3_object_deleted_between_listing_and_reading(bucket, s3_server, tmp_pa
         stream.read()
 
 
+def test_s3_objects_read_ahead_each_keep_their_own_outcome(bucket, s3_server, tmp_path):
+    """The read stage reads a bucket's objects several at once (reads_ahead), without a pipeline: each is handed
+    on with its own bytes, one that grew since its listing is read whole (its read ahead stopped at the listed
+    size), one deleted since is its own failed line, and nothing is held after the bundle."""
+    from apache_beam.transforms.window import GlobalWindow
+    from apache_beam.utils.timestamp import MIN_TIMESTAMP
+    from beamtrawl.pipeline.config import load_config
+    from beamtrawl.transforms.prepare import _Read
+    from beamtrawl.transforms.records import Entry
+    from beamtrawl.transforms.sources.settings import SourceSettings
+
+    name, client = bucket
+    config = load_config(str(_config(tmp_path, f"s3://{name}/docs/", s3_server.endpoint)))
+    listed = {key: len(OBJECTS[key]) for key in ("docs/puffin.txt", "docs/birds/gannet.txt", "docs/birds/sea/tern.md")}
+    listed["docs/puffin.txt"] = 10  # listed before it grew
+    client.delete_object(Bucket=name, Key="docs/birds/gannet.txt")
+    read = _Read(config.max_file_size, SourceSettings.from_config(config))
+    read.setup()
+    outputs = []
+    for key, size in listed.items():
+        url = f"s3://{name}/{key}"
+        entry = Entry(url, url, f"s3://{name}/docs/", 1, size, 0, "", None, "", [], "", "", "", "")
+        outputs += read.process(entry, GlobalWindow(), MIN_TIMESTAMP)
+    outputs += read.finish_bundle()
+    read.teardown()
+    values = [getattr(o, "value", o) for o in outputs]
+    values = [getattr(v, "value", v) for v in values]  # a tagged output holds a windowed value
+    documents = {v.entry.url: v.data for v in values if hasattr(v, "data")}
+    assert documents == {f"s3://{name}/docs/puffin.txt": b"the puffin nests on cliffs",
+                         f"s3://{name}/docs/birds/sea/tern.md": OBJECTS["docs/birds/sea/tern.md"].encode()}
+    failed = [(v.url, v.stage) for v in values if getattr(v, "kind", "") == "failed"]
+    assert failed == [(f"s3://{name}/docs/birds/gannet.txt", "read")]
+    assert not read.ahead
+
+
 def test_init_for_a_bucket_writes_a_file_that_crawls_as_written(bucket, s3_server, tmp_path, monkeypatch):
     name, _client = bucket
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint)  # as a user of an S3-compatible store sets it

@@ -45,6 +45,7 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -72,11 +73,13 @@ from beamtrawl.transforms.records import (
     event,
 )
 from beamtrawl.transforms.sources import Sources
+from beamtrawl.transforms.sources.base import ReadsAhead, capable
 from beamtrawl.transforms.urls import file_name, name_extension, parent_path
 
 EVENTS, DELETE = "events", "delete"
 UNKNOWN_TYPE = "application/octet-stream"  # of a document whose bytes or type could not be had
 _READING, _PREPARING = Guard("read", EVENTS), Guard("prepare", EVENTS)
+_HELD_BYTES = 64 * 1024**2  # listed bytes of the documents a worker's bundle reads ahead, at most
 
 
 def summarize(content: str, limit: int) -> str:
@@ -145,7 +148,14 @@ def _ocr_pages(prepared: Prepared) -> int:
 
 
 class _Read(beam.DoFn):
-    """Bytes of a document (carried by web sources, else read through its source) and its MIME type."""
+    """Bytes of a document (carried by web sources, else read through its source) and its MIME type.
+
+    A source whose reads wait on a network (an object store: its :class:`~beamtrawl.transforms.sources.base.ReadsAhead`
+    capability) is read ahead: up to its ``reads_ahead()`` documents of a bundle are fetched at once by a small
+    pool of threads, while the bundle's thread sniffs and hands on the ones whose bytes are in, in the order they
+    came. What is held is bounded by count and by the listed sizes (``_HELD_BYTES``; one document is always
+    allowed); a failure is the document's own report line, as when read alone. Other sources read in the
+    bundle's thread, one document after the other."""
 
     def __init__(self, max_file_size: int, source_settings=None):
         self.max_file_size = max_file_size
@@ -156,22 +166,80 @@ class _Read(beam.DoFn):
         self.sniff = MimeSniffer()
         self.tally = Tally(EVENTS)
         self.sources = Sources(self.source_settings)  # logins and settings held by each source
+        self.ahead = deque()  # (entry, future, window, timestamp): reads started, not yet handed on
+        self.pool = None  # made for the first source that reads ahead
+
+    def teardown(self):
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
 
     def finish_bundle(self):
+        while self.ahead:
+            yield from timed(self.us, self._hand_on(*self.ahead.popleft()))
         yield from self.tally.flush()
 
-    def process(self, entry):
+    def process(self, entry, window=beam.DoFn.WindowParam, timestamp=beam.DoFn.TimestampParam):
         entry = Entry(*entry)
-        return timed(self.us, isolated(self._read(entry), entry.url, _READING,
-                                       substitute=lambda reason: [RawDocument(entry, UNKNOWN_TYPE, b"", reason)]))
+        width = self._width(entry)
+        if width <= 1:
+            return timed(self.us, isolated(self._read(entry, lambda: self._fetch(entry)), entry.url, _READING,
+                                           substitute=self._unread(entry)))
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(width, thread_name_prefix="read-ahead")
+        self.ahead.append((entry, self.pool.submit(self._fetch, entry, True), window, timestamp))
+        return timed(self.us, self._due(width))
 
-    def _read(self, entry):
+    def _width(self, entry) -> int:
+        """How many documents of ``entry``'s source may be read at once (1: none ahead)."""
+        if entry.content is not None:
+            return 1
+        try:
+            source = self.sources(entry.url)
+        except Exception:  # noqa: BLE001 - no source for its scheme: read alone, which says so in one report line
+            return 1
+        return source.reads_ahead() if capable(source, ReadsAhead) else 1
+
+    def _due(self, width: int):
+        """Hand on the reads that are done in front, and more while too many are held."""
+        while self.ahead and (self.ahead[0][1].done() or len(self.ahead) > width or (
+                len(self.ahead) > 1 and sum(self._held(e) for e, *_ in self.ahead) > _HELD_BYTES)):
+            yield from self._hand_on(*self.ahead.popleft())
+
+    def _held(self, entry) -> int:
+        return min(entry.size, SNIFF_BYTES if entry.size > self.max_file_size else self.max_file_size)
+
+    def _hand_on(self, entry, future, window, timestamp):
+        def fetched() -> bytes:
+            data = future.result()
+            return self._fetch(entry) if data is None else data  # grown since its listing: read alone
+
+        for output in isolated(self._read(entry, fetched), entry.url, _READING, substitute=self._unread(entry)):
+            if isinstance(output, beam.pvalue.TaggedOutput):
+                yield beam.pvalue.TaggedOutput(output.tag, WindowedValue(output.value, timestamp, [window]))
+            else:
+                yield WindowedValue(output, timestamp, [window])
+
+    @staticmethod
+    def _unread(entry):
+        return lambda reason: [RawDocument(entry, UNKNOWN_TYPE, b"", reason)]
+
+    def _fetch(self, entry, ahead: bool = False) -> bytes | None:
+        """The document's bytes through its source: its first bytes only when its listed size passes
+        ``max_file_size``, else up to one byte more than that. Read ahead (in a thread), no more than its listed
+        size, so what is held stays what the listing said: None if there is more (it grew; read it alone)."""
+        if entry.content is not None:
+            return entry.content
+        want = SNIFF_BYTES if entry.size > self.max_file_size else self.max_file_size + 1
+        with self.sources(entry.url).open_document(entry.url) as stream:
+            data = stream.read(min(want, entry.size + 1) if ahead else want)
+        return None if ahead and len(data) > entry.size and len(data) < want else data
+
+    def _read(self, entry, fetch):
         oversize = entry.size > self.max_file_size
         data = entry.content
         if data is None:
             try:
-                with self.sources(entry.url).open_document(entry.url) as stream:
-                    data = stream.read(SNIFF_BYTES if oversize else self.max_file_size + 1)
+                data = fetch()
             except OSError as err:  # unreadable or vanished since discovery: the indexed version stays
                 yield beam.pvalue.TaggedOutput(EVENTS, event("failed", entry.url, "read",
                                                              err.strerror or str(err)))

@@ -13,6 +13,7 @@ source can do is an optional capability, a method the pipeline or the driver loo
 * :class:`Explains` (``beamtrawl explain``): what the source says of a URL now;
 * :class:`LocalFiles` (anyone): the local path of a URL whose documents are files of this machine;
 * :class:`Probe` (``crawl --dry-run``): reach a start URL without expanding it;
+* :class:`ReadsAhead` (the read stage): how many of its documents a worker may read at once;
 * :class:`ByHost` (discovery): crawl all of a round's items of one host in one call, with the index's
   state of that host's documents at hand — politeness needs every request to a host in one place.
 
@@ -170,6 +171,14 @@ class Probe(Protocol):
         """Reach start URL ``url`` alone, with the crawl's logins and limits: "" if it answered, else why not
         (one line). For a source whose ``expand`` does far more than reach its item (a web source crawls the
         host); ``crawl --dry-run`` otherwise looks at the first records of ``expand``."""
+        ...
+
+
+class ReadsAhead(Protocol):
+    def reads_ahead(self) -> int:
+        """How many documents a worker's bundle may read at once through ``open_document`` (threads of one
+        process: the source's clients must allow it), for a source whose reads mostly wait on a network; 1: one
+        after the other. Without it, one after the other."""
         ...
 
 

@@ -23,6 +23,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal, NamedTuple
 from urllib.parse import unquote, urlsplit
@@ -80,6 +81,9 @@ class StoreSettings(Section):
     """seconds between two reads"""
     page_size: Count = Field(1000, ge=1, le=5000)
     """objects and prefixes asked for in one listing request"""
+    reads_ahead: Count = Field(8, ge=1, le=10)
+    """requests a worker has in flight at once: objects read (their listed sizes held at once stay under 64 MiB)
+    and prefixes listed ahead of the walk; a request waits on the store far longer than the worker spends on it"""
     groups: Annotated[tuple[Text, ...], Items] = ()
     """the access-control groups of every object (none: public; access_control entries may decide instead)"""
     delivery: Literal["stream", "signed"] = "stream"
@@ -173,6 +177,7 @@ class ObjectStore:
         self.settings = settings or SourceSettings()
         self._clients: dict = {}
         self._unsigned = False  # said once that the login cannot sign
+        self._listers: ThreadPoolExecutor | None = None
 
     # -- what a store implements ----------------------------------------------------------------------
     def pages(self, url: str, bucket: str, prefix: str) -> Iterator[Page]:
@@ -234,21 +239,25 @@ class ObjectStore:
         found = self.settings.of(type(self))
         return found.within(self.settings.deadline) if self.settings.deadline else found
 
+    def reads_ahead(self) -> int:
+        """Objects a worker reads at once (the read stage's threads share this source's clients)."""
+        return self.options().reads_ahead
+
     def _entry(self, url: str, item: FrontierItem, stored: Stored) -> Entry:
         return Entry(id=doc_id(url), url=url, root=item.root, depth=depth_below(url, item.root), size=stored.size,
                      mtime_ns=mtime_ns(stored.modified), identity="", content=None, mimetype="", outlinks=[],
                      etag=stored.version.strip('"'), http_last_modified="", source_url=item.url, link_text="",
                      groups=list(self.options().groups), fields=metadata_fields(stored))
 
-    def _list(self, folder: FrontierItem, rules, stack: list):
+    def _list(self, folder: FrontierItem, rules, stack: list, ahead: _ListingsAhead):
         """List one prefix, page by page: objects become entries, common prefixes go on ``stack`` (once each,
-        though a store may repeat them on every page)."""
+        though a store may repeat them on every page); then ``ahead`` asks for the first pages of the prefixes
+        next in line."""
         scheme = folder.url.split("://", 1)[0]
-        bucket, prefix = bucket_and_key(folder.url)
-        prefix = prefix.rstrip("/") + "/" if prefix.strip("/") else ""
+        bucket, prefix = _where(folder.url)
         listed, seen = 0, set()
         try:
-            for page in self.pages(folder.url, bucket, prefix):
+            for page in ahead.pages(folder.url):
                 prefixes = [p for p in page.prefixes if p not in seen]
                 seen.update(prefixes)
                 listed += len(page.objects) + len(prefixes)
@@ -260,7 +269,15 @@ class ObjectStore:
         except self.failures() as err:  # unreachable, refused, throttled: its documents stay in the index
             yield event("incomplete", folder.url, "discover",
                         f"cannot list {scheme}://{bucket}/{prefix}: {self.reason(err)}")
+        ahead.ask(stack)
         return listed
+
+    def _pool(self) -> ThreadPoolExecutor:
+        """The threads that list prefixes ahead of the walk (made on first use, kept with the source)."""
+        with _MAKING:
+            if self._listers is None:
+                self._listers = ThreadPoolExecutor(self.reads_ahead(), thread_name_prefix="list-ahead")
+        return self._listers
 
     def _object(self, stored: Stored, folder: FrontierItem, rules) -> Iterator:
         if stored.key.endswith("/"):  # a folder marker written by consoles (the prefix's own too): no document
@@ -305,7 +322,11 @@ class ObjectStore:
         if start is not None and not start.parse:
             yield event("declined", item.url, "discover", "")
             return
-        yield from walk_to_budget([item], budget, lambda folder, stack: self._list(folder, rules, stack))
+        ahead = _ListingsAhead(self)
+        try:
+            yield from walk_to_budget([item], budget, lambda folder, stack: self._list(folder, rules, stack, ahead))
+        finally:
+            ahead.close()
 
     def deliver(self, stored, follow_symlinks: bool) -> io.BufferedReader:
         """The object of indexed document ``stored`` for a searcher (serve's /document), with its store's content
@@ -352,6 +373,52 @@ class ObjectStore:
         except self.failures() as err:
             raise OSError(f"cannot open: {self.reason(err)}") from None
         return io.BufferedReader(_Stream(raw, self), buffer_size=1024 * 1024)
+
+
+def _where(url: str) -> tuple[str, str]:
+    """The bucket of prefix URL ``url`` and the prefix as a listing asks for it ("" or ending in "/")."""
+    bucket, prefix = bucket_and_key(url)
+    return bucket, prefix.rstrip("/") + "/" if prefix.strip("/") else ""
+
+
+class _ListingsAhead:
+    """The first pages of the prefixes next in line on a walk's stack, asked for by a few threads while the walk
+    lists the one in front (a listing waits on the store far longer than the walk spends on its page). At most
+    ``reads_ahead`` prefixes are asked for ahead; what a prefix's listing raises is raised where the walk lists it,
+    and those the walk does not reach (past its budget) are dropped when it ends."""
+
+    def __init__(self, store: ObjectStore):
+        self.store, self.width = store, store.reads_ahead()
+        self.started: dict[str, Future] = {}
+
+    def ask(self, stack: list) -> None:
+        if self.width <= 1:
+            return
+        for folder in reversed(stack[-self.width:]):  # the next to be listed first
+            if len(self.started) >= self.width:
+                return
+            if folder.url not in self.started:
+                self.started[folder.url] = self.store._pool().submit(self._first, folder.url)
+
+    def _first(self, url: str) -> tuple[Page | None, Iterator[Page]]:
+        pages = iter(self.store.pages(url, *_where(url)))
+        return next(pages, None), pages
+
+    def pages(self, url: str) -> Iterator[Page]:
+        """The listing of prefix ``url``, page by page: its first page as asked for ahead, if it was."""
+        future = self.started.pop(url, None)
+        if future is None:
+            yield from self.store.pages(url, *_where(url))
+            return
+        first, rest = future.result()
+        if first is not None:
+            yield first
+            yield from rest
+
+    def close(self) -> None:
+        for future in self.started.values():
+            future.cancel()
+        self.started.clear()
 
 
 class _Stream(io.RawIOBase):
