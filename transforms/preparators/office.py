@@ -5,7 +5,8 @@ spreadsheet's text boxes (``drawing_text``). The parts inside the
 ZIP, not the MIME type, say which kind it is. (libmagic names some of these files only "Microsoft OOXML",
 application/octet-stream, depending on the order of the archive's members; ``mime.MimeSniffer`` names
 them from their parts, so this preparator need not accept every unknown binary.) Embedded files, OLE objects
-and altChunk parts are prepared by their own type and inlined (``embedded``)."""
+and altChunk parts are prepared by their own type and inlined (``embedded``). A document saved as one XML file
+(flat OPC) is read as the package it stands for (``flat_opc``)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ import zlib
 from dataclasses import replace
 from xml.sax.saxutils import unescape as xml_unescape
 
-from beamtrawl.transforms.preparators import embedded, xlsb_parts
+from beamtrawl.transforms.preparators import embedded, flat_opc, xlsb_parts
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.cell_format import displayed, header_footer_text
 from beamtrawl.transforms.preparators.drawing_text import drawing_texts
 from beamtrawl.transforms.values import Bounds
 
-REVISION = 9  # part of the preparation fingerprint (base.py): 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
+REVISION = 10  # part of the preparation fingerprint (base.py): 10 reads flat OPC files (flat_opc); 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
@@ -61,7 +62,7 @@ VARIANTS = {
         ("application/vnd.ms-powerpoint.slideshow.macroenabled.12", f"{_PPT}.presentation.main+xml"),
 }
 XLSB = "application/vnd.ms-excel.sheet.binary.macroenabled.12"  # a workbook of binary parts (xl/workbook.bin)
-MIME_TYPES = (f"{_WORD}.document", f"{_SHEET}.sheet", f"{_PPT}.presentation", XLSB,
+MIME_TYPES = (f"{_WORD}.document", f"{_SHEET}.sheet", f"{_PPT}.presentation", XLSB, *flat_opc.TYPES.values(),
               *dict.fromkeys(mimetype for mimetype, _plain in VARIANTS.values()))
 _CONTENT_TYPE = re.compile(r'ContentType="([^"]+)"')
 
@@ -444,6 +445,8 @@ _KINDS = {"word/document.xml": _docx, "xl/workbook.xml": _xlsx, "ppt/presentatio
 
 
 def prepare_ooxml(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    if mimetype in flat_opc.TYPES.values() and not data.startswith(b"PK"):
+        data = flat_opc.package(data)
     try:
         names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
         read = next((read for part, read in _KINDS.items() if part in names), None)
