@@ -197,6 +197,12 @@ def test_word_xml_files_base64_is_no_text():
     assert "This should point to an endnote" in prepared.content and prepared.fields["embedded"] == "6"  # pictures
 
 
+def test_word_tracked_insertions_are_text():
+    """python-docx's paragraph text leaves out tracked insertions: "over the lazy brown dog" lost "dog"."""
+    prepared, errors, _ = prepare("microsoft", "testWORD_2006ml.xml")
+    assert errors == [] and "The quick brown fox jumped over the lazy brown dog." in prepared.content
+
+
 def test_damaged_long_tail_files_are_one_failure_each():
     """Cut in half, each is a report line or what was read before the damage, never an exception."""
     for module, name, _mimetype, _phrase in FILES:
