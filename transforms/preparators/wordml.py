@@ -27,20 +27,16 @@ def wordml_type(head: bytes, root: str) -> str | None:
     return None
 
 
-def _parts(found: list[tuple[str, bytes]]):
-    for name, body in found:
-        if name != _OLE_DATA:
-            yield name, (lambda b=body: io.BytesIO(b))
-
-
 def prepare_wordml(data: bytes, url: str, mimetype: str, params: dict):
     root = xml.parse(data)
-    found = []
+    parts = []
     for element in root.iter(f"{{{_WORD}}}binData"):
-        try:
-            found.append((element.get(f"{{{_WORD}}}name", "").removeprefix("wordml://"),
-                          base64.b64decode("".join(element.itertext()))))
-        except (binascii.Error, ValueError):
-            pass
+        name = element.get(f"{{{_WORD}}}name", "").removeprefix("wordml://")
+        if name != _OLE_DATA:
+            try:
+                body = base64.b64decode("".join(element.itertext()))
+                parts.append((name, lambda b=body: io.BytesIO(b)))
+            except (binascii.Error, ValueError):
+                pass
         element.text = None
-    return embedded.inline(xml.text_of(root), _parts(found), url)
+    return embedded.inline(xml.text_of(root), parts, url)
