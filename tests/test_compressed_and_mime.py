@@ -45,6 +45,15 @@ prepare = prepare_bytes
 # -- man pages and changelogs as Debian ships them -----------------------------------------------------------
 
 @needs_mandoc
+def test_man_page_header_and_footer_are_its_metadata():
+    """The volume, the source's release and the date mandoc prints on every page (Tika reads them in the
+    source's ``.TH``): a search for "coreutils 9.1" finds the pages of that release."""
+    prepared, errors, _ = prepare(real(LS_MAN), "file:///usr/share/man/man1/ls.1.gz")
+    assert errors == [] and prepared.metadata == "User Commands  GNU coreutils 9.1  September 2022"
+    assert "LS(1)" not in prepared.metadata and "coreutils 9.1" not in prepared.content
+
+
+@needs_mandoc
 @pytest.mark.parametrize("package_path, title, heading, phrase", [
     (LS_MAN, "ls - list directory contents", "DESCRIPTION", "do not ignore entries starting with ."),
     (("bash", "usr/share/man/man1/bash.1.gz"), "bash - GNU Bourne-Again SHell", "SHELL GRAMMAR",

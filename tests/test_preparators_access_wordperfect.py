@@ -66,6 +66,22 @@ def test_access_tables_are_headlines_and_rich_text_is_text():
     assert "<div>" not in prepared.content and "\0" not in prepared.content  # no HTML, no OLE bytes
 
 
+@pytest.mark.parametrize("name", ["testAccess2.accdb", "testAccess2_2000.mdb", "testAccess2_2002-2003.mdb"])
+def test_access_ole_objects_are_read_by_their_own_type(name):
+    """An OLE Object column holds a Word document, which holds a PDF: both read, as Tika reads them."""
+    prepared, errors, _typed = run("microsoft", name)
+    assert errors == [] and prepared.fields["embedded"] == "1"
+    assert "\nembedded: Table1/OLEObject row " in prepared.content  # after the tables
+    assert "Test Document with embedded pdf’s:" in prepared.content  # the Word document
+    assert "This is a 2010 Word Document embedded as an icon and saved as a pdf." in prepared.content  # its PDF
+
+
+def test_access_objects_column_cut_or_not_an_object_is_skipped():
+    """A value cut by max_output_bytes (odd hex), and one without Access's OLE header, are no part."""
+    hexed = "ID,Photo\n1,151C2E0\n2,0A0B0C0D\n3,\n"
+    assert list(access._objects(hexed, "T", {"Photo"})) == []
+
+
 def test_access_tables_beyond_the_bound_are_said():
     data = tika_test_document("microsoft", "testAccess_V1997.mdb")
     prepared = access.prepare_access(data, "file:///a.mdb", "", {**dict(access.DEFAULTS), "max_tables": 2})

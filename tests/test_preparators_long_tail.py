@@ -74,6 +74,10 @@ FILES = [
     ("microsoft", "testPUBLISHER.pub", "application/x-mspublisher", "0123456789abcdef0123456789abcdef0123456789abcdef"),
     ("microsoft", "testVISIO.vsd", "application/vnd.visio", "Some random text, on a page"),
     ("pdf", "testPopupAnnotation.pdf", "application/pdf", "igalsh Sticky Note this is the note"),
+    # Word documents saved as one XML file: flat OPC (its parts, the embedded presentation's slide too) and Word
+    # 2003 XML (its objects' previews name the files inserted)
+    ("microsoft", "testWORD_2006ml.xml", "application/vnd.ms-word2006ml", "Sample Powerpoint Slide"),
+    ("microsoft", "testWORD_2003ml.xml", "application/vnd.ms-wordml", "testPPT.ppt"),
 ]
 
 
@@ -184,6 +188,19 @@ def test_help_file_without_its_helper_program_names_the_package(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(chm.PreparationError, match=r"extract_chmLib is not installed \(Debian package libchm-bin\)"):
         chm.prepare_chm(tika_test_document("microsoft", "testChm.chm"), "file:///a.chm", "", {})
+
+
+def test_word_xml_files_base64_is_no_text():
+    """Word 2003 XML keeps pictures and OLE objects as base64 (``w:binData``): no longer indexed as words."""
+    prepared, errors, _ = prepare("microsoft", "testWORD_2003ml.xml")
+    assert errors == [] and "0M8R4KGx" not in prepared.content  # oledata.mso, a compound file
+    assert "This should point to an endnote" in prepared.content and prepared.fields["embedded"] == "6"  # pictures
+
+
+def test_word_tracked_insertions_are_text():
+    """python-docx's paragraph text leaves out tracked insertions: "over the lazy brown dog" lost "dog"."""
+    prepared, errors, _ = prepare("microsoft", "testWORD_2006ml.xml")
+    assert errors == [] and "The quick brown fox jumped over the lazy brown dog." in prepared.content
 
 
 def test_damaged_long_tail_files_are_one_failure_each():

@@ -86,6 +86,15 @@ def test_outlook_folders_body_plain_else_html_else_rtf():
     assert "{\\rtf" not in prepared.content and "<html" not in prepared.content
 
 
+def test_outlook_folders_names_empty_folders_too():
+    """Tika lists every folder; "Deleted Items" and "SPAM Search Folder 2" hold no message."""
+    prepared, errors, _ = prepare(outlook("testPST_variousBodyTypes.pst"), "various.pst")
+    assert errors == []
+    folders = prepared.metadata.splitlines()
+    assert "Top of Outlook data file/Deleted Items" in folders and "SPAM Search Folder 2" in folders
+    assert "Top of Outlook data file/Inbox/tmp" in folders
+
+
 def test_mbox_messages_each_inlined_with_a_headline():
     data = perceval("mbox/mbox_complex.mbox")
     prepared, errors, mimetype = prepare(data, "gnome.mbox")

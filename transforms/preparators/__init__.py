@@ -42,6 +42,7 @@ from beamtrawl.transforms.preparators import (
     tnef,
     visio,
     warc,
+    wordml,
     wordperfect,
     xml,
 )
@@ -59,6 +60,7 @@ BUILTIN = (
     PreparatorSpec("mail", mail.prepare_mail, mail.MIME_TYPES, priority=10),
     PreparatorSpec("outlook", outlook.prepare_outlook, outlook.MIME_TYPES, priority=10, params=outlook.DEFAULTS),
     PreparatorSpec("mbox", mbox.prepare_mbox, mbox.MIME_TYPES, priority=10, params=mbox.DEFAULTS),
+    PreparatorSpec("wordml", wordml.prepare_wordml, wordml.MIME_TYPES, priority=10),  # before xml: xml is its fallback
     PreparatorSpec("xml", xml.prepare_xml, xml.MIME_TYPES, priority=10),
     PreparatorSpec("archive", archive.prepare_archive, archive.MIME_TYPES, priority=10,
                    params=archive.DEFAULTS),

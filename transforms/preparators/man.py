@@ -3,6 +3,9 @@ decompressed): rendered to text by mandoc, which was written to format untrusted
 roff request that reads or writes files or runs programs, and refuses absolute ``.so`` paths; it runs in
 an empty folder, so relative ones find nothing). The title is the NAME section ("ls - list directory
 contents") or else the page name from the header; the headlines are the section and subsection headings.
+The header's and footer's words other than the page name — the manual's volume, the source and version, the
+date (``User Commands``, ``GNU coreutils 9.1``, ``September 2022``) — are the metadata: printed on every page of
+the manual, they say which release a page belongs to, and a search for "coreutils 9.1" finds its pages.
 A page that only redirects (``.so man7/string_copying.7``) is titled by its own name and holds its target.
 
 Roff that is no manual page (not named by a section, no ``.TH`` with a section, no ``.Dd``) — a macro
@@ -25,7 +28,8 @@ from beamtrawl.transforms.preparators.helpers import Helper
 from beamtrawl.transforms.preparators.text import prepare_text
 from beamtrawl.transforms.urls import file_name
 
-REVISION = 1  # part of the preparation fingerprint (base.py): 1 reads roff that is no manual page as its source
+REVISION = 2  # part of the preparation fingerprint (base.py): 1 reads roff that is no manual page as its source; 2
+# keeps the header's and footer's volume, source and date as metadata
 MIME_TYPES = ("text/troff", "text/x-troff", "text/x-troff-man", "application/x-troff-man")
 DEFAULTS = (("command", "mandoc -T utf8 -O width=200 ${filename}"), ("timeout", 30.0),
             ("max_output_bytes", 64 * 1024**2))
@@ -36,6 +40,7 @@ _SUBSECTION = "   "  # mandoc indents .SS headings by 3, body text by 7 or more
 _REDIRECT = re.compile(rb'(?:[.\']\\".*\n|\s*\n)*\.so\s+(\S+)\s*\Z')  # comments, then only ".so target"
 _PAGE_NAME = re.compile(r"^(.+)\.([0-9][a-z]*)$")  # "siginfo_t.3type"
 # man's ``.TH LS 1 …`` (a name, then a section: ms and hdtbl have a .TH macro of their own), mdoc's ``.Dd``
+_COLUMNS = re.compile(r"\s{2,}")  # mandoc sets a header's or footer's parts apart by runs of spaces
 _PAGE_HEADER = re.compile(rb"""^[.'][ \t]*(?:TH[ \t]+(?:"[^"\n]*"|\S+)[ \t]+"?[0-9nlox]|Dd\b)""", re.MULTILINE)
 
 
@@ -54,6 +59,12 @@ def _manual_page(data: bytes, url: str) -> bool:
     return _PAGE_NAME.match(file_name(url)) is not None or _PAGE_HEADER.search(data) is not None
 
 
+def _header_and_footer(header: str, footer: str, page: str) -> str:
+    """The parts of the page's header and footer lines but the page's own name (``ARCH(1)``), each once."""
+    parts = [part for line in (header, footer) for part in _COLUMNS.split(line.strip()) if part and part != page]
+    return "  ".join(dict.fromkeys(parts))
+
+
 def prepare_man(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     redirect = _redirect(data, url)
     if redirect is not None:
@@ -67,7 +78,7 @@ def prepare_man(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     filled = [i for i, line in enumerate(lines) if line.strip()]
     if not filled:
         return Prepared()
-    header, body = lines[filled[0]], lines[filled[0] + 1: filled[-1]]  # the last line is the footer
+    header, body, footer = lines[filled[0]], lines[filled[0] + 1: filled[-1]], lines[filled[-1]]
     sections: dict[str, list[str]] = {}
     headlines, current = [], None
     for line in body:
@@ -80,4 +91,5 @@ def prepare_man(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     page = header.split()[0] if header.split() else ""
     title = " ".join(sections.get("NAME", [])) or page.lower()
     content = "\n".join(line.strip() for line in body if line.strip())
-    return Prepared(title=title, content=content, headlines=headlines)
+    metadata = _header_and_footer(header, footer, page) if len(filled) > 1 else ""
+    return Prepared(title=title, content=content, headlines=headlines, metadata=metadata)

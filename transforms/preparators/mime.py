@@ -20,7 +20,8 @@ begins with a mail's header block is a mail (message/rfc822), or an mbox when an
 first (:func:`mail_type`); an OLE2 file with Outlook's property stream is a .msg, a file beginning ``!BDN``
 an Outlook .pst/.ost; one beginning ``bplist00`` a binary property list, or a Safari webarchive when it holds a
 main resource; gzip bytes named ``.warc.gz``/``.arc.gz`` a web archive. Text whose first element is an XML root element
-(after any declaration, comments or DOCTYPE) is XML even without ``<?xml``: ``html`` makes it HTML.
+(after any declaration, comments or DOCTYPE) is XML even without ``<?xml``: ``html`` makes it HTML, a flat OPC
+``package`` that Word or PowerPoint wrote a document (``flat_opc``), Word 2003's ``wordDocument`` one (``wordml``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import zlib
 
 import magic
 import olefile
-from beamtrawl.transforms.preparators import hwp, iwork, metafile, office, publisher, visio
+from beamtrawl.transforms.preparators import flat_opc, hwp, iwork, metafile, office, publisher, visio, wordml
 from beamtrawl.transforms.preparators.compressed import compressed_type
 from beamtrawl.transforms.preparators.info import info_type
 from beamtrawl.transforms.preparators.onenote import SECTION_MAGIC as _ONENOTE_MAGIC
@@ -200,6 +201,9 @@ def _text_type(data: bytes, detected: str, claimed: str | None) -> str:
         if root is not None and root.lower() == "html" and claimed is None:
             return "text/html"
         if root is not None and (claimed is not None or data.rstrip().endswith(f"</{root}>".encode())):
+            word = flat_opc.flat_type(data[:SNIFF_BYTES], root) or wordml.wordml_type(data[:SNIFF_BYTES], root)
+            if word is not None:
+                return word
             return claimed if claimed in ("image/svg+xml", "application/xhtml+xml") else "text/xml"
     if detected.startswith("message/") or not (claimed is not None and _named_text(claimed)):
         return detected

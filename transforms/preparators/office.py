@@ -5,7 +5,8 @@ spreadsheet's text boxes (``drawing_text``). The parts inside the
 ZIP, not the MIME type, say which kind it is. (libmagic names some of these files only "Microsoft OOXML",
 application/octet-stream, depending on the order of the archive's members; ``mime.MimeSniffer`` names
 them from their parts, so this preparator need not accept every unknown binary.) Embedded files, OLE objects
-and altChunk parts are prepared by their own type and inlined (``embedded``)."""
+and altChunk parts are prepared by their own type and inlined (``embedded``). A document saved as one XML file
+(flat OPC) is read as the package it stands for (``flat_opc``)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ import zlib
 from dataclasses import replace
 from xml.sax.saxutils import unescape as xml_unescape
 
-from beamtrawl.transforms.preparators import embedded, xlsb_parts
+from beamtrawl.transforms.preparators import embedded, flat_opc, xlsb_parts
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.cell_format import displayed, header_footer_text
 from beamtrawl.transforms.preparators.drawing_text import drawing_texts
 from beamtrawl.transforms.values import Bounds
 
-REVISION = 9  # part of the preparation fingerprint (base.py): 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
+REVISION = 10  # part of the preparation fingerprint (base.py): 10 reads flat OPC files (flat_opc) and tracked insertions; 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
@@ -31,6 +32,7 @@ SHORT_READ = 0.9  # a document read to less than this share of the text its XML 
 # a workbook's cells are read until their text passes max_characters (the crawl keeps at most
 # preparation.max_content_length characters of any document, by default as many)
 DEFAULTS = (("max_characters", Bounds().max_content_length),)
+_INSERTED = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}ins"
 _MAX_TABLE_NESTING = 20  # deeper tables in tables are not read (Word itself stops near 60)
 
 _WORD, _PPT = "application/vnd.openxmlformats-officedocument.wordprocessingml", \
@@ -61,7 +63,7 @@ VARIANTS = {
         ("application/vnd.ms-powerpoint.slideshow.macroenabled.12", f"{_PPT}.presentation.main+xml"),
 }
 XLSB = "application/vnd.ms-excel.sheet.binary.macroenabled.12"  # a workbook of binary parts (xl/workbook.bin)
-MIME_TYPES = (f"{_WORD}.document", f"{_SHEET}.sheet", f"{_PPT}.presentation", XLSB,
+MIME_TYPES = (f"{_WORD}.document", f"{_SHEET}.sheet", f"{_PPT}.presentation", XLSB, *flat_opc.TYPES.values(),
               *dict.fromkeys(mimetype for mimetype, _plain in VARIANTS.values()))
 _CONTENT_TYPE = re.compile(r'ContentType="([^"]+)"')
 
@@ -117,6 +119,15 @@ def _body_blocks(element, parent):
             yield from _body_blocks(content, parent)
 
 
+def _paragraph_text(paragraph) -> str:
+    """A paragraph's text with its tracked insertions (``w:ins``), which are text the document shows and Tika
+    reads, and python-docx's ``Paragraph.text`` leaves out ("over the lazy brown dog" lost "dog"); tracked
+    deletions (``w:delText``) stay out."""
+    if paragraph._p.find(_INSERTED) is None:
+        return paragraph.text
+    return "".join(e.text for e in paragraph._p.xpath("w:r | w:hyperlink | w:ins/w:r | w:ins/w:hyperlink"))
+
+
 def _row_text(row, seen: set, depth: int = 0) -> str:
     """A table row's cells, a merged cell once; a cell's text includes the tables nested in it (a layout of
     tables in tables, as mail templates are made), which python-docx's ``cell.text`` leaves out. Each nested
@@ -128,7 +139,7 @@ def _row_text(row, seen: set, depth: int = 0) -> str:
         lines = []
         for block in _body_blocks(cell._tc, cell):
             if not isinstance(block, Table):
-                lines.append(block.text)
+                lines.append(_paragraph_text(block))
             elif depth < _MAX_TABLE_NESTING and block._tbl not in seen:
                 seen.add(block._tbl)
                 lines.extend(_row_text(inner, seen, depth + 1) for inner in block.rows)
@@ -150,10 +161,11 @@ def _docx(stream, params: dict) -> Prepared:
         if isinstance(block, Table):
             blocks.extend(_row_text(row, seen) for row in block.rows)
             continue
-        blocks.append(block.text)
+        text = _paragraph_text(block)
+        blocks.append(text)
         style = names.get(block._p.style, "")  # no style id: the default paragraph style, never a heading
-        if style.startswith(("Heading", "Title")) and block.text.strip():
-            headlines.append(block.text.strip())
+        if style.startswith(("Heading", "Title")) and text.strip():
+            headlines.append(text.strip())
     body = document.element.body
     for box in _visible(body.iter(qn("w:txbxContent"))):  # text boxes, which paragraphs do not show
         blocks.append(_join("".join(t.text or "" for t in p.iter(qn("w:t"))) for p in box.iter(qn("w:p"))))
@@ -444,6 +456,8 @@ _KINDS = {"word/document.xml": _docx, "xl/workbook.xml": _xlsx, "ppt/presentatio
 
 
 def prepare_ooxml(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    if mimetype in flat_opc.TYPES.values() and not data.startswith(b"PK"):
+        data = flat_opc.package(data)
     try:
         names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
         read = next((read for part, read in _KINDS.items() if part in names), None)

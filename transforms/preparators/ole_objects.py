@@ -12,8 +12,9 @@
   first page or an inserted file's icon and name, which is all a document holds of a link (``metafile``).
 - PowerPoint 97+ keeps them in ExOleObjStg records of its ``PowerPoint Document`` stream ([MS-PPT] 2.10.34),
   each a compound file, zlib-compressed after its 4-byte size when the record's instance is 1.
-- RTF keeps them hex-encoded in ``{\\*\\objdata …}`` groups ([MS-OLEDS] 2.2.4 ObjectHeader, then the
-  native data: a compound file, or a Package's Ole10Native layout without its size).
+- RTF keeps them hex-encoded in ``{\\*\\objdata …}`` groups, Access in OLE Object columns after a header of its
+  own (``access``): both as an OLE 1 object ([MS-OLEDS] 2.2.4 ObjectHeader, then the native data: a compound
+  file, or a Package's Ole10Native layout without its size).
 """
 
 from __future__ import annotations
@@ -162,21 +163,26 @@ def _ole1_native(blob: bytes) -> tuple[str, bytes] | None:
     return (strings[0], native) if len(native) == size else None
 
 
+def ole1_part(name: str, blob: bytes):
+    """(name, opener) of an OLE 1 object (an ObjectHeader and its native data): ``name (class)``, or for a
+    Package (a file inserted whole) that file, named after it; the opener is None when it is not one."""
+    found = _ole1_native(blob)
+    if found is None:
+        return name, None
+    kind, native = found
+    name = f"{name} ({kind})"
+    if kind.lower() == "package":
+        wrapped = embedded.ole10_native(struct.pack("<I", len(native)) + native)
+        if wrapped is not None:
+            name, native = (f"{name}!/{wrapped[0]}" if wrapped[0] else name), wrapped[1]
+    return name, (lambda b=native: io.BytesIO(b))
+
+
 def rtf_parts(data: bytes):
-    """(name, opener) of the objects of an RTF document, ``object N (class)``; a Package (a file inserted
-    whole) is that file, named after it."""
+    """(name, opener) of the objects of an RTF document, ``object N (class)`` (:func:`ole1_part`)."""
     for index, match in enumerate(_OBJDATA.finditer(data), start=1):
         try:
-            found = _ole1_native(_objdata_hex(data, match.end()))
+            blob = _objdata_hex(data, match.end())
         except ValueError:
-            found = None
-        if found is None:
-            yield f"object {index}", None
-            continue
-        kind, native = found
-        name = f"object {index} ({kind})"
-        if kind.lower() == "package":
-            wrapped = embedded.ole10_native(struct.pack("<I", len(native)) + native)
-            if wrapped is not None:
-                name, native = (f"{name}!/{wrapped[0]}" if wrapped[0] else name), wrapped[1]
-        yield name, (lambda b=native: io.BytesIO(b))
+            blob = b""
+        yield ole1_part(f"object {index}", blob)

@@ -12,7 +12,8 @@ folder, each title a headline (``mbox.join_messages``), up to ``max_messages``. 
 message: beamtrawl's containers (archives, compressed files, mail with attachments) are read into the
 container's document today; a member's own URL (``…/mail.pst!/Inbox/12``) would need its freshness and
 deletes to follow its container's, which the crawl does not do yet. A search for a phrase of any message
-finds the container, whose text shows the message.
+finds the container, whose text shows the message. The folders' names, empty folders' too ("Deleted Items",
+"Spam"), are the file's metadata, a path a line, as an archive's member names are its text.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from beamtrawl.transforms.preparators.mbox import join_messages
 from beamtrawl.transforms.preparators.rtf import prepare_rtf
 from beamtrawl.transforms.preparators.text import decode_text
 
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 names a folder file's folders in its metadata
 MSG_TYPES = ("application/vnd.ms-outlook",)
 PST_TYPES = ("application/vnd.ms-outlook-pst",)
 MIME_TYPES = (*MSG_TYPES, *PST_TYPES)
@@ -136,8 +138,11 @@ def _pst_document(message, url: str) -> Prepared:
     return mail.compose(_pst_headers(message), [body] if body else [], attachments, url)
 
 
-def _folder_messages(folder, path: str):
-    """(folder path, message) of the folder and every folder below it."""
+def _folder_messages(folder, path: str, folders: list[str]):
+    """(folder path, message) of the folder and every folder below it; each folder's path is added to
+    ``folders``."""
+    if path:
+        folders.append(path.lstrip("/"))
     for number in range(_get(folder, "number_of_sub_messages", 0)):
         message = _try(lambda n=number: folder.get_sub_message(n))
         if message is not None:
@@ -145,7 +150,7 @@ def _folder_messages(folder, path: str):
     for number in range(_get(folder, "number_of_sub_folders", 0)):
         sub = _try(lambda n=number: folder.get_sub_folder(n))
         if sub is not None:
-            yield from _folder_messages(sub, f"{path}/{_text(_get(sub, 'name', ''))}")
+            yield from _folder_messages(sub, f"{path}/{_text(_get(sub, 'name', ''))}", folders)
 
 
 def prepare_pst(data: bytes, url: str, params: dict) -> Prepared:
@@ -157,9 +162,9 @@ def prepare_pst(data: bytes, url: str, params: dict) -> Prepared:
         root = store.get_root_folder()
     except (OSError, ValueError) as err:
         raise PreparationError(f"not readable as Outlook personal folders: {err}"[:200]) from None
-    documents, more = [], False
+    documents, folders, more = [], [], False
     try:
-        for path, number, message in _folder_messages(root, ""):
+        for path, number, message in _folder_messages(root, "", folders):
             if len(documents) >= params["max_messages"]:
                 more = True
                 break
@@ -170,6 +175,7 @@ def prepare_pst(data: bytes, url: str, params: dict) -> Prepared:
         _try(store.close)
     joined = join_messages(documents, more, "messages")
     joined.title = ""  # a folder file's title is its name, whatever it holds
+    joined.metadata = "\n".join(folders)
     return joined
 
 

@@ -11,24 +11,34 @@ from __future__ import annotations
 from xml.etree.ElementTree import ParseError
 
 import defusedxml.ElementTree
+from beamtrawl.transforms.preparators import flat_opc
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from defusedxml import DefusedXmlException
 
-MIME_TYPES = ("text/xml", "application/xml", "image/svg+xml")  # SVG's text is its <text> and <title>
+# SVG's text is its <text> and <title>; a flat OPC or Word 2003 XML document its own reader cannot read is XML
+MIME_TYPES = ("text/xml", "application/xml", "image/svg+xml", *flat_opc.TYPES.values(), "application/vnd.ms-wordml")
 
 
 def _local(tag) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
-def prepare_xml(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+def parse(data: bytes):
+    """The root element, parsed without entities or external references (see above)."""
     try:
-        root = defusedxml.ElementTree.fromstring(
-            data, forbid_dtd=False, forbid_entities=True, forbid_external=True)
+        return defusedxml.ElementTree.fromstring(data, forbid_dtd=False, forbid_entities=True, forbid_external=True)
     except DefusedXmlException as err:
         raise PreparationError(f"XML refused (entities or external references): {err}") from None
     except ParseError as err:
         raise PreparationError(f"not well-formed XML: {err}") from None
+
+
+def text_of(root) -> Prepared:
+    """The first ``title`` element as the title, every text chunk a line."""
     title = next((" ".join("".join(e.itertext()).split()) for e in root.iter() if _local(e.tag) == "title"), "")
     lines = (" ".join(chunk.split()) for chunk in root.itertext())
     return Prepared(title=title, content="\n".join(line for line in lines if line))
+
+
+def prepare_xml(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    return text_of(parse(data))
