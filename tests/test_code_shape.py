@@ -79,6 +79,7 @@ SCHEME_LITERALS_LEFT = {
     "pipeline/report.py": {"file"},  # the word, plural(n, "file")
     "pipeline/serve/app.py": {"http"}, "pipeline/serve/middleware.py": {"http"},  # ASGI's protocol name
     "runners/dataflow.py": {"gs://"},  # Dataflow's own rule for its temp_location, not a source's
+    "runners/beam_import.py": {"gs"},  # Beam's own file system, imported when Beam is first asked for its scheme
     # the Delta table's storage (delta-rs's and pyarrow's file systems), not a source
     "transforms/index/table_store.py": {"az", "abfs", "abfss", "file", "http://", "https", "s3"},
 }
