@@ -6,7 +6,8 @@
   the crawl builds the new one from scratch and the alias is swapped only when the crawl succeeded,
   so searchers never see a half-built index (regain's temp/new/index folders, the OpenSearch way).
 * The **snapshot** is read with a point in time, split by partition index and ranges of document
-  numbers for parallel readers, each split paged with ``search_after`` in index order (``_doc``); the
+  numbers for parallel readers, each range read with ``search_after`` in index order (``_doc``), two
+  ranges at a time, and made into the freshness join's folder batches from the answer's columns; the
   driver opens it and always releases it.
 * **Upserts** go through ``helpers.streaming_bulk`` (the only helper that retries documents rejected
   with 429) in requests of at most 10 MiB; the transport retries 502/503/504 and timeouts. Ids are
@@ -112,7 +113,6 @@ _SNAPSHOT_FIELDS = list(SnapshotEntry._fields)
 _MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": [], "denied": [], "passages": []}
 _SNAPSHOT_DEFAULTS = [(f, _MISSING.get(f, "")) for f in _SNAPSHOT_FIELDS]
 _SNAPSHOT_GETTER = itemgetter(*_SNAPSHOT_FIELDS)
-URL_FIELD = _SNAPSHOT_FIELDS.index("url")
 _LIST_FIELDS = [_SNAPSHOT_FIELDS.index(f) for f in ("groups", "outlinks", "denied")]
 #: A snapshot page that misses a shard fails instead of leaving documents out. (``filter_path``, which halves the
 #: answer the client parses, cost the node more than the client saved.)
@@ -197,7 +197,7 @@ def _folder_batches(sources: list[dict]) -> Iterator[batches.Batch]:
         return
     columns = _columns(sources)
     held: dict[str, list[int]] = {}
-    for i, key in enumerate(map(batches.batch_key, columns[URL_FIELD])):
+    for i, key in enumerate(map(batches.batch_key, columns[batches.URL])):
         rows = held.get(key)
         if rows is None:
             rows = held[key] = []
@@ -490,7 +490,7 @@ class OpenSearchIndex(IndexTarget):
 
     # -- workers -----------------------------------------------------------------------------
     def read_snapshot(self, split: dict) -> Iterator[SnapshotEntry]:
-        """The split's documents (:meth:`_sources`) as records."""
+        """The split's documents (:meth:`_sources_of`) as records."""
         for sources in self._sources_of(split):
             yield from map(_snapshot_entry, sources)
 
