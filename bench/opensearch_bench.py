@@ -18,10 +18,12 @@ folder. It first indexes the snapshot documents of (2), untimed. Then:
     mapping and settings. Headline: sink/loop in docs/s, target >= 0.8. Both indexes must hold exactly
     N documents, with identical sources in a sample. An untimed warm-up bulk of 2,000 documents runs
     first.
-(2) snapshot read of M documents: through the target (``snapshot_splits`` + ``read_snapshot`` of
-    every split; one PIT slice per 50,000 documents), through ``ReadSnapshot(target) |
-    Count.Globally()`` with 2 workers, and with a plain ``helpers.scan`` of the same fields. Every
-    read must return M entries, and no point in time may be left open at the end.
+(2) snapshot read of M documents: through the target as a crawl reads it (``snapshot_splits`` +
+    ``read_snapshot_batches`` of every split: folder batches; splits of 50,000 documents, each read in
+    ranges of under 10,000, two at a time), the same as records (``read_snapshot``), through
+    ``ReadSnapshot(target, by_folder=True)`` with 2 workers, and with a plain ``helpers.scan`` of the
+    same fields in pages of the same size (hits counted, no record made). Rounds run each read in turn;
+    every read must return M records, and no point in time may be left open at the end.
 
 ``--tiny`` (tests/test_benchmarks.py runs it, with the suite's node as ``--url``): 300 documents to
 index and 1,000 to read.
@@ -48,12 +50,14 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from beamtrawl.runners import make_runner, pipeline_options
+from beamtrawl.transforms.batches import Batch, Columns
 from beamtrawl.transforms.index.opensearch import (
+    _SNAPSHOT_FIELDS,
     MAX_REQUEST_BYTES,
     PAGE,
+    READERS,
     SLICE_DOCS,
     OpenSearchIndex,
-    _snapshot_entry,
     _source,
     analysis,
     mapping,
@@ -61,7 +65,7 @@ from beamtrawl.transforms.index.opensearch import (
 from beamtrawl.transforms.index.write import BATCH, ReadSnapshot, WriteIndex
 from beamtrawl.transforms.preparators import BUILTIN, chain_for
 from beamtrawl.transforms.prepare import PrepareOptions, make_document
-from beamtrawl.transforms.records import Entry, IndexDoc, RawDocument, SnapshotEntry, use_row_coders
+from beamtrawl.transforms.records import Entry, IndexDoc, RawDocument, use_row_coders
 from beamtrawl.transforms.urls import doc_id
 from beamtrawl.transforms.values import NodeOptions
 from crawl_bench import Row, _html_file, _sentences, _text_file, check, print_table, verdict
@@ -269,40 +273,48 @@ def node_cpu(client: OpenSearch) -> float:
     return sum(node["process"]["cpu"]["total_in_millis"] for node in stats["nodes"].values()) / 1000
 
 
-def measured(client: OpenSearch, read) -> tuple[float, float, float, int]:
-    """(wall seconds, this process's CPU seconds, the node's CPU seconds, entries) of ``read()``."""
+def measured(client: OpenSearch, read, count) -> tuple[float, float, float, int]:
+    """(wall seconds, this process's CPU seconds, the node's CPU seconds, records) of ``read()``; ``count``
+    makes the records of what it returned, untimed."""
     wall, cpu, node = time.perf_counter(), time.process_time(), node_cpu(client)
-    entries = read()
-    return time.perf_counter() - wall, time.process_time() - cpu, node_cpu(client) - node, entries
+    found = read()
+    figures = time.perf_counter() - wall, time.process_time() - cpu, node_cpu(client) - node
+    return (*figures, count(found))
 
 
-def read_direct(target: OpenSearchIndex) -> int:
-    """Every split read in this process, one after the other; the entries."""
-    entries, succeeded = 0, False
+def read_direct(target: OpenSearchIndex, batched: bool = True) -> list:
+    """Every split read in this process, one after the other, in folder batches as a crawl reads them
+    (``read_snapshot_batches``), or as records (``read_snapshot``); what was read."""
+    read, succeeded = [], False
     try:
         splits = target.snapshot_splits()
         opened(target)
         for split in splits:
-            entries += sum(1 for _ in target.read_snapshot(split))
+            read += target.read_snapshot_batches(split) if batched else target.read_snapshot(split)
         succeeded = True
     finally:
         target.finish(succeeded)
-    return entries
+    return read
+
+
+def _records(batch) -> int:
+    return Columns([batch[1]]).n
 
 
 def read_beam(target: OpenSearchIndex | None) -> int:
-    """``ReadSnapshot(target) | Count`` on 2 workers (None: the same pipeline over no splits, for Beam's own
-    cost); the entries."""
+    """``ReadSnapshot(target, by_folder=True)`` (a crawl's read) counted on 2 workers (None: the same pipeline
+    over no splits, for Beam's own cost); the records."""
     succeeded = False
     try:
         options = pipeline_options(None, [f"--direct_num_workers={WORKERS}"], target)
         with beam.Pipeline(runner=make_runner(options), options=options) as p:
-            entries = (p | "ReadSnapshot" >> ReadSnapshot(target) if target else
-                       p | "NoSplits" >> beam.Create([]).with_output_types(SnapshotEntry))
+            found = (p | "ReadSnapshot" >> ReadSnapshot(target, by_folder=True) if target else
+                     p | "NoSplits" >> beam.Create([]).with_output_types(Batch))
             if target:
                 opened(target)
-            _ = (entries
-                 | "Count" >> beam.combiners.Count.Globally()
+            _ = (found
+                 | "Records" >> beam.Map(_records)
+                 | "Count" >> beam.CombineGlobally(sum)
                  | "Report" >> beam.Map(lambda n: Metrics.counter("bench", "entries").inc(n)))
         succeeded = True
     finally:
@@ -312,10 +324,10 @@ def read_beam(target: OpenSearchIndex | None) -> int:
 
 
 def read_scan(target: OpenSearchIndex) -> int:
-    """The peer: one scroll through the target's own client (the same connection and JSON parsing), each hit made
-    the same record the target makes; the entries."""
-    hits = helpers.scan(target.client, index=target.physical, size=PAGE, query={"_source": list(SnapshotEntry._fields)})
-    return sum(1 for hit in hits if _snapshot_entry(hit["_source"]))
+    """The peer: a plain ``helpers.scan`` (one scroll) of the same fields through the target's client (the same
+    connection and JSON parsing), pages of PAGE; the hits, counted (no record made of them)."""
+    return sum(1 for _ in helpers.scan(target.client, index=target.physical, size=PAGE,
+                                       query={"_source": _SNAPSHOT_FIELDS}))
 
 
 def snapshot(url: str, client: OpenSearch, name: str, m: int, rounds: int) -> list[Row]:
@@ -323,16 +335,18 @@ def snapshot(url: str, client: OpenSearch, name: str, m: int, rounds: int) -> li
           f"wall ratio\n  is the median round's; CPU seconds, this process's and the node's, are summed over "
           f"the rounds;\n  the node's count whatever else it serves meanwhile)")
     target = OpenSearchIndex(url, name, NodeOptions(analyzer=ANALYZER))
-    reads = {"target": lambda: read_direct(target), "scan": lambda: read_scan(target),
-             "ReadSnapshot": lambda: read_beam(target), "empty pipeline": lambda: read_beam(None)}
+    reads = {"target": (lambda: read_direct(target), lambda found: sum(map(_records, found))),
+             "scan": (lambda: read_scan(target), int),
+             "records": (lambda: read_direct(target, batched=False), len),
+             "ReadSnapshot": (lambda: read_beam(target), int), "empty pipeline": (lambda: read_beam(None), int)}
     runs: dict[str, list] = {what: [] for what in reads}
     try:
         splits = len(target.snapshot_splits())
         opened(target)
         target.finish(False)
         for _ in range(rounds):
-            for what, read in reads.items():
-                runs[what].append(measured(client, read))
+            for what, (read, count) in reads.items():
+                runs[what].append(measured(client, read, count))
     finally:
         target.close()
     for what, figures in runs.items():
@@ -343,18 +357,28 @@ def snapshot(url: str, client: OpenSearch, name: str, m: int, rounds: int) -> li
     cpu = {what: (sum(f[1] for f in figures), sum(f[2] for f in figures)) for what, figures in runs.items()}
     beam_net = max(wall["ReadSnapshot"] - wall["empty pipeline"], 1e-3)
     ratio, cpu_ratio = wall["scan"] / wall["target"], sum(cpu["scan"]) / sum(cpu["target"])
+    records_ratio = wall["scan"] / wall["records"]
     beam_ratio, net_ratio = wall["scan"] / wall["ReadSnapshot"], wall["scan"] / beam_net
-    fields = ", ".join(SnapshotEntry._fields)
-    print(f"  target, one process:  {rate(m, wall['target']):>24}  CPU {cpu['target'][0]:.2f} s here + "
-          f"{cpu['target'][1]:.2f} s node\n{'':48}({splits} split(s) of at most {SLICE_DOCS:,} docs read one "
-          f"after the other;\n{'':48}a point in time, index order, search_after, pages of {PAGE:,})")
-    print(f"  helpers.scan:         {rate(m, wall['scan']):>24}  CPU {cpu['scan'][0]:.2f} s here + "
-          f"{cpu['scan'][1]:.2f} s node\n{'':48}(one scroll, pages of {PAGE:,}, through the target's client,\n{'':48}each hit made the same SnapshotEntry)")
-    print(f"  ReadSnapshot + Count: {rate(m, wall['ReadSnapshot']):>24}  (FnApiRunner, {WORKERS} workers, whole "
-          f"pipeline run;\n{'':48}the same pipeline over no splits takes {wall['empty pipeline']:.2f} s)")
+    rounds_ratios = ", ".join(f"{s[0] / t[0]:.2f}" for s, t in zip(runs["scan"], runs["target"]))
+    fields = ", ".join(_SNAPSHOT_FIELDS)
+
+    def used(what: str) -> str:
+        return f"CPU {cpu[what][0]:.2f} s here + {cpu[what][1]:.2f} s node"
+
+    print(f"  target, one process:  {rate(m, wall['target']):>24}  {used('target')}\n{'':48}(folder batches, as a crawl "
+          f"reads them: {splits} split(s) of at most {SLICE_DOCS:,}\n{'':48}docs read one after the other, each in "
+          f"ranges of under {PAGE:,} docs,\n{'':48}{READERS} at a time; a point in time, index order, search_after)")
+    print(f"  target, records:      {rate(m, wall['records']):>24}  {used('records')}\n{'':48}(the same read, "
+          f"a SnapshotEntry per document)")
+    print(f"  helpers.scan:         {rate(m, wall['scan']):>24}  {used('scan')}\n{'':48}(one plain scroll, pages of "
+          f"{PAGE:,}, through the target's client,\n{'':48}hits counted, no record made)")
+    print(f"  ReadSnapshot + Count: {rate(m, wall['ReadSnapshot']):>24}  (folder batches, FnApiRunner, {WORKERS} "
+          f"workers, whole\n{'':48}pipeline run; the same pipeline over no splits takes "
+          f"{wall['empty pipeline']:.2f} s)")
     print(f"  Each read returns the same fields of every document, from _source: {fields}.")
-    print(f"  target/scan: {ratio:.2f}x docs/s (wall), {cpu_ratio:.2f}x docs per CPU-second (here + node)   "
-          f"target >= 1.0  {verdict(ratio >= 1.0)}")
+    print(f"  target/scan: {ratio:.2f}x docs/s (wall; rounds: {rounds_ratios}), {cpu_ratio:.2f}x docs per CPU-second "
+          f"(here + node)   target >= 1.0  {verdict(ratio >= 1.0)}")
+    print(f"  records/scan: {records_ratio:.2f}x docs/s")
     print(f"  ReadSnapshot/scan: {beam_ratio:.2f}x docs/s, {net_ratio:.2f}x without the empty pipeline's time")
     print(f"  every read returned {m:,} entries: OK")
     return [("snapshot, target direct", rate(m, wall["target"]), "", ""),
@@ -362,6 +386,7 @@ def snapshot(url: str, client: OpenSearch, name: str, m: int, rounds: int) -> li
             ("snapshot, ReadSnapshot (Beam)", rate(m, wall["ReadSnapshot"]), "", ""),
             check("snapshot target / scan", f"{ratio:.2f}x", ">= 1.0", ratio >= 1.0),
             ("snapshot target / scan, CPU", f"{cpu_ratio:.2f}x", "", ""),
+            ("snapshot records / scan", f"{records_ratio:.2f}x", "", ""),
             ("snapshot ReadSnapshot / scan", f"{beam_ratio:.2f}x ({net_ratio:.2f}x net)", "", "")]
 
 

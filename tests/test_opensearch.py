@@ -453,17 +453,13 @@ def test_python_docs_an_exact_name_comes_first_and_snippets_have_no_furniture(
         assert "fileinput" not in search(config, "fileinput")[1]["snippet"].lower()
 
 
-def test_the_snapshot_splits_cover_every_document_of_every_partition_once(opensearch, fresh_index, monkeypatch):
-    """Splits of a few documents each, by partition index (a group set each) and ranges of document numbers
-    (over several segments, some documents deleted), read in short pages: every document once, with its
-    fields; and the point in time is released."""
-    import beamtrawl.transforms.index.opensearch as target_module
-
+def _filled_partitions(opensearch, fresh_index) -> tuple[OpenSearchIndex, list]:
+    """60 documents in three partition indices (a group set each), written in three segments, five deleted."""
     from tests.test_query_and_search import make_doc
 
     target = OpenSearchIndex(opensearch, fresh_index())
     target.prepare()
-    target.snapshot_splits()
+    assert target.snapshot_splits() == [] and target.pit_id is None  # an empty index holds no point in time
     docs = [make_doc(f"part{n % 3}/doc{n}.txt", content=f"text {n}")._replace(groups=[f"g{n % 3}"] if n % 3 else [])
             for n in range(60)]
     for batch in range(0, 60, 20):  # a segment each
@@ -471,14 +467,53 @@ def test_the_snapshot_splits_cover_every_document_of_every_partition_once(opense
         target.client.indices.refresh(index=f"{target.physical}*")
     target.delete([d.id for d in docs[:5]])
     target.finish(succeeded=True)
+    return target, docs[5:]
+
+
+def test_the_snapshot_splits_cover_every_document_of_every_partition_once(opensearch, fresh_index, monkeypatch):
+    """Splits of a few documents each, by partition index (a group set each) and ranges of document numbers
+    (over several segments, some documents deleted), read in short pages: every document once, with its
+    fields, as records and as the folder batches a crawl reads (the same records); and the point in time is
+    released. Documents written while the splits are read are not in them."""
+    import beamtrawl.transforms.index.opensearch as target_module
+    from beamtrawl.transforms import batches
+
+    from tests.test_query_and_search import make_doc
+
+    target, docs = _filled_partitions(opensearch, fresh_index)
     monkeypatch.setattr(target_module, "SLICE_DOCS", 4)
     monkeypatch.setattr(target_module, "PAGE", 3)
     splits = target.snapshot_splits()
     assert len({s["index"] for s in splits}) == 3 and len(splits) >= 12
+    late = [make_doc(f"part{n % 3}/late{n}.txt") for n in range(9)]  # the crawl writes while the splits are read
+    assert target.upsert(late) == []
+    target.client.indices.refresh(index=f"{target.physical}*")
     entries = [e for split in splits for e in target.read_snapshot(split)]
+    batched = [row for split in splits for _key, blob in target.read_snapshot_batches(split) for row in batches.rows(blob)]
     target.finish(succeeded=True)
-    assert sorted(e.id for e in entries) == sorted(d.id for d in docs[5:])
-    entry = next(e for e in entries if e.id == docs[7].id)
-    assert (entry.url, list(entry.groups), entry.prep_fingerprint) == (docs[7].url, ["g1"], "fingerprint-1")
+    assert sorted(e.id for e in entries) == sorted(d.id for d in docs)
+    assert sorted(map(tuple, batched)) == sorted(map(tuple, entries))
+    entry = next(e for e in entries if e.id == docs[2].id)
+    assert (entry.url, list(entry.groups), entry.prep_fingerprint) == (docs[2].url, ["g1"], "fingerprint-1")
     assert _get(f"{opensearch}/_search/point_in_time/_all")["pits"] == []
+    target.close()
+
+
+def test_a_snapshot_read_that_loses_the_node_midway_is_one_line(opensearch, fresh_index, monkeypatch):
+    """The node drops the point in time while a split is read (as a restarted node does): the read fails with one
+    line naming the node, which fails the crawl before any delete (pipeline/crawl.py)."""
+    import beamtrawl.transforms.index.opensearch as target_module
+    from beamtrawl.transforms.index.base import IndexUnavailable
+
+    target, _docs = _filled_partitions(opensearch, fresh_index)
+    monkeypatch.setattr(target_module, "PAGE", 2)
+    splits = target.snapshot_splits()
+    reading = target.read_snapshot_batches(max(splits, key=lambda s: len(s["docs"])))
+    next(reading)
+    target.client.delete_pit(body={"pit_id": [target.pit_id]})
+    with pytest.raises(IndexUnavailable) as failed:
+        list(reading)
+    assert str(failed.value).startswith(f"cannot read the snapshot of OpenSearch at {opensearch}: HTTP 404")
+    assert "\n" not in str(failed.value)
+    target.finish(succeeded=False)
     target.close()

@@ -6,7 +6,8 @@
   the crawl builds the new one from scratch and the alias is swapped only when the crawl succeeded,
   so searchers never see a half-built index (regain's temp/new/index folders, the OpenSearch way).
 * The **snapshot** is read with a point in time, split by partition index and ranges of document
-  numbers for parallel readers, each split paged with ``search_after`` in index order (``_doc``); the
+  numbers for parallel readers, each range read with ``search_after`` in index order (``_doc``), two
+  ranges at a time, and made into the freshness join's folder batches from the answer's columns; the
   driver opens it and always releases it.
 * **Upserts** go through ``helpers.streaming_bulk`` (the only helper that retries documents rejected
   with 429) in requests of at most 10 MiB; the transport retries 502/503/504 and timeouts. Ids are
@@ -46,11 +47,15 @@ import hashlib
 import json
 import os
 import re
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from operator import itemgetter
 from types import SimpleNamespace
 from typing import Annotated, Any, Literal
 
 import orjson
+from beamtrawl.transforms import batches
 from beamtrawl.transforms.enrich.auxfields import tokens
 from beamtrawl.transforms.fields import ExistingFile, Flag, Seconds, Text, fail, matching
 from beamtrawl.transforms.index import opensearch_vectors as knn
@@ -101,11 +106,17 @@ IndexName = matching(r"[a-z0-9][a-z0-9_.-]*", "must be lower case letters, digit
 
 SLICE_DOCS = 50_000  # documents per snapshot slice
 PAGE = 10_000  # the most one search returns (index.max_result_window)
+READERS = 2  # ranges of a snapshot split read at once (a 2-core node serves two searches at once)
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
 PIT_KEEP_ALIVE = "30m"
 _SNAPSHOT_FIELDS = list(SnapshotEntry._fields)
 _MISSING = {"size": 0, "mtime_ns": 0, "groups": [], "outlinks": [], "denied": [], "passages": []}
 _SNAPSHOT_DEFAULTS = [(f, _MISSING.get(f, "")) for f in _SNAPSHOT_FIELDS]
+_SNAPSHOT_GETTER = itemgetter(*_SNAPSHOT_FIELDS)
+_LIST_FIELDS = [_SNAPSHOT_FIELDS.index(f) for f in ("groups", "outlinks", "denied")]
+#: A snapshot page that misses a shard fails instead of leaving documents out. (``filter_path``, which halves the
+#: answer the client parses, cost the node more than the client saved.)
+_SNAPSHOT_ANSWER = {"allow_partial_search_results": "false"}
 _PUBLIC = access_key(object())  # the key of a document without groups
 #: Bumped when the layout of the physical indices changes, so a crawl rebuilds them (see ``physical``);
 #: a change of ACCESS_FIELDS does the same.
@@ -176,6 +187,44 @@ def mapping(analyzer: str) -> dict:
 
 def _snapshot_entry(source: dict) -> SnapshotEntry:
     return SnapshotEntry(*[source.get(f, missing) for f, missing in _SNAPSHOT_DEFAULTS])
+
+
+def _folder_batches(sources: list[dict]) -> Iterator[batches.Batch]:
+    """Snapshot ``_source`` documents as folder batches of at most MOST records (transforms/batches.py), packed
+    from their columns (:func:`_columns`). A folder that comes again in the next range is another batch of its
+    key, which the join brings together."""
+    if not sources:
+        return
+    columns = _columns(sources)
+    held: dict[str, list[int]] = {}
+    for i, key in enumerate(map(batches.batch_key, columns[batches.URL])):
+        rows = held.get(key)
+        if rows is None:
+            rows = held[key] = []
+        rows.append(i)
+    for key, rows in held.items():
+        for start in range(0, len(rows), batches.MOST):
+            chunk = rows[start:start + batches.MOST]
+            if len(chunk) == len(sources):  # one folder: the columns as they are
+                yield key, batches.pack_columns(len(chunk), columns)
+                continue
+            pick = itemgetter(*chunk) if len(chunk) > 1 else lambda column, i=chunk[0]: (column[i],)
+            yield key, batches.pack_columns(len(chunk), [column if column is batches.EMPTY_LISTS else pick(column)
+                                                         for column in columns])
+
+
+def _columns(sources: list[dict]) -> list:
+    """The snapshot fields of ``_source`` documents as columns, read in C where every document has every field
+    (those beamtrawl wrote since the fields exist; a missing field is its default); a list field that is empty
+    in every document (groups, links, denials, nearly always) as ``batches.EMPTY_LISTS``."""
+    try:
+        columns = list(zip(*map(_SNAPSHOT_GETTER, sources)))
+    except KeyError:
+        columns = [[source.get(field, missing) for source in sources] for field, missing in _SNAPSHOT_DEFAULTS]
+    for k in _LIST_FIELDS:
+        if columns[k].count([]) == len(sources):
+            columns[k] = batches.EMPTY_LISTS
+    return columns
 
 
 class _FastJson(JSONSerializer):
@@ -351,43 +400,40 @@ class OpenSearchIndex(IndexTarget):
         index, or ranges of Lucene document numbers of a large one. A split is read in the order the index
         keeps its documents (``_doc``), as a scroll reads: no sort (a sort on ``id`` cost every page a sort of
         all the split's documents; OpenSearch 2 has no ``_shard_doc``), and no query that narrows it (a range
-        of ids cost the node half again a scroll's work). Document numbers are unique within a shard only,
-        so a split names its index; an index of several shards (beamtrawl makes none) is one split, sorted
-        on ``id``. The first and last ranges are open, so the splits cover every document whatever the
-        bounds, which only spread the work."""
-        self.client.indices.refresh(index=self._all_partitions)
-        if not self.client.count(index=self._all_partitions)["count"]:
-            return []
-        self.pit_id = self.client.create_pit(index=self._all_partitions,
-                                             params={"keep_alive": PIT_KEEP_ALIVE})["pit_id"]
+        of ids cost the node half again a scroll's work). A split's ``docs`` are the bounds of its ranges of
+        about PAGE document numbers each, which :meth:`read_snapshot` reads READERS at a time. Document numbers
+        are unique within a shard only, so a split names its index; an index of several shards (beamtrawl
+        makes none) is one split, sorted on ``id``. The first and last ranges are open, so the splits cover
+        every document whatever the bounds, which only spread the work."""
+        partitions = self._all_partitions
+        self.client.indices.refresh(index=partitions)
+        self.pit_id = self.client.create_pit(index=partitions, params={"keep_alive": PIT_KEEP_ALIVE})["pit_id"]
         counts = self.client.search(body={  # as the point in time sees them
             "size": 0, "pit": {"id": self.pit_id, "keep_alive": PIT_KEEP_ALIVE},
-            "aggs": {"partitions": {"terms": {"field": "_index", "size": 65_536}}}})
-        stats = self.client.indices.stats(index=self._all_partitions, metric="docs")["indices"]
-        shards = self.client.indices.get_settings(index=self._all_partitions, name="index.number_of_shards")
+            "aggs": {"partitions": {"terms": {"field": "_index", "size": 65_536}}}})["aggregations"]["partitions"]
+        if not counts["buckets"]:  # an empty index: nothing to hold
+            self._release_pit()
+            return []
+        stats = self.client.indices.stats(index=partitions, metric="docs", level="shards")["indices"]
         splits = []
-        for bucket in counts["aggregations"]["partitions"]["buckets"]:
+        for bucket in counts["buckets"]:
             index = bucket["key"]
-            if int(shards[index]["settings"]["index"]["number_of_shards"]) > 1:
+            if len(stats[index]["shards"]) > 1:
                 splits.append({"pit": self.pit_id, "index": index, "order": "id", "docs": [None, None]})
                 continue
             docs = stats[index]["primaries"]["docs"]
             numbers = docs["count"] + docs["deleted"]  # about the highest document number
-            parts = max(1, -(-bucket["doc_count"] // SLICE_DOCS))
-            bounds = [None, *(k * numbers // parts for k in range(1, parts)), None]
-            splits += [{"pit": self.pit_id, "index": index, "order": "_doc", "docs": bounds[k:k + 2]}
-                       for k in range(parts)]
+            ranges = bucket["doc_count"] // PAGE + 1  # each less than a page: one search reads it
+            bounds = [None, *(k * numbers // ranges for k in range(1, ranges)), None]
+            per_split = max(1, SLICE_DOCS // PAGE)
+            splits += [{"pit": self.pit_id, "index": index, "order": "_doc", "docs": bounds[k:k + per_split + 1]}
+                       for k in range(0, ranges, per_split)]
         return splits
 
     def finish(self, succeeded: bool) -> None:
         """Driver, after the crawl: release the point in time; on success, point the alias at the
         index this crawl wrote and drop the one it replaces."""
-        if self.pit_id:
-            try:
-                self.client.delete_pit(body={"pit_id": [self.pit_id]})
-            except (OpenSearchException, OSError):
-                pass  # it expires by itself after PIT_KEEP_ALIVE
-            self.pit_id = None
+        self._release_pit()
         if not succeeded:
             return
         self.client.indices.refresh(index=self._all_partitions)
@@ -400,6 +446,14 @@ class OpenSearchIndex(IndexTarget):
         self.client.indices.update_aliases(body={"actions": actions})
         for old in sorted(current - wanted):
             self.client.indices.delete(index=old, ignore_unavailable=True)
+
+    def _release_pit(self) -> None:
+        if self.pit_id:
+            try:
+                self.client.delete_pit(body={"pit_id": [self.pit_id]})
+            except (OpenSearchException, OSError):
+                pass  # it expires by itself after PIT_KEEP_ALIVE
+            self.pit_id = None
 
     def read_state(self) -> dict | None:
         """Kept in the ``_meta`` of the index the crawls write, so it goes when that index goes."""
@@ -436,25 +490,58 @@ class OpenSearchIndex(IndexTarget):
 
     # -- workers -----------------------------------------------------------------------------
     def read_snapshot(self, split: dict) -> Iterator[SnapshotEntry]:
-        """The split's documents, a page at a time after the last one read (``search_after``), with only the
-        fields the freshness join needs (``_source`` filtered, no total counted)."""
-        first, end = split["docs"]
+        """The split's documents (:meth:`_sources_of`) as records."""
+        for sources in self._sources_of(split):
+            yield from map(_snapshot_entry, sources)
+
+    def read_snapshot_batches(self, split: dict) -> Iterator[batches.Batch]:
+        """The split's documents in folder batches made from their columns (:func:`_folder_batches`), without
+        a record per document."""
+        for sources in self._sources_of(split):
+            yield from _folder_batches(sources)
+
+    def _sources_of(self, split: dict) -> Iterator[list[dict]]:
+        """The ``_source`` of every document of a split, a range at a time, READERS ranges read at once: a page
+        is one search on one thread of the node, so one reader at a time leaves the node's other cores idle
+        (the profile of a read: the client waited for the node nine tenths of the time). A failure of the node
+        is the one line of :class:`IndexUnavailable`."""
+        bounds = split["docs"]
+        client = self.client  # made here: the readers share it (its connection pool is thread-safe)
+        try:
+            with ThreadPoolExecutor(READERS, thread_name_prefix="beamtrawl-snapshot") as pool:
+                reading: deque = deque()
+                for k in range(len(bounds) - 1):
+                    reading.append(pool.submit(self._read_range, client, split, bounds[k], bounds[k + 1]))
+                    if len(reading) == READERS:  # at most READERS ranges held (one page each)
+                        yield reading.popleft().result()
+                while reading:
+                    yield reading.popleft().result()
+        except (OpenSearchException, OSError) as err:
+            raise IndexUnavailable(f"cannot read the snapshot of {self._where()}: {_short(err)}") from None
+
+    @staticmethod
+    def _read_range(client: OpenSearch, split: dict, first: int | None, end: int | None) -> list[dict]:
+        """The ``_source`` of the documents numbered ``first`` up to ``end`` (None: open) in index order, with
+        only the fields the freshness join needs and no total counted, a page at a time after the last one read
+        (``search_after``); no page reaches past ``end``. A split sorted on ``id`` is one open range."""
         body: dict[str, Any] = {
             "size": PAGE, "_source": _SNAPSHOT_FIELDS, "sort": [split["order"]], "track_total_hits": False,
             "query": {"term": {"_index": split["index"]}}, "pit": {"id": split["pit"], "keep_alive": PIT_KEEP_ALIVE},
         }
         if first:
             body["search_after"] = [first - 1]
+        sources: list[dict] = []
         while True:
-            if end is not None:  # no page reaches far past the split's end
-                body["size"] = max(1, min(PAGE, end - body.get("search_after", [-1])[0] - 1))
-            hits = self.client.search(body=body)["hits"]["hits"]
-            for hit in hits:
-                if end is not None and hit["sort"][0] >= end:
-                    return
-                yield _snapshot_entry(hit["_source"])
-            if len(hits) < body["size"]:
-                return
+            if end is not None:
+                body["size"] = min(PAGE, end - body.get("search_after", [-1])[0] - 1)
+                if body["size"] < 1:  # an empty range (bounds from statistics that changed meanwhile)
+                    return sources
+            hits = client.search(body=body, params=_SNAPSHOT_ANSWER)["hits"]["hits"]
+            if end is not None and hits and hits[-1]["sort"][0] >= end:  # only where the range has gaps
+                hits = [hit for hit in hits if hit["sort"][0] < end]
+            sources += [hit["_source"] for hit in hits]
+            if len(hits) < body["size"] or (end is not None and hits[-1]["sort"][0] >= end - 1):
+                return sources
             body["search_after"] = hits[-1]["sort"]
 
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
