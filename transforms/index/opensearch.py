@@ -37,6 +37,7 @@
   (:mod:`.opensearch_vectors`, needs the k-NN plugin); a k-NN query over the visible partitions with the access
   filter inside it ranks by meaning, the keyword ranking is the search above, and both are fused as the
   embedded index fuses them (:mod:`.semantic`); the page, its total and facets are those of the fused documents.
+  Three requests (``_meaning_page``): the visible partitions, both rankings in one msearch, the page.
 """
 
 from __future__ import annotations

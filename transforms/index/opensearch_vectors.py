@@ -1,6 +1,7 @@
 """OpenSearch's passage vectors (issue 31): each embedded document keeps its passages' vectors as nested
 ``knn_vector`` rows (the k-NN plugin's Lucene HNSW engine, cosine), so one k-NN query ranks documents by their
-best passage and names it (the nested offset is the passage's number), as the embedded index does.
+best passage, as the embedded index does; which passage that is, a page's hits find from their stored vectors
+(:func:`best_passage`: an inner hit would run the k-NN search again).
 
 * The nested field is named after the model's dimensions (``passage_vectors_256``): a mapping fixes a vector's
   length, and a model of another length then writes a field of its own instead of being refused. It is added
