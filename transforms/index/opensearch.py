@@ -38,6 +38,7 @@
   (:mod:`.opensearch_vectors`, needs the k-NN plugin); a k-NN query over the visible partitions with the access
   filter inside it ranks by meaning, the keyword ranking is the search above, and both are fused as the
   embedded index fuses them (:mod:`.semantic`); the page, its total and facets are those of the fused documents.
+  Three requests (``_meaning_page``): the visible partitions, both rankings in one msearch, the page.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from operator import itemgetter
 from types import SimpleNamespace
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 import orjson
 from beamtrawl.transforms import batches
@@ -647,59 +648,72 @@ class OpenSearchIndex(IndexTarget):
 
     def search_page(self, query: Query, limit: int, offset: int = 0, order: str = RELEVANCE,
                     facet_size: int = 10) -> Page:
+        if query.mode in (semantic.SEMANTIC, semantic.HYBRID):  # auto is settled before a target sees it
+            return self._meaning_page(query, limit, offset, order, facet_size)
         sort = [{"last_modified": {"order": "desc", "missing": "_last"}}] if order == NEWEST else ["_score"]
-        ranked = self._ranked(query)
-        if ranked is not None and not ranked[0]:
-            return Page([], 0, {name: [] for name in (*FACET_FIELDS, DATE_FACET)})
-        body = {"from": offset, "size": limit, "query": _bool_query(query) if ranked is None else _ranked_query(*ranked[:2]),
-                **(_HIGHLIGHT if ranked is None else _PASSAGES),
+        body = {"from": offset, "size": limit, "query": _bool_query(query), **_HIGHLIGHT,
                 "sort": [*sort, {"url": "asc"}], "track_scores": True, "track_total_hits": True,
-                "collapse": _COLLAPSE,
-                "aggs": {**{name: {"terms": {"field": name, "size": facet_size}} for name in FACET_FIELDS},
-                         DATE_FACET: _date_ranges(),
-                         "copies": {"cardinality": {"field": "copies", "precision_threshold": 40_000}}}}
+                "collapse": _COLLAPSE, "aggs": {**_facet_aggregations(facet_size), "copies": {
+                    "cardinality": {"field": "copies", "precision_threshold": 40_000}}}}
         answer = self._search(query.groups, body)
         if not answer:
-            return Page([], 0, {name: [] for name in (*FACET_FIELDS, DATE_FACET)})
-        facets = {name: [(b["key"], b["doc_count"]) for b in answer["aggregations"][name]["buckets"] if b["key"]]
-                  for name in FACET_FIELDS}
-        dates = {b["key"]: b["doc_count"] for b in answer["aggregations"][DATE_FACET]["buckets"]}  # sorted by "from"
-        facets[DATE_FACET] = [(value, dates[value]) for _label, value, _low, _high in date_buckets() if dates.get(value)]
+            return Page([], 0, _facets({}))
         # copies of one content are one hit: the total counts contents (exact up to 40,000 of them, as the
         # cardinality aggregation is; beyond, within a few per cent)
-        hits = [_hit(hit) for hit in answer["hits"]["hits"]] if ranked is None else \
-            [_passage_hit(hit, ranked[2], query.mode == semantic.SEMANTIC) for hit in answer["hits"]["hits"]]
-        return Page(hits, answer["aggregations"]["copies"]["value"], facets)
+        return Page([_hit(hit) for hit in answer["hits"]["hits"]], answer["aggregations"]["copies"]["value"],
+                    _facets(answer["aggregations"]))
 
-    def _ranked(self, query: Query) -> tuple[list[tuple[str, float]], dict, dict[str, int]] | None:
-        """A semantic or hybrid search's documents: ((id, score) best first, the bool body admitting them, id → its
-        best passage's number); None for a keyword search. Scores of a semantic search are the k-NN scores,
-        (1 + cosine) / 2; of a hybrid one, the fusion's."""
-        if query.mode not in (semantic.SEMANTIC, semantic.HYBRID):  # auto is settled before a target sees it
-            return None
+    def _meaning_page(self, query: Query, limit: int, offset: int, order: str, facet_size: int) -> Page:
+        """A semantic or hybrid search's page in three requests: the visible partitions; the rankings (the k-NN
+        query and, for hybrid, the keyword one, side by side in one msearch), each document with what orders and
+        collapses it (``_collapsed``, in Python: no scoring script, no collapse on the node); then the page's
+        documents with the facets of all ranked ones. Only the keyword ranking needs ``dfs_query_then_fetch``: the
+        others score by cosine or not at all, whatever the partitions' word statistics."""
+        partitions = self._visible_partitions(query.groups)
+        ranked = self._ranked(query, partitions) if partitions else None
+        if not ranked or not ranked.scores:
+            return Page([], 0, _facets({}))
+        hits = _collapsed(ranked, order)
+        shown = hits[offset:offset + limit]
+        admitted = ranked.admitted
+        body = {"size": len(shown), "track_total_hits": False, **_PASSAGES, "aggs": _facet_aggregations(facet_size),
+                "query": {"bool": {"filter": [{"ids": {"values": [i for i, _ in ranked.scores]}}, *admitted["filter"]],
+                                   "must_not": admitted["must_not"]}},
+                "post_filter": {"ids": {"values": [i for i, _, _ in shown]}}}  # the facets count every ranked one
+        answer = self._msearch(partitions, [(_QUERY_THEN_FETCH, body)])[0]
+        found = {hit["_id"]: hit for hit in answer["hits"]["hits"]}
+        return Page([_passage_hit({**found[i], "_score": score}, ranked, query.mode == semantic.SEMANTIC, others)
+                     for i, score, others in shown if i in found], len(hits), _facets(answer.get("aggregations", {})))
+
+    def _ranked(self, query: Query, partitions: list[str]) -> Ranked | None:
+        """A semantic or hybrid search's documents, with their scores: of a semantic search the k-NN scores,
+        (1 + cosine) / 2; of a hybrid one, the fusion's. None: nothing to search by (more like this of a document
+        the searcher may not see, or without vectors)."""
         admitted, vector = _admitted(query), query.vector
         if query.like:  # "more like this": the document's own vectors, if the searcher may see it
             found = self._by_id(query.like, ["passages", "vectors"], query.groups)
             vector = knn.document_vector(found[1]) if found else None
             admitted["must_not"].append({"ids": {"values": [query.like]}})
         if vector is None:
-            return [], admitted, {}
-        body = {"size": semantic.DEPTH, "_source": False, "query": knn.knn_query(vector, semantic.DEPTH, admitted)}
-        near = self._search(query.groups, body).get("hits", {}).get("hits", [])
-        passages = {hit["_id"]: knn.best_passage(hit) for hit in near}
-        if query.mode == semantic.SEMANTIC or not query.has_text:
-            return [(hit["_id"], hit["_score"]) for hit in near], admitted, passages
-        keyword = self._ids(query.groups, _bool_query(dataclasses.replace(query, mode=semantic.KEYWORD)))
-        named = frozenset(self._ids(query.groups, {"bool": {"filter": [
-            {"term": {"name_keys": query.name_key}}, _visible(query.groups)]}})) if query.name_key else frozenset()
-        fused = semantic.fuse(keyword, [hit["_id"] for hit in near], named)
-        return [(i, round(score, 6)) for i, score in fused], admitted, passages
-
-    def _ids(self, groups, query: dict) -> list[str]:
-        """The ids of a query's semantic.DEPTH best documents among the visible partitions, best first."""
-        body = {"size": semantic.DEPTH, "_source": False, "query": query, "sort": ["_score", {"url": "asc"}],
-                "track_scores": True}
-        return [hit["_id"] for hit in self._search(groups, body).get("hits", {}).get("hits", [])]
+            return None
+        searches = [(_QUERY_THEN_FETCH, {"size": semantic.DEPTH, "_source": False, "docvalue_fields": _ORDER_FIELDS,
+                                         "query": knn.knn_query(vector, semantic.DEPTH, admitted)})]
+        hybrid = query.mode == semantic.HYBRID and query.has_text
+        if hybrid:
+            searches.append((_DFS, _ids_body(_bool_query(dataclasses.replace(query, mode=semantic.KEYWORD)))))
+        if hybrid and query.name_key:
+            searches.append((_QUERY_THEN_FETCH, _ids_body(
+                {"bool": {"filter": [{"term": {"name_keys": query.name_key}}, _visible(query.groups)]}})))
+        nearest, *keyword = [answer.get("hits", {}).get("hits", []) for answer in self._msearch(partitions, searches)]
+        near = [hit["_id"] for hit in nearest]
+        if not hybrid:
+            scores = [(hit["_id"], hit["_score"]) for hit in nearest]
+        else:
+            named = frozenset(hit["_id"] for hit in keyword[1]) if len(keyword) > 1 else frozenset()
+            fused = semantic.fuse([hit["_id"] for hit in keyword[0]], near, named)
+            scores = [(i, round(score, 6)) for i, score in fused]
+        fields = {hit["_id"]: _order_fields(hit) for answer in (nearest, *keyword) for hit in answer}
+        return Ranked(scores, admitted, vector, frozenset(near), fields)
 
     def document(self, doc_id: str, groups: Sequence[str]) -> Stored | None:
         found = self._by_id(doc_id, ["id", "url", "title", "filename", "mimetype", "size", "root", "mtime_ns"], groups)
@@ -741,16 +755,30 @@ class OpenSearchIndex(IndexTarget):
         return (hits[0]["_id"], hits[0]["_source"]) if hits else None
 
     def _search(self, groups, body: dict) -> dict:
-        """One search over exactly the partitions ``groups`` may see (``_visible_partitions``); {} when
-        there are none."""
+        """One keyword search over exactly the partitions ``groups`` may see (``_visible_partitions``), its word
+        statistics theirs (``dfs_query_then_fetch``); {} when there are none."""
+        partitions = self._visible_partitions(groups)
+        if not partitions:
+            return {}
         try:
-            partitions = self._visible_partitions(groups)
-            if not partitions:
-                return {}
             return self.client.search(index=",".join(partitions), body=body,
-                                      params={"search_type": "dfs_query_then_fetch", "ignore_unavailable": "true"})
+                                      params={"search_type": _DFS, "ignore_unavailable": "true"})
         except (OpenSearchException, OSError) as err:
             raise IndexUnavailable(f"cannot search {self._where()}: {_short(err)}") from None
+
+    def _msearch(self, partitions: list[str], searches: list[tuple[str, dict]]) -> list[dict]:
+        """The answers to searches over ``partitions`` sent in one request (the node runs them side by side), each
+        (its search type, its body)."""
+        header = {"index": ",".join(partitions), "ignore_unavailable": True}
+        lines = [line for search_type, body in searches for line in ({**header, "search_type": search_type}, body)]
+        try:
+            answers = self.client.msearch(body=lines)["responses"]
+        except (OpenSearchException, OSError) as err:
+            raise IndexUnavailable(f"cannot search {self._where()}: {_short(err)}") from None
+        failed = next((answer for answer in answers if "error" in answer), None)
+        if failed is not None or len(answers) != len(searches):
+            raise IndexUnavailable(f"cannot search {self._where()}: {_item_error(failed or {})}")
+        return answers
 
     def _visible_partitions(self, groups) -> list[str]:
         """The partition indices behind the alias holding a document the searcher may see: all of
@@ -758,8 +786,73 @@ class OpenSearchIndex(IndexTarget):
         ranks as an index holding only what the searcher may see would."""
         body = {"size": 0, "query": {"bool": {"filter": [_visible(groups)]}},
                 "aggs": {"partitions": {"terms": {"field": "_index", "size": 10_000}}}}
-        buckets = self.client.search(index=self.name, body=body)["aggregations"]["partitions"]["buckets"]
+        try:
+            buckets = self.client.search(index=self.name, body=body)["aggregations"]["partitions"]["buckets"]
+        except (OpenSearchException, OSError) as err:
+            raise IndexUnavailable(f"cannot search {self._where()}: {_short(err)}") from None
         return sorted(bucket["key"] for bucket in buckets)
+
+
+class Ranked(NamedTuple):
+    """The documents of a semantic or hybrid search: (id, score) best first, the bool body admitting them, the
+    vector searched for, the ids the k-NN query found (whose hits show their best passage), and what orders each."""
+
+    scores: list[tuple[str, float]]
+    admitted: dict
+    vector: Any
+    near: frozenset
+    fields: dict[str, tuple[str, str, int | None]]  # id → its url, copies and last_modified (_order_fields)
+
+
+_DFS, _QUERY_THEN_FETCH = "dfs_query_then_fetch", "query_then_fetch"
+
+
+def _ids_body(query: dict) -> dict:
+    """A search for the ids of a query's semantic.DEPTH best documents, best first, with what orders them."""
+    return {"size": semantic.DEPTH, "_source": False, "query": query, "sort": ["_score", {"url": "asc"}],
+            "track_scores": True, "docvalue_fields": _ORDER_FIELDS}
+
+
+#: What orders and collapses a ranked document (``_collapsed``), read from the rankings' hits.
+_ORDER_FIELDS = ["url", "copies", {"field": "last_modified", "format": "epoch_millis"}]
+
+
+def _order_fields(hit: dict) -> tuple[str, str, int | None]:
+    """(url, copies, last_modified in milliseconds or None) of a ranking's hit."""
+    fields = hit.get("fields", {})
+    url, copies, millis = ((fields.get(name) or [None])[0] for name in ("url", "copies", "last_modified"))
+    return url or "", copies or hit["_id"], None if millis is None else int(float(millis))
+
+
+def _collapsed(ranked: Ranked, order: str) -> list[tuple[str, float, list[str]]]:
+    """A semantic or hybrid search's hits, (id, score, the URLs of its other copies), in ``order`` (RELEVANCE: by
+    score, NEWEST: by last_modified, missing last; then by URL): copies of one content are one hit, the first in
+    order, listing the others by URL (at most MAX_LOCATIONS) — what ``_COLLAPSE`` makes of a keyword search's."""
+    def place(item):
+        url, _copies, millis = ranked.fields.get(item[0], ("", item[0], None))
+        return ((millis is None, -(millis or 0)) if order == NEWEST else (-item[1],)) + (url,)
+
+    groups: dict[str, list[tuple[str, float]]] = {}  # in the order of their first member
+    for doc, score in sorted(ranked.scores, key=place):
+        groups.setdefault(ranked.fields.get(doc, ("", doc, None))[1], []).append((doc, score))
+    return [(first, score, sorted(ranked.fields[doc][0] for doc, _ in others)[:MAX_LOCATIONS])
+            for (first, score), *others in groups.values()]
+
+
+def _facet_aggregations(facet_size: int) -> dict:
+    """A page's facets and date facet."""
+    return {**{name: {"terms": {"field": name, "size": facet_size}} for name in FACET_FIELDS}, DATE_FACET: _date_ranges()}
+
+
+def _facets(aggregations: dict) -> dict[str, list[tuple[str, int]]]:
+    """The facets of a search's aggregations (none: empty)."""
+    if not aggregations:
+        return {name: [] for name in (*FACET_FIELDS, DATE_FACET)}
+    facets = {name: [(b["key"], b["doc_count"]) for b in aggregations[name]["buckets"] if b["key"]]
+              for name in FACET_FIELDS}
+    dates = {b["key"]: b["doc_count"] for b in aggregations[DATE_FACET]["buckets"]}  # sorted by "from"
+    facets[DATE_FACET] = [(value, dates[value]) for _label, value, _low, _high in date_buckets() if dates.get(value)]
+    return facets
 
 
 def _date_ranges() -> dict:
@@ -797,27 +890,19 @@ _CHANGE_LOGS = {"bool": {"should": [q for name in CHANGE_LOG_NAMES for q in (
     {"prefix": {"filename.raw": {"value": name + ".", "case_insensitive": True}}})], "minimum_should_match": 1}}
 
 
-def _ranked_query(scores: list[tuple[str, float]], admitted: dict) -> dict:
-    """The documents of a semantic or hybrid ranking, each scored as ranked (so a page, its total and facets are
-    those of the ranking's documents, and copies of one content collapse as in a keyword search)."""
-    ids = [i for i, _ in scores]
-    return {"function_score": {
-        "query": {"bool": {"filter": [{"ids": {"values": ids}}, *admitted["filter"]], "must_not": admitted["must_not"]}},
-        "functions": [{"filter": {"ids": {"values": [i]}}, "weight": max(score, 0.0)} for i, score in scores],
-        "score_mode": "sum", "boost_mode": "replace"}}
-
-
-def _passage_hit(hit: dict, passages: dict[str, int], cosine: bool) -> Hit:
-    """A hit showing the passage nearest the query's meaning (else the beginning of its text), scored by its
-    cosine (semantic) or its fused score (hybrid)."""
+def _passage_hit(hit: dict, ranked: Ranked, cosine: bool, locations: list[str]) -> Hit:
+    """A hit showing the passage nearest the query's meaning if the k-NN query found it (else the beginning of its
+    text), scored by its cosine (semantic) or its fused score (hybrid), with its copies' ``locations``."""
     source = hit["_source"]
-    number, spans, content = passages.get(hit["_id"]), source.get("passages") or [], source.get("content") or ""
+    number = knn.best_passage(source, ranked.vector) if hit["_id"] in ranked.near else None
+    spans, content = source.get("passages") or [], source.get("content") or ""
     shown = ""
     if number is not None and 2 * number + 1 < len(spans) and 0 <= spans[2 * number] < spans[2 * number + 1]:
         start, stop = spans[2 * number], spans[2 * number + 1]
         shown = content[start:min(stop, start + PASSAGE_CHARS)] + ("…" if stop > start + PASSAGE_CHARS else "")
     found = _hit({**hit, "highlight": {"content": [shown]} if shown else {},
                   "_source": {**source, "summary": source.get("summary") or content[:200]}})
+    found = dataclasses.replace(found, locations=locations)
     return dataclasses.replace(found, score=knn.cosine(hit.get("_score") or 0.0)) if cosine else found
 
 
@@ -923,8 +1008,9 @@ _HIGHLIGHT = {
 }
 
 
-#: What a hit of a semantic or hybrid search returns: the text and spans its best passage is cut from.
-_PASSAGES = {"_source": [*_HIGHLIGHT_SOURCE, "content", "passages"]}
+#: What a hit of a semantic or hybrid search returns: the text and spans its best passage is cut from, and the vectors
+#: that find it (opensearch_vectors.best_passage).
+_PASSAGES = {"_source": [*_HIGHLIGHT_SOURCE, "content", "passages", "vectors"]}
 
 
 #: Copies of one content (the ``copies`` field) are one hit, listing the other matches' URLs (base.Hit.locations).

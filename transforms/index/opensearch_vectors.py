@@ -1,6 +1,7 @@
 """OpenSearch's passage vectors (issue 31): each embedded document keeps its passages' vectors as nested
 ``knn_vector`` rows (the k-NN plugin's Lucene HNSW engine, cosine), so one k-NN query ranks documents by their
-best passage and names it (the nested offset is the passage's number), as the embedded index does.
+best passage, as the embedded index does; which passage that is, a page's hits find from their stored vectors
+(:func:`best_passage`: an inner hit would run the k-NN search again).
 
 * The nested field is named after the model's dimensions (``passage_vectors_256``): a mapping fixes a vector's
   length, and a model of another length then writes a field of its own instead of being refused. It is added
@@ -58,18 +59,14 @@ def knn_rows(source: dict) -> dict:
     """{the nested field: one row per passage} from a ``_source``'s stored vectors ({} without any)."""
     import numpy as np
 
-    raw = decoded(source.get("vectors"))
-    dimensions = dimensions_of(source.get("passages") or [], raw)
-    if not dimensions:
-        return {}
-    rows = np.frombuffer(raw, dtype=np.float16).reshape(-1, dimensions).astype(np.float32)
-    if not np.isfinite(rows).all():
+    rows = matrix(source)
+    if rows is None or not np.isfinite(rows).all():
         return {}
     # four decimals (a cosine moves by about 1e-4, float16 itself keeps three or four digits): the node keeps the
     # JSON it was sent (its recovery source) beside the vectors, and "0.0123" is a third of "0.0123291015625"
     rows = np.round(rows.astype(np.float64), ROUNDING)
     # a row of zeros has no direction (the cosine engine refuses it): a row without a vector keeps the numbering
-    return {field(dimensions): [{"v": row} if any(row) else {} for row in rows.tolist()]}
+    return {field(rows.shape[1]): [{"v": row} if any(row) else {} for row in rows.tolist()]}
 
 
 def source_dimensions(source: dict) -> int:
@@ -87,28 +84,36 @@ def decoded(value) -> bytes:
         return b""  # a damaged value: the document is found by its words only
 
 
-def document_vector(source: dict):
-    """The mean of a stored document's passage vectors, unit length ("more like this"); None without any."""
+def matrix(source: dict):
+    """A stored ``_source``'s passage vectors, one float32 row per passage (None without any)."""
     import numpy as np
 
     raw = decoded(source.get("vectors"))
     dimensions = dimensions_of(source.get("passages") or [], raw)
-    if not dimensions:
+    return np.frombuffer(raw, dtype=np.float16).reshape(-1, dimensions).astype(np.float32) if dimensions else None
+
+
+def document_vector(source: dict):
+    """The mean of a stored document's passage vectors, unit length ("more like this"); None without any."""
+    import numpy as np
+
+    rows = matrix(source)
+    if rows is None:
         return None
-    mean = np.frombuffer(raw, dtype=np.float16).reshape(-1, dimensions).astype(np.float32).mean(axis=0)
+    mean = rows.mean(axis=0)
     norm = float(np.linalg.norm(mean))
     return mean / norm if np.isfinite(norm) and norm else None
 
 
 def knn_query(vector, k: int, admitted: dict) -> dict:
     """A nested k-NN query for the ``k`` documents whose best passage is nearest ``vector``, among those
-    ``admitted`` (a bool query's body), with the best passage's number as an inner hit."""
+    ``admitted`` (a bool query's body). No inner hit: the node would run the k-NN search again for it in its fetch
+    phase; :func:`best_passage` finds a hit's passage from its stored vectors instead."""
     path = field(len(vector))
     anchored = {"bool": {**admitted, "filter": [{"term": {ANCHOR_FIELD: ANCHOR}}, *admitted.get("filter", [])]}}
     return {"nested": {"path": path, "score_mode": "max", "ignore_unmapped": True,
                        "query": {"knn": {f"{path}.v": {"vector": [float(x) for x in vector], "k": k,
-                                                       "filter": anchored}}},
-                       "inner_hits": {"name": "passage", "_source": False, "size": 1}}}
+                                                       "filter": anchored}}}}}
 
 
 def cosine(score: float) -> float:
@@ -116,6 +121,15 @@ def cosine(score: float) -> float:
     return round(2.0 * score - 1.0, 6)
 
 
-def best_passage(hit: dict) -> int | None:
-    inner = hit.get("inner_hits", {}).get("passage", {}).get("hits", {}).get("hits", [])
-    return inner[0].get("_nested", {}).get("offset") if inner else None
+def best_passage(source: dict, vector) -> int | None:
+    """The number of a stored document's passage nearest ``vector`` by cosine, as the k-NN query ranked it (rows of
+    zeros and damaged ones were not indexed: never chosen); None without one."""
+    import numpy as np
+
+    rows = matrix(source)
+    if rows is None or rows.shape[1] != len(vector):
+        return None
+    with np.errstate(all="ignore"):
+        scores = rows @ np.asarray(vector, dtype=np.float32) / np.linalg.norm(rows, axis=1)
+    scores[~np.isfinite(scores)] = -np.inf
+    return int(np.argmax(scores)) if np.isfinite(scores).any() else None
