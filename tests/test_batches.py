@@ -222,3 +222,22 @@ def test_a_folder_claimed_twice_deletes_nothing_of_it(tmp_path):
     lines = [e for e in (getattr(e, "value", e) for e in tagged[EVENTS]) if e.reason]
     assert [(e.kind, e.url) for e in lines] == [("incomplete", FOLDER)]
     index.close()
+
+
+def test_an_index_of_schema_version_7_gets_each_documents_folder(tmp_path):
+    """Schema 8 added docs.folder: an older index's next crawl fills it from the URLs, so a listing finds the
+    folder's documents; a row whose URL has another key than its folder column says is left out (kept)."""
+    import sqlite3
+
+    index = _index_of(tmp_path, [*INDEXED, _indexed("page")._replace(url="https://host/a/page.html")])
+    index.close()
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:
+        db.execute("DROP INDEX docs_folder")
+        db.execute("ALTER TABLE docs DROP COLUMN folder")
+        db.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    index.prepare()
+    assert sorted(row[1] for row in index.folder_rows(FOLDER)) == sorted(s.url for s in INDEXED)
+    assert sorted(key for key, _ in index.indexed_folders()) == [FOLDER, "https://host/a/page.html"]
+    index._connect().execute("UPDATE docs SET folder = ? WHERE url LIKE '%/gone'", ("file:///srv/docs/b",))
+    assert [row[1] for row in index.folder_rows("file:///srv/docs/b")] == []
+    index.close()
