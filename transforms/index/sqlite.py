@@ -392,9 +392,12 @@ class EmbeddedIndex(IndexTarget):
         column's index. A row whose URL no longer has that key (a source that changed how its URLs are batched)
         is left out, so it is judged nowhere and kept; the upsert of its document sets its folder again."""
         rows = self._connect().execute(f"SELECT {_SNAPSHOT} FROM docs WHERE folder = ?", (folder,))
-        key = batches.batch_key
-        return [(*row[:8], _json_list(row[8]), _json_list(row[9]), _json_list(row[10]), row[11])
-                for row in rows if key(row[1]) == folder]
+        if batches.batch_key(folder + "/") != folder:  # a web page's key is its URL (rare: a row per call)
+            return [_snapshot_row(row) for row in rows if batches.batch_key(row[1]) == folder]
+        prefix, cut = folder + "/", len(folder) + 1  # what batch_key(url) == folder means, without a call per row
+        return [(*row[:8], [] if row[8] == "[]" else json.loads(row[8]), [] if row[9] == "[]" else json.loads(row[9]),
+                 [] if row[10] == "[]" else json.loads(row[10]), row[11])
+                for row in rows if row[1].startswith(prefix) and row[1].find("/", cut) < 0]
 
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
         self._matrices.forget()  # SQLite's data_version does not change for a connection's own writes
@@ -740,6 +743,11 @@ def _passage(db: sqlite3.Connection, rid: int, number: int) -> str:
 _SNAPSHOT = ("id, url, size, mtime_ns, prep_fingerprint, content_hash, etag, http_last_modified, groups, outlinks, "
              "denied, root")  # a SnapshotEntry's fields, in its order
 _JSON_COLUMNS = (8, 9, 10)  # groups, outlinks, denied: stored as JSON lists
+
+
+def _snapshot_row(row: tuple) -> tuple:
+    """A row of :data:`_SNAPSHOT` as a tuple of a SnapshotEntry's fields."""
+    return (*row[:8], _json_list(row[8]), _json_list(row[9]), _json_list(row[10]), row[11])
 
 
 def _snapshot_entry(row: tuple) -> SnapshotEntry:
