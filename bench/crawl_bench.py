@@ -52,6 +52,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import sqlite3
 import stat
@@ -407,6 +408,28 @@ def crawl(config: Path, workers: int, log: Path, code: Path | None = None) -> di
 FOLDERS = ("pipeline", "transforms", "plugins", "runners")
 
 
+@contextlib.contextmanager
+def schema_of(code: Path | None, index: Path):
+    """The index as the checkout ``code`` reads it: a baseline from before a schema change refuses an index of a
+    later version, so for its re-crawl the index says the baseline's version (the columns a later version added
+    stay, unread; an unchanged re-crawl writes no document), and says its own again afterwards. Only where the
+    baseline's version is lower and adds nothing but columns and indexes (7 → 8: ``docs.folder``)."""
+    source = code and code / "transforms" / "index" / "sqlite.py"
+    found = source and source.exists() and re.search(r"^SCHEMA_VERSION = (\d+)", source.read_text(), re.MULTILINE)
+    with contextlib.closing(sqlite3.connect(index)) as db:
+        (own,) = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        theirs = found.group(1) if found else own
+        if (int(own), int(theirs)) not in ((8, 7),):
+            theirs = own
+        with db:
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (theirs,))
+    try:
+        yield
+    finally:
+        with contextlib.closing(sqlite3.connect(index)) as db, db:
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (own,))
+
+
 def baseline(code: Path) -> tuple[list[str], dict, Path]:
     """The command line, environment and folder that run ``beamtrawl`` from the checkout ``code``, with this
     interpreter and its packages. Code from before issue 17 imports the four folders by their own names;
@@ -539,7 +562,8 @@ def point(work: Path, files: int, workers: int, seed: int, code: Path | None = N
     for name, checkout in (("again", current), ("baseline", code)):
         if name == "baseline" and code is None:
             break
-        again = found[name] = crawl(config, workers, work / "logs" / f"{name}-{files}.log", checkout)
+        with schema_of(checkout, work / "beamtrawl.sqlite"):
+            again = found[name] = crawl(config, workers, work / "logs" / f"{name}-{files}.log", checkout)
         counts = again["report"]["counts"]
         if counts.get("read", 0) or counts.get("unchanged") != files:
             fail(f"the {name} re-crawl of {files} unchanged files read {counts.get('read', 0)} and found "

@@ -6,6 +6,8 @@
                           └─► events   │                 │
     start URLs of ByHost sources, the web (+ snapshot) ─► DiscoverByHost ─► entries, events (flattened with the above)
     index ─► ReadSnapshot ─► snapshot ───────────────► Freshness ─► new/changed ─► Prepare ─► WriteIndex
+       (where listings compare in place, transforms/compare.py: Discover's claims go to Freshness too, and
+        the snapshot is the folders the index holds)
                                                                  │                    └─► no longer read ─┐
                                                                  ├─► access changed, revoked ─► UpdateAccess
                                                                  └─► vanished/rejected ─────────► DeleteLast
@@ -20,13 +22,14 @@ import json
 from dataclasses import dataclass
 
 import apache_beam as beam
-from beamtrawl.transforms import batches
+from beamtrawl.transforms import batches, compare
 from beamtrawl.transforms.accept import Rules
 from beamtrawl.transforms.batches import Batch
+from beamtrawl.transforms.compare import InPlace
 from beamtrawl.transforms.discover import Discover, DiscoverByHost, DiscoverOptions
 from beamtrawl.transforms.embed.stage import Embed
 from beamtrawl.transforms.enrich.assign import AssignGroups
-from beamtrawl.transforms.faults import DROP_ENTRIES, DROP_LISTINGS, in_transit
+from beamtrawl.transforms.faults import DROP_CLAIMS, DROP_ENTRIES, DROP_LISTINGS, fault, in_transit
 from beamtrawl.transforms.freshness import Freshness
 from beamtrawl.transforms.index.write import (
     STAGED,
@@ -90,7 +93,7 @@ class Pass:
 
 
 def _discover(snapshot, rules: Rules, discovery: DiscoverOptions, roots: list, again: bool) -> tuple:
-    """(entries, events, listings) of discovery from ``roots``: item by item, and host by host for the sources
+    """(entries, events, listings, claims) of discovery from ``roots``: item by item, and host by host for the sources
     that crawl a host in one call (with the index's ``snapshot`` of each page at hand)."""
     p = snapshot.pipeline
     found = []
@@ -101,7 +104,8 @@ def _discover(snapshot, rules: Rules, discovery: DiscoverOptions, roots: list, a
                       p | "DeclinedStarts" >> beam.Create(
                           [event("declined", url, "discover", "the start URL matches a blacklist entry")
                            for url in rules.declined_starts]).with_output_types(Event),
-                      p | "NoListings" >> beam.Create([]).with_output_types(Listing)))
+                      p | "NoListings" >> beam.Create([]).with_output_types(Listing),
+                      p | "NoClaims" >> beam.Create([]).with_output_types(Batch)))
     if item_roots or not host_roots:
         found.append(p | "Discover" >> Discover(item_roots, discovery))
     if host_roots:  # web pages are found host by host, with the index's state of each page at hand
@@ -110,7 +114,8 @@ def _discover(snapshot, rules: Rules, discovery: DiscoverOptions, roots: list, a
         return found[0]
     return (tuple(f[0] for f in found) | "AllEntries" >> beam.Flatten().with_output_types(Batch),
             tuple(f[1] for f in found) | "AllDiscoverEvents" >> beam.Flatten().with_output_types(Event),
-            tuple(f[2] for f in found) | "AllListings" >> beam.Flatten().with_output_types(Listing))
+            tuple(f[2] for f in found) | "AllListings" >> beam.Flatten().with_output_types(Listing),
+            tuple(f[3] for f in found) | "AllClaims" >> beam.Flatten().with_output_types(Batch))
 
 
 def build(p: beam.Pipeline, config, target, fingerprint: str, run: Pass) -> None:
@@ -119,15 +124,18 @@ def build(p: beam.Pipeline, config, target, fingerprint: str, run: Pass) -> None
     work_dir, again = run.work_dir, run.again
     use_row_coders()
     rules = Rules(config)
-    discovery = DiscoverOptions.from_config(config, rules)  # logins travel to workers here, never in records
-    snapshot = p | "ReadSnapshot" >> ReadSnapshot(target, by_folder=True)
     keys = frozenset(container_key(url) for url in again)
     roots = _again(rules, keys) if again else _roots(rules)
+    in_place = (InPlace(target, fingerprint, fault(DROP_ENTRIES, bool(again)))  # transforms/compare.py
+                if compare.possible(config, target, roots, bool(again)) else None)
+    discovery = DiscoverOptions.from_config(config, rules, in_place)  # logins travel to workers here, never in records
+    snapshot = p | "ReadSnapshot" >> ReadSnapshot(target, by_folder=True, folders_only=in_place is not None)
     if again:
         snapshot = snapshot | "BelowListedAgain" >> beam.FlatMap(
             batches.keep, lambda url: _under(url, keys)).with_output_types(Batch)
-    entries, discover_events, listings = _discover(snapshot, rules, discovery, roots, bool(again))
+    entries, discover_events, listings, claims = _discover(snapshot, rules, discovery, roots, bool(again))
     entries, listings = in_transit(entries, DROP_ENTRIES, bool(again)), in_transit(listings, DROP_LISTINGS, bool(again))
+    claims = [in_transit(claims, DROP_CLAIMS)] if in_place is not None else []
     incomplete = discover_events | "IncompleteSubtrees" >> beam.FlatMap(
         lambda e: [e.url] if e.kind == "incomplete" else []).with_output_types(str)
     access_events = []
@@ -139,8 +147,9 @@ def build(p: beam.Pipeline, config, target, fingerprint: str, run: Pass) -> None
 
     denied = discover_events | "AccessDeniedSubtrees" >> beam.FlatMap(
         lambda e: [e.url] if e.kind == ACCESS_DENIED else []).with_output_types(str)
-    to_prepare, to_delete, access_changes, freshness_events = (entries, snapshot, incomplete, denied, listings) | (
-        "Freshness" >> Freshness(rules, fingerprint, config.reprepare, keys or None))
+    to_prepare, to_delete, access_changes, freshness_events = (
+        entries, snapshot, incomplete, denied, listings, *claims) | "Freshness" >> Freshness(
+        rules, fingerprint, config.reprepare, keys or None, in_place and in_place.index)
     access_events = [*access_events, access_changes | "UpdateAccess" >> UpdateAccess(target)]
     docs, prepare_events, no_longer_read = to_prepare | "Prepare" >> Prepare(
         PrepareOptions.from_config(config, config.preparators, fingerprint), rules.plugins, discovery.sources)

@@ -7,8 +7,9 @@ import apache_beam as beam
 from beamtrawl.pipeline.config import parse_config
 from beamtrawl.transforms import batches
 from beamtrawl.transforms.accept import Rules
-from beamtrawl.transforms.freshness import ARRIVED, EVENTS, VANISHED, _Classify
-from beamtrawl.transforms.records import Entry, SnapshotEntry
+from beamtrawl.transforms.compare import InPlace
+from beamtrawl.transforms.freshness import ARRIVED, CLAIMED, EVENTS, VANISHED, _Classify
+from beamtrawl.transforms.records import Entry, Listing, SnapshotEntry
 from beamtrawl.transforms.urls import doc_id
 
 FOLDER = "file:///srv/docs/a"
@@ -57,14 +58,19 @@ def test_a_batch_keeps_each_value_as_it_was():
     assert both.n == 4 and both.field(0) == [1, True, 1, 1] and both.row(3) == records[0]
 
 
-def _classify(found: list[Entry], indexed: list[SnapshotEntry], incomplete=()):
+def _classify(found: list[Entry], indexed: list[SnapshotEntry], incomplete=(), index=None, claims=()):
+    """The join's classification of one folder: ``found`` in two batches, ``indexed`` in one; with ``index``
+    (listings compared in place) the indexed side only says that the index holds the folder, and ``claims``
+    come beside."""
     rules = Rules(parse_config({"start": [{"url": "file:///srv/docs"}], "index": {"path": "/tmp/x.sqlite"}},
                                "/tmp/batches.yaml"))
-    classify = _Classify(rules, FINGERPRINT)
+    classify = _Classify(rules, FINGERPRINT, index=index)
     classify.setup()
     half = len(found) // 2  # two batches on the found side, as a folder of more than MOST arrives
     blobs = [batches.pack([tuple(e) for e in found[:half]]), batches.pack([tuple(e) for e in found[half:]])]
-    outputs = classify.process((FOLDER, {"found": blobs, "indexed": [batches.pack([tuple(s) for s in indexed])]}),
+    blobs = [blob for blob in blobs if batches.rows(blob)]
+    side = [b""] if index is not None else [batches.pack([tuple(s) for s in indexed])]
+    outputs = classify.process((FOLDER, {"found": blobs, "indexed": side, CLAIMED: list(claims)}),
                                list(incomplete), [])
     outputs += list(classify.finish_bundle())
     main = [o for o in outputs if not isinstance(o, beam.pvalue.TaggedOutput)]
@@ -140,4 +146,98 @@ def test_the_embedded_indexs_folder_batches_hold_what_its_records_do(tmp_path):
     assert from_columns == by_key(batches.by_folder(index.read_snapshot(split)))
     assert sorted(from_columns) == sorted({batches.batch_key(url) for url in urls})
     assert from_columns["file:///srv/docs/b"][0][8] == ["g1", "g2"]
+    index.close()
+
+
+def _index_of(tmp_path, indexed: list[SnapshotEntry]):
+    """An embedded index holding ``indexed``, written as a crawl writes its rows' freshness columns."""
+    from beamtrawl.transforms.index.sqlite import EmbeddedIndex
+
+    index = EmbeddedIndex(str(tmp_path / "index.sqlite"))
+    index.prepare()
+    db = index._connect()
+    columns = [name for _, name, *_ in db.execute("PRAGMA table_info(docs)") if name != "rid"]
+    for old in indexed:
+        row = dict.fromkeys(columns, "")
+        row.update(id=old.id, url=old.url, size=old.size, mtime_ns=old.mtime_ns, prep_fingerprint=old.prep_fingerprint,
+                   groups="[]", outlinks="[]", denied="[]", root=old.root, length=0, part=0,
+                   folder=batches.batch_key(old.url))
+        db.execute(f"INSERT INTO docs({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+    return index
+
+
+def _listing(found: list[Entry], documents: int | None = None) -> Listing:
+    return Listing(FOLDER, "L1", True, len(found) if documents is None else documents, [])
+
+
+FOUND = [_entry("same"), _entry("bigger", size=11), _entry("new"), _entry("regrouped", groups=["staff"]),
+         _entry("same2")]
+INDEXED = [_indexed("same"), _indexed("bigger"), _indexed("regrouped"), _indexed("gone"), _indexed("same2")]
+
+
+def test_a_folder_compared_where_it_is_listed_is_classified_as_by_the_join(tmp_path):
+    """transforms/compare.py: the listing keeps its unchanged entries back and claims the folder; the join then
+    judges the rest exactly as it judges both sides whole, arrivals included."""
+    index = _index_of(tmp_path, INDEXED)
+    rest, claim = InPlace(index, FINGERPRINT).claim(FOLDER, FOUND, _listing(FOUND))
+    assert sorted(e[1].rsplit("/", 1)[1] for e in rest) == ["bigger", "new", "regrouped"] and claim
+    main, tagged, counts = _classify([Entry(*e) for e in rest], [], index=index, claims=[claim])
+    whole = _classify(FOUND, INDEXED)
+    assert sorted(e.url for e in main) == sorted(e.url for e in whole[0])
+    assert tagged[VANISHED] == whole[1][VANISHED] and counts == whole[2]
+    assert [(a.value.listing, a.value.documents) for a in tagged[ARRIVED]] == [("L1", 5)]
+    # its claim lost in transit: the folder is read from the index, and the listing is short of two arrivals
+    main, tagged, counts = _classify([Entry(*e) for e in rest], [], index=index)
+    assert sorted(s.url.rsplit("/", 1)[1] for s in tagged[VANISHED]) == ["gone", "same", "same2"]
+    assert [(a.value.listing, a.value.documents) for a in tagged[ARRIVED]] == [("L1", 3)]
+    index.close()
+
+
+def test_only_a_whole_listing_of_the_folder_is_claimed(tmp_path):
+    """A batch that is not exactly its listing's entries of that container, entries a fault will drop, or an
+    index that cannot be read: the batch goes on whole and nothing is claimed."""
+    index = _index_of(tmp_path, INDEXED)
+    in_place = InPlace(index, FINGERPRINT)
+    for key, listing in ((FOLDER, _listing(FOUND, 6)), (FOLDER, _listing(FOUND)._replace(url=FOLDER + "/x")),
+                         (FOLDER, _listing(FOUND)._replace(listing="L2")), (FOLDER + "/x", _listing(FOUND))):
+        assert in_place.claim(key, FOUND, listing) == (FOUND, None)
+    assert InPlace(index, FINGERPRINT, "same2$").claim(FOLDER, FOUND, _listing(FOUND)) == (FOUND, None)
+    gone = InPlace(type(index)(str(tmp_path / "missing" / "index.sqlite")), FINGERPRINT)
+    assert gone.claim(FOLDER, FOUND, _listing(FOUND)) == (FOUND, None)
+    index.close()
+
+
+def test_a_folder_claimed_twice_deletes_nothing_of_it(tmp_path):
+    """Two listings that compared one folder (the crawl's conditions rule it out): what one did not find may be
+    what the other found unchanged, so nothing not found is deleted, and one line names the folder."""
+    index = _index_of(tmp_path, INDEXED)
+    in_place = InPlace(index, FINGERPRINT)
+    first = in_place.claim(FOLDER, FOUND, _listing(FOUND))
+    second = in_place.claim(FOLDER, FOUND[:1], _listing(FOUND[:1]))
+    rest = [Entry(*e) for e in first[0] + second[0]]
+    main, tagged, counts = _classify(rest, [], index=index, claims=[first[1], second[1]])
+    assert VANISHED not in tagged
+    assert counts["kept"] == 2  # "gone", and "same2", which the second did not find and the first found unchanged
+    assert sorted(e.url.rsplit("/", 1)[1] for e in main) == ["bigger", "new", "regrouped"]
+    lines = [e for e in (getattr(e, "value", e) for e in tagged[EVENTS]) if e.reason]
+    assert [(e.kind, e.url) for e in lines] == [("incomplete", FOLDER)]
+    index.close()
+
+
+def test_an_index_of_schema_version_7_gets_each_documents_folder(tmp_path):
+    """Schema 8 added docs.folder: an older index's next crawl fills it from the URLs, so a listing finds the
+    folder's documents; a row whose URL has another key than its folder column says is left out (kept)."""
+    import sqlite3
+
+    index = _index_of(tmp_path, [*INDEXED, _indexed("page")._replace(url="https://host/a/page.html")])
+    index.close()
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:
+        db.execute("DROP INDEX docs_folder")
+        db.execute("ALTER TABLE docs DROP COLUMN folder")
+        db.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    index.prepare()
+    assert sorted(row[1] for row in index.folder_rows(FOLDER)) == sorted(s.url for s in INDEXED)
+    assert sorted(key for key, _ in index.indexed_folders()) == [FOLDER, "https://host/a/page.html"]
+    index._connect().execute("UPDATE docs SET folder = ? WHERE url LIKE '%/gone'", ("file:///srv/docs/b",))
+    assert [row[1] for row in index.folder_rows("file:///srv/docs/b")] == []
     index.close()

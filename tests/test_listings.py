@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from beamtrawl.transforms.faults import DROP_ENTRIES, DROP_LISTINGS, PASSES
+from beamtrawl.transforms.faults import DROP_CLAIMS, DROP_ENTRIES, DROP_LISTINGS, PASSES
 from imapclient import IMAPClient
 
 from tests.servers.dovecot import running_dovecot
@@ -161,6 +161,22 @@ def test_a_second_pass_deletes_on_its_own_evidence(file_root, crawl, monkeypatch
     assert healed.report["deleted_urls"] == [f"{url}/a/f1.txt"]
     assert indexed(config) == before - {f"{url}/a/f1.txt"}
     assert healed.report["listed_again"]["first"] == [f"{url}/a"]
+
+
+def test_a_claim_lost_in_transit_deletes_nothing_of_its_folder(file_root, crawl, monkeypatch):
+    """The listing of a/ compared it with the index itself (transforms/compare.py) and its claim was lost: the
+    join reads a/'s documents from the index and finds none of them, but the listing's evidence lacks their
+    arrivals, so nothing of a/ is deleted and a/ is listed again; a real delete elsewhere still happens."""
+    config, url, remove_one = file_root
+    assert crawl(config).code == 0
+    before = indexed(config)
+    monkeypatch.setenv(DROP_CLAIMS, f"^{url}/a$")
+    remove_one()
+    done = crawl(config)
+    assert done.code == 0, (done.report.get("problems"), done.stderr[-3000:])
+    assert done.report["deleted_urls"] == [f"{url}/c/f6.txt"]
+    assert indexed(config) == before - {f"{url}/c/f6.txt"}
+    assert done.report["listed_again"]["first"] == [f"{url}/a"]
 
 
 def test_a_folder_whose_listing_never_arrived_keeps_its_documents(file_root, crawl, monkeypatch):

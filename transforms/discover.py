@@ -2,8 +2,9 @@
 
 ::
 
-    start URLs ─► Fixpoint(step) ─► entries, events, listings
+    start URLs ─► Fixpoint(step) ─► entries, events, listings, claims
     each round:  frontier ─► step ─┬─► entries  (documents, one batch per folder: transforms/batches.py)
+                                   ├─► claims   (folders compared with the index as listed: transforms/compare.py)
                                    ├─► events   (counts, problems)
                                    ├─► listings (what each container's listing saw: the evidence deletes need)
                                    ├─► visited  (URLs the step dealt with that no round may take again)
@@ -35,6 +36,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from beamtrawl.transforms.accept import Rules
 from beamtrawl.transforms.batches import MOST, Batch, batch_key, pack, unpack
+from beamtrawl.transforms.compare import InPlace
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.progress import Progress, Tally, busy
 from beamtrawl.transforms.records import (
@@ -52,13 +54,14 @@ from beamtrawl.transforms.sources.walk import evidenced, item_evidence
 from beamtrawl.transforms.urls import host_of
 
 ENTRIES, FRONTIER, VISITED, EVENTS, LISTINGS = Entry.route, FrontierItem.route, "visited", Event.route, Listing.route
-OUTPUTS = (ENTRIES, FRONTIER, VISITED, EVENTS, LISTINGS)
+CLAIMS = "claims"  # folders compared with the index where they were listed (transforms/compare.py)
+OUTPUTS = (ENTRIES, FRONTIER, VISITED, EVENTS, LISTINGS, CLAIMS)
 # A listing that fails half-way keeps what it listed; the folder (host) is incomplete, so nothing below goes.
 _LISTING = Guard("discover", EVENTS, kind="incomplete", keep_partial=True)
 
 
 class Fixpoint(beam.PTransform):
-    """Start URLs → (entries, events, listings): ``rounds`` rounds of ``step``, each new frontier item
+    """Start URLs → (entries, events, listings, claims): ``rounds`` rounds of ``step``, each new frontier item
     de-duplicated against everything seen. See the module docstring for the graph."""
 
     def __init__(self, roots: list[FrontierItem], step, rounds: int):
@@ -67,13 +70,14 @@ class Fixpoint(beam.PTransform):
 
     def expand(self, pbegin):
         frontier = pbegin | "StartUrls" >> beam.Create(self.roots).with_output_types(FrontierItem)
-        seen, entries, events, listings = [frontier | "KeyStarts" >> beam.Map(_key)], [], [], []
+        seen, entries, events, listings, claims = [frontier | "KeyStarts" >> beam.Map(_key)], [], [], [], []
         for n in range(self.rounds):
             last = n == self.rounds - 1
             out = frontier | f"Expand{n}" >> self.step.round(n, last)
             entries.append(out[ENTRIES])
             events.append(out[EVENTS])
             listings.append(out[LISTINGS])
+            claims.append(out[CLAIMS])
             if last:
                 events.append(out[FRONTIER] | "NotReached" >> beam.Map(
                     lambda f: event("incomplete", f.url, "discover", "")).with_output_types(Event))
@@ -87,7 +91,8 @@ class Fixpoint(beam.PTransform):
             seen.append(frontier | f"KeyFrontier{n}" >> beam.Map(_key))
         return (tuple(entries) | "AllEntries" >> beam.Flatten().with_output_types(Batch),
                 tuple(events) | "AllEvents" >> beam.Flatten().with_output_types(Event),
-                tuple(listings) | "AllListings" >> beam.Flatten().with_output_types(Listing))
+                tuple(listings) | "AllListings" >> beam.Flatten().with_output_types(Listing),
+                tuple(claims) | "AllClaims" >> beam.Flatten().with_output_types(Batch))
 
 
 def _key(item) -> tuple[str, int]:
@@ -114,11 +119,12 @@ class DiscoverOptions:
     rounds: int  # discovery_rounds
     follow_symlinks: bool
     walk_budget: int  # folder entries one step lists before handing sub-folders on
+    in_place: InPlace | None = None  # listings compare their folders with the index (transforms/compare.py)
 
     @classmethod
-    def from_config(cls, config, rules: Rules) -> DiscoverOptions:
+    def from_config(cls, config, rules: Rules, in_place: InPlace | None = None) -> DiscoverOptions:
         return cls(rules, SourceSettings.from_config(config), config.discovery_rounds, config.follow_symlinks,
-                   config.walk_budget)
+                   config.walk_budget, in_place)
 
 
 class _Expand(beam.DoFn):
@@ -128,6 +134,7 @@ class _Expand(beam.DoFn):
         self.settings = options.sources
         self.rules = options.rules
         self.found = found
+        self.in_place = options.in_place
         self.us = Metrics.counter("stage_us", stage)
 
     def setup(self):
@@ -142,7 +149,8 @@ class _Expand(beam.DoFn):
     def _route(self, records):
         """Each record to its output; entries gathered in folder batches (transforms/batches.py): a folder's
         entries come one after the other, so a batch is handed on when the next entry's folder differs, when it
-        holds MOST, when the folder's listing evidence comes, and when the listing ends or fails."""
+        holds MOST, when the folder's listing evidence comes (compared in place then, where the crawl does:
+        :meth:`_hand_on`), and when the listing ends or fails."""
         key, batch = None, []
         try:
             for record in records:
@@ -156,7 +164,7 @@ class _Expand(beam.DoFn):
                     batch.append(record)  # conformed where it leaves the freshness join changed or new
                     continue
                 if batch and record.route == LISTINGS:
-                    yield beam.pvalue.TaggedOutput(ENTRIES, (key, pack(batch)))
+                    yield from self._hand_on(key, batch, record)
                     batch = []
                 if record.route != EVENTS:
                     yield beam.pvalue.TaggedOutput(record.route, record)
@@ -172,6 +180,16 @@ class _Expand(beam.DoFn):
             yield beam.pvalue.TaggedOutput(ENTRIES, (key, pack(batch)))
         for problem in self.rules.plugin_problems():  # plugins that failed in the accept decision
             yield self.tally(problem)
+
+    def _hand_on(self, key: str, batch: list, listing: Listing):
+        """A folder's batch, followed by its listing's evidence ``listing``: its unchanged entries kept back
+        and claimed, where this crawl compares in place and the batch is the whole listing (transforms/compare.py)."""
+        if self.in_place is not None:
+            batch, claim = self.in_place.claim(key, batch, listing)
+            if claim is not None:
+                yield beam.pvalue.TaggedOutput(CLAIMS, (key, claim))
+        if batch:
+            yield beam.pvalue.TaggedOutput(ENTRIES, (key, pack(batch)))
 
 
 class _ExpandItem(_Expand):
@@ -263,18 +281,18 @@ def _smallest_url(keyed):
 
 
 class Discover(beam.PTransform):
-    """Start URLs of item-by-item sources → (entries in folder batches, events, listings). See the module
-    docstring for the graph."""
+    """Start URLs of item-by-item sources → (entries in folder batches, events, listings, claims). See the
+    module docstring for the graph."""
 
     def __init__(self, roots: list[FrontierItem], options: DiscoverOptions):
         super().__init__()
         self.roots, self.options = roots, options
 
     def expand(self, pbegin):
-        entries, events, listings = pbegin | "Rounds" >> Fixpoint(self.roots, ItemStep(self.options),
-                                                                  self.options.rounds)
+        entries, events, listings, claims = pbegin | "Rounds" >> Fixpoint(self.roots, ItemStep(self.options),
+                                                                          self.options.rounds)
         if not self.options.follow_symlinks:
-            return entries, events, listings
+            return entries, events, listings, claims
         unique = (entries
                   | "EachEntry" >> beam.FlatMap(unpack, Entry).with_output_types(Entry)
                   | "ByFile" >> beam.Map(lambda e: (e.identity, e)).with_output_types(tuple[str, Entry])
@@ -283,7 +301,8 @@ class Discover(beam.PTransform):
                   .with_outputs(EVENTS, LISTINGS, main=ENTRIES))
         return (unique[ENTRIES],
                 (events, unique[EVENTS]) | "WithDuplicates" >> beam.Flatten().with_output_types(Event),
-                (listings, unique[LISTINGS]) | "WithDuplicateArrivals" >> beam.Flatten().with_output_types(Listing))
+                (listings, unique[LISTINGS]) | "WithDuplicateArrivals" >> beam.Flatten().with_output_types(Listing),
+                claims)
 
 
 def other_hosts_possible(roots, whitelist) -> bool:
@@ -301,8 +320,8 @@ def other_hosts_possible(roots, whitelist) -> bool:
 
 
 class DiscoverByHost(beam.PTransform):
-    """snapshot (in folder batches) → (entries, events, listings) for the start URLs of ByHost sources (the
-    web)."""
+    """snapshot (in folder batches) → (entries, events, listings, claims: none) for the start URLs of ByHost
+    sources (the web)."""
 
     def __init__(self, roots: list[FrontierItem], options: DiscoverOptions):
         super().__init__()

@@ -3,7 +3,8 @@
 ::
 
     entries  (folder batches) ──┐
-    snapshot (folder batches) ──┴► CoGroupByKey ─► Classify ─┬─► new, changed        ─► Prepare
+    snapshot (folder batches) ──┤
+    claims   (compared in place)┴► CoGroupByKey ─► Classify ─┬─► new, changed        ─► Prepare
           incomplete subtrees (side input) ──────────────────┤
           access-denied subtrees (side input) ───────────────┼─► access changed, revoked ─► access batch (at once)
                                                              ├─► rejected            ─► delete batch (last)
@@ -11,7 +12,11 @@
                                                              └─► events (new, changed, unchanged, kept, …)
 
 Both sides come in folder batches (transforms/batches.py): one element per folder, not per document, so an
-unchanged file is counted inside the folder's element and crosses no stage of its own (docs/scaling.md).
+unchanged file is counted inside the folder's element and crosses no stage of its own (docs/scaling.md). Where
+the listings compare a folder with its indexed documents themselves (transforms/compare.py), an unchanged file
+does not reach the join at all: a listing's claim brings the folder's count of unchanged documents and the indexed
+ones it did not find, and the snapshot is only the folders the index holds; one that nothing claimed (vanished,
+or its listing failed) is read from the index here and judged as before.
 Unchanged means the same size, the same ``mtime_ns`` (nanoseconds, not regain's days), the same ETag where an
 object store's listing gives one, the same preparation fingerprint and the same access groups and denies: such a document is neither read nor
 written. A document in the index that was not found is deleted only if the rules no longer accept
@@ -39,34 +44,17 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 from beamtrawl.transforms import batches
 from beamtrawl.transforms.batches import URL
+from beamtrawl.transforms.compare import claimed, common
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.listings import CheckListings
 from beamtrawl.transforms.progress import Progress, Tally
-from beamtrawl.transforms.records import EVERYONE, Entry, Listing, SnapshotEntry, arrival
+from beamtrawl.transforms.records import EVERYONE, Entry, Listing, SnapshotEntry, arrival, event
 from beamtrawl.transforms.sources import ancestors, by_host
 from beamtrawl.transforms.urls import container_key, host_of
 
 PREPARE, DELETE, ACCESS, EVENTS, VANISHED, ARRIVED = "prepare", "delete", "access", "events", "vanished", "arrived"
-_SIZE, _MTIME, _CONTENT, _ETAG, _GROUPS, _DENIED, _LISTING = (
-    Entry._fields.index(f) for f in ("size", "mtime_ns", "content", "etag", "groups", "denied", "listing"))
-_OLD_SIZE, _OLD_MTIME, _OLD_FINGERPRINT, _OLD_ETAG, _OLD_GROUPS, _OLD_DENIED = (
-    SnapshotEntry._fields.index(f) for f in ("size", "mtime_ns", "prep_fingerprint", "etag", "groups", "denied"))
+CLAIMED = "claimed"  # the join's input of claims (transforms/compare.py)
 _GUARD = Guard("freshness", EVENTS)
-
-
-def _differ(groups, old_groups) -> bool:
-    """Do two lists of groups differ (a value that is no list, from a third party's source, differs)?"""
-    try:
-        return list(groups) != list(old_groups)
-    except Exception:  # noqa: BLE001 - see above
-        return True
-
-
-def _repeated(ids: list[str]) -> set[str]:
-    """The ids that ``ids`` holds more than once."""
-    if len(set(ids)) == len(ids):
-        return set()
-    return {doc_id for doc_id, n in Counter(ids).items() if n > 1}
 
 
 def _kept(old: SnapshotEntry, incomplete: set[str]) -> bool:
@@ -85,10 +73,11 @@ def _etag_changed(entry: Entry, old: SnapshotEntry) -> bool:
 
 
 class _Classify(beam.DoFn):
-    def __init__(self, rules, fingerprint: str, reprepare: bool = False):
+    def __init__(self, rules, fingerprint: str, reprepare: bool = False, index=None):
         self.rules = rules
         self.fingerprint = fingerprint
         self.reprepare = reprepare
+        self.index = index  # listings compared in place: a folder nothing claimed is read from it
         self._incomplete = self._denied = None
         self._incomplete_source = self._denied_source = None
 
@@ -109,31 +98,58 @@ class _Classify(beam.DoFn):
         self.arrived.clear()
 
     def process(self, keyed, incomplete, denied):
-        """One folder: its batches of entries found and of documents indexed (transforms/batches.py). The
-        common case (found once, indexed once, nothing changed) is compared field by field and only counted,
-        for the folder at once; every other document is classified by itself."""
-        _key, joined = keyed
-        found, indexed = batches.Columns(joined["found"]), batches.Columns(joined["indexed"])
-        common = None
+        """One folder: its batches of entries found and of documents indexed (transforms/batches.py), and the
+        claims of listings that compared it in place (transforms/compare.py). The common case (found once,
+        indexed once, nothing changed) is compared field by field and only counted, for the folder at once;
+        every other document is classified by itself."""
+        key, joined = keyed
+        found = batches.Columns(joined["found"])
+        indexed, claims = self._indexed(key, joined)
+        split = None
         if found.regular and indexed.regular and found.n and indexed.n and not self.reprepare:
-            common = self._unchanged(found, indexed)
-        if common is None:
+            split = self._unchanged(found, indexed)
+        if split is None:
             rest, left = found.rows(), indexed.rows()
         else:
-            rest, left, listings = common
-            self._count_unchanged(listings)
+            rest, left, listings = split
+            self._count_unchanged(Counter(listings))
         by_id: dict[str, list] = {}
         for entry in rest:
             by_id.setdefault(entry[0], []).append(entry)
         olds: dict[str, list] = {}
         for old in left:
-            olds.setdefault(old[0], []).append(old)
+            if not (claims and old[0] in olds):  # two claims may leave one document twice: it is one row
+                olds.setdefault(old[0], []).append(old)
         outputs = []
         for doc_id, entries in by_id.items():
             outputs += self._one(doc_id, entries, olds.pop(doc_id, []), incomplete, denied)
         for doc_id, olds_of_id in olds.items():
             outputs += self._one(doc_id, [], olds_of_id, incomplete, denied)
-        return outputs
+        return self._claimed_twice(key, outputs) if len(claims) > 1 else outputs
+
+    def _indexed(self, key: str, joined) -> tuple[batches.Columns, list]:
+        """The folder's indexed documents to judge, and its claims: what the claims left (their common
+        documents are counted here, with their listings' arrivals: a claim lost in transit leaves its listing
+        short), else, where listings compare in place and nothing claimed the folder, the folder's documents
+        read from the index (``indexed`` then only says that it holds some), else the snapshot's batches."""
+        claims = [claimed(blob) for blob in joined.get(CLAIMED, ())]
+        for listing, n, _left in claims:
+            self._count_unchanged(Counter({listing: n}))
+        if claims:
+            return batches.Columns([left for _listing, _n, left in claims if left]), claims
+        if self.index is None:
+            return batches.Columns(joined["indexed"]), claims
+        rows = self.index.folder_rows(key) if any(True for _ in joined["indexed"]) else []
+        return batches.Columns([batches.pack(rows)] if rows else []), claims
+
+    def _claimed_twice(self, key: str, outputs: list) -> list:
+        """A folder two listings compared in place (transforms/compare.py rules it out): what one of them did
+        not find may be what the other found unchanged, so nothing of it is deleted as vanished; its line names
+        it, and the driver lists it again."""
+        kept = [o for o in outputs if isinstance(o, beam.pvalue.TaggedOutput) and o.tag == VANISHED]
+        self.tally.count("kept", len(kept))
+        return [o for o in outputs if o not in kept] + [beam.pvalue.TaggedOutput(EVENTS, event(
+            "incomplete", key, "freshness", "compared with the index by two listings; nothing in it is deleted"))]
 
     def _unchanged(self, found: batches.Columns, indexed: batches.Columns):
         """Which entries are the common case, compared on the columns: found once, indexed once, nothing
@@ -142,41 +158,19 @@ class _Classify(beam.DoFn):
         source made them: a malformed one (a third party's source) goes the general path, which conforms what
         it hands on and reports a failure as that document's."""
         try:
-            return self._compared(found, indexed)
+            return common(found, indexed, self.fingerprint)
         except Exception:  # noqa: BLE001 - a value no comparison takes (a third party's): all the general path
             return None
 
-    def _compared(self, found: batches.Columns, indexed: batches.Columns):
-        ids, sizes, mtimes, contents, etags, groups, denied, listings = (
-            found.field(k) for k in (0, _SIZE, _MTIME, _CONTENT, _ETAG, _GROUPS, _DENIED, _LISTING))
-        old_ids = indexed.field(0)
-        olds = dict(zip(old_ids, range(indexed.n)))
-        apart = _repeated(ids) | (_repeated(old_ids) if len(olds) < indexed.n else set())
-        old_sizes, old_mtimes, fingerprints, old_etags, old_groups, old_denied = (
-            indexed.field(k) for k in (_OLD_SIZE, _OLD_MTIME, _OLD_FINGERPRINT, _OLD_ETAG, _OLD_GROUPS, _OLD_DENIED))
-        fingerprint, common, rest, taken = self.fingerprint, [], [], set()
-        for i, doc_id in enumerate(ids):
-            j = olds.get(doc_id)
-            if (j is None or doc_id in apart or sizes[i] != old_sizes[j] or mtimes[i] != old_mtimes[j]
-                    or fingerprints[j] != fingerprint or denied[i] or old_denied[j] or type(listings[i]) is not str
-                    or (contents[i] is None and etags[i] != old_etags[j])
-                    or (groups[i] != old_groups[j] and _differ(groups[i], old_groups[j]))):
-                rest.append(i)
-            else:
-                common.append(i)
-                taken.add(j)
-        left = [indexed.row(j) for j in range(indexed.n) if j not in taken] if taken else indexed.rows()
-        return [found.row(i) for i in rest], left, [listings[i] for i in common]
-
-    def _count_unchanged(self, listings: list[str]) -> None:
-        """Count the unchanged documents of one folder, ``listings`` the listing that found each."""
-        n = len(listings)
+    def _count_unchanged(self, listings: Counter) -> None:
+        """Count the unchanged documents of one folder, ``listings`` how many each listing found."""
+        n = sum(listings.values())
         if n:
             self.tally.count("in_index", n)
             self.tally.count("accepted", n)
             self.tally.count("unchanged", n)
             self.compared.add(n)
-            for listing, count in Counter(listings).items():
+            for listing, count in listings.items():
                 if listing:
                     self.arrived[listing] += count
 
@@ -250,25 +244,30 @@ class _Classify(beam.DoFn):
 
 
 class Freshness(beam.PTransform):
-    """(entries and snapshot in folder batches, incomplete subtree URLs, access-denied subtree URLs, listings)
-    → (to_prepare, to_delete, access changes, events)."""
+    """(entries and snapshot in folder batches, incomplete subtree URLs, access-denied subtree URLs, listings[,
+    claims]) → (to_prepare, to_delete, access changes, events). With claims (listings that compared in place,
+    transforms/compare.py) the snapshot is the folders the index holds, one ``(folder, b"")`` each."""
 
-    def __init__(self, rules, fingerprint: str, reprepare: bool = False, roots: frozenset[str] | None = None):
+    def __init__(self, rules, fingerprint: str, reprepare: bool = False, roots: frozenset[str] | None = None,
+                 index=None):
         """``reprepare``: every indexed document found is changed (``crawl --reprepare``). ``roots``: the
-        containers this crawl lists from the top (default: its start URLs'; a second pass: what it lists again)."""
+        containers this crawl lists from the top (default: its start URLs'; a second pass: what it lists again).
+        ``index``: the target, where listings compared in place (a folder nothing claimed is read from it)."""
         super().__init__()
         self.rules = rules
         self.fingerprint = fingerprint
         self.reprepare = reprepare
         self.roots = roots
+        self.index = index
 
     def expand(self, inputs):
-        entries, snapshot, incomplete, denied, listings = inputs
+        entries, snapshot, incomplete, denied, listings, *claims = inputs
         # Both sides come in folder batches of plain tuples (transforms/batches.py), keyed by the folder.
+        joined = {"found": entries, "indexed": snapshot, **({CLAIMED: claims[0]} if claims else {})}
         out = (
-            {"found": entries, "indexed": snapshot}
+            joined
             | "JoinByFolder" >> beam.CoGroupByKey()
-            | "Classify" >> beam.ParDo(_Classify(self.rules, self.fingerprint, self.reprepare),
+            | "Classify" >> beam.ParDo(_Classify(self.rules, self.fingerprint, self.reprepare, self.index),
                                        incomplete=beam.pvalue.AsList(incomplete),
                                        denied=beam.pvalue.AsList(denied))
             .with_output_types(Entry).with_outputs(DELETE, ACCESS, EVENTS, VANISHED, ARRIVED, main=PREPARE)

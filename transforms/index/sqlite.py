@@ -17,7 +17,9 @@ per key, so the exact-name boost of a search is one indexed lookup), version 4 t
 partition (``parts``, ``docs.part``), version 6 the text column ``furniture`` (page furniture: searched with
 the lowest weight, never in snippets), version 7 the table ``vectors`` (passages' embeddings:
 :mod:`.sqlite_vectors`; with them, and no version of their own, the vector lists a crawl's end derives from them
-and the triggers that mark them stale). An older index is migrated when a
+and the triggers that mark them stale), version 8 the column ``folder`` (each document's batch key,
+transforms/batches.py, indexed: a listing compares a folder with its indexed documents by one look-up,
+transforms/freshness.py). An older index is migrated when a
 crawl opens it (the table and column are added, ``names`` filled from the stored documents); its
 documents get their auxiliary fields when they are re-prepared, which that crawl does because the
 preparation fingerprint covers the field definitions. An index made before ``ranking`` gets it and
@@ -97,7 +99,8 @@ from beamtrawl.transforms.index.query import (
 )
 from beamtrawl.transforms.records import EVERYONE, AuxValue, IndexDoc, SnapshotEntry
 
-SCHEMA_VERSION = 7  # 5: name keys of whole file names and manual pages (query.name_keys); 6: furniture; 7: vectors
+SCHEMA_VERSION = 8  # 5: name keys of whole file names and manual pages (query.name_keys); 6: furniture; 7: vectors;
+# 8: docs.folder (the batch key of its URL, transforms/batches.py) and its index, for the freshness comparison in place
 SPLIT_ROWS = 50_000
 STAMP_SUFFIX = ".checked"  # beside the index: the stamp of the file as the last crawl left it (_write_stamp)
 #: What SQLite says when a query, not the index, is beyond its limits (parse_query bounds queries first).
@@ -129,7 +132,8 @@ CREATE TABLE IF NOT EXISTS docs(
     outlinks TEXT NOT NULL,
     indexed_at TEXT NOT NULL,
     length INTEGER NOT NULL DEFAULT 0,
-    part INTEGER NOT NULL DEFAULT 0
+    part INTEGER NOT NULL DEFAULT 0,
+    folder TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS aux(
     rid INTEGER NOT NULL,
@@ -152,9 +156,9 @@ _STORED = ("id", "url", "root", "title", "mimetype", "extension", "filename", "p
            "prep_fingerprint", "outlinks", "indexed_at")
 # A document's row is written once, with its length (FTS5's count of its tokens), so the ranking triggers
 # run once per document: the text goes in first, under the rid the row will have (its own, or the next).
-_UPSERT = (f"INSERT INTO docs(rid, {', '.join(_STORED)}, length, part) VALUES (?, {', '.join('?' * len(_STORED))}, "
-           f"?, ?) ON CONFLICT(id) DO UPDATE SET "
-           f"{', '.join(f'{c}=excluded.{c}' for c in (*_STORED[1:], 'length', 'part'))}")
+_UPSERT = (f"INSERT INTO docs(rid, {', '.join(_STORED)}, length, part, folder) VALUES (?, "
+           f"{', '.join('?' * len(_STORED))}, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+           f"{', '.join(f'{c}=excluded.{c}' for c in (*_STORED[1:], 'length', 'part', 'folder'))}")
 #: bm25() column weights (sqlite_parts.COLUMNS): title weighs most, then headlines; page furniture least
 _WEIGHTS = f"10.0, 1.0, 4.0, 2.0, 3.0, 1.0, {FURNITURE_WEIGHT}"
 #: A change log's score factor (query.is_change_log, the same names and weight as OpenSearch's); constants of
@@ -274,7 +278,7 @@ class EmbeddedIndex(IndexTarget):
         _refuse_read_only(self.path, folder)
         version = _inspect(self.path, _stamp(self.path) != _read_stamp(self.path))
         self._stamp_when_closed = True
-        if version is not None and version not in (1, 2, 3, 4, 5, 6, SCHEMA_VERSION):
+        if version is not None and version not in (1, 2, 3, 4, 5, 6, 7, SCHEMA_VERSION):
             raise IndexUnavailable(f"{self.path}: index schema version {version}, this beamtrawl reads version "
                                    f"{SCHEMA_VERSION}; crawl into a new index file")
         try:
@@ -285,13 +289,14 @@ class EmbeddedIndex(IndexTarget):
                 if version in (1, 2):  # 2 added the aux table, 3 the denied column and names (tables: above)
                     _add_denied_column(db)
                 _add_part_column(db)
+                _add_folder_column(db)  # 8
                 vectors.create(db)  # 7: documents get theirs when embeddings are on (the fingerprint re-prepares)
                 _prepare_ranking(db)
                 if parts.is_single_table(db):  # 4: the text of each access partition in a table of its own
                     parts.split_single(db)
                 if version is not None and version < 6:  # 6: the furniture column
                     parts.add_columns(db)
-                if version is not None and version < SCHEMA_VERSION:  # 3: names; 4: names by partition; 5: more names
+                if version is not None and version < 7:  # 3: names; 4: names by partition; 5: more names
                     _partition_names(db)
                 if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'docs_fts'").fetchone() is None:
                     parts.refresh_view(db)
@@ -376,6 +381,24 @@ class EmbeddedIndex(IndexTarget):
                 held, count = {}, 0
         yield from _packed_rows(held)
 
+    def indexed_folders(self) -> Iterator[batches.Batch]:
+        """Worker: one ``(folder, b"")`` per folder (batch key) that holds documents, from the folder column's
+        index: what the freshness join needs of the folders a listing compared in place (transforms/freshness.py)."""
+        for (folder,) in self._connect().execute("SELECT DISTINCT folder FROM docs"):
+            yield folder, b""
+
+    def folder_rows(self, folder: str) -> list[tuple]:
+        """Worker: the documents of one folder (batch key) as tuples of a SnapshotEntry's fields, by the folder
+        column's index. A row whose URL no longer has that key (a source that changed how its URLs are batched)
+        is left out, so it is judged nowhere and kept; the upsert of its document sets its folder again."""
+        rows = self._connect().execute(f"SELECT {_SNAPSHOT} FROM docs WHERE folder = ?", (folder,))
+        if batches.batch_key(folder + "/") != folder:  # a web page's key is its URL (rare: a row per call)
+            return [_snapshot_row(row) for row in rows if batches.batch_key(row[1]) == folder]
+        prefix, cut = folder + "/", len(folder) + 1  # what batch_key(url) == folder means, without a call per row
+        return [(*row[:8], [] if row[8] == "[]" else json.loads(row[8]), [] if row[9] == "[]" else json.loads(row[9]),
+                 [] if row[10] == "[]" else json.loads(row[10]), row[11])
+                for row in rows if row[1].startswith(prefix) and row[1].find("/", cut) < 0]
+
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
         self._matrices.forget()  # SQLite's data_version does not change for a connection's own writes
         try:
@@ -422,7 +445,7 @@ class EmbeddedIndex(IndexTarget):
         for doc, (rid, part, length, groups, denied) in zip(docs, lengths, strict=True):
             values = doc._asdict()
             values.update(groups=groups, denied=denied, outlinks=json.dumps(list(doc.outlinks)))
-            db.execute(_UPSERT, [rid, *(values[c] for c in _STORED), length, part])
+            db.execute(_UPSERT, [rid, *(values[c] for c in _STORED), length, part, batches.batch_key(doc.url)])
             db.execute("DELETE FROM aux WHERE rid = ?", (rid,))
             db.execute("DELETE FROM names WHERE rid = ?", (rid,))
             db.executemany("INSERT OR IGNORE INTO names(key, part, rid) VALUES (?, ?, ?)",
@@ -745,6 +768,11 @@ _SNAPSHOT = ("id, url, size, mtime_ns, prep_fingerprint, content_hash, etag, htt
 _JSON_COLUMNS = (8, 9, 10)  # groups, outlinks, denied: stored as JSON lists
 
 
+def _snapshot_row(row: tuple) -> tuple:
+    """A row of :data:`_SNAPSHOT` as a tuple of a SnapshotEntry's fields."""
+    return (*row[:8], _json_list(row[8]), _json_list(row[9]), _json_list(row[10]), row[11])
+
+
 def _snapshot_entry(row: tuple) -> SnapshotEntry:
     """The record of a row of :data:`_SNAPSHOT` (made from the slice: unpacking it into names cost a third more)."""
     return tuple.__new__(SnapshotEntry, (*row[:8], _json_list(row[8]), _json_list(row[9]), _json_list(row[10]),
@@ -957,6 +985,16 @@ def _add_part_column(db: sqlite3.Connection) -> None:
     """Schema version 4: which partition's table holds a document's text (filled by parts.split_single)."""
     if "part" not in {row[1] for row in db.execute("PRAGMA table_info(docs)")}:
         db.execute("ALTER TABLE docs ADD COLUMN part INTEGER NOT NULL DEFAULT 0")
+
+
+def _add_folder_column(db: sqlite3.Connection) -> None:
+    """Schema version 8: each document's folder (its batch key), indexed, so that a listing finds the folder's
+    documents with one look-up (:meth:`EmbeddedIndex.folder_rows`); an older index's rows get theirs here."""
+    if "folder" not in {row[1] for row in db.execute("PRAGMA table_info(docs)")}:
+        db.execute("ALTER TABLE docs ADD COLUMN folder TEXT NOT NULL DEFAULT ''")
+        db.create_function("batch_key", 1, batches.batch_key, deterministic=True)
+        db.execute("UPDATE docs SET folder = batch_key(url)")
+    db.execute("CREATE INDEX IF NOT EXISTS docs_folder ON docs(folder)")
 
 
 def _add_denied_column(db: sqlite3.Connection) -> None:

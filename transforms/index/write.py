@@ -38,15 +38,21 @@ BATCH = 500  # documents per upsert call (the OpenSearch target cuts requests at
 
 class ReadSnapshot(beam.PTransform):
     """The index's documents, split by split; ``by_folder``: in folder batches (transforms/batches.py), one
-    element per folder of a split, the freshness join's input."""
+    element per folder of a split, the freshness join's input; ``folders_only``: one ``(folder, b"")`` per folder
+    the index holds, no documents (where listings compare in place: transforms/compare.py)."""
 
-    def __init__(self, target, by_folder: bool = False):
+    def __init__(self, target, by_folder: bool = False, folders_only: bool = False):
         super().__init__()
         self.target = target
         self.by_folder = by_folder
+        self.folders_only = folders_only
 
     def expand(self, pbegin):
         target = self.target
+        if self.folders_only:
+            return (pbegin
+                    | "Folders" >> beam.Create([None])
+                    | "ReadFolders" >> beam.FlatMap(lambda _: target.indexed_folders()).with_output_types(batches.Batch))
         splits = (pbegin
                   | "Splits" >> beam.Create(target.snapshot_splits())
                   | "SpreadSplits" >> beam.Reshuffle())

@@ -1,0 +1,163 @@
+"""A folder's entries compared with its indexed documents where the folder is listed (issue 27, target 1).
+
+::
+
+    listing of folder F (complete, every entry in one batch)
+        ─► the index's documents of F (one look-up: ``folder_rows``)
+        ─► common (found once, indexed once, nothing changed): counted in the claim, never handed on
+        ─┬─► the other entries           (key F) ─► the freshness join's "found"
+         └─► claim: listing, how many common, the documents of F not common (key F) ─► its "claimed"
+    index ─► indexed folders (key F, nothing else) ─► the join's "indexed": a folder nothing claimed is read
+                                                       there and judged as before (vanished, under a vanished
+                                                       folder, or whose listing failed)
+
+An unchanged file then crosses no stage at all: neither its entry nor its indexed row leaves the listing, and
+the snapshot is one element per folder with no rows in it (docs/scaling.md). Only the common case is decided
+here, by the very comparison the join makes (:func:`common`); everything else goes the way it went.
+
+Why nothing is lost:
+
+* A claim is made only where the listing's own evidence (its :class:`~beamtrawl.transforms.records.Listing`
+  record) follows a batch holding exactly that listing's entries, all of container F: a folder listed whole,
+  found once. A listing that fails, a folder of more than MOST entries, or a source whose entries lie
+  elsewhere than the container it lists claims nothing, and its folder is judged from the index by the join.
+* The common entries' arrivals at the join travel in the claim and are counted where the claim arrives: a
+  claim lost in transit leaves its listing short, so its folder is incomplete and nothing in it is deleted
+  (transforms/listings.py), as with entries lost in transit. ``BEAMTRAWL_FAULT_DROP_CLAIMS`` (transforms/faults.py)
+  loses claims on purpose; a folder whose entries ``BEAMTRAWL_FAULT_DROP_ENTRIES`` would drop is not claimed,
+  so that fault still drops its entries.
+* Two claims of one folder (which the conditions of :func:`possible` rule out) keep every document of it that
+  was not found, with a report line, and its folder is listed again.
+
+Where it applies (:func:`possible`): a target that answers ``folder_rows`` on the workers (the embedded index,
+which only the local runner's workers on the same disk use), item-by-item sources, start URLs that do not
+overlap, no ``follow_symlinks`` (entries are de-duplicated by file after the listing), no ``access_control``
+(groups are assigned after the listing), no ``--reprepare``, a crawl's first pass. Elsewhere the join gets both
+sides whole, as before.
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from beamtrawl.transforms import batches
+from beamtrawl.transforms.records import Entry, SnapshotEntry
+from beamtrawl.transforms.sources import by_host
+from beamtrawl.transforms.urls import container_key, is_under
+
+_SIZE, _MTIME, _CONTENT, _ETAG, _GROUPS, _DENIED, _LISTING = (
+    Entry._fields.index(f) for f in ("size", "mtime_ns", "content", "etag", "groups", "denied", "listing"))
+_OLD_SIZE, _OLD_MTIME, _OLD_FINGERPRINT, _OLD_ETAG, _OLD_GROUPS, _OLD_DENIED = (
+    SnapshotEntry._fields.index(f) for f in ("size", "mtime_ns", "prep_fingerprint", "etag", "groups", "denied"))
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """What a listing needs to compare in place: the index (pickled with the DoFn, opened on the worker), the
+    preparation fingerprint, and the URLs a fault injected for the tests will drop (not compared)."""
+
+    index: object
+    fingerprint: str
+    spared: str | None = None  # a regular expression (BEAMTRAWL_FAULT_DROP_ENTRIES), or None
+
+    def claim(self, key: str, batch: list, listing) -> tuple[list, bytes | None]:
+        """``batch`` (a listing's entries of folder ``key``, as records) compared with the folder's indexed
+        documents: (the entries to hand on, the claim's blob), or (``batch``, None) where it does not apply
+        (see the module docstring): the listing ``listing`` (its own record) did not yield exactly these
+        entries of container ``key``, a fault will drop one of them, or the index cannot be read."""
+        if not (listing.listed and listing.url == key and listing.documents == len(batch)
+                and all(e.listing == listing.listing for e in batch)
+                and len({e.url for e in batch}) == len(batch)):
+            return batch, None
+        if self.spared and any(re.search(self.spared, e.url) for e in batch):
+            return batch, None
+        try:
+            indexed = self.index.folder_rows(key)
+            rest, left, listings = common(Rows(batch), Rows(indexed), self.fingerprint)
+        except Exception:  # noqa: BLE001 - an index that cannot be read here, or a value no comparison takes: the join judges
+            return batch, None
+        return rest, pickle.dumps((listing.listing, len(listings), batches.pack(left) if left else b""),
+                                  pickle.HIGHEST_PROTOCOL)
+
+
+def claimed(blob: bytes) -> tuple[str, int, bytes]:
+    """A claim's (listing, how many of its entries were common, blob of the indexed documents not common)."""
+    listing, n, left = pickle.loads(blob)
+    return str(listing), int(n), bytes(left)
+
+
+class Rows:
+    """Records as :class:`~beamtrawl.transforms.batches.Columns` reads them (``n``, ``field``, ``row``, ``rows``),
+    for a comparison of records at hand."""
+
+    regular = True
+
+    def __init__(self, rows: list):
+        self._rows = rows
+        self.n = len(rows)
+
+    def field(self, k: int) -> list:
+        return [row[k] for row in self._rows]
+
+    def row(self, i: int) -> tuple:
+        return tuple(self._rows[i])
+
+    def rows(self) -> list[tuple]:
+        return [tuple(row) for row in self._rows]
+
+
+def common(found, indexed, fingerprint: str) -> tuple[list, list, list]:
+    """Which entries of a folder are the common case, compared on the columns: found once, indexed once, the
+    same size, ``mtime_ns``, ETag (where the entry carries no bytes), preparation fingerprint, groups and no
+    denies (what the freshness join's per-document decision calls unchanged). Returns the other entries and
+    indexed documents as rows, and the common ones' listings. ``found``, ``indexed``: :class:`Rows` or
+    :class:`~beamtrawl.transforms.batches.Columns`."""
+    ids, sizes, mtimes, contents, etags, groups, denied, listings = (
+        found.field(k) for k in (0, _SIZE, _MTIME, _CONTENT, _ETAG, _GROUPS, _DENIED, _LISTING))
+    old_ids = indexed.field(0)
+    olds = dict(zip(old_ids, range(indexed.n)))
+    apart = repeated(ids) | (repeated(old_ids) if len(olds) < indexed.n else set())
+    old_sizes, old_mtimes, fingerprints, old_etags, old_groups, old_denied = (
+        indexed.field(k) for k in (_OLD_SIZE, _OLD_MTIME, _OLD_FINGERPRINT, _OLD_ETAG, _OLD_GROUPS, _OLD_DENIED))
+    same, rest, taken = [], [], set()
+    for i, doc_id in enumerate(ids):
+        j = olds.get(doc_id)
+        if (j is None or doc_id in apart or sizes[i] != old_sizes[j] or mtimes[i] != old_mtimes[j]
+                or fingerprints[j] != fingerprint or denied[i] or old_denied[j] or type(listings[i]) is not str
+                or (contents[i] is None and etags[i] != old_etags[j])
+                or (groups[i] != old_groups[j] and differ(groups[i], old_groups[j]))):
+            rest.append(i)
+        else:
+            same.append(i)
+            taken.add(j)
+    left = [indexed.row(j) for j in range(indexed.n) if j not in taken] if taken else indexed.rows()
+    return [found.row(i) for i in rest], left, [listings[i] for i in same]
+
+
+def differ(groups, old_groups) -> bool:
+    """Do two lists of groups differ (a value that is no list, from a third party's source, differs)?"""
+    try:
+        return list(groups) != list(old_groups)
+    except Exception:  # noqa: BLE001 - see above
+        return True
+
+
+def repeated(ids: list[str]) -> set[str]:
+    """The ids that ``ids`` holds more than once."""
+    if len(set(ids)) == len(ids):
+        return set()
+    return {doc_id for doc_id, n in Counter(ids).items() if n > 1}
+
+
+def possible(config, target, roots: list, again: bool) -> bool:
+    """Can this crawl's listings compare in place (see the module docstring)? ``roots``: its frontier's start."""
+    if (again or config.follow_symlinks or config.access_control or config.reprepare
+            or not callable(getattr(target, "folder_rows", None)) or not roots):
+        return False
+    keys = [container_key(r.url) for r in roots]
+    if any(by_host(r.url) for r in roots) or len(set(keys)) < len(keys):
+        return False
+    return not any(a != b and is_under(b, a) for a in keys for b in keys)  # no listing lists another's folders
