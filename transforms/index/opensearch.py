@@ -669,8 +669,8 @@ class OpenSearchIndex(IndexTarget):
         collapses it (``_collapsed``, in Python: no scoring script, no collapse on the node); then the page's
         documents with the facets of all ranked ones. Only the keyword ranking needs ``dfs_query_then_fetch``: the
         others score by cosine or not at all, whatever the partitions' word statistics."""
-        partitions = self._visible_partitions(query.groups)
-        ranked = self._ranked(query, partitions) if partitions else None
+        partitions, telling = self._visible_and_telling(query)
+        ranked = self._ranked(query, partitions, telling) if partitions else None
         if not ranked or not ranked.scores:
             return Page([], 0, _facets({}))
         hits = _collapsed(ranked, order)
@@ -685,10 +685,10 @@ class OpenSearchIndex(IndexTarget):
         return Page([_passage_hit({**found[i], "_score": score}, ranked, query.mode == semantic.SEMANTIC, others)
                      for i, score, others in shown if i in found], len(hits), _facets(answer.get("aggregations", {})))
 
-    def _ranked(self, query: Query, partitions: list[str]) -> Ranked | None:
+    def _ranked(self, query: Query, partitions: list[str], telling: Query) -> Ranked | None:
         """A semantic or hybrid search's documents, with their scores: of a semantic search the k-NN scores,
-        (1 + cosine) / 2; of a hybrid one, the fusion's. None: nothing to search by (more like this of a document
-        the searcher may not see, or without vectors)."""
+        (1 + cosine) / 2; of a hybrid one, the fusion's, its keywords ranked by ``telling``. None: nothing to search
+        by (more like this of a document the searcher may not see, or without vectors)."""
         admitted, vector = _admitted(query), query.vector
         if query.like:  # "more like this": the document's own vectors, if the searcher may see it
             found = self._by_id(query.like, ["passages", "vectors"], query.groups)
@@ -699,20 +699,22 @@ class OpenSearchIndex(IndexTarget):
         searches = [(_QUERY_THEN_FETCH, {"size": semantic.DEPTH, "_source": False, "docvalue_fields": _ORDER_FIELDS,
                                          "query": knn.knn_query(vector, semantic.DEPTH, admitted)})]
         hybrid = query.mode == semantic.HYBRID and query.has_text
-        if hybrid:
-            searches.append((_DFS, _ids_body(_bool_query(dataclasses.replace(query, mode=semantic.KEYWORD)))))
-        if hybrid and query.name_key:
+        keywords, names = hybrid and telling.has_text, hybrid and bool(query.name_key)
+        if keywords:
+            searches.append((_DFS, _ids_body(_bool_query(dataclasses.replace(telling, mode=semantic.KEYWORD)))))
+        if names:
             searches.append((_QUERY_THEN_FETCH, _ids_body(
                 {"bool": {"filter": [{"term": {"name_keys": query.name_key}}, _visible(query.groups)]}})))
-        nearest, *keyword = [answer.get("hits", {}).get("hits", []) for answer in self._msearch(partitions, searches)]
+        nearest, *others = [answer.get("hits", {}).get("hits", []) for answer in self._msearch(partitions, searches)]
         near = [hit["_id"] for hit in nearest]
         if not hybrid:
             scores = [(hit["_id"], hit["_score"]) for hit in nearest]
         else:
-            named = frozenset(hit["_id"] for hit in keyword[1]) if len(keyword) > 1 else frozenset()
-            fused = semantic.fuse([hit["_id"] for hit in keyword[0]], near, named)
+            keyword = [hit["_id"] for hit in others[0]] if keywords else []
+            named = frozenset(hit["_id"] for hit in others[-1]) if names else frozenset()
+            fused = semantic.fuse(keyword, near, named)
             scores = [(i, round(score, 6)) for i, score in fused]
-        fields = {hit["_id"]: _order_fields(hit) for answer in (nearest, *keyword) for hit in answer}
+        fields = {hit["_id"]: _order_fields(hit) for answer in (nearest, *others) for hit in answer}
         return Ranked(scores, admitted, vector, frozenset(near), fields)
 
     def document(self, doc_id: str, groups: Sequence[str]) -> Stored | None:
@@ -784,13 +786,30 @@ class OpenSearchIndex(IndexTarget):
         """The partition indices behind the alias holding a document the searcher may see: all of
         their documents are visible (a partition is one access key), so BM25 over exactly them
         ranks as an index holding only what the searcher may see would."""
-        body = {"size": 0, "query": {"bool": {"filter": [_visible(groups)]}},
-                "aggs": {"partitions": {"terms": {"field": "_index", "size": 10_000}}}}
+        return self._visible_and_counted(groups, [])[0]
+
+    def _visible_and_telling(self, query: Query) -> tuple[list[str], Query]:
+        """The visible partitions and, for a hybrid search, the query its keyword half ranks by: without the words
+        (clauses of one term, not a prefix) that too many of the searcher's documents hold (semantic.is_common),
+        counted in the same request, as the embedded index's keyword half leaves them out."""
+        words = [] if query.mode != semantic.HYBRID else [
+            n for n, clause in enumerate(query.clauses) if len(clause) == 1 and not clause[0].prefix]
+        partitions, seen, holding = self._visible_and_counted(query.groups, [query.clauses[n] for n in words])
+        common = {n for n, found in zip(words, holding) if semantic.is_common(found, seen)}
+        return partitions, dataclasses.replace(query, clauses=[c for n, c in enumerate(query.clauses) if n not in common])
+
+    def _visible_and_counted(self, groups, clauses: list) -> tuple[list[str], int, list[int]]:
+        """(the visible partitions, how many documents the searcher may see, how many of them each clause matches)."""
+        counted = {f"w{n}": {"filter": _clause_query(clause)} for n, clause in enumerate(clauses)}
+        body = {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": [_visible(groups)]}},
+                "aggs": {"partitions": {"terms": {"field": "_index", "size": 10_000}}, **counted}}
         try:
-            buckets = self.client.search(index=self.name, body=body)["aggregations"]["partitions"]["buckets"]
+            answer = self.client.search(index=self.name, body=body)
         except (OpenSearchException, OSError) as err:
             raise IndexUnavailable(f"cannot search {self._where()}: {_short(err)}") from None
-        return sorted(bucket["key"] for bucket in buckets)
+        found = answer["aggregations"]
+        return (sorted(bucket["key"] for bucket in found["partitions"]["buckets"]), answer["hits"]["total"]["value"],
+                [found[f"w{n}"]["doc_count"] for n in range(len(clauses))])
 
 
 class Ranked(NamedTuple):
