@@ -85,6 +85,26 @@ def test_unavailable_start_url_keeps_its_documents(tmp_path, make_config, crawl,
     assert len(search(config, "keeper")) == 5
 
 
+def test_files_whose_status_cannot_be_read_keep_their_documents(tmp_path, make_config, crawl, search):
+    """A folder whose names can be read but not its files' status (mode r--: no search permission) still holds
+    them: their documents stay, with a line each, where they were deleted as vanished before."""
+    root = tmp_path / "docs"
+    write(root, {"shut/b.txt": "statword two", "shut/c.txt": "statword three", "open/a.txt": "statword one",
+                 **{f"open/{n}.txt": "other" for n in range(20)}})
+    config = make_config(root)
+    assert crawl(config).counts["written"] == 23
+
+    (root / "shut").chmod(0o444)
+    try:
+        run = crawl(config)
+    finally:
+        (root / "shut").chmod(0o755)
+    assert run.code == 1, run.stderr
+    assert run.counts["deleted"] == 0 and run.counts["kept"] == 2
+    assert "Permission denied" in run.problems("discover")[f"file://{root}/shut/b.txt"]
+    assert names(search(config, "statword")) == ["open/a.txt", "shut/b.txt", "shut/c.txt"]
+
+
 def test_overlapping_start_urls(tmp_path, make_config, crawl, search):
     bla, blaber = tmp_path / "bla", tmp_path / "blaber"
     write(bla, {"x.txt": "overlap one", "sub/y.txt": "overlap two"})

@@ -101,12 +101,13 @@ def _list(folder: FrontierItem, rules, follow_symlinks: bool, stack: list):
 
 def _unlisted(child: os.DirEntry, url: str, err: OSError):
     """A followed symbolic link to nothing (or to itself) is a dead link, like a web link answering 404:
-    a report line, not a document that failed (packages ship such links; they must not withhold deletes)."""
+    a report line, not a document that failed (packages ship such links; they must not withhold deletes). A file
+    whose status cannot be read is there all the same: its subtree is incomplete, so its document is not deleted."""
     if err.errno in (errno.ENOENT, errno.ELOOP) and child.is_symlink():
         return event("dead_link", url, "discover", "broken symbolic link")
     if isinstance(err, FileNotFoundError):
         return event("failed", url, "discover", "vanished while listing")
-    return event("failed", url, "discover", _reason(err))
+    return event("incomplete", url, "discover", f"{_reason(err)}; its document is kept")
 
 
 class FileSource:
