@@ -25,9 +25,9 @@ MAIL_USER = "beamtrawl-mail"
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from tests.servers.jvm import free_ports
+
+    return free_ports(1)[0]
 
 
 def _mail_user() -> pwd.struct_passwd:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -56,14 +57,21 @@ def java() -> str:
 
 
 def free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    """Ports free now, chosen below the kernel's ephemeral range: a port ``bind(0)`` hands out is also one the
+    kernel gives the next outgoing connection of a parallel test, which then took it before the server bound it
+    (CI: "Failed to bind to address 0.0.0.0:37965")."""
+    lowest = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    chosen: list[int] = []
+    while len(chosen) < count:
+        port = random.randrange(10_000, max(lowest, 10_001))
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        if port not in chosen:
+            chosen.append(port)
+    return chosen
 
 
 def start(command: list[str], log: Path, env: dict | None = None, cwd: Path | None = None) -> subprocess.Popen:

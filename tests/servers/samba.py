@@ -33,9 +33,9 @@ DCERPCD = "/usr/libexec/samba/samba-dcerpcd"  # Debian's path (samba package)
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from tests.servers.jvm import free_ports
+
+    return free_ports(1)[0]
 
 
 def unix_user(name: str, groups: tuple[str, ...] = ()) -> int:
