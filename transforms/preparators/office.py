@@ -10,6 +10,7 @@ and altChunk parts are prepared by their own type and inlined (``embedded``). A 
 
 from __future__ import annotations
 
+import datetime
 import io
 import re
 import zipfile
@@ -23,7 +24,7 @@ from beamtrawl.transforms.preparators.cell_format import displayed, header_foote
 from beamtrawl.transforms.preparators.drawing_text import drawing_texts
 from beamtrawl.transforms.values import Bounds
 
-REVISION = 10  # part of the preparation fingerprint (base.py): 10 reads flat OPC files (flat_opc) and tracked insertions; 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
+REVISION = 11  # part of the preparation fingerprint (base.py): 11 shows XLSB numbers by their formats and reads a workbook calamine cannot open as its shared strings; 10 reads flat OPC files (flat_opc) and tracked insertions; 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
@@ -431,24 +432,40 @@ def _pptx(stream, params: dict) -> Prepared:
 
 def _xlsb(stream, params: dict) -> Prepared:
     """An XLSB workbook by python-calamine (openpyxl reads no binary parts): each sheet's name, a headline,
-    then its rows; values as calamine types them (dates as dates), without their number formats; then the
-    cells' comments and the sheets' headers and footers, which calamine skips (xlsb_parts)."""
+    then its rows; numbers as their formats show them (xlsb_parts finds each cell's format, which calamine
+    does not give), dates as calamine types them; then the cells' comments and the sheets' headers and
+    footers, which calamine skips. A workbook calamine cannot open (Excel 2007 beta 2's) is its shared
+    strings, and says so."""
     import python_calamine
 
+    package = zipfile.ZipFile(stream)
+    lines, sheets, partial = [], [], ""
     try:
+        stream.seek(0)
         workbook = python_calamine.CalamineWorkbook.from_filelike(stream)
-        lines, sheets = [], list(workbook.sheet_names)
-        for name in sheets:
+        formats = xlsb_parts.number_formats(package)
+        for name in workbook.sheet_names:
             lines.append(name)
-            lines.extend(_join((displayed(v, None) for v in row), " ")
-                         for row in workbook.get_sheet_by_name(name).to_python())
+            sheets.append(name)
+            cells = formats.get(name, {})
+            lines.extend(_join((displayed(v, cells.get((r, c)) if _formatted(v) else None) for c, v in enumerate(row)), " ")
+                         for r, row in enumerate(workbook.get_sheet_by_name(name).to_python(skip_empty_area=False)))
     except BaseException as err:  # calamine's Rust panics arrive as BaseException
         if isinstance(err, (KeyboardInterrupt, SystemExit)):
             raise
-        raise PreparationError(f"not readable as XLSB: {type(err).__name__}: {err}"[:200]) from None
-    package = zipfile.ZipFile(stream)
+        problem = f"not readable as XLSB: {type(err).__name__}: {err}"[:200]
+        lines, sheets = xlsb_parts.shared_strings(package), []
+        if not lines:
+            raise PreparationError(problem) from None
+        partial = f"{problem}; its shared strings read"
     lines.extend([*xlsb_parts.comment_lines(package), *xlsb_parts.header_footer_lines(package)])
-    return Prepared(content=_join(lines), headlines=sheets)
+    return Prepared(content=_join(lines), headlines=sheets, partial=partial)
+
+
+def _formatted(value) -> bool:
+    """Whether a number format applies to calamine's value (a number or a date; not text, a truth value or a
+    duration)."""
+    return isinstance(value, (int, float, datetime.date, datetime.time)) and not isinstance(value, bool)
 
 
 _KINDS = {"word/document.xml": _docx, "xl/workbook.xml": _xlsx, "ppt/presentation.xml": _pptx,

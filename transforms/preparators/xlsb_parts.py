@@ -1,23 +1,32 @@
-"""What python-calamine does not read of an XLSB workbook: its cells' comments (``xl/comments*.bin``) and its
-sheets' page headers and footers (``xl/worksheets/sheet*.bin``), from their BIFF12 records ([MS-XLSB] 2.1.4:
-a record's type and size as 7-bit varints, then its data). The text is written as for XLSX: each comment a
-line, after the sheets; each header and footer without Excel's codes (cell_format.header_footer_text).
+"""What python-calamine does not read of an XLSB workbook: its cells' comments (``xl/comments*.bin``), its
+sheets' page headers and footers (``xl/worksheets/sheet*.bin``) and its numbers' formats (``xl/styles.bin``
+and each number cell's style), from their BIFF12 records ([MS-XLSB] 2.1.4: a record's type and size as 7-bit
+varints, then its data); and the shared strings (``xl/sharedStrings.bin``) of a workbook calamine cannot open
+at all (Excel 2007 beta 2's). The text is written as for XLSX: each comment a line, after the sheets; each
+header and footer without Excel's codes (cell_format.header_footer_text); a number as its format shows it.
 A part cut short or holding nonsense ends its records where it stops making sense; it never fails the file."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 import struct
 import zipfile
 from collections.abc import Iterator
 
 from beamtrawl.transforms.preparators.cell_format import header_footer_text
+from defusedxml import ElementTree
+from openpyxl.styles.numbers import BUILTIN_FORMATS
 
 _COMMENT_AUTHOR, _BEGIN_COMMENT, _COMMENT_TEXT = 632, 635, 637  # BrtCommentAuthor, BrtBeginComment, BrtCommentText
 _COMMENTS = re.compile(r"xl/comments\d*\.bin")
 _SHEETS = re.compile(r"xl/worksheets/sheet\d*\.bin")
 _MAX_PART = 64 * 2**20  # a comments or sheet part read whole at most this long (the archive's bounds came first)
 _MAX_RECORDS = 500_000  # a comments part walked this far at most: 64 MiB of zeros are 32 million empty records
+_ROW, _NUMBER_CELLS = 0, (2, 5, 9)  # BrtRowHdr; BrtCellRk, BrtCellReal, BrtFmlaNum
+_FORMAT, _BEGIN_CELL_XFS, _XF, _END_CELL_XFS = 44, 617, 47, 618  # BrtFmt, BrtBeginCellXFs, BrtXF, BrtEndCellXFs
+_SHEET, _SHARED_STRING = 156, 19  # BrtBundleSh, BrtSSTItem
+_RELATIONSHIP = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
 _HEADER_FOOTER_TAG = b"\xdf\x03"  # BrtBeginHeaderFooter's type (479) as its varint; then 2 bytes of flags, six strings
 
 
@@ -119,3 +128,80 @@ def _header_footer(part: bytes, at: int) -> list[str]:
 def _read(archive: zipfile.ZipFile, name: str) -> bytes:
     with archive.open(name) as part:
         return part.read(_MAX_PART)
+
+
+def _formats(archive: zipfile.ZipFile) -> list[str]:
+    """The number format of each cell style (``xl/styles.bin``'s cell XFs, by index)."""
+    if "xl/styles.bin" not in archive.namelist():
+        return []
+    codes, styles, in_cell_xfs = dict(BUILTIN_FORMATS), [], False
+    for kind, data in records(_read(archive, "xl/styles.bin")):
+        try:
+            if kind == _FORMAT:
+                codes[struct.unpack_from("<H", data, 0)[0]] = _wide_string(data, 2)[0] or ""
+            elif kind in (_BEGIN_CELL_XFS, _END_CELL_XFS):
+                in_cell_xfs = kind == _BEGIN_CELL_XFS
+            elif kind == _XF and in_cell_xfs:
+                styles.append(struct.unpack_from("<H", data, 2)[0])
+        except struct.error:
+            continue
+    return [codes.get(number, "General") for number in styles]
+
+
+def _sheet_parts(archive: zipfile.ZipFile) -> dict[str, str]:
+    """Each sheet's name and its part, from ``xl/workbook.bin``'s sheet records and the workbook's relationships."""
+    try:
+        relationships = ElementTree.fromstring(archive.read("xl/_rels/workbook.bin.rels"))
+        targets = {r.get("Id"): posixpath.normpath(posixpath.join("xl", r.get("Target", "")))
+                   for r in relationships.iter(_RELATIONSHIP)}
+        workbook = _read(archive, "xl/workbook.bin")
+    except (KeyError, ElementTree.ParseError, ValueError):
+        return {}
+    parts = {}
+    for kind, data in records(workbook):
+        if kind == _SHEET:
+            try:
+                relationship, at = _wide_string(data, 8)
+                parts[_wide_string(data, at)[0] or ""] = targets.get(relationship, "")
+            except struct.error:
+                continue
+    return parts
+
+
+def number_formats(archive: zipfile.ZipFile) -> dict[str, dict[tuple[int, int], str]]:
+    """Each sheet's number cells with a format other than General: (row, column) -> the format's code.
+    A sheet's records are walked up to ``_MAX_RECORDS``: cells past it show calamine's value as it is."""
+    formats = _formats(archive)
+    if not any(code != "General" for code in formats):
+        return {}
+    found = {}
+    for name, part in _sheet_parts(archive).items():
+        if part not in archive.namelist():
+            continue
+        cells, row = {}, 0
+        for kind, data in records(_read(archive, part)):
+            if len(data) < 8:
+                continue
+            if kind == _ROW:
+                row = struct.unpack_from("<I", data, 0)[0]
+            elif kind in _NUMBER_CELLS:
+                column, style = struct.unpack_from("<II", data, 0)
+                code = formats[style & 0xFFFFFF] if (style & 0xFFFFFF) < len(formats) else "General"
+                if code != "General":
+                    cells[row, column] = code
+        found[name] = cells
+    return found
+
+
+def shared_strings(archive: zipfile.ZipFile) -> list[str]:
+    """The workbook's shared strings (each a RichStr: a byte of flags, then its XLWideString), in order."""
+    if "xl/sharedStrings.bin" not in archive.namelist():
+        return []
+    strings = []
+    for kind, data in records(_read(archive, "xl/sharedStrings.bin")):
+        if kind == _SHARED_STRING:
+            try:
+                strings.append(" ".join((_wide_string(data, 1)[0] or "").split()))
+            except struct.error:
+                continue
+    return [text for text in strings if text]

@@ -33,9 +33,14 @@ def parse(data: bytes):
         raise PreparationError(f"not well-formed XML: {err}") from None
 
 
+def title_of(root) -> str:
+    """The text of the first ``title`` element, whatever its namespace."""
+    return next((" ".join("".join(e.itertext()).split()) for e in root.iter() if _local(e.tag) == "title"), "")
+
+
 def text_of(root) -> Prepared:
     """The first ``title`` element as the title, every text chunk a line."""
-    title = next((" ".join("".join(e.itertext()).split()) for e in root.iter() if _local(e.tag) == "title"), "")
+    title = title_of(root)
     lines = (" ".join(chunk.split()) for chunk in root.itertext())
     return Prepared(title=title, content="\n".join(line for line in lines if line))
 
