@@ -78,6 +78,7 @@ FILES = [
     # 2003 XML (its objects' previews name the files inserted)
     ("microsoft", "testWORD_2006ml.xml", "application/vnd.ms-word2006ml", "Sample Powerpoint Slide"),
     ("microsoft", "testWORD_2003ml.xml", "application/vnd.ms-wordml", "testPPT.ppt"),
+    ("miscoffice", "testQUATTRO.qpw", "application/x-quattro-pro", "This is an example spreadsheet made with Quattro Pro X3."),
 ]
 
 
@@ -194,7 +195,18 @@ def test_word_xml_files_base64_is_no_text():
     """Word 2003 XML keeps pictures and OLE objects as base64 (``w:binData``): no longer indexed as words."""
     prepared, errors, _ = prepare("microsoft", "testWORD_2003ml.xml")
     assert errors == [] and "0M8R4KGx" not in prepared.content  # oledata.mso, a compound file
-    assert "This should point to an endnote" in prepared.content and prepared.fields["embedded"] == "6"  # pictures
+    assert "This should point to an endnote" in prepared.content and prepared.fields["embedded"] == "10"
+
+
+def test_word_2003_xml_paragraphs_are_lines_and_its_ole_objects_are_read():
+    """A word Word split into runs (``j`` ``um`` ``ped``) is one word; deletions and field codes are not text;
+    the objects in ``oledata.mso`` (a chart's workbook, a PDF, a presentation) are read by their own type."""
+    prepared, errors, _ = prepare("microsoft", "testWORD_2003ml.xml")
+    lines = prepared.content.split("\n")
+    assert errors == [] and "The quick brown fox jumped over the lazy brown dog." in lines
+    assert "Heading1" in lines and "PAGEREF" not in prepared.content and "Deleted paragraph1" not in prepared.content
+    assert "embedded: oledata.mso/_1541934437\nApache Tika - Apache Tika" in prepared.content  # the PDF
+    assert "Sample Powerpoint Slide" in lines and "This is the chart title" in lines
 
 
 def test_word_tracked_insertions_are_text():

@@ -35,7 +35,7 @@ import zlib
 
 import magic
 import olefile
-from beamtrawl.transforms.preparators import flat_opc, hwp, iwork, metafile, office, publisher, visio, wordml
+from beamtrawl.transforms.preparators import flat_opc, hwp, iwork, metafile, office, publisher, quattro, visio, wordml
 from beamtrawl.transforms.preparators.compressed import compressed_type
 from beamtrawl.transforms.preparators.info import info_type
 from beamtrawl.transforms.preparators.onenote import SECTION_MAGIC as _ONENOTE_MAGIC
@@ -76,7 +76,8 @@ _OOXML = (
 _OLE = (("WordDocument", "application/msword"), ("Workbook", "application/vnd.ms-excel"),
         ("Book", "application/vnd.ms-excel"), ("PowerPoint Document", "application/vnd.ms-powerpoint"),
         ("__properties_version1.0", "application/vnd.ms-outlook"),  # an Outlook .msg (libmagic: often OLE storage)
-        (visio.STREAM, "application/vnd.visio"), (publisher.STREAM, "application/x-mspublisher"))  # libmagic: vnd.ms-office
+        (visio.STREAM, "application/vnd.visio"), (publisher.STREAM, "application/x-mspublisher"),  # libmagic: vnd.ms-office
+        (quattro.STREAM, quattro.MIME_TYPES[0]))  # libmagic: vnd.ms-office
 _PST_MAGIC = b"!BDN"  # Outlook's personal folders (.pst, .ost): libmagic names them as it names a .msg
 # An RFC 822 header: a name of printable ASCII without colon or space, a colon; or a folded continuation.
 _HEADER_LINE = re.compile(rb"[!-9;-~]+:|[ \t]")
