@@ -16,7 +16,7 @@ FILES = [
     ("testOneNote2.one", "Section1HeaderTitle", "wow this is neat"),
     ("test-tika-4303-Chinese-notes.one", "中文标题", "OneNote 是一款数字笔记本，可在工作时自动保存并同步笔记。"),
     ("testOneNoteFromOffice365-2.one", "Tuesday, June 9, 2020", "Content 2"),
-    ("testOneNoteEmbeddedWordDoc.one", "Embedded doc sheet", "Dude this is a super cool embedded doc.docx"),
+    ("testOneNoteEmbeddedWordDoc.one", "Embedded doc sheet", "Where did you get it"),  # the inserted .docx
 ]
 
 
@@ -60,3 +60,18 @@ def test_crawl_finds_sections_by_search(tmp_path, make_config, crawl, search):
     for name, title, phrase in FILES:
         hits = search(config, f'"{phrase}"')
         assert [(hit["url"].rsplit("/", 1)[1], hit["title"]) for hit in hits] == [(name, title)], phrase
+
+
+def test_inserted_files_are_read_and_their_store_cut_anywhere_is_no_failure():
+    """A Word document inserted into a page is read by its own type (Tika reads it); the file data store
+    objects, cut at any point or with their lengths overstated, give what is there, never an exception."""
+    from beamtrawl.transforms.preparators import onenote
+
+    data = tika_test_document("microsoft", "testOneNoteEmbeddedWordDoc.one")
+    prepared, _errors, _mimetype = run("testOneNoteEmbeddedWordDoc.one", data)
+    assert "embedded: file1\nDude this is a super cool embedded doc. Where did you get it?" in prepared.content
+    at = data.index(onenote._FILE_DATA)
+    for cut in range(at, at + 64, 3):
+        assert len(list(onenote.inserted_files(data[:cut]))) <= 1
+    overstated = data[:at + 16] + (2**63).to_bytes(8, "little") + data[at + 24:]
+    assert [name for name, _opener in onenote.inserted_files(overstated)] == ["file1"]

@@ -4,18 +4,44 @@ to Markdown by the library and that to text by the Markdown preparator, so a pag
 the first page's title is the document's title, every page title a headline. Pictures' alternative text
 (OneNote keeps the text it recognised in them there) stays; the pictures themselves are not read.
 
+Files inserted into a page (a Word document, a PDF) are prepared by their own type and inlined (``embedded``),
+as an Office document's are: onenote-converter names them but does not give their bytes, so they are taken
+from the section's file data store objects ([MS-ONESTORE] 2.6.13: a header GUID, the length, 12 reserved
+bytes, then the file), which hold the pictures too (left out, as above).
+
 The parser is native code: a panic in it on a damaged file is this document's failure, as any other
 preparator's exception is, and the isolated preparing process bounds its time and memory.
 """
 
 from __future__ import annotations
 
+import io
+import struct
+
+import magic
+from beamtrawl.transforms.preparators import embedded
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.markdown import prepare_markdown
 
 MIME_TYPES = ("application/onenote", "application/msonenote")
 # The revision store's file-type GUID {7B5C52E4-D88C-4DA7-AEB1-5378D02996D3}, little-endian, opens a section.
 SECTION_MAGIC = bytes.fromhex("e4525c7b8cd8a74daeb15378d02996d3")
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 reads the files inserted into pages
+# FileDataStoreObject's header GUID {BDE316E7-2665-4511-A4C4-8D4D0B7A9EAC}, little-endian
+_FILE_DATA = bytes.fromhex("e716e3bd65261145a4c48d4d0b7a9eac")
+_FILE_DATA_AT = 16 + 8 + 4 + 8  # the GUID, the length, then 12 bytes unused or reserved
+
+
+def inserted_files(data: bytes):
+    """(name, opener) of each file stored in the section that is not a picture, in the order stored."""
+    at, number = data.find(_FILE_DATA), 0
+    while at >= 0 and at + _FILE_DATA_AT <= len(data):
+        (length,) = struct.unpack_from("<Q", data, at + 16)
+        body = data[at + _FILE_DATA_AT:at + _FILE_DATA_AT + length]
+        if body and not magic.from_buffer(body[:8192], mime=True).startswith("image/"):
+            number += 1
+            yield f"file{number}", (lambda b=body: io.BytesIO(b))
+        at = data.find(_FILE_DATA, at + _FILE_DATA_AT + len(body))
 
 
 def prepare_onenote(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
@@ -33,4 +59,4 @@ def prepare_onenote(data: bytes, url: str, mimetype: str, params: dict) -> Prepa
         raise PreparationError(f"not readable as a OneNote section: {type(err).__name__}: {err}"[:200]) from None
     prepared = prepare_markdown(markdown.encode("utf-8"), url, "text/markdown", {})
     prepared.fields = {**prepared.fields, "pages": str(pages)}
-    return prepared
+    return embedded.inline(prepared, inserted_files(data), url)
