@@ -35,7 +35,17 @@ import zlib
 
 import magic
 import olefile
-from beamtrawl.transforms.preparators import flat_opc, hwp, iwork, metafile, office, publisher, quattro, visio, wordml
+from beamtrawl.transforms.preparators import (
+    flat_opc,
+    hwp,
+    iwork,
+    metafile,
+    office,
+    publisher,
+    quattro,
+    visio,
+    wordml,
+)
 from beamtrawl.transforms.preparators.compressed import compressed_type
 from beamtrawl.transforms.preparators.info import info_type
 from beamtrawl.transforms.preparators.onenote import SECTION_MAGIC as _ONENOTE_MAGIC
