@@ -122,7 +122,12 @@ def test_xlsb_is_read_by_calamine():
     assert "EvenLeftHeader EvenCenterHeader EvenRightHeader" in lines and "&" not in prepared.content
     prepared, errors, _ = prepare("testEXCEL.xlsb")  # Excel 2007 beta 2's, which calamine cannot open
     assert errors == [] and prepared.partial.startswith("not readable as XLSB")
-    assert prepared.content == "This is an example spreadsheet created with Microsoft Excel 2007 Beta 2."
+    assert prepared.headlines == ["Sheet1", "Sheet2", "Sheet3"]
+    assert prepared.content == "Sheet1\nThis is an example spreadsheet created with Microsoft Excel 2007 Beta 2.\nSheet2\nSheet3"
+    from beamtrawl.transforms.preparators import xlsb_parts  # the same reading of a workbook calamine opens
+
+    lines = xlsb_parts.cell_lines(zipfile.ZipFile(io.BytesIO(tika_test_document("microsoft", "testEXCEL_various.xlsb"))))[0]
+    assert {"String This is a string", "integer 13", "currency 3.03", "formulaFloat 0.5 March April"} <= set(lines)
 
 
 def test_xlsb_numbers_show_as_their_formats_display_them():
@@ -144,10 +149,14 @@ def test_xlsb_parts_cut_anywhere_are_what_was_read_before():
     def formatted(archive):
         return [cell for cells in xlsb_parts.number_formats(archive).values() for cell in cells]
 
+    def cells(archive):
+        return " ".join(xlsb_parts.cell_lines(archive)[0]).split()
+
     for part, read in (("xl/comments1.bin", xlsb_parts.comment_lines),
                        ("xl/worksheets/sheet1.bin", xlsb_parts.header_footer_lines),
                        ("xl/worksheets/sheet1.bin", formatted), ("xl/styles.bin", formatted),
-                       ("xl/workbook.bin", formatted), ("xl/sharedStrings.bin", xlsb_parts.shared_strings)):
+                       ("xl/workbook.bin", formatted), ("xl/sharedStrings.bin", cells),
+                       ("xl/worksheets/sheet1.bin", cells)):
         whole = package.read(part)
         for cut in (*range(0, len(whole), max(7, len(whole) // 50)), -1):
             buffer = io.BytesIO()

@@ -24,7 +24,7 @@ from beamtrawl.transforms.preparators.cell_format import displayed, header_foote
 from beamtrawl.transforms.preparators.drawing_text import drawing_texts
 from beamtrawl.transforms.values import Bounds
 
-REVISION = 11  # part of the preparation fingerprint (base.py): 11 shows XLSB numbers by their formats and reads a workbook calamine cannot open as its shared strings; 10 reads flat OPC files (flat_opc) and tracked insertions; 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
+REVISION = 11  # part of the preparation fingerprint (base.py): 11 shows XLSB numbers by their formats and reads a workbook calamine cannot open from its cell records; 10 reads flat OPC files (flat_opc) and tracked insertions; 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
@@ -434,8 +434,8 @@ def _xlsb(stream, params: dict) -> Prepared:
     """An XLSB workbook by python-calamine (openpyxl reads no binary parts): each sheet's name, a headline,
     then its rows; numbers as their formats show them (xlsb_parts finds each cell's format, which calamine
     does not give), dates as calamine types them; then the cells' comments and the sheets' headers and
-    footers, which calamine skips. A workbook calamine cannot open (Excel 2007 beta 2's) is its shared
-    strings, and says so."""
+    footers, which calamine skips. A workbook calamine cannot open (Excel 2007 beta 2's) is read from its
+    cell records (xlsb_parts.cell_lines), and says so."""
     import python_calamine
 
     package = zipfile.ZipFile(stream)
@@ -454,10 +454,10 @@ def _xlsb(stream, params: dict) -> Prepared:
         if isinstance(err, (KeyboardInterrupt, SystemExit)):
             raise
         problem = f"not readable as XLSB: {type(err).__name__}: {err}"[:200]
-        lines, sheets = xlsb_parts.shared_strings(package), []
+        lines, sheets = xlsb_parts.cell_lines(package)
         if not lines:
             raise PreparationError(problem) from None
-        partial = f"{problem}; its shared strings read"
+        partial = f"{problem}; its cells' strings and numbers read without their formats"
     lines.extend([*xlsb_parts.comment_lines(package), *xlsb_parts.header_footer_lines(package)])
     return Prepared(content=_join(lines), headlines=sheets, partial=partial)
 

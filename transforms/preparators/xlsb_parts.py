@@ -1,8 +1,8 @@
 """What python-calamine does not read of an XLSB workbook: its cells' comments (``xl/comments*.bin``), its
 sheets' page headers and footers (``xl/worksheets/sheet*.bin``) and its numbers' formats (``xl/styles.bin``
 and each number cell's style), from their BIFF12 records ([MS-XLSB] 2.1.4: a record's type and size as 7-bit
-varints, then its data); and the shared strings (``xl/sharedStrings.bin``) of a workbook calamine cannot open
-at all (Excel 2007 beta 2's). The text is written as for XLSX: each comment a line, after the sheets; each
+varints, then its data); and the cells (strings, shared ones too, and numbers) of a workbook calamine cannot
+open at all (Excel 2007 beta 2's). The text is written as for XLSX: each comment a line, after the sheets; each
 header and footer without Excel's codes (cell_format.header_footer_text); a number as its format shows it.
 A part cut short or holding nonsense ends its records where it stops making sense; it never fails the file."""
 
@@ -23,7 +23,9 @@ _COMMENTS = re.compile(r"xl/comments\d*\.bin")
 _SHEETS = re.compile(r"xl/worksheets/sheet\d*\.bin")
 _MAX_PART = 64 * 2**20  # a comments or sheet part read whole at most this long (the archive's bounds came first)
 _MAX_RECORDS = 500_000  # a comments part walked this far at most: 64 MiB of zeros are 32 million empty records
-_ROW, _NUMBER_CELLS = 0, (2, 5, 9)  # BrtRowHdr; BrtCellRk, BrtCellReal, BrtFmlaNum
+_ROW, _RK_CELL, _SHARED_CELL = 0, 2, 7  # BrtRowHdr, BrtCellRk, BrtCellIsst
+_REAL_CELLS, _STRING_CELLS = (5, 9), (6, 8)  # BrtCellReal and BrtFmlaNum, BrtCellSt and BrtFmlaString
+_NUMBER_CELLS = (_RK_CELL, *_REAL_CELLS)
 _FORMAT, _BEGIN_CELL_XFS, _XF, _END_CELL_XFS = 44, 617, 47, 618  # BrtFmt, BrtBeginCellXFs, BrtXF, BrtEndCellXFs
 _SHEET, _SHARED_STRING = 156, 19  # BrtBundleSh, BrtSSTItem
 _RELATIONSHIP = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
@@ -149,7 +151,8 @@ def _formats(archive: zipfile.ZipFile) -> list[str]:
 
 
 def _sheet_parts(archive: zipfile.ZipFile) -> dict[str, str]:
-    """Each sheet's name and its part, from ``xl/workbook.bin``'s sheet records and the workbook's relationships."""
+    """Each sheet's name and its part, from ``xl/workbook.bin``'s sheet records and the workbook's relationships
+    (Excel 2007 beta 2 wrote 4 bytes more before the relationship's id, which is why calamine cannot open it)."""
     try:
         relationships = ElementTree.fromstring(archive.read("xl/_rels/workbook.bin.rels"))
         targets = {r.get("Id"): posixpath.normpath(posixpath.join("xl", r.get("Target", "")))
@@ -159,10 +162,12 @@ def _sheet_parts(archive: zipfile.ZipFile) -> dict[str, str]:
         return {}
     parts = {}
     for kind, data in records(workbook):
-        if kind == _SHEET:
+        for at in (8, 12) if kind == _SHEET else ():
             try:
-                relationship, at = _wide_string(data, 8)
-                parts[_wide_string(data, at)[0] or ""] = targets.get(relationship, "")
+                relationship, at = _wide_string(data, at)
+                if relationship in targets:
+                    parts[_wide_string(data, at)[0] or ""] = targets[relationship]
+                    break
             except struct.error:
                 continue
     return parts
@@ -193,7 +198,7 @@ def number_formats(archive: zipfile.ZipFile) -> dict[str, dict[tuple[int, int], 
     return found
 
 
-def shared_strings(archive: zipfile.ZipFile) -> list[str]:
+def _shared_strings(archive: zipfile.ZipFile) -> list[str]:
     """The workbook's shared strings (each a RichStr: a byte of flags, then its XLWideString), in order."""
     if "xl/sharedStrings.bin" not in archive.namelist():
         return []
@@ -203,5 +208,43 @@ def shared_strings(archive: zipfile.ZipFile) -> list[str]:
             try:
                 strings.append(" ".join((_wide_string(data, 1)[0] or "").split()))
             except struct.error:
+                strings.append("")
+    return strings
+
+
+def _rk(value: int) -> float:
+    """An RkNumber: a 30-bit integer or the high 30 bits of a double, divided by 100 when its first bit says."""
+    number = float(value >> 2 if value & 2 else struct.unpack("<d", struct.pack("<Q", (value & ~3) << 32))[0])
+    return number / 100 if value & 1 else number
+
+
+def cell_lines(archive: zipfile.ZipFile) -> tuple[list[str], list[str]]:
+    """(lines, sheet names) of a workbook calamine cannot open: each sheet's name, then its rows of strings and
+    numbers (without their formats), read from the cell records."""
+    strings, lines, names = _shared_strings(archive), [], []
+    for name, part in _sheet_parts(archive).items():
+        if part not in archive.namelist():
+            continue
+        names.append(name)
+        lines.append(name)
+        row: list[str] = []
+        for kind, data in records(_read(archive, part)):
+            try:
+                if kind == _ROW and row:
+                    lines.append(" ".join(row))
+                    row = []
+                elif kind == _SHARED_CELL:
+                    index = struct.unpack_from("<I", data, 8)[0]
+                    row.append(strings[index] if index < len(strings) else "")
+                elif kind in _STRING_CELLS:
+                    row.append(" ".join((_wide_string(data, 8)[0] or "").split()))
+                elif kind in _NUMBER_CELLS:
+                    value = _rk(struct.unpack_from("<I", data, 8)[0]) if kind == _RK_CELL else struct.unpack_from("<d", data, 8)[0]
+                    row.append(str(int(value)) if value.is_integer() else repr(value))
+            except struct.error:
                 continue
-    return [text for text in strings if text]
+        if row:
+            lines.append(" ".join(row))
+    if not names:  # no sheet found: the strings are the text
+        lines = strings
+    return [line for line in (" ".join(line.split()) for line in lines) if line], names
