@@ -41,7 +41,10 @@ def _strings(kind: int, data: bytes) -> list[str]:
         (count,) = struct.unpack_from("<I", data, 0)
         out, at = [], 12
         for _ in range(min(count, len(data))):
-            text, at = _qstr(data, at)
+            try:
+                text, at = _qstr(data, at)
+            except struct.error:  # a count that overstates the table: the strings there are
+                break
             out.append(text)
         return out
     text, at = _qstr(data, _STRINGS_AT[kind])
