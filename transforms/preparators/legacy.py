@@ -51,6 +51,22 @@ def open_ole(data: bytes) -> olefile.OleFileIO:
         raise PreparationError(f"not readable as an OLE2 compound file: {err}"[:200]) from None
 
 
+def ole_stream(data: bytes, stream: str, what: str) -> tuple[bytes, str, str]:
+    """(the stream's bytes, title, "author subject keywords comments") of an OLE2 file of one program, which
+    must hold ``stream``; ``what`` names the program's file in the errors."""
+    ole = open_ole(data)
+    try:
+        if not ole.exists(stream):
+            raise PreparationError(f"no {stream} stream: not a {what}")
+        contents = ole.openstream(stream).read()
+        title, metadata = summary(ole)
+    except (OSError, ValueError, struct.error, IndexError) as err:
+        raise PreparationError(f"not readable as a {what}: {type(err).__name__}: {err}"[:200]) from None
+    finally:
+        ole.close()
+    return contents, title, metadata
+
+
 def summary(ole: olefile.OleFileIO) -> tuple[str, str]:
     """(title, "author subject keywords comments") from SummaryInformation."""
     try:

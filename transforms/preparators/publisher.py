@@ -16,7 +16,7 @@ import re
 import struct
 
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
-from beamtrawl.transforms.preparators.legacy import open_ole, summary
+from beamtrawl.transforms.preparators.legacy import ole_stream
 
 MIME_TYPES = ("application/x-mspublisher", "application/vnd.ms-publisher")
 STREAM = "Quill/QuillSub/CONTENTS"
@@ -48,19 +48,9 @@ def story_text(contents: bytes) -> str:
 
 
 def prepare_publisher(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
-    ole = open_ole(data)
-    try:
-        if not ole.exists(STREAM):
-            raise PreparationError(f"no {STREAM} stream: not a Publisher file")
-        contents = ole.openstream(STREAM).read()
-        title, metadata = summary(ole)
-    except (OSError, ValueError, struct.error, IndexError) as err:
-        raise PreparationError(f"not readable as a Publisher file: {type(err).__name__}: {err}"[:200]) from None
-    finally:
-        ole.close()
+    contents, title, metadata = ole_stream(data, STREAM, "Publisher file")
     if not contents.startswith(_HEADER):
         raise PreparationError("not a Publisher file: its CONTENTS stream has no CHNKINK header")
     text = story_text(contents)
     lines = (" ".join(_CONTROL.sub(" ", line).split()) for line in text.replace("\r", "\n").split("\n"))
     return Prepared(title=title, content="\n".join(line for line in lines if line), metadata=metadata)
-

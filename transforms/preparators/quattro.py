@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import struct
 
-from beamtrawl.transforms.preparators.base import PreparationError, Prepared
-from beamtrawl.transforms.preparators.legacy import open_ole, summary
+from beamtrawl.transforms.preparators.base import Prepared
+from beamtrawl.transforms.preparators.legacy import ole_stream
+from beamtrawl.transforms.preparators.xls_drawing import records
 
 MIME_TYPES = ("application/x-quattro-pro",)
 STREAM = "NativeContent_MAIN"
@@ -51,17 +52,6 @@ def _strings(kind: int, data: bytes) -> list[str]:
     return [text, _qstr(data, at)[0]] if kind == _COMMENT else [text]
 
 
-def records(stream: bytes):
-    """(type, data) of each record, until the stream's end or the first record that overruns it."""
-    at = 0
-    while at + 4 <= len(stream):
-        kind, length = struct.unpack_from("<HH", stream, at)
-        if at + 4 + length > len(stream):
-            return
-        yield kind, stream[at + 4:at + 4 + length]
-        at += 4 + length
-
-
 def notebook_text(stream: bytes) -> tuple[list[str], list[str]]:
     """(the notebook's lines, its authors: the User record's creator and last modifier)."""
     lines, authors = [], []
@@ -79,16 +69,7 @@ def notebook_text(stream: bytes) -> tuple[list[str], list[str]]:
 
 
 def prepare_quattro(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
-    ole = open_ole(data)
-    try:
-        if not ole.exists(STREAM):
-            raise PreparationError(f"no {STREAM} stream: not a Quattro Pro notebook")
-        stream = ole.openstream(STREAM).read()
-        title, metadata = summary(ole)
-    except (OSError, ValueError, struct.error, IndexError) as err:
-        raise PreparationError(f"not readable as a Quattro Pro notebook: {type(err).__name__}: {err}"[:200]) from None
-    finally:
-        ole.close()
+    stream, title, metadata = ole_stream(data, STREAM, "Quattro Pro notebook")
     lines, authors = notebook_text(stream)
     metadata = " ".join(dict.fromkeys(filter(None, (metadata, *authors))))
     return Prepared(title=title, content="\n".join(lines), metadata=metadata)

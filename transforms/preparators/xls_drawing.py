@@ -31,8 +31,9 @@ class Drawing(NamedTuple):
     pictures: list[tuple[str, Callable[[], io.BytesIO]]]  # (name, opener): inflated when read, within the bounds
 
 
-def _records(stream: bytes):
-    """(type, data) of each BIFF record, in order."""
+def records(stream: bytes):
+    """(type, data) of each record laid out as BIFF's (a 16-bit type, a 16-bit length, the data), in order, until
+    the stream's end or the first record that overruns it (Quattro Pro's notebooks are laid out so too)."""
     pos = 0
     while pos + 4 <= len(stream):
         kind, length = struct.unpack_from("<HH", stream, pos)
@@ -58,7 +59,7 @@ def read_drawing(stream: bytes) -> Drawing:
     pending = 0  # characters of a text box still to come in CONTINUE records
     previous = None  # the record the CONTINUE records that follow belong to
     note = False  # whether the last OBJ was a cell's comment, whose TXO xlrd reads already (cell_note_map)
-    for kind, data in _records(stream):
+    for kind, data in records(stream):
         if kind == _CONTINUE:
             if previous == _DRAWING_GROUP:
                 group += data
