@@ -447,9 +447,10 @@ def _xlsb(stream, params: dict) -> Prepared:
         for name in workbook.sheet_names:
             lines.append(name)
             sheets.append(name)
-            cells = formats.get(name, {})
-            lines.extend(_join((displayed(v, cells.get((r, c)) if _formatted(v) else None) for c, v in enumerate(row)), " ")
-                         for r, row in enumerate(workbook.get_sheet_by_name(name).to_python(skip_empty_area=False)))
+            sheet, cells = workbook.get_sheet_by_name(name), formats.get(name, {})
+            top, left = sheet.start or (0, 0)  # the rows begin at the first cell with a value
+            lines.extend(_join((displayed(v, cells.get((top + r, left + c)) if _formatted(v) else None)
+                                for c, v in enumerate(row)), " ") for r, row in enumerate(sheet.to_python()))
     except BaseException as err:  # calamine's Rust panics arrive as BaseException
         if isinstance(err, (KeyboardInterrupt, SystemExit)):
             raise
