@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlsplit
 from beamtrawl.transforms.fields import Count, Items, Seconds, Section, Text, fail
 from beamtrawl.transforms.records import AuxValue, Entry, FrontierItem, event
 from beamtrawl.transforms.sources.base import StartHints
+from beamtrawl.transforms.sources.flat_listing import flat_listing
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment
@@ -184,6 +185,12 @@ class ObjectStore:
         """Prefix ``prefix`` of ``bucket`` listed page by page with ``/`` as the delimiter."""
         raise NotImplementedError
 
+    def pages_after(self, url: str, bucket: str, prefix: str, after: str, delimited: bool) -> Iterator[Page]:
+        """Prefix ``prefix`` of ``bucket`` listed page by page in key order, from the first key after ``after``
+        ("": the first), with ``/`` as the delimiter or (``delimited`` false) without one: every key below,
+        no prefixes. A store without it is walked prefix by prefix (:mod:`~.flat_listing` needs it)."""
+        raise NotImplementedError
+
     def head(self, url: str, bucket: str, key: str) -> Stored | None:
         """Object ``key`` as the store describes it now; None when there is no such object."""
         raise NotImplementedError
@@ -321,6 +328,9 @@ class ObjectStore:
                 return
         if start is not None and not start.parse:
             yield event("declined", item.url, "discover", "")
+            return
+        if type(self).pages_after is not ObjectStore.pages_after:  # as many requests as a plain listing
+            yield from flat_listing(self, item, rules, budget, *_where(item.url))
             return
         ahead = _ListingsAhead(self)
         try:
