@@ -99,7 +99,8 @@ def test_a_refused_or_throttled_prefix_or_a_vanished_object_is_one_line_and_noth
         store.put("docs/puffin.txt", b"the puffin eats sand eels")
         proxy.rules[:] = [Rule("prefix=docs/birds/", 403),  # a prefix this login may not list
                           Rule("prefix=docs/fish/", 503),  # a store throttling a prefix past the retries
-                          Rule("herring.txt", 404)]  # an object deleted after its listing, before its reading
+                          Rule("/docs/herring.txt", 404)]  # an object deleted after its listing, before its
+        # reading (its path: a listing's page may name it in its query, as where the listing goes on)
         run = crawl(config)
         assert proxy.refused >= 4  # the 503s were retried
     assert run.code == 1 and set(run.problems()) == {store.url("docs/birds"), store.url("docs/fish"),

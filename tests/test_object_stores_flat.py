@@ -131,6 +131,21 @@ def test_a_flat_listing_finds_and_deletes_what_the_walk_does(bucket, s3_server, 
         listings = [r for r in records if r.route == "listings"]
         counted = Counter(r.listing for r in records if r.route == "entries")
         assert all(counted[r.listing] == r.documents for r in listings)  # the evidence counts every entry
+        assert _each_folder_in_one_run(records)
+
+
+def _each_folder_in_one_run(records) -> bool:
+    """Does each folder's evidence follow a run of exactly its entries (what transforms/compare.py needs to
+    compare the folder where it is listed)?"""
+    run = []
+    for record in records:
+        if record.route == "entries":
+            run.append(record)
+        elif record.route == "listings":
+            if run and (len(run) != record.documents or {e.listing for e in run} != {record.listing}):
+                return False
+            run = []
+    return True
 
 
 def test_a_flat_listing_asks_as_many_requests_as_a_plain_listing(bucket, s3_server):
