@@ -107,7 +107,10 @@ def test_a_refused_or_throttled_prefix_or_a_vanished_object_is_one_line_and_noth
                                                      store.url("docs/herring.txt")}, run.report["problems"]
     assert "(HTTP 403)" in run.problems()[store.url("docs/birds")], run.problems()
     assert "503" in run.problems()[store.url("docs/fish")], run.problems()
-    assert (run.counts["changed"], run.counts["kept"], run.counts["deleted"]) == (1, 3, 0), run.counts
+    # S3 and GCS list flat: docs/birds/gannet.txt came on the first page, before the refused request (docs/birds/
+    # listed on from there), so it is found unchanged; Azure is walked, and the whole prefix is refused
+    kept = 3 if store.scheme == "az" else 2
+    assert (run.counts["changed"], run.counts["kept"], run.counts["deleted"]) == (1, kept, 0), run.counts
     assert set(indexed(tmp_path)) == {store.url(key) for key in OBJECTS}
 
 

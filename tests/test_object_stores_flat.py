@@ -6,13 +6,12 @@ range not read keeps its documents. Delete decisions are transforms/listings.py'
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter, defaultdict
 
-import boto3
 import pytest
 
 from tests.servers.refusing import Rule, refusing
+from tests.test_object_stores import new_bucket
 
 KEYS = ["a", "a/", "a/b.txt", "a/c/d.txt", "a/c-e.txt", "a/c0.txt", "a/c/", "b/x y ü😀~!@$&'()*+,;=:%[]{}<>^`|\"#?.txt",
         "b//odd.txt", "b/./dot.txt", "deep/1/2/3/4.txt", "deep/1/2.txt", "skip/me.txt", "skip/more/me.txt",
@@ -24,15 +23,7 @@ GONE = ["a/gone.txt", "a/c/gone.txt", "a/c/new/gone.txt", "deep/1/2/3/gone.txt",
 
 @pytest.fixture
 def bucket(s3_server, monkeypatch):
-    for name, value in s3_server.storage_options().items():
-        if name.startswith("AWS_") and name not in ("AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP"):
-            monkeypatch.setenv(name, value)
-    name = f"bt-{uuid.uuid4().hex[:12]}"
-    client = boto3.client("s3", endpoint_url=s3_server.endpoint)
-    client.create_bucket(Bucket=name)
-    for key in KEYS:
-        client.put_object(Bucket=name, Key=key, Body=key.encode())
-    return name, client
+    return new_bucket(s3_server, monkeypatch, {key: key for key in KEYS})
 
 
 def _source(endpoint: str, walk: bool = False, **settings):
