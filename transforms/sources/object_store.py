@@ -1,10 +1,13 @@
 """What every object-store source shares (``s3://``, ``gs://``, ``az://``): a prefix is a folder, an object a
 document, and only the calls to the store differ (:class:`ObjectStore`, which a store's source extends).
 
-A prefix is listed page by page with ``/`` as the delimiter: its objects become entries, its common prefixes
-go on the walk's stack, so a bucket of millions of objects is spread over workers by prefix like a deep file
-tree (:func:`~beamtrawl.transforms.sources.walk.walk_to_budget`), and each prefix listed to its end leaves the
-listing evidence a delete needs. An object's freshness is what its listing says: size, last-modified and a
+A store that can list from a key (:meth:`ObjectStore.pages_after`: S3, GCS) is listed flat, without a
+delimiter, its folders derived from the keys (:mod:`~beamtrawl.transforms.sources.flat_listing`): as many
+requests as a plain listing. Otherwise (Azure) a prefix is listed page by page with ``/`` as the delimiter: its
+objects become entries, its common prefixes go on the walk's stack
+(:func:`~beamtrawl.transforms.sources.walk.walk_to_budget`). Either way a bucket of millions of objects is spread
+over workers by prefix like a deep file tree, and each folder listed whole leaves the listing evidence a delete
+needs. An object's freshness is what its listing says: size, last-modified and a
 version (an ETag, a generation), so an unchanged object costs nothing beyond the listing. Its content type and
 user metadata become fields of its document (``content_type``, ``meta_<key>``). Reading streams the object
 through smart-open after the read stage has checked the listed size against ``max_file_size``. For a searcher
@@ -166,7 +169,7 @@ class ObjectStore:
     """A source of one object store. What a store's source gives: its ``schemes``, ``Settings`` (extending
     :class:`StoreSettings`), ``BUCKET`` (a bucket or container name's pattern and its rule, for the start URL
     check), ``STARTER`` (its lines in a starter file), and the calls :meth:`pages`, :meth:`head`, :meth:`reader`,
-    :meth:`sign` (where its login can), :meth:`failures` and :meth:`reason`.
+    :meth:`pages_after` and :meth:`sign` (where it can), :meth:`failures` and :meth:`reason`.
     Clients are made on first use by :meth:`client` and kept, one per login."""
 
     schemes: ClassVar[tuple[str, ...]]
