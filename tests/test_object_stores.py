@@ -28,13 +28,18 @@ OBJECTS = {"docs/puffin.txt": "the puffin nests on cliffs",
 @pytest.fixture
 def bucket(s3_server, monkeypatch):
     """A fresh bucket holding OBJECTS; the login only in the environment, as a user's would be."""
+    return new_bucket(s3_server, monkeypatch, OBJECTS)
+
+
+def new_bucket(s3_server, monkeypatch, objects: dict[str, str]):
+    """(name, client) of a fresh bucket holding ``objects`` (key: text), the login put in the environment."""
     for name, value in s3_server.storage_options().items():
         if name.startswith("AWS_") and name not in ("AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP"):
             monkeypatch.setenv(name, value)
     name = f"bt-{uuid.uuid4().hex[:12]}"
     client = boto3.client("s3", endpoint_url=s3_server.endpoint)
     client.create_bucket(Bucket=name)
-    for key, text in OBJECTS.items():
+    for key, text in objects.items():
         client.put_object(Bucket=name, Key=key, Body=text.encode())
     return name, client
 

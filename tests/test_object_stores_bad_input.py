@@ -90,21 +90,27 @@ def store(request, monkeypatch) -> Store:
 def test_a_refused_or_throttled_prefix_or_a_vanished_object_is_one_line_and_nothing_else_is_lost(store, tmp_path,
                                                                                                  crawl):
     with refusing(store.upstream, store.scheme) as proxy:
-        config = crawl_file(tmp_path, store.url("docs/"), **store.section(proxy.server_port))
+        section = store.section(proxy.server_port)
+        section[store.scheme]["page_size"] = 1  # a flat listing stops after one key, its folders listed on
+        config = crawl_file(tmp_path, store.url("docs/"), **section)
         first = crawl(config)
         assert first.code == 0 and first.counts["written"] == 4, first.stderr
         store.put("docs/herring.txt", b"a herring shoals")
         store.put("docs/puffin.txt", b"the puffin eats sand eels")
         proxy.rules[:] = [Rule("prefix=docs/birds/", 403),  # a prefix this login may not list
                           Rule("prefix=docs/fish/", 503),  # a store throttling a prefix past the retries
-                          Rule("herring.txt", 404)]  # an object deleted after its listing, before its reading
+                          Rule("/docs/herring.txt", 404)]  # an object deleted after its listing, before its
+        # reading (its path: a listing's page may name it in its query, as where the listing goes on)
         run = crawl(config)
         assert proxy.refused >= 4  # the 503s were retried
     assert run.code == 1 and set(run.problems()) == {store.url("docs/birds"), store.url("docs/fish"),
                                                      store.url("docs/herring.txt")}, run.report["problems"]
     assert "(HTTP 403)" in run.problems()[store.url("docs/birds")], run.problems()
     assert "503" in run.problems()[store.url("docs/fish")], run.problems()
-    assert (run.counts["changed"], run.counts["kept"], run.counts["deleted"]) == (1, 3, 0), run.counts
+    # S3 and GCS list flat: docs/birds/gannet.txt came on the first page, before the refused request (docs/birds/
+    # listed on from there), so it is found unchanged; Azure is walked, and the whole prefix is refused
+    kept = 3 if store.scheme == "az" else 2
+    assert (run.counts["changed"], run.counts["kept"], run.counts["deleted"]) == (1, kept, 0), run.counts
     assert set(indexed(tmp_path)) == {store.url(key) for key in OBJECTS}
 
 

@@ -99,11 +99,17 @@ class GcsSource(ObjectStore):
                 "retry": DEFAULT_RETRY.with_timeout(options.retry_seconds)}
 
     def pages(self, url: str, bucket: str, prefix: str) -> Iterator[Page]:
-        listing = self.gcs(url).list_blobs(bucket, prefix=prefix or None, delimiter="/",
-                                           page_size=self.options().page_size, **self._call())
+        return self.pages_after(url, bucket, prefix, "", delimited=True)
+
+    def pages_after(self, url: str, bucket: str, prefix: str, after: str, delimited: bool) -> Iterator[Page]:
+        """``objects.list`` from ``startOffset`` (which names the first key it may list: ``after`` itself is
+        left out)."""
+        listing = self.gcs(url).list_blobs(bucket, prefix=prefix or None, delimiter="/" if delimited else None,
+                                           start_offset=after or None, page_size=self.options().page_size,
+                                           **self._call())
         for page in listing.pages:
-            objects = [_blob(blob) for blob in page]
-            yield Page(objects, list(page.prefixes))
+            objects = [_blob(blob) for blob in page if blob.name != after]
+            yield Page(objects, [p for p in page.prefixes if p != after])
 
     def head(self, url: str, bucket: str, key: str) -> Stored | None:
         blob = self.gcs(url).bucket(bucket).get_blob(key, **self._call())

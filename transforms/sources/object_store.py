@@ -1,10 +1,13 @@
 """What every object-store source shares (``s3://``, ``gs://``, ``az://``): a prefix is a folder, an object a
 document, and only the calls to the store differ (:class:`ObjectStore`, which a store's source extends).
 
-A prefix is listed page by page with ``/`` as the delimiter: its objects become entries, its common prefixes
-go on the walk's stack, so a bucket of millions of objects is spread over workers by prefix like a deep file
-tree (:func:`~beamtrawl.transforms.sources.walk.walk_to_budget`), and each prefix listed to its end leaves the
-listing evidence a delete needs. An object's freshness is what its listing says: size, last-modified and a
+A store that can list from a key (:meth:`ObjectStore.pages_after`: S3, GCS) is listed flat, without a
+delimiter, its folders derived from the keys (:mod:`~beamtrawl.transforms.sources.flat_listing`): as many
+requests as a plain listing. Otherwise (Azure) a prefix is listed page by page with ``/`` as the delimiter: its
+objects become entries, its common prefixes go on the walk's stack
+(:func:`~beamtrawl.transforms.sources.walk.walk_to_budget`). Either way a bucket of millions of objects is spread
+over workers by prefix like a deep file tree, and each folder listed whole leaves the listing evidence a delete
+needs. An object's freshness is what its listing says: size, last-modified and a
 version (an ETag, a generation), so an unchanged object costs nothing beyond the listing. Its content type and
 user metadata become fields of its document (``content_type``, ``meta_<key>``). Reading streams the object
 through smart-open after the read stage has checked the listed size against ``max_file_size``. For a searcher
@@ -31,6 +34,7 @@ from urllib.parse import unquote, urlsplit
 from beamtrawl.transforms.fields import Count, Items, Seconds, Section, Text, fail
 from beamtrawl.transforms.records import AuxValue, Entry, FrontierItem, event
 from beamtrawl.transforms.sources.base import StartHints
+from beamtrawl.transforms.sources.flat_listing import flat_listing
 from beamtrawl.transforms.sources.settings import SourceSettings
 from beamtrawl.transforms.sources.walk import walk_to_budget
 from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment
@@ -165,7 +169,7 @@ class ObjectStore:
     """A source of one object store. What a store's source gives: its ``schemes``, ``Settings`` (extending
     :class:`StoreSettings`), ``BUCKET`` (a bucket or container name's pattern and its rule, for the start URL
     check), ``STARTER`` (its lines in a starter file), and the calls :meth:`pages`, :meth:`head`, :meth:`reader`,
-    :meth:`sign` (where its login can), :meth:`failures` and :meth:`reason`.
+    :meth:`pages_after` and :meth:`sign` (where it can), :meth:`failures` and :meth:`reason`.
     Clients are made on first use by :meth:`client` and kept, one per login."""
 
     schemes: ClassVar[tuple[str, ...]]
@@ -182,6 +186,12 @@ class ObjectStore:
     # -- what a store implements ----------------------------------------------------------------------
     def pages(self, url: str, bucket: str, prefix: str) -> Iterator[Page]:
         """Prefix ``prefix`` of ``bucket`` listed page by page with ``/`` as the delimiter."""
+        raise NotImplementedError
+
+    def pages_after(self, url: str, bucket: str, prefix: str, after: str, delimited: bool) -> Iterator[Page]:
+        """Prefix ``prefix`` of ``bucket`` listed page by page in key order, from the first key after ``after``
+        ("": the first), with ``/`` as the delimiter or (``delimited`` false) without one: every key below,
+        no prefixes. A store without it is walked prefix by prefix (:mod:`~.flat_listing` needs it)."""
         raise NotImplementedError
 
     def head(self, url: str, bucket: str, key: str) -> Stored | None:
@@ -321,6 +331,9 @@ class ObjectStore:
                 return
         if start is not None and not start.parse:
             yield event("declined", item.url, "discover", "")
+            return
+        if type(self).pages_after is not ObjectStore.pages_after:  # as many requests as a plain listing
+            yield from flat_listing(self, item, rules, budget, *_where(item.url))
             return
         ahead = _ListingsAhead(self)
         try:

@@ -90,8 +90,13 @@ class S3Source(ObjectStore):
             aws_secret_access_key=login.password if login else None, config=config)
 
     def pages(self, url: str, bucket: str, prefix: str) -> Iterator[Page]:
+        return self.pages_after(url, bucket, prefix, "", delimited=True)
+
+    def pages_after(self, url: str, bucket: str, prefix: str, after: str, delimited: bool) -> Iterator[Page]:
+        """``list_objects_v2`` from ``StartAfter``."""
         for page in self.s3(url).get_paginator("list_objects_v2").paginate(
-                Bucket=bucket, Prefix=prefix, Delimiter="/", PaginationConfig={"PageSize": self.options().page_size}):
+                Bucket=bucket, Prefix=prefix, PaginationConfig={"PageSize": self.options().page_size},
+                **({"Delimiter": "/"} if delimited else {}), **({"StartAfter": after} if after else {})):
             yield Page([Stored(o["Key"], o["Size"], o["LastModified"], o.get("ETag", ""))
                         for o in page.get("Contents", ())], [p["Prefix"] for p in page.get("CommonPrefixes", ())])
 
