@@ -186,6 +186,7 @@ def scale_opensearch(n: int, repeat: int, url: str, passages: int = 10, keep: bo
     used as it is when it holds ``n`` documents; ``queries`` per mode, each timed ``repeat`` times."""
     target = opensearch_target(url, "scale", keep)
     try:
+        target.client.indices.refresh(index=target.name)  # what a load stopped half-way wrote counts too
         if target.count() == n:
             print(f"{n:,} documents on OpenSearch (the alias --keep left, as it was)")
         else:
