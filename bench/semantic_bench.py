@@ -7,7 +7,7 @@ Run from the repository root (beamtrawl installed, tests/package_files.py fetche
     python bench/semantic_bench.py --tiny      # a few pages and questions: what the suite runs
     python bench/semantic_bench.py --scale 100000  # at N documents: latency, vector lists' recall and MRR
     python bench/semantic_bench.py --scale 100000 --questions 20 --index /tmp/scale.sqlite  # kept for a rerun
-    python bench/semantic_bench.py --target opensearch --url http://127.0.0.1:9200 [--scale N]   # the same there
+    python bench/semantic_bench.py --target opensearch --url http://127.0.0.1:9200 [--scale N [--keep]]  # there
     python bench/semantic_bench.py --target delta   # the same on a Delta table (by meaning only; no --scale)
 
 The corpus is Python's library reference as Debian ships it (about 320 Sphinx pages), prepared by the HTML
@@ -38,8 +38,15 @@ of the lists' semantic hits against the exact scan's (target >= 0.95) and MRR@10
 (tests/servers/opensearch.py runs one), in aliases named ``semantic-bench-*`` it removes afterwards: the index
 size per document is the store of the primaries after a force merge to one segment; it also prints the seconds
 per document of writing the pages with vectors and without (what embeddings add to a crawl's index writes; the
-embedding itself is the stage's figure above). ``--scale N`` there is latency alone, warm, on N generated documents (100 words of a 5,000-word vocabulary, 10
-random unit vectors each).
+embedding itself is the stage's figure above). ``--scale N`` there is latency alone, warm, on N generated documents (100 words of a 5,000-word vocabulary,
+``--passages`` random unit vectors each, 10 by default), p50 and p95 over 20 queries (two words, a random vector) per
+mode; they are written by the target's ``upsert`` (its mapping and documents), two requests at a time of up to
+40 MiB, with refresh off and no replicas until written (each index's settings restored after), and what a write
+could not take (429, time-outs) is sent again after a pause. ``--keep`` keeps the alias and reuses it when it holds
+N documents, so the queries can be run again; a node for 100,000 documents wants a larger heap than the tests'::
+
+    python tests/servers/opensearch.py run --workdir /tmp/bench-node --heap 4g
+    python bench/semantic_bench.py --target opensearch --url URL --scale 100000 --passages 1 --repeat 3 --keep
 
 Exit code 0 when the figures were measured, 1 when a check fails (a hit the searcher may not see, no vectors).
 """
