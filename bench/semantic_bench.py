@@ -189,9 +189,10 @@ def scale_queries(count: int) -> list[tuple[str, object]]:
 
 def scale_opensearch(n: int, repeat: int, url: str, passages: int = 10, keep: bool = False, queries: int = 20) -> None:
     """Warm latency per mode at ``n`` generated documents in an OpenSearch alias, written with the target's own
-    ``upsert`` (its mapping and documents) under :func:`bulk_loading`; ``keep``: the alias is kept afterwards, and
-    used as it is when it holds ``n`` documents; ``queries`` per mode, each timed ``repeat`` times."""
-    target = opensearch_target(url, "scale", keep)
+    ``upsert`` (its mapping and documents) under :func:`bulk_loading`; ``keep``: the alias (one per ``n``: a run of
+    another size leaves it be) is kept afterwards, and used as it is, whatever its passages, when it holds ``n``
+    documents; ``queries`` per mode, each timed ``repeat`` times."""
+    target = opensearch_target(url, f"scale-{n}", keep)
     try:
         target.client.indices.refresh(index=target.name)  # what a load stopped half-way wrote counts too
         if target.count() == n:
@@ -199,7 +200,7 @@ def scale_opensearch(n: int, repeat: int, url: str, passages: int = 10, keep: bo
         else:
             if target.count():
                 drop(target)
-                target = opensearch_target(url, "scale")
+                target = opensearch_target(url, f"scale-{n}")
             started = time.perf_counter()
             with bulk_loading(target):
                 load(target, generated(n, passages))
