@@ -208,6 +208,7 @@ def scale_opensearch(n: int, repeat: int, url: str, passages: int = 10, keep: bo
             written = time.perf_counter() - started
             print(f"{n:,} documents, {n * passages:,} passages written in {written:,.0f} s "
                   f"({written / n * 1000:.1f} ms per document)")
+        target.finish(succeeded=True)  # as a crawl ends: the point in time opensearch_target opened is released
         stats = target.client.indices.stats(index=target.name, metric="store,segments")["_all"]["primaries"]
         print(f"index: {stats['store']['size_in_bytes'] / n:,.0f} bytes per document in "
               f"{stats['segments']['count']} segments (not merged)")
@@ -439,6 +440,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.target == "opensearch" and not args.url:
         parser.error("--target opensearch needs --url")
+    if args.passages < 1:
+        parser.error("--passages must be 1 or more")
     if args.scale and args.target == "opensearch":
         scale_opensearch(args.scale, args.repeat, args.url, args.passages, args.keep)
         return 0
