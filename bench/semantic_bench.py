@@ -7,7 +7,7 @@ Run from the repository root (beamtrawl installed, tests/package_files.py fetche
     python bench/semantic_bench.py --tiny      # a few pages and questions: what the suite runs
     python bench/semantic_bench.py --scale 100000  # at N documents: latency, vector lists' recall and MRR
     python bench/semantic_bench.py --scale 100000 --questions 20 --index /tmp/scale.sqlite  # kept for a rerun
-    python bench/semantic_bench.py --target opensearch --url http://127.0.0.1:9200 [--scale N]   # the same there
+    python bench/semantic_bench.py --target opensearch --url http://127.0.0.1:9200 [--scale N [--keep]]  # there
     python bench/semantic_bench.py --target delta   # the same on a Delta table (by meaning only; no --scale)
 
 The corpus is Python's library reference as Debian ships it (about 320 Sphinx pages), prepared by the HTML
@@ -38,8 +38,15 @@ of the lists' semantic hits against the exact scan's (target >= 0.95) and MRR@10
 (tests/servers/opensearch.py runs one), in aliases named ``semantic-bench-*`` it removes afterwards: the index
 size per document is the store of the primaries after a force merge to one segment; it also prints the seconds
 per document of writing the pages with vectors and without (what embeddings add to a crawl's index writes; the
-embedding itself is the stage's figure above). ``--scale N`` there is latency alone, warm, on N generated documents (100 words of a 5,000-word vocabulary, 10
-random unit vectors each).
+embedding itself is the stage's figure above). ``--scale N`` there is latency alone, warm, on N generated documents (100 words of a 5,000-word vocabulary,
+``--passages`` random unit vectors each, 10 by default), p50 and p95 over 20 queries (two words, a random vector) per
+mode; they are written by the target's ``upsert`` (its mapping and documents), two requests at a time of up to
+40 MiB, with refresh off and no replicas until written (each index's settings restored after), and what a write
+could not take (429, time-outs) is sent again after a pause. ``--keep`` keeps the alias and reuses it when it holds
+N documents, so the queries can be run again; a node for 100,000 documents wants a larger heap than the tests'::
+
+    python tests/servers/opensearch.py run --workdir /tmp/bench-node --heap 4g
+    python bench/semantic_bench.py --target opensearch --url URL --scale 100000 --passages 1 --repeat 3 --keep
 
 Exit code 0 when the figures were measured, 1 when a check fails (a hit the searcher may not see, no vectors).
 """
@@ -47,6 +54,7 @@ Exit code 0 when the figures were measured, 1 when a check fails (a hit the sear
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import statistics
@@ -146,8 +154,8 @@ def run_queries(target, queries: dict[str, str], embedder, repeat: int,
     return found
 
 
-def generated(n: int):
-    """Batches of 1,000 generated documents (see the module's docstring), then the query vector."""
+def generated(n: int, passages: int = 10):
+    """Batches of 1,000 generated documents (see the module's docstring) of ``passages`` vectors each."""
     import random
 
     import numpy as np
@@ -158,40 +166,126 @@ def generated(n: int):
         docs = []
         for k in range(start, min(n, start + 1000)):
             url = f"file:///srv/scale/{k}.txt"
-            vectors = rng.standard_normal((10, 256)).astype(np.float32)
+            vectors = rng.standard_normal((passages, 256)).astype(np.float32)
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
             docs.append(IndexDoc(doc_id(url), url, "file:///srv", "", " ".join(random.choices(vocabulary, k=100)),
                                  "", "", "", "text/plain", "txt", f"{k}.txt", "/srv/scale/", 1, 0, "2024-01-01", [],
-                                 "", str(k), "", "", "", [], "", passages=[x for i in range(10) for x in (i, i + 1)],
+                                 "", str(k), "", "", "", [], "", passages=[x for i in range(passages) for x in (i, i + 1)],
                                  vectors=encode(vectors))._replace(indexed_at="2024-01-01T00:00:00+00:00"))
         yield docs
-    vector = rng.standard_normal(256).astype(np.float32)
-    yield vector / np.linalg.norm(vector)
 
 
-def scale_opensearch(n: int, repeat: int, url: str) -> None:
-    """Warm latency per mode at ``n`` generated documents in an OpenSearch alias."""
-    target = opensearch_target(url, "scale")
+def scale_queries(count: int) -> list[tuple[str, object]]:
+    """``count`` queries of the generated documents: two words of their vocabulary, and a random unit vector."""
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    queries = []
+    for _ in range(count):
+        vector = rng.standard_normal(256).astype(np.float32)
+        queries.append((" ".join(f"w{i}" for i in rng.choice(5000, 2, replace=False)), vector / np.linalg.norm(vector)))
+    return queries
+
+
+def scale_opensearch(n: int, repeat: int, url: str, passages: int = 10, keep: bool = False, queries: int = 20) -> None:
+    """Warm latency per mode at ``n`` generated documents in an OpenSearch alias, written with the target's own
+    ``upsert`` (its mapping and documents) under :func:`bulk_loading`; ``keep``: the alias (one per ``n``: a run of
+    another size leaves it be) is kept afterwards, and used as it is, whatever its passages, when it holds ``n``
+    documents; ``queries`` per mode, each timed ``repeat`` times."""
+    target = opensearch_target(url, f"scale-{n}", keep)
     try:
-        *batches, vector = generated(n)
-        started = time.perf_counter()
-        for docs in batches:
-            failed = target.upsert(docs)
-            if failed:
-                sys.exit(f"FAILED: {len(failed)} documents were not written: {failed[0]}")
-        target.finish(succeeded=True)
-        target.client.indices.refresh(index=target.name)
-        written = time.perf_counter() - started
-        print(f"{n:,} documents, {n * 10:,} passages on OpenSearch (written in {written:.0f} s); query ms  p50      p95")
+        target.client.indices.refresh(index=target.name)  # what a load stopped half-way wrote counts too
+        if target.count() == n:
+            print(f"{n:,} documents on OpenSearch (the alias --keep left, as it was)")
+        else:
+            if target.count():
+                drop(target)
+                target = opensearch_target(url, f"scale-{n}")
+            started = time.perf_counter()
+            with bulk_loading(target):
+                load(target, generated(n, passages))
+            target.client.indices.refresh(index=target.name)
+            written = time.perf_counter() - started
+            print(f"{n:,} documents, {n * passages:,} passages written in {written:,.0f} s "
+                  f"({written / n * 1000:.1f} ms per document)")
+        target.finish(succeeded=True)  # as a crawl ends: the point in time opensearch_target opened is released
+        stats = target.client.indices.stats(index=target.name, metric="store,segments")["_all"]["primaries"]
+        print(f"index: {stats['store']['size_in_bytes'] / n:,.0f} bytes per document in "
+              f"{stats['segments']['count']} segments (not merged)")
+        queries = scale_queries(queries)
+        figures = {}
         for mode in (semantic.KEYWORD, semantic.SEMANTIC, semantic.HYBRID):
+            semantic.search_page(target, asking(queries[0][0], mode=mode), lambda _: [queries[0][1]], 10, facet_size=1)
             spent = []
-            for _ in range(repeat):
-                started = time.perf_counter()
-                semantic.search_page(target, asking("w10 w20", mode=mode), lambda _: [vector], 10, facet_size=1)
-                spent.append(time.perf_counter() - started)
-            print(f"  {mode:9}{'':50}{percentile(spent, 50):8.1f} {percentile(spent, 95):8.1f}")
+            for words, vector in queries:
+                times = []
+                for _ in range(repeat):
+                    started = time.perf_counter()
+                    semantic.search_page(target, asking(words, mode=mode), lambda _, v=vector: [v], 10, facet_size=1)
+                    times.append(time.perf_counter() - started)
+                spent.append(statistics.median(times))
+            figures[mode] = spent
+        print(f"query ms ({len(queries)} queries, median of {repeat} each)   p50      p95")
+        for mode, spent in figures.items():
+            print(f"  {mode:9}{'':28}{percentile(spent, 50):8.1f} {percentile(spent, 95):8.1f}")
+        ratio = statistics.median(figures[semantic.HYBRID]) / statistics.median(figures[semantic.KEYWORD])
+        print(f"hybrid/keyword p50 at {n:,} documents: {ratio:.2f} (target <= 2)")
     finally:
-        drop(target)
+        if not keep:
+            drop(target)
+
+
+@contextlib.contextmanager
+def bulk_loading(target):
+    """Refresh off and no replicas on the alias's indices while loading (no searcher opened every 5 s over a
+    million vectors, nothing copied twice), then each index's own settings back, also after a failure."""
+    client, indices = target.client, target._all_partitions
+    names = ("refresh_interval", "number_of_replicas")
+    before = client.indices.get_settings(index=indices, name=[f"index.{k}" for k in names], include_defaults=True)
+    client.indices.put_settings(index=",".join(before), body={"index": {"refresh_interval": "-1",
+                                                                        "number_of_replicas": 0}})
+    try:
+        yield
+    finally:
+        for index, found in before.items():
+            own = {**found.get("defaults", {}).get("index", {}), **found["settings"].get("index", {})}
+            client.indices.put_settings(index=index, body={"index": {k: own[k] for k in names if k in own}})
+
+
+def load(target, batches, writers: int = 2, attempts: int = 6) -> None:
+    """The batches through ``target.upsert``, ``writers`` at once (one bulk request keeps one of the node's cores
+    busy), with requests of up to LOAD_REQUEST_BYTES; the documents a batch could not write (429 past the
+    client's own retries, time-outs) are written again after a pause that doubles, up to ``attempts`` times."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    from beamtrawl.transforms.index import opensearch
+
+    def write(docs):
+        for attempt in range(attempts):
+            failed = {url for url, _ in target.upsert(docs)}
+            if not failed:
+                return
+            docs = [doc for doc in docs if doc.url in failed]
+            time.sleep(min(120, 5 * 2 ** attempt))
+        sys.exit(f"FAILED: {len(docs)} documents were not written after {attempts} attempts: {docs[0].url}")
+
+    opensearch.MAX_REQUEST_BYTES, saved = LOAD_REQUEST_BYTES, opensearch.MAX_REQUEST_BYTES
+    try:
+        with ThreadPoolExecutor(writers) as pool:
+            running = set()
+            for docs in batches:
+                if len(running) >= writers:  # no more batches made than are written
+                    done, running = wait(running, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        future.result()
+                running.add(pool.submit(write, docs))
+            for future in running:
+                future.result()
+    finally:
+        opensearch.MAX_REQUEST_BYTES = saved
+
+
+LOAD_REQUEST_BYTES = 40 * 1024 * 1024  # a bulk request of the load (the node takes up to 100 MB)
 
 
 def percentile(seconds: list[float], p: int) -> float:
@@ -200,11 +294,14 @@ def percentile(seconds: list[float], p: int) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] * 1000
 
 
-def opensearch_target(url: str, label: str):
+def opensearch_target(url: str, label: str, keep: bool = False):
+    """The bench's alias ``label``, new (``keep``: as it is, if it exists); a request may take 5 minutes."""
     from beamtrawl.transforms.index.opensearch import OpenSearchIndex
+    from beamtrawl.transforms.values import NodeOptions
 
-    target = OpenSearchIndex(url, f"semantic-bench-{label}")
-    drop(target)
+    target = OpenSearchIndex(url, f"semantic-bench-{label}", NodeOptions(timeout=300))
+    if not keep:
+        drop(target)
     target.prepare()
     target.snapshot_splits()
     return target
@@ -337,11 +434,16 @@ def main() -> int:
     parser.add_argument("--url", default=None, help="the OpenSearch node (--target opensearch)")
     parser.add_argument("--questions", type=int, default=0, help="with --scale: the first N questions only")
     parser.add_argument("--index", default="", help="with --scale: the index file, kept (used as it is if it exists)")
+    parser.add_argument("--passages", type=int, default=10, help="--target opensearch --scale: vectors per document")
+    parser.add_argument("--keep", action="store_true",
+                        help="--target opensearch --scale: keep the alias (used as it is if it holds N documents)")
     args = parser.parse_args()
     if args.target == "opensearch" and not args.url:
         parser.error("--target opensearch needs --url")
+    if args.passages < 1:
+        parser.error("--passages must be 1 or more")
     if args.scale and args.target == "opensearch":
-        scale_opensearch(args.scale, max(args.repeat, 20), args.url)
+        scale_opensearch(args.scale, args.repeat, args.url, args.passages, args.keep)
         return 0
     from tests.package_files import python_library_docs
 
@@ -389,7 +491,7 @@ def main() -> int:
                 drop(target)
         report(len(docs), len(embedded), seconds, on_questions, on_names, sizes)
         if args.tiny:
-            scale_opensearch(300, 2, args.url)
+            scale_opensearch(300, 1, args.url, queries=3)
         return 0
     with tempfile.TemporaryDirectory() as work:
         sizes = {}

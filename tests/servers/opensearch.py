@@ -13,8 +13,8 @@ How it works
   libraries) unpacked into ``plugins/``.  The k-NN plugin pins its server version, hence 2.19.1.
   Idempotent: a finished install carries a marker file; a half-done one is redone.
 * ``running_node(workdir)`` writes a config into ``workdir/opensearch`` (``discovery.type: single-node``,
-  loopback, free HTTP and transport ports, disk thresholds off, heap 512m, data and logs in that
-  folder), starts ``bin/opensearch`` in its own process group, waits for ``/_cluster/health`` to be
+  loopback, free HTTP and transport ports, disk thresholds off, heap 512m (``heap``: a bench's node loads
+  a million vectors, ``run --heap 4g``), data and logs in that folder), starts ``bin/opensearch`` in its own process group, waits for ``/_cluster/health`` to be
   yellow or green and yields ``http://127.0.0.1:PORT``; on exit it stops the whole process group.
 
 Why this way: Maven Central serves the integ-test zip but no module zips (``analysis-common:zip`` does
@@ -31,7 +31,7 @@ Needs: Java 11..23 (found through ``OPENSEARCH_JAVA_HOME``, ``JAVA_HOME``, ``jav
 /usr/lib/jvm; 24+ has no security manager) and ``mvn`` for the first install.
 
     python tests/servers/opensearch.py install [--cache-dir DIR]
-    python tests/servers/opensearch.py run [--workdir DIR]     # prints the URL, runs until Ctrl-C
+    python tests/servers/opensearch.py run [--workdir DIR] [--heap 4g]   # prints the URL, runs until Ctrl-C
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ KNN_VERSION = f"{VERSION}.0"
 DEFAULT_CACHE = Path.home() / ".cache" / "beamtrawl" / f"opensearch-{VERSION}"
 SERVICE_USER = "beamtrawl-opensearch"
 MARKER = ".beamtrawl-installed"
+HEAP = "512m"  # the tests' node; a bench loading a million vectors wants more (--heap)
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 
 # (groupId, artifactId, version, type); module jars are named artifactId-version.jar once copied.
@@ -162,10 +163,13 @@ def ensure_installed(cache_dir: str | os.PathLike | None = None) -> Path:
 @contextlib.contextmanager
 def running_node(workdir: str | os.PathLike, *, home: str | os.PathLike | None = None,
                  startup_timeout: float = 120.0, http_port: int | None = None,
-                 settings: dict[str, object] | None = None) -> Iterator[str]:
+                 settings: dict[str, object] | None = None, heap: str = HEAP) -> Iterator[str]:
     """Start a single node with its files under ``workdir``; yield its base URL; stop it on exit.
     Started again with the same ``workdir`` and ``http_port``, it is the same node with the same data
-    (when the service user can reach ``workdir``). ``settings`` are added to opensearch.yml."""
+    (when the service user can reach ``workdir``). ``settings`` are added to opensearch.yml; ``heap`` is the
+    JVM's heap (-Xms and -Xmx, e.g. ``4g``)."""
+    if not re.fullmatch(r"[1-9][0-9]*[mg]", heap):
+        raise ValueError(f"heap {heap!r}: a size such as 512m or 4g")
     home = Path(home) if home else ensure_installed()
     workdir = Path(workdir).resolve()
     node = workdir / "opensearch"
@@ -196,7 +200,7 @@ def running_node(workdir: str | os.PathLike, *, home: str | os.PathLike | None =
     (config / "jvm.options").write_text(jvm_options)
     shutil.copy2(home / "config" / "log4j2.properties", config)
     (config / "jvm.options.d").mkdir(exist_ok=True)
-    (config / "jvm.options.d" / "heap.options").write_text("-Xms512m\n-Xmx512m\n-XX:-UsePerfData\n")
+    (config / "jvm.options.d" / "heap.options").write_text(f"-Xms{heap}\n-Xmx{heap}\n-XX:-UsePerfData\n")
     (config / "opensearch.yml").write_text(
         "cluster.name: beamtrawl-test\nnode.name: node-1\nnetwork.host: 127.0.0.1\n"
         f"http.port: {http_port}\ntransport.port: {transport_port}\ndiscovery.type: single-node\n"
@@ -347,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="start a node and keep it up until Ctrl-C")
     run.add_argument("--cache-dir", default=None, help=f"default: {DEFAULT_CACHE}")
     run.add_argument("--workdir", default=None, help="default: a new temporary folder")
+    run.add_argument("--heap", default=HEAP, help=f"the JVM's heap (default {HEAP}; a bench at 100,000 documents: 4g)")
     args = parser.parse_args(argv)
     home = ensure_installed(args.cache_dir)
     if args.command == "install":
@@ -354,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     workdir = args.workdir or tempfile.mkdtemp(prefix="beamtrawl-opensearch-run-")
     started = time.monotonic()
-    with running_node(workdir, home=home) as url:
+    with running_node(workdir, home=home, heap=args.heap) as url:
         print(f"OpenSearch {VERSION} ready at {url} after {time.monotonic() - started:.1f}s "
               f"(files in {workdir}); Ctrl-C stops it", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
