@@ -14,7 +14,8 @@ The account and its login: a ``credentials:`` entry for the container's URL (use
 password: its key, as ``${ENV}``), else the connection string in ``AZURE_STORAGE_CONNECTION_STRING``, else an
 Azure AD (Entra ID) token from azure-identity's ``DefaultAzureCredential`` (the environment's service principal,
 workload or managed identity, the Azure CLI's login, …) at ``az.account_url`` (or the URL's account's blob
-service); ``az.anonymous: true`` sends no login (a public container). An account in the URL must be the login's. Never a key or SAS in the URL; no reason this module reports names one.
+service); ``az.anonymous: true`` sends no login (a public container). An account in the URL must be the
+login's. Never a key or SAS in the URL; no reason this module reports names one.
 """
 
 from __future__ import annotations
