@@ -97,5 +97,7 @@ def test_an_expired_or_refused_token_is_one_report_line_and_nothing_is_lost(logg
         code, report, output = _crawl(config)
         assert code == 1 and len(report["problems"]) == 1, (failure, report.get("problems"), output[-3000:])
         assert report["problems"][0]["url"] == f"az://{container.container_name}/docs/"
+        assert ("AuthenticationFailed (HTTP 403)" if failure == "expired" else
+                "no Azure AD token: ManagedIdentityCredential") in report["problems"][0]["reason"], report["problems"]
         assert report["counts"]["deleted"] == 0 and indexed(tmp_path) == before
         assert "Traceback" not in output and identity.environment["IDENTITY_HEADER"] not in output
