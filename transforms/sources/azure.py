@@ -223,13 +223,14 @@ class AzureSource(ObjectStore):
         return (AzureError, OSError, ValueError)
 
     def reason(self, err: Exception) -> str:
-        """The service's error code and status, the credential of Azure AD's chain that could not get a token
-        (the chain's own message names none), or what failed to connect."""
+        """The service's error code and status, the credential of Azure AD's chain that was refused a token (the
+        chain's message lists every credential it tried, most of them not set up), or what failed to connect."""
         from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
 
         if isinstance(err, ClientAuthenticationError) and not err.status_code:  # no Azure AD token
-            tried = [line.strip() for line in str(err).splitlines() if line.startswith("\t")]
-            return f"no Azure AD token: {tried[-1] if tried else str(err).splitlines()[0]}"[:300]
+            tried = [line.strip() for line in str(err).splitlines() if line.startswith("\t")]  # one per credential
+            failed = [line for line in tried if "error" in line.lower()]  # one that was set up, and was refused
+            return f"no Azure AD token: {(failed or tried or str(err).splitlines())[0]}"[:300]
         if isinstance(err, HttpResponseError) and err.status_code:
             code = getattr(err.error_code, "value", err.error_code)  # azure-storage-blob's StorageErrorCode
             return f"{code or type(err).__name__} (HTTP {err.status_code})"
