@@ -284,3 +284,12 @@ def test_the_table_and_its_files_reach_the_store_the_connection_string_names(mon
     assert delta_options("abfss://c@other.dfs.core.windows.net/t", {}) == {"azure_storage_account_name": "other"}
     assert delta_options("s3://b/t", {"AWS_ENDPOINT_URL": "https://minio:9000"}) == {
         "AWS_ENDPOINT_URL": "https://minio:9000"}
+    monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
+    monkeypatch.setenv("IDENTITY_ENDPOINT", "http://127.0.0.1:2/msi/token")  # no key: Azure AD's managed identity
+    assert delta_options("az://c/t", {"account_name": "acct"}) == {
+        "account_name": "acct", "azure_storage_account_name": "acct", "msi_endpoint": "http://127.0.0.1:2/msi/token"}
+    assert "msi_endpoint" not in delta_options("az://c/t", {"account_name": "acct", "account_key": "a2V5"})
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "127.0.0.1:3")  # as google-cloud-storage reads it
+    key = json.loads(delta_options("gs://b/t", {})["google_service_account_key"])
+    assert key["gcs_base_url"] == "http://127.0.0.1:3" and key["disable_oauth"] is True
+    assert delta_options("gs://b/t", {"google_service_account": "/sa.json"}) == {"google_service_account": "/sa.json"}
