@@ -308,6 +308,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(config, args, extra: list[str]) -> int:
     """The command ``args`` names, on the loaded configuration."""
+    if args.command == "crawl" and extra and "://" in config.work_dir:
+        from beamtrawl.pipeline import history
+
+        history.use_options(extra)  # the work folder's probe reaches the store as the workers will
     if args.command == "crawl" and args.dry_run:
         from beamtrawl.pipeline.dry_run import dry_run
 

@@ -65,6 +65,15 @@ def file_systems():
     return FileSystems
 
 
+def use_options(beam_args: list[str]) -> None:
+    """Beam's file systems set up with the command's Beam options (``--blob_service_endpoint``,
+    ``--s3_endpoint_url``, …), so that the command reaches a work folder in a store as its workers will."""
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    FileSystems.set_options(PipelineOptions(list(beam_args)))
+
+
 def _stored(work_dir: str) -> list[Callable]:
     """An opener of each kept record, the newest first."""
     if "://" not in work_dir:

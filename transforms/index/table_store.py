@@ -4,13 +4,17 @@ can never be looked for in two different stores.
 
 Those places: the table's ``storage_options`` (delta-rs's own keys, any case: ``AWS_ENDPOINT_URL``,
 ``azure_storage_account_key``, …), else the environment the sources' clients read (``AWS_*`` and ``~/.aws``
-for ``s3://``, ``AZURE_STORAGE_CONNECTION_STRING`` for ``az://`` and ``abfss://``, Google's chain for ``gs://``).
+for ``s3://``, ``AZURE_STORAGE_CONNECTION_STRING`` for ``az://`` and ``abfss://`` (without a key or SAS: Azure AD,
+DefaultAzureCredential for the workers and delta-rs's own chain, given the managed-identity endpoint
+``IDENTITY_ENDPOINT`` azure-identity reads), Google's chain for ``gs://``,
+or the emulator ``STORAGE_EMULATOR_HOST`` names, as google-cloud-storage and the gs:// source reach it).
 An endpoint over plain ``http://`` (an S3-compatible store, Azurite) is allowed as such. A secret is never in
 the URL, and an error about the store is reported without any query (a SAS signature may be there).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from urllib.parse import urlsplit
 
@@ -18,6 +22,15 @@ import pyarrow.fs as pafs
 
 #: The environment variable of an Azure connection string (the az:// source reads the same).
 CONNECTION_STRING = "AZURE_STORAGE_CONNECTION_STRING"
+#: The managed-identity endpoint of App Service, Container Apps, Functions (and its header's secret, IDENTITY_HEADER):
+#: azure-identity reads it; delta-rs is handed it as its ``msi_endpoint``.
+IDENTITY_ENDPOINT = "IDENTITY_ENDPOINT"
+#: delta-rs's own Azure logins besides a key or SAS (its chain: a service principal, workload identity, the CLI).
+_AZURE_LOGINS = ("azure_client_id", "client_id", "azure_client_secret", "client_secret", "azure_storage_token",
+                 "bearer_token", "token", "azure_federated_token_file", "use_azure_cli", "azure_use_azure_cli",
+                 "azure_msi_endpoint", "msi_endpoint", "azure_identity_endpoint", "identity_endpoint")
+#: google-cloud-storage's variable naming a GCS emulator (the gs:// source reads the same).
+GCS_EMULATOR = "STORAGE_EMULATOR_HOST"
 #: The schemes of a place in Azure Blob Storage (delta-rs reads ``azure://`` too).
 AZURE_SCHEMES = ("az", "abfs", "abfss", "azure")
 
@@ -61,14 +74,30 @@ def azure_account(uri: str, options: dict) -> tuple[str, str, str, str]:
     return account, key, sas, endpoint.rstrip("/")
 
 
+def gcs_emulator(uri: str) -> str:
+    """The http(s):// address of the GCS emulator a gs:// ``uri`` is reached at ("" for Google itself)."""
+    address = os.environ.get(GCS_EMULATOR, "").rstrip("/") if scheme(uri) == "gs" else ""
+    return address if "://" in address or not address else f"http://{address}"
+
+
 def delta_options(uri: str, options: dict) -> dict[str, str]:
     """What delta-rs gets for the table at ``uri``: ``options`` with what the sources' chain adds (delta-rs reads
-    the AWS_* variables and Google's chain itself, not an Azure connection string)."""
+    the AWS_* variables and Google's chain itself, not an Azure connection string nor STORAGE_EMULATOR_HOST: an
+    emulator is object_store's service-account key with another ``gcs_base_url`` and no OAuth)."""
     found = dict(options)
+    emulator = gcs_emulator(uri)
+    if emulator and not _given(found, "google_service_account", "service_account", "google_service_account_path",
+                               "service_account_path", "google_service_account_key", "service_account_key",
+                               "google_application_credentials"):
+        found["google_service_account_key"] = json.dumps({"gcs_base_url": emulator, "disable_oauth": True,
+                                                          "client_email": "", "private_key": "",
+                                                          "private_key_id": ""})
     if scheme(uri) in AZURE_SCHEMES:
         account, key, sas, endpoint = azure_account(uri, options)
+        keyless = not (key or sas or _given(options, *_AZURE_LOGINS))
         defaults = {"azure_storage_account_name": account, "azure_storage_account_key": key,
-                    "azure_storage_sas_key": sas if not key else "", "azure_storage_endpoint": endpoint}
+                    "azure_storage_sas_key": sas if not key else "", "azure_storage_endpoint": endpoint,
+                    "msi_endpoint": os.environ.get(IDENTITY_ENDPOINT, "") if keyless else ""}
         found.update({name: value for name, value in defaults.items() if value and not _given(found, name)})
     endpoint = (_given(found, "aws_endpoint_url", "aws_endpoint", "endpoint_url", "endpoint",
                        "azure_storage_endpoint", "azure_endpoint")
@@ -87,6 +116,10 @@ def arrow_fs(uri: str, options: dict) -> tuple[pafs.FileSystem, str]:
     if kind in AZURE_SCHEMES:
         container = parts.netloc.split("@", 1)[0]
         return _azure(uri, options), f"{container}{parts.path}".rstrip("/")
+    if gcs_emulator(uri):
+        emulator = urlsplit(gcs_emulator(uri))
+        return (pafs.GcsFileSystem(anonymous=True, endpoint_override=emulator.netloc, scheme=emulator.scheme),
+                f"{parts.netloc}{parts.path}".rstrip("/"))
     return pafs.FileSystem.from_uri(uri if "://" in uri else os.path.abspath(uri))
 
 
@@ -116,7 +149,8 @@ def _azure(uri: str, options: dict) -> pafs.FileSystem:
         store = AzureBlobFileSystem(connection_string=f"DefaultEndpointsProtocol={protocol};AccountName={account};"
                                                       f"AccountKey={key};BlobEndpoint={endpoint};")
     else:  # a SAS token, else Azure's credential chain (DefaultAzureCredential), as delta-rs does
-        store = AzureBlobFileSystem(account_name=account, account_key=key or None, sas_token=sas or None, anon=False)
+        store = AzureBlobFileSystem(account_name=account, account_key=key or None, sas_token=sas or None, anon=False,
+                                    account_host=endpoint.split("://", 1)[1] if endpoint else None)
     return pafs.PyFileSystem(pafs.FSSpecHandler(store))
 
 

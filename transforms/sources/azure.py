@@ -11,9 +11,11 @@ its content type and user metadata, which become fields of its document. On an a
 namespace (Data Lake Gen2) a folder is also a blob marked ``hdi_isfolder``: no document.
 
 The account and its login: a ``credentials:`` entry for the container's URL (username: the account's name,
-password: its key, as ``${ENV}``), else the connection string in ``AZURE_STORAGE_CONNECTION_STRING``, else no
-login (a public container) at ``az.account_url`` (or the URL's account's blob service). An account in the URL
-must be the login's. Never a key or SAS in the URL; no reason this module reports names one.
+password: its key, as ``${ENV}``), else the connection string in ``AZURE_STORAGE_CONNECTION_STRING``, else an
+Azure AD (Entra ID) token from azure-identity's ``DefaultAzureCredential`` (the environment's service principal,
+workload or managed identity, the Azure CLI's login, …) at ``az.account_url`` (or the URL's account's blob
+service); ``az.anonymous: true`` sends no login (a public container). An account in the URL must be the
+login's. Never a key or SAS in the URL; no reason this module reports names one.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-from beamtrawl.transforms.fields import Count
+from beamtrawl.transforms.fields import Count, Flag
 from beamtrawl.transforms.sources.object_store import (
     EndpointUrl,
     ObjectStore,
@@ -45,7 +47,8 @@ CONNECTION_STRING = "AZURE_STORAGE_CONNECTION_STRING"
 
 class AzureSettings(StoreSettings):
     """Azure Blob Storage containers (az://, abfs://, abfss://); the login: a credentials entry for
-    az://container/ (username: the account, password: its key) or AZURE_STORAGE_CONNECTION_STRING."""
+    az://container/ (username: the account, password: its key), AZURE_STORAGE_CONNECTION_STRING, else Azure AD
+    (DefaultAzureCredential: a managed identity, AZURE_CLIENT_ID/_SECRET/_TENANT_ID, the Azure CLI's login, …)."""
 
     account_url: EndpointUrl | None = None
     """the blob service's http(s):// address (https://ACCOUNT.blob.core.windows.net; Azurite:
@@ -53,6 +56,8 @@ class AzureSettings(StoreSettings):
     account at blob.core.windows.net"""
     max_attempts: Count = Field(4, ge=1, le=20)
     """tries of one request (throttling and 5xx are retried with backoff); then the prefix is kept as it is"""
+    anonymous: Flag = False
+    """send no login at account_url: a public container (not given: Azure AD's DefaultAzureCredential chain)"""
 
     def within(self, seconds: float):
         """One try of each request, none longer than ``seconds``: a searcher waits for no retries."""
@@ -84,6 +89,14 @@ def _connection_account() -> str:
     return found.group(1).strip() if found else ""
 
 
+def azure_ad():
+    """Azure AD's credential chain (azure-identity's DefaultAzureCredential), as Azure's SDKs and tools log in
+    without a key; its interactive browser login left out (a crawl runs unattended)."""
+    from azure.identity import DefaultAzureCredential
+
+    return DefaultAzureCredential(exclude_interactive_browser_credential=True)
+
+
 def _blob(blob) -> Stored:
     return Stored(blob.name, int(blob.size or 0), blob.last_modified, blob.etag or "",
                   blob.content_settings.content_type or "" if blob.content_settings else "",
@@ -106,7 +119,8 @@ class AzureSource(ObjectStore):
 
     STARTER = (
         "az:                              # the login: AZURE_STORAGE_CONNECTION_STRING, or a credentials entry",
-        "                                 # for the container (username: the account, password: ${ITS_KEY})",
+        "                                 # for the container (username: the account, password: ${ITS_KEY}),",
+        "                                 # else Azure AD (a managed identity, the Azure CLI's login, …)",
         "  # account_url: https://ACCOUNT.blob.core.windows.net   # not given: the connection string's",
         "  max_attempts: 4               # tries of one request; then the prefix keeps its documents")
 
@@ -155,7 +169,8 @@ class AzureSource(ObjectStore):
         if os.environ.get(CONNECTION_STRING):
             return BlobServiceClient.from_connection_string(os.environ[CONNECTION_STRING], **bounds)
         if options.account_url or service:
-            return BlobServiceClient(options.account_url or service, **bounds)
+            return BlobServiceClient(options.account_url or service, None if options.anonymous else azure_ad(),
+                                     **bounds)
         raise NoAccount(f"no account: set az.account_url, {CONNECTION_STRING} or a credentials entry")
 
     def pages(self, url: str, bucket: str, prefix: str) -> Iterator[Page]:
@@ -208,9 +223,14 @@ class AzureSource(ObjectStore):
         return (AzureError, OSError, ValueError)
 
     def reason(self, err: Exception) -> str:
-        """The service's error code and status, or what failed to connect."""
-        from azure.core.exceptions import HttpResponseError
+        """The service's error code and status, the credential of Azure AD's chain that was refused a token (the
+        chain's message lists every credential it tried, most of them not set up), or what failed to connect."""
+        from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
 
+        if isinstance(err, ClientAuthenticationError) and not err.status_code:  # no Azure AD token
+            tried = [line.strip() for line in str(err).splitlines() if line.startswith("\t")]  # one per credential
+            failed = [line for line in tried if "error" in line.lower()]  # one that was set up, and was refused
+            return f"no Azure AD token: {(failed or tried or str(err).splitlines())[0]}"[:300]
         if isinstance(err, HttpResponseError) and err.status_code:
             code = getattr(err.error_code, "value", err.error_code)  # azure-storage-blob's StorageErrorCode
             return f"{code or type(err).__name__} (HTTP {err.status_code})"
