@@ -81,7 +81,8 @@ SCHEME_LITERALS_LEFT = {
     "runners/dataflow.py": {"gs://"},  # Dataflow's own rule for its temp_location, not a source's
     "runners/beam_import.py": {"gs"},  # Beam's own file system, imported when Beam is first asked for its scheme
     # the Delta table's storage (delta-rs's and pyarrow's file systems), not a source
-    "transforms/index/table_store.py": {"az", "abfs", "abfss", "file", "http://", "https", "s3"},
+    "transforms/index/table_store.py": {"az", "abfs", "abfss", "file", "gs", "http://", "https", "s3"},
+    "transforms/preparators/onenote.py": {"file"},  # the word: an inserted file's member name, file1, file2…
 }
 
 

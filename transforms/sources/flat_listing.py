@@ -64,9 +64,10 @@ def folders_of(key: str, prefix: str) -> list[str]:
     return [prefix + "/".join(parts[:n]) + "/" for n in range(1, len(parts) + 1)]
 
 
-def flat_listing(store, item: FrontierItem, rules, budget: int | None, bucket: str, prefix: str) -> Iterator:
-    """Records of prefix ``prefix`` of ``bucket`` listed flat (see the module docstring): entries, events,
+def flat_listing(store, item: FrontierItem, rules, budget: int | None, where: tuple[str, str]) -> Iterator:
+    """Records of ``where`` (bucket, prefix) listed flat (see the module docstring): entries, events,
     listings, and frontier items past ``budget`` entries."""
+    bucket, prefix = where
     chain = [_Folder(item, prefix)]
     last, listed = "", 0
     try:

@@ -333,7 +333,7 @@ class ObjectStore:
             yield event("declined", item.url, "discover", "")
             return
         if type(self).pages_after is not ObjectStore.pages_after:  # as many requests as a plain listing
-            yield from flat_listing(self, item, rules, budget, *_where(item.url))
+            yield from flat_listing(self, item, rules, budget, _where(item.url))
             return
         ahead = _ListingsAhead(self)
         try:
