@@ -50,3 +50,9 @@ def test_memo_lengths_past_the_file_end_stop_the_walk(name):
             else (1).to_bytes(4, "big") + (2**31).to_bytes(4, "big")) + b"the only memo"
     prepared, errors, _ = prepare_bytes(header + memo, f"file:///x/{name}")
     assert errors == [] and prepared.content == "the only memo"
+
+
+def test_a_text_file_named_like_a_memo_file_is_text():
+    text = b"Notes on the bibliography, kept beside it.\n" * 20
+    prepared, errors, mimetype = prepare_bytes(text, "file:///x/notes.dbt")
+    assert mimetype != "application/x-dbase-memo" and prepared.content.startswith("Notes on the bibliography")

@@ -103,8 +103,9 @@ def _guess(sample: bytes) -> str:
 
 
 def memo_type(data: bytes, name: str) -> str | None:
-    """:data:`MEMO` for a ``.dbt`` or ``.fpt`` file of at least its 512-byte header block, else None."""
-    return MEMO if name.lower().endswith((".dbt", ".fpt")) and len(data) >= 512 else None
+    """:data:`MEMO` for a ``.dbt`` or ``.fpt`` file of at least its 512-byte header block, which holds binary numbers
+    (a text file so named is text), else None."""
+    return MEMO if name.lower().endswith((".dbt", ".fpt")) and len(data) >= 512 and b"\0" in data[:512] else None
 
 
 def _memos(data: bytes, fox: bool, limit: int) -> list[bytes]:
