@@ -55,4 +55,4 @@ def test_memo_lengths_past_the_file_end_stop_the_walk(name):
 def test_a_text_file_named_like_a_memo_file_is_text():
     text = b"Notes on the bibliography, kept beside it.\n" * 20
     prepared, errors, mimetype = prepare_bytes(text, "file:///x/notes.dbt")
-    assert mimetype != "application/x-dbase-memo" and prepared.content.startswith("Notes on the bibliography")
+    assert errors == [] and mimetype != "application/x-dbase-memo" and prepared.content.startswith("Notes on the bibliography")
