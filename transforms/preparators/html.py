@@ -32,7 +32,7 @@ import lxml.etree
 import lxml.html
 import trafilatura
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
-from trafilatura.utils import DOCTYPE_TAG, HTML_PARSER, decode_file, load_html
+from trafilatura.utils import decode_file, load_html
 
 REVISION = 4  # part of the preparation fingerprint (base.py): 1 keeps the page's description as its metadata,
 # 2 the blocks the main text left out that are not furniture, 3 a declared main content is the main text and
@@ -76,11 +76,6 @@ _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")  # C0 controls but tab and
 # Markup after the closing </html>, which libxml2 drops: groff -Thtml writes an empty page, then the page.
 _AFTER_END = re.compile(rb"</html\s*>\s*<", re.IGNORECASE)
 _CLOSING = re.compile(rb"</(?:body|html)\s*>", re.IGNORECASE)
-# A page ``_load_plain`` parses from its bytes: it begins as HTML, and holds no character trafilatura's repair
-# takes out (C0 controls but tab and line breaks, U+FFFE and U+FFFF, as UTF-8)
-_PLAIN_START = re.compile(rb"\s*<(?:!doctype\s+html|html)[\s>]", re.IGNORECASE)
-_C0_NOT_XML = bytes([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20)])
-_DOCTYPE_TAG = re.compile(DOCTYPE_TAG.pattern.encode(), DOCTYPE_TAG.flags & ~re.UNICODE)  # what the repair edits
 #: libxml2's depth limit (400 unclosed <font> tags reach it): it stops there and drops the text it had read.
 _DEEPEST = 255
 
@@ -115,33 +110,13 @@ def _drop_furniture(tree) -> str:
 
 
 def _load(data: bytes):
-    tree = _load_plain(data) if _PLAIN_START.match(data) else None
-    if tree is None:
-        tree = load_html(data)
+    tree = load_html(data)
     if tree is None:  # trafilatura refuses fragments such as "<p>tiny</p>"
         try:
             tree = lxml.html.document_fromstring(data)
         except (lxml.etree.ParserError, ValueError) as err:
             raise PreparationError(f"not parseable as HTML: {err}") from None
     return tree
-
-
-def _load_plain(data: bytes):
-    """The tree of a page that begins as HTML, is UTF-8 and holds nothing trafilatura's ``load_html`` would
-    repair, parsed from its bytes: the tree ``load_html`` makes, without decoding the page to a string, searching
-    it for characters XML refuses and parsing the string (a sixth of the time of a Python documentation page).
-    None for any other page, which ``load_html`` loads."""
-    line_end = data.find(b"\n")
-    if len(data.translate(None, _C0_NOT_XML)) != len(data) or b"\xef\xbf\xbe" in data or b"\xef\xbf\xbf" in data \
-            or _DOCTYPE_TAG.match(data, 0, len(data) if line_end < 0 else line_end) or any(
-            b"<html" in line and line.endswith(b"/>") for line in data[:4096].splitlines()[:4]):
-        return None
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    tree = lxml.html.document_fromstring(data, parser=HTML_PARSER)
-    return tree if len(tree) else None
 
 
 def _links(tree, url: str) -> list[tuple[str, str]]:
