@@ -20,7 +20,8 @@ from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 
 MEMO = "application/x-dbase-memo"  # beamtrawl's name: libmagic calls a .dbt or .fpt data
 MIME_TYPES = ("application/x-dbf", "application/dbf", "application/dbase", "application/x-dbase", MEMO)
-REVISION = 1  # part of the preparation fingerprint (base.py): 1 names memo and binary fields in the header line
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 names memo and binary fields in the header line, and
+# reads memo files
 DEFAULTS = (("max_records", 100000),)
 _VERSIONS = {0x02, 0x03, 0x04, 0x05, 0x30, 0x31, 0x32, 0x43, 0x63, 0x83, 0x8B, 0x8E, 0xCB, 0xF5, 0xFB}
 # language driver ids (dBASE/FoxPro) → Python codecs; the common ones
