@@ -75,6 +75,8 @@ SPOT_PHRASES = [
     ("HTML index page's list of links", '"Provide access to Python’s configuration information"',
      f"{_PYDOC}/library/python.html"),
     ("delivery report's status part", '"Message content rejected"', f"{_TESTS}/test_email/data/msg_43.txt"),
+    ("dBASE memo file beside its table", '"Behind the Screen with Windows XP"',
+     "libreoffice-common/usr/lib/libreoffice/presets/database/biblio/biblio.dbt"),
 ]
 
 # names that say text: "when the name says a text type and the bytes decode as text, it is text"

@@ -5,8 +5,11 @@ Read here from the file's header, field descriptors and fixed-width records (a f
 format): dbfread, the library for it, opens a file by name and looks for a memo file beside it, and a
 preparator reads bytes in memory. Character fields are decoded by the code page the header's language
 driver byte names, else by what charset-normalizer finds in all of them together (Tika's test tables
-leave that byte 0 and hold UTF-8 or GB18030). Memo fields (pointers into a ``.dbt``/``.fpt`` file that
-is not at hand) and binary fields are left out. Deleted records are left out. At most ``max_records``.
+leave that byte 0 and hold UTF-8 or GB18030). Every field is named in the header line; memo and binary
+fields' cells are left empty: a memo cell is a block number in the ``.dbt``/``.fpt`` file beside the table (which
+Tika writes), not at hand here. That memo file is a document of its own (``application/x-dbase-memo``, typed by
+its name): each memo's text a line (LibreOffice's ``biblio.dbt`` holds the bibliography's authors and titles,
+which ``biblio.dbf`` only points to). Deleted records are left out. At most ``max_records`` records, or memos.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ import struct
 
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 
-MIME_TYPES = ("application/x-dbf", "application/dbf", "application/dbase", "application/x-dbase")
+MEMO = "application/x-dbase-memo"  # beamtrawl's name: libmagic calls a .dbt or .fpt data
+MIME_TYPES = ("application/x-dbf", "application/dbf", "application/dbase", "application/x-dbase", MEMO)
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 names memo and binary fields in the header line, and
+# reads memo files
 DEFAULTS = (("max_records", 100000),)
 _VERSIONS = {0x02, 0x03, 0x04, 0x05, 0x30, 0x31, 0x32, 0x43, 0x63, 0x83, 0x8B, 0x8E, 0xCB, 0xF5, 0xFB}
 # language driver ids (dBASE/FoxPro) → Python codecs; the common ones
@@ -53,14 +59,16 @@ def _value(kind: str, raw: bytes, codec: str) -> str:
 
 def prepare_dbf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     params = {**dict(DEFAULTS), **params}
+    if mimetype == MEMO:
+        return _prepare_memos(data, url, params["max_records"])
     if len(data) < 33 or data[0] not in _VERSIONS:
         raise PreparationError("not a dBASE table")
     count, header_length, record_length = struct.unpack("<IHH", data[4:12])
-    fields = [f for f in _fields(data, header_length) if f[1] in "CNFDLI"]
-    if not fields or record_length < 1:
+    fields = _fields(data, header_length)
+    if not any(kind in "CNFDLI" for _, kind, _ in fields) or record_length < 1:
         raise PreparationError("not a dBASE table: no fields")
     offsets, at = {}, 1
-    for name, kind, width in _fields(data, header_length):
+    for name, kind, width in fields:
         offsets[name] = (at, width)
         at += width
     records = []
@@ -93,3 +101,43 @@ def _guess(sample: bytes) -> str:
 
     best = charset_normalizer.from_bytes(sample).best()
     return best.encoding if best is not None else "latin-1"
+
+
+def memo_type(data: bytes, name: str) -> str | None:
+    """:data:`MEMO` for a ``.dbt`` or ``.fpt`` file of at least its 512-byte header block, which holds binary numbers
+    (a text file so named is text), else None."""
+    return MEMO if name.lower().endswith((".dbt", ".fpt")) and len(data) >= 512 and b"\0" in data[:512] else None
+
+
+def _memos(data: bytes, fox: bool, limit: int) -> list[bytes]:
+    """Each memo's bytes in block order. FoxPro's ``.fpt``: the block size in the header, each memo a type and a
+    length (big-endian) before its bytes. dBASE IV's ``.dbt``: 512-byte blocks, a memo ``FF FF 08 00`` and its
+    length (little-endian, with those 8 bytes); dBASE III's: the text up to its 0x1A end mark."""
+    from beamtrawl.transforms.preparators.mime import reads_as_text  # mime imports this module
+
+    size = (int.from_bytes(data[6:8], "big") or 512) if fox else 512
+    found, at = [], size if not fox else max(size, 512)
+    while at + 8 <= len(data) and len(found) < limit:
+        if fox:
+            kind, length = int.from_bytes(data[at:at + 4], "big"), int.from_bytes(data[at + 4:at + 8], "big")
+            body, end = (data[at + 8:at + 8 + length] if kind == 1 else b""), at + 8 + length
+        elif data[at:at + 4] == b"\xff\xff\x08\x00":
+            length = int.from_bytes(data[at + 4:at + 8], "little")
+            body, end = data[at + 8:at + max(length, 8)], at + max(length, 8)
+        else:
+            stop = data.find(b"\x1a", at)
+            stop = len(data) if stop < 0 else stop
+            body, end = data[at:stop], stop + 1
+        body = body.rstrip(b"\0")
+        if body.strip() and reads_as_text(body):  # a picture or OLE memo, or bytes that are no memo, are not kept
+            found.append(body)
+        at += max(size, -(-(end - at) // size) * size)  # the next block after this memo
+    return found
+
+
+def _prepare_memos(data: bytes, url: str, limit: int) -> Prepared:
+    memos = _memos(data, url.lower().endswith(".fpt"), limit)
+    codec = _guess(b" ".join(memos))
+    lines = [" ".join(memo.decode(codec, "replace").split()) for memo in memos]
+    partial = f"read only the first {limit} memos: reached max_records" if len(memos) >= limit else ""
+    return Prepared(content="\n".join(lines), fields={"memos": str(len(memos)), "charset": codec}, partial=partial)

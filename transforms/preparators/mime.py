@@ -47,6 +47,7 @@ from beamtrawl.transforms.preparators import (
     wordml,
 )
 from beamtrawl.transforms.preparators.compressed import compressed_type
+from beamtrawl.transforms.preparators.dbf import memo_type
 from beamtrawl.transforms.preparators.info import info_type
 from beamtrawl.transforms.preparators.onenote import SECTION_MAGIC as _ONENOTE_MAGIC
 from beamtrawl.transforms.preparators.plist import plist_type
@@ -241,7 +242,7 @@ class MimeSniffer:
             return "application/onenote"
         if metafile.is_emf(data):  # libmagic: application/octet-stream
             return "image/emf"
-        statistical = data_file_type(data, file_name(url))  # libmagic: application/octet-stream
+        statistical = data_file_type(data, file_name(url)) or memo_type(data, file_name(url))  # libmagic: data
         if statistical is not None:
             return statistical
         listed = plist_type(data, file_name(url))  # libmagic: application/octet-stream
