@@ -15,12 +15,19 @@ An unchanged file then crosses no stage at all: neither its entry nor its indexe
 the snapshot is one element per folder with no rows in it (docs/scaling.md). Only the common case is decided
 here, by the very comparison the join makes (:func:`common`); everything else goes the way it went.
 
+A local folder's listing (transforms/sources/file.py) goes further: before it stats the folder's files it reads
+the seven columns the comparison needs of the folder's documents and decides, by that same comparison, which
+of them would be unchanged at their indexed size and ``mtime_ns`` (:class:`Known`). A file whose stat then
+matches becomes no entry at all: the folder's :class:`Unchanged` counts it, and the claim is made from the
+folder's other entries and the documents not found, exactly as from every entry; where the folder cannot be
+claimed after all, its unchanged files are made into entries then and go on with the others.
+
 Why nothing is lost:
 
 * A claim is made only where the listing's own evidence (its :class:`~beamtrawl.transforms.records.Listing`
   record) follows a batch holding exactly that listing's entries, all of container F: a folder listed whole,
-  found once. A listing that fails, a folder of more than MOST entries, or a source whose entries lie
-  elsewhere than the container it lists claims nothing, and its folder is judged from the index by the join.
+  found once. A listing that fails, a folder of more than MOST entries to hand on, or a source whose entries
+  lie elsewhere than the container it lists claims nothing, and its folder is judged from the index by the join.
 * The common entries' arrivals at the join travel in the claim and are counted where the claim arrives: a
   claim lost in transit leaves its listing short, so its folder is incomplete and nothing in it is deleted
   (transforms/listings.py), as with entries lost in transit. ``BEAMTRAWL_FAULT_DROP_CLAIMS`` (transforms/faults.py)
