@@ -7,7 +7,7 @@ import apache_beam as beam
 from beamtrawl.pipeline.config import parse_config
 from beamtrawl.transforms import batches
 from beamtrawl.transforms.accept import Rules
-from beamtrawl.transforms.compare import InPlace
+from beamtrawl.transforms.compare import InPlace, Unchanged
 from beamtrawl.transforms.freshness import ARRIVED, CLAIMED, EVENTS, VANISHED, _Classify
 from beamtrawl.transforms.records import Entry, Listing, SnapshotEntry
 from beamtrawl.transforms.urls import doc_id
@@ -190,6 +190,34 @@ def test_a_folder_compared_where_it_is_listed_is_classified_as_by_the_join(tmp_p
     main, tagged, counts = _classify([Entry(*e) for e in rest], [], index=index)
     assert sorted(s.url.rsplit("/", 1)[1] for s in tagged[VANISHED]) == ["gone", "same", "same2"]
     assert [(a.value.listing, a.value.documents) for a in tagged[ARRIVED]] == [("L1", 3)]
+    index.close()
+
+
+def test_files_found_unchanged_as_they_are_listed_are_claimed_as_their_entries_would_be(tmp_path):
+    """A listing that compares each file as it stats it (compare.Known) makes no entry of an unchanged one: its
+    claim is the one the folder's entries would have made; where the folder cannot be claimed (its listing did
+    not yield exactly these), the unchanged files go on as entries after all, marked as the listing's."""
+    index = _index_of(tmp_path, INDEXED)
+    in_place = InPlace(index, FINGERPRINT)
+    listed = [e for e in FOUND if e.groups == FOUND[0].groups]  # a listing makes its entries alike but for these
+    known = in_place.known(FOLDER, _entry("template")._replace(listing=""))
+    held = [e for e in listed if known.found(e.id, e.size, e.mtime_ns)]
+    assert sorted(e.url.rsplit("/", 1)[1] for e in held) == ["same", "same2"]
+    assert not known.found(held[0].id, held[0].size, held[0].mtime_ns)  # once only
+    batch = [e for e in listed if e not in held]
+
+    def unchanged():
+        return Unchanged(FOLDER, known, lambda url, e: e._replace(listing=""), [e.url for e in held], held
+                         ).listed_by("L1")
+
+    rest, claim = in_place.claim(FOLDER, batch, _listing(listed), unchanged())
+    assert (rest, claim) == InPlace(index, FINGERPRINT).claim(FOLDER, listed, _listing(listed))
+    main, tagged, counts = _classify([Entry(*e) for e in rest], [], index=index, claims=[claim])
+    whole = _classify(listed, INDEXED)
+    assert sorted(e.url for e in main) == sorted(e.url for e in whole[0])
+    assert tagged[VANISHED] == whole[1][VANISHED] and counts == whole[2]
+    for short in (_listing(listed, len(listed) + 1), _listing(listed)._replace(listing="L2")):
+        assert in_place.claim(FOLDER, batch, short, unchanged()) == (batch + held, None)
     index.close()
 
 

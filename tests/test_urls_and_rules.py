@@ -223,6 +223,35 @@ def test_max_depth(rules):
     assert not decision.accepted and decision.reason == "deeper than max_depth 2"
 
 
+def test_a_folders_children_are_decided_as_each_url_would_be(tmp_path, rules):
+    """A listing decides a folder's children once per depth where no rule can tell their names apart (a prefix
+    that ends inside a name can, so can a regex): the decisions are each URL's all the same."""
+    prefixes = rules_for(tmp_path, """\
+        start: [{url: "file:///srv/docs"}]
+        whitelist:
+          - {prefix: "file:///srv/docs/drafts", parse: true, index: false}
+          - {prefix: "file:///srv/docs/a/x"}
+          - {prefix: "file:///srv/docs"}
+        blacklist: [{prefix: "file:///srv/docs/tmp"}, {prefix: "file:///srv/docs/a/b/old"}]
+        index: {path: "i.sqlite"}
+        max_depth: 2
+    """)
+    names = ["x.txt", "xy", "y", "old", "old.txt", "b", ".git", "drafts", "tmp"]
+    for each in (prefixes, rules):
+        for folder in ["file:///srv/docs", "file:///srv/docs/", "file:///srv/docs/a", "file:///srv/docs/a/b",
+                       "file:///srv/docs/drafts", "file:///srv/docs/tmp", "file:///srv/elsewhere", "file:///srv/doc"]:
+            here = each.children(folder)
+            for name in names:
+                url = folder.rstrip("/") + "/" + name
+                for depth in (1, 2, 3):
+                    assert here.decide(url, depth) == each.decide(url, depth, source_url=folder), (url, depth)
+            here.flush()
+    assert prefixes.children("file:///srv/docs/drafts").fixed is not None  # decided once for the folder
+    assert prefixes.children("file:///srv/docs/a/b").fixed is None  # "file:///srv/docs/a/b/old" ends in a name
+    assert prefixes.children("file:///srv/docs/a").fixed is None  # "file:///srv/docs/a/x" ends inside a name
+    assert rules.children("file:///srv/docs/a").fixed is None  # a regex blacklist entry
+
+
 def test_regex_entries_match_the_whole_url(tmp_path):
     rules = rules_for(tmp_path, """\
         start: [{url: "file:///srv/docs"}]

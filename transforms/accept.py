@@ -25,12 +25,12 @@ from beamtrawl.transforms.urls import depth_below, is_under
 RULES_MATCHED = "rules_matched"  # Beam metrics namespace: one counter per rule that decided a URL
 
 
-def rule_matched(pattern) -> None:
-    """Count a URL decided by a whitelist, blacklist or url_rules entry (``pattern.where``), so the report
+def rule_matched(pattern, n: int = 1) -> None:
+    """Count ``n`` URLs decided by a whitelist, blacklist or url_rules entry (``pattern.where``), so the report
     can warn of a rule that matched nothing. Without Beam loaded no pipeline runs here: nothing to count."""
     metrics = sys.modules.get("apache_beam.metrics")
     if metrics is not None and pattern.where:
-        metrics.Metrics.counter(RULES_MATCHED, pattern.where).inc()
+        metrics.Metrics.counter(RULES_MATCHED, pattern.where).inc(n)
 
 
 @dataclass(frozen=True)
@@ -82,18 +82,29 @@ class Rules:
 
     def _rules(self, url: str, depth: int) -> Decision:
         entry = next((w for w in self.whitelist if w.matches(url)), None)
-        if entry is None:
-            return Decision(False, reason="matches no whitelist entry")
-        rule_matched(entry)
-        blocked = self._blacklist_entry(url)
+        if entry is not None:
+            rule_matched(entry)
+        blocked = self._blacklist_entry(url) if entry is not None else None
         if blocked is not None:
             rule_matched(blocked)
+        return self._verdict(entry, blocked, depth)
+
+    def _verdict(self, entry, blocked, depth: int) -> Decision:
+        """The decision for a URL ``depth`` levels deep that whitelist entry ``entry`` and blacklist entry
+        ``blocked`` match first (None: none)."""
+        if entry is None:
+            return Decision(False, reason="matches no whitelist entry")
+        if blocked is not None:
             return Decision(False, reason="matches a blacklist entry")
         if self.max_depth is not None and depth > self.max_depth:
             return Decision(False, reason=f"deeper than max_depth {self.max_depth}")
         if not (entry.parse or entry.index):
             return Decision(False, reason="whitelist entry neither parses nor indexes it")
         return _ACCEPTED[entry.parse, entry.index]
+
+    def children(self, folder_url: str) -> FolderRules:
+        """The decision for the URLs listed in one folder (``folder_url`` and ``/`` and a name)."""
+        return FolderRules(self, folder_url)
 
     def _blacklist_entry(self, url: str):
         return next((b for b in self.blacklist if b.matches(url)), None)
@@ -127,3 +138,48 @@ class Rules:
         depth = 0 if by_host(url) else depth_below(url, root)
         decision = self._rules(url, depth)
         return decision.accepted and decision.index
+
+
+class FolderRules:
+    """:meth:`Rules.decide` for a folder's children, ``decide(url, depth)``. Where every rule's answer is the
+    same for each name in the folder (a prefix rule answers by the folder's URL alone unless it ends inside a
+    name) and no plugin has its say, the decision is made once per depth and its rules counted once per folder
+    (:meth:`flush`); else each URL is decided by itself. A listing decides every file it lists."""
+
+    def __init__(self, rules: Rules, folder_url: str):
+        self.rules, self.folder_url = rules, folder_url
+        prefix = folder_url.rstrip("/") + "/"
+        white = _fixed(rules.whitelist, prefix)
+        black = _fixed(rules.blacklist, prefix) if white is not None and white[0] is not None else (None,)
+        self.fixed = None if (rules.plugins or white is None or black is None) else (white[0], black[0])
+        self.decided: dict[int, Decision] = {}
+        self.n = 0
+
+    def decide(self, url: str, depth: int) -> Decision:
+        if self.fixed is None:
+            return self.rules.decide(url, depth, source_url=self.folder_url)
+        self.n += 1
+        decision = self.decided.get(depth)
+        if decision is None:
+            decision = self.decided[depth] = self.rules._verdict(*self.fixed, depth)
+        return decision
+
+    def flush(self) -> None:
+        """Count the rules that decided this folder's children, once for all of them."""
+        if self.n and self.fixed is not None:
+            for pattern in self.fixed:
+                if pattern is not None:
+                    rule_matched(pattern, self.n)
+        self.n = 0
+
+
+def _fixed(patterns, prefix: str) -> tuple | None:
+    """The first of ``patterns`` that matches every URL beginning with ``prefix`` (and a name), as ``(it,)``,
+    or ``(None,)`` if none matches any; None where a pattern before it can tell names apart (a regex, or a
+    prefix that ends inside a name)."""
+    for pattern in patterns:
+        if pattern.prefix is None or (pattern.prefix.startswith(prefix) and pattern.prefix != prefix):
+            return None
+        if prefix.startswith(pattern.prefix):
+            return (pattern,)
+    return (None,)

@@ -36,7 +36,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from beamtrawl.transforms.accept import Rules
 from beamtrawl.transforms.batches import MOST, Batch, batch_key, pack, unpack
-from beamtrawl.transforms.compare import InPlace
+from beamtrawl.transforms.compare import InPlace, Unchanged
 from beamtrawl.transforms.guard import Guard, isolated
 from beamtrawl.transforms.progress import Progress, Tally, busy
 from beamtrawl.transforms.records import (
@@ -150,22 +150,34 @@ class _Expand(beam.DoFn):
         """Each record to its output; entries gathered in folder batches (transforms/batches.py): a folder's
         entries come one after the other, so a batch is handed on when the next entry's folder differs, when it
         holds MOST, when the folder's listing evidence comes (compared in place then, where the crawl does:
-        :meth:`_hand_on`), and when the listing ends or fails."""
-        key, batch = None, []
+        :meth:`_hand_on`, with the files the listing found unchanged, held), and when the listing ends or fails."""
+        key, batch, held = None, [], None
         try:
             for record in records:
                 if record.route == ENTRIES:
                     self.progress.add()
                     folder = batch_key(record.url)
+                    if held is not None:  # a folder's unchanged files come after its entries: no evidence came
+                        yield from _batches(held.key, held.entries())
+                        held = None
                     if batch and (folder != key or len(batch) >= MOST):
                         yield beam.pvalue.TaggedOutput(ENTRIES, (key, pack(batch)))
                         batch = []
                     key = folder
                     batch.append(record)  # conformed where it leaves the freshness join changed or new
                     continue
-                if batch and record.route == LISTINGS:
-                    yield from self._hand_on(key, batch, record)
-                    batch = []
+                if record.route == Unchanged.route:
+                    self.progress.add(len(record.urls))
+                    if held is not None:
+                        yield from _batches(held.key, held.entries())
+                    if batch and key != record.key:
+                        yield beam.pvalue.TaggedOutput(ENTRIES, (key, pack(batch)))
+                        batch = []
+                    held = record
+                    continue
+                if (batch or held) and record.route == LISTINGS:
+                    yield from self._hand_on(key if batch else held.key, batch, record, held)
+                    batch, held = [], None
                 if record.route != EVENTS:
                     yield beam.pvalue.TaggedOutput(record.route, record)
                 elif record.kind == "incomplete" and record.url:  # freshness needs each one, reason or not
@@ -175,21 +187,33 @@ class _Expand(beam.DoFn):
         except Exception:
             if batch:  # what was listed before the failure stays found (the guard keeps partial outputs)
                 yield beam.pvalue.TaggedOutput(ENTRIES, (key, pack(batch)))
+            if held is not None:
+                yield from _batches(held.key, held.entries())
             raise
         if batch:
             yield beam.pvalue.TaggedOutput(ENTRIES, (key, pack(batch)))
+        if held is not None:
+            yield from _batches(held.key, held.entries())
         for problem in self.rules.plugin_problems():  # plugins that failed in the accept decision
             yield self.tally(problem)
 
-    def _hand_on(self, key: str, batch: list, listing: Listing):
-        """A folder's batch, followed by its listing's evidence ``listing``: its unchanged entries kept back
-        and claimed, where this crawl compares in place and the batch is the whole listing (transforms/compare.py)."""
+    def _hand_on(self, key: str, batch: list, listing: Listing, held: Unchanged | None):
+        """A folder's batch, followed by its listing's evidence ``listing``: its unchanged entries (and ``held``,
+        those the listing found unchanged itself) kept back and claimed, where this crawl compares in place and
+        the batch is the whole listing (transforms/compare.py); else every entry handed on."""
         if self.in_place is not None:
-            batch, claim = self.in_place.claim(key, batch, listing)
+            batch, claim = self.in_place.claim(key, batch, listing, held)
             if claim is not None:
                 yield beam.pvalue.TaggedOutput(CLAIMS, (key, claim))
-        if batch:
-            yield beam.pvalue.TaggedOutput(ENTRIES, (key, pack(batch)))
+        elif held is not None:
+            batch = batch + held.entries()
+        yield from _batches(key, batch)
+
+
+def _batches(key: str, entries: list):
+    """``entries`` of folder ``key`` as batches of at most MOST."""
+    for start in range(0, len(entries), MOST):
+        yield beam.pvalue.TaggedOutput(ENTRIES, (key, pack(entries[start:start + MOST])))
 
 
 class _ExpandItem(_Expand):
@@ -200,8 +224,10 @@ class _ExpandItem(_Expand):
 
     def process(self, item):
         item = FrontierItem(*item)  # workers decode rows into generated classes; routing needs ours
-        records = item_evidence(item.url, self.sources(item.url).expand(item, self.rules, self.follow_symlinks,
-                                                                         self.budget))
+        source = self.sources(item.url)
+        compared = {"in_place": self.in_place} if self.in_place and getattr(source, "compares_listed", False) else {}
+        records = item_evidence(item.url, source.expand(item, self.rules, self.follow_symlinks, self.budget,
+                                                        **compared))
         return busy(self.us, isolated(self._route(records), item.url, _LISTING))
 
 

@@ -387,10 +387,14 @@ class EmbeddedIndex(IndexTarget):
         for (folder,) in self._connect().execute("SELECT DISTINCT folder FROM docs"):
             yield folder, b""
 
-    def folder_rows(self, folder: str) -> list[tuple]:
-        """Worker: the documents of one folder (batch key) as tuples of a SnapshotEntry's fields, by the folder
-        column's index. A row whose URL no longer has that key (a source that changed how its URLs are batched)
-        is left out, so it is judged nowhere and kept; the upsert of its document sets its folder again."""
+    def folder_rows(self, folder: str, fields: tuple[int, ...] | None = None) -> list[tuple]:
+        """Worker: the documents of one folder (batch key) as tuples of a SnapshotEntry's fields (``fields``: only
+        those, by position, in that order: a listing's comparison reads seven of the twelve, and SQLite's fetch
+        costs by the column), by the folder column's index. A row whose URL no longer has that key (a source
+        that changed how its URLs are batched) is left out, so it is judged nowhere and kept; the upsert of its
+        document sets its folder again."""
+        if fields is not None:
+            return self._folder_fields(folder, fields)
         rows = self._connect().execute(f"SELECT {_SNAPSHOT} FROM docs WHERE folder = ?", (folder,))
         if batches.batch_key(folder + "/") != folder:  # a web page's key is its URL (rare: a row per call)
             return [_snapshot_row(row) for row in rows if batches.batch_key(row[1]) == folder]
@@ -398,6 +402,21 @@ class EmbeddedIndex(IndexTarget):
         return [(*row[:8], [] if row[8] == "[]" else json.loads(row[8]), [] if row[9] == "[]" else json.loads(row[9]),
                  [] if row[10] == "[]" else json.loads(row[10]), row[11])
                 for row in rows if row[1].startswith(prefix) and row[1].find("/", cut) < 0]
+
+    def _folder_fields(self, folder: str, fields: tuple[int, ...]) -> list[tuple]:
+        """:meth:`folder_rows` of only ``fields``: each row with its URL first, to leave out those of another key."""
+        names = _SNAPSHOT.split(", ")
+        rows = self._connect().execute(f"SELECT url, {', '.join(names[k] for k in fields)} FROM docs WHERE folder = ?",
+                                       (folder,)).fetchall()
+        prefix, cut = folder + "/", len(folder) + 1
+        if batches.batch_key(prefix) == folder:  # as folder_rows says
+            rows = [row for row in rows if row[0].startswith(prefix) and row[0].find("/", cut) < 0]
+        else:
+            rows = [row for row in rows if batches.batch_key(row[0]) == folder]
+        columns = list(zip(*rows))[1:] or [() for _ in fields]
+        columns = [[_json_list(v) for v in column] if k in _JSON_COLUMNS else column
+                   for k, column in zip(fields, columns)]
+        return list(zip(*columns))
 
     def upsert(self, docs: Sequence[IndexDoc]) -> list[tuple[str, str]]:
         self._matrices.forget()  # SQLite's data_version does not change for a connection's own writes

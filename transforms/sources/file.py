@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import unquote_to_bytes, urlsplit
 
+from beamtrawl.transforms.compare import InPlace, Unchanged
 from beamtrawl.transforms.records import Entry, FrontierItem, event
 from beamtrawl.transforms.sources.base import NotIndexed, StartHints
 from beamtrawl.transforms.sources.walk import walk_to_budget
@@ -42,11 +43,12 @@ def _reason(err: OSError) -> str:
     return err.strerror or errno.errorcode.get(err.errno, str(err))
 
 
-def _entry(url: str, st: os.stat_result, identity: str, item: FrontierItem, depth: int | None = None) -> Entry:
-    """``item``: the folder listed, or the start file itself; ``depth``: below its root, if the caller knows it
-    already (a listing computes it once per folder).
+def _entry(url: str, st: os.stat_result, identity: str, item: FrontierItem, depth: int | None = None,
+           doc: str | None = None) -> Entry:
+    """``item``: the folder listed, or the start file itself; ``depth``: below its root, and ``doc`` its id, if
+    the caller knows them already (a listing computes the depth once per folder).
     The fields by position, in Entry's order: keywords cost 1.1 us more per file listed."""
-    return Entry(doc_id(url), url, item.root, depth_below(url, item.root) if depth is None else depth,  # id, url, root, depth
+    return Entry(doc_id(url) if doc is None else doc, url, item.root, depth_below(url, item.root) if depth is None else depth,  # id, url, root, depth
                  st.st_size, st.st_mtime_ns, identity, None, "", [],  # size, mtime_ns, identity, content, mimetype, outlinks
                  "", "", item.url, "")  # etag, http_last_modified, source_url, link_text
 
@@ -55,8 +57,10 @@ def _identity(st: os.stat_result) -> str:
     return f"{st.st_dev}:{st.st_ino}"
 
 
-def _list(folder: FrontierItem, rules, follow_symlinks: bool, stack: list):
-    """List one folder: files become entries, sub-folders go on ``stack``; returns entries listed."""
+def _list(folder: FrontierItem, rules, follow_symlinks: bool, stack: list, in_place: InPlace | None = None):
+    """List one folder: files become entries, sub-folders go on ``stack``; returns entries listed. With
+    ``in_place`` (transforms/compare.py) a file whose stat matches its indexed document's becomes no entry:
+    the folder's :class:`~beamtrawl.transforms.compare.Unchanged` holds it, after the entries."""
     base = os.fsencode(url_to_path(folder.url))
     try:
         with os.scandir(base) as listing:
@@ -68,35 +72,60 @@ def _list(folder: FrontierItem, rules, follow_symlinks: bool, stack: list):
     depth = depth_below(prefix + "_", folder.root)  # a name holds no "/": every child is this deep
     lineage = (*folder.ancestors, folder.identity) if follow_symlinks else ()
     yield event("listed", count=len(children))
-    for child in children:
-        url = prefix + quote_segment(child.name)
-        try:
-            if child.is_symlink() and not follow_symlinks:  # dangling or not: it is not followed
-                yield event("symlink_skipped")
+
+    def make(url: str, st: os.stat_result, doc: str | None = None) -> Entry:
+        return _entry(url, st, _identity(st) if follow_symlinks else "", folder, depth, doc)
+
+    known = in_place.known(prefix[:-1], make("", _NO_STAT)) if in_place is not None else None
+    urls: list[str] = []  # found unchanged (known): no entry made
+    stats: list[os.stat_result] = []
+    here = rules.children(folder.url)
+    try:
+        for child in children:
+            url = prefix + quote_segment(child.name)
+            try:
+                if child.is_symlink() and not follow_symlinks:  # dangling or not: it is not followed
+                    yield event("symlink_skipped")
+                    continue
+                st = child.stat(follow_symlinks=True)
+            except OSError as err:
+                yield _unlisted(child, url, err)
                 continue
-            st = child.stat(follow_symlinks=True)
-        except OSError as err:
-            yield _unlisted(child, url, err)
-            continue
-        if stat.S_ISDIR(st.st_mode):
-            decision = rules.decide(url, depth + 1, source_url=folder.url)  # walked only if its files could be
-            if not decision.accepted or not decision.parse:
+            if stat.S_ISDIR(st.st_mode):
+                decision = here.decide(url, depth + 1)  # walked only if its files could be
+                if not decision.accepted or not decision.parse:
+                    yield event("declined", url, "discover", "")
+                    continue
+                identity = _identity(st)
+                if identity in lineage:
+                    yield event("skipped", url, "discover", "symbolic link loop")
+                    continue
+                stack.append(FrontierItem(url, folder.root, depth, identity, list(lineage), folder.url, ""))
+            elif stat.S_ISREG(st.st_mode):
+                decision = here.decide(url, depth)
+                if not decision.accepted or not decision.index:
+                    yield event("declined", url, "discover", "")
+                    continue
+                doc = doc_id(url)
+                if known is not None and known.found(doc, st.st_size, st.st_mtime_ns):
+                    urls.append(url)
+                    stats.append(st)
+                    continue
+                yield make(url, st, doc)
+            else:
                 yield event("declined", url, "discover", "")
-                continue
-            identity = _identity(st)
-            if identity in lineage:
-                yield event("skipped", url, "discover", "symbolic link loop")
-                continue
-            stack.append(FrontierItem(url, folder.root, depth, identity, list(lineage), folder.url, ""))
-        elif stat.S_ISREG(st.st_mode):
-            decision = rules.decide(url, depth, source_url=folder.url)
-            if not decision.accepted or not decision.index:
-                yield event("declined", url, "discover", "")
-                continue
-            yield _entry(url, st, _identity(st) if follow_symlinks else "", folder, depth)
-        else:
-            yield event("declined", url, "discover", "")
+    except Exception:  # what it found unchanged goes on, as entries then (a listing that fails keeps what it listed)
+        if known is not None:
+            yield Unchanged(prefix[:-1], known, make, urls, stats)
+        raise
+    finally:
+        here.flush()
+    if known is not None:
+        yield Unchanged(prefix[:-1], known, make, urls, stats)
     return len(children)
+
+
+_NO_STAT = os.stat_result((0,) * 10)  # a template entry's (compare.Known): any size and time
 
 
 def _unlisted(child: os.DirEntry, url: str, err: OSError):
@@ -138,9 +167,13 @@ class FileSource:
         return StartHints(index=os.path.isfile(url_to_path(url)), lines=(
             "# follow_symlinks: true        # follow symbolic links (each target indexed once); off: skipped, counted",))
 
-    def expand(self, item: FrontierItem, rules, follow_symlinks: bool, budget: int | None) -> Iterator:
+    compares_listed = True  # expand() takes in_place (transforms/compare.py)
+
+    def expand(self, item: FrontierItem, rules, follow_symlinks: bool, budget: int | None,
+               in_place: InPlace | None = None) -> Iterator:
         """Yield Entry records for files, FrontierItem records for folders left to the next round and
-        Event records for counts and problems."""
+        Event records for counts and problems; with ``in_place``, a folder's files found unchanged in one
+        :class:`~beamtrawl.transforms.compare.Unchanged` record instead of entries."""
         path = url_to_path(item.url)
         try:
             st = os.stat(path)
@@ -157,7 +190,7 @@ class FileSource:
             return
 
         yield from walk_to_budget([item._replace(identity=_identity(st))], budget,
-                                  lambda folder, stack: _list(folder, rules, follow_symlinks, stack))
+                                  lambda folder, stack: _list(folder, rules, follow_symlinks, stack, in_place))
 
     def open_document(self, url: str) -> BinaryIO:
         """A binary stream of the document's bytes (a plain file: smart_open's dispatch cost 3 % of a crawl)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 
+from beamtrawl.transforms.compare import Unchanged
 from beamtrawl.transforms.records import Listing
 from beamtrawl.transforms.urls import container_key
 
@@ -27,10 +28,11 @@ def walk_to_budget(stack: list, budget: int | None, list_folder: Callable[[objec
 
 
 def evidenced(url: str, records: Iterable, children: Callable[[], Iterable | None]) -> Iterator:
-    """``records`` of one listing of container ``url``, its entries (those not marked yet) marked as the
-    listing's, then the listing's evidence: how many distinct entries it marked and the containers
-    ``children()`` it handed on (None: no evidence after all). A listing that reports ``url`` incomplete
-    leaves none (its documents are kept as it is). Returns what ``records`` returns."""
+    """``records`` of one listing of container ``url``, its entries (those not marked yet, and the files it found
+    unchanged: :class:`~beamtrawl.transforms.compare.Unchanged`) marked as the listing's, then the listing's
+    evidence: how many distinct entries it marked and the containers ``children()`` it handed on (None: no
+    evidence after all). A listing that reports ``url`` incomplete leaves none (its documents are kept as it
+    is). Returns what ``records`` returns."""
     key, records, listing = container_key(url), iter(records), uuid.uuid4().hex[:16]
     seen: set[str] = set()
     complete = True
@@ -42,6 +44,9 @@ def evidenced(url: str, records: Iterable, children: Callable[[], Iterable | Non
             break
         if record.route == "entries" and not record.listing:
             seen.add(record.url)
+            record = record.listed_by(listing)
+        elif record.route == Unchanged.route and not record.listing:  # the files found unchanged, no entry made
+            seen.update(record.urls)
             record = record.listed_by(listing)
         elif record.route == "events" and record.kind == "incomplete" and container_key(record.url) == key:
             complete = False
