@@ -35,6 +35,10 @@ FILE_SYSTEMS = {"gs": "apache_beam.io.gcp.gcsfilesystem"}
 #: Pub/Sub's transforms, the ``gcsio`` module and the cross-language IOs, with Google's client libraries) that
 #: no part of a crawl uses: refused while Beam loads (the ``try`` then stops), importable afterwards.
 UNUSED_AT_START = ("apache_beam.io.gcp.bigquery", "apache_beam.io.gcp.gcsio")
+#: pyarrow, which Beam imports in ``try``s for its Parquet IO and its Arrow batch typehints (neither used by a
+#: crawl), and ``pyarrow_hotfix`` (a fix for pyarrow < 14.0.1; pyproject.toml asks for 16 or newer): refused
+#: while Beam loads; a Delta table imports pyarrow itself when it is used (0.1-0.2 CPU-s a crawl without one spares).
+ARROW = ("pyarrow", "pyarrow_hotfix")
 #: Modules Beam imports at start-up (``import httplib2`` in its stager's HTTP client, for downloading staged
 #: files) that a local crawl never uses: loaded when first used.
 LAZY = ("httplib2",)
@@ -45,15 +49,15 @@ BEARTYPE = ("beartype.door", "beartype.roar")
 
 
 def import_beam() -> None:
-    """Import Beam with :data:`UNUSED`, :data:`ON_DEMAND`, :data:`FILE_SYSTEMS` and :data:`UNUSED_AT_START`
-    refused and :data:`LAZY` and :data:`BEARTYPE` stood in for, unless something imported them already; its
+    """Import Beam with :data:`UNUSED`, :data:`ON_DEMAND`, :data:`FILE_SYSTEMS`, :data:`UNUSED_AT_START` and
+    :data:`ARROW` refused and :data:`LAZY` and :data:`BEARTYPE` stood in for, unless something imported them already; its
     DoFn introspection then remembers each class's answer (runners/dofn_specs.py)."""
     from beamtrawl.runners.dofn_specs import remember_dofn_specs
 
     if "apache_beam" in sys.modules:
         remember_dofn_specs()
         return
-    refused = [name for name in (*UNUSED, *ON_DEMAND, *FILE_SYSTEMS.values(), *UNUSED_AT_START)
+    refused = [name for name in (*UNUSED, *ON_DEMAND, *FILE_SYSTEMS.values(), *UNUSED_AT_START, *ARROW)
                if name not in sys.modules]
     quiet = logging.getLogger("apache_beam.io.mongodbio")  # it warns that it found no bson
     quiet.disabled = True

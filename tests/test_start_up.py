@@ -97,6 +97,21 @@ print(pymongo.version)"""
     assert done.stdout.strip()
 
 
+def test_beam_is_imported_without_pyarrow_and_a_delta_table_store_still_imports_it():
+    """runners/beam_import.py: pyarrow (Beam's Parquet IO and Arrow typehints) is refused while Beam loads, and
+    neither the work folder's check nor Beam brings it; a Delta table's file system imports it when made."""
+    code = """import sys
+from beamtrawl.runners.beam_import import import_beam
+import beamtrawl.pipeline.config.work_folder
+import_beam()
+assert "apache_beam" in sys.modules and "pyarrow" not in sys.modules
+from beamtrawl.transforms.index.table_store import arrow_fs
+print(type(arrow_fs("/tmp/table", {})[0]).__name__)"""
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["LocalFileSystem"]
+
+
 def test_beam_is_imported_without_the_cloud_storage_clients_and_beartype_and_each_user_imports_them():
     """runners/beam_import.py: ``azure.storage.blob``, ``azure.identity``, ``google.cloud.storage``, beartype
     and BigQuery's IO (half of Beam's import) are left out while Beam loads; Beam's ``azfs://`` file system

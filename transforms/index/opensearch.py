@@ -49,14 +49,14 @@ import json
 import os
 import re
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from operator import itemgetter
 from types import SimpleNamespace
 from typing import Annotated, Any, Literal, NamedTuple
 
 import orjson
-from beamtrawl.transforms import batches
+from beamtrawl.transforms import batches, collector
 from beamtrawl.transforms.enrich.auxfields import tokens
 from beamtrawl.transforms.fields import ExistingFile, Flag, Seconds, Text, fail, matching
 from beamtrawl.transforms.index import opensearch_vectors as knn
@@ -190,12 +190,16 @@ def _snapshot_entry(source: dict) -> SnapshotEntry:
     return SnapshotEntry(*[source.get(f, missing) for f, missing in _SNAPSHOT_DEFAULTS])
 
 
-def _folder_batches(sources: list[dict]) -> Iterator[batches.Batch]:
+def _snapshot_entries(sources: list[dict]) -> list[SnapshotEntry]:
+    return list(map(_snapshot_entry, sources))
+
+
+def _folder_batches(sources: list[dict]) -> list[batches.Batch]:
     """Snapshot ``_source`` documents as folder batches of at most MOST records (transforms/batches.py), packed
     from their columns (:func:`_columns`). A folder that comes again in the next range is another batch of its
     key, which the join brings together."""
     if not sources:
-        return
+        return []
     columns = _columns(sources)
     held: dict[str, list[int]] = {}
     for i, key in enumerate(map(batches.batch_key, columns[batches.URL])):
@@ -203,15 +207,17 @@ def _folder_batches(sources: list[dict]) -> Iterator[batches.Batch]:
         if rows is None:
             rows = held[key] = []
         rows.append(i)
+    made = []
     for key, rows in held.items():
         for start in range(0, len(rows), batches.MOST):
             chunk = rows[start:start + batches.MOST]
             if len(chunk) == len(sources):  # one folder: the columns as they are
-                yield key, batches.pack_columns(len(chunk), columns)
+                made.append((key, batches.pack_columns(len(chunk), columns)))
                 continue
             pick = itemgetter(*chunk) if len(chunk) > 1 else lambda column, i=chunk[0]: (column[i],)
-            yield key, batches.pack_columns(len(chunk), [column if column is batches.EMPTY_LISTS else pick(column)
-                                                         for column in columns])
+            made.append((key, batches.pack_columns(len(chunk), [column if column is batches.EMPTY_LISTS else
+                                                                pick(column) for column in columns])))
+    return made
 
 
 def _columns(sources: list[dict]) -> list:
@@ -236,6 +242,11 @@ class _FastJson(JSONSerializer):
             return orjson.loads(s)
         except orjson.JSONDecodeError as err:
             raise SerializationError(s, err) from None
+
+
+def _even(ranges: int) -> int:
+    """``ranges`` rounded up to a multiple of READERS, so that no reader of a split is left idle at its end."""
+    return -(-ranges // READERS) * READERS
 
 
 def _node_url(url: str) -> str:
@@ -340,7 +351,8 @@ class OpenSearchIndex(IndexTarget):
             self._client = OpenSearch(
                 hosts=[self.url], http_auth=auth, verify_certs=o.verify_certs, ca_certs=o.ca_file,
                 timeout=o.timeout, max_retries=5, retry_on_timeout=True,
-                retry_on_status=(502, 503, 504), http_compress=o.compress, serializer=_FastJson())
+                retry_on_status=(502, 503, 504), http_compress=o.compress, serializer=_FastJson(),
+                pool_maxsize=READERS)  # a connection per snapshot reader (with one, every other page made one anew)
         return self._client
 
     def close(self) -> None:
@@ -424,9 +436,9 @@ class OpenSearchIndex(IndexTarget):
                 continue
             docs = stats[index]["primaries"]["docs"]
             numbers = docs["count"] + docs["deleted"]  # about the highest document number
-            ranges = bucket["doc_count"] // PAGE + 1  # each less than a page: one search reads it
+            ranges = _even(bucket["doc_count"] // PAGE + 1)  # each less than a page: one search reads it
             bounds = [None, *(k * numbers // ranges for k in range(1, ranges)), None]
-            per_split = max(1, SLICE_DOCS // PAGE)
+            per_split = max(READERS, SLICE_DOCS // PAGE // READERS * READERS)
             splits += [{"pit": self.pit_id, "index": index, "order": "_doc", "docs": bounds[k:k + per_split + 1]}
                        for k in range(0, ranges, per_split)]
         return splits
@@ -491,29 +503,35 @@ class OpenSearchIndex(IndexTarget):
 
     # -- workers -----------------------------------------------------------------------------
     def read_snapshot(self, split: dict) -> Iterator[SnapshotEntry]:
-        """The split's documents (:meth:`_sources_of`) as records."""
-        for sources in self._sources_of(split):
-            yield from map(_snapshot_entry, sources)
+        """The split's documents (:meth:`_ranges_of`) as records."""
+        for entries in self._ranges_of(split, _snapshot_entries):
+            yield from entries
 
     def read_snapshot_batches(self, split: dict) -> Iterator[batches.Batch]:
         """The split's documents in folder batches made from their columns (:func:`_folder_batches`), without
         a record per document."""
-        for sources in self._sources_of(split):
-            yield from _folder_batches(sources)
+        for made in self._ranges_of(split, _folder_batches):
+            yield from made
 
-    def _sources_of(self, split: dict) -> Iterator[list[dict]]:
-        """The ``_source`` of every document of a split, a range at a time, READERS ranges read at once: a page
-        is one search on one thread of the node, so one reader at a time leaves the node's other cores idle
-        (the profile of a read: the client waited for the node nine tenths of the time). A failure of the node
-        is the one line of :class:`IndexUnavailable`."""
+    def _ranges_of(self, split: dict, make: Callable[[list[dict]], list]) -> Iterator[list]:
+        """``make`` of the ``_source`` of every range of a split's documents, in order, READERS ranges read at
+        once: a page is one search on one thread of the node, so one reader at a time leaves the node's other
+        cores idle (the profile of a read: the client waited for the node nine tenths of the time). Each reader
+        makes what its range gives itself, and a range more is queued, so the node reads the next range while
+        the client makes one. A failure of the node is the one line of :class:`IndexUnavailable`."""
         bounds = split["docs"]
         client = self.client  # made here: the readers share it (its connection pool is thread-safe)
+
+        def read(first: int | None, end: int | None) -> list:
+            with collector.paused():  # the parsed answers are trees: the collector only walks them (collector.py)
+                return make(self._read_range(client, split, first, end))
+
         try:
             with ThreadPoolExecutor(READERS, thread_name_prefix="beamtrawl-snapshot") as pool:
                 reading: deque = deque()
                 for k in range(len(bounds) - 1):
-                    reading.append(pool.submit(self._read_range, client, split, bounds[k], bounds[k + 1]))
-                    if len(reading) == READERS:  # at most READERS ranges held (one page each)
+                    reading.append(pool.submit(read, bounds[k], bounds[k + 1]))
+                    if len(reading) > READERS:  # one range queued behind those read: no reader waits
                         yield reading.popleft().result()
                 while reading:
                     yield reading.popleft().result()

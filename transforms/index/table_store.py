@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import pyarrow.fs as pafs
+if TYPE_CHECKING:  # imported where a file system is made: the work folder's check needs no pyarrow (0.1-0.2 CPU-s)
+    import pyarrow.fs as pafs
 
 #: The environment variable of an Azure connection string (the az:// source reads the same).
 CONNECTION_STRING = "AZURE_STORAGE_CONNECTION_STRING"
@@ -109,6 +111,8 @@ def delta_options(uri: str, options: dict) -> dict[str, str]:
 
 def arrow_fs(uri: str, options: dict) -> tuple[pafs.FileSystem, str]:
     """(pyarrow file system, the table's folder in it) for ``uri``, reaching the store delta-rs reaches."""
+    import pyarrow.fs as pafs
+
     kind = scheme(uri)
     parts = urlsplit(uri)
     if kind in ("s3", "s3a"):
@@ -126,6 +130,8 @@ def arrow_fs(uri: str, options: dict) -> tuple[pafs.FileSystem, str]:
 def _s3(options: dict) -> pafs.S3FileSystem:
     """pyarrow's S3 with the options' endpoint, region and login; what they leave out, pyarrow takes from the
     environment and ~/.aws as boto3 and delta-rs do."""
+    import pyarrow.fs as pafs
+
     endpoint = _given(options, "aws_endpoint_url", "aws_endpoint", "endpoint_url", "endpoint") or os.environ.get(
         "AWS_ENDPOINT_URL", "")
     settings = {"region": _given(options, "aws_region", "region", "aws_default_region") or None,
@@ -141,6 +147,7 @@ def _s3(options: dict) -> pafs.S3FileSystem:
 def _azure(uri: str, options: dict) -> pafs.FileSystem:
     """fsspec's Azure Blob file system (adlfs) for the account delta-rs is given, an endpoint of its own too
     (Azurite, a sovereign cloud); pyarrow's own aborts the process on an error answer without a body."""
+    import pyarrow.fs as pafs
     from adlfs import AzureBlobFileSystem
 
     account, key, sas, endpoint = azure_account(uri, options)
