@@ -135,7 +135,7 @@ class Progress:
         """Write the count over the one before, in place: ``[what, total, total]`` in one ``pwrite`` at the file's
         start (a count never shrinks, so the record never gets shorter and nothing of an older one is left behind;
         a reader that catches half of one sees the two totals differ, :func:`read_count`). A new file renamed over
-        the last made ext4 write the file's data out at each rename (its ``auto_da_alloc``): ~1 ms of a worker's
+        the last made ext4 write the file's data out at each rename (its ``auto_da_alloc``): 10 ms of a worker's
         bundle thread, on a busy disk, twice a second per stage (issue 27). A display is no reason to fail."""
         try:
             if self.fd is None:
