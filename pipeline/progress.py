@@ -11,7 +11,6 @@ that folder: they log their counts as before, and the cluster's own UI shows the
 from __future__ import annotations
 
 import glob
-import json
 import os
 import sys
 import tempfile
@@ -20,7 +19,7 @@ import time
 from collections import deque
 from typing import Self
 
-from beamtrawl.transforms.progress import PROGRESS_DIR_ENV
+from beamtrawl.transforms.progress import PROGRESS_DIR_ENV, read_count
 
 #: Seconds between lines when the output is not a terminal (a log): one a minute, not a wall of them.
 LOG_INTERVAL_S = 60.0
@@ -39,11 +38,10 @@ def totals(folder: str) -> dict[str, int]:
     """The counts the workers wrote so far, by column."""
     sums = dict.fromkeys((name for name, _ in COLUMNS), 0)
     for path in glob.glob(os.path.join(folder, "*.json")):
-        try:
-            with open(path, encoding="utf-8") as handle:
-                what, total = json.load(handle)
-        except (OSError, ValueError):
+        count = read_count(path)
+        if count is None:
             continue
+        what, total = count
         for name, prefixes in COLUMNS:
             if what.startswith(prefixes):
                 sums[name] += int(total)

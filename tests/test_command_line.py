@@ -175,6 +175,7 @@ def test_progress_counts_add_up_across_workers(tmp_path, monkeypatch):
                     ("documents prepared (pdf)", 2), ("documents written", 6)]:
         Progress(what).add(n)
     (tmp_path / "half.json").write_text('["documents wri')  # a reader may meet anything: ignored
+    (tmp_path / "torn.json").write_text('["documents written", 1999, 2000]')  # a write caught half done: ignored
     assert totals(str(tmp_path)) == {"found": 10, "compared": 0, "queued": 0, "prepared": 7, "written": 6}
     assert line(totals(str(tmp_path)), 3.0, {"found": 3.4}) == "finding documents: found 10 · 3/s · 0:00:03"
     assert line(dict.fromkeys(("found", "compared", "queued", "prepared", "written"), 0), 3725.0) == "crawling · 1:02:05"

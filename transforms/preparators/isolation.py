@@ -62,6 +62,7 @@ from beamtrawl.transforms.values import Bounds
 
 _HEADER = struct.Struct("<Q")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+_CHUNK = 64 * 1024  # what one read of a pipe takes at least (below malloc's threshold for a mapping of its own)
 MAX_IN_FLIGHT = 4  # documents handed to the child and not yet answered
 #: Preparator functions that run in the worker for small documents (module docstring: why they are safe there).
 INLINE = frozenset({prepare_text, prepare_xml, prepare_metadata_only})
@@ -96,25 +97,35 @@ def _widen(fd: int) -> int:
             return _PAGE
 
 
-def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
-    chunks, left = [], size
-    while left:
-        # past the deadline, what the child already wrote still counts (it was read late, not sent late)
-        if deadline is not None and not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
-            raise TimeoutError
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            raise EOFError
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+class _Messages:
+    """The messages coming in on a pipe, read as they come: one ``os.read`` takes what the pipe holds (up to
+    ``_CHUNK``), often the whole of a message, header and pickle, or several (answers queue up while the worker
+    works). Reading the header and the pickle apart, each after a ``select``, cost three system calls a document
+    on each side, and a message that came whole still woke its reader twice (issue 27)."""
 
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buffer = bytearray()
 
-def _receive(fd: int, deadline: float | None = None):
-    """The next message; ``deadline`` bounds the wait for its start only: the rest was written in one call
-    by a child done with the document (a large answer read late may pause while the child refills the pipe)."""
-    (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size, deadline))
-    return pickle.loads(_read_exactly(fd, size, None))
+    def receive(self, deadline: float | None = None):
+        """The next message; ``deadline`` bounds the wait for its start only: the rest was written in one call
+        by a child done with the document (a large answer read late may pause while the child refills the pipe)."""
+        self._fill(_HEADER.size, deadline)
+        end = _HEADER.size + _HEADER.unpack_from(self.buffer)[0]
+        self._fill(end, None)
+        message = pickle.loads(self.buffer[_HEADER.size:end])
+        del self.buffer[:end]
+        return message
+
+    def _fill(self, size: int, deadline: float | None) -> None:
+        while len(self.buffer) < size:
+            # past the deadline, what the child already wrote still counts (it was read late, not sent late)
+            if deadline is not None and not select.select([self.fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                raise TimeoutError
+            chunk = os.read(self.fd, min(max(size - len(self.buffer), _CHUNK), 1 << 20))
+            if not chunk:
+                raise EOFError
+            self.buffer += chunk
 
 
 def _exit_reason(code: int | None) -> str:
@@ -214,6 +225,7 @@ class Isolated:
         self.seq = 0
         self.answered = 0.0  # when the last answer was read: the child began the next document then or later
         self.status = None  # the file where the child writes where in the chain it is
+        self.answers: _Messages | None = None  # from the child at work
         self.local = InProcess(preparators)  # for the documents :func:`inline` allows
         self.lock = threading.Lock()
         self._finalizer = weakref.finalize(self, Isolated._end, self.__dict__)
@@ -230,9 +242,10 @@ class Isolated:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=(status,))
         self.pipe_pages = _widen(self.process.stdin.fileno()) // _PAGE
         _widen(self.process.stdout.fileno())  # the child answers without waiting for the worker to read
+        self.answers = _Messages(self.process.stdout.fileno())
         _write(self.process.stdin.fileno(), _frame(self.preparators))
         # Start-up (importing the format libraries) is not the first document's time: wait for it apart.
-        kind, _ = _receive(self.process.stdout.fileno(), time.monotonic() + max(120.0, self.timeout))
+        kind, _ = self.answers.receive(time.monotonic() + max(120.0, self.timeout))
         if kind != "ready":
             raise OSError(f"unexpected first message {kind!r}")
 
@@ -304,8 +317,7 @@ class Isolated:
         it: when it was sent or when the answer before it was read, whichever came last."""
         ticket = self.queue[0]
         try:
-            _, (prepared, failures) = _receive(self.process.stdout.fileno(),
-                                               max(ticket.sent, self.answered) + self.timeout)
+            _, (prepared, failures) = self.answers.receive(max(ticket.sent, self.answered) + self.timeout)
         except TimeoutError:
             self._lost(f"timed out after {self.timeout:g} s (the preparing process was killed)")
         except (EOFError, OSError, pickle.UnpicklingError):
@@ -385,10 +397,11 @@ def _child(memory_limit: int, status: int) -> None:
         os.pwrite(status, _HEADER.pack(len(body)) + body, 0)
 
     try:
-        chain = Chain(_receive(requests), MimeSniffer())
+        requests = _Messages(requests)
+        chain = Chain(requests.receive(), MimeSniffer())
         _write(replies, _frame(("ready", None)))
         while True:
-            data, url, mimetype, start, seq = _receive(requests)
+            data, url, mimetype, start, seq = requests.receive()
             result = chain.run(data, url, mimetype, start,
                                on_try=lambda position, failures, seq=seq: at_work(seq, position, failures))
             _write(replies, _frame(("done", result)))
