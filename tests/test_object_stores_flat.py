@@ -148,6 +148,12 @@ def test_a_flat_listing_asks_as_many_requests_as_a_plain_listing(bucket, s3_serv
     assert len(asked) == -(-len(KEYS) // 4), asked  # ceil(16 / 4) pages, as list_objects_v2 pages the bucket
 
 
+def test_a_directory_bucket_is_walked_prefix_by_prefix(s3_server):
+    """S3 Express directory buckets list out of key order and take no StartAfter: walked, not listed flat."""
+    source, _rules, _start = _source(s3_server.endpoint, start="s3://docs/")
+    assert source.lists_flat("docs") and not source.lists_flat("docs--use1-az4--x-s3")
+
+
 def _failing(s3_server, name: str, rule: Rule, page_size: int, budget: int | None):
     start = f"s3://{name}/"
     with refusing(s3_server.endpoint, "s3", rule) as proxy:

@@ -194,6 +194,10 @@ class ObjectStore:
         no prefixes. A store without it is walked prefix by prefix (:mod:`~.flat_listing` needs it)."""
         raise NotImplementedError
 
+    def lists_flat(self, bucket: str) -> bool:
+        """Is ``bucket`` listed flat (:meth:`pages_after`, in key order), not prefix by prefix?"""
+        return type(self).pages_after is not ObjectStore.pages_after
+
     def head(self, url: str, bucket: str, key: str) -> Stored | None:
         """Object ``key`` as the store describes it now; None when there is no such object."""
         raise NotImplementedError
@@ -332,7 +336,7 @@ class ObjectStore:
         if start is not None and not start.parse:
             yield event("declined", item.url, "discover", "")
             return
-        if type(self).pages_after is not ObjectStore.pages_after:  # as many requests as a plain listing
+        if self.lists_flat(bucket):  # as many requests as a plain listing
             yield from flat_listing(self, item, rules, budget, _where(item.url))
             return
         ahead = _ListingsAhead(self)

@@ -92,6 +92,11 @@ class S3Source(ObjectStore):
     def pages(self, url: str, bucket: str, prefix: str) -> Iterator[Page]:
         return self.pages_after(url, bucket, prefix, "", delimited=True)
 
+    def lists_flat(self, bucket: str) -> bool:
+        """Not a directory bucket (S3 Express One Zone, named ``…--x-s3``): its listing is not in key order and
+        takes no ``StartAfter``, so listed flat it would stop at its first page, every crawl (red team hred7)."""
+        return super().lists_flat(bucket) and not bucket.endswith("--x-s3")
+
     def pages_after(self, url: str, bucket: str, prefix: str, after: str, delimited: bool) -> Iterator[Page]:
         """``list_objects_v2`` from ``StartAfter``."""
         for page in self.s3(url).get_paginator("list_objects_v2").paginate(
