@@ -133,10 +133,12 @@ def node_dir():
 
 @pytest.fixture(scope="session")
 def opensearch(node_dir):
-    """One OpenSearch node (tests/servers/opensearch.py) shared by the session's tests; its URL."""
+    """One OpenSearch node (tests/servers/opensearch.py) shared by the session's tests; its URL. Its heap is 1 GB:
+    one worker's files keep their indexes in it (the cluster test's too), and at 512 MB a full suite's run met the
+    parent circuit breaker (429 "Data too large") in test_opensearch.py."""
     from tests.servers.opensearch import running_node
 
-    with running_node(node_dir / "shared") as url:
+    with running_node(node_dir / "shared", heap="1g") as url:
         yield url
 
 

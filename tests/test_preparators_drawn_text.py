@@ -225,8 +225,9 @@ def test_a_word_drawn_one_character_at_a_time_costs_linear_time():
 
 
 def test_text_boxes_continued_one_character_per_record_cost_linear_time():
-    # 40 boxes of 65,535 characters, each in its own CONTINUE record (16 MB): joined by += they took 4 s of CPU
+    # 40 boxes of 65,535 characters, each in its own CONTINUE record (16 MB): joined by += they took 4 s of CPU on a
+    # quiet machine; joined once, 1.7 s (2.5 s in a full suite's run, which failed a bound of 2)
     box = _biff(0x01B6, bytes(10) + struct.pack("<H", 65535) + bytes(6)) + _biff(0x003C, b"\0x") * 65535
     started = time.process_time()
     assert xls_drawing.read_drawing(box * 40).texts == ["x" * 65535] * 40
-    assert time.process_time() - started < 2
+    assert time.process_time() - started < 3.5

@@ -13,6 +13,7 @@ by ``python tests/servers/gcs.py install`` (tests/run.sh; Go 1.26 or newer, the 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -97,14 +98,20 @@ def service_account(folder: Path) -> Iterator[Path]:
 
 
 def install() -> str:
-    """fake-gcs-xml built from gcs_xml/ into the cache (again when its source is newer than the binary)."""
-    newest = max(path.stat().st_mtime for path in SOURCE.iterdir())
-    if not XML_SERVER.exists() or XML_SERVER.stat().st_mtime < newest:
-        if shutil.which("go") is None:
+    """fake-gcs-xml built from gcs_xml/ into the cache, again when its source differs from the one it was built
+    from (by content: a fresh clone's files are all new, and need no Go when the cached build is theirs)."""
+    digest = hashlib.sha256(b"".join(path.name.encode() + path.read_bytes()
+                                     for path in sorted(SOURCE.iterdir()) if path.is_file())).hexdigest()
+    stamp = XML_SERVER.with_name("source.sha256")
+    if not XML_SERVER.exists() or not stamp.exists() or stamp.read_text() != digest:
+        go = shutil.which("go") or next((p for p in ("/usr/local/go/bin/go",) if os.access(p, os.X_OK)), None)
+        if go is None:
             raise SystemExit("Go 1.26 or newer is needed to build tests/servers/gcs_xml (https://go.dev/dl/)")
         XML_SERVER.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["go", "build", "-o", str(XML_SERVER), "."], cwd=SOURCE, check=True,
-                       env={**os.environ, "GOFLAGS": "-mod=readonly"})
+        subprocess.run([go, "build", "-o", str(XML_SERVER), "."], cwd=SOURCE, check=True,
+                       env={**os.environ, "GOFLAGS": "-mod=readonly",
+                            "PATH": f"{Path(go).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"})
+        stamp.write_text(digest)
     return str(XML_SERVER)
 
 
