@@ -16,7 +16,6 @@ from collections.abc import Iterator
 
 from beamtrawl.transforms.preparators.cell_format import header_footer_text
 from defusedxml import ElementTree
-from openpyxl.styles.numbers import BUILTIN_FORMATS
 
 _COMMENT_AUTHOR, _BEGIN_COMMENT, _COMMENT_TEXT = 632, 635, 637  # BrtCommentAuthor, BrtBeginComment, BrtCommentText
 _COMMENTS = re.compile(r"xl/comments\d*\.bin")
@@ -136,6 +135,9 @@ def _formats(archive: zipfile.ZipFile) -> list[str]:
     """The number format of each cell style (``xl/styles.bin``'s cell XFs, by index)."""
     if "xl/styles.bin" not in archive.namelist():
         return []
+    # imported here: openpyxl's import is 0.14 s of every process's start, and few crawls meet an XLSB file
+    from openpyxl.styles.numbers import BUILTIN_FORMATS
+
     codes, styles, in_cell_xfs = dict(BUILTIN_FORMATS), [], False
     for kind, data in records(_read(archive, "xl/styles.bin")):
         try:
