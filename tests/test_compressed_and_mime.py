@@ -19,7 +19,7 @@ from beamtrawl.transforms.preparators.archive import DEFAULTS
 from beamtrawl.transforms.preparators.html import prepare_html
 from beamtrawl.transforms.preparators.mime import mail_type
 
-from tests.package_files import PY_DOC, PY_LIB, PY_TESTSUITE, debian_deb, debian_file
+from tests.package_files import PY_DOC, PY_LIB, PY_TESTSUITE, debian_deb, debian_file, tika_test_document
 from tests.preparing import SNIFF, prepare_bytes
 from tests.real_corpus import corpus
 
@@ -483,3 +483,16 @@ def test_man_page_cannot_include_local_files():
     prepared, errors, _ = prepare(gzip.compress(page), "file:///m/ls.1.gz")
     assert errors == [] and prepared.title == "ls - list directory contents"
     assert "root:" not in prepared.content and "See the file /etc/passwd" in prepared.content
+
+
+def test_gzip_stored_name_is_metadata():
+    """The name a gzip header stores (``gzip -N`` restores it; Tika names the member by it) is metadata, not the
+    inner file's name: Tika's bob.gz holds alice.txt, quine.gz inflates to itself and stores its own name."""
+    for name, stored in (("bob.gz", "alice.txt"), ("quine.gz", "quine.gz")):
+        prepared, _errors, _mimetype = prepare_bytes(tika_test_document("pkg", name), f"file:///t/{name}")
+        assert prepared is not None and stored in prepared.metadata.splitlines(), name
+    data = tika_test_document("pkg", "bob.gz")
+    assert compressed.gzip_stored_name(data) == "alice.txt"
+    assert compressed.gzip_stored_name(data[:13]) == ""  # cut before the name's end
+    assert compressed.gzip_stored_name(data[:3] + b"\x0c" + data[4:10] + b"\xff\xff") == ""  # FEXTRA past the end
+    assert compressed.gzip_stored_name(gzip.compress(b"x")) == ""  # Python writes no name

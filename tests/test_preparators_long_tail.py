@@ -163,6 +163,19 @@ def test_webarchive_title_is_its_page_and_its_subresources_are_named():
     assert ".png" in prepared.content
 
 
+def test_property_list_is_an_outline_with_iso_dates():
+    """Each key once, its members indented under it (a search for a track's artist and album finds both on
+    the lines they share); dates as XML property lists write them; data and empty values give their key only."""
+    from beamtrawl.transforms.preparators.plist import lines
+
+    prepared, _errors, _ = prepare("apple", "testBPList.bplist")
+    assert "\nPlaylists\n  All Items: True\n  Master: True\n  Name: Library\n" in prepared.content
+    assert ("\nTracks\n  100\n    Album: Axis: Bold As Love\n    Album Artist: Jimi Hendrix\n" in prepared.content
+            and "    Date Added: 2010-02-06T03:05:30Z\n" in prepared.content)
+    assert "Playlists.Playlist Items" not in prepared.content
+    assert lines({"a": [{"b": b"data", "c": None}, []], "": "x"}) == ["a", "  b", "x"]
+
+
 def test_java_class_outline_names_class_and_members():
     prepared, _errors, _ = prepare("code", "AutoDetectParser.class")
     assert prepared.title == "org.apache.tika.parser.AutoDetectParser"

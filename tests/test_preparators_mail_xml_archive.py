@@ -19,7 +19,7 @@ from beamtrawl.transforms.preparators.archive import prepare_archive
 from beamtrawl.transforms.preparators.mail import prepare_mail
 from beamtrawl.transforms.preparators.xml import prepare_xml
 
-from tests.package_files import PY_TESTSUITE, PYTHON, debian_file
+from tests.package_files import PY_TESTSUITE, PYTHON, debian_file, tika_test_document
 from tests.preparing import prepare_bytes
 
 MiB = 1024 * 1024
@@ -294,3 +294,16 @@ def test_zip_slip_names_are_only_listed(make, tmp_path, monkeypatch):
 def test_not_an_archive():
     with pytest.raises(PreparationError, match="not a ZIP or TAR archive"):
         prepare_archive(b"just some bytes" * 100, "file:///x.zip", "application/zip", {})
+
+
+def test_html_alternatives_own_words_are_furniture():
+    """Tika's test mail whose HTML alternative says something else than its plain one: the plain text is the
+    content; the HTML's lines that hold words the plain text lacks are searched (furniture), not shown."""
+    data = tika_test_document("microsoft", "testEML_embedded_xhtml_and_img.eml")
+    prepared = prepare_mail(data, "file:///t/m.eml", "message/rfc822", {})
+    assert "Using inline content" in prepared.content and "XHTML" not in prepared.content
+    assert "the ability of Apache Tika to extract content" in " ".join(prepared.furniture.split())
+    msg = new_mail()
+    msg.set_content("Plain body: die zwölf Äpfel.")
+    msg.add_alternative("<html><body><p>Plain body: die zwölf Äpfel.</p></body></html>", subtype="html")
+    assert prepare(msg).furniture == ""  # the same words twice: nothing more to search

@@ -14,7 +14,7 @@ from beamtrawl.transforms.preparators.mime import MimeSniffer
 from beamtrawl.transforms.preparators.odf import prepare_odf
 from beamtrawl.transforms.preparators.rtf import prepare_rtf
 
-from tests.package_files import debian_file
+from tests.package_files import debian_file, tika_test_document
 
 
 def _mime(data: bytes) -> str:
@@ -281,3 +281,20 @@ def test_rtf_headers_and_footers_are_text():
 
     content = prepare_rtf(tika_test_document("microsoft", "testRTFBoldPlain.rtf"), "file:///a.rtf", "", {}).content
     assert content.startswith("Animal Hospital\n(555) 555-1212") and "Canine / Retriever/Golden" in content
+
+
+def test_header_dates_are_furniture_and_hidden_headers_give_none():
+    """A page header's date and time fields show the time the file was last laid out (Tika writes them):
+    searched through the furniture field, not shown in the text; a header turned off gives none."""
+    data = tika_test_document("miscoffice", "testFooter.ods")
+    prepared = prepare_odf(data, "file:///t/testFooter.ods", _ODS, {})
+    assert prepared.furniture == "10/26/2011\n11:13:57"
+    assert "Here is a footer in the center area" in prepared.content and "2011" not in prepared.content
+    with zipfile.ZipFile(io.BytesIO(data)) as package:
+        parts = {name: package.read(name) for name in package.namelist()}
+    parts["styles.xml"] = parts["styles.xml"].replace(b"<style:header>", b'<style:header style:display="false">')
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as package:
+        for name, body in parts.items():
+            package.writestr(name, body)
+    assert prepare_odf(out.getvalue(), "file:///t/hidden.ods", _ODS, {}).furniture == ""

@@ -60,6 +60,8 @@ def test_crawl_finds_sections_by_search(tmp_path, make_config, crawl, search):
     for name, title, phrase in FILES:
         hits = search(config, f'"{phrase}"')
         assert [(hit["url"].rsplit("/", 1)[1], hit["title"]) for hit in hits] == [(name, title)], phrase
+    hits = search(config, '"December 11, 2019" "nicholas dipiazza"')  # the date line and the author: metadata
+    assert sorted(hit["url"].rsplit("/", 1)[1] for hit in hits) == ["testOneNote2016.one", "testOneNoteEmbeddedWordDoc.one"]
 
 
 def test_inserted_files_are_read_and_their_store_cut_anywhere_is_no_failure():
@@ -75,3 +77,20 @@ def test_inserted_files_are_read_and_their_store_cut_anywhere_is_no_failure():
         assert len(list(onenote.inserted_files(data[:cut]))) <= 1
     overstated = data[:at + 16] + (2**63).to_bytes(8, "little") + data[at + 24:]
     assert [name for name, _opener in onenote.inserted_files(overstated)] == ["file1"]
+
+
+def test_page_date_lines_and_authors_are_metadata():
+    """The date and time OneNote writes under a page's title (Tika writes them; onenote-converter does not
+    return them) and the pages' authors are the document's metadata, each once, in the author's own words."""
+    from beamtrawl.transforms.preparators import onenote
+
+    assert run("testOneNote2016.one")[0].metadata.splitlines() == [
+        "nicholas dipiazza", "Wednesday, December 11, 2019", "5:37 PM"]
+    assert run("test-tika-4303-Chinese-notes.one")[0].metadata.splitlines() == ["Hillstone", "14:08"]
+    assert "Garland, Gilda L" in run("testOneNote2007OrEarlier.one")[0].metadata
+    data = tika_test_document("microsoft", "testOneNote3.one")
+    assert onenote.page_dates(data) == ["Friday, November 22, 2019", "6:39 AM"]  # once, though 9 revisions say it
+    line = b"Friday, November 22, 2019"
+    assert onenote.page_dates(b"\x19\x00\x00\x00" + line) == ["Friday, November 22, 2019"]
+    assert onenote.page_dates(b"\x18\x00\x00\x00" + line) == []  # no stored string of that length: body text
+    assert onenote.page_dates(line) == [] and onenote.page_dates(b"\x05\x00\x00\x0012:30 PM") == []

@@ -36,6 +36,7 @@ MIME_TYPES = ("application/zip", "application/java-archive", "application/x-rar"
               *compressed.TAR_MIME_TYPES, *compressed.MIME_TYPES)
 MiB = compressed.MiB
 HELPERS = (*zip_methods.HELPERS, *rar.HELPERS)
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 keeps a gzip header's stored name as metadata
 # max_entries: a source tarball holds thousands of files (bash-completion 2.5: 1,959, 1.5 MB; at 1,000 a third of
 # its words were missed); 10,000 tiny entries cost about 4 CPU-s, and max_bytes bounds what they hold together
 DEFAULTS = (("max_entries", 10_000), ("max_bytes", 10 * MiB), ("max_scan_bytes", 1024 * MiB), ("max_ratio", 100))

@@ -9,7 +9,8 @@ once past ``RATIO_FREE`` bytes (a bomb stops early). What a bound cuts is kept a
 of a text type is still prepared, one of another format (a cut PDF) only named. A stream cut short or
 damaged keeps what was decompressed before the damage, and says so.
 
-The gzip header's stored file name is ignored: it is not the file's name, and may be anything.
+The gzip header's stored file name (the name the file had when compressed, which ``gzip -N`` restores) is
+metadata, not the inner file's name: it may be anything, so the inner file is still named after the outer.
 
 Framed Snappy and ``.Z`` are decoded here, not by a library, because none found pulls output in bounded pieces:
 cramjam's ``snappy.Decompressor`` collects all the input and decompresses it at ``flush()``, with no bound on
@@ -309,6 +310,21 @@ def inner_name(url: str, codec: Codec) -> str:
     return segment[: len(segment) - len(suffix)] if len(segment) > len(suffix) else segment
 
 
+_FEXTRA, _FNAME = 4, 8  # gzip header flags (RFC 1952)
+_MAX_NAME = 1024
+
+
+def gzip_stored_name(data: bytes) -> str:
+    """The file name a gzip header stores (ISO 8859-1, ended by a zero byte), or ""."""
+    if not data.startswith(GZIP.magic) or len(data) < 10 or not data[3] & _FNAME:
+        return ""
+    at = 10
+    if data[3] & _FEXTRA:
+        at += 2 + int.from_bytes(data[10:12], "little")
+    end = data.find(b"\0", at, at + _MAX_NAME)
+    return "" if end < 0 else " ".join(data[at:end].decode("latin-1").split())
+
+
 def prepare_compressed(data: bytes, url: str, params: dict) -> Prepared:
     """``params``: the archive preparator's (``max_bytes``, ``max_ratio``)."""
     codec = codec_of(data)
@@ -327,7 +343,8 @@ def prepare_compressed(data: bytes, url: str, params: dict) -> Prepared:
         partial.append(f"the {mimetype} inside: {'; '.join(errors)}; a lower-priority preparator read it")
     if stopped and not mimetype.startswith("text/"):
         partial.append(f"the {mimetype} inside was not prepared")
+    metadata = "\n".join(filter(None, [prepared.metadata, gzip_stored_name(data) if codec is GZIP else ""]))
     return Prepared(title=prepared.title, content=prepared.content, summary=prepared.summary,
-                    headlines=prepared.headlines, metadata=prepared.metadata, furniture=prepared.furniture,
+                    headlines=prepared.headlines, metadata=metadata, furniture=prepared.furniture,
                     fields={"inner_mimetype": mimetype, "compression": codec.name, **prepared.fields},  # innermost
                     partial="; ".join(partial))

@@ -4,6 +4,8 @@ Title as in regain: "<subject> from <sender>". Content: a header block, then the
 declared charsets (HTML-only alternatives converted to text), then per attachment an "attachment: <name>"
 line followed by its text, prepared with the same configured preparators as any document (a PDF by the
 PDF preparator, a ZIP by the archive preparator, an attached mail by this one, to a bounded depth).
+Of a multipart/alternative the plain text is read; the lines of its HTML alternative that hold words the
+plain text lacks (a mail client shows the HTML) go to the ``furniture`` field, searched but never shown.
 ``fields["attachments"]`` lists the attachments (name, type, size) as JSON; ``from``, ``to``, ``cc`` and
 ``date`` are fields too. :func:`compose` makes the document of a message read from any store (``outlook``
 for .msg and .pst, ``mbox``), so every message reads alike.
@@ -25,9 +27,9 @@ from beamtrawl.transforms.preparators.html import prepare_html
 from beamtrawl.transforms.preparators.text import decode_text
 
 MIME_TYPES = ("message/rfc822",)
-REVISION = 3  # part of the preparation fingerprint (base.py): 3 reads delivery reports' status parts and a
+REVISION = 4  # part of the preparation fingerprint (base.py): 3 reads delivery reports' status parts and a
 # multipart body whose boundary is lost; 1 makes a message of headers alone a document,
-# 2 stores From, To, Cc and Date as fields
+# 2 stores From, To, Cc and Date as fields; 4 keeps an HTML alternative's own words in the furniture field
 HEADERS = ("Subject", "From", "To", "Cc", "Date")
 _FIELDS = ("From", "To", "Cc", "Date")
 _ADDRESSES = ("From", "To", "Cc")
@@ -66,6 +68,7 @@ def _text_of(part: EmailMessage) -> str:
     return decode_text(payload)
 
 
+_WORD = re.compile(r"\w+")
 _ENCODED_LINE = re.compile(r"^[A-Za-z0-9+/=]{40,}\r?\n", re.MULTILINE)  # base64 of a part whose boundary is lost
 # A delivery or read report's machine-readable parts (RFC 3464, 8098, 6522): header blocks saying which
 # recipient failed and why ("Action: failed", "Diagnostic-Code: smtp; 550 …"), and the headers of the
@@ -80,7 +83,16 @@ def _report_text(part: EmailMessage) -> str:
     return _text_of(part)
 
 
-def _walk(part: EmailMessage, url: str, texts: list[str], attachments: list[dict]) -> None:
+def _html_text(part: EmailMessage, url: str) -> str:
+    try:
+        return prepare_html(_text_of(part).encode("utf-8"), url, "text/html", {}).content
+    except PreparationError:
+        return ""
+
+
+def _walk(part: EmailMessage, url: str, texts: list[str], attachments: list[dict],
+          alternatives: list[EmailMessage]) -> None:
+    """``alternatives``: the HTML parts set aside for a plain one (``furniture``)."""
     ctype = part.get_content_type()
     if part.get_content_maintype() == "multipart":
         children = list(part.iter_parts())
@@ -89,17 +101,12 @@ def _walk(part: EmailMessage, url: str, texts: list[str], attachments: list[dict
             return
         if part.get_content_subtype() == "alternative" and any(c.get_content_type() == "text/plain"
                                                                 for c in children):
+            alternatives += [c for c in children if c.get_content_type() == "text/html"]
             children = [c for c in children if c.get_content_type() != "text/html"]
         for child in children:
-            _walk(child, url, texts, attachments)
+            _walk(child, url, texts, attachments, alternatives)
     elif ctype in ("text/plain", "text/html") and not part.is_attachment() and not part.get_filename():
-        text = _text_of(part)
-        if ctype == "text/html":
-            try:
-                text = prepare_html(text.encode("utf-8"), url, ctype, {}).content
-            except PreparationError:
-                return
-        texts.append(text.strip())
+        texts.append((_html_text(part, url) if ctype == "text/html" else _text_of(part)).strip())
     elif ctype in _REPORT_PARTS:
         texts.append(_report_text(part).strip())
     else:
@@ -110,6 +117,16 @@ def _walk(part: EmailMessage, url: str, texts: list[str], attachments: list[dict
             body = part.get_payload(decode=True) or b""
         attachments.append({"name": part.get_filename() or "", "mimetype": ctype, "size": len(body),
                             "body": body})
+
+
+def furniture(alternatives: list[EmailMessage], texts: list[str], url: str) -> str:
+    """The lines of the HTML alternatives that hold a word the texts read lack, each once."""
+    if not alternatives:
+        return ""
+    known = {w.lower() for text in texts for w in _WORD.findall(text)}
+    lines = (line.strip() for part in alternatives for line in _html_text(part, url).splitlines())
+    return "\n".join(dict.fromkeys(line for line in lines
+                                    if any(w.lower() not in known for w in _WORD.findall(line))))
 
 
 def compose(headers: dict[str, str], texts: list[str], attachments: list[dict], url: str) -> Prepared:
@@ -142,5 +159,8 @@ def prepare_mail(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
         raise PreparationError("no mail headers or body")
     texts: list[str] = []
     attachments: list[dict] = []
-    _walk(msg, url, texts, attachments)
-    return compose(headers, texts, attachments, url)
+    alternatives: list[EmailMessage] = []
+    _walk(msg, url, texts, attachments, alternatives)
+    prepared = compose(headers, texts, attachments, url)
+    prepared.furniture = furniture(alternatives, texts, url)
+    return prepared

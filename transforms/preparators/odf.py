@@ -1,6 +1,7 @@
 """OpenDocument text, spreadsheet, presentation and drawing (and their templates) with the standard
 library: the text of content.xml in reading order (paragraphs, headings, table rows, slide frames and
-notes), then the master pages' text in styles.xml (headers, footers, shapes), headings as headlines, and
+notes), then the master pages' text in styles.xml (headers, footers, shapes; their date and time fields as the
+``furniture`` field), headings as headlines, and
 meta.xml's title, creator, subject, keywords and description. A package without content.xml (a styles
 template such as LibreOffice's Default.ott) is a document all the same; only a package that is not a ZIP,
 has no OpenDocument mimetype member or holds none of those three parts is refused. XML is parsed by
@@ -30,8 +31,8 @@ MIME_TYPES = (
     "application/vnd.oasis.opendocument.chart",  # an embedded object's own package (embedded)
     "application/vnd.oasis.opendocument.formula",
 )
-REVISION = 3  # part of the preparation fingerprint (base.py): 3 OCRs pictures (embedded); 1 reads styles.xml and styles-only packages; 2 inlines
-# embedded objects (embedded)
+REVISION = 4  # part of the preparation fingerprint (base.py): 3 OCRs pictures (embedded); 1 reads styles.xml and styles-only packages; 2 inlines
+# embedded objects (embedded); 4 keeps the dates and times of shown headers and footers in the furniture field
 _PARTS = ("content.xml", "styles.xml", "meta.xml")  # a package holding none of them is not a document
 
 _NS = {
@@ -133,13 +134,29 @@ def _content(xml: bytes, lines: list[str], headlines: list[str]) -> None:
 _RENDERED = {_q(f"text:{name}") for name in ("page-number", "page-count", "date", "time", "sheet-name",
                                               "file-name", "title")} | {_q("presentation:notes")}
 _PLACEHOLDER_CLASS, _DISPLAY = _q("presentation:class"), _q("style:display")
+_DATED = {_q("text:date"), _q("text:time")}
 
 
-def _master_pages(xml: bytes, lines: list[str]) -> None:
-    """The text of styles.xml's master pages: headers, footers and shapes every page shows."""
+def _dates_shown(element, found: list[str]) -> None:
+    """The values of the date and time fields in ``element`` that are not in a header or footer turned off."""
+    if element.get(_DISPLAY) == "false":
+        return
+    if element.tag in _DATED:
+        found.append(" ".join("".join(element.itertext()).split()))
+        return
+    for child in element:
+        _dates_shown(child, found)
+
+
+def _master_pages(xml: bytes, lines: list[str]) -> list[str]:
+    """The text of styles.xml's master pages: headers, footers and shapes every page shows. Returned: the
+    values their date and time fields had when the file was last laid out (``10/26/2011``, ``11:13:57``), a
+    date a searcher may look for though no one wrote it, for the furniture field (searched, never shown)."""
     masters = fromstring(xml).find("office:master-styles", _NS)
     if masters is None:
-        return
+        return []
+    dates: list[str] = []
+    _dates_shown(masters, dates)
     hidden = [e for e in masters.iter()
               if e.tag in _RENDERED or e.get(_PLACEHOLDER_CLASS) or e.get(_DISPLAY) == "false"]
     for element in hidden:
@@ -147,6 +164,7 @@ def _master_pages(xml: bytes, lines: list[str]) -> None:
         element.clear()
         element.tail = tail
     _walk_children(masters, lines, [])
+    return list(dict.fromkeys(d for d in dates if d))
 
 
 def _meta(xml: bytes) -> tuple[str, str]:
@@ -171,11 +189,11 @@ def prepare_odf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
             headlines: list[str] = []
             if "content.xml" in names:
                 _content(archive.read("content.xml"), lines, headlines)
-            if "styles.xml" in names:
-                _master_pages(archive.read("styles.xml"), lines)
+            dates = _master_pages(archive.read("styles.xml"), lines) if "styles.xml" in names else []
             title, metadata = _meta(archive.read("meta.xml")) if "meta.xml" in names else ("", "")
             content = "\n".join(line for line in lines if line)
-            prepared = Prepared(title=title, content=content, headlines=headlines, metadata=metadata)
+            prepared = Prepared(title=title, content=content, headlines=headlines, metadata=metadata,
+                                furniture="\n".join(dates))
             return embedded.inline(prepared, embedded.odf_parts(archive), url)
     except (zipfile.BadZipFile, zlib.error, KeyError, ValueError, EOFError, ParseError, DefusedXmlException) as err:
         raise PreparationError(f"not readable as OpenDocument: {type(err).__name__}: {err}"[:200]) from None

@@ -9,6 +9,13 @@ as an Office document's are: onenote-converter names them but does not give thei
 from the section's file data store objects ([MS-ONESTORE] 2.6.13: a header GUID, the length, 12 reserved
 bytes, then the file), which hold the pictures too (left out, as above).
 
+The date and time OneNote writes under each page's title ("Wednesday, December 11, 2019", "5:37 PM", in the
+author's local time) are text of the page that onenote-converter does not return, and its page times cannot
+rebuild them (they are UTC, and ten years early: the file's Time32 read as Unix time). They are taken from
+the section's stored strings (``TextExtendedAscii``: a 4-byte length, then the characters) that have exactly
+that shape (12- or 24-hour times), and kept once each in the document's metadata with the pages' authors, so
+a search for the page's day or its author finds it.
+
 The parser is native code: a panic in it on a damaged file is this document's failure, as any other
 preparator's exception is, and the isolated preparing process bounds its time and memory.
 """
@@ -16,6 +23,7 @@ preparator's exception is, and the isolated preparing process bounds its time an
 from __future__ import annotations
 
 import io
+import re
 import struct
 
 import magic
@@ -26,10 +34,27 @@ from beamtrawl.transforms.preparators.markdown import prepare_markdown
 MIME_TYPES = ("application/onenote", "application/msonenote")
 # The revision store's file-type GUID {7B5C52E4-D88C-4DA7-AEB1-5378D02996D3}, little-endian, opens a section.
 SECTION_MAGIC = bytes.fromhex("e4525c7b8cd8a74daeb15378d02996d3")
-REVISION = 1  # part of the preparation fingerprint (base.py): 1 reads the files inserted into pages
+REVISION = 2  # part of the preparation fingerprint (base.py): 1 reads the files inserted into pages, 2 the date
+# and time under each page's title, and the pages' authors
 # FileDataStoreObject's header GUID {BDE316E7-2665-4511-A4C4-8D4D0B7A9EAC}, little-endian
 _FILE_DATA = bytes.fromhex("e716e3bd65261145a4c48d4d0b7a9eac")
 _FILE_DATA_AT = 16 + 8 + 4 + 8  # the GUID, the length, then 12 bytes unused or reserved
+
+
+_DAYS = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+# the lines under a page's title, in OneNote's English format, as stored: an ASCII string after its length
+_DATE_LINE = re.compile(rf"(?:{_DAYS}), (?:{_MONTHS}) [0-9]{{1,2}}, [0-9]{{4}}|[0-9]{{1,2}}:[0-5][0-9](?: [AP]M)?".encode())
+
+
+def page_dates(data: bytes) -> list[str]:
+    """The date and time lines under the pages' titles, each once, in the order stored."""
+    found: dict[str, None] = {}
+    for match in _DATE_LINE.finditer(data):
+        start, text = match.start(), match.group()
+        if start >= 4 and int.from_bytes(data[start - 4:start], "little") == len(text):
+            found.setdefault(text.decode("ascii"))
+    return list(found)
 
 
 def inserted_files(data: bytes):
@@ -53,10 +78,12 @@ def prepare_onenote(data: bytes, url: str, mimetype: str, params: dict) -> Prepa
         section = onenote.read_section(data)
         markdown = section.markdown()
         pages = section.page_count
+        authors = [author for page in section.pages for author in page.authors or ()]
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as err:  # noqa: BLE001 - the parser's panics are BaseExceptions (pyo3)
         raise PreparationError(f"not readable as a OneNote section: {type(err).__name__}: {err}"[:200]) from None
     prepared = prepare_markdown(markdown.encode("utf-8"), url, "text/markdown", {})
     prepared.fields = {**prepared.fields, "pages": str(pages)}
+    prepared.metadata = "\n".join(dict.fromkeys(filter(None, [prepared.metadata, *authors, *page_dates(data)])))
     return embedded.inline(prepared, inserted_files(data), url)

@@ -1,8 +1,10 @@
 """Apple's binary property lists (``bplist00``: preferences, Info.plist, iOS backups' manifests) and Safari's
 ``.webarchive`` files, which are such a list.
 
-A property list's text is its keys and string values, one ``key: value`` line each, nested keys joined
-by dots as Tika's BPList reader lists them; data values are left out (a webarchive's aside). A webarchive
+A property list's text is its keys and values as an outline: a ``key: value`` line each, a dictionary's or
+array's key on a line of its own with its members indented under it (each key written once, not its whole
+path on every line), dates as XML property lists write them (``2010-02-06T03:05:30Z``); data values are
+left out (a webarchive's aside), their key kept. A webarchive
 holds a captured page: its main resource (usually HTML) is prepared by its own type, as are its
 subframes' main resources; its title is the page's; its subresources (style sheets, images, scripts) are
 named by URL only.
@@ -26,6 +28,7 @@ from beamtrawl.transforms.preparators.text import decode_text
 MAGIC = b"bplist00"
 BPLIST, WEBARCHIVE = "application/x-bplist", "application/x-webarchive"
 MIME_TYPES = (BPLIST, WEBARCHIVE)
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 writes the list as an outline, dates as ISO 8601
 _MAX_DEPTH = 64
 _EPOCH = datetime.datetime(2001, 1, 1, tzinfo=datetime.UTC)
 
@@ -101,16 +104,21 @@ def parse(data: bytes):
         raise PreparationError(f"not a readable binary property list: {err}") from None
 
 
-def lines(value, key: str = "") -> list[str]:
-    """``key: value`` lines of the strings, numbers and dates in ``value``, nested keys joined by dots."""
-    if isinstance(value, dict):
-        return [line for k, v in value.items() for line in lines(v, f"{key}.{k}" if key else k)]
-    if isinstance(value, list):
-        return [line for item in value for line in lines(item, key)]
+def lines(value, key: str = "", depth: int = 0) -> list[str]:
+    """The outline of ``value``: ``key: value`` lines of its strings, numbers and dates, a container's key
+    on a line of its own above its members, indented a step deeper."""
+    indent = "  " * depth
+    if isinstance(value, (dict, list)):
+        inner = depth + 1 if key else depth
+        items = value.items() if isinstance(value, dict) else (("", item) for item in value)
+        members = [line for k, v in items for line in lines(v, k, inner)]
+        return [f"{indent}{key}", *members] if key else members
     if value is None or isinstance(value, bytes):
-        return [key] if key and value is not None else []
+        return [f"{indent}{key}"] if key and value is not None else []
+    if isinstance(value, datetime.datetime):
+        value = value.strftime("%Y-%m-%dT%H:%M:%SZ")
     text = " ".join(str(value).split())
-    return [f"{key}: {text}" if key else text] if text else []
+    return [f"{indent}{key}: {text}" if key else f"{indent}{text}"] if text else []
 
 
 def _resource_text(resource: dict, url: str) -> Prepared:
