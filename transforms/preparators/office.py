@@ -24,7 +24,7 @@ from beamtrawl.transforms.preparators.cell_format import displayed, header_foote
 from beamtrawl.transforms.preparators.drawing_text import drawing_texts
 from beamtrawl.transforms.values import Bounds
 
-REVISION = 11  # part of the preparation fingerprint (base.py): 11 shows XLSB numbers by their formats and reads a workbook calamine cannot open from its cell records; 10 reads flat OPC files (flat_opc) and tracked insertions; 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
+REVISION = 12  # part of the preparation fingerprint (base.py): 12 keeps DOCX and PPTX pictures' alternative text in the furniture field; 11 shows XLSB numbers by their formats and reads a workbook calamine cannot open from its cell records; 10 reads flat OPC files (flat_opc) and tracked insertions; 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
@@ -104,6 +104,13 @@ def _prepared(properties, creator: str, description: str, content: str, headline
 
 # The Office libraries are imported where used: together they take a quarter of a second to load, which
 # every crawl and every worker would pay whether or not it meets an Office file.
+def _alt_texts(elements) -> str:
+    """The pictures' alternative text (``descr``: what the author wrote for readers who cannot see it, or the
+    inserted file's name Word and PowerPoint put there by default), each once: for the furniture field, searched
+    and never shown, as it is no text of the page."""
+    return _join(dict.fromkeys(text for text in (" ".join((e.get("descr") or "").split()) for e in elements) if text))
+
+
 def _body_blocks(element, parent):
     """Paragraphs and tables in reading order, those inside content controls (``w:sdt``: the cover pages
     and tables of contents of many templates) too, which python-docx's ``iter_inner_content`` skips."""
@@ -174,6 +181,9 @@ def _docx(stream, params: dict) -> Prepared:
     text = _join([*parts["header"], *blocks, *parts["footer"], *parts["footnotes"], *parts["endnotes"],
                   *parts["comments"]])
     prepared = _prepared(document.core_properties, "author", "comments", text, headlines)
+    deleted = qn("w:del")  # a picture deleted with changes tracked is no longer in the document
+    prepared.furniture = _alt_texts(e for e in _visible(body.iter(qn("wp:docPr")))
+                                    if not any(a.tag == deleted for a in e.iterancestors()))
     _say_if_short(prepared, _characters(_visible(body.iter(qn("w:t")))), "characters")
     return prepared
 
@@ -417,15 +427,17 @@ def _pptx(stream, params: dict) -> Prepared:
     from pptx.oxml.ns import qn
 
     presentation = pptx.Presentation(stream)
-    texts, held = [], 0
+    texts, held, pictures = [], 0, []
     for slide in presentation.slides:
         texts.extend(_shape_texts(slide.shapes))
+        pictures.extend(slide._element.iter(qn("p:cNvPr")))
         held += _characters(_visible(slide._element.iter(qn("a:t"))))
         if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
             texts.append(slide.notes_slide.notes_text_frame.text)
             held += _characters(slide.notes_slide.notes_text_frame._txBody.iter(qn("a:t")))
     texts.extend(_slide_comments(presentation.part.package))
     prepared = _prepared(presentation.core_properties, "author", "comments", _join(texts))
+    prepared.furniture = _alt_texts(pictures)
     _say_if_short(prepared, held, "characters")
     return prepared
 
