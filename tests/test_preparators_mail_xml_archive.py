@@ -307,3 +307,8 @@ def test_html_alternatives_own_words_are_furniture():
     msg.set_content("Plain body: die zwölf Äpfel.")
     msg.add_alternative("<html><body><p>Plain body: die zwölf Äpfel.</p></body></html>", subtype="html")
     assert prepare(msg).furniture == ""  # the same words twice: nothing more to search
+    from beamtrawl.transforms.preparators.mbox import prepare_mbox
+
+    box = b"From a@b Thu Jan  1 00:00:00 2024\n" + data.replace(b"\r\n", b"\n")
+    twice = prepare_mbox(box + b"\n" + box, "file:///t/box", "application/mbox", {})
+    assert twice.fields["messages"] == "2" and "Apache Tika to extract" in twice.furniture

@@ -18,6 +18,7 @@ from beamtrawl.transforms.preparators.mail import prepare_mail
 
 MIME_TYPES = ("application/mbox",)
 DEFAULTS = (("max_messages", 10000),)
+REVISION = 1  # part of the preparation fingerprint (base.py): 1 keeps the messages' furniture (mail REVISION 4)
 _SEPARATOR = re.compile(rb"^From ", re.MULTILINE)
 
 
@@ -37,7 +38,8 @@ def join_messages(documents: list[Prepared], more: bool, what: str) -> Prepared:
     content = "\n\n".join(f"{d.title}\n{d.content}" for d in documents)
     partial = f"read only the first {len(documents)} {what}: reached max_messages" if more else ""
     return Prepared(content=content, headlines=[d.title for d in documents if d.title],
-                    fields={"messages": str(len(documents))}, partial=partial)
+                    fields={"messages": str(len(documents))}, partial=partial,
+                    furniture="\n".join(d.furniture for d in documents if d.furniture))
 
 
 def prepare_mbox(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
