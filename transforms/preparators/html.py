@@ -176,6 +176,17 @@ def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
                     furniture=furniture)
 
 
+def visible_lines(data: bytes) -> list[str]:
+    """Every block of a page's visible text, a line each, without trafilatura's choice of a main text: for text
+    that is searched and not shown (a mail's HTML alternative), at the cost of a parse."""
+    tree = _load(data)
+    if _too_deep(tree):
+        return _flat(data).content.splitlines()
+    lxml.etree.strip_elements(tree, *_INVISIBLE, with_tail=False)
+    body = tree.find(".//body")
+    return _lines(body if body is not None else tree)
+
+
 def _too_deep(tree) -> bool:
     """Did libxml2 stop at its depth limit? Then the last element it read, the end of the chain of last
     children, is that deep (a walk down one chain, where a search of the whole tree cost 2 % of a page)."""

@@ -23,7 +23,7 @@ from email.message import EmailMessage, Message
 
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.chain import prepare_nested
-from beamtrawl.transforms.preparators.html import prepare_html
+from beamtrawl.transforms.preparators.html import prepare_html, visible_lines
 from beamtrawl.transforms.preparators.text import decode_text
 
 MIME_TYPES = ("message/rfc822",)
@@ -90,6 +90,13 @@ def _html_text(part: EmailMessage, url: str) -> str:
         return ""
 
 
+def _visible_lines(part: EmailMessage) -> list[str]:
+    try:
+        return visible_lines(_text_of(part).encode("utf-8"))
+    except PreparationError:
+        return []
+
+
 def _walk(part: EmailMessage, url: str, texts: list[str], attachments: list[dict],
           alternatives: list[EmailMessage]) -> None:
     """``alternatives``: the HTML parts set aside for a plain one (``furniture``)."""
@@ -124,7 +131,7 @@ def furniture(alternatives: list[EmailMessage], texts: list[str], url: str) -> s
     if not alternatives:
         return ""
     known = {w.lower() for text in texts for w in _WORD.findall(text)}
-    lines = (line.strip() for part in alternatives for line in _html_text(part, url).splitlines())
+    lines = (line for part in alternatives for line in _visible_lines(part))
     return "\n".join(dict.fromkeys(line for line in lines
                                     if any(w.lower() not in known for w in _WORD.findall(line))))
 
