@@ -41,6 +41,7 @@ _FILE_DATA = bytes.fromhex("e716e3bd65261145a4c48d4d0b7a9eac")
 _FILE_DATA_AT = 16 + 8 + 4 + 8  # the GUID, the length, then 12 bytes unused or reserved
 
 
+_MAX_DATES = 10_000
 _DAYS = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 # the lines under a page's title, in OneNote's English format, as stored: an ASCII string after its length
@@ -54,6 +55,8 @@ def page_dates(data: bytes) -> list[str]:
         start, text = match.start(), match.group()
         if start >= 4 and int.from_bytes(data[start - 4:start], "little") == len(text):
             found.setdefault(text.decode("ascii"))
+            if len(found) == _MAX_DATES:  # a section has a date and a time a page; a made-up one may have millions
+                break
     return list(found)
 
 
