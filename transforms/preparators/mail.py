@@ -126,7 +126,7 @@ def _walk(part: EmailMessage, url: str, texts: list[str], attachments: list[dict
                             "body": body})
 
 
-def furniture(alternatives: list[EmailMessage], texts: list[str], url: str) -> str:
+def _furniture(alternatives: list[EmailMessage], texts: list[str]) -> str:
     """The lines of the HTML alternatives that hold a word the texts read lack, each once."""
     if not alternatives:
         return ""
@@ -169,5 +169,5 @@ def prepare_mail(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
     alternatives: list[EmailMessage] = []
     _walk(msg, url, texts, attachments, alternatives)
     prepared = compose(headers, texts, attachments, url)
-    prepared.furniture = furniture(alternatives, texts, url)
+    prepared.furniture = _furniture(alternatives, texts)
     return prepared
