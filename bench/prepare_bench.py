@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -84,12 +85,19 @@ def entries_of(paths: list[Path]) -> list[Entry]:
     return entries
 
 
-def run_loop(entries: list[Entry]) -> tuple[float, int]:
-    """Seconds and documents made, in this process."""
+def _cpu() -> float:
+    """CPU seconds so far of this process and of its children that ended (the workers, which waited for their
+    preparing children): on a shared machine they move far less with the load than wall seconds."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def run_loop(entries: list[Entry]) -> tuple[float, float, int]:
+    """Seconds, CPU seconds and documents made, in this process."""
     sniff = MimeSniffer()
     chain = Chain(BUILTIN, sniff)
     options = PrepareOptions(BUILTIN, FINGERPRINT, MAX_FILE_SIZE, MAX_SUMMARY)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu()
     made = 0
     for entry in entries:
         with open(entry.url.removeprefix("file://"), "rb") as handle:
@@ -98,7 +106,7 @@ def run_loop(entries: list[Entry]) -> tuple[float, int]:
         prepared, _errors = chain.run(data, entry.url, mimetype)
         make_document(RawDocument(entry, mimetype, data, ""), prepared or Prepared(), options)
         made += 1
-    return time.perf_counter() - started, made
+    return time.perf_counter() - started, _cpu() - cpu, made
 
 
 class _Count(beam.DoFn):
@@ -109,8 +117,9 @@ class _Count(beam.DoFn):
         self.made.inc()
 
 
-def run_beam(entries: list[Entry], workers: int) -> tuple[float, int]:
-    """Seconds from Pipeline.run to the end, and documents made."""
+def run_beam(entries: list[Entry], workers: int) -> tuple[float, float, int]:
+    """Seconds and CPU seconds (this process and its workers) from Pipeline.run to the end, and documents
+    made."""
     use_row_coders()
     options = PipelineOptions(direct.arguments([f"--direct_num_workers={workers}"]))
     p = beam.Pipeline(runner=direct.runner(options), options=options)
@@ -118,33 +127,40 @@ def run_beam(entries: list[Entry], workers: int) -> tuple[float, int]:
                      | Prepare(PrepareOptions(BUILTIN, FINGERPRINT, MAX_FILE_SIZE, MAX_SUMMARY, Bounds())))
     for i, family_docs in enumerate(docs):
         _ = family_docs | f"Count{i}" >> beam.ParDo(_Count())
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu()
     result = p.run()
     result.wait_until_finish()
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, _cpu() - cpu
     counters = result.metrics().query(MetricsFilter().with_name("documents"))["counters"]
-    return seconds, sum(c.committed or c.attempted or 0 for c in counters)
+    return seconds, cpu, sum(c.committed or c.attempted or 0 for c in counters)
 
 
-def measure(name: str, paths: list[Path], rows: list, checks: list[str], repeat: int) -> dict[str, float]:
+def measure(name: str, paths: list[Path], rows: list, checks: list[str], repeat: int) -> dict[str, tuple]:
     """Best of ``repeat`` interleaved runs of each (the machine may be shared: the best is the least
-    disturbed)."""
+    disturbed): {run: (seconds, CPU seconds)}, each the least of its runs."""
     entries = entries_of(paths)
     megabytes = sum(e.size for e in entries) / 1e6
-    figures: dict[str, float] = {}
+    figures: dict[str, tuple] = {}
     for _ in range(repeat):
-        loop_s, loop_made = run_loop(entries)
-        figures["loop"] = min(loop_s, figures.get("loop", loop_s))
+        loop_s, loop_cpu, loop_made = run_loop(entries)
+        runs = {"loop": (loop_s, loop_cpu)}
         for workers in (1, 2):
-            seconds, made = run_beam(entries, workers)
-            figures[f"beam×{workers}"] = min(seconds, figures.get(f"beam×{workers}", seconds))
+            seconds, cpu, made = run_beam(entries, workers)
+            runs[f"beam×{workers}"] = (seconds, cpu)
             if made != loop_made:
                 checks.append(f"{name}: beam×{workers} made {made} documents, the loop {loop_made}")
-    for label, seconds in figures.items():
-        ratio = figures["loop"] / seconds
+        for label, (seconds, cpu) in runs.items():
+            best = figures.get(label, (seconds, cpu))
+            figures[label] = (min(seconds, best[0]), min(cpu, best[1]))
+    loop_s, loop_cpu = figures["loop"]
+    for label, (seconds, cpu) in figures.items():
         rows.append((name, label, len(entries), megabytes, seconds, len(entries) / seconds, megabytes / seconds,
-                     ratio))
+                     loop_s / seconds, cpu, loop_cpu / cpu))
     return figures
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
 
 
 def main() -> int:
@@ -171,7 +187,7 @@ def main() -> int:
         print("families: " + ", ".join(f"{f} {len(p)}" for f, p in sorted(families.items())))
         rows: list = []
         checks: list[str] = []
-        startup = {w: min(run_beam([], w)[0] for _ in range(args.repeat)) for w in (1, 2)}
+        startup = {w: min(run_beam([], w)[:2] for _ in range(args.repeat)) for w in (1, 2)}
         mixed = measure("all (mixed)", everything, rows, checks, args.repeat)
         if args.families:
             for family, paths in sorted(families.items()):
@@ -179,17 +195,20 @@ def main() -> int:
 
         print()
         print(f"{'corpus':<12} {'run':<7} {'docs':>6} {'MB':>7} {'seconds':>8} {'docs/s':>8} {'MB/s':>7} "
-              f"{'× loop':>7}")
-        for name, label, count, megabytes, seconds, rate, mbps, ratio in rows:
+              f"{'× loop':>7} {'CPU s':>7} {'× loop':>7}")
+        for name, label, count, megabytes, seconds, rate, mbps, ratio, cpu, cpu_ratio in rows:
             print(f"{name:<12} {label:<7} {count:>6} {megabytes:>7.1f} {seconds:>8.2f} {rate:>8.1f} {mbps:>7.2f} "
-                  f"{ratio:>7.2f}")
-        one, two = mixed["loop"] / mixed["beam×1"], mixed["loop"] / mixed["beam×2"]
+                  f"{ratio:>7.2f} {cpu:>7.2f} {cpu_ratio:>7.2f}")
+        (loop, loop_cpu), (one, one_cpu), (two, two_cpu) = (mixed[k] for k in ("loop", "beam×1", "beam×2"))
         print()
-        print(f"mixed corpus: beam×1 = {one:.2f}× the loop (target ≥ 0.9: {'PASS' if one >= 0.9 else 'MISS'}), "
-              f"beam×2 = {two:.2f}× the loop (target ≥ 1.6: {'PASS' if two >= 1.6 else 'MISS'})")
-        print(f"An empty pipeline (start-up and shut-down alone) takes {startup[1]:.1f} s with 1 worker and "
-              f"{startup[2]:.1f} s with 2; without it, beam×1 = {mixed['loop'] / (mixed['beam×1'] - startup[1]):.2f}× "
-              f"and beam×2 = {mixed['loop'] / (mixed['beam×2'] - startup[2]):.2f}× the loop.")
+        print(f"mixed corpus: beam×1 = {loop / one:.2f}× the loop (target ≥ 0.9: {verdict(loop / one >= 0.9)}), "
+              f"beam×2 = {loop / two:.2f}× the loop (target ≥ 1.6: {verdict(loop / two >= 1.6)})")
+        print(f"  documents per CPU-second (this process and its workers with their preparing children): beam×1 = "
+              f"{loop_cpu / one_cpu:.2f}× the loop, beam×2 = {loop_cpu / two_cpu:.2f}×")
+        print(f"An empty pipeline (start-up and shut-down alone) takes {startup[1][0]:.1f} s ({startup[1][1]:.1f} CPU-s) "
+              f"with 1 worker and {startup[2][0]:.1f} s ({startup[2][1]:.1f} CPU-s) with 2; without it, beam×1 = "
+              f"{loop / (one - startup[1][0]):.2f}× and beam×2 = {loop / (two - startup[2][0]):.2f}× the loop; "
+              f"per CPU-second {loop_cpu / (one_cpu - startup[1][1]):.2f}× and {loop_cpu / (two_cpu - startup[2][1]):.2f}×.")
         print("The loop and the pipelines prepare the same files with the same preparator callables; the pipeline "
               "times include starting its worker processes and a preparing child per worker.")
         print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
