@@ -14,11 +14,15 @@ each format family on its own:
 - **loop**: one process, no Beam: for each file, read its bytes, ``MimeSniffer``, ``Chain.run`` over
   the built-in preparators (the same callables, in this process), ``make_document``.
 - **beam×W** for W = 1 and 2: a real Beam pipeline (FnApiRunner, multi-processing, as
-  ``runners/direct.py`` sets it up) of ``Create(entries) | Prepare(...)``: the same reading, sniffing,
+  ``runners/direct.py`` sets it up, in a process of its own whose workers are forked from it as a crawl's
+  command forks them) of ``Create(entries) | Prepare(...)``: the same reading, sniffing,
   preparators and ``make_document``, plus what the stage adds: routing per family and the isolation of
   preparators in a child process per DoFn (``preparation.isolate``, the default). Timed from
   ``Pipeline.run`` to the end, worker and child start-up included; the documents made are counted
   and must equal the loop's.
+
+Each is measured in wall seconds and in CPU seconds (the loop's process; the pipeline's process with its
+workers and their preparing children): on a shared machine the CPU figures move far less with the load.
 
 The peer gets the same work: the same files, the same preparators, each document read and prepared
 once. Note what beam×1 is: one Beam worker process plus its preparing child; the worker reads and sniffs
@@ -32,9 +36,11 @@ when measured (targets may be missed), 1 when a check fails.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,7 +55,7 @@ import format_corpus
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
-from beamtrawl.runners import direct
+from beamtrawl.runners import direct, forked_workers
 from beamtrawl.transforms.preparators import BUILTIN, Chain, Prepared
 from beamtrawl.transforms.preparators.isolation import Bounds
 from beamtrawl.transforms.preparators.mime import MimeSniffer
@@ -117,9 +123,23 @@ class _Count(beam.DoFn):
         self.made.inc()
 
 
-def run_beam(entries: list[Entry], workers: int) -> tuple[float, float, int]:
-    """Seconds and CPU seconds (this process and its workers) from Pipeline.run to the end, and documents
-    made."""
+def run_beam(paths: list[Path], workers: int) -> tuple[float, float, int]:
+    """:func:`beam_run` in a process of its own, as a crawl's command runs it: its worker processes forked from
+    it before the pipeline is built (runners/forked_workers.py), which a process that ran a pipeline before (Beam
+    leaves threads behind) can no longer do."""
+    with tempfile.NamedTemporaryFile("w", suffix=".paths") as listing:
+        listing.write("".join(f"{path}\n" for path in paths))
+        listing.flush()
+        run = subprocess.run([sys.executable, __file__, "--beam-run", str(workers), listing.name], check=True,
+                             capture_output=True, text=True)
+    return tuple(json.loads(run.stdout.splitlines()[-1]))
+
+
+def beam_run(listing: str, workers: int) -> None:
+    """Print [seconds, CPU seconds (this process and its workers), documents made] of a pipeline that prepares
+    the files named in ``listing``, timed from Pipeline.run to the end."""
+    entries = entries_of([Path(line) for line in Path(listing).read_text().splitlines()])
+    forked_workers.prestart(workers)
     use_row_coders()
     options = PipelineOptions(direct.arguments([f"--direct_num_workers={workers}"]))
     p = beam.Pipeline(runner=direct.runner(options), options=options)
@@ -132,7 +152,7 @@ def run_beam(entries: list[Entry], workers: int) -> tuple[float, float, int]:
     result.wait_until_finish()
     seconds, cpu = time.perf_counter() - started, _cpu() - cpu
     counters = result.metrics().query(MetricsFilter().with_name("documents"))["counters"]
-    return seconds, cpu, sum(c.committed or c.attempted or 0 for c in counters)
+    print(json.dumps([seconds, cpu, sum(c.committed or c.attempted or 0 for c in counters)]))
 
 
 def measure(name: str, paths: list[Path], rows: list, checks: list[str], repeat: int) -> dict[str, tuple]:
@@ -145,7 +165,7 @@ def measure(name: str, paths: list[Path], rows: list, checks: list[str], repeat:
         loop_s, loop_cpu, loop_made = run_loop(entries)
         runs = {"loop": (loop_s, loop_cpu)}
         for workers in (1, 2):
-            seconds, cpu, made = run_beam(entries, workers)
+            seconds, cpu, made = run_beam(paths, workers)
             runs[f"beam×{workers}"] = (seconds, cpu)
             if made != loop_made:
                 checks.append(f"{name}: beam×{workers} made {made} documents, the loop {loop_made}")
@@ -172,7 +192,10 @@ def main() -> int:
     parser.add_argument("--no-families", dest="families", action="store_false",
                         help="measure only the mixed corpus")
     parser.add_argument("--tiny", action="store_true", help="one copy, mixed corpus only: the test suite's run")
+    parser.add_argument("--beam-run", nargs=2, metavar=("WORKERS", "LISTING"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.beam_run:
+        return beam_run(args.beam_run[1], int(args.beam_run[0]))
     if args.tiny:
         args.variants, args.families = 1, False
 
