@@ -16,7 +16,7 @@ import format_corpus
 import pytest
 from beamtrawl.transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
 from beamtrawl.transforms.preparators.external import DEFAULTS, check_params, prepare_external
-from beamtrawl.transforms.preparators.isolation import LOW_WATER, MAX_IN_FLIGHT, Isolated
+from beamtrawl.transforms.preparators.isolation import MAX_IN_FLIGHT, Isolated
 from beamtrawl.transforms.preparators.legacy import prepare_legacy_office
 from beamtrawl.transforms.preparators.mime import MimeSniffer
 
@@ -292,7 +292,7 @@ def test_documents_wait_in_the_pipe_and_are_answered_in_order(queued):
     runner, log = queued
     names = [f"{i}.txt" for i in range(40)]
     tickets = submit_all(runner, names)
-    assert LOW_WATER < len(runner.queue) <= MAX_IN_FLIGHT  # the next documents wait while the child prepares one
+    assert len(runner.queue) == MAX_IN_FLIGHT  # the next documents wait while the child prepares one
     results = [t.result() for t in reversed(tickets)][::-1]  # the last one first: it collects the others
     assert [(p.content, errors) for p, errors in results] == [(name, []) for name in names]
     assert len({p.title for p, _ in results}) == 1 and runner.restarts == 0

@@ -8,7 +8,7 @@ from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from beamtrawl.transforms.preparators import BUILTIN, PreparationError, PreparatorSpec, Prepared
-from beamtrawl.transforms.preparators.isolation import INLINE_MAX_BYTES, LOW_WATER, MAX_IN_FLIGHT
+from beamtrawl.transforms.preparators.isolation import INLINE_MAX_BYTES, MAX_IN_FLIGHT
 from beamtrawl.transforms.prepare import PrepareOptions, _Prepare, summarize
 from beamtrawl.transforms.records import Entry, Event, RawDocument, SnapshotEntry
 from beamtrawl.transforms.urls import doc_id
@@ -130,8 +130,7 @@ def test_prepared_defaults():
 
 
 def test_documents_are_emitted_in_order_once_more_than_max_in_flight_wait():
-    """The worker reads the next documents while the child prepares; the child has the next one at hand. With the
-    window full, the worker collects answers down to LOW_WATER in flight, and emits those that are in, in order."""
+    """The worker reads the next documents while the child prepares; the child has the next one at hand."""
     fn = _Prepare(PrepareOptions(BUILTIN, "fp", 2**20, 250_000))
     fn.setup()
     try:
@@ -141,9 +140,8 @@ def test_documents_are_emitted_in_order_once_more_than_max_in_flight_wait():
         rest = [o.value.content for o in fn.finish_bundle() if not isinstance(o, TaggedOutput)]
     finally:
         fn.teardown()
-    assert outputs[:MAX_IN_FLIGHT] == [[]] * MAX_IN_FLIGHT
-    assert outputs[MAX_IN_FLIGHT] == [f"text {i}" for i in range(MAX_IN_FLIGHT - LOW_WATER)]
-    assert [*sum(outputs, []), *rest] == [f"text {i}" for i in range(MAX_IN_FLIGHT + 2)]
+    assert outputs == [[]] * MAX_IN_FLIGHT + [["text 0"], ["text 1"]]
+    assert rest == [f"text {i}" for i in range(2, MAX_IN_FLIGHT + 2)]
 
 
 def test_small_text_and_xml_are_prepared_in_the_worker_and_large_text_in_the_child():

@@ -18,15 +18,8 @@ Protocol on the child's stdin/stdout (its own stdout is redirected to stderr, so
 prints cannot corrupt it): 8-byte length, then a pickle, written with one call. The parent sends the
 preparators once, then ``(data, url, mimetype, start, seq)`` per document (``start``: the chain position to
 begin at; ``seq``: a number unique to this hand-over); the child answers ``("ready", None)`` once, then in
-order per document ``("done", (prepared or None, failures), seconds)`` (``seconds``: how long the child worked
-on it). One message each way per document: on a busy machine every message the other process must wake up for
-costs a scheduling delay, and a process woken finds its caches cold. So the worker does not wait for answers one
-by one: with ``MAX_IN_FLIGHT`` documents in flight it lets the child work through half of them, sleeping for the
-time the child's recent documents took (:meth:`Isolated._nap`), and then reads the answers that came in, often
-all of them in one read; the child, with the other half queued, never waits for it. Under load (2 cores, load
-~20) that took the worker's own CPU for a handed-over page from 0.17–0.28 to 0.09 ms, and its wake-ups from ~0.9 to
-~0.15 a page (issue 27). A document's time runs from when the answer before it was read, so one may have up to
-``MAX_NAP`` more than ``timeout`` (it already had the worker's own delay in reading). The ``seq`` and chain
+order per document ``("done", (prepared or None, failures))``. One message each way per document: on a busy
+machine every message the other process must wake up for costs a scheduling delay. The ``seq`` and chain
 position of the preparator at work and the failures before it, which the parent needs when it kills the
 child, go into a small status file (8-byte length, then JSON) the parent reads only then.
 
@@ -70,10 +63,7 @@ from beamtrawl.transforms.values import Bounds
 _HEADER = struct.Struct("<Q")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _CHUNK = 64 * 1024  # what one read of a pipe takes at least (below malloc's threshold for a mapping of its own)
-MAX_IN_FLIGHT = 16  # documents handed to the child and not yet answered
-#: A worker whose window is full collects answers until this many are left, not one answer per document sent.
-LOW_WATER = MAX_IN_FLIGHT // 2
-MAX_NAP = 0.1  # seconds a worker sleeps at most before it collects the answers it expects
+MAX_IN_FLIGHT = 4  # documents handed to the child and not yet answered
 #: Preparator functions that run in the worker for small documents (module docstring: why they are safe there).
 INLINE = frozenset({prepare_text, prepare_xml, prepare_metadata_only})
 INLINE_MAX_BYTES = 256 * 1024
@@ -234,7 +224,6 @@ class Isolated:
         self.pipe_pages = 0  # capacity of the pipe to the child
         self.seq = 0
         self.answered = 0.0  # when the last answer was read: the child began the next document then or later
-        self.pace = 0.0  # seconds the child took per document, lately (a moving average of its own figures)
         self.status = None  # the file where the child writes where in the chain it is
         self.answers: _Messages | None = None  # from the child at work
         self.local = InProcess(preparators)  # for the documents :func:`inline` allows
@@ -286,9 +275,8 @@ class Isolated:
         ticket.seq = self.seq
         message = _frame((*ticket.request, ticket.start, ticket.seq))
         ticket.pages = -(-len(message) // _PAGE)
-        if len(self.queue) >= MAX_IN_FLIGHT:
-            self._drain(len(self.queue) - LOW_WATER)
-        while self.queue and self.queued_pages + ticket.pages > self.pipe_pages:
+        while self.queue and (len(self.queue) >= MAX_IN_FLIGHT
+                              or self.queued_pages + ticket.pages > self.pipe_pages):
             self._collect()
         if not self.queue and (self.process is None or self.process.poll() is not None):
             self._stop()
@@ -316,50 +304,26 @@ class Isolated:
         self.queued_pages += ticket.pages
 
     def finish(self, ticket: Ticket) -> None:
-        """Collect the answers in order up to ``ticket``'s (they stay on their own tickets), and more while over
-        ``LOW_WATER`` are in flight."""
+        """Collect the answers in order up to ``ticket``'s (they stay on their own tickets)."""
         with self.lock:
-            if ticket.value is None:
-                place = self.queue.index(ticket) + 1 if ticket in self.queue else 1
-                self._drain(max(place, len(self.queue) - LOW_WATER))
-            while ticket.value is None:  # a restart sent it again
+            while ticket.value is None:
                 self._collect()
-
-    def _drain(self, count: int) -> None:
-        """Collect the ``count`` oldest answers, after a nap while the child is expected to be at them."""
-        self._nap(count)
-        for _ in range(count):
-            if not self.queue:
-                return
-            self._collect()
-
-    def _nap(self, count: int) -> None:
-        """Sleep about as long as the child takes for ``count`` documents (at most ``MAX_NAP``, and never past the
-        oldest one's deadline), so that their answers are read after one wake-up, not after one each."""
-        if not self.queue or not self.pace or self.process is None:
-            return
-        time.sleep(max(0.0, min(self.pace * count, MAX_NAP, self._deadline() - time.monotonic())))
-
-    def _deadline(self) -> float:
-        """When the oldest document in flight times out: its time started when the child could begin it, when it
-        was sent or when the answer before it was read, whichever came last."""
-        return max(self.queue[0].sent, self.answered) + self.timeout
 
     def prepare(self, data: bytes, url: str, mimetype: str) -> tuple[Prepared | None, list[str]]:
         return self.submit(data, url, mimetype).result()
 
     def _collect(self) -> None:
-        """Read the answer for the oldest document in flight, within its :meth:`_deadline`."""
+        """Read the answer for the oldest document in flight. Its time started when the child could begin
+        it: when it was sent or when the answer before it was read, whichever came last."""
         ticket = self.queue[0]
         try:
-            _, (prepared, failures), seconds = self.answers.receive(self._deadline())
+            _, (prepared, failures) = self.answers.receive(max(ticket.sent, self.answered) + self.timeout)
         except TimeoutError:
             self._lost(f"timed out after {self.timeout:g} s (the preparing process was killed)")
         except (EOFError, OSError, pickle.UnpicklingError):
             self._lost(self._death())
         else:
             self.answered = time.monotonic()
-            self.pace = seconds if not self.pace else 0.8 * self.pace + 0.2 * seconds
             self.queue.popleft()
             self.queued_pages -= ticket.pages
             ticket.value = (prepared, ticket.errors + failures)
@@ -438,10 +402,9 @@ def _child(memory_limit: int, status: int) -> None:
         _write(replies, _frame(("ready", None)))
         while True:
             data, url, mimetype, start, seq = requests.receive()
-            began = time.monotonic()
             result = chain.run(data, url, mimetype, start,
                                on_try=lambda position, failures, seq=seq: at_work(seq, position, failures))
-            _write(replies, _frame(("done", result, time.monotonic() - began)))
+            _write(replies, _frame(("done", result)))
     except EOFError:
         return
 
