@@ -11,7 +11,7 @@ plus the LibreOffice samples of tests/data/samples; ``--variants`` copies with t
 documents each, 75 → 2,025 documents; generation is not timed). Then, for the whole corpus and for
 each format family on its own:
 
-- **loop**: one process, no Beam: for each file, read its bytes, ``MimeSniffer``, ``Chain.run`` over
+- **loop**: one process of its own, no Beam: for each file, read its bytes, ``MimeSniffer``, ``Chain.run`` over
   the built-in preparators (the same callables, in this process), ``make_document``.
 - **beam×W** for W = 1 and 2: a real Beam pipeline (FnApiRunner, multi-processing, as
   ``runners/direct.py`` sets it up, in a process of its own whose workers are forked from it as a crawl's
@@ -123,22 +123,31 @@ class _Count(beam.DoFn):
         self.made.inc()
 
 
-def run_beam(paths: list[Path], workers: int) -> tuple[float, float, int]:
-    """:func:`beam_run` in a process of its own, as a crawl's command runs it: its worker processes forked from
-    it before the pipeline is built (runners/forked_workers.py), which a process that ran a pipeline before (Beam
-    leaves threads behind) can no longer do."""
+def run_apart(paths: list[Path], workers: int) -> tuple[float, float, int]:
+    """:func:`beam_run` (``workers`` > 0) or :func:`run_loop` in a process of its own: the pipeline as a crawl's
+    command runs it, its worker processes forked from it before the pipeline is built (runners/forked_workers.py),
+    which a process that ran a pipeline before (Beam leaves threads behind) can no longer do; the loop without the
+    format libraries the corpus's generation imported here (the preparing child imports them anew)."""
     with tempfile.NamedTemporaryFile("w", suffix=".paths") as listing:
         listing.write("".join(f"{path}\n" for path in paths))
         listing.flush()
-        run = subprocess.run([sys.executable, __file__, "--beam-run", str(workers), listing.name], check=True,
-                             capture_output=True, text=True)
+        run = subprocess.run([sys.executable, __file__, "--apart", str(workers), listing.name],
+                             check=False, capture_output=True, text=True)
+    if run.returncode:
+        sys.exit(f"the {'loop' if not workers else f'pipeline with {workers} workers'} failed:\n{run.stderr[-4000:]}")
     return tuple(json.loads(run.stdout.splitlines()[-1]))
 
 
-def beam_run(listing: str, workers: int) -> None:
-    """Print [seconds, CPU seconds (this process and its workers), documents made] of a pipeline that prepares
-    the files named in ``listing``, timed from Pipeline.run to the end."""
+def apart(listing: str, workers: int) -> None:
+    """Print [seconds, CPU seconds, documents made] of :func:`beam_run` or :func:`run_loop` (``workers`` 0) over
+    the files named in ``listing``."""
     entries = entries_of([Path(line) for line in Path(listing).read_text().splitlines()])
+    print(json.dumps(beam_run(entries, workers) if workers else run_loop(entries)))
+
+
+def beam_run(entries: list[Entry], workers: int) -> tuple[float, float, int]:
+    """Seconds and CPU seconds (this process and its workers) of a pipeline that prepares ``entries``, timed from
+    Pipeline.run to the end, and the documents it made."""
     forked_workers.prestart(workers)
     use_row_coders()
     options = PipelineOptions(direct.arguments([f"--direct_num_workers={workers}"]))
@@ -152,20 +161,19 @@ def beam_run(listing: str, workers: int) -> None:
     result.wait_until_finish()
     seconds, cpu = time.perf_counter() - started, _cpu() - cpu
     counters = result.metrics().query(MetricsFilter().with_name("documents"))["counters"]
-    print(json.dumps([seconds, cpu, sum(c.committed or c.attempted or 0 for c in counters)]))
+    return seconds, cpu, sum(c.committed or c.attempted or 0 for c in counters)
 
 
 def measure(name: str, paths: list[Path], rows: list, checks: list[str], repeat: int) -> dict[str, tuple]:
     """Best of ``repeat`` interleaved runs of each (the machine may be shared: the best is the least
     disturbed): {run: (seconds, CPU seconds)}, each the least of its runs."""
-    entries = entries_of(paths)
-    megabytes = sum(e.size for e in entries) / 1e6
+    megabytes = sum(path.stat().st_size for path in paths) / 1e6
     figures: dict[str, tuple] = {}
     for _ in range(repeat):
-        loop_s, loop_cpu, loop_made = run_loop(entries)
+        loop_s, loop_cpu, loop_made = run_apart(paths, 0)
         runs = {"loop": (loop_s, loop_cpu)}
         for workers in (1, 2):
-            seconds, cpu, made = run_beam(paths, workers)
+            seconds, cpu, made = run_apart(paths, workers)
             runs[f"beam×{workers}"] = (seconds, cpu)
             if made != loop_made:
                 checks.append(f"{name}: beam×{workers} made {made} documents, the loop {loop_made}")
@@ -174,7 +182,7 @@ def measure(name: str, paths: list[Path], rows: list, checks: list[str], repeat:
             figures[label] = (min(seconds, best[0]), min(cpu, best[1]))
     loop_s, loop_cpu = figures["loop"]
     for label, (seconds, cpu) in figures.items():
-        rows.append((name, label, len(entries), megabytes, seconds, len(entries) / seconds, megabytes / seconds,
+        rows.append((name, label, len(paths), megabytes, seconds, len(paths) / seconds, megabytes / seconds,
                      loop_s / seconds, cpu, loop_cpu / cpu))
     return figures
 
@@ -192,10 +200,10 @@ def main() -> int:
     parser.add_argument("--no-families", dest="families", action="store_false",
                         help="measure only the mixed corpus")
     parser.add_argument("--tiny", action="store_true", help="one copy, mixed corpus only: the test suite's run")
-    parser.add_argument("--beam-run", nargs=2, metavar=("WORKERS", "LISTING"), help=argparse.SUPPRESS)
+    parser.add_argument("--apart", nargs=2, metavar=("WORKERS", "LISTING"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.beam_run:
-        return beam_run(args.beam_run[1], int(args.beam_run[0]))
+    if args.apart:
+        return apart(args.apart[1], int(args.apart[0]))
     if args.tiny:
         args.variants, args.families = 1, False
 
@@ -210,7 +218,7 @@ def main() -> int:
         print("families: " + ", ".join(f"{f} {len(p)}" for f, p in sorted(families.items())))
         rows: list = []
         checks: list[str] = []
-        startup = {w: min(run_beam([], w)[:2] for _ in range(args.repeat)) for w in (1, 2)}
+        startup = {w: min(run_apart([], w)[:2] for _ in range(args.repeat)) for w in (1, 2)}
         mixed = measure("all (mixed)", everything, rows, checks, args.repeat)
         if args.families:
             for family, paths in sorted(families.items()):
