@@ -11,14 +11,18 @@ plus the LibreOffice samples of tests/data/samples; ``--variants`` copies with t
 documents each, 75 → 2,025 documents; generation is not timed). Then, for the whole corpus and for
 each format family on its own:
 
-- **loop**: one process, no Beam: for each file, read its bytes, ``MimeSniffer``, ``Chain.run`` over
+- **loop**: one process of its own, no Beam: for each file, read its bytes, ``MimeSniffer``, ``Chain.run`` over
   the built-in preparators (the same callables, in this process), ``make_document``.
 - **beam×W** for W = 1 and 2: a real Beam pipeline (FnApiRunner, multi-processing, as
-  ``runners/direct.py`` sets it up) of ``Create(entries) | Prepare(...)``: the same reading, sniffing,
+  ``runners/direct.py`` sets it up, in a process of its own whose workers are forked from it as a crawl's
+  command forks them) of ``Create(entries) | Prepare(...)``: the same reading, sniffing,
   preparators and ``make_document``, plus what the stage adds: routing per family and the isolation of
   preparators in a child process per DoFn (``preparation.isolate``, the default). Timed from
   ``Pipeline.run`` to the end, worker and child start-up included; the documents made are counted
   and must equal the loop's.
+
+Each is measured in wall seconds and in CPU seconds (the loop's process; the pipeline's process with its
+workers and their preparing children): on a shared machine the CPU figures move far less with the load.
 
 The peer gets the same work: the same files, the same preparators, each document read and prepared
 once. Note what beam×1 is: one Beam worker process plus its preparing child; the worker reads and sniffs
@@ -32,8 +36,11 @@ when measured (targets may be missed), 1 when a check fails.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -48,7 +55,7 @@ import format_corpus
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
-from beamtrawl.runners import direct
+from beamtrawl.runners import direct, forked_workers
 from beamtrawl.transforms.preparators import BUILTIN, Chain, Prepared
 from beamtrawl.transforms.preparators.isolation import Bounds
 from beamtrawl.transforms.preparators.mime import MimeSniffer
@@ -84,12 +91,19 @@ def entries_of(paths: list[Path]) -> list[Entry]:
     return entries
 
 
-def run_loop(entries: list[Entry]) -> tuple[float, int]:
-    """Seconds and documents made, in this process."""
+def _cpu() -> float:
+    """CPU seconds so far of this process and of its children that ended (the workers, which waited for their
+    preparing children): on a shared machine they move far less with the load than wall seconds."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def run_loop(entries: list[Entry]) -> tuple[float, float, int]:
+    """Seconds, CPU seconds and documents made, in this process."""
     sniff = MimeSniffer()
     chain = Chain(BUILTIN, sniff)
     options = PrepareOptions(BUILTIN, FINGERPRINT, MAX_FILE_SIZE, MAX_SUMMARY)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu()
     made = 0
     for entry in entries:
         with open(entry.url.removeprefix("file://"), "rb") as handle:
@@ -98,7 +112,7 @@ def run_loop(entries: list[Entry]) -> tuple[float, int]:
         prepared, _errors = chain.run(data, entry.url, mimetype)
         make_document(RawDocument(entry, mimetype, data, ""), prepared or Prepared(), options)
         made += 1
-    return time.perf_counter() - started, made
+    return time.perf_counter() - started, _cpu() - cpu, made
 
 
 class _Count(beam.DoFn):
@@ -109,8 +123,32 @@ class _Count(beam.DoFn):
         self.made.inc()
 
 
-def run_beam(entries: list[Entry], workers: int) -> tuple[float, int]:
-    """Seconds from Pipeline.run to the end, and documents made."""
+def run_apart(paths: list[Path], workers: int) -> tuple[float, float, int]:
+    """:func:`beam_run` (``workers`` > 0) or :func:`run_loop` in a process of its own: the pipeline as a crawl's
+    command runs it, its worker processes forked from it before the pipeline is built (runners/forked_workers.py),
+    which a process that ran a pipeline before (Beam leaves threads behind) can no longer do; the loop without the
+    format libraries the corpus's generation imported here (the preparing child imports them anew)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".paths") as listing:
+        listing.write("".join(f"{path}\n" for path in paths))
+        listing.flush()
+        run = subprocess.run([sys.executable, __file__, "--apart", str(workers), listing.name],
+                             check=False, capture_output=True, text=True)
+    if run.returncode:
+        sys.exit(f"the {'loop' if not workers else f'pipeline with {workers} workers'} failed:\n{run.stderr[-4000:]}")
+    return tuple(json.loads(run.stdout.splitlines()[-1]))
+
+
+def apart(listing: str, workers: int) -> None:
+    """Print [seconds, CPU seconds, documents made] of :func:`beam_run` or :func:`run_loop` (``workers`` 0) over
+    the files named in ``listing``."""
+    entries = entries_of([Path(line) for line in Path(listing).read_text().splitlines()])
+    print(json.dumps(beam_run(entries, workers) if workers else run_loop(entries)))
+
+
+def beam_run(entries: list[Entry], workers: int) -> tuple[float, float, int]:
+    """Seconds and CPU seconds (this process and its workers) of a pipeline that prepares ``entries``, timed from
+    Pipeline.run to the end, and the documents it made."""
+    forked_workers.prestart(workers)
     use_row_coders()
     options = PipelineOptions(direct.arguments([f"--direct_num_workers={workers}"]))
     p = beam.Pipeline(runner=direct.runner(options), options=options)
@@ -118,33 +156,39 @@ def run_beam(entries: list[Entry], workers: int) -> tuple[float, int]:
                      | Prepare(PrepareOptions(BUILTIN, FINGERPRINT, MAX_FILE_SIZE, MAX_SUMMARY, Bounds())))
     for i, family_docs in enumerate(docs):
         _ = family_docs | f"Count{i}" >> beam.ParDo(_Count())
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu()
     result = p.run()
     result.wait_until_finish()
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, _cpu() - cpu
     counters = result.metrics().query(MetricsFilter().with_name("documents"))["counters"]
-    return seconds, sum(c.committed or c.attempted or 0 for c in counters)
+    return seconds, cpu, sum(c.committed or c.attempted or 0 for c in counters)
 
 
-def measure(name: str, paths: list[Path], rows: list, checks: list[str], repeat: int) -> dict[str, float]:
+def measure(name: str, paths: list[Path], rows: list, checks: list[str], repeat: int) -> dict[str, tuple]:
     """Best of ``repeat`` interleaved runs of each (the machine may be shared: the best is the least
-    disturbed)."""
-    entries = entries_of(paths)
-    megabytes = sum(e.size for e in entries) / 1e6
-    figures: dict[str, float] = {}
+    disturbed): {run: (seconds, CPU seconds)}, each the least of its runs."""
+    megabytes = sum(path.stat().st_size for path in paths) / 1e6
+    figures: dict[str, tuple] = {}
     for _ in range(repeat):
-        loop_s, loop_made = run_loop(entries)
-        figures["loop"] = min(loop_s, figures.get("loop", loop_s))
+        loop_s, loop_cpu, loop_made = run_apart(paths, 0)
+        runs = {"loop": (loop_s, loop_cpu)}
         for workers in (1, 2):
-            seconds, made = run_beam(entries, workers)
-            figures[f"beam×{workers}"] = min(seconds, figures.get(f"beam×{workers}", seconds))
+            seconds, cpu, made = run_apart(paths, workers)
+            runs[f"beam×{workers}"] = (seconds, cpu)
             if made != loop_made:
                 checks.append(f"{name}: beam×{workers} made {made} documents, the loop {loop_made}")
-    for label, seconds in figures.items():
-        ratio = figures["loop"] / seconds
-        rows.append((name, label, len(entries), megabytes, seconds, len(entries) / seconds, megabytes / seconds,
-                     ratio))
+        for label, (seconds, cpu) in runs.items():
+            best = figures.get(label, (seconds, cpu))
+            figures[label] = (min(seconds, best[0]), min(cpu, best[1]))
+    loop_s, loop_cpu = figures["loop"]
+    for label, (seconds, cpu) in figures.items():
+        rows.append((name, label, len(paths), megabytes, seconds, len(paths) / seconds, megabytes / seconds,
+                     loop_s / seconds, cpu, loop_cpu / cpu))
     return figures
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
 
 
 def main() -> int:
@@ -156,7 +200,10 @@ def main() -> int:
     parser.add_argument("--no-families", dest="families", action="store_false",
                         help="measure only the mixed corpus")
     parser.add_argument("--tiny", action="store_true", help="one copy, mixed corpus only: the test suite's run")
+    parser.add_argument("--apart", nargs=2, metavar=("WORKERS", "LISTING"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.apart:
+        return apart(args.apart[1], int(args.apart[0]))
     if args.tiny:
         args.variants, args.families = 1, False
 
@@ -171,7 +218,7 @@ def main() -> int:
         print("families: " + ", ".join(f"{f} {len(p)}" for f, p in sorted(families.items())))
         rows: list = []
         checks: list[str] = []
-        startup = {w: min(run_beam([], w)[0] for _ in range(args.repeat)) for w in (1, 2)}
+        startup = {w: min(run_apart([], w)[:2] for _ in range(args.repeat)) for w in (1, 2)}
         mixed = measure("all (mixed)", everything, rows, checks, args.repeat)
         if args.families:
             for family, paths in sorted(families.items()):
@@ -179,17 +226,20 @@ def main() -> int:
 
         print()
         print(f"{'corpus':<12} {'run':<7} {'docs':>6} {'MB':>7} {'seconds':>8} {'docs/s':>8} {'MB/s':>7} "
-              f"{'× loop':>7}")
-        for name, label, count, megabytes, seconds, rate, mbps, ratio in rows:
+              f"{'× loop':>7} {'CPU s':>7} {'× loop':>7}")
+        for name, label, count, megabytes, seconds, rate, mbps, ratio, cpu, cpu_ratio in rows:
             print(f"{name:<12} {label:<7} {count:>6} {megabytes:>7.1f} {seconds:>8.2f} {rate:>8.1f} {mbps:>7.2f} "
-                  f"{ratio:>7.2f}")
-        one, two = mixed["loop"] / mixed["beam×1"], mixed["loop"] / mixed["beam×2"]
+                  f"{ratio:>7.2f} {cpu:>7.2f} {cpu_ratio:>7.2f}")
+        (loop, loop_cpu), (one, one_cpu), (two, two_cpu) = (mixed[k] for k in ("loop", "beam×1", "beam×2"))
         print()
-        print(f"mixed corpus: beam×1 = {one:.2f}× the loop (target ≥ 0.9: {'PASS' if one >= 0.9 else 'MISS'}), "
-              f"beam×2 = {two:.2f}× the loop (target ≥ 1.6: {'PASS' if two >= 1.6 else 'MISS'})")
-        print(f"An empty pipeline (start-up and shut-down alone) takes {startup[1]:.1f} s with 1 worker and "
-              f"{startup[2]:.1f} s with 2; without it, beam×1 = {mixed['loop'] / (mixed['beam×1'] - startup[1]):.2f}× "
-              f"and beam×2 = {mixed['loop'] / (mixed['beam×2'] - startup[2]):.2f}× the loop.")
+        print(f"mixed corpus: beam×1 = {loop / one:.2f}× the loop (target ≥ 0.9: {verdict(loop / one >= 0.9)}), "
+              f"beam×2 = {loop / two:.2f}× the loop (target ≥ 1.6: {verdict(loop / two >= 1.6)})")
+        print(f"  documents per CPU-second (this process and its workers with their preparing children): beam×1 = "
+              f"{loop_cpu / one_cpu:.2f}× the loop, beam×2 = {loop_cpu / two_cpu:.2f}×")
+        print(f"An empty pipeline (start-up and shut-down alone) takes {startup[1][0]:.1f} s ({startup[1][1]:.1f} CPU-s) "
+              f"with 1 worker and {startup[2][0]:.1f} s ({startup[2][1]:.1f} CPU-s) with 2; without it, beam×1 = "
+              f"{loop / (one - startup[1][0]):.2f}× and beam×2 = {loop / (two - startup[2][0]):.2f}× the loop; "
+              f"per CPU-second {loop_cpu / (one_cpu - startup[1][1]):.2f}× and {loop_cpu / (two_cpu - startup[2][1]):.2f}×.")
         print("The loop and the pipelines prepare the same files with the same preparator callables; the pipeline "
               "times include starting its worker processes and a preparing child per worker.")
         print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
