@@ -147,7 +147,7 @@ def written(target, docs: list[IndexDoc], what: str) -> None:
     target.finish(succeeded=True)  # the embedded index builds its vector lists here
 
 
-def embedded(args, work: Path, docs: list[IndexDoc]) -> list[str]:
+def embedded(args, work: Path, docs: list[IndexDoc]) -> None:
     index = EmbeddedIndex(str(work / "index.sqlite"))
     index.prepare()
     written(index, docs, "the embedded index")
@@ -156,15 +156,16 @@ def embedded(args, work: Path, docs: list[IndexDoc]) -> list[str]:
     try:
         lists = dict(reader._reader().execute(
             "SELECT p.groups, count(*) FROM vector_list_rows AS r JOIN parts AS p ON p.n = r.part GROUP BY p.groups"))
-        shape = (f"embedded: {args.public * args.passages:,} public and {args.hidden * args.passages:,} hidden "
+        print(f"embedded: {args.public * args.passages:,} public and {args.hidden * args.passages:,} hidden "
                  f"passages; vector lists (from {vector_lists.MIN_ROWS:,} passages a partition): public "
-                 f"{lists.get(json.dumps([]), 'none')}, hidden {lists.get(json.dumps(['hr']), 'none')}")
-        return [shape] + [measure("embedded", reader, mode, args) for mode in args.modes]
+                 f"{lists.get(json.dumps([]), 'none')}, hidden {lists.get(json.dumps(['hr']), 'none')}", flush=True)
+        for mode in args.modes:
+            print(measure("embedded", reader, mode, args), flush=True)
     finally:
         reader.close()
 
 
-def opensearch(args, work: Path, docs: list[IndexDoc]) -> list[str]:
+def opensearch(args, work: Path, docs: list[IndexDoc]) -> None:
     from beamtrawl.transforms.index.opensearch import OpenSearchIndex
 
     with contextlib.ExitStack() as stack:
@@ -184,9 +185,10 @@ def opensearch(args, work: Path, docs: list[IndexDoc]) -> list[str]:
         target.snapshot_splits()
         started = time.perf_counter()
         written(target, docs, "OpenSearch")
-        lines = [f"opensearch: {len(docs):,} documents written in {time.perf_counter() - started:.0f} s"]
+        print(f"opensearch: {len(docs):,} documents written in {time.perf_counter() - started:.0f} s", flush=True)
         try:
-            return lines + [measure("opensearch", target, mode, args) for mode in args.modes]
+            for mode in args.modes:
+                print(measure("opensearch", target, mode, args), flush=True)
         finally:
             target.client.indices.delete(index=f"{target.physical}*")
             target.close()
@@ -220,9 +222,9 @@ def main() -> int:
     docs = documents(args.public, args.hidden, args.passages)
     work = Path(tempfile.mkdtemp(prefix="beamtrawl-timing-bench-"))
     try:
-        print("\n".join(embedded(args, work, docs)), flush=True)
+        embedded(args, work, docs)
         if not args.no_opensearch:
-            print("\n".join(opensearch(args, work, docs)), flush=True)
+            opensearch(args, work, docs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
