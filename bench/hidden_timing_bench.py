@@ -5,7 +5,7 @@ Run from the repository root (beamtrawl installed; Java and Maven for the OpenSe
 
     python bench/hidden_timing_bench.py [--public 20000] [--hidden 3000] [--searches 400] [--runs 5]
                                         [--modes keyword,semantic,hybrid] [--passages N]
-                                        [--no-opensearch] [--url URL] [--tiny]
+                                        [--control] [--no-opensearch] [--url URL] [--tiny]
 
 An index holds ``--public`` public documents (made-up words) and ``--hidden`` documents of the group
 ``hr`` that all hold the word "zanzibar"; no public document holds it, and no document at all holds
@@ -25,6 +25,9 @@ Printed per index and mode: both p10s per run, the difference of their medians, 
 in the same run. Checks: a keyword search finds nothing; a semantic or hybrid search shows no hidden document.
 ``--tiny`` (tests/test_hidden_timing.py runs it) uses 300 public and 100 hidden documents, 40 searches and 2
 runs, embedded only; its documents get enough passages for the lists too.
+``--control`` then deletes the hidden documents and measures again: what the two queries cost apart with nothing
+hidden (the public documents the vectors reach, the lists or graph nodes they probe), to read a difference
+against.
 Exit code 0 when the figures were measured (targets may be missed), 1 when a check fails.
 """
 
@@ -118,7 +121,7 @@ def p10_ms(target, text: str, mode: str, count: int) -> float:
     return statistics.quantiles(times, n=10)[0]
 
 
-def measure(name: str, target, mode: str, args) -> str:
+def measure(name: str, target, mode: str, args, hidden_documents: int) -> str:
     for text in (HIDDEN_WORD, NOBODYS_WORD):  # warm-up
         p10_ms(target, text, mode, max(args.searches // 4, 5))
     hidden, nobody = [], []
@@ -132,7 +135,7 @@ def measure(name: str, target, mode: str, args) -> str:
     spreads = (max(hidden) - min(hidden), max(nobody) - min(nobody))
     met = abs(difference) < min(spreads)
     held = "held by" if mode == semantic.KEYWORD else "near"
-    return (f"{name}, {mode}: p10 of an anonymous search, ms per run — {HIDDEN_WORD!r} ({held} {args.hidden} hidden "
+    return (f"{name}, {mode}: p10 of an anonymous search, ms per run — {HIDDEN_WORD!r} ({held} {hidden_documents} hidden "
             f"documents): {', '.join(f'{v:.3f}' for v in hidden)}; {NOBODYS_WORD!r} ({held} none): "
             f"{', '.join(f'{v:.3f}' for v in nobody)}; difference of medians {difference:+.3f} ms "
             f"(ratio {statistics.median(hidden) / statistics.median(nobody):.2f}); run-to-run spread "
@@ -145,6 +148,14 @@ def written(target, docs: list[IndexDoc], what: str) -> None:
         if target.upsert(docs[start:start + 500]):
             raise SystemExit(f"check failed: {what} refused documents")
     target.finish(succeeded=True)  # the embedded index builds its vector lists here
+
+
+def hidden_deleted(target, docs: list[IndexDoc]) -> None:
+    """``--control``: the hidden documents gone (the public partition, its lists and its graph untouched)."""
+    hidden = [doc.id for doc in docs if doc.groups]
+    for start in range(0, len(hidden), 500):
+        target.delete(hidden[start:start + 500])
+    target.finish(succeeded=True)
 
 
 def embedded(args, work: Path, docs: list[IndexDoc]) -> None:
@@ -160,7 +171,13 @@ def embedded(args, work: Path, docs: list[IndexDoc]) -> None:
                  f"passages; vector lists (from {vector_lists.MIN_ROWS:,} passages a partition): public "
                  f"{lists.get(json.dumps([]), 'none')}, hidden {lists.get(json.dumps(['hr']), 'none')}", flush=True)
         for mode in args.modes:
-            print(measure("embedded", reader, mode, args), flush=True)
+            print(measure("embedded", reader, mode, args, args.hidden), flush=True)
+        if args.control:
+            writer = EmbeddedIndex(str(work / "index.sqlite"))
+            hidden_deleted(writer, docs)
+            writer.close()
+            for mode in args.modes:
+                print(measure("embedded without the hidden documents", reader, mode, args, 0), flush=True)
     finally:
         reader.close()
 
@@ -188,7 +205,11 @@ def opensearch(args, work: Path, docs: list[IndexDoc]) -> None:
         print(f"opensearch: {len(docs):,} documents written in {time.perf_counter() - started:.0f} s", flush=True)
         try:
             for mode in args.modes:
-                print(measure("opensearch", target, mode, args), flush=True)
+                print(measure("opensearch", target, mode, args, args.hidden), flush=True)
+            if args.control:
+                hidden_deleted(target, docs)
+                for mode in args.modes:
+                    print(measure("opensearch without the hidden documents", target, mode, args, 0), flush=True)
         finally:
             target.client.indices.delete(index=f"{target.physical}*")
             target.close()
@@ -210,15 +231,17 @@ def main() -> int:
     parser.add_argument("--modes", type=modes, default=list(MODES), help="default: keyword,semantic,hybrid")
     parser.add_argument("--passages", type=int, help="per document (default: enough for the public partition's "
                         "vector lists)")
+    parser.add_argument("--control", action="store_true", help="measure again with the hidden documents deleted")
     parser.add_argument("--no-opensearch", action="store_true")
     parser.add_argument("--url", help="an OpenSearch node to use instead of starting one")
     parser.add_argument("--tiny", action="store_true", help="a small index, embedded only (the test suite)")
     args = parser.parse_args()
     if args.tiny:
         args.public, args.hidden, args.searches, args.runs, args.no_opensearch = 300, 100, 40, 2, True
-    if min(args.public, args.hidden, args.searches // 4, args.runs, args.passages or 1) < 1:
-        parser.error("--public, --hidden, --runs and --passages must be at least 1, --searches at least 4")
-    args.passages = args.passages or max(1, math.ceil(vector_lists.MIN_ROWS / args.public))
+    if min(args.public, args.hidden, args.searches // 4, args.runs) < 1 or not 1 <= (1 if args.passages is None else args.passages) <= 200:
+        parser.error("--public, --hidden and --runs must be at least 1, --searches at least 4, --passages 1 to 200 "
+                     "(embeddings.max_passages's default)")
+    args.passages = args.passages if args.passages is not None else max(1, math.ceil(vector_lists.MIN_ROWS / args.public))
     docs = documents(args.public, args.hidden, args.passages)
     work = Path(tempfile.mkdtemp(prefix="beamtrawl-timing-bench-"))
     try:
