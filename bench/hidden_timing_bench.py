@@ -168,8 +168,8 @@ def embedded(args, work: Path, docs: list[IndexDoc]) -> None:
         lists = dict(reader._reader().execute(
             "SELECT p.groups, count(*) FROM vector_list_rows AS r JOIN parts AS p ON p.n = r.part GROUP BY p.groups"))
         print(f"embedded: {args.public * args.passages:,} public and {args.hidden * args.passages:,} hidden "
-                 f"passages; vector lists (from {vector_lists.MIN_ROWS:,} passages a partition): public "
-                 f"{lists.get(json.dumps([]), 'none')}, hidden {lists.get(json.dumps(['hr']), 'none')}", flush=True)
+              f"passages; vector lists (from {vector_lists.MIN_ROWS:,} passages a partition): public "
+              f"{lists.get(json.dumps([]), 'none')}, hidden {lists.get(json.dumps(['hr']), 'none')}", flush=True)
         for mode in args.modes:
             print(measure("embedded", reader, mode, args, args.hidden), flush=True)
         if args.control:
@@ -238,10 +238,11 @@ def main() -> int:
     args = parser.parse_args()
     if args.tiny:
         args.public, args.hidden, args.searches, args.runs, args.no_opensearch = 300, 100, 40, 2, True
-    if min(args.public, args.hidden, args.searches // 4, args.runs) < 1 or not 1 <= (1 if args.passages is None else args.passages) <= 200:
-        parser.error("--public, --hidden and --runs must be at least 1, --searches at least 4, --passages 1 to 200 "
+    if args.passages is None:  # enough for the public partition's lists, where 200 a document reach them
+        args.passages = min(200, max(1, math.ceil(vector_lists.MIN_ROWS / max(args.public, 1))))
+    if min(args.public, args.hidden, args.searches // 8, args.runs) < 1 or not 1 <= args.passages <= 200:
+        parser.error("--public, --hidden and --runs must be at least 1, --searches at least 8, --passages 1 to 200 "
                      "(embeddings.max_passages's default)")
-    args.passages = args.passages if args.passages is not None else max(1, math.ceil(vector_lists.MIN_ROWS / args.public))
     docs = documents(args.public, args.hidden, args.passages)
     work = Path(tempfile.mkdtemp(prefix="beamtrawl-timing-bench-"))
     try:
