@@ -168,12 +168,13 @@ def _visible(path: Path, groups) -> tuple[set[str], set[int], set[int]]:
 @pytest.mark.parametrize("groups", [("staff",), ()])
 @pytest.mark.parametrize("mode", [semantic.SEMANTIC, semantic.HYBRID])
 def test_a_search_by_meaning_reads_only_the_vector_rows_of_partitions_its_searcher_may_see(vector_index, mode,
-                                                                                         groups):
+                                                                                         groups, monkeypatch):
     """Every statement that reads ``vectors``, ``vector_list_rows``, ``vector_lists`` or ``vector_changes`` names
     the rows it reads by a visible partition or a visible document, and SQLite reads them by key (its plan searches,
     never scans, those tables): the rows of hidden partitions — the hr documents near the query, holding its word,
     and for staff the public ones it is denied — are never read, with or without lists. A search by filters admitting
     few documents, and more like this of a visible and of a hidden document, alike."""
+    monkeypatch.setattr(vector_lists, "PROBES", 4)  # of a partition's 16 lists
     urls, rids, parts = _visible(vector_index, groups)
     assert len(urls) == 80 and len(parts) == 2  # public and staff, or public and those staff is denied
     reader = EmbeddedIndex(str(vector_index))
