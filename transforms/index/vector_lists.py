@@ -55,10 +55,12 @@ def assign(matrix, centroids):
     return out
 
 
-def probed(centroids, query_vector, probes: int = PROBES) -> list[int]:
-    """The ``probes`` lists whose centroids are nearest the query, in list order (SQLite reads them in one scan)."""
+def probed(centroids, query_vector, probes: int | None = None) -> list[int]:
+    """The ``probes`` (PROBES, as the module holds it when called) lists whose centroids are nearest the query, in list
+    order (SQLite reads them in one scan)."""
     import numpy as np
 
+    probes = PROBES if probes is None else probes
     closeness = centroids @ query_vector
     if probes >= len(closeness):
         return list(range(len(closeness)))
