@@ -569,7 +569,8 @@ def memory(full: dict, again: dict, loop: dict) -> list[Row]:
     print("\n(c) peak memory: RSS and PSS summed over the process tree, sampled every 0.1 s")
     rows: list[Row] = []
     for what, run in (("full crawl", full), ("re-crawl", again)):
-        rss, pss = run["peak_rss"] / loop["peak_rss"], run["peak_pss"] / loop["peak_pss"]
+        rss = run["peak_rss"] / loop["peak_rss"]
+        pss = run["peak_pss"] / loop["peak_pss"] if loop["peak_pss"] else math.nan  # no smaps_rollup: not measured
         print(f"  {what + ':':11} RSS {mib(run['peak_rss']):>9} ({rss:.2f}x the loop), PSS {mib(run['peak_pss']):>9} "
               f"({pss:.2f}x); {run['procs']} processes, peak RSS by role: {roles(run)}")
         rows += [check(f"peak RSS, {what} / loop", f"{rss:.2f}x ({mib(run['peak_rss'])})", "<= 2x", rss <= 2),
@@ -665,6 +666,8 @@ def slope(points: list[Point]) -> list[Row]:
                                fitted and million <= 4)]
     for name, what in (("full", "full crawl"), ("again", "re-crawl")):
         for size, key in (("RSS", "peak_rss"), ("PSS", "peak_pss")):
+            if not first[name][key]:  # PSS where no smaps_rollup tells it
+                continue
             growth = second[name][key] / first[name][key] - 1
             print(f"  peak {size} growth {n1:,} -> {n2:,} files, {what}: {growth:+.0%} "
                   f"({mib(first[name][key])} -> {mib(second[name][key])}; target <= +10 %)")
