@@ -141,7 +141,7 @@ def test_a_crawl_leaves_no_preparing_process_behind(tmp_path, make_config):
     assert not _preparing_processes(f"BEAMTRAWL_TEST_CRAWL={mark}".encode())
 
 
-def test_a_crawl_holds_the_allocator_of_its_processes_unless_the_user_chose(tmp_path):
+def test_a_crawl_holds_the_allocator_of_its_processes_unless_the_user_chose():
     """runners/allocator.py: the command sets glibc's arenas and thresholds for itself and, through the environment,
     for the processes it starts (workers, preparing children); a value the user gave stays."""
     show = ("import os; from beamtrawl.runners import allocator; allocator.bound(); "
