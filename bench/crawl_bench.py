@@ -17,7 +17,10 @@ folder levels; generation is not timed), then measures in one run:
 (b) re-crawl of the unchanged tree: seconds, against the full crawl and against
     ``find TREE -type f -printf '%T@ %s\\n'``; the report must say read 0, unchanged N.
 (c) peak RSS of the full crawl and of the re-crawl, summed over the beamtrawl process tree (driver
-    and worker processes, sampled every 0.1 s with psutil), and of the loop.
+    and worker processes, sampled every 0.1 s with psutil), and of the loop; the peak of the tree's summed
+    PSS (``/proc/PID/smaps_rollup``: a page shared by n processes counted 1/n, so a worker forked from the
+    command is not counted twice for the pages they share), and the peak RSS of each role (the command, its
+    workers, their preparing children); each against the loop's (issue 27, target 4: at most 2x).
 
 With ``--baseline-code DIR`` (a checkout of an earlier commit: ``git worktree add /tmp/old COMMIT``) it
 measures instead whether this checkout got slower: on the same tree, in the same run, it crawls with
@@ -238,38 +241,72 @@ def run_loop(config_path: str, index_path: str) -> None:
 # Measuring
 # ---------------------------------------------------------------------------------------------
 
-def _tree_rss(proc: psutil.Process, cpu: dict[int, float]) -> tuple[int, int]:
-    """RSS summed over a process and all its descendants, and how many processes that is; ``cpu`` gets
-    each one's CPU seconds so far (user and system) by process id."""
-    total, seen = 0, 0
+ROLES = ("command", "workers", "preparing", "other")  # the process tree's members, by what they do (:func:`_role`)
+
+
+def _role(member: psutil.Process, root: psutil.Process) -> str:
+    """What a member of a crawl's process tree is: the command (the driver), a worker of the local runner (forked
+    from the command, or started by Beam), a preparing child, or another (a shell Beam starts a worker with)."""
+    if member.pid == root.pid:
+        return "command"
+    name, line = member.name(), " ".join(member.cmdline())
+    if "preparators.isolation" in line:
+        return "preparing"
+    return "workers" if name == "beamtrawl-work" or "local_worker" in line or line == " ".join(root.cmdline()) \
+        else "other"
+
+
+def _pss(pid: int) -> int:
+    """The process's proportional set size: each page it shares with n processes counted 1/n (a worker forked from
+    the command shares the pages they both have not written since), so that a tree's sum is its memory."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            return next(int(line.split()[1]) * 1024 for line in rollup if line.startswith("Pss:"))
+    except (OSError, StopIteration, ValueError):  # gone, or no smaps_rollup (not Linux 4.14+): not counted
+        return 0
+
+
+def _tree_rss(proc: psutil.Process, cpu: dict[int, float]) -> tuple[int, int, int, dict[str, int]]:
+    """RSS summed over a process and all its descendants, how many processes that is, their PSS summed
+    (:func:`_pss`) and their RSS summed by role (:func:`_role`); ``cpu`` gets each one's CPU seconds so far
+    (user and system) by process id."""
+    total, seen, pss, roles = 0, 0, 0, dict.fromkeys(ROLES, 0)
     try:
         family = [proc, *proc.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return 0, 0
+        return 0, 0, 0, roles
     for member in family:
         try:
             with member.oneshot():
-                total += member.memory_info().rss
+                rss = member.memory_info().rss
                 times = member.cpu_times()
+                role = _role(member, proc)
+            total += rss
+            roles[role] += rss
+            pss += _pss(member.pid)
             cpu[member.pid] = max(cpu.get(member.pid, 0.0), times.user + times.system)
             seen += 1
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
-    return total, seen
+    return total, seen, pss, roles
 
 
 def measure(cmd: list[str], log: Path, env: dict | None = None, cwd: Path = REPO) -> dict:
     """Run ``cmd`` (output to ``log``); its exit code, wall seconds, and peak RSS and CPU seconds of its
-    process tree (sampled every 0.1 s: the last tenth of a second of each process is not counted). CPU
-    seconds depend far less than wall seconds on what else the machine runs."""
-    peak = {"rss": 0, "procs": 0}
+    process tree (sampled every 0.1 s: the last tenth of a second of each process is not counted); the peak
+    of its summed PSS (``peak_pss``: shared pages counted once, the tree's own memory) and each role's peak
+    RSS (``roles``: the command, its workers, their preparing children, each summed). CPU seconds depend far
+    less than wall seconds on what else the machine runs."""
+    peak = {"rss": 0, "procs": 0, "pss": 0, "roles": dict.fromkeys(ROLES, 0)}
     cpu: dict[int, float] = {}
     done = threading.Event()
 
     def sample(proc: psutil.Process) -> None:
         while not done.is_set():
-            rss, procs = _tree_rss(proc, cpu)
-            peak["rss"], peak["procs"] = max(peak["rss"], rss), max(peak["procs"], procs)
+            rss, procs, pss, roles = _tree_rss(proc, cpu)
+            peak["rss"], peak["procs"], peak["pss"] = max(peak["rss"], rss), max(peak["procs"], procs), \
+                max(peak["pss"], pss)
+            peak["roles"] = {role: max(peak["roles"][role], roles[role]) for role in ROLES}
             done.wait(0.1)
 
     with open(log, "w") as out:
@@ -281,7 +318,13 @@ def measure(cmd: list[str], log: Path, env: dict | None = None, cwd: Path = REPO
         seconds = time.perf_counter() - started
         done.set()
         sampler.join()
-    return {"exit": code, "seconds": seconds, "peak_rss": peak["rss"], "procs": peak["procs"], "cpu": sum(cpu.values())}
+    return {"exit": code, "seconds": seconds, "peak_rss": peak["rss"], "procs": peak["procs"], "cpu": sum(cpu.values()),
+            "peak_pss": peak["pss"], "roles": peak["roles"]}
+
+
+def roles(run: dict) -> str:
+    """A run's peak RSS by role (:func:`measure`), the roles it had."""
+    return ", ".join(f"{role} {mib(n)}" for role, n in run["roles"].items() if n)
 
 
 def run_measured(cmd: list[str], log: Path, env: dict | None = None, cwd: Path = REPO) -> dict:
@@ -520,14 +563,20 @@ def re_crawl(work: Path, config: Path, files: int, workers: int, full: dict) -> 
 
 
 def memory(full: dict, again: dict, loop: dict) -> list[Row]:
-    print("\n(c) peak memory: RSS summed over the process tree, sampled every 0.1 s")
-    print(f"  full crawl: {mib(full['peak_rss']):>9}  ({full['procs']} processes: the driver, its workers "
-          "and their sh wrappers)")
-    print(f"  re-crawl:   {mib(again['peak_rss']):>9}  ({again['procs']} processes)")
-    print(f"  plain loop: {mib(loop['peak_rss']):>9}  ({loop['procs']} process)")
-    return [("peak RSS, full crawl", mib(full["peak_rss"]), "", ""),
-            ("peak RSS, re-crawl", mib(again["peak_rss"]), "", ""),
-            ("peak RSS, plain loop", mib(loop["peak_rss"]), "", "")]
+    """(c): peak RSS summed over each process tree, its roles', and peak PSS summed (shared pages once: a worker
+    forked from the command shares its pages until either writes them), each against the loop's (target 4: at
+    most 2x)."""
+    print("\n(c) peak memory: RSS and PSS summed over the process tree, sampled every 0.1 s")
+    rows: list[Row] = []
+    for what, run in (("full crawl", full), ("re-crawl", again)):
+        rss = run["peak_rss"] / loop["peak_rss"]
+        pss = run["peak_pss"] / loop["peak_pss"] if loop["peak_pss"] else math.nan  # no smaps_rollup: not measured
+        print(f"  {what + ':':11} RSS {mib(run['peak_rss']):>9} ({rss:.2f}x the loop), PSS {mib(run['peak_pss']):>9} "
+              f"({pss:.2f}x); {run['procs']} processes, peak RSS by role: {roles(run)}")
+        rows += [check(f"peak RSS, {what} / loop", f"{rss:.2f}x ({mib(run['peak_rss'])})", "<= 2x", rss <= 2),
+                 check(f"peak PSS, {what} / loop", f"{pss:.2f}x ({mib(run['peak_pss'])})", "<= 2x", pss <= 2)]
+    print(f"  plain loop: RSS {mib(loop['peak_rss']):>9}, PSS {mib(loop['peak_pss']):>9} ({loop['procs']} process)")
+    return rows + [("peak RSS, PSS, plain loop", f"{mib(loop['peak_rss'])}, {mib(loop['peak_pss'])}", "", "")]
 
 
 def benchmark(work: Path, files: int, workers: int, seed: int, then: int | None = None) -> list[Row]:
@@ -569,9 +618,9 @@ def point(work: Path, files: int, workers: int, seed: int, code: Path | None = N
             fail(f"the {name} re-crawl of {files} unchanged files read {counts.get('read', 0)} and found "
                  f"{counts.get('unchanged')} unchanged")
         print(f"  {'' if name == 'again' else 'baseline '}unchanged re-crawl {again['seconds']:.2f} s "
-              f"({again['cpu']:.1f} CPU s), peak {mib(again['peak_rss'])}; re-crawl/floor "
+              f"({again['cpu']:.1f} CPU s), peak RSS {mib(again['peak_rss'])}, PSS {mib(again['peak_pss'])}; re-crawl/floor "
               f"{again['seconds'] / floor[0]:.0f}x, in CPU s {again['cpu'] / floor[1]:.0f}x")
-    print(f"  full crawl {full['seconds']:.2f} s, peak {mib(full['peak_rss'])}; floor {floor[0]:.3f} s "
+    print(f"  full crawl {full['seconds']:.2f} s, peak RSS {mib(full['peak_rss'])}, PSS {mib(full['peak_pss'])}; floor {floor[0]:.3f} s "
           f"({floor[1]:.3f} CPU s)")
     return found
 
@@ -616,11 +665,15 @@ def slope(points: list[Point]) -> list[Row]:
                          check(f"1M unchanged / floor, extrapolated ({unit})", f"{million:.1f}x", "<= 4x",
                                fitted and million <= 4)]
     for name, what in (("full", "full crawl"), ("again", "re-crawl")):
-        growth = second[name]["peak_rss"] / first[name]["peak_rss"] - 1
-        print(f"  peak memory growth {n1:,} -> {n2:,} files, {what}: {growth:+.0%} "
-              f"({mib(first[name]['peak_rss'])} -> {mib(second[name]['peak_rss'])}; target <= +10 %)")
-        rows.append(check(f"peak RSS growth {n1:,} -> {n2:,}, {what}", f"{growth:+.0%} ({mib(second[name]['peak_rss'])})",
-                          "<= +10 %", growth <= 0.10))
+        for size, key in (("RSS", "peak_rss"), ("PSS", "peak_pss")):
+            if not first[name][key]:  # PSS where no smaps_rollup tells it
+                continue
+            growth = second[name][key] / first[name][key] - 1
+            print(f"  peak {size} growth {n1:,} -> {n2:,} files, {what}: {growth:+.0%} "
+                  f"({mib(first[name][key])} -> {mib(second[name][key])}; target <= +10 %)")
+            rows.append(check(f"peak {size} growth {n1:,} -> {n2:,}, {what}", f"{growth:+.0%} ({mib(second[name][key])})",
+                              "<= +10 %", growth <= 0.10))
+        print(f"    peak RSS by role, {what}: {n1:,} files {roles(first[name])}; {n2:,} files {roles(second[name])}")
     return rows
 
 

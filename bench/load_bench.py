@@ -30,7 +30,7 @@ import time
 import uuid
 from pathlib import Path
 
-from crawl_bench import REPO, generate_tree, mib, run_measured
+from crawl_bench import REPO, generate_tree, mib, roles, run_measured
 
 sys.path.insert(0, str(REPO))
 
@@ -79,13 +79,14 @@ def measure(work: Path, trees: dict[str, tuple[Path, int]], target: str, index_f
         lost = run["files"] - run["count"]
         ok &= lost == 0 and run["failed"] == 0
         print(f"  {run['files']:>8,} files: {run['seconds']:7.1f} s, {run['files'] / run['seconds']:6,.0f} docs/s, "
-              f"peak {mib(run['peak_rss'])} over {run['procs']} processes; index holds {run['count']:,} "
+              f"peak RSS {mib(run['peak_rss'])} over {run['procs']} processes ({roles(run)}), PSS "
+              f"{mib(run['peak_pss'])}; index holds {run['count']:,} "
               f"({'none lost' if lost == 0 else f'{lost} LOST'}, {run['failed']} failed)")
         again = run["again"]
         same = again["read"] == 0 and again["unchanged"] == run["files"] and again["count"] == run["files"]
         ok &= same
-        print(f"  {'':>8} unchanged re-crawl: {again['seconds']:7.1f} s ({again['cpu']:.1f} CPU s), peak "
-              f"{mib(again['peak_rss'])}; read {again['read']}, unchanged {again['unchanged']:,}"
+        print(f"  {'':>8} unchanged re-crawl: {again['seconds']:7.1f} s ({again['cpu']:.1f} CPU s), peak RSS "
+              f"{mib(again['peak_rss'])} ({roles(again)}), PSS {mib(again['peak_pss'])}; read {again['read']}, unchanged {again['unchanged']:,}"
               f"{'' if same else ' (WRONG: want read 0, every file unchanged)'}")
     small, large = runs["baseline"], runs["large"]
     growth = (large["peak_rss"] - small["peak_rss"]) / (large["files"] - small["files"]) * 10_000

@@ -271,8 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("search", "export", "maintain", "serve", "explain") and extra:
         _parser().error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "crawl":
+        from beamtrawl.runners import allocator
         from beamtrawl.runners.beam_import import import_beam
 
+        allocator.bound()  # before any thread: its processes' memory stays what they use (runners/allocator.py)
         import_beam()  # first: whatever imports Beam next gets it without what a crawl never uses
     if args.command == "crawl" and (unknown := _unknown_beam_options(extra)):
         _parser().error(unknown)

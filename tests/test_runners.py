@@ -141,6 +141,19 @@ def test_a_crawl_leaves_no_preparing_process_behind(tmp_path, make_config):
     assert not _preparing_processes(f"BEAMTRAWL_TEST_CRAWL={mark}".encode())
 
 
+def test_a_crawl_holds_the_allocator_of_its_processes_unless_the_user_chose():
+    """runners/allocator.py: the command sets glibc's arenas and thresholds for itself and, through the environment,
+    for the processes it starts (workers, preparing children); a value the user gave stays."""
+    show = ("import os; from beamtrawl.runners import allocator; allocator.bound(); "
+            "print(*(os.environ[v] for _, v, _ in allocator.SETTINGS))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    given = subprocess.run([sys.executable, "-P", "-c", show], capture_output=True, text=True, check=True, env=env)
+    assert given.stdout.split() == ["2", "131072", "131072"]
+    own = subprocess.run([sys.executable, "-P", "-c", show], capture_output=True, text=True, check=True,
+                         env={**env, "MALLOC_ARENA_MAX": "4"})
+    assert own.stdout.split() == ["4", "131072", "131072"]
+
+
 def test_flink_local_and_cluster():
     local = flink.arguments([])
     assert (option(local, "flink_master"), option(local, "environment_type")) == ("[local]", "LOOPBACK")
