@@ -27,7 +27,7 @@ import sys
 import threading
 
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
-from beamtrawl.runners import forked_workers, heartbeat
+from beamtrawl.runners import flattens, forked_workers, heartbeat
 from beamtrawl.runners.dofn_specs import remember_dofn_specs
 from beamtrawl.runners.options import with_defaults
 
@@ -68,6 +68,9 @@ def runner(options: PipelineOptions):
     forked_workers.install(WORKER_COMMAND, heartbeat.bound(options))
 
     class LocalRunner(FnApiRunner):
+        def create_stages(self, pipeline_proto):
+            return super().create_stages(flattens.merged(pipeline_proto))
+
         def run_pipeline(self, pipeline, options):
             try:
                 with _failing_on_worker_death():
