@@ -346,9 +346,7 @@ def _pass(run: _Run, fingerprint: str, options, launch: Launch, again: tuple[str
     totals, problems, candidates, staged = {}, [], [], []
     if not fatal:
         try:
-            totals, problems = reports.collect(work_dir)
-            candidates = reports.collect_deletes(work_dir)
-            staged = reports.collect_staged(work_dir)
+            totals, problems, candidates, staged = reports.collect(work_dir)
         except Exception as err:
             log.debug("reading the work folder failed", exc_info=True)
             fatal = f"reading the crawl's work folder {work_dir} failed: {type(err).__name__}: {err}".splitlines()[0]
