@@ -27,7 +27,7 @@ import sys
 import threading
 
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
-from beamtrawl.runners import flattens, forked_workers, heartbeat
+from beamtrawl.runners import early_workers, flattens, forked_workers, heartbeat
 from beamtrawl.runners.dofn_specs import remember_dofn_specs
 from beamtrawl.runners.options import with_defaults
 
@@ -67,13 +67,47 @@ def runner(options: PipelineOptions):
     remember_dofn_specs()
     forked_workers.install(WORKER_COMMAND, heartbeat.bound(options))
 
+    count = direct.direct_num_workers
+    count = (os.cpu_count() or 1) if count == 0 else count or 1  # as FnApiRunner counts them
+
     class LocalRunner(FnApiRunner):
+        _started = None  # the workers started early (runners/early_workers.py), until the run takes them
+        _watch = None  # their death watch (:func:`_failing_on_worker_death`), until the run takes it
+
+        def start_workers(self):
+            """Start the workers now, while the command builds the graph; :meth:`stop_workers` after the run."""
+            if self._started is not None or threading.current_thread() is not threading.main_thread():
+                return
+            self._watch = contextlib.ExitStack()
+            self._watch.enter_context(_failing_on_worker_death())
+            self._started = early_workers.start(self._default_environment, self._provision_info, count)
+
+        def stop_workers(self):
+            """End what :meth:`start_workers` started and no run took (the graph failed to build)."""
+            started, self._started = self._started, None
+            watch, self._watch = self._watch, None
+            try:
+                if started is not None:
+                    started.close_all()
+            finally:
+                forked_workers.release()
+                if watch is not None:
+                    watch.close()
+
         def create_stages(self, pipeline_proto):
             return super().create_stages(flattens.merged(pipeline_proto))
 
+        def run_stages(self, stage_context, stages):
+            started, self._started = self._started, None
+            if started is None:
+                return super().run_stages(stage_context, stages)
+            with early_workers.handed_over(started):
+                return super().run_stages(stage_context, stages)
+
         def run_pipeline(self, pipeline, options):
+            watch, self._watch = self._watch, None
             try:
-                with _failing_on_worker_death():
+                with watch if watch is not None else _failing_on_worker_death():
                     return super().run_pipeline(pipeline, options)
             finally:
                 forked_workers.release()  # those the run did not take
