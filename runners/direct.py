@@ -80,7 +80,11 @@ def runner(options: PipelineOptions):
                 return
             self._watch = contextlib.ExitStack()
             self._watch.enter_context(_failing_on_worker_death())
-            self._started = early_workers.start(self._default_environment, self._provision_info, count)
+            try:
+                self._started = early_workers.start(self._default_environment, self._provision_info, count)
+            except BaseException:
+                self.stop_workers()
+                raise
 
         def stop_workers(self):
             """End what :meth:`start_workers` started and no run took (the graph failed to build)."""
