@@ -6,7 +6,9 @@ internet; FnApiRunner is named explicitly so that never happens. Its worker proc
 first on the import path, and a ``concurrent.py`` lying there would run inside every worker. They ignore
 SIGINT from birth: Ctrl-C is the driver's to handle (pipeline/interrupt.py).
 
-Its workers are forked from the command while it starts, where it could (runners/forked_workers.py).
+Its workers are forked from the command while it starts, where it could (runners/forked_workers.py), and start
+their work while the command builds the graph (runners/early_workers.py). A Flatten of a Flatten is one Flatten
+before the graph is cut into stages (runners/flattens.py).
 
 A worker process that dies is heard (:func:`_failing_on_worker_death`): Beam only logs it from the thread
 that started the process, and the runner then waits forever for the dead worker's answers. So is one that stops
