@@ -41,7 +41,7 @@ def collect(work_dir: str) -> tuple[dict[str, int], list[dict[str, Any]], list, 
         lines[line[0]].append(line[1:])
     problems = [json.loads(line) for line in lines[PROBLEM_LINE]]
     problems.sort(key=lambda p: (p["stage"], p["url"], p["kind"]))
-    return totals, problems, read_candidates(lines[DELETE_LINE]), sorted(lines[STAGED_LINE])
+    return totals, problems, read_candidates(lines[DELETE_LINE]), sorted(name for name in lines[STAGED_LINE] if name)
 
 
 def build_report(totals: dict[str, int], problems: list[dict], **context: Any) -> dict[str, Any]:
