@@ -54,7 +54,6 @@ def arguments(beam_args: list[str]) -> list[str]:
 def runner(options: PipelineOptions):
     """The runner for ``beam.Pipeline(runner=…)``: for FnApiRunner in multi-processing mode, one whose workers
     run ``WORKER_COMMAND``; otherwise None, and Beam makes the runner the options name."""
-    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
     from apache_beam.transforms.environments import SubprocessSDKEnvironment
 
     direct = options.view_as(DirectOptions)
@@ -71,6 +70,14 @@ def runner(options: PipelineOptions):
 
     count = direct.direct_num_workers
     count = (os.cpu_count() or 1) if count == 0 else count or 1  # as FnApiRunner counts them
+    return _local_runner(count)(default_environment=SubprocessSDKEnvironment.from_command_string(WORKER_COMMAND),
+                                provision_info=_provision(options))
+
+
+def _local_runner(count: int):
+    """FnApiRunner as a crawl runs it: ``count`` workers that may start while the graph is built, Flattens of
+    Flattens merged, a worker's death heard."""
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
     class LocalRunner(FnApiRunner):
         _started = None  # the workers started early (runners/early_workers.py), until the run takes them
@@ -118,8 +125,7 @@ def runner(options: PipelineOptions):
             finally:
                 forked_workers.release()  # those the run did not take
 
-    return LocalRunner(default_environment=SubprocessSDKEnvironment.from_command_string(WORKER_COMMAND),
-                       provision_info=_provision(options))
+    return LocalRunner
 
 
 def _provision(options: PipelineOptions):
