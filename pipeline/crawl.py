@@ -325,7 +325,7 @@ def _pass(run: _Run, fingerprint: str, options, launch: Launch, again: tuple[str
     import apache_beam as beam
     from beamtrawl.pipeline import graph
     from beamtrawl.pipeline.progress import LiveProgress
-    from beamtrawl.runners import make_runner
+    from beamtrawl.runners import make_runner, workers_started
 
     config = run.config
 
@@ -334,11 +334,13 @@ def _pass(run: _Run, fingerprint: str, options, launch: Launch, again: tuple[str
         launch.stop.work_dir = work_dir
     fatal = ""
     try:
-        p = beam.Pipeline(runner=make_runner(options), options=options)
-        graph.build(p, config, run.target, fingerprint, graph.Pass(work_dir, again))
-        with LiveProgress(launch.progress):
-            result = p.run()
-            result.wait_until_finish()
+        runner = make_runner(options)
+        p = beam.Pipeline(runner=runner, options=options)
+        with workers_started(runner):  # the local runner's workers start while the graph is built
+            graph.build(p, config, run.target, fingerprint, graph.Pass(work_dir, again))
+            with LiveProgress(launch.progress):
+                result = p.run()
+                result.wait_until_finish()
         stage_seconds, warnings = _stage_seconds(result), [] if again else _rules_unmatched(result, config)
     except Exception as err:
         log.debug("pipeline failed", exc_info=True)
@@ -346,9 +348,7 @@ def _pass(run: _Run, fingerprint: str, options, launch: Launch, again: tuple[str
     totals, problems, candidates, staged = {}, [], [], []
     if not fatal:
         try:
-            totals, problems = reports.collect(work_dir)
-            candidates = reports.collect_deletes(work_dir)
-            staged = reports.collect_staged(work_dir)
+            totals, problems, candidates, staged = reports.collect(work_dir)
         except Exception as err:
             log.debug("reading the work folder failed", exc_info=True)
             fatal = f"reading the crawl's work folder {work_dir} failed: {type(err).__name__}: {err}".splitlines()[0]

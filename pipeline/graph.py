@@ -11,9 +11,9 @@
                                                                  │                    └─► no longer read ─┐
                                                                  ├─► access changed, revoked ─► UpdateAccess
                                                                  └─► vanished/rejected ─────────► DeleteLast
-    all events ─► report files in the work folder (totals, problems); DeleteLast writes the delete candidates
-    there too: the driver deletes them last of all (pipeline/crawl.py); the names of files a table target's
-    workers staged go there as well, for the driver's commit before the deletes
+    all events ─► report files in the work folder (totals; problems in a file of lines); DeleteLast's delete
+    candidates join those lines: the driver deletes them last of all (pipeline/crawl.py); the names of files a
+    table target's workers staged too, for the driver's commit before the deletes
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ from beamtrawl.transforms.enrich.assign import AssignGroups
 from beamtrawl.transforms.faults import DROP_CLAIMS, DROP_ENTRIES, DROP_LISTINGS, fault, in_transit
 from beamtrawl.transforms.freshness import Freshness
 from beamtrawl.transforms.index.write import (
+    PROBLEM_LINE,
     STAGED,
+    STAGED_LINE,
     DeleteLast,
     ReadSnapshot,
     SumByKind,
@@ -52,7 +54,7 @@ from beamtrawl.transforms.records import (
 from beamtrawl.transforms.sources import ancestors, by_host
 from beamtrawl.transforms.urls import container_key, depth_below, host_of
 
-TOTALS_FILE, PROBLEMS_FILE, DELETES_FILE, STAGED_FILE = "totals.json", "problems", "deletes", "staged"
+TOTALS_FILE, LINES_FILE = "totals.json", "lines"
 
 
 def _roots(rules) -> list[FrontierItem]:
@@ -158,21 +160,27 @@ def build(p: beam.Pipeline, config, target, fingerprint: str, run: Pass) -> None
         prepare_events = (prepare_events, embed_events) | "WithEmbedEvents" >> beam.Flatten().with_output_types(Event)
     write_events = docs | "WriteIndex" >> WriteIndex(target, rules.plugins)
 
-    _ = (to_delete, no_longer_read) | "AllDeletes" >> beam.Flatten().with_output_types(SnapshotEntry) | (
-        "DeleteLast" >> DeleteLast(f"{work_dir}/{DELETES_FILE}"))
+    deletes = (to_delete, no_longer_read) | "AllDeletes" >> beam.Flatten().with_output_types(SnapshotEntry) | (
+        "DeleteLast" >> DeleteLast())
 
     events = (discover_events, *access_events, freshness_events, prepare_events, write_events) | (
         "AllEvents" >> beam.Flatten().with_output_types(Event))
     (events
      | "AllTotals" >> beam.CombineGlobally(SumByKind()).without_defaults()
      | "WriteTotals" >> beam.Map(_write_totals, f"{work_dir}/{TOTALS_FILE}"))
-    # Nothing to write is no file (skip_if_empty), which reads back as no lines: Beam's S3 file system cannot
-    # write an empty file to a work folder in a bucket (a multipart upload of no parts, which S3 refuses).
-    (events
-     | "Problems" >> beam.Filter(lambda e: bool(e.reason))
-     | "ProblemsJson" >> beam.Map(lambda e: json.dumps(e._asdict()))
-     | "WriteProblems" >> beam.io.WriteToText(f"{work_dir}/{PROBLEMS_FILE}", skip_if_empty=True))
-    (events  # files the workers staged, for the driver's commit (an open-table target only)
-     | "Staged" >> beam.Filter(lambda e: e.kind == STAGED)
-     | "StagedNames" >> beam.Map(lambda e: e.url)
-     | "WriteStaged" >> beam.io.WriteToText(f"{work_dir}/{STAGED_FILE}", skip_if_empty=True))
+    # One file of lines for the problems, the delete candidates and the names of the files the workers staged (an
+    # open-table target only), each line tagged: one sink is four bundles and a dozen transforms, where a sink each
+    # was three times that (issue 27, target 2). Nothing to write is no file (skip_if_empty), which reads back as no
+    # lines: Beam's S3 file system cannot write an empty file to a work folder in a bucket (a multipart upload of no
+    # parts, which S3 refuses).
+    ((events | "ProblemsAndStaged" >> beam.FlatMap(_event_lines).with_output_types(str), deletes)
+     | "WorkLines" >> beam.Flatten().with_output_types(str)
+     | "WriteWorkLines" >> beam.io.WriteToText(f"{work_dir}/{LINES_FILE}", skip_if_empty=True))
+
+
+def _event_lines(e: Event) -> list[str]:
+    """The work folder's lines for an event: a problem (one with a reason) as JSON, a staged file by its name."""
+    lines = [PROBLEM_LINE + json.dumps(e._asdict())] if e.reason else []
+    if e.kind == STAGED:
+        lines.append(STAGED_LINE + e.url)
+    return lines

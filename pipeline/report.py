@@ -27,31 +27,21 @@ def _read_lines(pattern: str) -> list[str]:
     return lines
 
 
-def collect(work_dir: str) -> tuple[dict[str, int], list[dict[str, Any]]]:
-    """Read back the totals and problems the pipeline wrote into its work folder."""
-    from beamtrawl.pipeline.graph import PROBLEMS_FILE, TOTALS_FILE
+def collect(work_dir: str) -> tuple[dict[str, int], list[dict[str, Any]], list, list[str]]:
+    """Read back what the pipeline wrote into its work folder: the totals, the problems, the delete candidates
+    (transforms/index/write.py) and the names of the files the workers staged for the index's commit."""
+    from beamtrawl.pipeline.graph import LINES_FILE, TOTALS_FILE
+    from beamtrawl.transforms.index.write import DELETE_LINE, PROBLEM_LINE, STAGED_LINE, read_candidates
 
     totals: dict[str, int] = {}
     for line in _read_lines(f"{work_dir}/{TOTALS_FILE}"):
         totals.update(json.loads(line))
-    problems = [json.loads(line) for line in _read_lines(f"{work_dir}/{PROBLEMS_FILE}*")]
+    lines: dict[str, list[str]] = {PROBLEM_LINE: [], DELETE_LINE: [], STAGED_LINE: []}
+    for line in _read_lines(f"{work_dir}/{LINES_FILE}*"):
+        lines[line[0]].append(line[1:])
+    problems = [json.loads(line) for line in lines[PROBLEM_LINE]]
     problems.sort(key=lambda p: (p["stage"], p["url"], p["kind"]))
-    return totals, problems
-
-
-def collect_deletes(work_dir: str):
-    """The delete candidates the pipeline wrote into its work folder (transforms/index/write.py)."""
-    from beamtrawl.pipeline.graph import DELETES_FILE
-    from beamtrawl.transforms.index.write import read_candidates
-
-    return read_candidates(_read_lines(f"{work_dir}/{DELETES_FILE}*"))
-
-
-def collect_staged(work_dir: str) -> list[str]:
-    """The names of the files the workers staged for the index's commit (transforms/index/write.py)."""
-    from beamtrawl.pipeline.graph import STAGED_FILE
-
-    return sorted(_read_lines(f"{work_dir}/{STAGED_FILE}*"))
+    return totals, problems, read_candidates(lines[DELETE_LINE]), sorted(name for name in lines[STAGED_LINE] if name)
 
 
 def build_report(totals: dict[str, int], problems: list[dict], **context: Any) -> dict[str, Any]:

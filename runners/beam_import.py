@@ -7,8 +7,9 @@ that imports ``pymongo`` itself still gets it (Beam's MongoDB IO, which beamtraw
 ``boto3`` (with botocore and s3transfer, another sixth of the import) is refused the same way, and Beam's S3
 file system imports it when it makes its first client: only a crawl with an ``s3://`` work folder or index
 path needs it there (issue 27, target 2). ``azure.storage.blob`` (with azure.core's HTTP transports and aiohttp,
-a fifth of the import) and ``azure.identity`` (with msal), which Beam's Azure file system (``azfs://``)
-imports at start-up, are refused and imported the same way when that file system makes its first client.
+a fifth of the import; ``azure.core``, which alone is a twentieth, with it) and ``azure.identity`` (with msal),
+which Beam's Azure file system (``azfs://``) imports at start-up, are refused and imported the same way when
+that file system makes its first client.
 Beam's Google Cloud Storage file system (with ``google.cloud.storage``) is imported when Beam's
 ``FileSystems`` is first asked for a ``gs://`` path (:data:`FILE_SYSTEMS`); BigQuery's IO, which
 ``apache_beam.io`` imports for names of its own, is refused (:data:`UNUSED_AT_START`). ``httplib2``, which
@@ -27,7 +28,7 @@ import types
 UNUSED = ("pymongo", "bson")
 #: Modules Beam imports at start-up that only its S3 and Azure file systems use: imported when one makes its
 #: first client.
-ON_DEMAND = ("boto3", "azure.storage.blob", "azure.identity")
+ON_DEMAND = ("boto3", "azure.core", "azure.storage.blob", "azure.identity")
 #: Beam's file systems whose modules import a cloud client library at start-up, by scheme: imported when
 #: ``FileSystems`` is first asked for a path of that scheme.
 FILE_SYSTEMS = {"gs": "apache_beam.io.gcp.gcsfilesystem"}
@@ -134,8 +135,9 @@ def _boto3_on_demand() -> None:
 
 
 def _azure_on_demand() -> None:
-    """Make Beam's Azure Blob Storage client import ``azure.storage.blob`` and ``azure.identity`` (its default
-    credentials) when it is made, if Beam's import went without them."""
+    """Make Beam's Azure Blob Storage client import ``azure.storage.blob`` (and ``azure.core``'s exception its
+    ``except``s name) and ``azure.identity`` (its default credentials) when it is made, if Beam's import went
+    without them."""
     from apache_beam.internal.azure import auth
     from apache_beam.io.azure import blobstorageio
 
@@ -146,6 +148,7 @@ def _azure_on_demand() -> None:
     def __init__(self, *args, **kwargs):
         if not blobstorageio.AZURE_DEPS_INSTALLED:
             blob = importlib.import_module("azure.storage.blob")
+            blobstorageio.ResourceNotFoundError = importlib.import_module("azure.core.exceptions").ResourceNotFoundError
             blobstorageio.BlobServiceClient, blobstorageio.ContentSettings = blob.BlobServiceClient, blob.ContentSettings
             blobstorageio.AZURE_DEPS_INSTALLED = True
         if not auth._AZURE_AUTH_AVAILABLE and importlib.util.find_spec("azure.identity") is not None:

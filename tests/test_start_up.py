@@ -113,15 +113,16 @@ print(type(arrow_fs("/tmp/table", {})[0]).__name__)"""
 
 
 def test_beam_is_imported_without_the_cloud_storage_clients_and_beartype_and_each_user_imports_them():
-    """runners/beam_import.py: ``azure.storage.blob``, ``azure.identity``, ``google.cloud.storage``, beartype
-    and BigQuery's IO (half of Beam's import) are left out while Beam loads; Beam's ``azfs://`` file system
-    imports the first two when it makes its first client, its ``gs://`` file system is imported when a
+    """runners/beam_import.py: ``azure.core``, ``azure.storage.blob``, ``azure.identity``, ``google.cloud.storage``,
+    beartype and BigQuery's IO (half of Beam's import) are left out while Beam loads; Beam's ``azfs://`` file
+    system imports the first three when it makes its first client (with the exception its ``except``s name), its ``gs://`` file system is imported when a
     ``gs://`` path is first asked for, beartype at the first ``is_consistent_with(use_beartype=True)``, and
     BigQuery's IO by whoever imports it."""
     code = """import sys
 from beamtrawl.runners.beam_import import import_beam
 import_beam()
-clients = ("azure.storage.blob", "azure.identity", "google.cloud.storage", "beartype", "apache_beam.io.gcp.bigquery")
+clients = ("azure.core", "azure.storage.blob", "azure.identity", "google.cloud.storage", "beartype",
+           "apache_beam.io.gcp.bigquery")
 assert "apache_beam" in sys.modules and not any(name in sys.modules for name in clients)
 from apache_beam.io.azure.blobstorageio import BlobStorageIO
 from apache_beam.io.filesystems import FileSystems
@@ -131,6 +132,9 @@ key = "DefaultEndpointsProtocol=https;AccountName=account;AccountKey=a2V5;Endpoi
 client = BlobStorageIO(pipeline_options=PipelineOptions([f"--azure_connection_string={key}"])).client
 from apache_beam.internal.azure import auth
 assert auth._AZURE_AUTH_AVAILABLE
+from apache_beam.io.azure import blobstorageio
+from azure.core.exceptions import ResourceNotFoundError
+assert blobstorageio.ResourceNotFoundError is ResourceNotFoundError
 from apache_beam.typehints.typehints import is_consistent_with
 assert is_consistent_with(int, int | str, use_beartype=True) and not is_consistent_with(int, str, use_beartype=True)
 from apache_beam.io.gcp.bigquery import WriteToBigQuery  # noqa: F401 - importable as ever

@@ -4,7 +4,7 @@
 
     splits ─► Reshuffle ─► ReadSplit ─► snapshot entries                    (parallel, per split)
     documents (per branch) ─► BatchElements ─► Upsert ─► events (written, failed)
-    delete candidates ─► DeleteLast ─► a file in the work folder
+    delete candidates ─► DeleteLast ─► lines of a file in the work folder
     (driver, after the pipeline and the report) totals ─► delete_guard ─► delete_batches
     access changes ─► BatchElements ─► AccessBatch ─► events (failures only; unguarded)
 
@@ -274,8 +274,13 @@ def delete_guard(totals: dict, max_failed_ratio: float, max_delete_ratio: float)
     return ""
 
 
+#: The work folder's file of lines (pipeline/graph.py): a line's first character says what the rest is.
+PROBLEM_LINE, DELETE_LINE, STAGED_LINE = "p", "d", "s"
+
+
 class DeleteLast(beam.PTransform):
-    """Delete candidates → a file in the work folder (JSON lines); nothing is deleted in the pipeline.
+    """Delete candidates → lines for the work folder (JSON, after :data:`DELETE_LINE`); nothing is deleted in the
+    pipeline.
 
     The driver deletes them with :func:`delete_batches`, the very last step of a crawl: after the
     pipeline, the report files it wrote and the report itself (written first with the list of
@@ -283,18 +288,13 @@ class DeleteLast(beam.PTransform):
     fails for any reason (a full or unwritable work folder, a worker or the driver killed, the guard)
     deleted nothing, and the report names every document a crawl deletes."""
 
-    def __init__(self, path: str):
-        super().__init__()
-        self.path = path
-
     def expand(self, candidates):
-        return (candidates
-                | "CandidateJson" >> beam.Map(lambda entry: json.dumps(entry._asdict())).with_output_types(str)
-                | "WriteCandidates" >> beam.io.WriteToText(self.path, skip_if_empty=True))  # none: no file (S3 writes no empty one)
+        return candidates | "CandidateJson" >> beam.Map(
+            lambda entry: DELETE_LINE + json.dumps(entry._asdict())).with_output_types(str)
 
 
 def read_candidates(lines) -> list[SnapshotEntry]:
-    """The JSON lines :class:`DeleteLast` wrote, as entries again."""
+    """The JSON of the lines :class:`DeleteLast` made (without their tag), as entries again."""
     return [SnapshotEntry(**json.loads(line)) for line in lines]
 
 

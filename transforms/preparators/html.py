@@ -30,9 +30,7 @@ from urllib.parse import urljoin
 
 import lxml.etree
 import lxml.html
-import trafilatura
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
-from trafilatura.utils import decode_file, load_html
 
 REVISION = 4  # part of the preparation fingerprint (base.py): 1 keeps the page's description as its metadata,
 # 2 the blocks the main text left out that are not furniture, 3 a declared main content is the main text and
@@ -109,8 +107,16 @@ def _drop_furniture(tree) -> str:
     return "\n".join(dict.fromkeys(lines))  # a menu shown twice (wide and narrow screens): once
 
 
+def import_trafilatura():
+    """trafilatura, imported at its first use: a third of the preparators' import (issue 27: every crawl's command
+    paid it, though only the preparing child reads HTML; that child imports it before its first document)."""
+    import trafilatura.utils
+
+    return trafilatura
+
+
 def _load(data: bytes):
-    tree = load_html(data)
+    tree = import_trafilatura().utils.load_html(data)
     if tree is None:  # trafilatura refuses fragments such as "<p>tiny</p>"
         try:
             tree = lxml.html.document_fromstring(data)
@@ -166,7 +172,7 @@ def prepare_html(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
         main.drop_tree()  # the rest of the page follows its text
     else:
         # fast: no fallback extractors, no metadata (htmldate alone costs more than the rest together).
-        document = trafilatura.bare_extraction(tree, url=url, fast=True, include_comments=False)
+        document = import_trafilatura().bare_extraction(tree, url=url, fast=True, include_comments=False)
         content = (document.text if document is not None else "") or ""
     if not content.strip():  # too short for trafilatura's main-text heuristics: take all visible text
         content = _text(root)
@@ -228,7 +234,7 @@ def _flat(data: bytes) -> Prepared:
     """A page nested deeper than libxml2 reads (:func:`_too_deep`): its title and every word of its visible text,
     a line per block, the furniture not told apart (such a page has no layout to tell it by)."""
     reader = _FlatText()
-    reader.feed(decode_file(data))
+    reader.feed(import_trafilatura().utils.decode_file(data))
     reader.close()
     lines = (" ".join(piece.split()) for piece in "".join(reader.text).split(_BREAK))
     return Prepared(title=" ".join("".join(reader.title).split()), content="\n".join(line for line in lines if line))

@@ -381,6 +381,7 @@ class Isolated:
 def _child(memory_limit: int, status: int) -> None:
     import resource
 
+    from beamtrawl.transforms.preparators.html import import_trafilatura
     from beamtrawl.transforms.preparators.mime import MimeSniffer
 
     if memory_limit:
@@ -399,6 +400,7 @@ def _child(memory_limit: int, status: int) -> None:
     try:
         requests = _Messages(requests)
         chain = Chain(requests.receive(), MimeSniffer())
+        import_trafilatura()  # imported at first use elsewhere; here a part of start-up, not of the first document
         _write(replies, _frame(("ready", None)))
         while True:
             data, url, mimetype, start, seq = requests.receive()
