@@ -325,7 +325,7 @@ def _pass(run: _Run, fingerprint: str, options, launch: Launch, again: tuple[str
     import apache_beam as beam
     from beamtrawl.pipeline import graph
     from beamtrawl.pipeline.progress import LiveProgress
-    from beamtrawl.runners import make_runner, workers_started
+    from beamtrawl.runners import make_runner
 
     config = run.config
 
@@ -334,13 +334,11 @@ def _pass(run: _Run, fingerprint: str, options, launch: Launch, again: tuple[str
         launch.stop.work_dir = work_dir
     fatal = ""
     try:
-        runner = make_runner(options)
-        p = beam.Pipeline(runner=runner, options=options)
-        with workers_started(runner):  # the local runner's workers start while the graph is built
-            graph.build(p, config, run.target, fingerprint, graph.Pass(work_dir, again))
-            with LiveProgress(launch.progress):
-                result = p.run()
-                result.wait_until_finish()
+        p = beam.Pipeline(runner=make_runner(options), options=options)
+        graph.build(p, config, run.target, fingerprint, graph.Pass(work_dir, again))
+        with LiveProgress(launch.progress):
+            result = p.run()
+            result.wait_until_finish()
         stage_seconds, warnings = _stage_seconds(result), [] if again else _rules_unmatched(result, config)
     except Exception as err:
         log.debug("pipeline failed", exc_info=True)

@@ -4,7 +4,6 @@ of ``runners.options`` run without Beam."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 
 from beamtrawl.runners.options import RunnerError
@@ -50,19 +49,4 @@ def make_runner(options):
     return direct.runner(options)
 
 
-@contextlib.contextmanager
-def workers_started(runner):
-    """Within: the ``runner``'s workers start while the graph is built, where it can start them early
-    (runners/early_workers.py), and end at the end if no run took them."""
-    start = getattr(runner, "start_workers", None)
-    if start is None:
-        yield
-        return
-    start()
-    try:
-        yield
-    finally:
-        runner.stop_workers()
-
-
-__all__ = ["RunnerError", "engine", "make_runner", "pipeline_options", "workers_started"]
+__all__ = ["RunnerError", "engine", "make_runner", "pipeline_options"]

@@ -6,9 +6,8 @@ internet; FnApiRunner is named explicitly so that never happens. Its worker proc
 first on the import path, and a ``concurrent.py`` lying there would run inside every worker. They ignore
 SIGINT from birth: Ctrl-C is the driver's to handle (pipeline/interrupt.py).
 
-Its workers are forked from the command while it starts, where it could (runners/forked_workers.py), and start
-their work while the command builds the graph (runners/early_workers.py). A Flatten of a Flatten is one Flatten
-before the graph is cut into stages (runners/flattens.py).
+Its workers are forked from the command while it starts, where it could (runners/forked_workers.py). A Flatten
+of a Flatten is one Flatten before the graph is cut into stages (runners/flattens.py).
 
 A worker process that dies is heard (:func:`_failing_on_worker_death`): Beam only logs it from the thread
 that started the process, and the runner then waits forever for the dead worker's answers. So is one that stops
@@ -29,7 +28,7 @@ import sys
 import threading
 
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
-from beamtrawl.runners import early_workers, flattens, forked_workers, heartbeat
+from beamtrawl.runners import flattens, forked_workers, heartbeat
 from beamtrawl.runners.dofn_specs import remember_dofn_specs
 from beamtrawl.runners.options import with_defaults
 
@@ -54,6 +53,7 @@ def arguments(beam_args: list[str]) -> list[str]:
 def runner(options: PipelineOptions):
     """The runner for ``beam.Pipeline(runner=…)``: for FnApiRunner in multi-processing mode, one whose workers
     run ``WORKER_COMMAND``; otherwise None, and Beam makes the runner the options name."""
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
     from apache_beam.transforms.environments import SubprocessSDKEnvironment
 
     direct = options.view_as(DirectOptions)
@@ -68,64 +68,19 @@ def runner(options: PipelineOptions):
     remember_dofn_specs()
     forked_workers.install(WORKER_COMMAND, heartbeat.bound(options))
 
-    count = direct.direct_num_workers
-    count = (os.cpu_count() or 1) if count == 0 else count or 1  # as FnApiRunner counts them
-    return _local_runner(count)(default_environment=SubprocessSDKEnvironment.from_command_string(WORKER_COMMAND),
-                                provision_info=_provision(options))
-
-
-def _local_runner(count: int):
-    """FnApiRunner as a crawl runs it: ``count`` workers that may start while the graph is built, Flattens of
-    Flattens merged, a worker's death heard."""
-    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-
     class LocalRunner(FnApiRunner):
-        _started = None  # the workers started early (runners/early_workers.py), until the run takes them
-        _watch = None  # their death watch (:func:`_failing_on_worker_death`), until the run takes it
-
-        def start_workers(self):
-            """Start the workers now, while the command builds the graph; :meth:`stop_workers` after the run."""
-            if self._started is not None or threading.current_thread() is not threading.main_thread():
-                return
-            self._watch = contextlib.ExitStack()
-            self._watch.enter_context(_failing_on_worker_death())
-            try:
-                self._started = early_workers.start(self._default_environment, self._provision_info, count)
-            except BaseException:
-                self.stop_workers()
-                raise
-
-        def stop_workers(self):
-            """End what :meth:`start_workers` started and no run took (the graph failed to build)."""
-            started, self._started = self._started, None
-            watch, self._watch = self._watch, None
-            try:
-                if started is not None:
-                    started.close_all()
-            finally:
-                forked_workers.release()
-                if watch is not None:
-                    watch.close()
-
         def create_stages(self, pipeline_proto):
             return super().create_stages(flattens.merged(pipeline_proto))
 
-        def run_stages(self, stage_context, stages):
-            started, self._started = self._started, None
-            if started is None:
-                return super().run_stages(stage_context, stages)
-            with early_workers.handed_over(started):
-                return super().run_stages(stage_context, stages)
-
         def run_pipeline(self, pipeline, options):
-            watch, self._watch = self._watch, None
             try:
-                with watch if watch is not None else _failing_on_worker_death():
+                with _failing_on_worker_death():
                     return super().run_pipeline(pipeline, options)
             finally:
                 forked_workers.release()  # those the run did not take
 
-    return LocalRunner
+    return LocalRunner(default_environment=SubprocessSDKEnvironment.from_command_string(WORKER_COMMAND),
+                       provision_info=_provision(options))
 
 
 def _provision(options: PipelineOptions):

@@ -129,38 +129,6 @@ def test_a_flatten_that_alone_reads_a_flatten_takes_its_inputs_and_the_elements_
     p.run().wait_until_finish()
 
 
-EARLY = """\
-import json, os, sys, time
-from beamtrawl.runners.beam_import import import_beam
-import_beam()
-from beamtrawl.runners import direct, forked_workers, workers_started
-forked_workers.prestart(2)
-forked = [pid for pid, _pipe in forked_workers._WAITING]
-from apache_beam.options.pipeline_options import PipelineOptions
-options = PipelineOptions(direct.arguments(["--direct_num_workers=2"]))
-runner = direct.runner(options)
-try:
-    with workers_started(runner):
-        deadline = time.monotonic() + 60
-        while len(forked_workers._RUNNING) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        started = sorted(forked_workers._RUNNING)
-        raise ValueError("the graph failed")
-except ValueError:
-    pass
-print(json.dumps({"forked": sorted(forked), "started": started, "left": list(forked_workers._RUNNING)}))
-"""
-
-
-def test_workers_started_while_the_graph_is_built_end_when_it_fails():
-    """runners/early_workers.py: the forked workers are at work before any graph exists, and a graph that fails
-    to build ends them (no process left, no hang)."""
-    done = subprocess.run([sys.executable, "-c", EARLY], capture_output=True, text=True, timeout=300, check=True)
-    told = json.loads(done.stdout.splitlines()[-1])
-    assert told["started"] == told["forked"] and len(told["forked"]) == 2 and told["left"] == []
-    assert not any(Path(f"/proc/{pid}").exists() for pid in told["forked"])
-
-
 def _preparing_processes(mark: bytes) -> set[str]:
     """The preparing processes whose environment holds ``mark``: those of one crawl, not of a crawl another test
     runs beside it (they inherit the command's environment, whether forked or started)."""
