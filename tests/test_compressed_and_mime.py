@@ -496,3 +496,15 @@ def test_gzip_stored_name_is_metadata():
     assert compressed.gzip_stored_name(data[:13]) == ""  # cut before the name's end
     assert compressed.gzip_stored_name(data[:3] + b"\x0c" + data[4:10] + b"\xff\xff") == ""  # FEXTRA past the end
     assert compressed.gzip_stored_name(gzip.compress(b"x")) == ""  # Python writes no name
+
+
+def test_a_compressed_tar_names_the_tar_inside():
+    """A compressed TAR names its TAR as Tika does: by the gzip header's stored name, else as gunzip restores it
+    (Tika's ``test-documents.tgz`` holds ``test-documents.tar``; ``TIKA-216.tgz`` stores no name)."""
+    for name in ("test-documents.tgz", "TIKA-216.tgz"):
+        prepared, _errors, _mimetype = prepare_bytes(tika_test_document("pkg", name), f"file:///t/{name}")
+        assert prepared is not None and f"{name[:-4]}.tar" in prepared.metadata.splitlines(), name
+    assert compressed.tar_name("file:///t/a.b.tar.gz", compressed.GZIP) == "a.b.tar"
+    assert compressed.tar_name("file:///t/x.TBZ2", compressed.BZIP2) == "x.tar"
+    assert compressed.tar_name("file:///t/.tgz", compressed.GZIP) == ""
+    assert compressed.tar_name("file:///t/x.gz", compressed.GZIP) == ""

@@ -36,7 +36,8 @@ MIME_TYPES = ("application/zip", "application/java-archive", "application/x-rar"
               *compressed.TAR_MIME_TYPES, *compressed.MIME_TYPES)
 MiB = compressed.MiB
 HELPERS = (*zip_methods.HELPERS, *rar.HELPERS)
-REVISION = 1  # part of the preparation fingerprint (base.py): 1 keeps a gzip header's stored name as metadata
+REVISION = 2  # part of the preparation fingerprint (base.py): 1 keeps a gzip header's stored name as metadata, 2
+# a compressed TAR's inner name
 # max_entries: a source tarball holds thousands of files (bash-completion 2.5: 1,959, 1.5 MB; at 1,000 a third of
 # its words were missed); 10,000 tiny entries cost about 4 CPU-s, and max_bytes bounds what they hold together
 DEFAULTS = (("max_entries", 10_000), ("max_bytes", 10 * MiB), ("max_scan_bytes", 1024 * MiB), ("max_ratio", 100))
@@ -207,10 +208,15 @@ def read_members(entries, url: str, params: dict,
 
 def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     params = {**dict(DEFAULTS), **params}
-    if compressed.codec_of(data) is not None and not _is_tar(data):  # what the name says decides nothing here
+    codec = compressed.codec_of(data)
+    if codec is not None and not _is_tar(data):  # what the name says decides nothing here
         return compressed.prepare_compressed(data, url, params)
     found = read_members(_entries(data, params["max_scan_bytes"], params["max_bytes"]), url, params)
     listing = "\n".join(f"{n}\n{' '.join(_SEPARATORS.sub(' ', n).split())}" for n in found.names)
     fields = {"entries": str(len(found.names)), "truncated": "true" if found.limits or found.damaged else "false"}
     texts = [f"{name}:\n{text}" for name, text in found.texts]
-    return Prepared(content="\n\n".join(s for s in (listing, *texts) if s), fields=fields, partial=found.partial())
+    # a compressed TAR names the TAR inside, as Tika does: by its gzip header, else as gunzip would
+    stream = "" if codec is None else (codec is compressed.GZIP and compressed.gzip_stored_name(data)
+                                       or compressed.tar_name(url, codec))
+    return Prepared(content="\n\n".join(s for s in (listing, *texts) if s), metadata=stream, fields=fields,
+                    partial=found.partial())

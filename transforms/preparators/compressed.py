@@ -310,6 +310,14 @@ def inner_name(url: str, codec: Codec) -> str:
     return segment[: len(segment) - len(suffix)] if len(segment) > len(suffix) else segment
 
 
+def tar_name(url: str, codec: Codec) -> str:
+    """The name of the TAR inside a compressed TAR as gunzip restores it (``x.tgz`` and ``x.tar.gz``: ``x.tar``),
+    or "" when the URL's last segment has no such suffix."""
+    segment = url.rstrip("/").rsplit("/", 1)[-1]
+    suffix = next((s for s in codec.tar_suffixes if segment.lower().endswith(s)), "")
+    return f"{segment[: len(segment) - len(suffix)]}.tar" if suffix and len(segment) > len(suffix) else ""
+
+
 _FEXTRA, _FNAME = 4, 8  # gzip header flags (RFC 1952)
 _MAX_NAME = 1024
 
