@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from beamtrawl.transforms.index import EmbeddedIndex
+from beamtrawl.transforms.index import sqlite as sqlite_index
 
 from tests.conftest import beamtrawl
 from tests.test_ranking import PUBLIC, _docs
@@ -55,6 +56,17 @@ def test_search_needs_read_access_only(tmp_path, make_config):
     assert "public/merger.txt" in done.stdout
     assert index.read_bytes() == before
     assert sorted(p.name for p in folder.iterdir()) == ["index.sqlite", "index.sqlite.checked", "index.sqlite.lock"]
+
+
+def test_a_reader_leaves_the_index_as_the_crawl_stamped_it(files):
+    """A read-only reader (``search``, a crawl's look at the index's owner) leaves an empty write-ahead log: the
+    file is still as the last crawl left it, so the next crawl does not check all of it for damage again."""
+    config, path = files
+    assert beamtrawl("crawl", str(config)).returncode == 0
+    assert beamtrawl("search", "merger", "--config", str(config)).returncode == 0
+    EmbeddedIndex(str(path)).read_owner()
+    assert Path(f"{path}-wal").stat().st_size == 0
+    assert sqlite_index._stamp(str(path)) == sqlite_index._read_stamp(str(path))
 
 
 def test_a_crawl_refuses_another_programs_database_and_leaves_it_untouched(files):
