@@ -52,11 +52,14 @@ BEARTYPE = ("beartype.door", "beartype.roar")
 def import_beam() -> None:
     """Import Beam with :data:`UNUSED`, :data:`ON_DEMAND`, :data:`FILE_SYSTEMS`, :data:`UNUSED_AT_START` and
     :data:`ARROW` refused and :data:`LAZY` and :data:`BEARTYPE` stood in for, unless something imported them already; its
-    DoFn introspection then remembers each class's answer (runners/dofn_specs.py)."""
+    DoFn introspection then remembers each class's answer (runners/dofn_specs.py), and its unpickling of schema'd
+    named tuples each schema's class (runners/row_types.py)."""
     from beamtrawl.runners.dofn_specs import remember_dofn_specs
+    from beamtrawl.runners.row_types import remember_row_types
 
     if "apache_beam" in sys.modules:
         remember_dofn_specs()
+        remember_row_types()
         return
     refused = [name for name in (*UNUSED, *ON_DEMAND, *FILE_SYSTEMS.values(), *UNUSED_AT_START, *ARROW)
                if name not in sys.modules]
@@ -81,6 +84,7 @@ def import_beam() -> None:
     _azure_on_demand()
     _file_systems_on_demand()
     remember_dofn_specs()
+    remember_row_types()
 
 
 def _beartype_stand_ins() -> dict[str, types.ModuleType]:
