@@ -164,6 +164,29 @@ def test_file_name_of_non_utf8_bytes_is_displayable():
     assert file_name("file:///srv/caf%C3%A9%E9.txt") == "café\\xe9.txt"
 
 
+def test_a_record_handed_on_is_checked_and_escaped_field_by_field():
+    """records.conform: lone surrogates escaped in strings, in sequences and in nested records; an empty
+    sequence of any kind a list; a field of the wrong type a TypeError naming the record, field and item."""
+    from beamtrawl.transforms.records import Entry, IndexDoc, RawDocument, conform
+
+    entry = Entry(id="a", url="file:///b\udce9", root="r", depth=1, size=2, mtime_ns=3, identity="", content=None,
+                  mimetype="", outlinks=("x", "y\udcff"), etag="", http_last_modified="", source_url="",
+                  link_text="", groups=set())
+    done = conform(RawDocument(entry, "text/plain", b"", "caf\u00e9"))
+    assert type(done) is RawDocument and type(done.entry) is Entry
+    assert done.entry.url == "file:///b\\xe9" and done.entry.outlinks == ["x", "y\\xff"] and done.entry.groups == []
+    assert done.metadata_only_reason == "caf\u00e9"
+    for change, message in [({"depth": "1"}, "Entry.depth is str, not int"),
+                            ({"outlinks": "abc"}, "Entry.outlinks is str, not a sequence"),
+                            ({"outlinks": ["ok", 1]}, "Entry.outlinks[1] is int, not str"),
+                            ({"content": "text"}, "Entry.content is str, not bytes | None"),
+                            ({"url": b"file:///b"}, "Entry.url is bytes, not str")]:
+        with pytest.raises(TypeError, match=re.escape(message)):
+            conform(entry._replace(**change))
+    doc = IndexDoc(*[""] * 12, 0, 0, "", (), *[""] * 5, (), "", aux=[("name", "v\udce9", True, True, False)])
+    assert conform(doc).aux[0].value == "v\\xe9" and type(conform(doc).aux[0]).__name__ == "AuxValue"
+
+
 @pytest.mark.parametrize("url, root, depth", [
     ("file:///r", "file:///r", 0),
     ("file:///r/a.txt", "file:///r", 0),

@@ -226,6 +226,7 @@ def _checker(hint: str):
             if not isinstance(value, wanted):
                 raise TypeError(f"{where} is {type(value).__name__}, not {hint}")
             return value
+        check.wanted = wanted  # :func:`_conformer` tests it inline
         return check
     if hint.startswith("Sequence["):
         inner = _checker(hint[len("Sequence["):-1])
@@ -237,9 +238,12 @@ def _checker(hint: str):
                     isinstance(value, str | bytes) or not isinstance(value, Sequence | set | frozenset)):
                 raise TypeError(f"{where} is {type(value).__name__}, not a sequence")
             try:
+                if inner is _check_str and "".join(value).isascii():  # every item an ASCII string, in C
+                    return list(value)
                 return [inner(v, where) for v in value]
             except TypeError:  # again, item by item, so the message names the item at fault
                 return [inner(v, f"{where}[{n}]") for n, v in enumerate(value)]
+        check_all.sequence = True  # :func:`_conformer` tests an empty list inline
         return check_all
     return lambda value, where: conform(RECORDS[hint](*value))
 
@@ -248,8 +252,30 @@ def conform(record):
     """``record`` (one of this module's classes) checked field by field against its declared types, with
     surrogates escaped: what a stage hands on can always be encoded, and a value of the wrong type (from a
     plugin, say) fails here, in the element's own stage, not in Beam's machinery or in the index."""
-    kind = type(record)
-    return kind(*[check(value, where) for value, (where, check) in zip(record, _CHECKERS[kind], strict=True)])
+    return _CONFORMERS[type(record)](record)
+
+
+def _conformer(kind):
+    """:func:`conform` for one record class as straight-line code, as ``namedtuple`` writes its methods: every
+    field of every record a stage hands on passes here, and a call per field was a tenth of a worker's time
+    in a full crawl (py-spy, issue 27). The common cases are tested inline: an ASCII string, an empty list."""
+    names = [f"f_{name}" for name in kind._fields]  # prefixed: a field may be named like a builtin (``id``)
+    scope = {"kind": kind, "new": tuple.__new__, "check_str": _check_str, "empty": (list, tuple)}
+    lines = [f"def conform_{kind.__name__}(record):", f"    {', '.join(names)}, = record"]
+    for name, (where, check) in zip(names, _CHECKERS[kind], strict=True):
+        scope[f"check_{name}"] = check
+        if check is _check_str:
+            lines.append(f"    if type({name}) is not str or not {name}.isascii(): {name} = check_str({name}, {where!r})")
+        elif hasattr(check, "wanted"):
+            scope[f"wanted_{name}"] = check.wanted
+            lines.append(f"    if not isinstance({name}, wanted_{name}): check_{name}({name}, {where!r})")
+        elif getattr(check, "sequence", False):
+            lines.append(f"    {name} = check_{name}({name}, {where!r}) if {name} or type({name}) not in empty else []")
+        else:
+            lines.append(f"    {name} = check_{name}({name}, {where!r})")
+    lines.append(f"    return new(kind, ({', '.join(names)},))")
+    exec("\n".join(lines), scope)  # noqa: S102 - the source is made here from the classes' own field names
+    return scope[f"conform_{kind.__name__}"]
 
 
 def use_row_coders() -> None:
@@ -264,3 +290,4 @@ RECORDS = {r.__name__: r for r in (FrontierItem, Entry, Listing, SnapshotEntry, 
                                     Event)}
 _CHECKERS = {r: [(f"{r.__name__}.{name}", _checker(getattr(hint, "__forward_arg__", hint)))
                   for name, hint in r.__annotations__.items()] for r in RECORDS.values()}
+_CONFORMERS = {r: _conformer(r) for r in RECORDS.values()}
