@@ -12,7 +12,8 @@ target: wall seconds, documents per second, the peak RSS summed over the crawl's
 and workers, sampled every 0.1 s), the ratio of that peak to the baseline's (bounded memory means the
 ratio stays well below the tenfold growth of the corpus), and the number of documents in the index, which
 must equal the number of files; then the same of an unchanged re-crawl of each tree (it must read
-nothing and find every file unchanged). The baseline is the crawl of the small tree, by the same command into
+nothing and find every file unchanged), and for the embedded index its ratio to the floor of bench/crawl_bench.py
+(a scandir walk with stat plus reading ``url, mtime_ns, size`` from the index, in this process). The baseline is the crawl of the small tree, by the same command into
 the same kind of index. ``--url`` uses that OpenSearch node instead of starting one (its aliases are
 named per run and deleted at the end). ``--tiny`` (tests/test_benchmarks.py runs it, with the suite's
 node as ``--url``): 300 files, and 30 for the baseline.
@@ -30,7 +31,7 @@ import time
 import uuid
 from pathlib import Path
 
-from crawl_bench import REPO, generate_tree, mib, roles, run_measured
+from crawl_bench import REPO, generate_tree, mib, roles, run_measured, time_floor
 
 sys.path.insert(0, str(REPO))
 
@@ -66,6 +67,8 @@ def crawl(work: Path, tree: Path, name: str, index: dict, files: int, workers: i
                    read=report["counts"].get("read", 0), unchanged=report["counts"].get("unchanged", 0))
         runs.append(run)
     runs[0]["again"] = runs[1]
+    if "path" in index:  # the floor of an unchanged re-crawl (issue 27, target 1: at most 4x at a million files)
+        runs[1]["floor"] = time_floor(tree, Path(index["path"]))
     return runs[0]
 
 
@@ -88,6 +91,11 @@ def measure(work: Path, trees: dict[str, tuple[Path, int]], target: str, index_f
         print(f"  {'':>8} unchanged re-crawl: {again['seconds']:7.1f} s ({again['cpu']:.1f} CPU s), peak RSS "
               f"{mib(again['peak_rss'])} ({roles(again)}), PSS {mib(again['peak_pss'])}; read {again['read']}, unchanged {again['unchanged']:,}"
               f"{'' if same else ' (WRONG: want read 0, every file unchanged)'}")
+        if "floor" in again:
+            floor, floor_cpu = again["floor"]
+            print(f"  {'':>8} floor (scandir walk with stat + url, mtime_ns, size from the index; fastest of 3): "
+                  f"{floor:.2f} s ({floor_cpu:.2f} CPU s): re-crawl / floor {again['seconds'] / floor:.1f}x wall, "
+                  f"{again['cpu'] / floor_cpu:.1f}x CPU (issue 27: at most 4x at a million files)")
     small, large = runs["baseline"], runs["large"]
     growth = (large["peak_rss"] - small["peak_rss"]) / (large["files"] - small["files"]) * 10_000
     print(f"  peak memory ratio {large['files']:,} / {small['files']:,} files: {ratio:.2f}x for "
