@@ -69,6 +69,18 @@ def test_a_reader_leaves_the_index_as_the_crawl_stamped_it(files):
     assert sqlite_index._stamp(str(path)) == sqlite_index._read_stamp(str(path))
 
 
+def test_a_stamp_that_is_no_stamp_leaves_a_healthy_index_usable(files):
+    """Whatever is in ``index.sqlite.checked`` (here JSON nested deeper than the decoder goes), the file is then
+    checked, and a healthy one crawled; it refused it with "maximum recursion depth exceeded", exit 2."""
+    config, path = files
+    assert beamtrawl("crawl", str(config)).returncode == 0
+    Path(f"{path}.checked").write_text("[" * 4000)
+    assert sqlite_index._read_stamp(str(path)) is None
+    crawled = beamtrawl("crawl", str(config))
+    assert crawled.returncode == 0, crawled.stderr
+    assert sqlite_index._stamp(str(path)) == sqlite_index._read_stamp(str(path))  # stamped again
+
+
 def test_a_crawl_refuses_another_programs_database_and_leaves_it_untouched(files):
     config, path = files
     db = sqlite3.connect(path)
@@ -108,10 +120,18 @@ def _zeroed_page(path: Path) -> None:
         file.write(bytes(size))
 
 
+def _zeroed_page_and_a_deep_stamp(path: Path) -> None:
+    """The stamp replaced by JSON nested deeper than the decoder goes (RecursionError, not ValueError): the crawl
+    ended with "beamtrawl: maximum recursion depth exceeded while decoding a JSON array…" instead of checking."""
+    _zeroed_page(path)
+    Path(f"{path}.checked").write_text("[" * 4000)
+
+
 @pytest.mark.parametrize("damage, crawl_says, search_says", [
     (_garbage, "the file is not a SQLite database", "the file is not a SQLite database"),
     (_version_two, "schema version 'two' is not a number", "schema version 'two' is not a number"),
     (_zeroed_page, "the index is damaged", "the index is damaged"),
+    (_zeroed_page_and_a_deep_stamp, "the index is damaged", "the index is damaged"),
 ])
 def test_a_bad_index_file_is_one_line_naming_it(files, damage, crawl_says, search_says):
     config, path = files

@@ -1077,13 +1077,14 @@ def _stamp(path: str) -> list:
 
 def _read_stamp(path: str) -> list | None:
     """The stamp (:func:`_stamp`) the last crawl's driver left beside the index when it closed it, if any
-    (anything else there, a folder, a pipe, a huge or garbled file, is no stamp: the file is checked)."""
+    (anything else there, a folder, a pipe, a huge or garbled file, JSON nested too deep for the decoder
+    (``[[[…``: RecursionError, which ended the crawl with a traceback), is no stamp: the file is checked)."""
     try:
         if not stat.S_ISREG(os.stat(path + STAMP_SUFFIX).st_mode):
             return None
         with open(path + STAMP_SUFFIX, "rb") as file:
             return json.loads(file.read(4096))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 
