@@ -187,6 +187,25 @@ def test_a_record_handed_on_is_checked_and_escaped_field_by_field():
     assert conform(doc).aux[0].value == "v\\xe9" and type(conform(doc).aux[0]).__name__ == "AuxValue"
 
 
+def test_a_subclass_of_str_is_escaped_as_a_plain_string():
+    """A plugin's string of a subclass of str (lxml's string results are one) with a lone surrogate was handed on
+    as it was: the index's write of its whole batch then failed (UnicodeEncodeError), every document in it
+    with a report line; now it is the plain string, escaped, in a field, a sequence and a nested record."""
+    from beamtrawl.transforms.records import AuxValue, IndexDoc, conform
+
+    class Text(str):
+        pass
+
+    doc = IndexDoc(*[""] * 12, 0, 0, "", (), *[""] * 5, (), "")._replace(
+        title=Text("caf\udce9"), groups=[Text("hr\udcff"), "staff"], outlinks=(Text("ok"),),
+        aux=[AuxValue(Text("n\udce9"), "v", True, True, False)])
+    done = conform(doc)
+    assert (done.title, done.groups, done.outlinks, done.aux[0].name) == ("caf\\xe9", ["hr\\xff", "staff"], ["ok"],
+                                                                          "n\\xe9")
+    assert type(done.title) is str and type(done.groups[0]) is str and type(done.aux[0].name) is str
+    assert conform(doc._replace(title=Text("plain"))).title == "plain"
+
+
 @pytest.mark.parametrize("url, root, depth", [
     ("file:///r", "file:///r", 0),
     ("file:///r/a.txt", "file:///r", 0),

@@ -211,7 +211,9 @@ def _check_str(value, where):
         return value
     if not isinstance(value, str):
         raise TypeError(f"{where} is {type(value).__name__}, not str")
-    return lossless(value) if type(value) is str else value
+    # a subclass of str (a plugin's, lxml's string results) as the plain string it holds, escaped as well: one
+    # with a lone surrogate failed the whole batch of documents written with it (UnicodeEncodeError)
+    return lossless(value if type(value) is str else str.__str__(value))
 
 
 def _checker(hint: str):
