@@ -206,6 +206,22 @@ def test_a_subclass_of_str_is_escaped_as_a_plain_string():
     assert conform(doc._replace(title=Text("plain"))).title == "plain"
 
 
+def test_an_int_beyond_64_bits_is_a_type_error_naming_the_field():
+    """Beam's RowCoder and SQLite take 64-bit integers: a plugin's ``size`` of 2**70 passed and failed the index
+    write of every document in its batch (OverflowError); now it is that document's TypeError."""
+    from beamtrawl.transforms.records import IndexDoc, conform
+
+    doc = IndexDoc(*[""] * 12, 0, 0, "", (), *[""] * 5, (), "")
+    for change, message in [({"size": 2**63}, "IndexDoc.size is an int of 64 bits, not a 64-bit int"),
+                            ({"mtime_ns": -2**63 - 1}, "IndexDoc.mtime_ns is an int of 64 bits, not a 64-bit int"),
+                            ({"passages": [0, 2**70]}, "IndexDoc.passages[1] is an int of 71 bits, not a 64-bit int"),
+                            ({"size": 1.0}, "IndexDoc.size is float, not int")]:
+        with pytest.raises(TypeError, match=re.escape(message)):
+            conform(doc._replace(**change))
+    done = conform(doc._replace(size=2**63 - 1, mtime_ns=-2**63, passages=(0, True)))
+    assert (done.size, done.mtime_ns, done.passages) == (2**63 - 1, -2**63, [0, True])
+
+
 @pytest.mark.parametrize("url, root, depth", [
     ("file:///r", "file:///r", 0),
     ("file:///r/a.txt", "file:///r", 0),

@@ -216,11 +216,26 @@ def _check_str(value, where):
     return lossless(value if type(value) is str else str.__str__(value))
 
 
+#: What an ``int`` field may hold: Beam's RowCoder writes it as a 64-bit integer, and so does SQLite (a larger
+#: one, a plugin's ``size``, say, failed the index write of every document in its batch: OverflowError).
+INT64 = range(-2**63, 2**63)
+
+
+def _check_int(value, where):
+    if not isinstance(value, int):
+        raise TypeError(f"{where} is {type(value).__name__}, not int")
+    if value not in INT64:
+        raise TypeError(f"{where} is an int of {value.bit_length()} bits, not a 64-bit int")
+    return value
+
+
 def _checker(hint: str):
     """A function (value, where) → the value conformed to ``hint``, or TypeError naming ``where``. Each
     runs for every field of every record a stage hands on: the common case is kept short."""
     if hint == "str":
         return _check_str
+    if hint == "int":
+        return _check_int
     if hint in _TYPES:
         wanted = _TYPES[hint]
 
@@ -262,12 +277,15 @@ def _conformer(kind):
     field of every record a stage hands on passes here, and a call per field was a tenth of a worker's time
     in a full crawl (py-spy, issue 27). The common cases are tested inline: an ASCII string, an empty list."""
     names = [f"f_{name}" for name in kind._fields]  # prefixed: a field may be named like a builtin (``id``)
-    scope = {"kind": kind, "new": tuple.__new__, "check_str": _check_str, "empty": (list, tuple)}
+    scope = {"kind": kind, "new": tuple.__new__, "check_str": _check_str, "check_int": _check_int, "int64": INT64,
+             "empty": (list, tuple)}
     lines = [f"def conform_{kind.__name__}(record):", f"    {', '.join(names)}, = record"]
     for name, (where, check) in zip(names, _CHECKERS[kind], strict=True):
         scope[f"check_{name}"] = check
         if check is _check_str:
             lines.append(f"    if type({name}) is not str or not {name}.isascii(): {name} = check_str({name}, {where!r})")
+        elif check is _check_int:
+            lines.append(f"    if type({name}) is not int or {name} not in int64: check_int({name}, {where!r})")
         elif hasattr(check, "wanted"):
             scope[f"wanted_{name}"] = check.wanted
             lines.append(f"    if not isinstance({name}, wanted_{name}): check_{name}({name}, {where!r})")
