@@ -222,6 +222,20 @@ def test_an_int_beyond_64_bits_is_a_type_error_naming_the_field():
     assert (done.size, done.mtime_ns, done.passages) == (2**63 - 1, -2**63, [0, True])
 
 
+def test_a_nested_record_of_the_wrong_type_is_named_with_its_field_and_item():
+    """The message named the nested record's field only ("AuxValue.store is str, not bool"), or nothing at all
+    for an item that is no record ("AuxValue() argument after * must be an iterable, not NoneType")."""
+    from beamtrawl.transforms.records import IndexDoc, conform
+
+    doc = IndexDoc(*[""] * 12, 0, 0, "", (), *[""] * 5, (), "")
+    for aux, message in [([("a", "b", True, True, False), ("n", "v", "yes", True, False)],
+                          "IndexDoc.aux[1]: AuxValue.store is str, not bool"),
+                         ([None], "IndexDoc.aux[0]: "),
+                         ([("n", "v", True)], "IndexDoc.aux[0]: ")]:
+        with pytest.raises(TypeError, match=re.escape(message)):
+            conform(doc._replace(aux=aux))
+
+
 @pytest.mark.parametrize("url, root, depth", [
     ("file:///r", "file:///r", 0),
     ("file:///r/a.txt", "file:///r", 0),

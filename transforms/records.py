@@ -262,7 +262,14 @@ def _checker(hint: str):
                 return [inner(v, f"{where}[{n}]") for n, v in enumerate(value)]
         check_all.sequence = True  # :func:`_conformer` tests an empty list inline
         return check_all
-    return lambda value, where: conform(RECORDS[hint](*value))
+    kind = RECORDS[hint]
+
+    def check_record(value, where):  # a nested record (RawDocument.entry, IndexDoc.aux's items): named, with its item
+        try:
+            return conform(kind(*value))
+        except TypeError as err:
+            raise TypeError(f"{where}: {err}") from None
+    return check_record
 
 
 def conform(record):
