@@ -81,6 +81,25 @@ def test_a_stamp_that_is_no_stamp_leaves_a_healthy_index_usable(files):
     assert sqlite_index._stamp(str(path)) == sqlite_index._read_stamp(str(path))  # stamped again
 
 
+def test_the_write_ahead_log_of_an_index_reached_by_a_symbolic_link_is_seen(tmp_path):
+    """SQLite keeps the log beside the file a link at ``index.path`` leads to: a log with writes in it changes
+    the stamp (the next crawl checks the file), and a reader does not open the file as immutable under it."""
+    real, linked = _index(tmp_path / "real.sqlite"), tmp_path / "elsewhere" / "index.sqlite"
+    linked.parent.mkdir()
+    linked.symlink_to(real)
+    quiet = sqlite_index._stamp(str(linked))
+    writer = sqlite3.connect(real)
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute("UPDATE docs SET title = 'changed' WHERE rowid = (SELECT min(rowid) FROM docs)")
+    writer.commit()
+    try:
+        assert Path(f"{real}-wal").stat().st_size > 0 and not Path(f"{linked}-wal").exists()
+        assert sqlite_index._stamp(str(linked)) != quiet
+        assert sqlite_index._log_of(str(linked)) == f"{real}-wal"
+    finally:
+        writer.close()
+
+
 def test_a_crawl_refuses_another_programs_database_and_leaves_it_untouched(files):
     config, path = files
     db = sqlite3.connect(path)

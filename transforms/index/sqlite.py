@@ -1024,6 +1024,11 @@ def _add_denied_column(db: sqlite3.Connection) -> None:
 
 # -- the index file ------------------------------------------------------------------------------
 
+def _log_of(path: str) -> str:
+    """The index's write-ahead log: SQLite keeps it beside the file a symbolic link at ``path`` leads to."""
+    return os.path.realpath(path) + "-wal"
+
+
 def _open_read_only(path: str) -> sqlite3.Connection:
     """Read access is enough to search. A WAL index needs its ``-shm`` file, which a reader who may not
     write the folder cannot create; when no ``-wal`` file exists (no crawl is writing, or one ended
@@ -1035,7 +1040,7 @@ def _open_read_only(path: str) -> sqlite3.Connection:
         return db
     except sqlite3.OperationalError:
         db.close()
-        if os.path.exists(path + "-wal"):
+        if os.path.exists(_log_of(path)):
             raise
     return sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
 
@@ -1065,7 +1070,7 @@ def _stamp(path: str) -> list:
     ``search`` or the crawl's own look at the index's owner, leaves one, which cost every crawl after it a
     ``quick_check`` of the whole file, ~2 s at 200,000 documents)."""
     stamp = []
-    for name in (path, path + "-wal"):
+    for name in (path, _log_of(path)):
         try:
             st = os.stat(name)
         except OSError:
