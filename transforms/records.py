@@ -256,7 +256,7 @@ def _checker(hint: str):
                 raise TypeError(f"{where} is {type(value).__name__}, not a sequence")
             try:
                 if inner is _check_str and "".join(value).isascii():  # every item an ASCII string, in C
-                    return list(value)
+                    return list(map(str.__str__, value))  # a subclass's as the plain string, as _check_str gives it
                 return [inner(v, where) for v in value]
             except TypeError:  # again, item by item, so the message names the item at fault
                 return [inner(v, f"{where}[{n}]") for n, v in enumerate(value)]
