@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -251,6 +252,21 @@ def _plugins(entry) -> str:
     with pytest.raises(ConfigError) as err:
         parse_config(raw, "crawl.yaml")
     return str(err.value)
+
+
+def test_a_prepared_result_of_the_wrong_type_is_named_by_its_field():
+    """What a third party's preparator or ``on_after_prepare`` gives is checked before it is used: a title of 7 was
+    one report line naming an AttributeError of ``int``; it names the field now."""
+    from beamtrawl.transforms.preparators.base import checked
+
+    assert checked(Prepared(title="t", headlines=("a", "b"))).title == "t"
+    for bad, message in [(Prepared(title=7), "Prepared.title is int, not str"),
+                         (Prepared(content=None), "Prepared.content is NoneType, not str"),
+                         (Prepared(headlines="one"), "Prepared.headlines is not a list of strings"),
+                         (Prepared(headlines=["a", 2]), "Prepared.headlines is not a list of strings"),
+                         ({"title": "t"}, "the preparation gave dict, not Prepared")]:
+        with pytest.raises(TypeError, match=re.escape(message)):
+            checked(bad)
 
 
 def test_plugin_configuration_errors_are_one_line():

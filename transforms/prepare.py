@@ -57,6 +57,7 @@ from beamtrawl.plugins.manager import PluginHost
 from beamtrawl.transforms.enrich.auxfields import aux_values
 from beamtrawl.transforms.guard import Guard, isolated, stage
 from beamtrawl.transforms.preparators import PreparatorSpec, Prepared
+from beamtrawl.transforms.preparators.base import checked
 from beamtrawl.transforms.preparators.chain import Chooser
 from beamtrawl.transforms.preparators.isolation import DEFAULT_BOUNDS, MAX_IN_FLIGHT, Bounds, runner_for
 from beamtrawl.transforms.preparators.mime import SNIFF_BYTES, MimeSniffer
@@ -359,6 +360,7 @@ class _Prepare(beam.DoFn):
                 prepared = self.plugins.chain("on_after_prepare", "prepared", prepared, entry.url,
                                               raw_document=raw, preparator=tried[-1])
         if prepared is not None:
+            prepared = checked(prepared)  # a third party's preparator or plugin may give any value
             if _ocr_pages(prepared):
                 self.tally.count("ocr_pages", _ocr_pages(prepared))
             limit = self.options.bounds.max_content_length

@@ -35,6 +35,23 @@ class Prepared:
     furniture: str = ""  # words every page of a site repeats (menus, sidebars): searchable at a low weight, never shown
 
 
+_TEXTS = ("title", "content", "summary", "metadata", "partial", "furniture")
+
+
+def checked(prepared) -> Prepared:
+    """``prepared`` as a preparator or an ``on_after_prepare`` plugin gave it, if its texts are strings and its
+    headlines strings in a list; else a TypeError naming the field (a plugin's ``title=7`` failed later, naming an
+    ``AttributeError`` of ``int``)."""
+    if not isinstance(prepared, Prepared):
+        raise TypeError(f"the preparation gave {type(prepared).__name__}, not Prepared")
+    for name in _TEXTS:
+        if not isinstance(getattr(prepared, name), str):
+            raise TypeError(f"Prepared.{name} is {type(getattr(prepared, name)).__name__}, not str")
+    if not isinstance(prepared.headlines, list | tuple) or not all(isinstance(h, str) for h in prepared.headlines):
+        raise TypeError("Prepared.headlines is not a list of strings")
+    return prepared
+
+
 @dataclass(frozen=True)
 class PreparatorSpec:
     """``params`` holds the parameters in use; a registered spec's are the defaults, and configuration
