@@ -360,7 +360,8 @@ class _Prepare(beam.DoFn):
                 prepared = self.plugins.chain("on_after_prepare", "prepared", prepared, entry.url,
                                               raw_document=raw, preparator=tried[-1])
         if prepared is not None:
-            prepared = checked(prepared)  # a third party's preparator or plugin may give any value
+            with stage("document"):  # a third party's preparator or plugin may give any value
+                prepared = checked(prepared)
             if _ocr_pages(prepared):
                 self.tally.count("ocr_pages", _ocr_pages(prepared))
             limit = self.options.bounds.max_content_length
