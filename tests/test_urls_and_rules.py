@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from urllib.parse import unquote_to_bytes, urlsplit
 
 import pytest
 import yaml
@@ -113,6 +114,18 @@ def test_path_to_url_spellings():
     assert path_to_url("/srv/100% #1.txt") == "file:///srv/100%25%20%231.txt"
     with pytest.raises(ValueError):
         url_to_path("http://example.com/a")
+
+
+@pytest.mark.parametrize("url", [
+    "file:///srv/docs/a.txt", "file:///", "file:////srv//x", "file:///a:b@c;d=e/(1)+~!$&',*.x",
+    "file:///srv/a%20b", "file:///srv/a b", "file:///srv/a?b", "file:///srv/a#b", "file:///srv/\u00fc",
+    "file:///srv/a\tb", "file:///srv/a\nb", "FILE:///srv/a", "file://host/srv/a",
+])
+def test_a_plain_file_url_is_its_path_as_parsing_gives_it(url):
+    """The shortcut for URLs with no escape (each document read takes it) gives what ``urlsplit`` and unquoting
+    give, and every other URL goes that way."""
+    parsed = urlsplit(url)
+    assert url_to_path(url) == os.fsdecode(unquote_to_bytes(parsed.path))
 
 
 def test_doc_id_is_stable_and_distinct():

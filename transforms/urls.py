@@ -28,13 +28,13 @@ def _sources():
 
 
 #: Bytes a segment keeps as they are (what ``quote`` leaves unescaped with ``_PATH_SAFE``).
-_SEGMENT_SAFE = (b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~" + _PATH_SAFE.encode())
+SEGMENT_SAFE = (b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~" + _PATH_SAFE.encode())
 
 
 def quote_segment(name: bytes) -> str:
     """One path segment (a file name, or a whole local path, as bytes) spelled with the escapes URLs keep.
     Most names need none: those are returned as they are without ``quote``'s calls (a listing's hot path)."""
-    if not name.rstrip(_SEGMENT_SAFE):
+    if not name.rstrip(SEGMENT_SAFE):
         return name.decode("ascii")
     return quote(name, safe=_PATH_SAFE)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import stat
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
@@ -20,7 +21,7 @@ from beamtrawl.transforms.compare import InPlace, Unchanged
 from beamtrawl.transforms.records import Entry, FrontierItem, event
 from beamtrawl.transforms.sources.base import NotIndexed, StartHints
 from beamtrawl.transforms.sources.walk import walk_to_budget
-from beamtrawl.transforms.urls import depth_below, doc_id, quote_segment
+from beamtrawl.transforms.urls import SEGMENT_SAFE, depth_below, doc_id, quote_segment
 
 if TYPE_CHECKING:  # what the index stored of a document: its URL, size and modification time
     from beamtrawl.transforms.index.base import Stored
@@ -31,8 +32,16 @@ def path_to_url(path: str | bytes) -> str:
     return "file://" + quote_segment(os.fsencode(os.path.abspath(path)))
 
 
+_PLAIN = re.compile(f"file:///[{re.escape(SEGMENT_SAFE.decode('ascii'))}]*")  # a local path's URL with no escape
+
+
 def url_to_path(url: str) -> str:
-    """Local path of a ``file://`` URL, the exact inverse of :func:`path_to_url`."""
+    """Local path of a ``file://`` URL, the exact inverse of :func:`path_to_url`. A URL of a local path holding
+    no escape (most: each document read opens one) is that path after ``file://``: ``urlsplit`` and unquoting
+    would give the same in ten times the time (4 us: ``urlsplit``'s cache misses), 3 % of a worker's in a full crawl
+    (issue 27)."""
+    if _PLAIN.fullmatch(url):
+        return url[7:]
     parts = urlsplit(url)
     if parts.scheme != "file":
         raise ValueError(f"not a file URL: {url}")
