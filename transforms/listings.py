@@ -134,8 +134,9 @@ class CheckListings(beam.PTransform):
         containers = (verdicts["verdicts"]
                       | "GroupByContainer" >> beam.GroupByKey()
                       | "Container" >> beam.Map(_container))
-        decided = vanished | "Decide" >> beam.ParDo(
-            _Decide(self.roots), beam.pvalue.AsDict(containers)).with_outputs(EVENTS, LINES, main="deletes")
+        # its type declared (what Beam would infer): inferring it from _Decide's code took 0.09 s of every crawl's start
+        decided = vanished | "Decide" >> beam.ParDo(_Decide(self.roots), beam.pvalue.AsDict(containers)
+                                                    ).with_output_types(Any).with_outputs(EVENTS, LINES, main="deletes")
         lines = (decided[LINES]
                  | "ByLine" >> beam.Map(lambda e: (f"{e.url}\n{e.reason}", e)).with_output_types(tuple[str, Any])
                  | "GroupByLine" >> beam.GroupByKey()
