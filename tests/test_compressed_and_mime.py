@@ -508,3 +508,13 @@ def test_a_compressed_tar_names_the_tar_inside():
     assert compressed.tar_name("file:///t/x.TBZ2", compressed.BZIP2) == "x.tar"
     assert compressed.tar_name("file:///t/.tgz", compressed.GZIP) == ""
     assert compressed.tar_name("file:///t/x.gz", compressed.GZIP) == ""
+
+
+@pytest.mark.parametrize("name", ["iso2022_jp", "iso2022_kr"])
+def test_iso_2022_text_is_read_in_its_charset(name):
+    """ISO-2022 is 7-bit: Japanese text and mail in it are ASCII bytes, valid UTF-8, and were indexed as
+    ``$B$N3+H/``; the escape sequences say which charset, and the text is what CPython's UTF-8 twin holds."""
+    folder = f"{PY_LIB}/test/cjkencodings"
+    data = debian_file(PY_TESTSUITE, f"{folder}/{name}.txt").read_bytes()
+    prepared, errors, _ = prepare(data, f"file:///t/{name}.txt")
+    assert errors == [] and prepared.content == debian_file(PY_TESTSUITE, f"{folder}/{name}-utf8.txt").read_text("utf-8")

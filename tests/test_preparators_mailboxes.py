@@ -42,6 +42,9 @@ def prepare(data: bytes, name: str):
      "Paul Allan Hill <paul@metajure.com>", "Original Body"),
     ("testMSG_Appointment.msg", "Quick brown fox from Allison, Timothy B.",
      "Allison, Timothy B. <tallison@mitre.org>", "This is a meeting to discuss jumping"),
+    # strings in Big5 (code page 950, given only by PR_INTERNET_CPID): extract-msg alone read them as ISO-8859-15
+    ("testMSG_chinese.msg", "Alfresco MSG format testing ( MSG 格式測試 ) from Tests Chang@FT (張毓倫)",
+     "Tests Chang@FT (張毓倫) <tests.chang@fengttt.com>", "恭喜 HQ 保全課 陳奎良 高票當選雲林縣總工會 100 年度模範勞工代表"),
 ])
 def test_outlook_message_is_a_mail_with_title_fields_and_body(name, title, to, phrase):
     prepared, errors, mimetype = prepare(outlook(name), name)

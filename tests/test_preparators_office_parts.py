@@ -27,6 +27,17 @@ def test_word_headers_footers_and_footnotes_are_text():
     assert "Here is a text box" in lines and "Row 1 Col 1 Row 1 Col 2 Row 1 Col 3" in lines
 
 
+def test_word_runs_in_content_controls_and_cells_that_are_controls_are_text():
+    """A heading's runs inside an inline content control ("BigCompany", a résumé template) and a table cell that is
+    a content control: python-docx's paragraph and row readers skip both; a header's tab stays a tab."""
+    prepared, errors, _ = prepare("testWORD_missing_text.docx")
+    assert errors == [] and prepared.partial == ""
+    lines = prepared.content.split("\n")
+    assert "Experience BigCompany\t" in lines and "Cell0 Rich_text_in_cell Cell2" in lines
+    prepared, errors, _ = prepare("testWORD_no_format.docx")
+    assert errors == [] and "102\tAdministration och övervakning" in prepared.content.split("\n")
+
+
 @pytest.mark.parametrize("name, said", [
     ("testComment.docx", "Here is a comment"),
     ("footnotes.docx", "snoska"),  # the footnote's text

@@ -18,9 +18,10 @@ from beamtrawl.transforms.preparators.office import prepare_ooxml
 from beamtrawl.transforms.preparators.pdf import prepare_pdf
 from pypdf import PdfReader, PdfWriter
 from pypdf.annotations import Text
+from pypdf.generic import NameObject
 from reportlab.pdfgen import canvas
 
-from tests.package_files import debian_file
+from tests.package_files import debian_file, tika_test_document
 
 
 def _mime(data: bytes) -> str:
@@ -64,6 +65,29 @@ def test_prepare_pdf(annotated_pdf):
     assert prepared.content == ("Balance the rotor before every run.\nWear gloves when you open the lid."
                                 " Annotations Check the lid seal")
     assert prepared.metadata == "p.2 Ada Lovelace Safety rotor gloves"
+
+
+def test_pdf_form_values_are_text_and_bookmarks_headlines():
+    """A filled-in form's answers are drawn by its fields, not its pages, so PDFium's page text lacks them: each is a
+    line ``label: value`` (the field's tooltip, else its name); the outline's titles are headlines. Tika's files."""
+    form = prepare_pdf(tika_test_document("pdf", "testPDF_acroform3.pdf"), "file:///f.pdf", "application/pdf", {})
+    assert form.content.split("\n")[-4:] == ["aTextField: TIKA-1226", "aCheckBox: Yes", "aComboBox: comboExportB",
+                                             "aListBox: exportListItemC"]  # the signature field has no value
+    xfa = prepare_pdf(tika_test_document("pdf", "testPDF_XFA_govdocs1_258578.pdf"), "file:///x.pdf", "application/pdf", {})
+    assert "School Name: my_school" in xfa.content.split("\n")
+    assert "DropDownList1: 2: Young Abraham Lincoln (Ranger Ed)" in xfa.content.split("\n")
+    marked = prepare_pdf(tika_test_document("pdf", "testPDF_bookmarks.pdf"), "file:///b.pdf", "application/pdf", {})
+    assert marked.headlines == ["Countries", "France", "Denmark bookmark is here"]
+
+
+def test_pdf_with_a_damaged_form_and_outline_keeps_its_pages():
+    def damage(writer):
+        writer._root_object[NameObject("/AcroForm")] = NameObject("/Broken")
+        writer._root_object[NameObject("/Outlines")] = NameObject("/Broken")
+
+    prepared = prepare_pdf(_rewrite(_pdf(), damage), "file:///d.pdf", "application/pdf", {})
+    assert prepared.content == "Balance the rotor before every run.\nWear gloves when you open the lid."
+    assert prepared.headlines == []
 
 
 def test_prepare_pdf_encrypted_with_empty_user_password():
@@ -182,10 +206,16 @@ def test_docx_content_controls_are_read_and_text_read_short_says_so():
     assert prepared.content.startswith("A long inserted revision the reader sees in full.\n") and not prepared.partial
     document.element.body.remove(document.element.body[0])
     document.element.body.insert(0, parse_xml(  # a smart tag's runs: python-docx reads no run inside one
-        f'<w:p {_W}><w:smartTag w:element="place"><w:r><w:t>A long tagged sentence the reader cannot see now.'
+        f'<w:p {_W}><w:smartTag w:element="place"><w:r><w:t>A long tagged sentence the reader sees now.'
         "</w:t></w:r></w:smartTag></w:p>"))
     prepared = prepare_ooxml(_save(document), "file:///tagged.docx", office.MIME_TYPES[0], {})
-    assert prepared.partial == ("read 55 of the 96 characters of text the file's XML holds: the rest is in parts "
+    assert prepared.content.startswith("A long tagged sentence the reader sees now.\n") and not prepared.partial
+    document.element.body.remove(document.element.body[0])
+    document.element.body.insert(0, parse_xml(  # a paragraph in an element no Word version writes there
+        f'<x:wrapper xmlns:x="urn:example:unknown"><w:p {_W}><w:r><w:t>A long wrapped sentence the reader '
+        "cannot see.</w:t></w:r></w:p></x:wrapper>"))
+    prepared = prepare_ooxml(_save(document), "file:///wrapped.docx", office.MIME_TYPES[0], {})
+    assert prepared.partial == ("read 55 of the 94 characters of text the file's XML holds: the rest is in parts "
                                 "the reading library skipped")
 
 

@@ -24,7 +24,7 @@ from beamtrawl.transforms.preparators.cell_format import displayed, header_foote
 from beamtrawl.transforms.preparators.drawing_text import drawing_texts
 from beamtrawl.transforms.values import Bounds
 
-REVISION = 12  # part of the preparation fingerprint (base.py): 12 keeps DOCX and PPTX pictures' alternative text in the furniture field; 11 shows XLSB numbers by their formats and reads a workbook calamine cannot open from its cell records; 10 reads flat OPC files (flat_opc) and tracked insertions; 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
+REVISION = 13  # part of the preparation fingerprint (base.py): 13 reads a Word paragraph's runs wherever they sit (inline content controls, fields, smart tags) and cells that are content controls, tabs in headers and footers; 12 keeps DOCX and PPTX pictures' alternative text in the furniture field; 11 shows XLSB numbers by their formats and reads a workbook calamine cannot open from its cell records; 10 reads flat OPC files (flat_opc) and tracked insertions; 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
@@ -33,7 +33,6 @@ SHORT_READ = 0.9  # a document read to less than this share of the text its XML 
 # a workbook's cells are read until their text passes max_characters (the crawl keeps at most
 # preparation.max_content_length characters of any document, by default as many)
 DEFAULTS = (("max_characters", Bounds().max_content_length),)
-_INSERTED = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}ins"
 _MAX_TABLE_NESTING = 20  # deeper tables in tables are not read (Word itself stops near 60)
 
 _WORD, _PPT = "application/vnd.openxmlformats-officedocument.wordprocessingml", \
@@ -111,72 +110,95 @@ def _alt_texts(elements) -> str:
     return _join(dict.fromkeys(text for text in (" ".join((e.get("descr") or "").split()) for e in elements) if text))
 
 
-def _body_blocks(element, parent):
-    """Paragraphs and tables in reading order, those inside content controls (``w:sdt``: the cover pages
-    and tables of contents of many templates) too, which python-docx's ``iter_inner_content`` skips."""
-    from docx.oxml.ns import qn
-    from docx.table import Table
-    from docx.text.paragraph import Paragraph
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+_T, _BR, _SDT, _SDT_CONTENT, _CUSTOM_XML = (f"{_W}{name}" for name in ("t", "br", "sdt", "sdtContent", "customXml"))
+_PARAGRAPH, _TABLE, _ROW, _CELL = (f"{_W}{name}" for name in ("p", "tbl", "tr", "tc"))
+_CHARACTERS = {f"{_W}tab": "\t", f"{_W}ptab": "\t", f"{_W}cr": "\n", f"{_W}noBreakHyphen": "-"}
+# Not the paragraph's own text: text boxes (read as such), tracked deletions and text moved away, the repeat of an
+# mc:Choice for older readers, properties.
+_NOT_TEXT = {f"{_W}txbxContent", f"{_W}del", f"{_W}moveFrom", _MC_FALLBACK, f"{_W}pPr", f"{_W}rPr"}
 
+
+def _within_controls(element, tag: str):
+    """``element``'s children of ``tag``, those wrapped in content controls (``w:sdt``: a template's cover page,
+    a repeating section's rows, a cell that is a control) and custom XML too."""
     for child in element.iterchildren():
-        if child.tag == qn("w:p"):
-            yield Paragraph(child, parent)
-        elif child.tag == qn("w:tbl"):
-            yield Table(child, parent)
-        elif child.tag == qn("w:sdt") and (content := child.find(qn("w:sdtContent"))) is not None:
-            yield from _body_blocks(content, parent)
+        if child.tag == tag:
+            yield child
+        elif child.tag == _CUSTOM_XML:
+            yield from _within_controls(child, tag)
+        elif child.tag == _SDT and (content := child.find(_SDT_CONTENT)) is not None:
+            yield from _within_controls(content, tag)
+
+
+def _body_blocks(element):
+    """Paragraphs and tables (``w:p``, ``w:tbl``) in reading order, those inside content controls too, which
+    python-docx's ``iter_inner_content`` skips."""
+    for child in element.iterchildren():
+        if child.tag in (_PARAGRAPH, _TABLE):
+            yield child
+        elif child.tag == _CUSTOM_XML:
+            yield from _body_blocks(child)
+        elif child.tag == _SDT and (content := child.find(_SDT_CONTENT)) is not None:
+            yield from _body_blocks(content)
 
 
 def _paragraph_text(paragraph) -> str:
-    """A paragraph's text with its tracked insertions (``w:ins``), which are text the document shows and Tika
-    reads, and python-docx's ``Paragraph.text`` leaves out ("over the lazy brown dog" lost "dog"); tracked
-    deletions (``w:delText``) stay out."""
-    if paragraph._p.find(_INSERTED) is None:
-        return paragraph.text
-    return "".join(e.text for e in paragraph._p.xpath("w:r | w:hyperlink | w:ins/w:r | w:ins/w:hyperlink"))
+    """A paragraph's text as Word shows it: its runs wherever they sit (hyperlinks, tracked insertions, fields,
+    inline content controls, smart tags: python-docx's ``Paragraph.text`` reads runs and hyperlinks only, and lost
+    "BigCompany" in a control and "dog" in an insertion), tabs and line breaks as such; not tracked deletions."""
+    out, stack = [], list(reversed(paragraph))
+    while stack:
+        node = stack.pop()
+        if node.tag == _T:
+            out.append(node.text or "")
+        elif node.tag in _CHARACTERS:
+            out.append(_CHARACTERS[node.tag])
+        elif node.tag == _BR:  # a line break; a page or column break is no character (as python-docx reads it)
+            out.append("\n" if node.get(f"{_W}type", "textWrapping") == "textWrapping" else "")
+        elif node.tag not in _NOT_TEXT:
+            stack.extend(reversed(node))
+    return "".join(out)
 
 
-def _row_text(row, seen: set, depth: int = 0) -> str:
-    """A table row's cells, a merged cell once; a cell's text includes the tables nested in it (a layout of
-    tables in tables, as mail templates are made), which python-docx's ``cell.text`` leaves out. Each nested
-    table is read once (``seen``): cells merged across rows would otherwise repeat it, level upon level."""
-    from docx.table import Table
-
+def _row_text(row, depth: int = 0) -> str:
+    """A table row's cells, each as its XML holds it (a merged cell once, a cell that is a content control
+    too); a cell's text includes the tables nested in it (a layout of tables in tables, as mail templates
+    are made), which python-docx's ``cell.text`` leaves out."""
     cells = []
-    for cell in {cell._tc: cell for cell in row.cells}.values():
+    for cell in _within_controls(row, _CELL):
         lines = []
-        for block in _body_blocks(cell._tc, cell):
-            if not isinstance(block, Table):
+        for block in _body_blocks(cell):
+            if block.tag == _PARAGRAPH:
                 lines.append(_paragraph_text(block))
-            elif depth < _MAX_TABLE_NESTING and block._tbl not in seen:
-                seen.add(block._tbl)
-                lines.extend(_row_text(inner, seen, depth + 1) for inner in block.rows)
+            elif depth < _MAX_TABLE_NESTING:
+                lines.extend(_row_text(inner, depth + 1) for inner in _within_controls(block, _ROW))
         cells.append("\n".join(line for line in lines if line))
-    return " ".join(dict.fromkeys(cells))
+    return " ".join(cell for cell in cells if cell)
 
 
 def _docx(stream, params: dict) -> Prepared:
     import docx
     from docx.oxml.ns import qn
-    from docx.table import Table
 
     document = docx.Document(stream)
     # Style names by id, read once: Paragraph.style looks the default style up anew for every paragraph,
     # which took most of the time of a DOCX.
     names = {style.style_id: style.name or "" for style in document.styles}
-    blocks, headlines, seen = [], [], set()
-    for block in _body_blocks(document.element.body, document._body):
-        if isinstance(block, Table):
-            blocks.extend(_row_text(row, seen) for row in block.rows)
+    blocks, headlines = [], []
+    for block in _body_blocks(document.element.body):
+        if block.tag == _TABLE:
+            blocks.extend(_row_text(row) for row in _within_controls(block, _ROW))
             continue
         text = _paragraph_text(block)
         blocks.append(text)
-        style = names.get(block._p.style, "")  # no style id: the default paragraph style, never a heading
+        style = names.get(block.style, "")  # no style id: the default paragraph style, never a heading
         if style.startswith(("Heading", "Title")) and text.strip():
             headlines.append(text.strip())
     body = document.element.body
     for box in _visible(body.iter(qn("w:txbxContent"))):  # text boxes, which paragraphs do not show
-        blocks.append(_join("".join(t.text or "" for t in p.iter(qn("w:t"))) for p in box.iter(qn("w:p"))))
+        blocks.append(_join(_paragraph_text(p) for p in box.iter(_PARAGRAPH)))
     parts = _word_parts(document.part.package)
     text = _join([*parts["header"], *blocks, *parts["footer"], *parts["footnotes"], *parts["endnotes"],
                   *parts["comments"]])
@@ -195,7 +217,6 @@ def _word_parts(package) -> dict[str, list[str]]:
     """The paragraphs of the parts beside the body, as Tika reads them: headers (before the body), footers,
     footnotes, endnotes and comments (after it); a header repeated by each section is read once."""
     from docx.oxml import parse_xml
-    from docx.oxml.ns import qn
 
     found: dict[str, dict[str, None]] = {kind: {} for kind in ("header", "footer", "footnotes", "endnotes",
                                                                  "comments")}
@@ -203,8 +224,8 @@ def _word_parts(package) -> dict[str, list[str]]:
         kind = _WORD_PARTS.fullmatch(str(part.partname))
         if kind is None:
             continue
-        for paragraph in parse_xml(part.blob).iter(qn("w:p")):
-            text = "".join(t.text or "" for t in paragraph.iter(qn("w:t"))).strip()
+        for paragraph in parse_xml(part.blob).iter(_PARAGRAPH):
+            text = _paragraph_text(paragraph).strip()
             if text:
                 found[kind.group(1)][text] = None
     return {kind: list(texts) for kind, texts in found.items()}

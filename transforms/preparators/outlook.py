@@ -31,7 +31,8 @@ from beamtrawl.transforms.preparators.mbox import join_messages
 from beamtrawl.transforms.preparators.rtf import prepare_rtf
 from beamtrawl.transforms.preparators.text import decode_text
 
-REVISION = 1  # part of the preparation fingerprint (base.py): 1 names a folder file's folders in its metadata
+REVISION = 2  # part of the preparation fingerprint (base.py): 1 names a folder file's folders in its metadata, 2 a
+# message's code page from PR_INTERNET_CPID
 MSG_TYPES = ("application/vnd.ms-outlook",)
 PST_TYPES = ("application/vnd.ms-outlook-pst",)
 MIME_TYPES = (*MSG_TYPES, *PST_TYPES)
@@ -98,11 +99,26 @@ def _msg_document(message, url: str, depth: int) -> Prepared:
     return mail.compose(headers, [body] if body else [], attachments, url)
 
 
+def _code_page(message) -> str | None:
+    """The code page of a message whose strings are not Unicode and that lacks PR_MESSAGE_CODEPAGE, from its
+    PR_INTERNET_CPID, as Outlook and Tika take it: extract-msg then assumes ISO-8859-15, which turned a Big5
+    message (Traditional Chinese, code page 950) into Latin letters."""
+    if _try(lambda: message.areStringsUnicode, True) or "3FFD0003" in message.props:
+        return None
+    from extract_msg.encoding import lookupCodePage
+
+    return _try(lambda: lookupCodePage(message.getPropertyVal("3FDE0003")))
+
+
 def prepare_msg(data: bytes, url: str) -> Prepared:
     import extract_msg
 
     try:
         message = extract_msg.openMsg(io.BytesIO(data), delayAttachments=False, strict=False)
+        if encoding := _code_page(message):
+            _try(message.close)
+            message = extract_msg.openMsg(io.BytesIO(data), delayAttachments=False, strict=False,
+                                          overrideEncoding=encoding)
     except Exception as err:  # noqa: BLE001 - extract-msg raises its own and olefile's errors
         raise PreparationError(f"not readable as an Outlook message: {type(err).__name__}: {err}"[:200]) from None
     try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import re
 import unicodedata
 
@@ -23,11 +24,12 @@ from beamtrawl.transforms.preparators import embedded, ocr
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 
 MIME_TYPES = ("application/pdf",)
-REVISION = 5  # part of the preparation fingerprint (base.py): 1 keeps the readable pages of a PDF with bad ones;
+REVISION = 6  # part of the preparation fingerprint (base.py): 1 keeps the readable pages of a PDF with bad ones;
 # 2 inlines its file attachments (embedded); 3 OCRs the pages without a text layer; 4 annotations' authors, subjects;
-# 5 page text by PDFium
+# 5 page text by PDFium; 6 a form's filled-in values, bookmarks as headlines
 DEFAULTS = (("ocr", ocr.DEFAULT),)
 helpers_needed = ocr.helpers_needed
+MAX_FIELDS = 10_000  # form fields and bookmarks read, at most
 MIN_LETTERS = 3  # a page with fewer letters or digits has no text layer worth the name
 _BAD_CATEGORIES = ("Co", "Cn", "Cc", "Cs")  # private use, unassigned, control: what a broken font encoding yields
 _LETTERS = re.compile(r"[^\W_]" + r"(?:.*?[^\W_])" * (MIN_LETTERS - 1), re.DOTALL)  # MIN_LETTERS of them
@@ -59,6 +61,7 @@ def prepare_pdf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
             raise PreparationError("encrypted")
         pages, lost = _pages(reader, data, (PyPdfError, ValueError, KeyError, TypeError, AttributeError))
         annotations = [text for page in reader.pages for text in _safe_annotations(page)]
+        fields, bookmarks = _guarded(_form_fields, reader), _guarded(_bookmarks, reader)
         info = reader.metadata or {}
         attached = _attachments(reader)
     except FileNotDecryptedError:
@@ -71,7 +74,7 @@ def prepare_pdf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     pages = [recognised.get(number, text) for number, text in enumerate(pages)]
     if lost and not any(pages):
         raise PreparationError(f"not readable as PDF: {lost[0][1]}"[:200])
-    content = "\n".join(pages)
+    content = "\n".join([*pages, *fields])
     if annotations:
         content += " Annotations " + " ".join(annotations)
     meta = [str(info.get(key) or "").strip() for key in ("/Author", "/Subject", "/Keywords")]
@@ -80,12 +83,52 @@ def prepare_pdf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
                f"{lost[0][1]})"[:300] if lost else "")
     if skipped:
         partial = "; ".join(filter(None, [partial, *skipped]))[:300]
-    fields = {ocr.PAGES_FIELD: str(len(recognised))} if recognised else {}
+    marks = {ocr.PAGES_FIELD: str(len(recognised))} if recognised else {}
     if any(recognised.values()):
-        fields[ocr.FIELD] = "true"
-    prepared = Prepared(title=str(info.get("/Title") or "").strip(), content=content,
-                        metadata=" ".join([f"p.{len(pages)}", *filter(None, meta)]), partial=partial, fields=fields)
+        marks[ocr.FIELD] = "true"
+    prepared = Prepared(title=str(info.get("/Title") or "").strip(), content=content, headlines=bookmarks,
+                        metadata=" ".join([f"p.{len(pages)}", *filter(None, meta)]), partial=partial, fields=marks)
     return embedded.inline(prepared, ((name, lambda b=body: io.BytesIO(b)) for name, body in attached), url)
+
+
+def _guarded(read, reader) -> list[str]:
+    """What ``read`` finds in the document's catalogue, or nothing when that part is damaged (the pages are kept)."""
+    try:
+        return read(reader)
+    except Exception:  # noqa: BLE001 - pypdf raises what a damaged dictionary makes it raise
+        return []
+
+
+def _form_fields(reader) -> list[str]:
+    """A filled-in form's values, a line each: ``label: value``, the label the field's tooltip (what a reader of the
+    form sees beside it) or its name. PDFium's page text holds none of them (they are drawn by the fields' own
+    appearance streams), so a form's answers were unsearchable; Tika reads them. Unfilled fields, an unchecked box
+    (``Off``) and signatures give no line."""
+    from pypdf.generic import NameObject
+
+    lines = []
+    for name, field in itertools.islice((reader.get_fields() or {}).items(), MAX_FIELDS):
+        value = field.get("/V")
+        values = value if isinstance(value, list) else [value]
+        text = ", ".join(v[1:] if isinstance(v, NameObject) else " ".join(v.split()) for v in values if isinstance(v, str))
+        if text and text != "Off" and field.get("/FT") != "/Sig":
+            label = " ".join(str(field.get("/TU") or name.rsplit(".", 1)[-1].split("[")[0]).split())
+            lines.append(f"{label}: {text}")
+    return list(dict.fromkeys(lines))
+
+
+def _bookmarks(reader) -> list[str]:
+    """The titles of the document's outline (its bookmarks: a table of contents), up to MAX_FIELDS, as headlines."""
+    titles, stack = [], [iter(reader.outline)]
+    while stack and len(titles) < MAX_FIELDS:
+        item = next(stack[-1], None)
+        if item is None:
+            stack.pop()
+        elif isinstance(item, list):
+            stack.append(iter(item))
+        elif title := " ".join(str(item.title or "").split()):
+            titles.append(title)
+    return titles
 
 
 def _attachments(reader) -> list[tuple[str, bytes]]:

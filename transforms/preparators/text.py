@@ -8,7 +8,8 @@ import re
 import charset_normalizer
 from beamtrawl.transforms.preparators.base import Prepared
 
-REVISION = 1  # part of the preparation fingerprint (base.py): 1 titles a text by its underlined first line
+REVISION = 2  # part of the preparation fingerprint (base.py): 1 titles a text by its underlined first line, 2 reads
+# ISO-2022 text
 #: Text under an application/… name: script and data read as they are (a ``*.rules`` file, a NEWS file
 #: libmagic calls JavaScript, a ``.json`` or ``.ipynb``, a shell script or TeX under its older names, a
 #: printer's PPD file, an INI file libmagic calls a setup script).
@@ -18,13 +19,27 @@ MIME_TYPES = ("text/*", "application/javascript", "application/x-javascript", "a
               "application/mbox")  # a mailbox the mbox preparator cannot read is still text
 
 
+_ISO_2022 = re.compile(rb"\x1b(?:\$[@AB(]|\$\)C|\([BJI])")  # ISO-2022's designations: JIS X 0208, GB 2312, KS C 5601…
+
+
 def decode_text(data: bytes) -> str:
-    """UTF-8 when the bytes are UTF-8 (the common case, and cheap to try); else the charset that
-    charset-normalizer finds most plausible; else Latin-1, which decodes anything."""
+    """UTF-8 when the bytes are UTF-8 (the common case, and cheap to try), but ISO-2022 (7-bit Japanese mail and
+    text, and Korean) when escape sequences say so: those bytes are ASCII, valid UTF-8, and read as
+    ``$B$N3+H/`` they held no word; else the charset that charset-normalizer finds most plausible; else Latin-1,
+    which decodes anything."""
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         pass
+    else:
+        if "\x1b" not in text or not _ISO_2022.search(data):
+            return text
+        for codec in ("iso2022_kr",) if b"\x1b$)C" in data else ("iso2022_jp_2", "iso2022_jp_ext"):
+            try:
+                return data.decode(codec)
+            except UnicodeDecodeError:
+                continue
+        return text
     best = charset_normalizer.from_bytes(data[:1_000_000]).best()
     if best is not None:
         return data.decode(best.encoding, errors="replace")
