@@ -8,7 +8,9 @@ whose text ``beamtrawl search`` finds."""
 
 from __future__ import annotations
 
+import io
 import struct
+import zipfile
 
 import pytest
 from beamtrawl.transforms.preparators import publisher
@@ -79,6 +81,18 @@ FILES = [
     ("microsoft", "testWORD_2006ml.xml", "application/vnd.ms-word2006ml", "Sample Powerpoint Slide"),
     ("microsoft", "testWORD_2003ml.xml", "application/vnd.ms-wordml", "testPPT.ppt"),
     ("miscoffice", "testQUATTRO.qpw", "application/x-quattro-pro", "This is an example spreadsheet made with Quattro Pro X3."),
+    # XPS and OpenXPS printouts (glyph runs: a word's letters and the spaces each a run of their own) and Visio's XML
+    # drawings, templates and stencils: all were ZIPs, their part names indexed
+    ("microsoft", "test_text.xps", "application/vnd.ms-xpsdocument", "Parts of this are in italics and bold."),
+    ("microsoft", "testPPT.xps", "application/vnd.ms-xpsdocument", "every other file being tested for tika content"),
+    ("microsoft", "testXPSWithDataDescriptor2.xps", "application/oxps", "How was I supposed to know"),
+    ("microsoft", "testVISIO.vsdx", "application/vnd.ms-visio.drawing", "This is a test. Nothing fancy."),
+    ("microsoft", "testVISIO.vstx", "application/vnd.ms-visio.template", "This is a test. Nothing fancy."),
+    ("microsoft", "testVISIO.vssm", "application/vnd.ms-visio.stencil.macroenabled.12", "This is a test. Nothing fancy."),
+    # text Tika read and beamtrawl lost: a heading's run in a content control, a PDF form's filled-in value
+    ("microsoft", "testWORD_missing_text.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+     "Experience BigCompany"),
+    ("pdf", "testPDF_acroform3.pdf", "application/pdf", "aTextField: TIKA-1226"),
 ]
 
 
@@ -333,3 +347,35 @@ def test_publisher_chunks_that_all_name_the_whole_stream_give_its_text_once():
     contents = (b"CHNKINK ".ljust(0x20, b"\0") + entries).ljust(0x200, b"\0") + "words".encode("utf-16-le")
     text = publisher.story_text(contents)
     assert len(text) == len(contents) // 2 and text.endswith("words") and text.count("words") == 1
+
+
+def _repacked(name: str, change: dict[str, bytes | None]) -> bytes:
+    """Tika's file ``name`` with members replaced (None: removed) or added."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(tika_test_document("microsoft", name))) as source, \
+            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            if info.filename not in change:
+                target.writestr(info.filename, source.read(info))
+        for member, body in change.items():
+            if body is not None:
+                target.writestr(member, body)
+    return out.getvalue()
+
+
+def test_hostile_xps_and_visio_packages_cost_a_page_or_are_one_failure():
+    """A page that is an entity bomb or over the part bound (65 MiB of spaces, 64 KB packed) costs that page, said
+    in the report line; a sequence that names no part, or a Visio package without its pages' relationships, is
+    one clear failure."""
+    page = "Documents/1/Pages/1.fpage"
+    bomb = b'<?xml version="1.0"?><!DOCTYPE p [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]><FixedPage>&b;</FixedPage>'
+    for body, why in ((bomb, "DTDForbidden"), (b" " * (65 * 1024**2), "over 64 MiB")):
+        prepared, errors, typed = prepare_bytes(_repacked("test_text.xps", {page: body}), "file:///h/p.xps")
+        assert typed == "application/vnd.ms-xpsdocument" and errors == [] and prepared.content == ""
+        assert prepared.partial.startswith(f"1 of 1 pages unreadable (/{page}:") and why in prepared.partial
+    prepared, errors, _ = prepare_bytes(_repacked("test_text.xps", {"FixedDocSeq.fdseq": None}), "file:///h/s.xps")
+    assert prepared is None and "not readable as XPS: KeyError" in errors[0]
+    prepared, errors, typed = prepare_bytes(_repacked("testVISIO.vsdx", {"visio/pages/_rels/pages.xml.rels": None}),
+                                            "file:///h/d.vsdx")
+    assert typed == "application/vnd.ms-visio.drawing" and prepared is None
+    assert "not readable as a Visio drawing: KeyError" in errors[0]

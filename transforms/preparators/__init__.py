@@ -42,10 +42,12 @@ from beamtrawl.transforms.preparators import (
     statistics,
     tnef,
     visio,
+    vsdx,
     warc,
     wordml,
     wordperfect,
     xml,
+    xps,
 )
 from beamtrawl.transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
 from beamtrawl.transforms.preparators.chain import Chain, chain_for, prepare_nested
@@ -87,6 +89,8 @@ BUILTIN = (
     PreparatorSpec("publisher", publisher.prepare_publisher, publisher.MIME_TYPES, priority=10),
     PreparatorSpec("quattro", quattro.prepare_quattro, quattro.MIME_TYPES, priority=10),
     PreparatorSpec("visio", visio.prepare_visio, visio.MIME_TYPES, priority=10, params=visio.DEFAULTS),
+    PreparatorSpec("vsdx", vsdx.prepare_vsdx, vsdx.MIME_TYPES, priority=10),
+    PreparatorSpec("xps", xps.prepare_xps, xps.MIME_TYPES, priority=10),
     PreparatorSpec("java_class", java_class.prepare_class, java_class.MIME_TYPES, priority=10),
     PreparatorSpec("legacy_office", legacy.prepare_legacy_office, legacy.MIME_TYPES, priority=10),
     PreparatorSpec("encrypted", encrypted.prepare_encrypted, encrypted.MIME_TYPES, priority=10),

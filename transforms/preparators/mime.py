@@ -3,8 +3,8 @@
 
 libmagic recognises OOXML, ODF, EPUB and JAR only when the archive's members come in the usual order,
 and says just "Composite Document File" for many legacy Office files. For ZIP and OLE2 containers the
-members themselves decide (``[Content_Types].xml`` and the main part, the ``mimetype`` member,
-``META-INF/MANIFEST.MF``; the WordDocument, Workbook, PowerPoint Document, VisioDocument or Publisher's
+members themselves decide (``[Content_Types].xml`` and the main part, Visio's too, an XPS package's
+relationships, the ``mimetype`` member, ``META-INF/MANIFEST.MF``; the WordDocument, Workbook, PowerPoint Document, VisioDocument or Publisher's
 Quill stream), whatever the file's name says. An EMF (libmagic: octet-stream) is known by its header record.
 
 Compressed bytes (gzip, bzip2, xz, zstd) are a compressed TAR when the name says so (``.tar.gz``,
@@ -44,7 +44,9 @@ from beamtrawl.transforms.preparators import (
     publisher,
     quattro,
     visio,
+    vsdx,
     wordml,
+    xps,
 )
 from beamtrawl.transforms.preparators.compressed import compressed_type
 from beamtrawl.transforms.preparators.dbf import memo_type
@@ -109,13 +111,15 @@ def zip_container_type(data: bytes) -> str | None:
                 for part, mimetype in _OOXML:
                     if part in names:
                         return office.variant_of(archive.read("[Content_Types].xml")) or mimetype
+                if vsdx.MAIN_PART in names:
+                    return vsdx.visio_type(archive.read("[Content_Types].xml"))
             if "mimetype" in names:
                 declared = archive.open("mimetype").read(200).decode("ascii", "replace").strip()
                 if declared.startswith(("application/vnd.oasis.opendocument.", "application/epub+zip")):
                     return declared
             if "META-INF/MANIFEST.MF" in names:
                 return "application/java-archive"
-            return iwork.iwork_type(archive) or "application/zip"
+            return iwork.iwork_type(archive) or xps.xps_type(archive) or "application/zip"
     except (zipfile.BadZipFile, zlib.error, OSError, ValueError, EOFError, NotImplementedError, RuntimeError):
         return None
 

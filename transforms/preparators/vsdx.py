@@ -1,0 +1,82 @@
+"""Visio 2013 and later drawings, templates and stencils (``.vsdx``, ``.vsdm``, ``.vstx``, ``.vstm``, ``.vssx``,
+``.vssm``): an Open Packaging ZIP like DOCX, whose pages (``visio/pages/page*.xml``) hold shapes with their text
+(``Text``, its formatting marks ``cp``/``pp``/``tp`` empty elements among the characters). Each page's name is a
+headline and its shapes' text a line each, pages in the drawing's order; a stencil, which has masters instead of
+pages, gives its masters' names and text. Title from the core properties. Read as a ZIP before, the index held the
+package's part names only. Parts are read as ``xps.read_part`` reads them (bounded, no entities).
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import re
+import zipfile
+
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.xps import PART_ERRORS, core_title, read_part
+
+#: The main part's content type in [Content_Types].xml -> the MIME type (Tika's names).
+_TYPES = {f"application/vnd.ms-visio.{kind}{macros}.main+xml": f"application/vnd.ms-visio.{kind}{suffix}"
+          for kind in ("drawing", "template", "stencil")
+          for macros, suffix in (("", ""), (".macroEnabled", ".macroenabled.12"))}
+MIME_TYPES = tuple(_TYPES.values())
+MAIN_PART = "visio/document.xml"
+_MAIN_OVERRIDE = re.compile(rb'<Override\b[^>]*PartName="/visio/document\.xml"[^>]*>', re.IGNORECASE)
+_CONTENT_TYPE = re.compile(rb'ContentType="([^"]+)"')
+_RELATIONSHIP = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+
+
+def visio_type(content_types: bytes) -> str:
+    """The MIME type of a package with a Visio main part, from the content type [Content_Types].xml gives it."""
+    override = _MAIN_OVERRIDE.search(content_types)
+    declared = _CONTENT_TYPE.search(override.group(0)) if override else None
+    return _TYPES.get(declared.group(1).decode("ascii", "replace") if declared else "", MIME_TYPES[0])
+
+
+def _local(tag) -> str:
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def _listed(archive: zipfile.ZipFile, folder: str, index: str, item: str) -> list[tuple[str, str]]:
+    """(name, part) of each page (or master) in the order ``visio/<folder>/<index>`` lists them, by its relationships."""
+    listing = read_part(archive, f"visio/{folder}/{index}")
+    targets = {r.get("Id"): posixpath.normpath(f"visio/{folder}/{r.get('Target', '')}")
+               for r in read_part(archive, f"visio/{folder}/_rels/{index}.rels")}
+    found = []
+    for element in (e for e in listing.iter() if _local(e.tag) == item):
+        relationship = next((r.get(_RELATIONSHIP) for r in element if _local(r.tag) == "Rel"), None)
+        if relationship in targets:
+            found.append((" ".join((element.get("Name") or element.get("NameU") or "").split()), targets[relationship]))
+    return found
+
+
+def _shape_texts(part) -> list[str]:
+    return [text for element in part.iter() if _local(element.tag) == "Text"
+            if (text := " ".join("".join(element.itertext()).split()))]
+
+
+def prepare_vsdx(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        if MAIN_PART not in archive.namelist():
+            raise PreparationError(f"not a Visio drawing: no {MAIN_PART}")
+        names = set(archive.namelist())
+        kind, index, item = ("pages", "pages.xml", "Page") if "visio/pages/pages.xml" in names else (
+            "masters", "masters.xml", "Master")
+        listed = _listed(archive, kind, index, item) if f"visio/{kind}/{index}" in names else []
+    except PART_ERRORS as err:
+        raise PreparationError(f"not readable as a Visio drawing: {type(err).__name__}: {err}"[:200]) from None
+    lines, headlines, lost = [], [], []
+    for name, part in listed:
+        try:
+            texts = _shape_texts(read_part(archive, part))
+        except PART_ERRORS as err:
+            lost.append(f"{part}: {type(err).__name__}: {err}")
+            continue
+        if name:
+            headlines.append(name)
+        lines.extend([name, *texts] if kind == "masters" or len(listed) > 1 else texts)
+    partial = f"{len(lost)} of {len(listed)} {kind} unreadable ({lost[0]})"[:300] if lost else ""
+    return Prepared(title=core_title(archive), content="\n".join(line for line in lines if line),
+                    headlines=headlines, partial=partial)

@@ -1,0 +1,145 @@
+"""XPS and OpenXPS documents (``.xps``, ``.oxps``: what Windows' "Microsoft XPS Document Writer" prints to): a ZIP
+package whose fixed document sequence lists documents, each listing its pages, each page glyph runs (``Glyphs``
+with a ``UnicodeString``) at positions. A page's runs are read in the order the page draws them, a line where a
+run starts on another baseline or left of the one before; runs on one line are joined as they stand (a writer
+puts a word's letters and the spaces between words in runs of their own), with a space where a run starts clearly
+past the end of a left-to-right run before it (table columns). Title from the core properties. Read as a ZIP
+before, the index held the package's part names only.
+
+Every part is parsed by defusedxml (no entities, no external references) and read within ``_MAX_PART`` bytes
+of its decompressed size; at most ``_MAX_PAGES`` pages are read, and a page that cannot be read costs that page.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import zipfile
+import zlib
+from urllib.parse import unquote
+
+from beamtrawl.transforms.preparators.base import PreparationError, Prepared
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import ParseError, fromstring
+
+XPS, OXPS = "application/vnd.ms-xpsdocument", "application/oxps"
+MIME_TYPES = (XPS, OXPS)
+#: the package relationship that names the fixed document sequence, by the namespace of each variant
+_STARTS = {"http://schemas.microsoft.com/xps/2005/06/fixedrepresentation": XPS,
+           "http://schemas.openxps.org/oxps/v1.0/fixedrepresentation": OXPS}
+_MAX_PART = 64 * 1024 * 1024
+_MAX_PAGES = 10_000
+#: what reading a damaged or hostile part raises
+PART_ERRORS = (KeyError, ValueError, ParseError, DefusedXmlException, zipfile.BadZipFile, zlib.error, OSError, EOFError,
+               NotImplementedError)
+_GAP = 0.15  # ems (about half a space) between the end of a run and the next on its line that make a space
+
+
+def _local(tag) -> str:
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def read_part(archive: zipfile.ZipFile, name: str):
+    """A package part's parsed XML, within ``_MAX_PART`` bytes (names in a package are case-insensitive, and may be
+    escaped)."""
+    wanted = unquote(name).lstrip("/").lower()
+    info = next((i for i in archive.infolist() if i.filename.lower() == wanted), None)
+    if info is None:
+        raise KeyError(name)
+    with archive.open(info) as member:
+        data = member.read(_MAX_PART + 1)
+    if len(data) > _MAX_PART:
+        raise ValueError(f"part {name} is over {_MAX_PART // 1024**2} MiB")
+    return fromstring(data, forbid_dtd=True)
+
+
+def _start(archive: zipfile.ZipFile) -> tuple[str, str] | None:
+    """(the type, the fixed document sequence's part name) of an XPS package, or None."""
+    try:
+        relationships = read_part(archive, "_rels/.rels")
+    except PART_ERRORS:
+        return None
+    for relationship in relationships:
+        kind = _STARTS.get(relationship.get("Type", ""))
+        if kind and relationship.get("Target"):
+            return kind, relationship.get("Target")
+    return None
+
+
+def xps_type(archive: zipfile.ZipFile) -> str | None:
+    """The type of a ZIP that is an XPS or OpenXPS package (its package relationships say so)."""
+    start = _start(archive)
+    return start[0] if start else None
+
+
+def _sources(archive: zipfile.ZipFile, name: str, element: str) -> list[str]:
+    """The parts a sequence's ``DocumentReference``s or a document's ``PageContent``s name, resolved against it."""
+    folder = posixpath.dirname("/" + unquote(name).lstrip("/"))
+    return [posixpath.normpath(posixpath.join(folder, unquote(e.get("Source")))) for e in read_part(archive, name).iter()
+            if _local(e.tag) == element and e.get("Source")]
+
+
+def _number(value, default: float = 0.0) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _width(glyphs, text: str, em: float) -> float:
+    """A run's width: the advances its ``Indices`` give (hundredths of an em), half an em for a glyph without one."""
+    entries = (glyphs.get("Indices") or "").split(";")[:len(text)]
+    advances = [_number(entry.split(",")[1], 50.0) if "," in entry else 50.0 for entry in entries]
+    return (sum(advances) + 50.0 * (len(text) - len(advances))) * em / 100
+
+
+def page_text(page) -> str:
+    """A page's glyph runs as lines (see the module's docstring)."""
+    lines: list[list[str]] = []
+    last_x = last_y = end = None
+    for glyphs in (e for e in page.iter() if _local(e.tag) == "Glyphs"):
+        text = glyphs.get("UnicodeString") or ""
+        text = text.removeprefix("{}")  # "{}" escapes a string beginning with "{"
+        if not text:
+            continue
+        x, y = _number(glyphs.get("OriginX")), _number(glyphs.get("OriginY"))
+        em = _number(glyphs.get("FontRenderingEmSize"), 12.0)
+        left_to_right = int(_number(glyphs.get("BidiLevel"))) % 2 == 0
+        if last_y is None or abs(y - last_y) > 1.0 or (left_to_right and end is not None and x < last_x):
+            lines.append([])
+        elif end is not None and x > end + _GAP * em and not (lines[-1][-1][-1:].isspace() or text[:1].isspace()):
+            lines[-1].append(" ")
+        lines[-1].append(text)
+        last_x, last_y, end = x, y, (x + _width(glyphs, text, em) if left_to_right else None)
+    return "\n".join(" ".join("".join(line).split()) for line in lines if "".join(line).strip())
+
+
+def core_title(archive: zipfile.ZipFile) -> str:
+    """The title of a package's core properties (``docProps/core.xml``), or ""."""
+    try:
+        core = read_part(archive, "docProps/core.xml")
+    except PART_ERRORS:
+        return ""
+    return next((" ".join((e.text or "").split()) for e in core.iter() if _local(e.tag) == "title"), "")
+
+
+def prepare_xps(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        start = _start(archive)
+        if start is None:
+            raise PreparationError("not an XPS document: no fixed document sequence")
+        pages = [page for document in _sources(archive, start[1], "DocumentReference")
+                 for page in _sources(archive, document, "PageContent")]
+    except PART_ERRORS as err:
+        raise PreparationError(f"not readable as XPS: {type(err).__name__}: {err}"[:200]) from None
+    texts, lost = [], []
+    for name in pages[:_MAX_PAGES]:
+        try:
+            texts.append(page_text(read_part(archive, name)))
+        except PART_ERRORS as err:
+            lost.append(f"{name}: {type(err).__name__}: {err}")
+    partial = [f"{len(lost)} of {len(pages)} pages unreadable ({lost[0]})"] if lost else []
+    if len(pages) > _MAX_PAGES:
+        partial.append(f"read the first {_MAX_PAGES} of {len(pages)} pages")
+    return Prepared(title=core_title(archive), content="\n".join(t for t in texts if t), partial="; ".join(partial)[:300])
