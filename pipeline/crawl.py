@@ -33,6 +33,7 @@ from beamtrawl.plugins.manager import PluginHost
 from beamtrawl.runners.options import check_reachable
 from beamtrawl.transforms.index import make_target
 from beamtrawl.transforms.preparators import helpers
+from beamtrawl.transforms.preparators.chain import MAX_NESTING
 from beamtrawl.transforms.records import conform, event
 from beamtrawl.transforms.sources import ancestors, local_path
 from beamtrawl.transforms.urls import container_key
@@ -51,6 +52,7 @@ def preparation_fingerprint(preparators, config) -> str:
                          getattr(sys.modules.get(p.func.__module__), "REVISION", 0),
                          list(p.mime_types), p.priority, p.url_pattern.pattern if p.url_pattern else None,
                          p.url_and_mime, _params_identity(p.params), p.catch_all] for p in preparators],
+        "max_nesting": MAX_NESTING,  # how deep in containers parts are prepared
         "max_content_length": config.preparation.max_content_length,
         "max_summary_length": config.max_summary_length,
         "max_file_size": config.max_file_size,

@@ -184,10 +184,10 @@ def test_nested_gz_gz_and_bz2_gz():
         prepared, errors, _ = prepare(data, url)
         assert errors == [] and prepared.content.startswith("coreutils (")
         assert prepared.fields["inner_mimetype"] == "text/plain"  # the innermost type
-    deeper = gzip.compress(gzip.compress(inner))  # text at the nesting bound is still decoded
-    prepared, errors, _ = prepare(deeper, "file:///x/changelog.Debian.gz.gz.gz")
+    deeper = gzip.compress(gzip.compress(gzip.compress(inner)))  # text at the nesting bound is still decoded
+    prepared, errors, _ = prepare(deeper, "file:///x/changelog.Debian.gz.gz.gz.gz")
     assert errors == [] and prepared.content.startswith("coreutils (")
-    prepared, errors, _ = prepare(gzip.compress(deeper), "file:///x/changelog.Debian.gz.gz.gz.gz")
+    prepared, errors, _ = prepare(gzip.compress(deeper), "file:///x/changelog.Debian.gz.gz.gz.gz.gz")
     assert errors == [] and prepared.content == ""  # past it: found by name, not a failure
     assert prepared.fields["inner_mimetype"] == "application/gzip"
 

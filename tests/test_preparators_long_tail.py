@@ -93,6 +93,9 @@ FILES = [
     ("microsoft", "testWORD_missing_text.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
      "Experience BigCompany"),
     ("pdf", "testPDF_acroform3.pdf", "application/pdf", "aTextField: TIKA-1226"),
+    # a DOCX holding a ZIP holding a ZIP holding a ZIP of text: four levels (chain.MAX_NESTING)
+    ("microsoft", "test_recursive_embedded.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+     "When in the Course of human events"),
 ]
 
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, replace
 
 from beamtrawl.transforms.preparators.base import PreparationError, PreparatorSpec, Prepared
 
-MAX_NESTING = 2  # a mail in a ZIP in a mail is prepared; deeper parts are listed by name only
+MAX_NESTING = 3  # a mail in a ZIP in a ZIP in a mail is prepared (Tika's test_recursive_embedded: a DOCX holding a ZIP holding a
+# ZIP holding a ZIP of text); deeper parts are listed by name only
 
 
 def chain_for(preparators, mimetype: str, url: str) -> list[PreparatorSpec]:
