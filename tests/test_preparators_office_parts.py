@@ -194,8 +194,13 @@ def test_charts_smartart_and_sheet_text_boxes_are_text(name, phrases):
 
 
 def test_rtf_comments_and_their_authors_are_text():
+    """A comment is a word apart from the text before and after it, as Tika writes it ("commentfragilistic" was one
+    word where "This is a comment" is anchored before "fragilistic")."""
     prepared, errors, _ = prepare_bytes(tika_test_document("microsoft", "testComment.rtf"), "file:///o/c.rtf")
-    assert errors == [] and "Michael McCandless Here is a comment." in prepared.content
+    assert errors == [] and " ".join(prepared.content.split()) == "Here is some text MM Michael McCandless Here is a comment ."
+    prepared, errors, _ = prepare_bytes(tika_test_document("microsoft", "testRTF_annotation_spacing.rtf"), "file:///o/s.rtf")
+    assert errors == [] and " ".join(prepared.content.split()) == (
+        "This is supercali ATB Allison, Timothy B. This is a comment fragilistic")
 
 
 def test_workbook_past_max_characters_is_read_to_there_and_says_so():

@@ -18,8 +18,9 @@ from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from striprtf.striprtf import rtf_to_text
 
 MIME_TYPES = ("text/rtf", "application/rtf")
-REVISION = 3  # part of the preparation fingerprint (base.py): 1 inlines embedded OLE objects, reads headers and footers;
-# 2 reads comments (annotations) and their authors; 3 metafile pictures and pictures' descriptions
+REVISION = 4  # part of the preparation fingerprint (base.py): 1 inlines embedded OLE objects, reads headers and footers;
+# 2 reads comments (annotations) and their authors; 3 metafile pictures and pictures' descriptions; 4 a comment a
+# word apart from the text after it
 
 _CODEPAGE = re.compile(rb"\\ansicpg(\d+)")
 # striprtf drops headers and footers as destinations; a letterhead is text people search for. So are comments
@@ -34,9 +35,36 @@ _METAFILE_WORDS = {b"emfblip": "emf", b"wmetafile": "wmf"}
 _TITLE = re.compile(r"{\\title\s?((?:[^{}\\]++|\\[a-z]++-?\d*+\s?|\\[^a-z])*+)}", re.IGNORECASE)
 
 
-def _as_group(match: re.Match) -> str:
-    """The destination as a plain group; a comment's parts a word apart from what they follow."""
-    return "{" if match.group().startswith("{\\h") or match.group().startswith("{\\f") else "{ "
+def _group_end(source: str, start: int) -> int:
+    """The index after the ``}`` closing the group that opens at ``start`` (escaped braces skipped), or the end."""
+    depth, index = 0, start
+    while index < len(source):
+        char = source[index]
+        if char == "\\":
+            index += 2
+            continue
+        depth += (char == "{") - (char == "}")
+        index += 1
+        if depth == 0:
+            return index
+    return index
+
+
+def _as_groups(source: str) -> str:
+    """The destinations as plain groups; a comment's parts a word apart from what they follow and what follows
+    them ("This is a comment" anchored before "fragilistic" was read "commentfragilistic")."""
+    out, last = [], 0
+    for match in _HEADER_FOOTER.finditer(source):
+        if match.start() < last:
+            continue  # inside a comment already copied
+        if match.group().startswith(("{\\h", "{\\f")):
+            out += [source[last:match.start()], "{"]
+            last = match.end()
+        else:
+            end = _group_end(source, match.start())
+            out += [source[last:match.start()], "{ ", source[match.end():end], " "]
+            last = end
+    return "".join([*out, source[last:]])
 
 
 def _encoding(data: bytes) -> str:
@@ -58,7 +86,7 @@ def prepare_rtf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     except UnicodeDecodeError:
         source = data.decode("latin-1")
     try:
-        content = rtf_to_text(_HEADER_FOOTER.sub(_as_group, source), encoding=encoding, errors="replace")
+        content = rtf_to_text(_as_groups(source), encoding=encoding, errors="replace")
         match = _TITLE.search(source)
         title = rtf_to_text("{\\rtf1 " + match.group(1) + "}", encoding=encoding, errors="replace") if match else ""
         descriptions = [rtf_to_text("{\\rtf1 " + m.group(1) + "}", encoding=encoding, errors="replace")
