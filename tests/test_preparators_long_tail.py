@@ -93,6 +93,9 @@ FILES = [
     ("microsoft", "testWORD_missing_text.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
      "Experience BigCompany"),
     ("pdf", "testPDF_acroform3.pdf", "application/pdf", "aTextField: TIKA-1226"),
+    # MS Graph charts in presentations: their datasheets, a row a line (xlrd reads no worksheet in them)
+    ("microsoft", "testPPT_embedded2.ppt", "application/vnd.ms-powerpoint", "East 20.4 27.4 90 20.4"),
+    ("microsoft", "testMSChart-govdocs-428996.ppt", "application/vnd.ms-powerpoint", "Tech Partners 4175 3406 3500 2470"),
     # a DOCX holding a ZIP holding a ZIP holding a ZIP of text: four levels (chain.MAX_NESTING)
     ("microsoft", "test_recursive_embedded.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
      "When in the Course of human events"),

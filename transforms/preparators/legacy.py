@@ -21,12 +21,13 @@ from beamtrawl.transforms.preparators import embedded, encrypted, ole_objects, x
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.cell_format import displayed, header_footer_text
 
-REVISION = 4  # part of the preparation fingerprint (base.py): 1 shows an XLS sheet's cells as their formats do;
+REVISION = 5  # part of the preparation fingerprint (base.py): 1 shows an XLS sheet's cells as their formats do;
 # 2 inlines embedded OLE objects (ole_objects), reads cells' comments, Excel 2-4 sheets, default-password workbooks;
 # 3 reads XLS sheet names as headlines, text boxes, chart titles and metafile pictures (xls_drawing), PPT comments, Word objects' pictures;
-# 4 reads sheets' headers and footers
+# 4 reads sheets' headers and footers; 5 an embedded MS Graph chart's datasheet
 
 DOC_TYPES = ("application/msword", "application/vnd.ms-word")
+MS_GRAPH = "00020803-0000-0000-C000-000000000046"  # the class of an MS Graph 97 chart object
 XLS_TYPES = ("application/vnd.ms-excel", "application/msexcel")
 PPT_TYPES = ("application/vnd.ms-powerpoint", "application/mspowerpoint")
 # libmagic names many OLE2 files only "Composite Document File V2" without saying which application.
@@ -292,9 +293,14 @@ def prepare_legacy_office(data: bytes, url: str, mimetype: str, params: dict) ->
         if ole.exists("WordDocument"):
             content = _doc_text(ole)
         elif ole.exists("Workbook"):  # BIFF8: cells, then what is drawn over them
-            drawing = xls_drawing.read_drawing(ole.openstream("Workbook").read())
-            cells, headlines = _xls_text(data)
-            content = "\n".join(filter(None, (cells, *drawing.texts)))
+            workbook = ole.openstream("Workbook").read()
+            drawing = xls_drawing.read_drawing(workbook)
+            if ole.root.clsid == MS_GRAPH:  # a chart embedded in a Word or PowerPoint file: its datasheet
+                sheet = xls_drawing.graph_datasheet(workbook)
+                cells, drawing_texts = "\n".join(sheet), [t for t in drawing.texts if t not in " ".join(sheet)]
+            else:
+                (cells, headlines), drawing_texts = _xls_text(data), drawing.texts
+            content = "\n".join(filter(None, (cells, *drawing_texts)))
             parts = [*parts, *drawing.pictures]
         elif ole.exists("Book"):
             content, headlines = _xls_text(data)

@@ -60,8 +60,8 @@ def _object_storages(ole: olefile.OleFileIO) -> list[list[str]]:
 
 def _storage_part(data: bytes, ole: olefile.OleFileIO, path: list[str]) -> bytes | None:
     """What an object storage holds: its wrapped file's stream (``embedded.unwrap`` reads it as such),
-    else itself as a compound file when it is an Office document, else None (an equation, a chart of
-    MS Graph: nothing a preparator reads)."""
+    else itself as a compound file when it is an Office document (an MS Graph chart too: its Workbook stream holds
+    the datasheet), else None (an equation: nothing a preparator reads)."""
     names = {entry[-1].lower(): entry for entry in ole.listdir() if entry[:-1] == path}
     if any(name.lower() in names for name in _PAYLOADS) or any(s.lower() in names for s in _OFFICE_STREAMS):
         return _storage_as_file(data, ole, path)

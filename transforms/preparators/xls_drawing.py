@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 _TXO, _CONTINUE, _SERIESTEXT, _DRAWING_GROUP = 0x01B6, 0x003C, 0x100D, 0x00EB
+_GRAPH_NUMBER, _GRAPH_LABEL = 0x0003, 0x0004
 _OBJ, _FT_CMO, _OT_NOTE = 0x005D, 0x15, 0x19  # an OBJ record's first subrecord (ftCmo) says what it is; 0x19: a comment
 _CONTAINER = 0xF
 _FBSE, _BLIP_EMF, _BLIP_WMF = 0xF007, 0xF01A, 0xF01B
@@ -82,6 +83,22 @@ def read_drawing(stream: bytes) -> Drawing:
             group += data
     lines = (" ".join("".join(text).split()) for text in texts)
     return Drawing([line for line in lines if line], _metafile_blips(bytes(group)))
+
+
+def graph_datasheet(stream: bytes) -> list[str]:
+    """The datasheet of an MS Graph chart's Workbook stream (the chart Word and PowerPoint embed: no worksheet xlrd
+    reads), a line per row: its NUMBER (0x0003) and LABEL (0x0004) records, laid out as BIFF2's but with a 16-bit
+    length, each a row, a column, 3 bytes of attributes, then the value: its categories, series names and values."""
+    rows: dict[int, dict[int, str]] = {}
+    for kind, data in records(stream):
+        if kind == _GRAPH_NUMBER and len(data) >= 15:
+            row, column = struct.unpack_from("<HH", data)
+            value = struct.unpack_from("<d", data, 7)[0]
+            rows.setdefault(row, {})[column] = format(value, ".15g")
+        elif kind == _GRAPH_LABEL and len(data) >= 9:
+            row, column, length = *struct.unpack_from("<HH", data), struct.unpack_from("<H", data, 7)[0]
+            rows.setdefault(row, {})[column] = " ".join(data[9:9 + length].decode("latin-1").split())
+    return [line for row in sorted(rows) if (line := " ".join(v for _, v in sorted(rows[row].items()) if v))]
 
 
 def _metafile_blips(group: bytes) -> list[tuple[str, Callable[[], io.BytesIO]]]:
