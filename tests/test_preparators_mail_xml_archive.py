@@ -291,6 +291,29 @@ def test_zip_slip_names_are_only_listed(make, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_member_no_preparator_can_read_is_a_report_line():
+    """A member that fails (a PDF cut in half) is named in the container's report line with the reason, the rest
+    read: a member's text was lost without a word. A member of a type nothing reads (a picture) is no failure."""
+    pdf = tika_test_document("pdf", "testPDF.pdf")
+    png = debian_file(PY_TESTSUITE, f"usr/lib/{PYTHON}/test/imghdrdata/python.png").read_bytes()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zipped:
+        zipped.writestr("whole.pdf", pdf)
+        zipped.writestr("cut.pdf", pdf[: len(pdf) // 3])
+        zipped.writestr("python.png", png)
+    prepared, errors, _ = prepare_bytes(out.getvalue(), "file:///m/members.zip")
+    assert errors == [] and "Apache Tika" in prepared.content
+    assert prepared.partial.startswith("1 of 3 entries not readable (cut.pdf: pdf: ")
+
+
+def test_odf_formula_object_is_read_as_its_mathml():
+    """An equation inserted into a text document is an ODF object whose content is MathML, no office:body: read as
+    XML (its terms, then its annotation, the formula as typed), not a failure."""
+    prepared, errors, _ = prepare_bytes(tika_test_document("miscoffice", "testODFwithOOo3.odt"), "file:///m/f.odt")
+    assert errors == [] and prepared.partial == ""
+    assert "embedded: Object 2/" in prepared.content and "A classic example: a² + b^2 = c^2" in prepared.content
+
+
 def test_not_an_archive():
     with pytest.raises(PreparationError, match="not a ZIP or TAR archive"):
         prepare_archive(b"just some bytes" * 100, "file:///x.zip", "application/zip", {})

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import magic
 from beamtrawl.transforms.preparators import compressed, members, metafile, rar, zip_methods
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
-from beamtrawl.transforms.preparators.chain import prepare_nested
+from beamtrawl.transforms.preparators.chain import prepare_part
 from beamtrawl.transforms.preparators.text import decode_text
 
 MIME_TYPES = ("application/zip", "application/java-archive", "application/x-rar", "application/vnd.rar",
@@ -36,8 +36,8 @@ MIME_TYPES = ("application/zip", "application/java-archive", "application/x-rar"
               *compressed.TAR_MIME_TYPES, *compressed.MIME_TYPES)
 MiB = compressed.MiB
 HELPERS = (*zip_methods.HELPERS, *rar.HELPERS)
-REVISION = 2  # part of the preparation fingerprint (base.py): 1 keeps a gzip header's stored name as metadata, 2
-# a compressed TAR's inner name
+REVISION = 3  # part of the preparation fingerprint (base.py): 1 keeps a gzip header's stored name as metadata, 2
+# a compressed TAR's inner name, 3 names the members no preparator could read in the report line
 # max_entries: a source tarball holds thousands of files (bash-completion 2.5: 1,959, 1.5 MB; at 1,000 a third of
 # its words were missed); 10,000 tiny entries cost about 4 CPU-s, and max_bytes bounds what they hold together
 DEFAULTS = (("max_entries", 10_000), ("max_bytes", 10 * MiB), ("max_scan_bytes", 1024 * MiB), ("max_ratio", 100))
@@ -155,6 +155,7 @@ def read_members(entries, url: str, params: dict,
     texts: list[tuple[str, str]] = []
     limits: list[str] = []  # the bounds reached
     damaged = unread = ""
+    failed: list[str] = []  # members a preparator failed on: "name: why"
     try:
         for name, opener in entries:
             if len(names) >= max_entries:
@@ -190,7 +191,9 @@ def read_members(entries, url: str, params: dict,
             if body is not whole:
                 kind = magic.from_buffer(body[:_SNIFF], mime=True)
             # Plain text is decoded here; a cut-off file of another format would only fail to prepare.
-            prepared = None if kind == "text/plain" or cut else prepare_nested(body, f"{url}!/{part_name}")
+            prepared, errors = (None, []) if kind == "text/plain" or cut else prepare_part(body, f"{url}!/{part_name}")[:2]
+            if errors and prepared is None:
+                failed.append(f"{part_name}: {errors[-1]}")
             if prepared is not None:
                 text = prepared.content.strip()
             else:
@@ -203,6 +206,9 @@ def read_members(entries, url: str, params: dict,
         damaged = f"archive damaged after {len(names)} entries ({err})"
     if unread:
         damaged = "; ".join(filter(None, (damaged, f"entries in a legacy ZIP method not read: {unread}")))
+    if failed:
+        damaged = "; ".join(filter(None, (damaged, f"{len(failed)} of {len(names)} entries not readable "
+                                                    f"({failed[0]})"[:200])))
     return Members(names, texts, list(dict.fromkeys(limits)), damaged)
 
 

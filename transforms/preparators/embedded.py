@@ -22,6 +22,7 @@ Nesting is bounded as for every container (``chain.MAX_NESTING``).
 from __future__ import annotations
 
 import io
+import re
 import struct
 import zipfile
 
@@ -98,6 +99,10 @@ def ooxml_parts(package: zipfile.ZipFile):
             yield name, (lambda i=info: package.open(i))
 
 
+# the first element a formula object's content.xml opens (an ODF one declares MathML's namespace too, on its root)
+_MATH_ROOT, _SNIFF_MATHML = re.compile(rb"\A(?:\s|<\?[^>]*>|<!--.*?-->|<![^>]*>)*<(?:\w+:)?math[\s>/]", re.DOTALL), 4096
+
+
 def odf_parts(package: zipfile.ZipFile):
     """(name, opener) of an OpenDocument package's objects: each ``Object N/`` folder as an OpenDocument
     of its own (its ``mimetype``-less content and styles), or a binary object file; and its pictures."""
@@ -111,7 +116,12 @@ def odf_parts(package: zipfile.ZipFile):
 
 
 def _object_package(package: zipfile.ZipFile, folder: str) -> bytes:
-    """An ODF object's folder as a package of its own, so the ODF preparator reads it."""
+    """An ODF object's folder as a package of its own, so the ODF preparator reads it; a formula's folder as its
+    MathML (``content.xml`` whose root is ``math:math``, no ODF body), which the XML preparator reads."""
+    if f"{folder}/content.xml" in package.namelist():
+        with package.open(f"{folder}/content.xml") as content:
+            if _MATH_ROOT.search(content.read(_SNIFF_MATHML)):
+                return package.read(f"{folder}/content.xml")
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as copy:
         copy.writestr("mimetype", "application/vnd.oasis.opendocument.chart")

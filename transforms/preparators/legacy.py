@@ -27,7 +27,6 @@ REVISION = 5  # part of the preparation fingerprint (base.py): 1 shows an XLS sh
 # 4 reads sheets' headers and footers; 5 an embedded MS Graph chart's datasheet
 
 DOC_TYPES = ("application/msword", "application/vnd.ms-word")
-MS_GRAPH = "00020803-0000-0000-C000-000000000046"  # the class of an MS Graph 97 chart object
 XLS_TYPES = ("application/vnd.ms-excel", "application/msexcel")
 PPT_TYPES = ("application/vnd.ms-powerpoint", "application/mspowerpoint")
 # libmagic names many OLE2 files only "Composite Document File V2" without saying which application.
@@ -281,6 +280,12 @@ def _is_biff_stream(data: bytes) -> bool:
     return kind in _BARE_BIFF_BOF and 4 <= length <= 16
 
 
+def _is_graph(ole) -> bool:
+    """Is this (an object's storage) an MS Graph chart? Its CompObj stream names the program (``MSGraph.Chart.8``);
+    the root's class is the container's when the storage is read in place (``ole_objects``)."""
+    return ole.exists("\x01CompObj") and b"MSGraph" in ole.openstream("\x01CompObj").read(4096)
+
+
 def prepare_legacy_office(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     """Any of the three: the streams inside, not the MIME type, say which (libmagic often cannot)."""
     if _is_biff_stream(data):
@@ -295,7 +300,7 @@ def prepare_legacy_office(data: bytes, url: str, mimetype: str, params: dict) ->
         elif ole.exists("Workbook"):  # BIFF8: cells, then what is drawn over them
             workbook = ole.openstream("Workbook").read()
             drawing = xls_drawing.read_drawing(workbook)
-            if ole.root.clsid == MS_GRAPH:  # a chart embedded in a Word or PowerPoint file: its datasheet
+            if _is_graph(ole):  # a chart embedded in a Word, Excel or PowerPoint file: its datasheet
                 sheet = xls_drawing.graph_datasheet(workbook)
                 cells, drawing_texts = "\n".join(sheet), [t for t in drawing.texts if t not in " ".join(sheet)]
             else:

@@ -31,8 +31,9 @@ MIME_TYPES = (
     "application/vnd.oasis.opendocument.chart",  # an embedded object's own package (embedded)
     "application/vnd.oasis.opendocument.formula",
 )
-REVISION = 4  # part of the preparation fingerprint (base.py): 3 OCRs pictures (embedded); 1 reads styles.xml and styles-only packages; 2 inlines
-# embedded objects (embedded); 4 keeps the dates and times of shown headers and footers in the furniture field
+REVISION = 5  # part of the preparation fingerprint (base.py): 3 OCRs pictures (embedded); 1 reads styles.xml and styles-only packages; 2 inlines
+# embedded objects (embedded); 4 keeps the dates and times of shown headers and footers in the furniture field; 5 reads
+# formula objects as their MathML
 _PARTS = ("content.xml", "styles.xml", "meta.xml")  # a package holding none of them is not a document
 
 _NS = {
