@@ -385,3 +385,11 @@ def test_hostile_xps_and_visio_packages_cost_a_page_or_are_one_failure():
                                             "file:///h/d.vsdx")
     assert typed == "application/vnd.ms-visio.drawing" and prepared is None
     assert "not readable as a Visio drawing: KeyError" in errors[0]
+
+
+def test_xps_right_to_left_runs_and_link_targets():
+    """Arabic runs (right to left: each run's origin is its right edge) keep their words; a hyperlink's target is in
+    the furniture field, searched and never shown."""
+    prepared, errors, _ = prepare("microsoft", "testXPS_various.xps")
+    assert errors == [] and prepared.content.split("\n")[:3] == ["لثعلب البني السريع", "The البني fox", "لثعلب brown السريع"]
+    assert prepared.furniture == "http://tika.apache.org/"

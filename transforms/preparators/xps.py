@@ -3,7 +3,8 @@ package whose fixed document sequence lists documents, each listing its pages, e
 with a ``UnicodeString``) at positions. A page's runs are read in the order the page draws them, a line where a
 run starts on another baseline or left of the one before; runs on one line are joined as they stand (a writer
 puts a word's letters and the spaces between words in runs of their own), with a space where a run starts clearly
-past the end of a left-to-right run before it (table columns). Title from the core properties. Read as a ZIP
+past the end of a left-to-right run before it (table columns). Title from the core properties; hyperlinks' targets
+in the furniture field (searched, never shown), as they are no text of the page. Read as a ZIP
 before, the index held the package's part names only.
 
 Every part is parsed by defusedxml (no entities, no external references) and read within ``_MAX_PART`` bytes
@@ -32,6 +33,7 @@ _MAX_PAGES = 10_000
 #: what reading a damaged or hostile part raises
 PART_ERRORS = (KeyError, ValueError, ParseError, DefusedXmlException, zipfile.BadZipFile, zlib.error, OSError, EOFError,
                NotImplementedError)
+_LINK = "FixedPage.NavigateUri"  # a hyperlink's target, on the path or glyphs it covers
 _GAP = 0.15  # ems (about half a space) between the end of a run and the next on its line that make a space
 
 
@@ -133,13 +135,17 @@ def prepare_xps(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
                  for page in _sources(archive, document, "PageContent")]
     except PART_ERRORS as err:
         raise PreparationError(f"not readable as XPS: {type(err).__name__}: {err}"[:200]) from None
-    texts, lost = [], []
+    texts, links, lost = [], {}, []
     for name in pages[:_MAX_PAGES]:
         try:
-            texts.append(page_text(read_part(archive, name)))
+            page = read_part(archive, name)
         except PART_ERRORS as err:
             lost.append(f"{name}: {type(err).__name__}: {err}")
+            continue
+        texts.append(page_text(page))
+        links.update(dict.fromkeys(e.get(_LINK) for e in page.iter() if e.get(_LINK)))
     partial = [f"{len(lost)} of {len(pages)} pages unreadable ({lost[0]})"] if lost else []
     if len(pages) > _MAX_PAGES:
         partial.append(f"read the first {_MAX_PAGES} of {len(pages)} pages")
-    return Prepared(title=core_title(archive), content="\n".join(t for t in texts if t), partial="; ".join(partial)[:300])
+    return Prepared(title=core_title(archive), content="\n".join(t for t in texts if t), partial="; ".join(partial)[:300],
+                    furniture="\n".join(links))
