@@ -69,7 +69,8 @@ def test_prepare_pdf(annotated_pdf):
 
 def test_pdf_form_values_are_text_and_bookmarks_headlines():
     """A filled-in form's answers are drawn by its fields, not its pages, so PDFium's page text lacks them: each is a
-    line ``label: value`` (the field's tooltip, else its name); the outline's titles are headlines. Tika's files."""
+    line ``label: value`` (the field's tooltip, else its name); the outline's titles are headlines; links' targets are
+    furniture. Tika's files."""
     form = prepare_pdf(tika_test_document("pdf", "testPDF_acroform3.pdf"), "file:///f.pdf", "application/pdf", {})
     assert form.content.split("\n")[-4:] == ["aTextField: TIKA-1226", "aCheckBox: Yes", "aComboBox: comboExportB",
                                              "aListBox: exportListItemC"]  # the signature field has no value
@@ -78,6 +79,8 @@ def test_pdf_form_values_are_text_and_bookmarks_headlines():
     assert "DropDownList1: 2: Young Abraham Lincoln (Ranger Ed)" in xfa.content.split("\n")
     marked = prepare_pdf(tika_test_document("pdf", "testPDF_bookmarks.pdf"), "file:///b.pdf", "application/pdf", {})
     assert marked.headlines == ["Countries", "France", "Denmark bookmark is here"]
+    linked = prepare_pdf(tika_test_document("pdf", "testPDFVarious.pdf"), "file:///v.pdf", "application/pdf", {})
+    assert linked.furniture == "http://tika.apache.org/"  # a link's target: searched, never shown
 
 
 def test_pdf_with_a_damaged_form_and_outline_keeps_its_pages():

@@ -26,7 +26,7 @@ from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 MIME_TYPES = ("application/pdf",)
 REVISION = 6  # part of the preparation fingerprint (base.py): 1 keeps the readable pages of a PDF with bad ones;
 # 2 inlines its file attachments (embedded); 3 OCRs the pages without a text layer; 4 annotations' authors, subjects;
-# 5 page text by PDFium; 6 a form's filled-in values, bookmarks as headlines
+# 5 page text by PDFium; 6 a form's filled-in values, bookmarks as headlines, links' targets as furniture
 DEFAULTS = (("ocr", ocr.DEFAULT),)
 helpers_needed = ocr.helpers_needed
 MAX_FIELDS = 10_000  # form fields and bookmarks read, at most
@@ -61,7 +61,7 @@ def prepare_pdf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
             raise PreparationError("encrypted")
         pages, lost = _pages(reader, data, (PyPdfError, ValueError, KeyError, TypeError, AttributeError))
         annotations = [text for page in reader.pages for text in _safe_annotations(page)]
-        fields, bookmarks = _guarded(_form_fields, reader), _guarded(_bookmarks, reader)
+        fields, bookmarks, links = (_guarded(read, reader) for read in (_form_fields, _bookmarks, _links))
         info = reader.metadata or {}
         attached = _attachments(reader)
     except FileNotDecryptedError:
@@ -87,7 +87,8 @@ def prepare_pdf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     if any(recognised.values()):
         marks[ocr.FIELD] = "true"
     prepared = Prepared(title=str(info.get("/Title") or "").strip(), content=content, headlines=bookmarks,
-                        metadata=" ".join([f"p.{len(pages)}", *filter(None, meta)]), partial=partial, fields=marks)
+                        metadata=" ".join([f"p.{len(pages)}", *filter(None, meta)]), partial=partial, fields=marks,
+                        furniture="\n".join(links))
     return embedded.inline(prepared, ((name, lambda b=body: io.BytesIO(b)) for name, body in attached), url)
 
 
@@ -278,6 +279,21 @@ def _pdfium_text(document, index: int) -> str | None:
     except pypdfium2.PdfiumError:
         return None
     return text.replace("\r\n", "\n").replace("\ufffe", "-").strip()
+
+
+def _links(reader) -> list[str]:
+    """The targets of the link annotations (``/A /URI``), each once, up to MAX_FIELDS: for the furniture field
+    (searched, never shown), as a link's address is no text of the page."""
+    found: dict[str, None] = {}
+    for page in reader.pages:
+        for annotation in page.get("/Annots") or ():
+            action = annotation.get_object().get("/A")
+            uri = action.get_object().get("/URI") if action is not None else None
+            if isinstance(uri, str) and uri.strip():
+                found[" ".join(uri.split())] = None
+                if len(found) >= MAX_FIELDS:
+                    return list(found)
+    return list(found)
 
 
 def _safe_annotations(page) -> list[str]:
