@@ -421,3 +421,21 @@ def test_xps_part_named_many_times_is_read_once_and_pages_within_a_budget():
     prepared, errors, _ = prepare_bytes(_repacked("test_text.xps", {**pages, document: listing}), "file:///h/b.xps")
     assert errors == [] and prepared.partial == "read the first 21 pages (64 MiB of pages)"
     assert prepared.content.count("Parts of this are in italics and bold.") == 21
+
+
+def test_visio_page_listed_many_times_is_read_once_and_an_absolute_target_is_followed():
+    """A drawing whose pages.xml lists its one page 3,000 times parsed that page 3,000 times (2,000: 3 s; no bound
+    on pages at all); a relationship's absolute target (``/visio/pages/page1.xml``, which OPC allows) lost the page."""
+    source = zipfile.ZipFile(io.BytesIO(tika_test_document("microsoft", "testVISIO.vsdx")))
+    pages = source.read("visio/pages/pages.xml").decode()
+    page = pages[pages.index("<Page "):pages.index("</Page>") + len("</Page>")]
+    started = time.monotonic()
+    prepared, errors, _ = prepare_bytes(_repacked("testVISIO.vsdx", {"visio/pages/pages.xml": pages.replace(
+        page, page * 3000)}), "file:///h/m.vsdx")
+    assert time.monotonic() - started < 2 and errors == [] and prepared.partial == ""
+    assert prepared.content == "test\nThis is a test.\nNothing fancy." and prepared.headlines == ["Page-1"]
+    relationships = source.read("visio/pages/_rels/pages.xml.rels").decode()
+    absolute = relationships.replace('Target="page1.xml"', 'Target="/visio/pages/page1.xml"')
+    prepared, errors, _ = prepare_bytes(_repacked("testVISIO.vsdx", {"visio/pages/_rels/pages.xml.rels": absolute}),
+                                        "file:///h/a.vsdx")
+    assert errors == [] and prepared.partial == "" and "This is a test." in prepared.content

@@ -7,8 +7,8 @@ past the end of a left-to-right run before it (table columns). Title from the co
 before, the index held the package's part names only.
 
 Every part is parsed by defusedxml (no entities, no external references) and read within ``_MAX_PART`` bytes
-of its decompressed size; at most ``_MAX_PAGES`` pages are read, each part once (a 2 KB document naming its one
-page 3,000 times in each of 3,000 documents took 47 s and 800 MB), pages within ``_MAX_PAGES_BYTES`` in all, and a
+of its decompressed size; at most ``MAX_PAGES`` pages are read, each part once (a 2 KB document naming its one
+page 3,000 times in each of 3,000 documents took 47 s and 800 MB), pages within ``MAX_PAGES_BYTES`` in all, and a
 page that cannot be read costs that page.
 """
 
@@ -32,8 +32,8 @@ MIME_TYPES = (XPS, OXPS)
 _STARTS = {"http://schemas.microsoft.com/xps/2005/06/fixedrepresentation": XPS,
            "http://schemas.openxps.org/oxps/v1.0/fixedrepresentation": OXPS}
 _MAX_PART = 64 * 1024 * 1024
-_MAX_PAGES = 10_000
-_MAX_PAGES_BYTES = 64 * 1024 * 1024  # of page XML in all (thousands of pages): 56 MB of empty elements took 14 s
+MAX_PAGES = 10_000
+MAX_PAGES_BYTES = 64 * 1024 * 1024  # of page XML in all (thousands of pages): 56 MB of empty elements took 14 s
 #: what reading a damaged or hostile part raises
 PART_ERRORS = (KeyError, ValueError, ParseError, DefusedXmlException, zipfile.BadZipFile, zlib.error, OSError, EOFError,
                NotImplementedError)
@@ -45,7 +45,7 @@ def _local(tag) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
-def _info(archive: zipfile.ZipFile, name: str) -> zipfile.ZipInfo:
+def part_info(archive: zipfile.ZipFile, name: str) -> zipfile.ZipInfo:
     """A package part's member (names in a package are case-insensitive, and may be escaped), looked up by the
     archive's lower-cased names, made once: a scan of them for every page of 10,000 was quadratic."""
     if (index := _INDEXES.get(archive)) is None:
@@ -58,9 +58,15 @@ def _info(archive: zipfile.ZipFile, name: str) -> zipfile.ZipInfo:
     return info
 
 
+def read_cost(archive: zipfile.ZipFile, name: str) -> int:
+    """The bytes ``read_part`` parses reading a part: its size, none when it is over the bound (refused unread)."""
+    size = part_info(archive, name).file_size
+    return size if size <= _MAX_PART else 0
+
+
 def read_part(archive: zipfile.ZipFile, name: str):
     """A package part's parsed XML, within ``_MAX_PART`` bytes."""
-    info = _info(archive, name)
+    info = part_info(archive, name)
     if info.file_size > _MAX_PART:  # refused unread: a member gives no more than its stated size
         raise ValueError(f"part {name} is over {_MAX_PART // 1024**2} MiB")
     with archive.open(info) as member:
@@ -149,23 +155,22 @@ def prepare_xps(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
         pages: dict[str, None] = {}
         for document in dict.fromkeys(_sources(archive, start[1], "DocumentReference")):
             pages.update(dict.fromkeys(_sources(archive, document, "PageContent")))
-            if len(pages) > _MAX_PAGES:
+            if len(pages) > MAX_PAGES:
                 break
     except PART_ERRORS as err:
         raise PreparationError(f"not readable as XPS: {type(err).__name__}: {err}"[:200]) from None
-    texts, lost, budget, partial = [], [], _MAX_PAGES_BYTES, []
-    for number, name in enumerate(itertools.islice(pages, _MAX_PAGES)):
+    texts, lost, budget, partial = [], [], MAX_PAGES_BYTES, []
+    for number, name in enumerate(itertools.islice(pages, MAX_PAGES)):
         try:
-            if (size := _info(archive, name).file_size) <= _MAX_PART:  # a larger page is refused unread
-                budget -= size
+            budget -= read_cost(archive, name)
             if budget < 0:
-                partial.append(f"read the first {number} pages ({_MAX_PAGES_BYTES // 1024**2} MiB of pages)")
+                partial.append(f"read the first {number} pages ({MAX_PAGES_BYTES // 1024**2} MiB of pages)")
                 break
             texts.append(page_text(read_part(archive, name)))
         except PART_ERRORS as err:
             lost.append(f"{name}: {type(err).__name__}: {err}")
     if lost:
         partial.insert(0, f"{len(lost)} of {len(pages)} pages unreadable ({lost[0]})")
-    if len(pages) > _MAX_PAGES:
-        partial.append(f"read the first {_MAX_PAGES} of more pages")
+    if len(pages) > MAX_PAGES:
+        partial.append(f"read the first {MAX_PAGES} of more pages")
     return Prepared(title=core_title(archive), content="\n".join(t for t in texts if t), partial="; ".join(partial)[:300])
