@@ -90,6 +90,26 @@ def test_pdf_with_a_damaged_form_and_outline_keeps_its_pages():
     assert prepared.headlines == []
 
 
+def test_pdf_form_with_an_odd_field_keeps_the_others_or_says_it_lost_them():
+    """Tika's filled-in form with a field named by a number (``/T 7``: its AttributeError lost every value, silently)
+    reads every value; with a field's ``/Kids`` a number (pypdf fails on the whole form) the report line says the
+    form's values were lost, where they went silently."""
+    from pypdf.generic import NumberObject
+
+    def field(writer, name):
+        return next(f.get_object() for f in writer._root_object["/AcroForm"]["/Fields"] if f.get_object()["/T"] == name)
+
+    data = tika_test_document("pdf", "testPDF_acroform3.pdf")
+    named = _rewrite(data, lambda w: field(w, "aCheckBox").__setitem__(NameObject("/T"), NumberObject(7)))
+    form = prepare_pdf(named, "file:///f.pdf", "application/pdf", {})
+    assert form.content.split("\n")[-4:] == ["aTextField: TIKA-1226", "7: Yes", "aComboBox: comboExportB",
+                                             "aListBox: exportListItemC"] and form.partial == ""
+    broken = _rewrite(data, lambda w: field(w, "aCheckBox").__setitem__(NameObject("/Kids"), NumberObject(7)))
+    form = prepare_pdf(broken, "file:///f.pdf", "application/pdf", {})
+    assert "aTextField: TIKA-1226" not in form.content
+    assert form.partial == "form fields unreadable (TypeError: 'NumberObject' object is not iterable)"
+
+
 def test_prepare_pdf_encrypted_with_empty_user_password():
     data = _rewrite(_pdf(), lambda w: w.encrypt(user_password="", owner_password="x"))
     assert b"/Encrypt" in data and _mime(data) in pdf.MIME_TYPES

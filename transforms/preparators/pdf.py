@@ -61,7 +61,8 @@ def prepare_pdf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
             raise PreparationError("encrypted")
         pages, lost = _pages(reader, data, (PyPdfError, ValueError, KeyError, TypeError, AttributeError))
         annotations = [text for page in reader.pages for text in _safe_annotations(page)]
-        fields, bookmarks = _guarded(_form_fields, reader), _guarded(_bookmarks, reader)
+        failed: list[str] = []
+        fields, bookmarks = _guarded(_form_fields, reader, failed), _guarded(_bookmarks, reader, failed)
         info = reader.metadata or {}
         attached = _attachments(reader)
     except FileNotDecryptedError:
@@ -81,8 +82,8 @@ def prepare_pdf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     lost = [(n, why) for n, why in lost if n - 1 not in recognised]  # OCR read what pypdf could not
     partial = (f"{len(lost)} of {len(pages)} pages unreadable (page {', '.join(str(n) for n, _ in lost)}: "
                f"{lost[0][1]})"[:300] if lost else "")
-    if skipped:
-        partial = "; ".join(filter(None, [partial, *skipped]))[:300]
+    if skipped or failed:
+        partial = "; ".join(filter(None, [partial, *skipped, *failed]))[:300]
     marks = {ocr.PAGES_FIELD: str(len(recognised))} if recognised else {}
     if any(recognised.values()):
         marks[ocr.FIELD] = "true"
@@ -91,11 +92,13 @@ def prepare_pdf(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     return embedded.inline(prepared, ((name, lambda b=body: io.BytesIO(b)) for name, body in attached), url)
 
 
-def _guarded(read, reader) -> list[str]:
-    """What ``read`` finds in the document's catalogue, or nothing when that part is damaged (the pages are kept)."""
+def _guarded(read, reader, failed: list[str]) -> list[str]:
+    """What ``read`` finds in the document's catalogue, or nothing when that part is damaged (the pages are kept,
+    and ``failed`` says what was lost: a form's values went silently)."""
     try:
         return read(reader)
-    except Exception:  # noqa: BLE001 - pypdf raises what a damaged dictionary makes it raise
+    except Exception as err:  # noqa: BLE001 - pypdf raises what a damaged dictionary makes it raise
+        failed.append(f"{read.__name__.strip('_').replace('_', ' ')} unreadable ({type(err).__name__}: {err})"[:200])
         return []
 
 
@@ -112,7 +115,7 @@ def _form_fields(reader) -> list[str]:
         values = value if isinstance(value, list) else [value]
         text = ", ".join(v[1:] if isinstance(v, NameObject) else " ".join(v.split()) for v in values if isinstance(v, str))
         if text and text != "Off" and field.get("/FT") != "/Sig":
-            label = " ".join(str(field.get("/TU") or name.rsplit(".", 1)[-1].split("[")[0]).split())
+            label = " ".join(str(field.get("/TU") or str(name).rsplit(".", 1)[-1].split("[")[0]).split())
             lines.append(f"{label}: {text}")
     return list(dict.fromkeys(lines))
 
