@@ -439,3 +439,19 @@ def test_visio_page_listed_many_times_is_read_once_and_an_absolute_target_is_fol
     prepared, errors, _ = prepare_bytes(_repacked("testVISIO.vsdx", {"visio/pages/_rels/pages.xml.rels": absolute}),
                                         "file:///h/a.vsdx")
     assert errors == [] and prepared.partial == "" and "This is a test." in prepared.content
+
+
+def test_zip_with_a_visio_part_name_but_no_visio_content_type_is_read_as_a_zip():
+    """A ZIP holding ``[Content_Types].xml`` and ``visio/document.xml`` that declares no Visio part was typed a
+    drawing and read empty, its text file lost without a word; a drawing without pages or masters is one failure."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("visio/document.xml", "garbage<<")
+        archive.writestr("notes.txt", "important words here")
+    prepared, errors, typed = prepare_bytes(out.getvalue(), "file:///h/n.zip")
+    assert typed == "application/zip" and errors == [] and "important words here" in prepared.content
+    bare = _repacked("testVISIO.vsdx", {"visio/pages/pages.xml": None, "visio/masters/masters.xml": None})
+    prepared, errors, typed = prepare_bytes(bare, "file:///h/b.vsdx")
+    assert typed == "application/vnd.ms-visio.drawing" and prepared is None
+    assert errors == ["vsdx: not a Visio drawing: no pages or masters"]

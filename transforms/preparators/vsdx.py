@@ -36,11 +36,13 @@ _CONTENT_TYPE = re.compile(rb'ContentType="([^"]+)"')
 _RELATIONSHIP = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
 
 
-def visio_type(content_types: bytes) -> str:
-    """The MIME type of a package with a Visio main part, from the content type [Content_Types].xml gives it."""
+def visio_type(content_types: bytes) -> str | None:
+    """The MIME type of a package with a Visio main part, from the content type [Content_Types].xml gives it; None
+    when it gives none of Visio's (a ZIP holding a ``visio/document.xml`` is not a drawing: read as one, its
+    members' text was lost without a word)."""
     override = _MAIN_OVERRIDE.search(content_types)
     declared = _CONTENT_TYPE.search(override.group(0)) if override else None
-    return _TYPES.get(declared.group(1).decode("ascii", "replace") if declared else "", MIME_TYPES[0])
+    return _TYPES.get(declared.group(1).decode("ascii", "replace")) if declared else None
 
 
 def _local(tag) -> str:
@@ -77,7 +79,9 @@ def prepare_vsdx(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
         names = set(archive.namelist())
         kind, index, item = ("pages", "pages.xml", "Page") if "visio/pages/pages.xml" in names else (
             "masters", "masters.xml", "Master")
-        listed = _listed(archive, kind, index, item) if f"visio/{kind}/{index}" in names else []
+        if f"visio/{kind}/{index}" not in names:
+            raise PreparationError("not a Visio drawing: no pages or masters")
+        listed = _listed(archive, kind, index, item)
     except PART_ERRORS as err:
         raise PreparationError(f"not readable as a Visio drawing: {type(err).__name__}: {err}"[:200]) from None
     lines, headlines, lost, budget, partial = [], [], [], MAX_PAGES_BYTES, []
