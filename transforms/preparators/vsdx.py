@@ -31,7 +31,10 @@ _TYPES = {f"application/vnd.ms-visio.{kind}{macros}.main+xml": f"application/vnd
           for macros, suffix in (("", ""), (".macroEnabled", ".macroenabled.12"))}
 MIME_TYPES = tuple(_TYPES.values())
 MAIN_PART = "visio/document.xml"
-_MAIN_OVERRIDE = re.compile(rb'<Override\b[^>]*PartName="/visio/document\.xml"[^>]*>', re.IGNORECASE)
+# An Override element's attributes: [^<>] stops each try at the next tag (``[^>]*PartName=`` tried again from every
+# "<Override" of a part without ">", 40,000 of them in 1 KB zipped took 44 s to type, quadratically).
+_OVERRIDE = re.compile(rb"<Override\b([^<>]*)>", re.IGNORECASE)
+_MAIN_PART_NAME = re.compile(rb'PartName="/visio/document\.xml"', re.IGNORECASE)
 _CONTENT_TYPE = re.compile(rb'ContentType="([^"]+)"')
 _RELATIONSHIP = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
 
@@ -40,8 +43,8 @@ def visio_type(content_types: bytes) -> str | None:
     """The MIME type of a package with a Visio main part, from the content type [Content_Types].xml gives it; None
     when it gives none of Visio's (a ZIP holding a ``visio/document.xml`` is not a drawing: read as one, its
     members' text was lost without a word)."""
-    override = _MAIN_OVERRIDE.search(content_types)
-    declared = _CONTENT_TYPE.search(override.group(0)) if override else None
+    override = next((o.group(1) for o in _OVERRIDE.finditer(content_types) if _MAIN_PART_NAME.search(o.group(1))), None)
+    declared = _CONTENT_TYPE.search(override) if override else None
     return _TYPES.get(declared.group(1).decode("ascii", "replace")) if declared else None
 
 
