@@ -455,3 +455,16 @@ def test_zip_with_a_visio_part_name_but_no_visio_content_type_is_read_as_a_zip()
     prepared, errors, typed = prepare_bytes(bare, "file:///h/b.vsdx")
     assert typed == "application/vnd.ms-visio.drawing" and prepared is None
     assert errors == ["vsdx: not a Visio drawing: no pages or masters"]
+
+
+def test_xps_documents_page_lists_count_in_the_budget():
+    """A sequence naming many documents, each page list a part as large as a page (30 MB here), read every one of
+    them whatever their size; they count in the 64 MiB now, and the pages they listed are read."""
+    document = ('<FixedDocument xmlns="http://schemas.microsoft.com/xps/2005/06">' + " " * (30 * 1024**2)
+                + '<PageContent Source="/Documents/1/Pages/1.fpage"/></FixedDocument>')
+    sequence = ('<FixedDocumentSequence xmlns="http://schemas.microsoft.com/xps/2005/06">'
+                + "".join(f'<DocumentReference Source="/d{n}.fdoc"/>' for n in range(4)) + "</FixedDocumentSequence>")
+    change = {"FixedDocSeq.fdseq": sequence, **{f"d{n}.fdoc": document for n in range(4)}}
+    prepared, errors, _ = prepare_bytes(_repacked("test_text.xps", change), "file:///h/d.xps")
+    assert errors == [] and prepared.partial == "read the first 2 documents (64 MiB of pages)"
+    assert "Parts of this are in italics and bold." in prepared.content

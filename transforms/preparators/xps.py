@@ -8,8 +8,8 @@ before, the index held the package's part names only.
 
 Every part is parsed by defusedxml (no entities, no external references) and read within ``_MAX_PART`` bytes
 of its decompressed size; at most ``MAX_PAGES`` pages are read, each part once (a 2 KB document naming its one
-page 3,000 times in each of 3,000 documents took 47 s and 800 MB), pages within ``MAX_PAGES_BYTES`` in all, and a
-page that cannot be read costs that page.
+page 3,000 times in each of 3,000 documents took 47 s and 800 MB), documents' page lists and pages within
+``MAX_PAGES_BYTES`` in all, and a page that cannot be read costs that page.
 """
 
 from __future__ import annotations
@@ -156,13 +156,18 @@ def prepare_xps(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
         if start is None:
             raise PreparationError("not an XPS document: no fixed document sequence")
         pages: dict[str, None] = {}
-        for document in dict.fromkeys(_sources(archive, start[1], "DocumentReference")):
+        budget, partial = MAX_PAGES_BYTES, []  # the documents' page lists count too: each can be as large as a page
+        for number, document in enumerate(dict.fromkeys(_sources(archive, start[1], "DocumentReference"))):
+            if (cost := read_cost(archive, document)) > budget:
+                partial.append(f"read the first {number} documents ({MAX_PAGES_BYTES // 1024**2} MiB of pages)")
+                break
+            budget -= cost
             pages.update(dict.fromkeys(_sources(archive, document, "PageContent")))
             if len(pages) > MAX_PAGES:
                 break
     except PART_ERRORS as err:
         raise PreparationError(f"not readable as XPS: {type(err).__name__}: {err}"[:200]) from None
-    texts, lost, budget, partial = [], [], MAX_PAGES_BYTES, []
+    texts, lost = [], []
     for number, name in enumerate(itertools.islice(pages, MAX_PAGES)):
         try:
             budget -= read_cost(archive, name)
