@@ -468,3 +468,22 @@ def test_xps_documents_page_lists_count_in_the_budget():
     prepared, errors, _ = prepare_bytes(_repacked("test_text.xps", change), "file:///h/d.xps")
     assert errors == [] and prepared.partial == "read the first 2 documents (64 MiB of pages)"
     assert "Parts of this are in italics and bold." in prepared.content
+
+
+def test_xps_run_with_huge_indices_measures_only_its_own_glyphs():
+    """A two-letter run whose ``Indices`` held 50 MB of ";" was split into 50 million entries (400 MB) to measure
+    two glyphs."""
+    import tracemalloc
+    from xml.etree.ElementTree import Element
+
+    from beamtrawl.transforms.preparators import xps
+
+    page = Element("FixedPage")
+    page.append(Element("Glyphs", OriginX="1", OriginY="1", UnicodeString="ab", Indices=";" * (20 * 1024**2)))
+    page.append(Element("Glyphs", OriginX="50", OriginY="1", UnicodeString="cd"))
+    tracemalloc.start()
+    try:
+        assert xps.page_text(page) == "ab cd"
+        assert tracemalloc.get_traced_memory()[1] < 32 * 1024**2  # one copy of the 20 MiB attribute at most
+    finally:
+        tracemalloc.stop()
