@@ -11,6 +11,8 @@ import re
 import shutil
 import subprocess
 import tarfile
+import time
+import zipfile
 
 import magic
 import pytest
@@ -518,3 +520,39 @@ def test_iso_2022_text_is_read_in_its_charset(name):
     data = debian_file(PY_TESTSUITE, f"{folder}/{name}.txt").read_bytes()
     prepared, errors, _ = prepare(data, f"file:///t/{name}.txt")
     assert errors == [] and prepared.content == debian_file(PY_TESTSUITE, f"{folder}/{name}-utf8.txt").read_text("utf-8")
+
+
+def test_zip_with_a_huge_relationships_part_is_typed_without_parsing_it():
+    """Every ZIP is asked whether it is an XPS package: its ``_rels/.rels`` was parsed within 64 MiB, so a 67 KB
+    ZIP holding 32 MB of empty elements there took 12 s and 800 MB to type. Relationships are read within 256 KiB;
+    an XPS whose core properties are such a part still gives its pages."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("_rels/.rels", "<Relationships>" + "<a/>" * (8 * 1024**2) + "</Relationships>")
+        archive.writestr("notes.txt", "important words")
+    started = time.monotonic()
+    assert SNIFF(out.getvalue(), "file:///z/a.zip") == "application/zip" and time.monotonic() - started < 2
+    xps = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(tika_test_document("microsoft", "test_text.xps"))) as source, \
+            zipfile.ZipFile(xps, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            target.writestr(info.filename, source.read(info) if info.filename != "docProps/core.xml" else
+                            "<coreProperties>" + "<a/>" * (8 * 1024**2) + "</coreProperties>")
+    started = time.monotonic()
+    prepared, errors, typed = prepare_bytes(xps.getvalue(), "file:///z/a.xps")
+    assert typed == "application/vnd.ms-xpsdocument" and errors == [] and time.monotonic() - started < 2
+    assert "Parts of this are in italics and bold." in prepared.content and prepared.title == ""
+
+
+def test_zip_with_a_visio_part_and_unclosed_overrides_is_typed_in_linear_time():
+    """A 1 KB ZIP holding ``visio/document.xml`` and content types of 40,000 ``<Override `` without a ``>`` took
+    44 s to type (the Visio main part's pattern tried again from each); the whole Tika Visio set still types."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", "<Override " * 40_000)
+        archive.writestr("visio/document.xml", "x")
+    started = time.monotonic()
+    assert SNIFF(out.getvalue(), "file:///z/a.vsdx") == "application/zip" and time.monotonic() - started < 2
+    for name, typed in (("testVISIO.vsdx", "drawing"), ("testVISIO.vssm", "stencil.macroenabled.12"),
+                        ("testVISIO.vstx", "template")):
+        assert SNIFF(tika_test_document("microsoft", name), f"file:///z/{name}") == f"application/vnd.ms-visio.{typed}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import struct
+import time
 import zipfile
 
 import pytest
@@ -393,3 +394,107 @@ def test_xps_right_to_left_runs_and_link_targets():
     prepared, errors, _ = prepare("microsoft", "testXPS_various.xps")
     assert errors == [] and prepared.content.split("\n")[:3] == ["لثعلب البني السريع", "The البني fox", "لثعلب brown السريع"]
     assert prepared.furniture == "http://tika.apache.org/"
+
+
+def _tika_page(name: str = "test_text.xps", page: str = "Documents/1/Pages/1.fpage") -> str:
+    return zipfile.ZipFile(io.BytesIO(tika_test_document("microsoft", name))).read(page).decode("utf-16")
+
+
+def test_xps_glyph_run_with_a_hostile_bidi_level_is_read():
+    """A run's BidiLevel of "1e999" (int() of infinity: OverflowError) lost the whole document, "nan" its page."""
+    for level in ("1e999", "nan", "-inf"):
+        page = _tika_page().replace('BidiLevel="0"', f'BidiLevel="{level}"', 1).encode("utf-16")
+        prepared, errors, _ = prepare_bytes(_repacked("test_text.xps", {"Documents/1/Pages/1.fpage": page}),
+                                            "file:///h/b.xps")
+        assert errors == [] and prepared.partial == "" and "Parts of this are in italics" in prepared.content
+
+
+def test_xps_part_named_many_times_is_read_once_and_pages_within_a_budget():
+    """A 2 KB package whose sequence names one document 3,000 times, which names its page 3,000 times, took 47 s
+    and 800 MB (9 million pages listed, the document parsed 3,000 times); a page named 200 times was parsed 200
+    times. Distinct pages are read within 64 MiB of page XML in all, said in the report line."""
+    document = "Documents/1/FixedDoc.fdoc"
+    sequence = ('<FixedDocumentSequence xmlns="http://schemas.microsoft.com/xps/2005/06">'
+                + f'<DocumentReference Source="/{document}"/>' * 3000 + "</FixedDocumentSequence>")
+    listing = ('<FixedDocument xmlns="http://schemas.microsoft.com/xps/2005/06">'
+               + '<PageContent Source="Pages/1.fpage"/>' * 3000 + "</FixedDocument>")
+    started = time.monotonic()
+    prepared, errors, _ = prepare_bytes(_repacked("test_text.xps", {"FixedDocSeq.fdseq": sequence, document: listing}),
+                                        "file:///h/m.xps")
+    assert time.monotonic() - started < 5 and errors == [] and prepared.partial == ""
+    assert prepared.content.count("Parts of this are in italics and bold.") == 1
+    filler = " " * (3 * 1024**2)
+    pages = {f"Documents/1/Pages/{n}.fpage": _tika_page().replace("</FixedPage>", f"{filler}</FixedPage>")
+             for n in range(2, 40)}
+    listing = ('<FixedDocument xmlns="http://schemas.microsoft.com/xps/2005/06">'
+               + "".join(f'<PageContent Source="{page.rsplit("/", 2)[1]}/{page.rsplit("/", 1)[1]}"/>' for page in pages)
+               + "</FixedDocument>")
+    prepared, errors, _ = prepare_bytes(_repacked("test_text.xps", {**pages, document: listing}), "file:///h/b.xps")
+    assert errors == [] and prepared.partial == "read the first 21 pages (64 MiB of pages)"
+    assert prepared.content.count("Parts of this are in italics and bold.") == 21
+
+
+def test_visio_page_listed_many_times_is_read_once_and_an_absolute_target_is_followed():
+    """A drawing whose pages.xml lists its one page 3,000 times parsed that page 3,000 times (2,000: 3 s; no bound
+    on pages at all); a relationship's absolute target (``/visio/pages/page1.xml``, which OPC allows) lost the page."""
+    source = zipfile.ZipFile(io.BytesIO(tika_test_document("microsoft", "testVISIO.vsdx")))
+    pages = source.read("visio/pages/pages.xml").decode()
+    page = pages[pages.index("<Page "):pages.index("</Page>") + len("</Page>")]
+    started = time.monotonic()
+    prepared, errors, _ = prepare_bytes(_repacked("testVISIO.vsdx", {"visio/pages/pages.xml": pages.replace(
+        page, page * 3000)}), "file:///h/m.vsdx")
+    assert time.monotonic() - started < 2 and errors == [] and prepared.partial == ""
+    assert prepared.content == "test\nThis is a test.\nNothing fancy." and prepared.headlines == ["Page-1"]
+    relationships = source.read("visio/pages/_rels/pages.xml.rels").decode()
+    absolute = relationships.replace('Target="page1.xml"', 'Target="/visio/pages/page1.xml"')
+    prepared, errors, _ = prepare_bytes(_repacked("testVISIO.vsdx", {"visio/pages/_rels/pages.xml.rels": absolute}),
+                                        "file:///h/a.vsdx")
+    assert errors == [] and prepared.partial == "" and "This is a test." in prepared.content
+
+
+def test_zip_with_a_visio_part_name_but_no_visio_content_type_is_read_as_a_zip():
+    """A ZIP holding ``[Content_Types].xml`` and ``visio/document.xml`` that declares no Visio part was typed a
+    drawing and read empty, its text file lost without a word; a drawing without pages or masters is one failure."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("visio/document.xml", "garbage<<")
+        archive.writestr("notes.txt", "important words here")
+    prepared, errors, typed = prepare_bytes(out.getvalue(), "file:///h/n.zip")
+    assert typed == "application/zip" and errors == [] and "important words here" in prepared.content
+    bare = _repacked("testVISIO.vsdx", {"visio/pages/pages.xml": None, "visio/masters/masters.xml": None})
+    prepared, errors, typed = prepare_bytes(bare, "file:///h/b.vsdx")
+    assert typed == "application/vnd.ms-visio.drawing" and prepared is None
+    assert errors == ["vsdx: not a Visio drawing: no pages or masters"]
+
+
+def test_xps_documents_page_lists_count_in_the_budget():
+    """A sequence naming many documents, each page list a part as large as a page (30 MB here), read every one of
+    them whatever their size; they count in the 64 MiB now, and the pages they listed are read."""
+    document = ('<FixedDocument xmlns="http://schemas.microsoft.com/xps/2005/06">' + " " * (30 * 1024**2)
+                + '<PageContent Source="/Documents/1/Pages/1.fpage"/></FixedDocument>')
+    sequence = ('<FixedDocumentSequence xmlns="http://schemas.microsoft.com/xps/2005/06">'
+                + "".join(f'<DocumentReference Source="/d{n}.fdoc"/>' for n in range(4)) + "</FixedDocumentSequence>")
+    change = {"FixedDocSeq.fdseq": sequence, **{f"d{n}.fdoc": document for n in range(4)}}
+    prepared, errors, _ = prepare_bytes(_repacked("test_text.xps", change), "file:///h/d.xps")
+    assert errors == [] and prepared.partial == "read the first 2 documents (64 MiB of pages)"
+    assert "Parts of this are in italics and bold." in prepared.content
+
+
+def test_xps_run_with_huge_indices_measures_only_its_own_glyphs():
+    """A two-letter run whose ``Indices`` held 50 MB of ";" was split into 50 million entries (400 MB) to measure
+    two glyphs."""
+    import tracemalloc
+    from xml.etree.ElementTree import Element
+
+    from beamtrawl.transforms.preparators import xps
+
+    page = Element("FixedPage")
+    page.append(Element("Glyphs", OriginX="1", OriginY="1", UnicodeString="ab", Indices=";" * (20 * 1024**2)))
+    page.append(Element("Glyphs", OriginX="50", OriginY="1", UnicodeString="cd"))
+    tracemalloc.start()
+    try:
+        assert xps.page_text(page) == "ab cd"
+        assert tracemalloc.get_traced_memory()[1] < 32 * 1024**2  # one copy of the 20 MiB attribute at most
+    finally:
+        tracemalloc.stop()

@@ -54,6 +54,19 @@ def test_outlook_message_is_a_mail_with_title_fields_and_body(name, title, to, p
     assert phrase in " ".join(prepared.content.split())
 
 
+@pytest.mark.parametrize("code_page", [20127, 65001, 65000, 1200, 1201, 12000, 0, 99999])
+def test_outlook_message_whose_internet_code_page_its_strings_are_not_in_is_read_as_before(code_page):
+    """Tika's Big5 message with a PR_INTERNET_CPID its bytes are not in (US-ASCII, UTF-8, UTF-7: the strings did
+    not decode and the whole message was one failure; UTF-16 and UTF-32: it read empty) or none known is read as
+    extract-msg reads it without one (ISO-8859-15): Latin letters, but every ASCII word and the message kept."""
+    entry = bytes.fromhex("0300de3f06000000") + (950).to_bytes(8, "little")  # PR_INTERNET_CPID = 950
+    assert entry in outlook("testMSG_chinese.msg")
+    data = outlook("testMSG_chinese.msg").replace(entry, entry[:8] + code_page.to_bytes(8, "little"))
+    prepared, errors, _ = prepare(data, "cp.msg")
+    assert errors == [] and prepared.title.startswith("Alfresco MSG format testing ( MSG ")
+    assert prepared.fields["to"].endswith("<tests.chang@fengttt.com>") and "HQ" in prepared.content
+
+
 def test_outlook_message_attachments_are_prepared_by_their_own_type():
     """A Word file and a text file attached; a message attached to a message, with a PDF beside it."""
     prepared, errors, _ = prepare(outlook("testMSG_att_doc.msg"), "testMSG_att_doc.msg")

@@ -5,6 +5,7 @@ each typed by its [Content_Types].xml and read."""
 from __future__ import annotations
 
 import io
+import time
 import zipfile
 
 import pytest
@@ -201,6 +202,24 @@ def test_rtf_comments_and_their_authors_are_text():
     prepared, errors, _ = prepare_bytes(tika_test_document("microsoft", "testRTF_annotation_spacing.rtf"), "file:///o/s.rtf")
     assert errors == [] and " ".join(prepared.content.split()) == (
         "This is supercali ATB Allison, Timothy B. This is a comment fragilistic")
+
+
+def test_rtf_comment_left_unclosed_or_in_a_comment_keeps_the_comments_after_it():
+    """Tika's annotated file with its comment's closing brace gone: the comment took the rest of the document as
+    it stood, and a comment after it, still a destination, was lost; a comment inside a comment was lost too."""
+    source = tika_test_document("microsoft", "testRTF_annotation_spacing.rtf")
+    closed = source.index(b"This is a comment}}}") + len(b"This is a comment")  # the comment's group and two more
+    data = source[:closed] + source[closed + 3:].replace(b"fragilistic", b"fragilistic{\\*\\annotation later words}", 1)
+    prepared, errors, _ = prepare_bytes(data, "file:///o/u.rtf")
+    assert errors == [] and " ".join(prepared.content.split()).endswith("This is a commentfragilistic later words")
+    nested = b"{\\rtf1\\ansi x {\\*\\annotation outer {\\*\\annotation inner words}}y}"
+    prepared, errors, _ = prepare_bytes(nested, "file:///o/n.rtf")
+    assert errors == [] and prepared.content.split() == ["x", "outer", "inner", "words", "y"]
+    started = time.monotonic()  # 100,000 comments, each unclosed: one pass over the braces
+    many = b"{\\rtf1\\ansi " + b"".join(b"w%d {\\*\\annotation c%d {\\b b} a%d\\par\n" % (n, n, n) for n in range(100_000))
+    prepared, errors, _ = prepare_bytes(many + b"}", "file:///o/m.rtf")
+    assert errors == [] and prepared.content.split()[-4:] == ["w99999", "c99999", "b", "a99999"]
+    assert time.monotonic() - started < 10
 
 
 def test_workbook_past_max_characters_is_read_to_there_and_says_so():

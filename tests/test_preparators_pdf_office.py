@@ -4,6 +4,8 @@ openpyxl and python-pptx."""
 from __future__ import annotations
 
 import io
+import itertools
+import time
 import zipfile
 
 import docx
@@ -91,6 +93,67 @@ def test_pdf_with_a_damaged_form_and_outline_keeps_its_pages():
     prepared = prepare_pdf(_rewrite(_pdf(), damage), "file:///d.pdf", "application/pdf", {})
     assert prepared.content == "Balance the rotor before every run.\nWear gloves when you open the lid."
     assert prepared.headlines == []
+
+
+def test_pdf_form_with_an_odd_field_keeps_the_others():
+    """Tika's filled-in form with a field named by a number (``/T 7``: its AttributeError lost every value, silently),
+    or with a field's ``/Kids`` a number (pypdf failed on the whole form), reads every value."""
+    from pypdf.generic import NumberObject
+
+    def field(writer, name):
+        return next(f.get_object() for f in writer._root_object["/AcroForm"]["/Fields"] if f.get_object()["/T"] == name)
+
+    data = tika_test_document("pdf", "testPDF_acroform3.pdf")
+    for key, label in (("/T", "7"), ("/Kids", "aCheckBox")):
+        odd = _rewrite(data, lambda w, key=key: field(w, "aCheckBox").__setitem__(NameObject(key), NumberObject(7)))
+        form = prepare_pdf(odd, "file:///f.pdf", "application/pdf", {})
+        assert form.content.split("\n")[-4:] == ["aTextField: TIKA-1226", f"{label}: Yes", "aComboBox: comboExportB",
+                                                 "aListBox: exportListItemC"] and form.partial == ""
+
+
+def test_pdf_form_with_a_radio_button_lacking_its_appearance_keeps_the_other_values():
+    """pypdf's ``get_fields`` fails on a whole form for one radio button whose widget has no appearance (``/AP``):
+    every value of Tika's filled-in form was lost for it; the fields are walked one by one now."""
+    from pypdf.generic import ArrayObject, DictionaryObject, NumberObject, TextStringObject
+
+    def add_radio(writer):
+        widget = writer._add_object(DictionaryObject({NameObject("/Subtype"): NameObject("/Widget")}))
+        radio = writer._add_object(DictionaryObject({
+            NameObject("/T"): TextStringObject("aRadio"), NameObject("/FT"): NameObject("/Btn"),
+            NameObject("/Ff"): NumberObject(1 << 15), NameObject("/V"): NameObject("/Second"),
+            NameObject("/Kids"): ArrayObject([widget])}))
+        writer._root_object["/AcroForm"]["/Fields"].append(radio)
+
+    form = prepare_pdf(_rewrite(tika_test_document("pdf", "testPDF_acroform3.pdf"), add_radio), "file:///f.pdf",
+                       "application/pdf", {})
+    assert form.content.split("\n")[-5:] == ["aTextField: TIKA-1226", "aCheckBox: Yes", "aComboBox: comboExportB",
+                                             "aListBox: exportListItemC", "aRadio: Second"] and form.partial == ""
+
+
+def test_pdf_with_60000_bookmarks_and_form_fields_reads_the_first_10000_of_each_quickly():
+    """pypdf's ``outline`` and ``get_fields`` build every item before the first is read: 60,000 bookmarks and as
+    many filled-in fields took 9 s (MAX_FIELDS bounded only what was kept); now 1.5 s."""
+    from pypdf.generic import ArrayObject, DictionaryObject, TextStringObject
+
+    def fill(writer):
+        outlines = writer._add_object(DictionaryObject({NameObject("/Type"): NameObject("/Outlines")}))
+        items = [writer._add_object(DictionaryObject({NameObject("/Title"): TextStringObject(f"B{n}"),
+                                                      NameObject("/Parent"): outlines})) for n in range(60_000)]
+        for item, after in itertools.pairwise(items):
+            item.get_object()[NameObject("/Next")] = after
+        outlines.get_object().update({NameObject("/First"): items[0], NameObject("/Last"): items[-1]})
+        writer._root_object[NameObject("/Outlines")] = outlines
+        fields = ArrayObject(writer._add_object(DictionaryObject({NameObject("/T"): TextStringObject(f"f{n}"),
+                                                                  NameObject("/V"): TextStringObject(f"v{n}")}))
+                             for n in range(60_000))
+        writer._root_object[NameObject("/AcroForm")] = writer._add_object(DictionaryObject({NameObject("/Fields"): fields}))
+
+    data = _rewrite(_pdf(), fill)
+    started = time.monotonic()
+    prepared = prepare_pdf(data, "file:///m.pdf", "application/pdf", {})
+    assert time.monotonic() - started < 5
+    assert prepared.headlines[:2] == ["B0", "B1"] and len(prepared.headlines) == pdf.MAX_FIELDS
+    assert prepared.content.endswith("\nf9998: v9998\nf9999: v9999")
 
 
 def test_prepare_pdf_encrypted_with_empty_user_password():

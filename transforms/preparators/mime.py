@@ -111,8 +111,8 @@ def zip_container_type(data: bytes) -> str | None:
                 for part, mimetype in _OOXML:
                     if part in names:
                         return office.variant_of(archive.read("[Content_Types].xml")) or mimetype
-                if vsdx.MAIN_PART in names:
-                    return vsdx.visio_type(archive.read("[Content_Types].xml"))
+                if vsdx.MAIN_PART in names and (visio := vsdx.visio_type(archive.read("[Content_Types].xml"))):
+                    return visio
             if "mimetype" in names:
                 declared = archive.open("mimetype").read(200).decode("ascii", "replace").strip()
                 if declared.startswith(("application/vnd.oasis.opendocument.", "application/epub+zip")):

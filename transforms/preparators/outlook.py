@@ -18,6 +18,7 @@ finds the container, whose text shows the message. The folders' names, empty fol
 
 from __future__ import annotations
 
+import codecs
 import email.policy
 import email.utils
 import io
@@ -99,15 +100,31 @@ def _msg_document(message, url: str, depth: int) -> Prepared:
     return mail.compose(headers, [body] if body else [], attachments, url)
 
 
-def _code_page(message) -> str | None:
+def _code_page(message, data: bytes) -> str | None:
     """The code page of a message whose strings are not Unicode and that lacks PR_MESSAGE_CODEPAGE, from its
     PR_INTERNET_CPID, as Outlook and Tika take it: extract-msg then assumes ISO-8859-15, which turned a Big5
-    message (Traditional Chinese, code page 950) into Latin letters."""
+    message (Traditional Chinese, code page 950) into Latin letters. Not a code page its strings are not in: a
+    CPID of US-ASCII, UTF-8 or UTF-7 on Latin-1 bytes made the message unreadable, UTF-16 made it empty."""
     if _try(lambda: message.areStringsUnicode, True) or "3FFD0003" in message.props:
         return None
     from extract_msg.encoding import lookupCodePage
 
-    return _try(lambda: lookupCodePage(message.getPropertyVal("3FDE0003")))
+    encoding = _try(lambda: lookupCodePage(message.getPropertyVal("3FDE0003")))
+    if encoding is None or codecs.lookup(encoding).name.startswith(("utf-16", "utf-32")):
+        return None  # 8-bit strings are never in these
+    return encoding if _try(lambda: _strings_decode(data, encoding), False) else None
+
+
+def _strings_decode(data: bytes, encoding: str) -> bool:
+    """Whether the 8-bit strings (``…001E`` streams) of a message, its recipients' and attachments' (not those of
+    an attached message, which has its own code page), are all in ``encoding``; raises if one is not."""
+    import olefile
+
+    with olefile.OleFileIO(data) as ole:
+        for path in ole.listdir():
+            if path[-1].upper().endswith("001E") and not any(p.upper().startswith("__SUBSTG1.0_3701") for p in path):
+                ole.openstream(path).read().decode(encoding)
+    return True
 
 
 def prepare_msg(data: bytes, url: str) -> Prepared:
@@ -115,7 +132,7 @@ def prepare_msg(data: bytes, url: str) -> Prepared:
 
     try:
         message = extract_msg.openMsg(io.BytesIO(data), delayAttachments=False, strict=False)
-        if encoding := _code_page(message):
+        if encoding := _code_page(message, data):
             _try(message.close)
             message = extract_msg.openMsg(io.BytesIO(data), delayAttachments=False, strict=False,
                                           overrideEncoding=encoding)

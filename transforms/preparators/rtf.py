@@ -35,35 +35,34 @@ _METAFILE_WORDS = {b"emfblip": "emf", b"wmetafile": "wmf"}
 _TITLE = re.compile(r"{\\title\s?((?:[^{}\\]++|\\[a-z]++-?\d*+\s?|\\[^a-z])*+)}", re.IGNORECASE)
 
 
-def _group_end(source: str, start: int) -> int:
-    """The index after the ``}`` closing the group that opens at ``start`` (escaped braces skipped), or the end."""
-    depth, index = 0, start
-    while index < len(source):
-        char = source[index]
-        if char == "\\":
-            index += 2
-            continue
-        depth += (char == "{") - (char == "}")
-        index += 1
-        if depth == 0:
-            return index
-    return index
+_BRACES = re.compile(r"\\[\\{}]|[{}]")  # groups' braces, and the escaped braces and backslashes that are text
 
 
 def _as_groups(source: str) -> str:
     """The destinations as plain groups; a comment's parts a word apart from what they follow and what follows
-    them ("This is a comment" anchored before "fragilistic" was read "commentfragilistic")."""
-    out, last = [], 0
-    for match in _HEADER_FOOTER.finditer(source):
-        if match.start() < last:
-            continue  # inside a comment already copied
-        if match.group().startswith(("{\\h", "{\\f")):
-            out += [source[last:match.start()], "{"]
-            last = match.end()
-        else:
-            end = _group_end(source, match.start())
-            out += [source[last:match.start()], "{ ", source[match.end():end], " "]
-            last = end
+    them ("This is a comment" anchored before "fragilistic" was read "commentfragilistic"). One pass over the
+    braces finds where each comment ends: a comment in a comment, or after one left unclosed, is a group too (its
+    text was lost when the first comment's group was copied as it stood), and an escaped brace opens none (``\\{``
+    before ``\\*\\annotation`` took the rest of the document for a comment and lost the comments in it)."""
+    opening = {match.start(): match for match in _HEADER_FOOTER.finditer(source)}
+    if not opening:
+        return source
+    out, last, depth, comments = [], 0, 0, []  # comments: the depth each open comment's group began at
+    for brace in _BRACES.finditer(source):
+        if brace.group() == "{":
+            if (match := opening.get(brace.start())) is not None:
+                comment = not match.group().startswith(("{\\h", "{\\f"))
+                out += [source[last:brace.start()], "{ " if comment else "{"]
+                last = match.end()
+                if comment:
+                    comments.append(depth)
+            depth += 1
+        elif brace.group() == "}":
+            depth -= 1
+            if comments and comments[-1] == depth:
+                comments.pop()
+                out += [source[last:brace.end()], " "]
+                last = brace.end()
     return "".join([*out, source[last:]])
 
 
