@@ -250,11 +250,12 @@ def test_sheet_headers_and_footers_are_text_without_their_codes():
 
 
 def test_pictures_alternative_text_is_furniture():
-    """A picture's alternative text (the author's description, or the inserted file's name Word and PowerPoint
+    """A picture's alternative text (the author's description, or the inserted file's name Word, Excel and PowerPoint
     put there) is searched through the furniture field, each once;
     a picture deleted with changes tracked gives none."""
     assert prepare("testPPT_2imgs.pptx")[0].furniture == "alfresco-logo.png\ntestGIF.gif"
     assert prepare("testWORD_1img.docx")[0].furniture == "A description..."
+    assert prepare("testEXCEL_1img.xlsx")[0].furniture == "alfresco-logo.png"  # a picture over a sheet
     pictures = prepare("testWORD_embedded_pics.docx")[0].furniture.splitlines()
     assert [p.rsplit("\\", 1)[1] for p in pictures] == ["body_pic.jpg", "sdt_pic.jpg"]  # not deleted_pic.jpg
     assert "A description" not in prepare("testWORD_1img.docx")[0].content
