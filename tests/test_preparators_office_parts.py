@@ -256,6 +256,8 @@ def test_pictures_alternative_text_is_furniture():
     assert prepare("testPPT_2imgs.pptx")[0].furniture == "alfresco-logo.png\ntestGIF.gif"
     assert prepare("testWORD_1img.docx")[0].furniture == "A description..."
     assert prepare("testEXCEL_1img.xlsx")[0].furniture == "alfresco-logo.png"  # a picture over a sheet
+    assert prepare("testEXCEL_hyperlinks.xlsx")[0].furniture.splitlines() == [  # and cells' links' targets
+        "linked_file.txt.htm", "mailto:user@tika.apache.org?subject=help", "http://tika.apache.org/"]
     pictures = prepare("testWORD_embedded_pics.docx")[0].furniture.splitlines()
     assert [p.rsplit("\\", 1)[1] for p in pictures] == ["body_pic.jpg", "sdt_pic.jpg"]  # not deleted_pic.jpg
     assert "A description" not in prepare("testWORD_1img.docx")[0].content

@@ -24,7 +24,7 @@ from beamtrawl.transforms.preparators.cell_format import displayed, header_foote
 from beamtrawl.transforms.preparators.drawing_text import drawing_texts
 from beamtrawl.transforms.values import Bounds
 
-REVISION = 14  # part of the preparation fingerprint (base.py): 14 keeps XLSX pictures' alternative text as furniture; 13 reads a Word paragraph's runs wherever they sit (inline content controls, fields, smart tags) and cells that are content controls, tabs in headers and footers; 12 keeps DOCX and PPTX pictures' alternative text in the furniture field; 11 shows XLSB numbers by their formats and reads a workbook calamine cannot open from its cell records; 10 reads flat OPC files (flat_opc) and tracked insertions; 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
+REVISION = 14  # part of the preparation fingerprint (base.py): 14 keeps XLSX pictures' alternative text and hyperlinks' targets as furniture; 13 reads a Word paragraph's runs wherever they sit (inline content controls, fields, smart tags) and cells that are content controls, tabs in headers and footers; 12 keeps DOCX and PPTX pictures' alternative text in the furniture field; 11 shows XLSB numbers by their formats and reads a workbook calamine cannot open from its cell records; 10 reads flat OPC files (flat_opc) and tracked insertions; 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
 # and a Word document's content controls and text boxes; each kind counts the text its XML holds and reports
 # a document read noticeably short of it; 2 reads templates and macro-enabled variants, a Word document's
 # headers, footers, footnotes, endnotes and comments, and a presentation's comments; a sheet's cells as their
@@ -295,7 +295,7 @@ def _xlsx(stream, params: dict) -> Prepared:
         if not stopped:  # (past max_characters the rest would be cut: a sheet is not inflated again for them)
             lines.extend(_headers_footers(zipfile.ZipFile(stream)))
         prepared = _prepared(workbook.properties, "creator", "description", _join(lines), sheets)
-        prepared.furniture = _drawing_alt_texts(zipfile.ZipFile(stream))
+        prepared.furniture = _furniture(zipfile.ZipFile(stream))
     finally:
         workbook.close()
     if stopped:  # the rest would be cut at max_content_length anyway: reading it cost the time, not the text
@@ -337,19 +337,31 @@ _SHEET_DRAWINGS = re.compile(r"xl/drawings/drawing\d*\.xml")
 _DRAWING_NAME = "{http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing}cNvPr"
 
 
-def _drawing_alt_texts(archive: zipfile.ZipFile) -> str:
-    """The alternative text of the pictures and shapes drawn over the sheets (``xdr:cNvPr/@descr``), as a DOCX's and
-    a PPTX's are read: for the furniture field."""
+_SHEET_RELATIONSHIPS = re.compile(r"xl/worksheets/_rels/sheet\d*\.xml\.rels")
+_HYPERLINK = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/hyperlink"
+
+
+def _furniture(archive: zipfile.ZipFile) -> str:
+    """What is searched but never shown, as for a DOCX and a PPTX: the alternative text of the pictures and shapes
+    drawn over the sheets (``xdr:cNvPr/@descr``), then the targets of the cells' hyperlinks (``mailto:``, a URL, a
+    file), each once."""
     from defusedxml import ElementTree
 
-    names = []
+    names, targets = [], {}
     for name in archive.namelist():
-        if _SHEET_DRAWINGS.fullmatch(name):
-            try:
-                names.extend(ElementTree.fromstring(archive.read(name)).iter(_DRAWING_NAME))
-            except (ElementTree.ParseError, ValueError):  # defusedxml's refusals are ValueErrors
-                continue
-    return _alt_texts(names)
+        drawing, relationships = _SHEET_DRAWINGS.fullmatch(name), _SHEET_RELATIONSHIPS.fullmatch(name)
+        if not (drawing or relationships):
+            continue
+        try:
+            root = ElementTree.fromstring(archive.read(name))
+        except (ElementTree.ParseError, ValueError):  # defusedxml's refusals are ValueErrors
+            continue
+        if drawing:
+            names.extend(root.iter(_DRAWING_NAME))
+        else:
+            targets.update(dict.fromkeys(" ".join(r.get("Target", "").split()) for r in root
+                                         if r.get("Type") == _HYPERLINK and r.get("Target", "").strip()))
+    return _join([_alt_texts(names), *targets])
 
 
 _SHARED_STRINGS = "xl/sharedStrings.xml"
