@@ -190,26 +190,27 @@ def read_members(entries, url: str, params: dict,
             part_name, body = unwrap(name, whole)
             if body is not whole:
                 kind = magic.from_buffer(body[:_SNIFF], mime=True)
-            # Plain text is decoded here; a cut-off file of another format would only fail to prepare.
-            prepared, errors = (None, []) if kind == "text/plain" or cut else prepare_part(body, f"{url}!/{part_name}")[:2]
-            if errors and prepared is None:
-                failed.append(f"{part_name}: {errors[-1]}")
-            if prepared is not None:
-                text = prepared.content.strip()
-            else:
-                text = decode_text(body).strip() if kind.startswith("text/") else ""
+            text, error = _member_text(body, kind, cut, f"{url}!/{part_name}")
+            failed += [f"{part_name}: {error}"] if error else []
             if text:
                 texts.append((part_name, text))
     except _ScanLimit:
         limits.append(f"max_scan_bytes ({params['max_scan_bytes']})")
     except _Damaged as err:
         damaged = f"archive damaged after {len(names)} entries ({err})"
-    if unread:
-        damaged = "; ".join(filter(None, (damaged, f"entries in a legacy ZIP method not read: {unread}")))
-    if failed:
-        damaged = "; ".join(filter(None, (damaged, f"{len(failed)} of {len(names)} entries not readable "
-                                                    f"({failed[0]})"[:200])))
-    return Members(names, texts, list(dict.fromkeys(limits)), damaged)
+    unread = f"entries in a legacy ZIP method not read: {unread}" if unread else ""
+    failed_line = f"{len(failed)} of {len(names)} entries not readable ({failed[0]})"[:200] if failed else ""
+    return Members(names, texts, list(dict.fromkeys(limits)), "; ".join(filter(None, (damaged, unread, failed_line))))
+
+
+def _member_text(body: bytes, kind: str, cut: bool, part_url: str) -> tuple[str, str]:
+    """(a member's text, why no preparator could read it or ""): plain text decoded here (a cut-off file of another
+    format would only fail to prepare), any other type prepared by its own as the part ``part_url``. The reason goes
+    to the container's report line: a member's text was lost without a word."""
+    prepared, errors = (None, []) if kind == "text/plain" or cut else prepare_part(body, part_url)[:2]
+    if prepared is not None:
+        return prepared.content.strip(), ""
+    return (decode_text(body).strip() if kind.startswith("text/") else ""), (errors[-1] if errors else "")
 
 
 def prepare_archive(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
