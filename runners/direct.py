@@ -64,6 +64,7 @@ def runner(options: PipelineOptions):
     # the environment given here, whose workers are processes all the same (direct_num_workers of them).
     direct.direct_running_mode = "in_memory"
     guard_data_streams()
+    smaller_data_buffers()
     one_worker_for_one_part()
     remember_dofn_specs()
     forked_workers.install(WORKER_COMMAND, heartbeat.bound(options))
@@ -119,6 +120,28 @@ def guard_data_streams() -> None:
             unguarded(self, b, nested)
 
     stream.write, stream._beamtrawl_guarded = write, True
+
+
+#: Bytes of a bundle's output a data stream holds before it sends them (Beam's default: 10 MB).
+DATA_BUFFER_BYTES = 1 << 20
+
+
+def smaller_data_buffers() -> None:
+    """Send a bundle's output once 1 MiB of it is buffered, not 10 MB (issue 27, target 4).
+
+    Discovery writes several outputs at once (entries, events, listings, the next round's frontier); on a large
+    tree each filled its 10 MB buffer and its copy on the way out, in the worker and in the command that
+    receives them: at 200,000 files each worker peaked ~20 MiB higher than at 20,000 (docs/scaling.md). The
+    threshold is a default argument, so it is set on both stream classes as well as on the module, whose value
+    also bounds how much the sender coalesces into one message. Called in the command and in every worker."""
+    from apache_beam.runners.worker import data_plane
+
+    beam_default = 10 << 20
+    data_plane._DEFAULT_SIZE_FLUSH_THRESHOLD = DATA_BUFFER_BYTES
+    for stream in (data_plane.SizeBasedBufferingClosableOutputStream,
+                   data_plane.TimeBasedBufferingClosableOutputStream):
+        stream.__init__.__defaults__ = tuple(DATA_BUFFER_BYTES if value == beam_default else value
+                                             for value in stream.__init__.__defaults__)
 
 
 def one_worker_for_one_part() -> None:

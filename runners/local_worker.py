@@ -24,6 +24,7 @@ from beamtrawl.runners.beam_import import import_beam
 
 import_beam()
 from apache_beam.runners.worker import sdk_worker_main
+from beamtrawl.runners.direct import smaller_data_buffers
 from beamtrawl.runners.heartbeat import beat_from_environment
 from beamtrawl.transforms.preparators.isolation import end_children
 
@@ -32,6 +33,7 @@ def serve() -> None:
     """Run the harness Beam's environment variables describe (beating: runners/heartbeat.py), end the
     preparing children, and exit."""
     beat_from_environment()
+    smaller_data_buffers()
     sdk_worker_main.main(sys.argv)
     end_children()
     sys.stdout.flush()
