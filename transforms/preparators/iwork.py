@@ -22,6 +22,7 @@ import zipfile
 import zlib
 
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.xml import local_name
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import ParseError, fromstring
 
@@ -43,10 +44,6 @@ _BREAKS = {"br", "lnbr", "pgbr", "sectbr", "tab", "crbr"}
 _VALUE_ATTRIBUTES = {"ct": f"{{{_SFA}}}s", "n": f"{{{_SF}}}v", "rn": f"{{{_SF}}}v", "tabular-model": f"{{{_SF}}}name",
                      "chart-name": f"{{{_SFA}}}string"}
 _METADATA = ("title", "authors", "keywords", "comment")
-
-
-def _local(tag) -> str:
-    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
 def index_part(archive: zipfile.ZipFile) -> str | None:
@@ -88,7 +85,7 @@ def _prefix(head: bytes, root: str) -> str:
 
 def _walk(element, out: list[str]) -> None:
     """Append the text of ``element`` and its children in document order; blocks end with a newline."""
-    name = _local(element.tag)
+    name = local_name(element.tag)
     if name in _SKIP:
         return
     attribute = _VALUE_ATTRIBUTES.get(name)
@@ -112,8 +109,8 @@ def _metadata(root) -> dict[str, str]:
     for metadata in root.iter(f"{{{_SF}}}metadata"):
         for entry in metadata:
             strings = [s.get(f"{{{_SFA}}}string", "") for s in entry.iter(f"{{{_SF}}}string")]
-            if _local(entry.tag) in _METADATA and any(strings):
-                found[_local(entry.tag)] = ", ".join(s for s in strings if s)
+            if local_name(entry.tag) in _METADATA and any(strings):
+                found[local_name(entry.tag)] = ", ".join(s for s in strings if s)
     return found
 
 

@@ -120,28 +120,17 @@ _CHARACTERS = {f"{_W}tab": "\t", f"{_W}ptab": "\t", f"{_W}cr": "\n", f"{_W}noBre
 _NOT_TEXT = {f"{_W}txbxContent", f"{_W}del", f"{_W}moveFrom", _MC_FALLBACK, f"{_W}pPr", f"{_W}rPr"}
 
 
-def _within_controls(element, tag: str):
-    """``element``'s children of ``tag``, those wrapped in content controls (``w:sdt``: a template's cover page,
-    a repeating section's rows, a cell that is a control) and custom XML too."""
-    for child in element.iterchildren():
-        if child.tag == tag:
-            yield child
-        elif child.tag == _CUSTOM_XML:
-            yield from _within_controls(child, tag)
-        elif child.tag == _SDT and (content := child.find(_SDT_CONTENT)) is not None:
-            yield from _within_controls(content, tag)
-
-
-def _body_blocks(element):
-    """Paragraphs and tables (``w:p``, ``w:tbl``) in reading order, those inside content controls too, which
+def _within_controls(element, *tags: str):
+    """``element``'s children of ``tags`` in reading order, those wrapped in content controls (``w:sdt``: a
+    template's cover page, a repeating section's rows, a cell that is a control) and custom XML too, which
     python-docx's ``iter_inner_content`` skips."""
     for child in element.iterchildren():
-        if child.tag in (_PARAGRAPH, _TABLE):
+        if child.tag in tags:
             yield child
         elif child.tag == _CUSTOM_XML:
-            yield from _body_blocks(child)
+            yield from _within_controls(child, *tags)
         elif child.tag == _SDT and (content := child.find(_SDT_CONTENT)) is not None:
-            yield from _body_blocks(content)
+            yield from _within_controls(content, *tags)
 
 
 def _paragraph_text(paragraph) -> str:
@@ -169,7 +158,7 @@ def _row_text(row, depth: int = 0) -> str:
     cells = []
     for cell in _within_controls(row, _CELL):
         lines = []
-        for block in _body_blocks(cell):
+        for block in _within_controls(cell, _PARAGRAPH, _TABLE):
             if block.tag == _PARAGRAPH:
                 lines.append(_paragraph_text(block))
             elif depth < _MAX_TABLE_NESTING:
@@ -187,7 +176,7 @@ def _docx(stream, params: dict) -> Prepared:
     # which took most of the time of a DOCX.
     names = {style.style_id: style.name or "" for style in document.styles}
     blocks, headlines = [], []
-    for block in _body_blocks(document.element.body):
+    for block in _within_controls(document.element.body, _PARAGRAPH, _TABLE):
         if block.tag == _TABLE:
             blocks.extend(_row_text(row) for row in _within_controls(block, _ROW))
             continue

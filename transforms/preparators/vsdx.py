@@ -16,6 +16,7 @@ import re
 import zipfile
 
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.xml import local_name
 from beamtrawl.transforms.preparators.xps import (
     MAX_PAGES,
     MAX_PAGES_BYTES,
@@ -48,10 +49,6 @@ def visio_type(content_types: bytes) -> str | None:
     return _TYPES.get(declared.group(1).decode("ascii", "replace")) if declared else None
 
 
-def _local(tag) -> str:
-    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
-
-
 def _listed(archive: zipfile.ZipFile, folder: str, index: str, item: str) -> list[tuple[str, str]]:
     """(name, part) of each page (or master) in the order ``visio/<folder>/<index>`` lists them, by its relationships
     (a target relative to the folder or absolute), each part once and at most ``MAX_PAGES`` + 1 of them."""
@@ -60,8 +57,8 @@ def _listed(archive: zipfile.ZipFile, folder: str, index: str, item: str) -> lis
                                                else f"visio/{folder}/{target}")
                for r in read_part(archive, f"visio/{folder}/_rels/{index}.rels")}
     found: dict[str, str] = {}
-    for element in (e for e in listing.iter() if _local(e.tag) == item):
-        relationship = next((r.get(_RELATIONSHIP) for r in element if _local(r.tag) == "Rel"), None)
+    for element in (e for e in listing.iter() if local_name(e.tag) == item):
+        relationship = next((r.get(_RELATIONSHIP) for r in element if local_name(r.tag) == "Rel"), None)
         if relationship in targets:
             found.setdefault(targets[relationship], " ".join((element.get("Name") or element.get("NameU") or "").split()))
             if len(found) > MAX_PAGES:
@@ -70,7 +67,7 @@ def _listed(archive: zipfile.ZipFile, folder: str, index: str, item: str) -> lis
 
 
 def _shape_texts(part) -> list[str]:
-    return [text for element in part.iter() if _local(element.tag) == "Text"
+    return [text for element in part.iter() if local_name(element.tag) == "Text"
             if (text := " ".join("".join(element.itertext()).split()))]
 
 

@@ -19,7 +19,8 @@ from defusedxml import DefusedXmlException
 MIME_TYPES = ("text/xml", "application/xml", "image/svg+xml", *flat_opc.TYPES.values(), "application/vnd.ms-wordml")
 
 
-def _local(tag) -> str:
+def local_name(tag) -> str:
+    """An element's tag without its namespace (a comment's or a processing instruction's: "")."""
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
@@ -35,7 +36,7 @@ def parse(data: bytes):
 
 def title_of(root) -> str:
     """The text of the first ``title`` element, whatever its namespace."""
-    return next((" ".join("".join(e.itertext()).split()) for e in root.iter() if _local(e.tag) == "title"), "")
+    return next((" ".join("".join(e.itertext()).split()) for e in root.iter() if local_name(e.tag) == "title"), "")
 
 
 def text_of(root) -> Prepared:

@@ -24,6 +24,7 @@ import zlib
 from urllib.parse import unquote
 
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
+from beamtrawl.transforms.preparators.xml import local_name
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import ParseError, fromstring
 
@@ -42,10 +43,6 @@ PART_ERRORS = (KeyError, ValueError, ParseError, DefusedXmlException, zipfile.Ba
 _LINK = "FixedPage.NavigateUri"  # a hyperlink's target, on the path or glyphs it covers
 _INDEXES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # an archive's part names, lower-cased
 _GAP = 0.15  # ems (about half a space) between the end of a run and the next on its line that make a space
-
-
-def _local(tag) -> str:
-    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
 def part_info(archive: zipfile.ZipFile, name: str) -> zipfile.ZipInfo:
@@ -104,7 +101,7 @@ def _sources(archive: zipfile.ZipFile, name: str, element: str) -> list[str]:
     """The parts a sequence's ``DocumentReference``s or a document's ``PageContent``s name, resolved against it."""
     folder = posixpath.dirname("/" + unquote(name).lstrip("/"))
     return [posixpath.normpath(posixpath.join(folder, unquote(e.get("Source")))) for e in read_part(archive, name).iter()
-            if _local(e.tag) == element and e.get("Source")]
+            if local_name(e.tag) == element and e.get("Source")]
 
 
 def _number(value, default: float = 0.0) -> float:
@@ -125,7 +122,7 @@ def page_text(page) -> str:
     """A page's glyph runs as lines (see the module's docstring)."""
     lines: list[list[str]] = []
     last_x = last_y = end = None
-    for glyphs in (e for e in page.iter() if _local(e.tag) == "Glyphs"):
+    for glyphs in (e for e in page.iter() if local_name(e.tag) == "Glyphs"):
         text = glyphs.get("UnicodeString") or ""
         text = text.removeprefix("{}")  # "{}" escapes a string beginning with "{"
         if not text:
@@ -148,7 +145,7 @@ def core_title(archive: zipfile.ZipFile) -> str:
         core = read_part(archive, "docProps/core.xml", _MAX_SMALL_PART)
     except PART_ERRORS:
         return ""
-    return next((" ".join((e.text or "").split()) for e in core.iter() if _local(e.tag) == "title"), "")
+    return next((" ".join((e.text or "").split()) for e in core.iter() if local_name(e.tag) == "title"), "")
 
 
 def prepare_xps(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
