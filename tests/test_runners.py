@@ -306,8 +306,8 @@ def test_what_is_written_while_the_runners_data_stream_flushes_is_sent():
     assert sum(sent) == 100 * 10_000 and len(sent) > 2, sent
 
 
-def test_a_local_crawl_runs_with_the_data_streams_guarded_and_their_buffers_at_1_mib():
-    """The command's streams (time-based) and a worker's (size-based) send what they hold from 1 MiB on, not 10 MB:
+def test_a_local_crawl_runs_with_the_data_streams_guarded_and_their_buffers_at_256_kib():
+    """The command's streams (time-based) and a worker's (size-based) send what they hold from 256 KiB on, not 10 MB:
     on a large tree each of discovery's outputs filled its buffer (docs/scaling.md)."""
     from apache_beam.runners.worker.data_plane import (
         SizeBasedBufferingClosableOutputStream,
@@ -320,11 +320,11 @@ def test_a_local_crawl_runs_with_the_data_streams_guarded_and_their_buffers_at_1
     sent = []
     stream = SizeBasedBufferingClosableOutputStream(flush_callback=lambda data: sent.append(len(data)))
     for _ in range(3):
-        stream.write(b"x" * 600_000)
+        stream.write(b"x" * 150_000)
         stream.maybe_flush()
-    assert sent == [1_200_000]
+    assert sent == [300_000]
     stream = TimeBasedBufferingClosableOutputStream(flush_callback=sent.append, time_flush_threshold_ms=60_000)
-    assert stream._size_flush_threshold == direct.DATA_BUFFER_BYTES == 1 << 20
+    assert stream._size_flush_threshold == direct.DATA_BUFFER_BYTES == 256 << 10
     stream.close()
 
 
