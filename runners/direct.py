@@ -132,9 +132,9 @@ def smaller_data_buffers() -> None:
     Discovery writes several outputs at once (entries, events, listings, the next round's frontier); on a large
     tree each filled its 10 MB buffer and its copy on the way out, in the worker and in the command that
     receives them: from 20,000 to 200,000 files a full crawl's memory grew by 20 %, at 256 KiB by 7 %, in the
-    same time (docs/scaling.md). The threshold is a default argument, so it is set on both stream classes as well as on the
-    module, whose value also bounds how much the sender coalesces into one message. Called in the command and in
-    every worker."""
+    same time (docs/scaling.md). The threshold is a default argument, so it is set on both stream classes as well
+    as on the module, whose value also bounds how much the sender coalesces into one message. Called in the command
+    and in every worker."""
     from apache_beam.runners.worker import data_plane
 
     beam_default = 10 << 20

@@ -261,3 +261,22 @@ def test_pictures_alternative_text_is_furniture():
     pictures = prepare("testWORD_embedded_pics.docx")[0].furniture.splitlines()
     assert [p.rsplit("\\", 1)[1] for p in pictures] == ["body_pic.jpg", "sdt_pic.jpg"]  # not deleted_pic.jpg
     assert "A description" not in prepare("testWORD_1img.docx")[0].content
+
+
+def test_a_workbooks_drawings_and_comments_are_read_within_the_drawing_parts_bounds():
+    """A workbook's drawings (pictures' alternative text) and comments are read as its charts are
+    (``drawing_text.bounded_parts``): a part over 4 MiB is skipped, not read and parsed whole, and the others are
+    still read."""
+    spread = "http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing"
+    kept = f'<xdr:wsDr xmlns:xdr="{spread}"><xdr:pic><xdr:nvPicPr><xdr:cNvPr id="9" name="p" descr="kept picture"/>' \
+           f'</xdr:nvPicPr></xdr:pic></xdr:wsDr>'
+    huge = f'<xdr:wsDr xmlns:xdr="{spread}">' + '<xdr:cNvPr descr="too large"/>' * 200_000 + "</xdr:wsDr>"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(tika_test_document("microsoft", "testEXCEL_1img.xlsx"))) as source, \
+            zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            target.writestr(info, source.read(info))
+        target.writestr("xl/drawings/drawing7.xml", kept)
+        target.writestr("xl/drawings/drawing8.xml", huge)  # 6 MB
+    prepared, errors, _mimetype = prepare_bytes(buffer.getvalue(), "file:///sheets/bounded.xlsx")
+    assert errors == [] and prepared.furniture.splitlines() == ["alfresco-logo.png", "kept picture"]

@@ -3,18 +3,20 @@
 drawings (text boxes and shapes), as Tika writes them after the document's own text. Slides' shapes and Word's
 text boxes are read with their documents already and are not matched here.
 
-Parts are parsed by defusedxml and read within ``_MAX_PART`` bytes each, ``_MAX_PARTS`` in all.
+Parts are parsed by defusedxml and read within ``_MAX_PART`` bytes each, ``_MAX_PARTS`` in all (``bounded_parts``,
+which a workbook's comments and furniture are read by too).
 """
 
 from __future__ import annotations
 
 import re
 import zipfile
+import zlib
 
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import ParseError, fromstring
 
-_PARTS = re.compile(r"^(?:word|ppt|xl)/(?:charts/chart|diagrams/data|drawings/drawing)\d+\.xml$")
+_PARTS = re.compile(r"(?:word|ppt|xl)/(?:charts/chart|diagrams/data|drawings/drawing)\d+\.xml")
 _DRAWING = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 _CHART = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
 _TEXT_TAGS = (f"{_DRAWING}t", f"{_CHART}v")
@@ -47,16 +49,27 @@ def part_text(xml: bytes) -> str:
     return "\n".join(dict.fromkeys(line for line in lines if line))
 
 
-def drawing_texts(archive: zipfile.ZipFile) -> list[str]:
-    """The text of each chart, diagram and spreadsheet drawing part, in part order; unreadable parts give none."""
-    out, budget = [], _MAX_PARTS
-    for info in sorted((i for i in archive.infolist() if _PARTS.match(i.filename)), key=lambda i: _order(i.filename)):
+def bounded_parts(archive: zipfile.ZipFile, pattern: re.Pattern):
+    """(name, bytes) of each part whose whole name ``pattern`` matches, in part order, within ``_MAX_PART`` bytes
+    each and ``_MAX_PARTS`` in all; a larger or unreadable part is skipped."""
+    budget = _MAX_PARTS
+    for info in sorted((i for i in archive.infolist() if pattern.fullmatch(i.filename)), key=lambda i: _order(i.filename)):
         if info.file_size > min(_MAX_PART, budget):
             continue
         budget -= info.file_size
         try:
-            text = part_text(archive.read(info))
-        except (ParseError, DefusedXmlException, ValueError, OSError, zipfile.BadZipFile):
+            yield info.filename, archive.read(info)
+        except (OSError, zipfile.BadZipFile, zlib.error, NotImplementedError):
+            continue
+
+
+def drawing_texts(archive: zipfile.ZipFile) -> list[str]:
+    """The text of each chart, diagram and spreadsheet drawing part, in part order; unreadable parts give none."""
+    out = []
+    for _name, data in bounded_parts(archive, _PARTS):
+        try:
+            text = part_text(data)
+        except (ParseError, DefusedXmlException, ValueError):
             continue
         if text:
             out.append(text)

@@ -21,7 +21,7 @@ from xml.sax.saxutils import unescape as xml_unescape
 from beamtrawl.transforms.preparators import embedded, flat_opc, xlsb_parts
 from beamtrawl.transforms.preparators.base import PreparationError, Prepared
 from beamtrawl.transforms.preparators.cell_format import displayed, header_footer_text
-from beamtrawl.transforms.preparators.drawing_text import drawing_texts
+from beamtrawl.transforms.preparators.drawing_text import bounded_parts, drawing_texts
 from beamtrawl.transforms.values import Bounds
 
 REVISION = 14  # part of the preparation fingerprint (base.py): 14 keeps XLSX pictures' alternative text and hyperlinks' targets as furniture; 13 reads a Word paragraph's runs wherever they sit (inline content controls, fields, smart tags) and cells that are content controls, tabs in headers and footers; 12 keeps DOCX and PPTX pictures' alternative text in the furniture field; 11 shows XLSB numbers by their formats and reads a workbook calamine cannot open from its cell records; 10 reads flat OPC files (flat_opc) and tracked insertions; 9 reads XLSB comments, headers and footers; 8 reads shared strings' phonetic readings and sheets' headers and footers; 7 reads tables nested in tables and metafile thumbnails; 6 stops a workbook at max_characters, reads charts, SmartArt and spreadsheet drawings (drawing_text); 5 reads spreadsheet cells' comments; 4 OCRs pictures (embedded); 3 inlines embedded documents and altChunks (embedded); 1 reads every row of a sheet, whatever it declares,
@@ -308,11 +308,9 @@ def _sheet_comments(archive: zipfile.ZipFile) -> list[str]:
     from defusedxml import ElementTree
 
     lines = []
-    for name in archive.namelist():
-        if not _SHEET_COMMENTS.fullmatch(name):
-            continue
+    for _name, data in bounded_parts(archive, _SHEET_COMMENTS):
         try:
-            root = ElementTree.fromstring(archive.read(name))
+            root = ElementTree.fromstring(data)
         except (ElementTree.ParseError, ValueError):  # defusedxml's refusals are ValueErrors
             continue
         for comment in root.iter(f"{_MAIN}comment"):
@@ -322,11 +320,9 @@ def _sheet_comments(archive: zipfile.ZipFile) -> list[str]:
     return lines
 
 
-_SHEET_DRAWINGS = re.compile(r"xl/drawings/drawing\d*\.xml")
+#: the drawings over the sheets, and the sheets' relationships (hyperlinks' targets)
+_SHEET_PARTS = re.compile(r"xl/drawings/drawing\d*\.xml|xl/worksheets/_rels/sheet\d*\.xml\.rels")
 _DRAWING_NAME = "{http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing}cNvPr"
-
-
-_SHEET_RELATIONSHIPS = re.compile(r"xl/worksheets/_rels/sheet\d*\.xml\.rels")
 _HYPERLINK = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/hyperlink"
 
 
@@ -337,15 +333,12 @@ def _furniture(archive: zipfile.ZipFile) -> str:
     from defusedxml import ElementTree
 
     names, targets = [], {}
-    for name in archive.namelist():
-        drawing, relationships = _SHEET_DRAWINGS.fullmatch(name), _SHEET_RELATIONSHIPS.fullmatch(name)
-        if not (drawing or relationships):
-            continue
+    for name, data in bounded_parts(archive, _SHEET_PARTS):
         try:
-            root = ElementTree.fromstring(archive.read(name))
+            root = ElementTree.fromstring(data)
         except (ElementTree.ParseError, ValueError):  # defusedxml's refusals are ValueErrors
             continue
-        if drawing:
+        if name.startswith("xl/drawings/"):
             names.extend(root.iter(_DRAWING_NAME))
         else:
             targets.update(dict.fromkeys(" ".join(r.get("Target", "").split()) for r in root

@@ -102,6 +102,24 @@ def _guarded(read, reader, failed: list[str]) -> list[str]:
         return []
 
 
+def _resolved(value):
+    """The object an indirect reference names, or ``value`` itself."""
+    from pypdf.generic import IndirectObject
+
+    return value.get_object() if isinstance(value, IndirectObject) else value
+
+
+def _first_visit(reference, seen: set) -> bool:
+    """Whether the walk of a form's fields or an outline meets ``reference`` for the first time (noted in ``seen``)."""
+    from pypdf.generic import IndirectObject
+
+    key = (reference.idnum, reference.generation) if isinstance(reference, IndirectObject) else id(reference)
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
 def _form_fields(reader) -> list[str]:
     """A filled-in form's values, a line each: ``label: value``, the label the field's tooltip (what a reader of the
     form sees beside it) or its name. PDFium's page text holds none of them (they are drawn by the fields' own
@@ -109,35 +127,30 @@ def _form_fields(reader) -> list[str]:
     (``Off``) and signatures give no line. The fields (``/Fields`` and their ``/Kids``) are walked here, each once,
     up to MAX_FIELDS of them, not through pypdf's ``get_fields``, which reads every field before the first is used
     (100,000 took 6 s and 350 MB) and fails on the whole form for one radio button without an appearance."""
-    from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, NameObject
+    from pypdf.generic import ArrayObject, DictionaryObject, NameObject
 
-    def resolved(value):
-        return value.get_object() if isinstance(value, IndirectObject) else value
-
-    form = resolved(reader.trailer["/Root"].get_object().get("/AcroForm"))
-    fields = resolved(form.get("/Fields")) if isinstance(form, DictionaryObject) else None
+    form = _resolved(reader.trailer["/Root"].get_object().get("/AcroForm"))
+    fields = _resolved(form.get("/Fields")) if isinstance(form, DictionaryObject) else None
     lines, seen = [], set()
     stack = [(field, None) for field in reversed(fields)] if isinstance(fields, ArrayObject) else []
     while stack and len(seen) < MAX_FIELDS:
         reference, kind = stack.pop()
-        key = (reference.idnum, reference.generation) if isinstance(reference, IndirectObject) else id(reference)
-        if key in seen:  # fields can loop
+        if not _first_visit(reference, seen):  # fields can loop
             continue
-        seen.add(key)
-        field = resolved(reference)
+        field = _resolved(reference)
         if not isinstance(field, DictionaryObject):
             continue
-        kind = resolved(field.get("/FT")) or kind  # inherited by the field's kids
-        if isinstance(kids := resolved(field.get("/Kids")), ArrayObject):
+        kind = _resolved(field.get("/FT")) or kind  # inherited by the field's kids
+        if isinstance(kids := _resolved(field.get("/Kids")), ArrayObject):
             stack += [(kid, kind) for kid in reversed(kids)]
-        name = resolved(field.get("/T")) or resolved(field.get("/TM"))
+        name = _resolved(field.get("/T")) or _resolved(field.get("/TM"))
         if name is None:  # a widget of the field above it
             continue
-        value = resolved(field.get("/V"))
+        value = _resolved(field.get("/V"))
         values = value if isinstance(value, list) else [value]
         text = ", ".join(v[1:] if isinstance(v, NameObject) else " ".join(v.split()) for v in values if isinstance(v, str))
         if text and text != "Off" and kind != "/Sig":
-            label = " ".join(str(resolved(field.get("/TU")) or str(name).split("[")[0]).split())
+            label = " ".join(str(_resolved(field.get("/TU")) or str(name).split("[")[0]).split())
             lines.append(f"{label}: {text}")
     return list(dict.fromkeys(lines))
 
@@ -146,19 +159,16 @@ def _bookmarks(reader) -> list[str]:
     """The titles of the document's outline (its bookmarks: a table of contents), up to MAX_FIELDS, as headlines,
     in reading order (an item, its children, then the items after it). Walked here, each item once, not through
     pypdf's ``outline``, which builds every item before the first is read: 60,000 bookmarks took 8 s and 400 MB."""
-    from pypdf.generic import DictionaryObject, IndirectObject
+    from pypdf.generic import DictionaryObject
 
-    outlines = reader.trailer["/Root"].get_object().get("/Outlines")
-    outlines = outlines.get_object() if outlines is not None else None
+    outlines = _resolved(reader.trailer["/Root"].get_object().get("/Outlines"))
     titles, seen = [], set()
     stack = [outlines.get("/First")] if isinstance(outlines, DictionaryObject) else []
     while stack and len(titles) < MAX_FIELDS:
         reference = stack.pop()
-        key = (reference.idnum, reference.generation) if isinstance(reference, IndirectObject) else id(reference)
-        if key in seen or reference is None:  # an outline can loop
+        if reference is None or not _first_visit(reference, seen):  # an outline can loop
             continue
-        seen.add(key)
-        item = reference.get_object()
+        item = _resolved(reference)
         if isinstance(item, DictionaryObject):
             if title := " ".join(str(item.get("/Title") or "").split()):
                 titles.append(title)

@@ -22,7 +22,7 @@ from beamtrawl.transforms.preparators.xps import (
     MAX_PAGES_BYTES,
     PART_ERRORS,
     core_title,
-    read_cost,
+    read_pages,
     read_part,
 )
 
@@ -84,23 +84,11 @@ def prepare_vsdx(data: bytes, url: str, mimetype: str, params: dict) -> Prepared
         listed = _listed(archive, kind, index, item)
     except PART_ERRORS as err:
         raise PreparationError(f"not readable as a Visio drawing: {type(err).__name__}: {err}"[:200]) from None
-    lines, headlines, lost, budget, partial = [], [], [], MAX_PAGES_BYTES, []
-    for number, (name, part) in enumerate(listed[:MAX_PAGES]):
-        try:
-            budget -= read_cost(archive, part)
-            if budget < 0:
-                partial.append(f"read the first {number} {kind} ({MAX_PAGES_BYTES // 1024**2} MiB of {kind})")
-                break
-            texts = _shape_texts(read_part(archive, part))
-        except PART_ERRORS as err:
-            lost.append(f"{part}: {type(err).__name__}: {err}")
-            continue
+    lines, headlines, partial, named = [], [], [], {part: name for name, part in listed}
+    for part, root in read_pages(archive, list(named), kind, MAX_PAGES_BYTES, partial):
+        name, texts = named[part], _shape_texts(root)
         if name:
             headlines.append(name)
         lines.extend([name, *texts] if kind == "masters" or len(listed) > 1 else texts)
-    if lost:
-        partial.insert(0, f"{len(lost)} of {len(listed)} {kind} unreadable ({lost[0]})")
-    if len(listed) > MAX_PAGES:
-        partial.append(f"read the first {MAX_PAGES} of more {kind}")
     return Prepared(title=core_title(archive), content="\n".join(line for line in lines if line),
                     headlines=headlines, partial="; ".join(partial)[:300])

@@ -16,7 +16,6 @@ page 3,000 times in each of 3,000 documents took 47 s and 800 MB), documents' pa
 from __future__ import annotations
 
 import io
-import itertools
 import posixpath
 import weakref
 import zipfile
@@ -148,6 +147,28 @@ def core_title(archive: zipfile.ZipFile) -> str:
     return next((" ".join((e.text or "").split()) for e in core.iter() if local_name(e.tag) == "title"), "")
 
 
+def read_pages(archive: zipfile.ZipFile, parts: list[str], kind: str, budget: int, partial: list[str]):
+    """Each of ``parts`` (pages, a drawing's masters) parsed, as (part, root): at most ``MAX_PAGES``, within
+    ``budget`` bytes of XML in all, a part that cannot be read costing that part. Once all are read, ``partial``
+    says how many could not be (first) and where the bounds stopped the reading."""
+    lost = []
+    for number, part in enumerate(parts[:MAX_PAGES]):
+        try:
+            budget -= read_cost(archive, part)
+            if budget < 0:
+                partial.append(f"read the first {number} {kind} ({MAX_PAGES_BYTES // 1024**2} MiB of {kind})")
+                break
+            root = read_part(archive, part)
+        except PART_ERRORS as err:
+            lost.append(f"{part}: {type(err).__name__}: {err}")
+            continue
+        yield part, root
+    if lost:
+        partial.insert(0, f"{len(lost)} of {len(parts)} {kind} unreadable ({lost[0]})")
+    if len(parts) > MAX_PAGES:
+        partial.append(f"read the first {MAX_PAGES} of more {kind}")
+
+
 def prepare_xps(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
@@ -166,22 +187,9 @@ def prepare_xps(data: bytes, url: str, mimetype: str, params: dict) -> Prepared:
                 break
     except PART_ERRORS as err:
         raise PreparationError(f"not readable as XPS: {type(err).__name__}: {err}"[:200]) from None
-    texts, links, lost = [], {}, []
-    for number, name in enumerate(itertools.islice(pages, MAX_PAGES)):
-        try:
-            budget -= read_cost(archive, name)
-            if budget < 0:
-                partial.append(f"read the first {number} pages ({MAX_PAGES_BYTES // 1024**2} MiB of pages)")
-                break
-            page = read_part(archive, name)
-        except PART_ERRORS as err:
-            lost.append(f"{name}: {type(err).__name__}: {err}")
-            continue
+    texts, links = [], {}
+    for _name, page in read_pages(archive, list(pages), "pages", budget, partial):
         texts.append(page_text(page))
         links.update(dict.fromkeys(e.get(_LINK) for e in page.iter() if e.get(_LINK)))
-    if lost:
-        partial.insert(0, f"{len(lost)} of {len(pages)} pages unreadable ({lost[0]})")
-    if len(pages) > MAX_PAGES:
-        partial.append(f"read the first {MAX_PAGES} of more pages")
     return Prepared(title=core_title(archive), content="\n".join(t for t in texts if t), partial="; ".join(partial)[:300],
                     furniture="\n".join(links))
