@@ -280,3 +280,24 @@ def test_a_workbooks_drawings_and_comments_are_read_within_the_drawing_parts_bou
         target.writestr("xl/drawings/drawing8.xml", huge)  # 6 MB
     prepared, errors, _mimetype = prepare_bytes(buffer.getvalue(), "file:///sheets/bounded.xlsx")
     assert errors == [] and prepared.furniture.splitlines() == ["alfresco-logo.png", "kept picture"]
+
+
+def test_a_workbooks_unreadable_drawing_or_comments_part_costs_that_part_and_says_so():
+    """A drawing part flagged encrypted (zipfile raises RuntimeError) lost the whole workbook, and a comments part that
+    is no XML lost its comments without a word (found by the red team). Now the cells are read, and the report line
+    names the comments part."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(tika_test_document("microsoft", "testEXCEL_1img.xlsx"))) as source, \
+            zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            target.writestr(info, source.read(info))
+        target.writestr("xl/comments1.xml", "<comments><commentList><comment><text><t>lost")  # never closed
+        target.writestr("xl/drawings/drawing9.xml", "<wsDr/>")
+    data = bytearray(buffer.getvalue())
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
+        info = archive.getinfo("xl/drawings/drawing9.xml")
+    data[info.header_offset + 6] |= 1  # the encrypted flag, in the local header and in the central directory
+    data[data.rfind(b"xl/drawings/drawing9.xml") - 46 + 8] |= 1  # (the directory's entry: 46 bytes, then the name)
+    prepared, errors, _mimetype = prepare_bytes(bytes(data), "file:///sheets/damaged.xlsx")
+    assert errors == [] and prepared.furniture == "alfresco-logo.png"
+    assert prepared.content.strip() and "1 comments parts not read (xl/comments1.xml: ParseError" in prepared.partial

@@ -164,3 +164,34 @@ def test_small_text_and_xml_are_prepared_in_the_worker_and_large_text_in_the_chi
     assert [d.content for d in small] == ["small"] and binary[0].content == "" and binary[0].filename == "b.so"
     assert (xml[0].title, xml[0].content) == ("T", "T\nx")
     assert rest[0].content == large.decode()
+
+
+def test_a_preparing_child_whose_worker_was_killed_ends_on_its_own():
+    """The child's timeout is its worker's to keep: a worker killed (SIGKILL) left its child preparing alone, up to its
+    memory limit, after the crawl had ended (found by the red team). Here the child waits on a pipe the test keeps
+    open, as one busy with a document would go on: once its worker is gone it ends within a few seconds."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    read, write = os.pipe()
+    starts_a_child = ("import os, subprocess, sys, time; child = subprocess.Popen([sys.executable, '-P', '-m', "
+                      "'beamtrawl.transforms.preparators.isolation', '0', '1', str(os.getpid())], stdin=int(sys.argv[1])); "
+                      "print(child.pid, flush=True); time.sleep(600)")
+    worker = subprocess.Popen([sys.executable, "-c", starts_a_child, str(read)], pass_fds=(read,), stdout=subprocess.PIPE,
+                              text=True)
+    os.close(read)
+    try:
+        child = psutil.Process(int(worker.stdout.readline()))
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+        deadline = time.monotonic() + 30
+        while child.is_running() and child.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+    finally:
+        os.close(write)

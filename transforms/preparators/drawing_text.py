@@ -49,18 +49,24 @@ def part_text(xml: bytes) -> str:
     return "\n".join(dict.fromkeys(line for line in lines if line))
 
 
-def bounded_parts(archive: zipfile.ZipFile, pattern: re.Pattern):
+def bounded_parts(archive: zipfile.ZipFile, pattern: re.Pattern, skipped: list[str] | None = None):
     """(name, bytes) of each part whose whole name ``pattern`` matches, in part order, within ``_MAX_PART`` bytes
-    each and ``_MAX_PARTS`` in all; a larger or unreadable part is skipped."""
-    budget = _MAX_PARTS
+    each and ``_MAX_PARTS`` in all; a larger or unreadable part (damaged, encrypted, an unknown method) is skipped,
+    and named in ``skipped`` with why."""
+    budget, skipped = _MAX_PARTS, [] if skipped is None else skipped
     for info in sorted((i for i in archive.infolist() if pattern.fullmatch(i.filename)), key=lambda i: _order(i.filename)):
         if info.file_size > min(_MAX_PART, budget):
+            why = f"over {_MAX_PART // 1024**2} MiB" if info.file_size > _MAX_PART else \
+                f"past {_MAX_PARTS // 1024**2} MiB of such parts"
+            skipped.append(f"{info.filename}: {why}")
             continue
         budget -= info.file_size
         try:
-            yield info.filename, archive.read(info)
-        except (OSError, zipfile.BadZipFile, zlib.error, NotImplementedError):
+            data = archive.read(info)
+        except (OSError, RuntimeError, zipfile.BadZipFile, zlib.error, NotImplementedError) as err:
+            skipped.append(f"{info.filename}: {type(err).__name__}: {err}")
             continue
+        yield info.filename, data
 
 
 def drawing_texts(archive: zipfile.ZipFile) -> list[str]:

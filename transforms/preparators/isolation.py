@@ -67,6 +67,7 @@ MAX_IN_FLIGHT = 4  # documents handed to the child and not yet answered
 #: Preparator functions that run in the worker for small documents (module docstring: why they are safe there).
 INLINE = frozenset({prepare_text, prepare_xml, prepare_metadata_only})
 INLINE_MAX_BYTES = 256 * 1024
+ORPHAN_POLL_S = 1.0  # how often a preparing child looks whether its worker is still there
 
 
 def _frame(obj) -> memoryview:
@@ -238,7 +239,8 @@ class Isolated:
         status = self.status.fileno()
         # -P: "python -m" would put the current folder first on the import path (code run by dropping a file).
         self.process = subprocess.Popen(
-            [sys.executable, "-P", "-m", "beamtrawl.transforms.preparators.isolation", str(self.memory_limit), str(status)],
+            [sys.executable, "-P", "-m", "beamtrawl.transforms.preparators.isolation", str(self.memory_limit), str(status),
+             str(os.getpid())],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=(status,))
         self.pipe_pages = _widen(self.process.stdin.fileno()) // _PAGE
         _widen(self.process.stdout.fileno())  # the child answers without waiting for the worker to read
@@ -378,7 +380,17 @@ class Isolated:
         process.stdout.close()
 
 
-def _child(memory_limit: int, status: int) -> None:
+def _orphaned(parent: int) -> None:
+    """End this process once ``parent`` (the worker) is gone: its timeout is the worker's to keep, so a child left
+    behind by a worker that was killed went on with its document alone, up to its memory limit, after the crawl
+    had ended. Polled (``PR_SET_PDEATHSIG`` would fire when the worker's thread that started it ends, not the
+    worker); a preparator that holds the GIL delays it until it lets go."""
+    while os.getppid() == parent:
+        time.sleep(ORPHAN_POLL_S)
+    os._exit(1)
+
+
+def _child(memory_limit: int, status: int, parent: int) -> None:
     import resource
 
     from beamtrawl.transforms.preparators.html import import_trafilatura
@@ -386,6 +398,7 @@ def _child(memory_limit: int, status: int) -> None:
 
     if memory_limit:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    threading.Thread(target=_orphaned, args=(parent,), name="beamtrawl-orphaned", daemon=True).start()
     requests, replies = os.dup(0), os.dup(1)
     if not logs.debugging():  # what libraries print or log about a document is no news for the terminal
         os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
@@ -412,4 +425,4 @@ def _child(memory_limit: int, status: int) -> None:
 
 
 if __name__ == "__main__":
-    _child(int(sys.argv[1]), int(sys.argv[2]))
+    _child(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))

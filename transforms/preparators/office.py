@@ -279,7 +279,8 @@ def _xlsx(stream, params: dict) -> Prepared:
     workbook = openpyxl.load_workbook(stream, read_only=True, data_only=True)
     try:
         lines, sheets, read, stopped = _sheet_lines(workbook, params["max_characters"])
-        lines.extend(_sheet_comments(zipfile.ZipFile(stream)))
+        comments, unread = _sheet_comments(zipfile.ZipFile(stream))
+        lines.extend(comments)
         lines.extend(_phonetic_readings(zipfile.ZipFile(stream)))
         if not stopped:  # (past max_characters the rest would be cut: a sheet is not inflated again for them)
             lines.extend(_headers_footers(zipfile.ZipFile(stream)))
@@ -290,7 +291,11 @@ def _xlsx(stream, params: dict) -> Prepared:
     if stopped:  # the rest would be cut at max_content_length anyway: reading it cost the time, not the text
         prepared.partial = (f"read the first {read:,} cells: their text reached max_characters "
                             f"({params['max_characters']:,})")
-        return prepared
+    elif read < (held := _cells_held(zipfile.ZipFile(stream))):
+        prepared.partial = (f"read {read:,} of the {held:,} cells the file's sheets hold: the rest is in parts "
+                            f"the reading library skipped")
+    prepared.partial = "; ".join(filter(None, (prepared.partial, unread)))
+    return prepared
     held = _cells_held(zipfile.ZipFile(stream))
     if read < held:
         prepared.partial = (f"read {read:,} of the {held:,} cells the file's sheets hold: the rest is in parts "
@@ -302,22 +307,23 @@ _SHEET_COMMENTS = re.compile(r"xl/comments\d*\.xml")
 _MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 
 
-def _sheet_comments(archive: zipfile.ZipFile) -> list[str]:
+def _sheet_comments(archive: zipfile.ZipFile) -> tuple[list[str], str]:
     """The text of the cells' comments (notes), one line each, after the sheets: openpyxl's read-only
-    mode skips them."""
+    mode skips them. And a report line naming the comments parts that could not be read, or ""."""
     from defusedxml import ElementTree
 
-    lines = []
-    for _name, data in bounded_parts(archive, _SHEET_COMMENTS):
+    lines, lost = [], []
+    for name, data in bounded_parts(archive, _SHEET_COMMENTS, lost):
         try:
             root = ElementTree.fromstring(data)
-        except (ElementTree.ParseError, ValueError):  # defusedxml's refusals are ValueErrors
+        except (ElementTree.ParseError, ValueError) as err:  # defusedxml's refusals are ValueErrors
+            lost.append(f"{name}: {type(err).__name__}: {err}")
             continue
         for comment in root.iter(f"{_MAIN}comment"):
             text = "".join(t.text or "" for t in comment.iter(f"{_MAIN}t"))
             if text.strip():
                 lines.append(" ".join(text.split()))
-    return lines
+    return lines, (f"{len(lost)} comments parts not read ({lost[0]})"[:200] if lost else "")
 
 
 #: the drawings over the sheets, and the sheets' relationships (hyperlinks' targets)
