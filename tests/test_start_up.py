@@ -145,6 +145,36 @@ print(type(client).__name__, type(FileSystems.get_filesystem("gs://bucket/x"))._
     assert done.stdout.split() == ["BlobServiceClient", "GCSFileSystem", "True"]
 
 
+def test_beam_is_imported_without_fastavro_and_cryptography_and_their_users_still_work():
+    """runners/beam_import.py: the names Beam's Avro coder and IO and its ``GroupByEncryptedKey`` take from fastavro
+    and cryptography at start-up are stand-ins that import them at first use; a plugin's own import gets them."""
+    code = """import io, json, sys
+from beamtrawl.runners.beam_import import import_beam
+import_beam()
+assert "apache_beam" in sys.modules and not any(name in sys.modules for name in ("fastavro", "cryptography"))
+from apache_beam.coders.avro_record import AvroRecord
+from apache_beam.coders.coders import AvroGenericCoder
+from apache_beam.io import avroio
+from apache_beam.transforms import util
+schema = {"type": "record", "name": "r", "fields": [{"name": "a", "type": "string"}]}
+coder = AvroGenericCoder(json.dumps(schema))
+print(coder.decode(coder.encode(AvroRecord({"a": "coded"}))).record["a"])
+out = io.BytesIO()
+writer = avroio.Writer(out, schema, "null")
+writer.write({"a": "written"})
+writer.flush()
+out.seek(0)
+print(*(record["a"] for block in avroio.block_reader(out) for record in block))
+fernet = util.Fernet(util.Secret.generate_secret_bytes())
+print(fernet.decrypt(fernet.encrypt(b"sealed")).decode())
+import fastavro
+from cryptography.fernet import Fernet
+print(type(fastavro.parse_schema).__name__, Fernet.__name__)"""
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["coded", "written", "sealed", "cython_function_or_method", "Fernet"]
+
+
 def test_a_view_of_the_pipeline_options_is_made_once_and_shares_their_values():
     from apache_beam.options.pipeline_options import DirectOptions, TypeOptions
     from beamtrawl.runners import pipeline_options
