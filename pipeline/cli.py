@@ -283,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
 
         # A command is no IPython session; without this, Beam imports IPython (0.6 s) to ask if it is one.
         sys.modules.setdefault("IPython", None)
-        forked_workers.prestart(forked_workers.worker_count(args.runner, extra))  # before any index or thread
+        forked_workers.prestart(forked_workers.worker_count(args.runner, extra),  # before any index or thread
+                                in_command="--no_worker_in_command" not in extra)
     try:
         if args.command == "crawl" and args.reprepare:
             args.overrides.append("reprepare=true")
@@ -344,7 +345,7 @@ def _unknown_beam_options(extra: list[str]) -> str:
     if not names:
         return ""
     from apache_beam.options.pipeline_options import PipelineOptions
-    from beamtrawl.runners import heartbeat  # its option (--worker_stall_timeout)
+    from beamtrawl.runners import forked_workers, heartbeat  # noqa: F401 - their options
 
     beam = {name.replace("-", "_") for name in PipelineOptions([]).get_all_options(drop_default=False)}
     ours = [o for a in _parser()._subparsers._group_actions[0].choices["crawl"]._actions for o in a.option_strings]

@@ -183,8 +183,8 @@ def _parts_with_input(inputs, fired_timers, workers: int) -> int:
 
 def _died(heard: RuntimeError) -> WorkerDied:
     """What the crawl says of the worker whose end was ``heard`` (Beam's "… exited with return code N", or
-    :class:`forked_workers.WorkerStalled`)."""
-    if isinstance(heard, forked_workers.WorkerStalled):
+    :class:`forked_workers.WorkerEnded`)."""
+    if isinstance(heard, forked_workers.WorkerEnded):
         return WorkerDied(str(heard))
     code = str(heard).rsplit(" ", 1)[-1]
     try:

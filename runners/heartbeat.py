@@ -104,17 +104,28 @@ def beat_from_environment() -> None:
             harnesses.append(self)
 
     sdk_worker_main.SdkHarness = Remembered
+    beat(path, harnesses)
+
+
+def beat(path: str, harnesses: list, stop: threading.Event | None = None) -> None:
+    """Beat into ``path`` for these harnesses (a list that may grow) from a thread of this process, until ``stop``
+    is set."""
     fd = os.open(path, os.O_WRONLY)
-    threading.Thread(target=_beat, args=(fd, harnesses), name="beamtrawl-heartbeat", daemon=True).start()
+    threading.Thread(target=_beat, args=(fd, harnesses, stop or threading.Event()), name="beamtrawl-heartbeat",
+                     daemon=True).start()
 
 
-def _beat(fd: int, harnesses: list) -> None:
+def _beat(fd: int, harnesses: list, stop: threading.Event) -> None:
     idle, last = _Idle(), time.monotonic()
-    while True:
-        now = time.monotonic()
-        os.pwrite(fd, f"{idle.longest(harnesses, now - last):{_WIDTH}.1f}".encode()[:_WIDTH], 0)
-        last = now
-        time.sleep(BEAT_S)
+    try:
+        while True:
+            now = time.monotonic()
+            os.pwrite(fd, f"{idle.longest(harnesses, now - last):{_WIDTH}.1f}".encode()[:_WIDTH], 0)
+            last = now
+            if stop.wait(BEAT_S):
+                return
+    finally:
+        os.close(fd)
 
 
 class _Idle:

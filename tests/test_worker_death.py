@@ -29,7 +29,9 @@ BOUND_S = 240
 #: $WORKER_KILLED_AT, or when it opens the file named by $WORKER_KILLED_AT's ``open:NAME``. With $NO_FORK the
 #: command starts a thread first, so no worker is forked (runners/forked_workers.py forks single-threaded only).
 #: With $WORKER_STOPPED_AT's ``open:NAME`` a worker that opens NAME SIGSTOPs its preparing child, once it has
-#: one, and then itself, and notes the time in the file "stopped" beside this hook.
+#: one, and then itself, and notes the time in the file "stopped" beside this hook. With
+#: $COMMAND_WORKER_WAITS_AT's ``open:NAME`` the command's own worker (a thread of the command) sleeps an hour
+#: when it opens NAME.
 HOOK = """\
 import logging
 import os
@@ -41,6 +43,7 @@ import time
 
 WHEN = os.environ.get("WORKER_KILLED_AT", "")
 STOP_AT = os.environ.get("WORKER_STOPPED_AT", "")
+WAIT_AT = os.environ.get("COMMAND_WORKER_WAITS_AT", "")
 
 
 def _die_if_worker():
@@ -82,6 +85,9 @@ def _on_open(event, args):
     if event != "open":
         return
     name = "open:" + os.path.basename(str(args[0]))
+    if WAIT_AT == name and "CONTROL_API_SERVICE_DESCRIPTOR" not in os.environ \
+            and threading.current_thread() is not threading.main_thread():
+        time.sleep(3600)  # the command's own worker, waiting on one element
     if WHEN == name:
         _die_if_worker()
     if STOP_AT == name and "CONTROL_API_SERVICE_DESCRIPTOR" in os.environ:
@@ -110,11 +116,14 @@ def corpus(tmp_path, make_config):
 
 
 def crawl(config: Path, hook: Path | None = None, *options: str, **env: str) -> tuple[subprocess.Popen, str]:
-    """Start a quiet crawl of ``config`` with the kill hook, ``options`` and ``env``; returns it and its process
-    mark."""
+    """Start a quiet crawl of ``config`` with the kill hook, ``options`` and ``env``, its two workers processes
+    (the command's own worker in ``options``: ``--direct_num_workers=1`` after, no ``--no_worker_in_command``);
+    returns it and its process mark."""
     mark = uuid.uuid4().hex
     extra = {"PYTHONPATH": str(hook)} if hook else {}
-    proc = subprocess.Popen(beamtrawl_command("crawl", str(config), "--direct_num_workers=2", "--quiet", *options),
+    apart = [] if "--direct_num_workers=1" in options else ["--no_worker_in_command"]
+    proc = subprocess.Popen(beamtrawl_command("crawl", str(config), "--direct_num_workers=2", *apart, "--quiet",
+                                              *options),
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "BEAMTRAWL_TEST_CRAWL": mark, **extra, **env})
     return proc, mark
@@ -217,6 +226,22 @@ def test_a_worker_stopped_mid_bundle_with_its_preparing_child_ends_the_crawl_wit
     stopped = float((hook / "stopped").read_text())
     assert time.time() - stopped < STALL_S + 30, "the crawl did not end within the bound"
     again, _mark = crawl(config)
+    out, err = finish(again)
+    assert again.returncode == 0 and "index holds 7" in out, out + err
+
+
+def test_the_commands_own_worker_waiting_on_one_element_ends_the_crawl_within_the_bound(corpus):
+    """runners/forked_workers.py: the first worker is a thread of the command, which cannot be ended apart; one
+    that waits on an element past the bound fails the run with the one line, and the next crawl converges."""
+    config, hook = corpus
+    began = time.monotonic()
+    proc, mark = crawl(config, hook, f"--worker_stall_timeout={STALL_S}", "--direct_num_workers=1",
+                       COMMAND_WORKER_WAITS_AT="open:page.html")
+    assert_stopped_with_one_line(proc, mark, re.escape(
+        "FAILED: the pipeline failed: WorkerDied: the command's own worker waited on one element for ") + r"\d+" +
+        re.escape(f" s; the crawl stopped (bound: --worker_stall_timeout={STALL_S})"))
+    assert time.monotonic() - began < STALL_S + 60, "the crawl did not end within the bound"
+    again, _mark = crawl(config, None, "--direct_num_workers=1")
     out, err = finish(again)
     assert again.returncode == 0 and "index holds 7" in out, out + err
 
