@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import json
 import logging
 import os
@@ -216,24 +217,23 @@ def install(command_line: str, stall_s: float) -> None:
                         self._worker_id)
 
     class ForkedFirst(worker_handlers.SubprocessSdkWorkerHandler):
-        """Beam's handler of a worker process: a forked one while any wait, else a new process."""
+        """Beam's handler of a worker: the command itself first (:func:`prestart`), then a forked process while
+        any wait, else a new one."""
 
         _beamtrawl_forked = True
 
         def start_worker(self):
             if _IN_COMMAND[0] and not _TAKEN and self._worker_command_line == ours:
                 _TAKEN.append(self.worker_id)
-                self.worker_thread = threading.Thread(name="run_worker", target=_serve_in_command, args=(self,),
-                                                      daemon=True)
-                self.worker_thread.start()
-                return
-            try:
-                forked = _WAITING.pop(0) if self._worker_command_line == ours else None
-            except IndexError:  # none left
-                forked = None
-            self.worker = LocalWorker(forked, self._worker_command_line, self.control_address,
-                                      self.provision_info, self.worker_id)
-            self.worker_thread = threading.Thread(name="run_worker", target=self.worker.run)
+                run = functools.partial(_serve_in_command, self)
+            else:
+                with contextlib.suppress(IndexError):  # none left: a new process
+                    forked = None
+                    forked = _WAITING.pop(0) if self._worker_command_line == ours else None
+                self.worker = LocalWorker(forked, self._worker_command_line, self.control_address,
+                                          self.provision_info, self.worker_id)
+                run = self.worker.run
+            self.worker_thread = threading.Thread(name="run_worker", target=run, daemon=self.worker_id in _TAKEN)
             self.worker_thread.start()
 
         def stop_worker(self):
