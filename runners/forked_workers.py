@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import gc
 import json
 import logging
 import os
@@ -121,6 +122,7 @@ def prestart(count: int, in_command: bool = False) -> None:
         return
     sys.stdout.flush()
     sys.stderr.flush()
+    gc.freeze()  # what is loaded stays shared: a worker's collections would touch, and so copy, every page of it
     for _ in range(count):
         read, write = os.pipe()
         pid = os.fork()

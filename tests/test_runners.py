@@ -62,19 +62,22 @@ from apache_beam.options.pipeline_options import PipelineOptions
 options = PipelineOptions(direct.arguments(["--direct_num_workers=2"]))
 folder = sys.argv[1]
 with beam.Pipeline(runner=direct.runner(options), options=options) as p:
-    _ = p | beam.Create(range(20)) | beam.Map(lambda _: open(os.path.join(folder, str(os.getpid())), "w").close())
+    _ = p | beam.Create(range(20)) | beam.Map(
+        lambda _: open(os.path.join(folder, str(os.getpid())), "w").write(str(__import__("gc").get_freeze_count())))
 print(json.dumps({"forked": forked, "left": forked_workers._WAITING}))
 """
 
 
 def test_local_workers_are_forked_from_the_command_and_unused_ones_end(tmp_path):
     """runners/forked_workers.py: the pipeline's two workers are two of the three forked before it was built (no
-    new Python, no imports); the third ends when the run does."""
+    new Python, no imports), with what the command had loaded left out of their collections (which would copy
+    every page of it); the third ends when the run does."""
     done = subprocess.run([sys.executable, "-c", FORKED, str(tmp_path)], capture_output=True, text=True,
                           timeout=300, check=True)
     told = json.loads(done.stdout.splitlines()[-1])
     worked = {int(name) for name in os.listdir(tmp_path)}
     assert worked and worked <= set(told["forked"][:2]) and told["left"] == []
+    assert all(int((tmp_path / str(pid)).read_text()) > 10_000 for pid in worked)
     assert not Path(f"/proc/{told['forked'][2]}").exists()
 
 
