@@ -148,7 +148,7 @@ def apart(listing: str, workers: int) -> None:
 def beam_run(entries: list[Entry], workers: int) -> tuple[float, float, int]:
     """Seconds and CPU seconds (this process and its workers) of a pipeline that prepares ``entries``, timed from
     Pipeline.run to the end, and the documents it made."""
-    forked_workers.prestart(workers, in_command=True)  # as the command does
+    forked_workers.prestart(workers)
     use_row_coders()
     options = PipelineOptions(direct.arguments([f"--direct_num_workers={workers}"]))
     p = beam.Pipeline(runner=direct.runner(options), options=options)

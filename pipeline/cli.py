@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         # A command is no IPython session; without this, Beam imports IPython (0.6 s) to ask if it is one.
         sys.modules.setdefault("IPython", None)
         forked_workers.prestart(forked_workers.worker_count(args.runner, extra),  # before any index or thread
-                                in_command="--no_worker_in_command" not in extra)
+                                in_command="--worker_in_command" in extra)
     try:
         if args.command == "crawl" and args.reprepare:
             args.overrides.append("reprepare=true")

@@ -19,6 +19,7 @@ beartype when Beam's typehints first use it (:data:`BEARTYPE`). docs/scaling.md 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import sys
@@ -127,7 +128,7 @@ def _stand_in(name: str, names: tuple[str, ...] = ()) -> types.ModuleType:
         for prefix in (".".join(parts[:end]) for end in range(1, len(parts) + 1)):  # a package's too
             if getattr(sys.modules.get(prefix), "__stand_in__", False):
                 del sys.modules[prefix]
-        return importlib.import_module(name)
+        return _in_place_of(stand_in, importlib.import_module(name))
 
     def __getattr__(attribute: str):
         if attribute.startswith("__"):  # the import system's questions (``__path__``) are not a use
@@ -140,16 +141,36 @@ def _stand_in(name: str, names: tuple[str, ...] = ()) -> types.ModuleType:
     return stand_in
 
 
+def _in_place_of(stand_in, real):
+    """``real``, put in place of ``stand_in`` wherever a module holds it (Beam's modules took it at their import):
+    from then on they call it directly, and it is the class or function itself (``isinstance``, pickling)."""
+    for module in list(sys.modules.values()):
+        names = getattr(module, "__dict__", None)
+        if isinstance(names, dict):
+            for key in [key for key, value in list(names.items()) if value is stand_in]:
+                names[key] = real
+    return real
+
+
+def _named(module: str, qualname: str):
+    """What ``module`` calls ``qualname``: an :class:`_OnFirstUse`, unpickled."""
+    return functools.reduce(getattr, qualname.split("."), importlib.import_module(module))
+
+
 class _OnFirstUse:
     """A module's function or class, imported when first called or asked for an attribute (a class's own methods,
-    ``Fernet.generate_key()``)."""
+    ``Fernet.generate_key()``), and from then on in its place; pickled as the real one."""
 
     def __init__(self, module, name: str):
         self._where = (module, name)
 
     def _real(self):
         module, name = self._where
-        return getattr(module(), name)
+        return _in_place_of(self, getattr(module(), name))
+
+    def __reduce__(self):
+        real = self._real()
+        return _named, (real.__module__, real.__qualname__)
 
     def __call__(self, *args, **kwargs):
         return self._real()(*args, **kwargs)

@@ -12,9 +12,10 @@ worker that dies still ends the crawl (runners/direct.py). A pipeline that wants
 forked (a second pass, more workers than expected) gets a new process, as Beam's own; forked workers left
 unused end when their pipe closes (:func:`release`, or the command's exit).
 
-The first worker of a run is the command itself (:func:`_serve_in_command`), unless ``--no_worker_in_command``:
-Beam's harness in a thread, over the same control and data channels. The command only waits while its workers
-work, and one process fewer is ~115 MiB fewer (issue 27, target 4); it beats and is watched as the others are.
+With ``--worker_in_command`` the first worker of a run is the command itself (:func:`_serve_in_command`): Beam's
+harness in a thread, over the same control and data channels, beating and watched as the others are. One process
+fewer is ~85-115 MiB fewer (issue 27, target 4), but the worker then shares the command's interpreter lock with the
+runner's side of every data stream: preparation ran 10-20 % slower (docs/scaling.md), so it is not the default.
 
 Every worker process, forked or new, is known while it runs, so a crawl whose worker died ends the others
 (:func:`end_workers`; Beam's clean-up would wait for them for ever), and Beam's wait for a worker's end at the
@@ -77,9 +78,9 @@ class InCommandOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser):
         parser.add_argument(
-            "--no_worker_in_command", action="store_true",
-            help="run every local worker as a process of its own (by default the command is the first of "
-                 "--direct_num_workers: one process fewer; a worker that crashes then ends the command with it)")
+            "--worker_in_command", action="store_true",
+            help="make the command the first of --direct_num_workers (one process fewer, ~100 MiB less memory; "
+                 "preparation 10-20 %% slower, and a worker that crashes ends the command with it)")
 
 
 class WorkerEnded(RuntimeError):
@@ -274,6 +275,7 @@ def _serve_in_command(handler) -> None:
     watch, done = heartbeat.Watch(), threading.Event()
     if watch.path:
         heartbeat.beat(watch.path, [harness], done)
+        os.unlink(watch.path)  # open at both ends: nothing is left behind, however the command ends
         threading.Thread(target=_watch_in_command, args=(handler, watch, done), name="beamtrawl-watch",
                          daemon=True).start()
     try:

@@ -147,7 +147,8 @@ print(type(client).__name__, type(FileSystems.get_filesystem("gs://bucket/x"))._
 
 def test_beam_is_imported_without_fastavro_and_cryptography_and_their_users_still_work():
     """runners/beam_import.py: the names Beam's Avro coder and IO and its ``GroupByEncryptedKey`` take from fastavro
-    and cryptography at start-up are stand-ins that import them at first use; a plugin's own import gets them."""
+    and cryptography at start-up are stand-ins that import them at first use and are then replaced by them
+    (identity, pickling); a plugin's own import gets them."""
     code = """import io, json, sys
 from beamtrawl.runners.beam_import import import_beam
 import_beam()
@@ -167,12 +168,15 @@ out.seek(0)
 print(*(record["a"] for block in avroio.block_reader(out) for record in block))
 fernet = util.Fernet(util.Secret.generate_secret_bytes())
 print(fernet.decrypt(fernet.encrypt(b"sealed")).decode())
+import pickle
 import fastavro
+from apache_beam.coders import coder_impl
 from cryptography.fernet import Fernet
-print(type(fastavro.parse_schema).__name__, Fernet.__name__)"""
+print(type(fastavro.parse_schema).__name__, util.Fernet is Fernet, coder_impl.parse_schema is fastavro.parse_schema,
+      pickle.loads(pickle.dumps(avroio.Writer)) is fastavro.write.Writer)"""
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["coded", "written", "sealed", "cython_function_or_method", "Fernet"]
+    assert done.stdout.split() == ["coded", "written", "sealed", "cython_function_or_method", "True", "True", "True"]
 
 
 def test_a_view_of_the_pipeline_options_is_made_once_and_shares_their_values():

@@ -116,14 +116,11 @@ def corpus(tmp_path, make_config):
 
 
 def crawl(config: Path, hook: Path | None = None, *options: str, **env: str) -> tuple[subprocess.Popen, str]:
-    """Start a quiet crawl of ``config`` with the kill hook, ``options`` and ``env``, its two workers processes
-    (the command's own worker in ``options``: ``--direct_num_workers=1`` after, no ``--no_worker_in_command``);
-    returns it and its process mark."""
+    """Start a quiet crawl of ``config`` with the kill hook, ``options`` and ``env``; returns it and its process
+    mark."""
     mark = uuid.uuid4().hex
     extra = {"PYTHONPATH": str(hook)} if hook else {}
-    apart = [] if "--direct_num_workers=1" in options else ["--no_worker_in_command"]
-    proc = subprocess.Popen(beamtrawl_command("crawl", str(config), "--direct_num_workers=2", *apart, "--quiet",
-                                              *options),
+    proc = subprocess.Popen(beamtrawl_command("crawl", str(config), "--direct_num_workers=2", "--quiet", *options),
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "BEAMTRAWL_TEST_CRAWL": mark, **extra, **env})
     return proc, mark
@@ -231,17 +228,18 @@ def test_a_worker_stopped_mid_bundle_with_its_preparing_child_ends_the_crawl_wit
 
 
 def test_the_commands_own_worker_waiting_on_one_element_ends_the_crawl_within_the_bound(corpus):
-    """runners/forked_workers.py: the first worker is a thread of the command, which cannot be ended apart; one
-    that waits on an element past the bound fails the run with the one line, and the next crawl converges."""
+    """runners/forked_workers.py, ``--worker_in_command``: the worker is a thread of the command, which cannot be
+    ended apart; one that waits on an element past the bound fails the run with the one line, and the next crawl
+    converges."""
     config, hook = corpus
     began = time.monotonic()
     proc, mark = crawl(config, hook, f"--worker_stall_timeout={STALL_S}", "--direct_num_workers=1",
-                       COMMAND_WORKER_WAITS_AT="open:page.html")
+                       "--worker_in_command", COMMAND_WORKER_WAITS_AT="open:page.html")
     assert_stopped_with_one_line(proc, mark, re.escape(
         "FAILED: the pipeline failed: WorkerDied: the command's own worker waited on one element for ") + r"\d+" +
         re.escape(f" s; the crawl stopped (bound: --worker_stall_timeout={STALL_S})"))
     assert time.monotonic() - began < STALL_S + 60, "the crawl did not end within the bound"
-    again, _mark = crawl(config, None, "--direct_num_workers=1")
+    again, _mark = crawl(config, None, "--direct_num_workers=1", "--worker_in_command")
     out, err = finish(again)
     assert again.returncode == 0 and "index holds 7" in out, out + err
 

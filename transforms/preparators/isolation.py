@@ -331,9 +331,12 @@ class Isolated:
             ticket.value = (prepared, ticket.errors + failures)
 
     def _death(self) -> str:
-        """Why the child died (it has, or is about to: its pipe broke)."""
-        limit = f" (memory limit {self.memory_limit} bytes)" if self.memory_limit else ""
-        return _exit_reason(self.process.wait()) + limit
+        """Why the child died (it has, or is about to: its pipe broke); its memory limit named unless a signal that
+        comes from outside (a kill, the system's out-of-memory killer) ended it."""
+        code = self.process.wait()
+        outside = code in (-signal.SIGKILL, -signal.SIGTERM, -signal.SIGINT)
+        limit = f" (memory limit {self.memory_limit} bytes)" if self.memory_limit and not outside else ""
+        return _exit_reason(code) + limit
 
     def _lost(self, reason: str) -> None:
         """The child was killed or died on the oldest document in flight: report the preparator at work, and
