@@ -275,7 +275,6 @@ def _serve_in_command(handler) -> None:
     watch, done = heartbeat.Watch(), threading.Event()
     if watch.path:
         heartbeat.beat(watch.path, [harness], done)
-        os.unlink(watch.path)  # open at both ends: nothing is left behind, however the command ends
         threading.Thread(target=_watch_in_command, args=(handler, watch, done), name="beamtrawl-watch",
                          daemon=True).start()
     try:

@@ -109,8 +109,11 @@ def beat_from_environment() -> None:
 
 def beat(path: str, harnesses: list, stop: threading.Event | None = None) -> None:
     """Beat into ``path`` for these harnesses (a list that may grow) from a thread of this process, until ``stop``
-    is set."""
+    is set. The file is unlinked once open (the driver reads its own descriptor): none is left behind, however the
+    crawl ends."""
     fd = os.open(path, os.O_WRONLY)
+    with contextlib.suppress(OSError):
+        os.unlink(path)
     threading.Thread(target=_beat, args=(fd, harnesses, stop or threading.Event()), name="beamtrawl-heartbeat",
                      daemon=True).start()
 
