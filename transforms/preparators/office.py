@@ -296,11 +296,6 @@ def _xlsx(stream, params: dict) -> Prepared:
                             f"the reading library skipped")
     prepared.partial = "; ".join(filter(None, (prepared.partial, unread)))
     return prepared
-    held = _cells_held(zipfile.ZipFile(stream))
-    if read < held:
-        prepared.partial = (f"read {read:,} of the {held:,} cells the file's sheets hold: the rest is in parts "
-                            f"the reading library skipped")
-    return prepared
 
 
 _SHEET_COMMENTS = re.compile(r"xl/comments\d*\.xml")
